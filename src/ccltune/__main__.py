@@ -1,0 +1,3 @@
+from ccltune.cli import entry
+
+entry()

@@ -1,0 +1,78 @@
+"""Command-line entry point. The only place that maps errors to exit codes.
+
+Each subcommand is one module in this package exposing ``register(subparsers)`` which
+adds its parser and sets ``func`` (a callable ``(args) -> int``). Adding a command is one
+module plus one line in ``_COMMANDS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ccltune import __version__
+from ccltune.errors import CcltuneError, Interrupted
+
+# module name under ccltune.cli, in the order --help lists them
+_COMMANDS = [
+    "bench",
+    "runs",
+    "export",
+    "plugin",
+    "sweep",
+    "tune",
+    "validate",
+    "import_",
+    "links",
+    "topo",
+    "doctor",
+    "check",
+    "report",
+]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own errors: exit 2, no traceback
+        self.print_usage(sys.stderr)
+        self.exit(2, f"ccltune: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="ccltune",
+        description="Measure, diagnose, tune and validate NCCL/RCCL collectives.",
+    )
+    parser.add_argument("--version", action="version", version=f"ccltune {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in _COMMANDS:
+        try:
+            mod = importlib.import_module(f"ccltune.cli.{name}")
+        except ModuleNotFoundError as exc:  # a command still being written
+            if exc.name == f"ccltune.cli.{name}":
+                continue
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("ccltune: interrupted", file=sys.stderr)
+        return Interrupted.exit_code
+    except CcltuneError as exc:
+        print(f"ccltune: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+
+
+def entry() -> None:
+    sys.exit(main())

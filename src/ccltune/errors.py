@@ -1,0 +1,70 @@
+"""Typed errors. Library code raises these; only ``ccltune.cli.main`` turns them into
+messages and exit codes (one place, see EXIT_CODES)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class CcltuneError(Exception):
+    """Base class: a failure the user can act on. ``exit_code`` is what the CLI returns."""
+
+    exit_code = 1
+
+
+class UsageError(CcltuneError):
+    """Bad input from the user: a flag value, a name, a file. Nothing was measured."""
+
+    exit_code = 2
+
+
+class RuleFileError(CcltuneError):
+    """A rule file has lines that were rejected (``ccltune plugin check``)."""
+
+    exit_code = 1
+
+
+class DataError(CcltuneError):
+    """The results database lacks what an analysis needs (no defaults, mixed platforms...)."""
+
+    exit_code = 1
+
+
+class DistError(CcltuneError):
+    """A distributed failure: a rank died, hung or disagreed. Names rank and host."""
+
+    exit_code = 3
+
+
+class EngineUnavailable(CcltuneError):
+    """An engine cannot run here (no GPU, no NCCL library...)."""
+
+    exit_code = 4
+
+
+class Interrupted(CcltuneError):
+    """Ctrl-C: what was measured is kept, the run is marked interrupted."""
+
+    exit_code = 130
+
+
+class CheckFailed(CcltuneError):
+    """Measured results are wrong or a gate failed (``#wrong`` > 0, a FAIL verdict)."""
+
+    exit_code = 1
+
+
+def did_you_mean(value: str, valid: Iterable[str]) -> str:
+    """A ' (did you mean X?)' suffix for an unknown name, or '' when nothing is close."""
+    close = difflib.get_close_matches(value, list(valid), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown_name(kind: str, value: str, valid: Iterable[str], where: str = "") -> UsageError:
+    """UsageError for an unknown collective/datatype/op/...: names the value and the valid ones."""
+    valid = list(valid)
+    place = f" in {where}" if where else ""
+    return UsageError(
+        f"unknown {kind} {value!r}{place}{did_you_mean(value, valid)}; valid: {', '.join(valid)}"
+    )
