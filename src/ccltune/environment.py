@@ -1,0 +1,146 @@
+"""What a run ran on: host, GPUs, driver, CUDA, NCCL (version and the library file actually
+loaded), torch, every NCCL_*/RCCL_*/TORCH_NCCL_* variable, world size, launcher, command.
+
+Everything here is best effort and never raises: a fact that cannot be read is ``None``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform as _platform
+import shlex
+import socket
+import subprocess
+import sys
+from typing import Any
+
+from ccltune import __version__
+
+ENV_PREFIXES = ("NCCL_", "RCCL_", "TORCH_NCCL_", "CCLTUNE_", "HSA_", "HIP_VISIBLE", "CUDA_VISIBLE",
+                "NVSHMEM_", "TORCH_SYMM_MEM_")
+# Variables that identify how the processes were started (see ccltune.dist for their use).
+LAUNCHER_MARKERS = (
+    ("torchrun", "TORCHELASTIC_RUN_ID"),
+    ("slurm", "SLURM_PROCID"),
+    ("mpirun", "OMPI_COMM_WORLD_RANK"),
+    ("mpirun", "PMI_RANK"),
+)
+
+
+def comm_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    environ = dict(os.environ if environ is None else environ)
+    return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES)}
+
+
+def detect_launcher(environ: dict[str, str] | None = None) -> str | None:
+    environ = os.environ if environ is None else environ
+    for name, marker in LAUNCHER_MARKERS:
+        if marker in environ:
+            return name
+    return None
+
+
+def loaded_library(fragment: str) -> str | None:
+    """Absolute path of the first mapped shared object whose file name contains ``fragment``."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) >= 6 and fragment in os.path.basename(parts[-1]):
+                    return parts[-1]
+    except OSError:
+        return None
+    return None
+
+
+def _driver_version() -> str | None:
+    try:
+        with open("/proc/driver/nvidia/version", encoding="utf-8") as fh:
+            first = fh.readline()
+        for tok in first.split():
+            if tok[:1].isdigit() and tok.count(".") >= 1:
+                return tok
+    except OSError:
+        pass
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.splitlines()[0].strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return None
+
+
+def gpu_facts() -> dict[str, Any]:
+    """GPUs visible to this process (through torch, if importable)."""
+    facts: dict[str, Any] = {"gpus": [], "cuda": None, "hip": None}
+    try:
+        import torch
+    except ImportError:
+        return facts
+    facts["cuda"] = torch.version.cuda
+    facts["hip"] = getattr(torch.version, "hip", None)
+    try:
+        if torch.cuda.is_available():
+            for i in range(torch.cuda.device_count()):
+                p = torch.cuda.get_device_properties(i)
+                facts["gpus"].append({"index": i, "name": p.name, "memory_bytes": int(p.total_memory),
+                                      "sm_count": int(p.multi_processor_count),
+                                      "pci_bus_id": _pci_bus_id(torch, i)})
+    except Exception:  # noqa: BLE001 - a broken driver must not stop the run
+        pass
+    return facts
+
+
+def _pci_bus_id(torch: Any, index: int) -> str | None:
+    try:
+        p = torch.cuda.get_device_properties(index)
+        return f"{p.pci_domain_id:04x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}"
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def platform_name(gpus: list[dict[str, Any]], world_size: int | None, n_nodes: int | None) -> str:
+    """A short platform key such as 'NVIDIA H200 x4' or 'cpu x2'."""
+    model = gpus[0]["name"] if gpus else "cpu"
+    n = world_size or 1
+    nodes = f" {n_nodes} nodes" if n_nodes and n_nodes > 1 else ""
+    return f"{model} x{n}{nodes}"
+
+
+def collect(*, world_size: int | None = None, n_nodes: int | None = None, engine: str | None = None,
+            nccl: dict[str, Any] | None = None, hosts: list[str] | None = None,
+            argv: list[str] | None = None) -> dict[str, Any]:
+    """The environment record stored with every run."""
+    try:
+        import torch
+        torch_version = torch.__version__
+    except ImportError:
+        torch_version = None
+    gpus = gpu_facts()
+    env: dict[str, Any] = {
+        "ccltune_version": __version__,
+        "host": socket.gethostname(),
+        "hosts": hosts,
+        "os": f"{_platform.system()} {_platform.release()}",
+        "python": _platform.python_version(),
+        "torch_version": torch_version,
+        "cuda_version": gpus["cuda"],
+        "hip_version": gpus["hip"],
+        "driver_version": _driver_version(),
+        "gpus": gpus["gpus"],
+        "engine": engine,
+        "world_size": world_size,
+        "n_nodes": n_nodes,
+        "launcher": detect_launcher(),
+        "command": shlex.join(["ccltune", *(sys.argv[1:] if argv is None else argv)]),
+        "variables": comm_env(),
+        "nccl_version": None,
+        "nccl_library": None,
+    }
+    if nccl:
+        env["nccl_version"] = nccl.get("version")
+        env["nccl_library"] = nccl.get("library")
+    env["platform"] = platform_name(env["gpus"], world_size, n_nodes)
+    return env

@@ -1,0 +1,379 @@
+"""The results database: one SQLite file (stdlib ``sqlite3``), default ``./ccltune.db``.
+
+Every command that measures opens a *run* (``runs`` row, with its environment), writes
+its rows as they are measured (each committed at once, so a crash or Ctrl-C loses nothing
+already measured), and closes the run with a final status.
+
+Tables (units in column names):
+- ``runs``: one row per command invocation: kind (bench, sweep, validate, links, doctor,
+  check), status (running, complete, interrupted, failed), the environment as JSON.
+- ``measurements``: one row per (size, placement, configuration, repetition) timing.
+  ``algo``/``proto``/``channels`` are NULL for NCCL's own choice ("default").
+- ``links``: per GPU pair bandwidth/latency (``ccltune links``).
+- ``findings``: PASS/WARN/FAIL/WAIVED results of ``doctor`` and ``check``.
+- ``artifacts``: named text blobs attached to a run (rule files, verdict JSON, logs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ccltune.errors import UsageError
+
+DEFAULT_DB = "ccltune.db"
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    command TEXT NOT NULL,
+    engine TEXT,
+    world_size INTEGER,
+    n_nodes INTEGER,
+    launcher TEXT,
+    host TEXT,
+    platform TEXT,
+    ccltune_version TEXT,
+    nccl_version TEXT,
+    args_json TEXT NOT NULL DEFAULT '{}',
+    env_json TEXT NOT NULL DEFAULT '{}',
+    summary_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS measurements (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    collective TEXT NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    dtype TEXT NOT NULL,
+    op TEXT,
+    root INTEGER,
+    in_place INTEGER NOT NULL,
+    n_ranks INTEGER NOT NULL,
+    n_nodes INTEGER NOT NULL DEFAULT 1,
+    algo TEXT,
+    proto TEXT,
+    channels INTEGER,
+    config TEXT NOT NULL DEFAULT 'default',
+    graph INTEGER NOT NULL DEFAULT 0,
+    rep INTEGER NOT NULL DEFAULT 0,
+    time_us REAL,
+    algbw_gbps REAL,
+    busbw_gbps REAL,
+    wrong INTEGER,
+    status TEXT NOT NULL DEFAULT 'ok',
+    note TEXT
+);
+CREATE INDEX IF NOT EXISTS measurements_run ON measurements(run_id, collective, size_bytes);
+CREATE TABLE IF NOT EXISTS links (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    src INTEGER NOT NULL,
+    dst INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    direction TEXT NOT NULL,
+    size_bytes INTEGER,
+    bandwidth_gbps REAL,
+    latency_us REAL,
+    note TEXT
+);
+CREATE TABLE IF NOT EXISTS findings (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    evidence TEXT,
+    fix TEXT,
+    value REAL,
+    data_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS artifacts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    name TEXT NOT NULL,
+    content TEXT NOT NULL
+);
+"""
+
+RUN_STATUSES = ("running", "complete", "interrupted", "failed")
+ROW_STATUSES = ("ok", "skipped", "waived", "error", "unavailable")
+
+
+@dataclass
+class Measurement:
+    """One measured (or skipped/waived) row. Times in microseconds, bandwidths in GB/s (1e9)."""
+
+    collective: str
+    size_bytes: int
+    count: int
+    dtype: str
+    op: str | None
+    root: int | None
+    in_place: bool
+    n_ranks: int
+    time_us: float | None = None
+    algbw_gbps: float | None = None
+    busbw_gbps: float | None = None
+    wrong: int | None = None
+    status: str = "ok"
+    note: str | None = None
+    n_nodes: int = 1
+    algo: str | None = None
+    proto: str | None = None
+    channels: int | None = None
+    config: str = "default"
+    graph: int = 0
+    rep: int = 0
+
+    def to_record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_MEAS_COLS = [f.name for f in fields(Measurement)]
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+@dataclass
+class Run:
+    id: int
+    kind: str
+    status: str
+    started_at: str
+    finished_at: str | None
+    command: str
+    engine: str | None
+    world_size: int | None
+    n_nodes: int | None
+    launcher: str | None
+    host: str | None
+    platform: str | None
+    ccltune_version: str | None
+    nccl_version: str | None
+    args: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+class Store:
+    """A connection to the results database. Every write commits immediately."""
+
+    def __init__(self, path: str | os.PathLike[str] = DEFAULT_DB, *, create: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise UsageError(f"database {str(self.path)!r} does not exist (--db)")
+        if self.path.parent and not self.path.parent.exists():
+            raise UsageError(f"folder of database {str(self.path)!r} does not exist (--db)")
+        try:
+            self.conn = sqlite3.connect(str(self.path), timeout=30.0)
+            self.conn.row_factory = sqlite3.Row
+            self.conn.executescript(_SCHEMA)
+            self.conn.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+            self.conn.commit()
+        except sqlite3.DatabaseError as exc:
+            raise UsageError(f"{str(self.path)!r} is not a usable ccltune database (--db): {exc}") from None
+
+    # -- context manager -------------------------------------------------------------
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- runs ------------------------------------------------------------------------
+    def begin_run(
+        self,
+        kind: str,
+        *,
+        command: str,
+        env: Mapping[str, Any] | None = None,
+        args: Mapping[str, Any] | None = None,
+        engine: str | None = None,
+    ) -> int:
+        env = dict(env or {})
+        cur = self.conn.execute(
+            "INSERT INTO runs(kind, status, started_at, command, engine, world_size, n_nodes,"
+            " launcher, host, platform, ccltune_version, nccl_version, args_json, env_json)"
+            " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                kind,
+                _now(),
+                command,
+                engine,
+                env.get("world_size"),
+                env.get("n_nodes"),
+                env.get("launcher"),
+                env.get("host"),
+                env.get("platform"),
+                env.get("ccltune_version"),
+                env.get("nccl_version"),
+                json.dumps(dict(args or {}), default=str),
+                json.dumps(env, default=str),
+            ),
+        )
+        self.conn.commit()
+        return int(cur.lastrowid)
+
+    def finish_run(self, run_id: int, status: str, summary: Mapping[str, Any] | None = None) -> None:
+        if status not in RUN_STATUSES:
+            raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
+        self.conn.execute(
+            "UPDATE runs SET status = ?, finished_at = ?, summary_json = ? WHERE id = ?",
+            (status, _now(), json.dumps(dict(summary or {}), default=str), run_id),
+        )
+        self.conn.commit()
+
+    def update_env(self, run_id: int, env: Mapping[str, Any]) -> None:
+        self.conn.execute(
+            "UPDATE runs SET env_json = ?, world_size = ?, n_nodes = ?, launcher = ?, host = ?,"
+            " platform = ?, nccl_version = ? WHERE id = ?",
+            (
+                json.dumps(dict(env), default=str),
+                env.get("world_size"),
+                env.get("n_nodes"),
+                env.get("launcher"),
+                env.get("host"),
+                env.get("platform"),
+                env.get("nccl_version"),
+                run_id,
+            ),
+        )
+        self.conn.commit()
+
+    def runs(self, kind: str | None = None) -> list[Run]:
+        q = "SELECT * FROM runs" + (" WHERE kind = ?" if kind else "") + " ORDER BY id"
+        return [self._run(r) for r in self.conn.execute(q, (kind,) if kind else ())]
+
+    def run(self, run_id: int) -> Run:
+        row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            known = [r["id"] for r in self.conn.execute("SELECT id FROM runs ORDER BY id")]
+            hint = f"; runs in {str(self.path)!r}: {_ranges(known)}" if known else f"; {str(self.path)!r} has no runs"
+            raise UsageError(f"no run {run_id}{hint}")
+        return self._run(row)
+
+    def latest_run(self, kind: str | None = None) -> Run | None:
+        q = "SELECT * FROM runs" + (" WHERE kind = ?" if kind else "") + " ORDER BY id DESC LIMIT 1"
+        row = self.conn.execute(q, (kind,) if kind else ()).fetchone()
+        return self._run(row) if row else None
+
+    @staticmethod
+    def _run(row: sqlite3.Row) -> Run:
+        d = dict(row)
+        return Run(
+            args=json.loads(d.pop("args_json") or "{}"),
+            env=json.loads(d.pop("env_json") or "{}"),
+            summary=json.loads(d.pop("summary_json") or "{}"),
+            **d,
+        )
+
+    # -- measurements ----------------------------------------------------------------
+    def add_measurements(self, run_id: int, rows: Iterable[Measurement]) -> None:
+        cols = ", ".join(["run_id", *_MEAS_COLS])
+        marks = ", ".join("?" * (len(_MEAS_COLS) + 1))
+        data = [(run_id, *(_sql(getattr(m, c)) for c in _MEAS_COLS)) for m in rows]
+        self.conn.executemany(f"INSERT INTO measurements({cols}) VALUES ({marks})", data)
+        self.conn.commit()
+
+    def measurements(self, run_ids: int | Iterable[int] | None = None, **where: Any) -> list[Measurement]:
+        clauses, params = [], []
+        if run_ids is not None:
+            ids = [run_ids] if isinstance(run_ids, int) else list(run_ids)
+            clauses.append(f"run_id IN ({', '.join('?' * len(ids))})")
+            params.extend(ids)
+        for key, value in where.items():
+            if key not in _MEAS_COLS:
+                raise ValueError(f"unknown measurement column {key!r}")
+            clauses.append(f"{key} IS ?")
+            params.append(_sql(value))
+        q = "SELECT * FROM measurements" + (" WHERE " + " AND ".join(clauses) if clauses else "") + " ORDER BY id"
+        out = []
+        for r in self.conn.execute(q, params):
+            d = {c: r[c] for c in _MEAS_COLS}
+            d["in_place"] = bool(d["in_place"])
+            out.append(Measurement(**d))
+        return out
+
+    def measurement_rows(self, run_ids: Iterable[int]) -> list[dict[str, Any]]:
+        """Measurements with their run id, as plain dicts (for analyses spanning runs)."""
+        ids = list(run_ids)
+        q = f"SELECT * FROM measurements WHERE run_id IN ({', '.join('?' * len(ids))}) ORDER BY id"
+        return [dict(r) for r in self.conn.execute(q, ids)]
+
+    # -- links, findings, artifacts ---------------------------------------------------
+    def add_links(self, run_id: int, rows: Iterable[Mapping[str, Any]]) -> None:
+        cols = ("src", "dst", "method", "direction", "size_bytes", "bandwidth_gbps", "latency_us", "note")
+        self.conn.executemany(
+            f"INSERT INTO links(run_id, {', '.join(cols)}) VALUES (?, {', '.join('?' * len(cols))})",
+            [(run_id, *(r.get(c) for c in cols)) for r in rows],
+        )
+        self.conn.commit()
+
+    def links(self, run_id: int) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute("SELECT * FROM links WHERE run_id = ? ORDER BY id", (run_id,))]
+
+    def add_findings(self, run_id: int, rows: Iterable[Mapping[str, Any]]) -> None:
+        self.conn.executemany(
+            "INSERT INTO findings(run_id, name, status, evidence, fix, value, data_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (run_id, r["name"], r["status"], r.get("evidence"), r.get("fix"), r.get("value"),
+                 json.dumps(r.get("data") or {}, default=str))
+                for r in rows
+            ],
+        )
+        self.conn.commit()
+
+    def findings(self, run_id: int) -> list[dict[str, Any]]:
+        out = []
+        for r in self.conn.execute("SELECT * FROM findings WHERE run_id = ? ORDER BY id", (run_id,)):
+            d = dict(r)
+            d["data"] = json.loads(d.pop("data_json") or "{}")
+            out.append(d)
+        return out
+
+    def add_artifact(self, run_id: int, name: str, content: str) -> None:
+        self.conn.execute("INSERT INTO artifacts(run_id, name, content) VALUES (?, ?, ?)", (run_id, name, content))
+        self.conn.commit()
+
+    def artifacts(self, run_id: int) -> dict[str, str]:
+        return {r["name"]: r["content"] for r in self.conn.execute(
+            "SELECT name, content FROM artifacts WHERE run_id = ? ORDER BY id", (run_id,))}
+
+
+def _sql(value: Any) -> Any:
+    return int(value) if isinstance(value, bool) else value
+
+
+def _ranges(ids: list[int]) -> str:
+    """'1-3, 7' for [1, 2, 3, 7]."""
+    parts: list[str] = []
+    start = prev = None
+    for i in ids + [None]:  # type: ignore[list-item]
+        if start is None:
+            start = prev = i
+        elif i is not None and i == prev + 1:
+            prev = i
+        else:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = prev = i
+    return ", ".join(parts)
