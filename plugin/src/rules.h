@@ -10,6 +10,7 @@
 #define CCLT_MAX_CHANNELS 64
 #define CCLT_DEFAULT (-2)       /* algo/proto "default": keep NCCL's choice */
 #define CCLT_ANY (-1)           /* wildcard for nNodes, nRanks, numPipeOps, regBuff */
+#define CCLT_NUM_COLL_IDS 5     /* broadcast, reduce, allgather, reducescatter, allreduce */
 
 typedef struct {
   uint64_t minBytes, maxBytes; /* inclusive */

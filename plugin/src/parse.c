@@ -1,0 +1,363 @@
+/* Rule-file parser: a buffer in, rules + platform sections + diagnostics out.
+ * Every rejection reason here has an identical twin in src/ccltune/rules.py. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rules.h"
+
+const char* const ccl_coll_names[5] = {"broadcast", "reduce", "allgather", "reducescatter",
+                                       "allreduce"};
+const char* const ccl_algo_names[7] = {"tree", "ring", "collnet_direct", "collnet_chain",
+                                       "nvls", "nvls_tree", "pat"};
+const char* const ccl_proto_names[3] = {"ll", "ll128", "simple"};
+
+#define ECHO_MAX 40 /* bytes of an offending value quoted in a reason */
+#define REASON_MAX 512
+
+typedef struct { const char* name; int id; } name_id;
+
+static const name_id coll_table[] = {
+    {"broadcast", 0}, {"reduce", 1}, {"allgather", 2}, {"all_gather", 2},
+    {"reducescatter", 3}, {"reduce_scatter", 3}, {"allreduce", 4}, {"all_reduce", 4},
+    {NULL, 0}};
+static const name_id algo_table[] = {
+    {"tree", 0}, {"ring", 1}, {"collnet_direct", 2}, {"collnetdirect", 2},
+    {"collnet_chain", 3}, {"collnetchain", 3}, {"nvls", 4}, {"nvls_tree", 5},
+    {"nvlstree", 5}, {"pat", 6}, {"default", CCLT_DEFAULT}, {NULL, 0}};
+static const name_id proto_table[] = {
+    {"ll", 0}, {"ll128", 1}, {"simple", 2}, {"default", CCLT_DEFAULT}, {NULL, 0}};
+
+static char lower(char c) { return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c; }
+static char upper(char c) { return (c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A') : c; }
+
+static int ieq(const char* a, const char* b) {
+  for (; *a && *b; a++, b++)
+    if (lower(*a) != lower(*b)) return 0;
+  return *a == *b;
+}
+
+static int lookup(const name_id* t, const char* s, int* id) {
+  for (; t->name; t++)
+    if (ieq(t->name, s)) { *id = t->id; return 1; }
+  return 0;
+}
+
+/* Quote a value for a reason: at most ECHO_MAX bytes, non-printable bytes as \xNN. */
+static void echo(const char* s, char* out, size_t n) {
+  size_t len = strlen(s), k = 0;
+  for (size_t i = 0; i < len && i < ECHO_MAX && k + 5 < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c < 0x20 || c > 0x7e) k += (size_t)snprintf(out + k, n - k, "\\x%02x", c);
+    else out[k++] = (char)c;
+  }
+  if (len > ECHO_MAX && k + 4 < n) { memcpy(out + k, "...", 3); k += 3; }
+  out[k] = '\0';
+}
+
+static char* trim(char* s) {
+  while (*s == ' ' || *s == '\t') s++;
+  size_t n = strlen(s);
+  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
+  return s;
+}
+
+/* Size: digits, optional K/M/G/T, optional B. 0 ok, -1 bad syntax, -2 overflow. */
+static int parse_size(const char* s, uint64_t* out) {
+  uint64_t v = 0;
+  const char* p = s;
+  if (*p < '0' || *p > '9') return -1;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    unsigned d = (unsigned)(*p - '0');
+    if (v > (UINT64_MAX - d) / 10) {
+      while (*p >= '0' && *p <= '9') p++; /* keep checking the syntax first */
+      const char* q = p;
+      if (*q && strchr("KMGTkmgt", *q)) q++;
+      if (*q == 'B' || *q == 'b') q++;
+      return *q ? -1 : -2;
+    }
+    v = v * 10 + d;
+  }
+  int shift = 0;
+  switch (upper(*p)) {
+    case 'K': shift = 10; p++; break;
+    case 'M': shift = 20; p++; break;
+    case 'G': shift = 30; p++; break;
+    case 'T': shift = 40; p++; break;
+    default: break;
+  }
+  if (*p == 'B' || *p == 'b') p++;
+  if (*p) return -1;
+  if (shift && v > (UINT64_MAX >> shift)) return -2;
+  *out = v << shift;
+  return 0;
+}
+
+/* Non-negative decimal that fits in an int; 0 ok, -1 not. */
+static int parse_uint(const char* s, int* out) {
+  long long v = 0;
+  if (!*s) return -1;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9') return -1;
+    v = v * 10 + (*s - '0');
+    if (v > INT_MAX) return -1;
+  }
+  *out = (int)v;
+  return 0;
+}
+
+/* -1, or an integer in [lo, hi]. */
+static int parse_int_field(const char* s, int lo, int hi, int* out) {
+  int v;
+  if (strcmp(s, "-1") == 0) { *out = -1; return 0; }
+  if (parse_uint(s, &v) != 0 || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+static int grow(void** arr, int* cap, int need, size_t elem) {
+  if (need <= *cap) return 0;
+  int ncap = *cap ? *cap * 2 : 16;
+  void* p = realloc(*arr, (size_t)ncap * elem);
+  if (!p) return -1;
+  *arr = p;
+  *cap = ncap;
+  return 0;
+}
+
+/* Fill a section from the fields after "platform". Returns 0 or writes a reason. */
+static int parse_platform(char** f, int nf, ccl_section* sec, char* why) {
+  char e[ECHO_MAX * 4 + 8];
+  if (nf == 0 || (nf == 1 && (strcmp(f[0], "*") == 0 || ieq(f[0], "any")))) return 0;
+  for (int i = 0; i < nf; i++) {
+    char orig[ECHO_MAX * 4 + 8];
+    echo(f[i], orig, sizeof orig);
+    char* eq = strchr(f[i], '=');
+    char* key = f[i];
+    char* val = eq ? eq + 1 : NULL;
+    if (eq) {
+      *eq = '\0';
+      key = trim(key);
+      val = trim(val);
+    }
+    if (!eq || !*key || !*val) {
+      snprintf(why, REASON_MAX, "platform: malformed pair '%s' (expected key=value)", orig);
+      return -1;
+    }
+    static const struct { const char* k; unsigned bit; } keys[] = {
+        {"gpu", CCLT_PK_GPU}, {"nvldomains", CCLT_PK_NVLDOMAINS}, {"nvlranks", CCLT_PK_NVLRANKS},
+        {"partition", CCLT_PK_PARTITION}, {"nps", CCLT_PK_NPS}};
+    unsigned bit = 0;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+      if (ieq(key, keys[k].k)) bit = keys[k].bit;
+    echo(key, e, sizeof e);
+    if (!bit) {
+      snprintf(why, REASON_MAX,
+               "platform: unknown key '%s' (valid: gpu, nvldomains, nvlranks, partition, nps)", e);
+      return -1;
+    }
+    if (sec->keys & bit) { snprintf(why, REASON_MAX, "platform: duplicate key '%s'", e); return -1; }
+    sec->keys |= bit;
+    echo(val, e, sizeof e);
+    if (bit == CCLT_PK_GPU) {
+      if (strlen(val) >= sizeof sec->gpu) {
+        snprintf(why, REASON_MAX, "platform: gpu '%s' is longer than 63 bytes", e);
+        return -1;
+      }
+      size_t j = 0;
+      for (; val[j]; j++) sec->gpu[j] = lower(val[j]);
+      sec->gpu[j] = '\0';
+    } else if (bit == CCLT_PK_NVLDOMAINS || bit == CCLT_PK_NVLRANKS) {
+      int v;
+      if (parse_uint(val, &v) != 0 || v < 1) {
+        snprintf(why, REASON_MAX, "platform: %s '%s' is not a positive integer",
+                 bit == CCLT_PK_NVLDOMAINS ? "nvldomains" : "nvlranks", e);
+        return -1;
+      }
+      if (bit == CCLT_PK_NVLDOMAINS) sec->nvlDomains = v;
+      else sec->nvlRanks = v;
+    } else {
+      static const char* const parts[] = {"SPX", "DPX", "TPX", "QPX", "CPX", NULL};
+      static const char* const npss[] = {"NPS1", "NPS2", "NPS4", NULL};
+      int part = bit == CCLT_PK_PARTITION;
+      const char* const* ok = part ? parts : npss;
+      char* dst = part ? sec->partition : sec->nps;
+      int found = 0;
+      for (; *ok; ok++)
+        if (ieq(*ok, val)) { strcpy(dst, *ok); found = 1; }
+      if (!found) {
+        snprintf(why, REASON_MAX, part ? "platform: partition '%s' is not one of SPX, DPX, TPX, QPX, CPX"
+                                       : "platform: nps '%s' is not one of NPS1, NPS2, NPS4", e);
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Parse one rule's fields. Returns 0 or writes a reason. */
+static int parse_rule(char** f, int nf, ccl_rule* r, char* why) {
+  char e[ECHO_MAX * 4 + 8];
+  static const char* const intNames[4] = {"nNodes", "nRanks", "numPipeOps", "regBuff"};
+  if (nf < 8 || nf > 10) {
+    snprintf(why, REASON_MAX, "expected 8, 9 or 10 fields, got %d", nf);
+    return -1;
+  }
+  if (!lookup(coll_table, f[0], &r->coll)) {
+    echo(f[0], e, sizeof e);
+    snprintf(why, REASON_MAX,
+             "unknown collective '%s' (valid: broadcast, reduce, allgather, reducescatter, allreduce)", e);
+    return -1;
+  }
+  uint64_t* bounds[2] = {&r->minBytes, &r->maxBytes};
+  for (int i = 0; i < 2; i++) {
+    int rc = parse_size(f[1 + i], bounds[i]);
+    if (rc == 0) continue;
+    echo(f[1 + i], e, sizeof e);
+    if (rc == -1)
+      snprintf(why, REASON_MAX, "%s: invalid size '%s' (expected digits with optional K, M, G or T suffix)",
+               i ? "maxbytes" : "minbytes", e);
+    else
+      snprintf(why, REASON_MAX, "%s: size '%s' does not fit in 64 bits", i ? "maxbytes" : "minbytes", e);
+    return -1;
+  }
+  if (r->minBytes > r->maxBytes) {
+    snprintf(why, REASON_MAX, "minbytes %llu > maxbytes %llu", (unsigned long long)r->minBytes,
+             (unsigned long long)r->maxBytes);
+    return -1;
+  }
+  if (!lookup(algo_table, f[3], &r->algo)) {
+    echo(f[3], e, sizeof e);
+    snprintf(why, REASON_MAX,
+             "unknown algorithm '%s' (valid: tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat, default)", e);
+    return -1;
+  }
+  if (!lookup(proto_table, f[4], &r->proto)) {
+    echo(f[4], e, sizeof e);
+    snprintf(why, REASON_MAX, "unknown protocol '%s' (valid: ll, ll128, simple, default)", e);
+    return -1;
+  }
+  if (parse_int_field(f[5], 0, CCLT_MAX_CHANNELS, &r->channels) != 0) {
+    echo(f[5], e, sizeof e);
+    snprintf(why, REASON_MAX, "channels: '%s' is not -1, 0 or 1..64", e);
+    return -1;
+  }
+  int* ints[4] = {&r->nNodes, &r->nRanks, &r->numPipeOps, &r->regBuff};
+  for (int i = 0; i < 4; i++) {
+    *ints[i] = CCLT_ANY;
+    if (6 + i >= nf) continue;
+    int isReg = i == 3;
+    if (parse_int_field(f[6 + i], isReg ? 0 : 1, isReg ? 1 : INT_MAX, ints[i]) == 0) continue;
+    echo(f[6 + i], e, sizeof e);
+    snprintf(why, REASON_MAX, isReg ? "%s: '%s' is not -1, 0 or 1" : "%s: '%s' is not -1 or a positive integer",
+             intNames[i], e);
+    return -1;
+  }
+  return 0;
+}
+
+/* One logical line (NUL-terminated, CR stripped). Returns -1 only when out of memory. */
+static int parse_line(char* s, int lineno, ccl_ruleset* rs, ccl_diag_fn diag, void* user) {
+  char why[REASON_MAX];
+  char* f[CCLT_MAX_LINE + 1]; /* a line of n bytes has at most n+1 fields */
+  int nf = 0;
+  s = trim(s);
+  if (!*s || *s == '#') return 0;
+  for (char* p = s;; nf++) {
+    char* comma = strchr(p, ',');
+    f[nf] = p;
+    if (!comma) { nf++; break; }
+    *comma = '\0';
+    p = comma + 1;
+  }
+  for (int i = 0; i < nf; i++) f[i] = trim(f[i]);
+  if (ieq(f[0], "platform")) {
+    if (grow((void**)&rs->sections, &rs->capSections, rs->nSections + 1, sizeof(ccl_section)))
+      return -1;
+    ccl_section* sec = &rs->sections[rs->nSections++];
+    memset(sec, 0, sizeof *sec);
+    sec->line = lineno;
+    sec->valid = 1;
+    if (parse_platform(f + 1, nf - 1, sec, why) != 0) {
+      sec->valid = 0;
+      rs->nRejected++;
+      if (diag) diag(user, lineno, why);
+    }
+    return 0;
+  }
+  ccl_rule r;
+  memset(&r, 0, sizeof r);
+  if (parse_rule(f, nf, &r, why) != 0) {
+    rs->nRejected++;
+    if (diag) diag(user, lineno, why);
+    return 0;
+  }
+  r.section = rs->nSections - 1;
+  r.line = lineno;
+  if (grow((void**)&rs->rules, &rs->capRules, rs->nRules + 1, sizeof(ccl_rule))) return -1;
+  rs->rules[rs->nRules++] = r;
+  return 0;
+}
+
+int ccl_parse_buffer(const char* buf, size_t len, ccl_ruleset* rs, ccl_diag_fn diag, void* user) {
+  char line[CCLT_MAX_LINE + 1];
+  size_t pos = 0;
+  int lineno = 0;
+  while (pos < len) {
+    const char* nl = memchr(buf + pos, '\n', len - pos);
+    size_t end = nl ? (size_t)(nl - buf) : len;
+    size_t n = end - pos;
+    lineno++;
+    if (n > 0 && buf[end - 1] == '\r') n--;
+    const char* start = buf + pos;
+    pos = nl ? end + 1 : len;
+    if (n > CCLT_MAX_LINE) {
+      rs->nRejected++;
+      if (diag) diag(user, lineno, "line longer than 1024 bytes");
+      continue;
+    }
+    if (memchr(start, '\0', n)) {
+      rs->nRejected++;
+      if (diag) diag(user, lineno, "embedded NUL byte");
+      continue;
+    }
+    memcpy(line, start, n);
+    line[n] = '\0';
+    if (parse_line(line, lineno, rs, diag, user) != 0) return -1;
+  }
+  return 0;
+}
+
+int ccl_parse_file(const char* path, ccl_ruleset* rs, ccl_diag_fn diag, void* user) {
+  FILE* fp = fopen(path, "rb");
+  if (!fp) return -1;
+  size_t cap = 1 << 16, len = 0;
+  char* buf = malloc(cap);
+  int rc = -1;
+  while (buf) {
+    if (len == cap) {
+      char* nb = realloc(buf, cap * 2);
+      if (!nb) break;
+      buf = nb;
+      cap *= 2;
+    }
+    size_t got = fread(buf + len, 1, cap - len, fp);
+    len += got;
+    if (got == 0) {
+      if (!ferror(fp)) rc = ccl_parse_buffer(buf, len, rs, diag, user);
+      else errno = EIO;
+      break;
+    }
+  }
+  free(buf);
+  fclose(fp);
+  return rc;
+}
+
+void ccl_ruleset_free(ccl_ruleset* rs) {
+  free(rs->rules);
+  free(rs->sections);
+  memset(rs, 0, sizeof *rs);
+}

@@ -1,0 +1,158 @@
+/* NCCL/RCCL tuner entry points (v2..v6). The only exported symbols are the five const
+ * ncclTunerPlugin_vN structs. init loads and compiles the rule file for one communicator;
+ * getCollInfo only reads that compiled context: no allocation, locking or logging, and it
+ * returns ncclSuccess on every path (NCCL fails the collective otherwise). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ccltune_tuner_abi.h"
+#include "rules.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define LOG_FLAGS (NCCL_TUNING | NCCL_INIT)
+#define LOG(logger, level, ...) \
+  do { if (logger) (logger)(level, LOG_FLAGS, __FILE__, __LINE__, __VA_ARGS__); } while (0)
+
+typedef struct {
+  ncclDebugLogger_t logger;
+  const char* path;
+} diag_ctx;
+
+static void warn_line(void* user, int line, const char* reason) {
+  diag_ctx* d = user;
+  LOG(d->logger, NCCL_LOG_WARN, "%s:%d: %s", d->path, line, reason);
+}
+
+/* NCCL_TUNER_CONFIG_FILE, else CCLTUNE_RULES, else ./nccl_tuner.conf if it exists. */
+static const char* rule_file(void) {
+  const char* p = getenv("NCCL_TUNER_CONFIG_FILE");
+  if (p && *p) return p;
+  p = getenv("CCLTUNE_RULES");
+  if (p && *p) return p;
+  return access("nccl_tuner.conf", F_OK) == 0 ? "nccl_tuner.conf" : NULL;
+}
+
+/* Never fails: a missing or bad file leaves *ctx NULL and NCCL's choices untouched. */
+static ncclResult_t init_common(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger,
+                                const int* nvl3, void** ctx) {
+  if (!ctx) return ncclSuccess;
+  *ctx = NULL;
+  const char* path = rule_file();
+  if (!path) {
+    LOG(logger, NCCL_LOG_INFO,
+        "ccltune tuner: no rule file (NCCL_TUNER_CONFIG_FILE, CCLTUNE_RULES, ./nccl_tuner.conf); "
+        "NCCL's choices are left unchanged");
+    return ncclSuccess;
+  }
+  ccl_ruleset rs;
+  memset(&rs, 0, sizeof rs);
+  diag_ctx d = {logger, path};
+  if (ccl_parse_file(path, &rs, warn_line, &d) != 0) {
+    LOG(logger, NCCL_LOG_INFO, "ccltune tuner: cannot read rule file %s (%s); NCCL's choices are left unchanged",
+        path, errno ? strerror(errno) : "out of memory");
+    ccl_ruleset_free(&rs);
+    return ncclSuccess;
+  }
+  ccl_platform plat;
+  ccl_platform_detect(&plat);
+  ccl_platform_set_nvl(&plat, nRanks, nNodes, nvl3);
+  ccl_comm* comm = ccl_comm_build(&rs, nRanks, nNodes, &plat);
+  char desc[256];
+  ccl_platform_describe(&plat, desc, sizeof desc);
+  if (!comm) {
+    LOG(logger, NCCL_LOG_WARN, "ccltune tuner: out of memory compiling %s; NCCL's choices are left unchanged", path);
+  } else {
+    LOG(logger, NCCL_LOG_INFO,
+        "ccltune tuner: loaded %d rules from %s (%d apply to this communicator: nRanks=%zu nNodes=%zu platform=%s)",
+        rs.nRules, path, ccl_comm_nrules(comm), nRanks, nNodes, desc);
+    if (rs.nRejected)
+      LOG(logger, NCCL_LOG_WARN, "ccltune tuner: %d lines of %s rejected", rs.nRejected, path);
+  }
+  ccl_ruleset_free(&rs);
+  *ctx = comm;
+  return ncclSuccess;
+}
+
+static ncclResult_t init_v5(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                            ncclDebugLogger_t logger, ncclNvlDomainInfo_v5_t* nvl,
+                            ncclTunerConstants_v5_t* constants) {
+  (void)commId;
+  (void)constants; /* read-only by design: ccltune tunes choices, not NCCL's model */
+  int nvl3[3];
+  if (nvl) {
+    nvl3[0] = nvl->nNvlDomains;
+    nvl3[1] = nvl->minRanksPerNvlDomain;
+    nvl3[2] = nvl->maxRanksPerNvlDomain;
+  }
+  return init_common(nRanks, nNodes, logger, nvl ? nvl3 : NULL, ctx);
+}
+
+static ncclResult_t init_v2(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger, void** ctx) {
+  return init_common(nRanks, nNodes, logger, NULL, ctx);
+}
+
+static ncclResult_t finalize(void* ctx) {
+  ccl_comm_free(ctx);
+  return ncclSuccess;
+}
+
+static void apply(void* ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps, float** table,
+                  int numAlgo, int numProto, int regBuff, int* nChannels) {
+  int cell, ch;
+  float* t = (float*)table; /* NCCL passes a contiguous float[numAlgo][numProto] */
+  if (!ctx) return;
+  if (!ccl_comm_decide(ctx, (int)coll, nBytes, numPipeOps, regBuff, t, numAlgo, numProto, 1,
+                       &cell, &ch))
+    return;
+  if (cell >= 0) t[cell] = 0.0f;
+  if (ch > 0 && nChannels) *nChannels = ch;
+}
+
+static ncclResult_t getCollInfo_v4(void* ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps,
+                                   float** table, int numAlgo, int numProto, int regBuff,
+                                   int* nChannels) {
+  apply(ctx, coll, nBytes, numPipeOps, table, numAlgo, numProto, regBuff, nChannels);
+  return ncclSuccess;
+}
+
+static ncclResult_t getCollInfo_v3(void* ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps,
+                                   float** table, int numAlgo, int numProto, int* nChannels) {
+  /* v3 has no regBuff: -1 = unknown, so only rules with regBuff -1 match */
+  apply(ctx, coll, nBytes, numPipeOps, table, numAlgo, numProto, -1, nChannels);
+  return ncclSuccess;
+}
+
+/* v2 returns the pair itself; the table below only says which cells exist (collnet and
+ * NVLS depend on the flags NCCL passes). Rules with one "default" half are skipped. */
+static ncclResult_t getCollInfo_v2(void* ctx, ncclFunc_t coll, size_t nBytes, int collNetSupport,
+                                   int nvlsSupport, int numPipeOps, int* algorithm, int* protocol,
+                                   int* nChannels) {
+  float t[CCLT_NUM_ALGOS][CCLT_NUM_PROTOS];
+  int cell, ch;
+  if (!ctx) return ncclSuccess;
+  for (int a = 0; a < CCLT_NUM_ALGOS; a++) {
+    int ok = 1;
+    if (a == CCLT_ALGO_COLLNET_DIRECT || a == CCLT_ALGO_COLLNET_CHAIN) ok = collNetSupport;
+    if (a == CCLT_ALGO_NVLS || a == CCLT_ALGO_NVLS_TREE) ok = nvlsSupport;
+    for (int p = 0; p < CCLT_NUM_PROTOS; p++) t[a][p] = ok ? 1.0f : CCLT_COST_IGNORE;
+  }
+  if (!ccl_comm_decide(ctx, (int)coll, nBytes, numPipeOps, -1, &t[0][0], CCLT_NUM_ALGOS,
+                       CCLT_NUM_PROTOS, 0, &cell, &ch))
+    return ncclSuccess;
+  if (cell >= 0 && algorithm && protocol) {
+    *algorithm = cell / CCLT_NUM_PROTOS;
+    *protocol = cell % CCLT_NUM_PROTOS;
+  }
+  if (ch > 0 && nChannels) *nChannels = ch;
+  return ncclSuccess;
+}
+
+#define NAME "ccltune"
+
+EXPORT const ncclTuner_v6_t ncclTunerPlugin_v6 = {NAME, init_v5, getCollInfo_v4, finalize, NULL};
+EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {NAME, init_v5, getCollInfo_v4, finalize};
+EXPORT const ncclTuner_v4_t ncclTunerPlugin_v4 = {NAME, init_v2, getCollInfo_v4, finalize};
+EXPORT const ncclTuner_v3_t ncclTunerPlugin_v3 = {NAME, init_v2, getCollInfo_v3, finalize};
+EXPORT const ncclTuner_v2_t ncclTunerPlugin_v2 = {NAME, init_v2, getCollInfo_v2, finalize};
