@@ -1,0 +1,112 @@
+"""``ccltune tune``: derive tuner rules from sweep/import runs and write the rule file."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from ccltune import __version__
+from ccltune.errors import DataError, UsageError
+from ccltune.store import DEFAULT_DB, Store
+from ccltune.tune.derive import OBJECTIVES, PLACEMENTS, Derivation, account_gain, derive, gpu_model
+from ccltune.rules import write_atomic
+from ccltune.tune.emit import describe_platform, render
+
+SOURCE_KINDS = ("sweep", "import")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "tune", help="derive tuner rules from measured runs",
+        description="Per (collective, nRanks, nNodes, platform) and size, keep the configuration that beats"
+                    " NCCL's default by more than the measured noise; write the plugin's rule file.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--db", default=DEFAULT_DB, help="results database")
+    p.add_argument("--out", required=True, help="rule file to write (replaced whole, atomically)")
+    p.add_argument("--runs", default=None,
+                   help="run ids to use, e.g. '3,5-7' (default: every sweep and import run)")
+    p.add_argument("--objective", choices=OBJECTIVES, default="time",
+                   help="time: fastest configuration; sm: fewest channels within --sm-tolerance of the fastest")
+    p.add_argument("--sm-tolerance", type=float, default=2.0, metavar="PCT",
+                   help="with --objective sm: how much slower than the fastest a configuration may be (percent)")
+    p.add_argument("--min-margin", type=float, default=2.0, metavar="PCT",
+                   help="smallest win over the default that makes a rule, even when the noise is lower (percent)")
+    p.add_argument("--placement", choices=PLACEMENTS, default="out-of-place",
+                   help="which buffers' measurements to use")
+    p.set_defaults(func=run)
+
+
+def parse_run_ids(text: str) -> list[int]:
+    """'3,5-7' -> [3, 5, 6, 7]."""
+    ids: list[int] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        lo, _, hi = part.partition("-")
+        try:
+            a, b = int(lo), int(hi or lo)
+        except ValueError:
+            raise UsageError(f"--runs: {part!r} is not a run id or range (e.g. '3,5-7')") from None
+        if a > b:
+            raise UsageError(f"--runs: range {part!r} runs backwards")
+        ids.extend(range(a, b + 1))
+    if not ids:
+        raise UsageError(f"--runs: {text!r} names no run")
+    return ids
+
+
+def _percent(value: float, flag: str) -> float:
+    if not 0 <= value < 100:
+        raise UsageError(f"{flag} must be in [0, 100) percent, got {value:g}")
+    return value / 100
+
+
+def run(args: argparse.Namespace) -> int:
+    min_margin = _percent(args.min_margin, "--min-margin")
+    sm_tol = _percent(args.sm_tolerance, "--sm-tolerance")
+    with Store(args.db, create=False) as store:
+        runs = ([store.run(i) for i in parse_run_ids(args.runs)] if args.runs
+                else [r for r in store.runs() if r.kind in SOURCE_KINDS])
+        if not runs:
+            raise DataError(f"{args.db!r} has no sweep or import runs; run `ccltune sweep` or `ccltune import` first")
+        rows = []
+        for r in runs:
+            try:
+                gpu = gpu_model(r.env, r.platform)
+            except DataError as exc:
+                raise DataError(f"run {r.id} ({r.kind}): {exc}") from None
+            rows.extend({**m, "gpu": gpu} for m in store.measurement_rows([r.id]))
+        if not rows:
+            raise DataError(f"runs {', '.join(str(r.id) for r in runs)} hold no measurements")
+        result = derive(rows, objective=args.objective, sm_tolerance=sm_tol, min_margin=min_margin,
+                        placement=args.placement)
+        settings = (f"objective={args.objective} min_margin={args.min_margin:g}% placement={args.placement}"
+                    + (f" sm_tolerance={args.sm_tolerance:g}%" if args.objective == "sm" else ""))
+        source = f"runs {', '.join(f'{r.id} ({r.kind} {r.started_at})' for r in runs)} of {args.db}"
+        text = render(result.sections(), source=source, settings=settings, notes=result.notes)
+        write_atomic(args.out, text)
+        command = "ccltune " + shlex.join(["tune", "--db", str(args.db), "--out", str(args.out),
+                                           "--objective", args.objective, "--placement", args.placement])
+        tune_run = store.begin_run("tune", command=command, args={k: v for k, v in vars(args).items() if k != "func"},
+                                   env={"ccltune_version": __version__,
+                                        "platform": "; ".join(map(describe_platform, result.sections()))})
+        store.add_artifact(tune_run, "rules", text)
+        summary = _report(result, min_margin)
+        store.finish_run(tune_run, "complete", {"source_runs": [r.id for r in runs], "groups": summary})
+    n_rules = sum(len(g.rules) for g in result.groups)
+    print(f"# wrote {n_rules} rules in {len(result.sections())} platform sections to {args.out}"
+          f" (stored as artifact 'rules' of run {tune_run})")
+    print(f"# {'group':<44} {'rules':>5} {'capture_%':>9} slower_sizes")
+    for key, s in summary.items():
+        cap = "-" if s["capture"] is None else f"{100 * s['capture']:.1f}"
+        print(f"  {key:<44} {s['rules']:>5} {cap:>9} {','.join(map(str, s['slower_sizes'])) or 'none'}")
+    for note in result.notes:
+        print(f"# note: {note}", file=sys.stderr)
+    return 0
+
+
+def _report(result: Derivation, min_margin: float) -> dict[str, dict]:
+    out = {}
+    for g in result.groups:
+        rep = account_gain(g, min_margin=min_margin)
+        out[str(g.key)] = {"rules": len(g.rules), "capture": rep.capture, "slower_sizes": rep.slower_sizes}
+    return out

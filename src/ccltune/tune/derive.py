@@ -1,0 +1,333 @@
+"""Measurements -> tuner rules: per group, the winner at each size, merged into size ranges.
+
+A *group* is what one rule line can be keyed on: (GPU model, ranks per NVLink domain) for the
+``platform`` section, then (collective, nRanks, nNodes). Inside a group:
+
+1. Rows with ``status != 'ok'`` are dropped (an unavailable configuration never wins), and only
+   the chosen placement is kept (out-of-place by default).
+2. The measured sizes are the sizes where NCCL's default has samples. A candidate wins at a
+   size when it beats the default by more than the noise (:mod:`ccltune.tune.stats`), floored
+   at ``min_margin``; otherwise the size gets no rule and NCCL stays in charge.
+3. Consecutive measured sizes with the same winner merge. Between measured sizes ``a < b`` the
+   boundary is ``m = isqrt(a*b)`` (the geometric midpoint, rounded down): ``a``'s range ends at
+   ``m`` inclusive, ``b``'s starts at ``m + 1``. The first range starts at the smallest measured
+   size and the last ends at the largest one: nothing outside the measured range gets a rule.
+   A group measured at one size only gets rules covering exactly that size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ccltune.errors import DataError, UsageError
+from ccltune.rules import ANY, Platform, PlatformFacts, Query, Rule, RuleSet, match
+from ccltune.rules import DEFAULT as DEFAULT_NAME
+from ccltune.tune.stats import PointStats, beats, point_stats
+
+# ccltune collective name -> the tuner plugin's name. Others never reach a tuner (NCCL only
+# passes Broadcast, Reduce, AllGather, ReduceScatter and AllReduce).
+PLUGIN_COLLECTIVES = {
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "all_gather": "allgather",
+    "reduce_scatter": "reducescatter",
+    "all_reduce": "allreduce",
+}
+OBJECTIVES = ("time", "sm")
+PLACEMENTS = ("out-of-place", "in-place", "both")
+# Row fields that must be uniform inside a group: the tuner ABI cannot tell them apart.
+_UNIFORM = ("dtype", "op", "graph")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A configuration; ``None`` fields are left to NCCL. All ``None`` is NCCL's default."""
+
+    algo: str | None = None
+    proto: str | None = None
+    channels: int | None = None
+
+    @property
+    def is_default(self) -> bool:
+        return self.algo is None and self.proto is None and self.channels is None
+
+    @property
+    def label(self) -> str:
+        if self.is_default:
+            return "default"
+        return f"{self.algo or 'default'}/{self.proto or 'default'}/{self.channels or 'auto'}"
+
+    def sort_key(self) -> tuple[str, str, int]:
+        return (self.algo or "", self.proto or "", self.channels or 0)
+
+
+DEFAULT = Candidate()
+
+
+@dataclass(frozen=True, order=True)
+class GroupKey:
+    """What one rule line can be keyed on: the platform section, then the communicator."""
+
+    gpu: str
+    nvlranks: int | None  # ranks per NVLink domain (n_ranks / n_nodes); None when uneven
+    collective: str
+    n_ranks: int
+    n_nodes: int
+
+    @property
+    def platform(self) -> Platform:
+        # The plugin matches gpu as a lower-case substring of the model name.
+        return Platform(gpu=self.gpu.lower(), nvl_ranks=self.nvlranks)
+
+    def __str__(self) -> str:
+        return f"{self.collective} nranks={self.n_ranks} nnodes={self.n_nodes} gpu={self.gpu}"
+
+
+@dataclass(frozen=True)
+class SizeDecision:
+    """What was decided at one measured size."""
+
+    size_bytes: int
+    default: PointStats
+    candidates: Mapping[Candidate, PointStats]
+    winner: Candidate | None  # None: no rule, NCCL's default stays
+
+    @property
+    def best(self) -> tuple[Candidate, PointStats] | None:
+        """The fastest candidate measured here, whether or not it beat the noise."""
+        if not self.candidates:
+            return None
+        return min(self.candidates.items(), key=lambda kv: (kv[1].median_us, kv[0].sort_key()))
+
+
+@dataclass
+class GroupResult:
+    key: GroupKey
+    decisions: list[SizeDecision]
+    rules: list[Rule]
+
+
+@dataclass
+class Derivation:
+    groups: list[GroupResult]
+    notes: list[str] = field(default_factory=list)
+
+    def sections(self) -> dict[Platform, list[Rule]]:
+        """Rules per platform section, in group order (sections never merge)."""
+        out: dict[Platform, list[Rule]] = {}
+        for g in self.groups:
+            out.setdefault(g.key.platform, []).extend(g.rules)
+        return out
+
+
+def gpu_model(env: Mapping[str, Any], platform: str | None = None) -> str:
+    """The GPU model a run ran on, as the plugin's ``gpu=`` key spells it ('H200').
+
+    From the run's environment record (``env['gpus'][*]['name']``), else from ``runs.platform``
+    ('NVIDIA H200 x4'). Raises DataError when neither says, or the run mixed GPU models.
+    """
+    names = {str(g.get("name")) for g in env.get("gpus") or [] if g.get("name")}
+    if len(names) > 1:
+        raise DataError(f"the run mixed GPU models ({', '.join(sorted(names))}); rules cannot name one platform")
+    name = names.pop() if names else None
+    if name is None and platform and not platform.startswith("cpu"):
+        name = platform.rsplit(" x", 1)[0] if " x" in platform else platform
+    if not name:
+        raise DataError("the run records no GPU model (env gpus, runs.platform); cannot place its rules"
+                        " under a platform section")
+    for vendor in ("NVIDIA ", "AMD "):
+        if name.startswith(vendor):
+            name = name[len(vendor):]
+    if "," in name or "=" in name:
+        raise DataError(f"GPU model {name!r} contains ',' or '=', which a platform line cannot hold")
+    return name.strip()
+
+
+def size_ranges(sizes: Sequence[int]) -> list[tuple[int, int]]:
+    """Inclusive byte range per measured size: boundaries at isqrt(a*b), see the module doc."""
+    s = sorted(set(sizes))
+    if not s:
+        return []
+    mids = [math.isqrt(a * b) for a, b in zip(s, s[1:])]
+    lows = [s[0], *(m + 1 for m in mids)]
+    highs = [*mids, s[-1]]
+    return list(zip(lows, highs))
+
+
+def decide(default: PointStats, candidates: Mapping[Candidate, PointStats], *, objective: str = "time",
+           sm_tolerance: float = 0.02, min_margin: float = 0.02) -> Candidate | None:
+    """The winner at one size, or None when nothing beats the default beyond the noise.
+
+    ``time``: the fastest of the candidates that beat the default beyond noise. ``sm``: among
+    those, the ones within ``sm_tolerance`` of the fastest; the fewest channels wins (a
+    candidate leaving channels to NCCL counts as more than any fixed count), then the fastest.
+    """
+    if objective not in OBJECTIVES:
+        raise UsageError(f"--objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    good = [(c, s) for c, s in candidates.items() if not c.is_default and beats(default, s, min_margin)]
+    if not good:
+        return None
+    fastest = min(good, key=lambda cs: (cs[1].median_us, cs[0].sort_key()))
+    if objective == "time":
+        return fastest[0]
+    limit = fastest[1].median_us * (1.0 + sm_tolerance)
+    near = [(c, s) for c, s in good if s.median_us <= limit]
+    return min(near, key=lambda cs: (cs[0].channels or math.inf, cs[1].median_us, cs[0].sort_key()))[0]
+
+
+def merge_ranges(sizes: Sequence[int], winners: Sequence[Candidate | None]) -> list[tuple[int, int, Candidate]]:
+    """(min_bytes, max_bytes, winner) for runs of consecutive sizes with the same winner."""
+    out: list[tuple[int, int, Candidate]] = []
+    prev: Candidate | None = None
+    for (lo, hi), w in zip(size_ranges(sizes), winners):
+        if w is not None and w == prev:
+            out[-1] = (out[-1][0], hi, w)
+        elif w is not None:
+            out.append((lo, hi, w))
+        prev = w
+    return out
+
+
+def _record(row: Any) -> Mapping[str, Any]:
+    return row.to_record() if hasattr(row, "to_record") else row
+
+
+def candidate_of(row: Mapping[str, Any]) -> Candidate:
+    return Candidate(row.get("algo") or None, row.get("proto") or None, row.get("channels") or None)
+
+
+def usable(row: Mapping[str, Any], placement: str = "out-of-place") -> bool:
+    """An 'ok' row with a time, in the chosen placement."""
+    if placement not in PLACEMENTS:
+        raise UsageError(f"--placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
+    if row.get("status", "ok") != "ok" or not row.get("time_us") or row["time_us"] <= 0:
+        return False
+    in_place = bool(row.get("in_place"))
+    return placement == "both" or in_place == (placement == "in-place")
+
+
+def samples_by_size(rows: Iterable[Any], placement: str = "out-of-place") -> dict[int, dict[Candidate, list[float]]]:
+    """size -> candidate -> times (µs) of the usable rows (one group's rows)."""
+    out: dict[int, dict[Candidate, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in map(_record, rows):
+        if usable(row, placement):
+            out[int(row["size_bytes"])][candidate_of(row)].append(float(row["time_us"]))
+    return out
+
+
+def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float = 0.02,
+           min_margin: float = 0.02, placement: str = "out-of-place") -> Derivation:
+    """Rules from measurement rows (dicts or Measurements), each carrying a ``gpu`` model.
+
+    Raises DataError for a group with candidates but no default, rows without a GPU model, or a
+    group mixing datatypes, ops or graph modes (the rule file cannot tell them apart).
+    """
+    notes: list[str] = []
+    grouped: dict[GroupKey, list[Mapping[str, Any]]] = defaultdict(list)
+    skipped: dict[str, int] = defaultdict(int)
+    for row in map(_record, rows):
+        coll = row["collective"]
+        if coll not in PLUGIN_COLLECTIVES:
+            skipped[coll] += 1
+            continue
+        if not row.get("gpu"):
+            raise DataError(f"a {coll} row of run {row.get('run_id', '?')} has no GPU model; cannot tell its platform")
+        n_ranks, n_nodes = int(row["n_ranks"]), int(row.get("n_nodes") or 1)
+        nvl = n_ranks // n_nodes if n_ranks % n_nodes == 0 else None
+        grouped[GroupKey(row["gpu"], nvl, coll, n_ranks, n_nodes)].append(row)
+    for coll, n in sorted(skipped.items()):
+        notes.append(f"{n} {coll} rows skipped: NCCL does not pass {coll} to a tuner")
+
+    groups = []
+    for key in sorted(grouped):
+        groups.append(_derive_group(key, grouped[key], objective, sm_tolerance, min_margin, placement, notes))
+    return Derivation(groups, notes)
+
+
+def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], objective: str, sm_tolerance: float,
+                  min_margin: float, placement: str, notes: list[str]) -> GroupResult:
+    for col in _UNIFORM:
+        values = {r.get(col) for r in rows}
+        if len(values) > 1:
+            shown = ", ".join(sorted(map(str, values)))
+            raise DataError(f"group {key} mixes {col} values ({shown}); the tuner cannot tell them apart:"
+                            " pick the runs of one with --runs")
+    by_size = samples_by_size(rows, placement)
+    sizes = sorted(s for s, c in by_size.items() if DEFAULT in c)
+    if not sizes:
+        raise DataError(f"group {key} has no usable {placement} measurements of NCCL's default"
+                        " (config 'default'); measure it alongside the candidates")
+    orphans = sorted(set(by_size) - set(sizes))
+    if orphans:
+        notes.append(f"{key}: {len(orphans)} sizes have candidates but no default; no rule there")
+    if len(sizes) == 1:
+        notes.append(f"{key}: only one size measured ({sizes[0]} B); a rule there covers that size only")
+    decisions = []
+    for size in sizes:
+        stats = {c: point_stats(t) for c, t in by_size[size].items()}
+        default = stats.pop(DEFAULT)
+        winner = decide(default, stats, objective=objective, sm_tolerance=sm_tolerance, min_margin=min_margin)
+        decisions.append(SizeDecision(size, default, stats, winner))
+    coll = PLUGIN_COLLECTIVES[key.collective]
+    rules = [Rule(coll, lo, hi, w.algo or DEFAULT_NAME, w.proto or DEFAULT_NAME, w.channels or ANY,
+                  key.n_nodes, key.n_ranks, platform=key.platform)
+             for lo, hi, w in merge_ranges(sizes, [d.winner for d in decisions])]
+    return GroupResult(key, decisions, rules)
+
+
+@dataclass(frozen=True)
+class SizeGain:
+    size_bytes: int
+    available: float  # best candidate's time saving over the default (fraction; <= 0: none)
+    significant: bool  # the best candidate beats the default beyond noise
+    selected: Candidate  # what the rules select here (DEFAULT when no rule matches)
+    captured: float  # the selected configuration's time saving over the default
+    slower: bool  # the selected configuration is slower than the default beyond noise
+
+
+@dataclass(frozen=True)
+class GainReport:
+    sizes: list[SizeGain]
+
+    @property
+    def capture(self) -> float | None:
+        """Share of the significant available saving the rules capture (None: nothing to capture)."""
+        avail = sum(s.available for s in self.sizes if s.significant)
+        if avail <= 0:
+            return None
+        return sum(s.captured for s in self.sizes if s.significant) / avail
+
+    @property
+    def slower_sizes(self) -> list[int]:
+        return [s.size_bytes for s in self.sizes if s.slower]
+
+
+def account_gain(group: GroupResult, rules: Sequence[Rule] | None = None, min_margin: float = 0.02) -> GainReport:
+    """Per measured size: the available saving vs the saving the rules capture.
+
+    What the rules select is decided by :func:`ccltune.rules.match` (the plugin's first-match
+    semantics), so rules read back from a file are accounted as the plugin would apply them.
+
+    Savings are ``1 - t/t_default`` (fractions), so sizes weigh alike whatever their time.
+    ``rules`` defaults to the group's own; a rule selecting a configuration not measured at a
+    size counts as capturing nothing there.
+    """
+    ruleset = RuleSet(list(group.rules if rules is None else rules))
+    key = group.key
+    out = []
+    for d in group.decisions:
+        q = Query(key.collective, d.size_bytes, key.n_ranks, key.n_nodes, platform=PlatformFacts(gpu=key.gpu))
+        m = match(ruleset, q)
+        selected = Candidate(m.algo, m.proto, m.channels or None)
+        best = d.best
+        available = 1.0 - best[1].median_us / d.default.median_us if best else 0.0
+        significant = bool(best) and beats(d.default, best[1], min_margin)
+        sel = d.default if selected.is_default else d.candidates.get(selected)
+        captured = 1.0 - sel.median_us / d.default.median_us if sel else 0.0
+        slower = bool(sel) and beats(sel, d.default)
+        out.append(SizeGain(d.size_bytes, available, significant, selected, captured, slower))
+    return GainReport(out)

@@ -1,0 +1,190 @@
+"""Rule derivation: margins, boundaries, merging, objectives, platforms, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ccltune.errors import DataError
+from ccltune.rules import Platform, Rule
+from ccltune.tune.derive import DEFAULT, account_gain, derive, gpu_model, size_ranges
+from ccltune.tune.stats import SINGLE_SAMPLE_NOISE, point_stats
+
+MB = 1 << 20
+SIZES = [1 * MB, 2 * MB, 4 * MB, 8 * MB, 16 * MB]
+
+
+def rows_for(times: dict[str, dict[int, list[float]]], *, coll="all_gather", n_ranks=4, gpu="H200", **extra):
+    """times: config label -> size -> samples. Labels 'default' or 'algo/proto/channels'."""
+    out = []
+    for label, by_size in times.items():
+        algo = proto = chan = None
+        if label != "default":
+            a, p, c = label.split("/")
+            algo, proto, chan = (None if a == "default" else a), (None if p == "default" else p), (
+                None if c == "-" else int(c))
+        for size, samples in by_size.items():
+            for rep, t in enumerate(samples):
+                out.append(dict(collective=coll, size_bytes=size, n_ranks=n_ranks, n_nodes=1, algo=algo,
+                                proto=proto, channels=chan, config=label, rep=rep, time_us=t, status="ok",
+                                in_place=False, dtype="float", op=None, graph=1, gpu=gpu, **extra))
+    return out
+
+
+def flat(value: float, sizes=SIZES, spread=0.01):
+    return {s: [value * (1 - spread), value, value * (1 + spread)] for s in sizes}
+
+
+def test_noise_level_win_produces_no_rule():
+    times = {"default": flat(100.0, spread=0.03), "ring/ll128/-": flat(97.0, spread=0.03)}
+    d = derive(rows_for(times))
+    assert d.groups[0].rules == []
+    assert all(dec.winner is None for dec in d.groups[0].decisions)
+
+
+def test_win_at_4mb_covers_exactly_its_geometric_midpoint_range():
+    times = {"default": flat(100.0), "ring/simple/-": flat(100.0)}
+    times["ring/simple/-"][4 * MB] = [79.0, 80.0, 81.0]
+    (rule,) = derive(rows_for(times)).groups[0].rules
+    assert rule.min_bytes == math.isqrt(2 * MB * 4 * MB) + 1
+    assert rule.max_bytes == math.isqrt(4 * MB * 8 * MB)
+    assert (rule.algo, rule.proto, rule.channels) == ("ring", "simple", -1)
+    assert (rule.collective, rule.n_ranks, rule.n_nodes) == ("allgather", 4, 1)
+    assert rule.platform == Platform(gpu="h200", nvl_ranks=4)
+
+
+def test_adjacent_equal_winners_merge_and_range_stays_inside_measured_sizes():
+    times = {"default": flat(100.0), "default/default/16": flat(80.0)}
+    rules = derive(rows_for(times)).groups[0].rules
+    assert len(rules) == 1
+    assert (rules[0].min_bytes, rules[0].max_bytes) == (SIZES[0], SIZES[-1])
+    assert (rules[0].algo, rules[0].proto, rules[0].channels) == ("default", "default", 16)
+
+
+def test_a_gap_splits_rules():
+    times = {"default": flat(100.0), "ring/ll128/8": flat(80.0)}
+    times["ring/ll128/8"][4 * MB] = [100.0, 100.5, 101.0]
+    rules = derive(rows_for(times)).groups[0].rules
+    assert [(r.min_bytes, r.max_bytes) for r in rules] == [
+        (SIZES[0], math.isqrt(2 * MB * 4 * MB)), (math.isqrt(4 * MB * 8 * MB) + 1, SIZES[-1])]
+
+
+def test_time_objective_picks_fastest_sm_objective_picks_fewest_channels():
+    times = {"default": flat(100.0), "ring/simple/32": flat(80.0), "ring/simple/8": flat(81.0),
+             "ring/simple/4": flat(90.0)}
+    by_time = derive(rows_for(times), objective="time").groups[0].rules
+    by_sm = derive(rows_for(times), objective="sm", sm_tolerance=0.02).groups[0].rules
+    assert {r.channels for r in by_time} == {32}
+    assert {r.channels for r in by_sm} == {8}
+    wide = derive(rows_for(times), objective="sm", sm_tolerance=0.15).groups[0].rules
+    assert {r.channels for r in wide} == {4}
+
+
+def test_unavailable_and_error_rows_never_win():
+    times = {"default": flat(100.0), "tree/ll/-": flat(10.0)}
+    rows = rows_for(times)
+    for r in rows:
+        if r["algo"] == "tree":
+            r["status"] = "unavailable"
+    assert derive(rows).groups[0].rules == []
+
+
+def test_single_sample_needs_the_documented_margin():
+    assert point_stats([5.0]).noise == SINGLE_SAMPLE_NOISE
+    small = {"default": {4 * MB: [100.0]}, "ring/simple/-": {4 * MB: [91.0]}}  # 9.9% < 2 * 5%
+    big = {"default": {4 * MB: [100.0]}, "ring/simple/-": {4 * MB: [85.0]}}  # 17.6% > 10%
+    assert derive(rows_for(small)).groups[0].rules == []
+    (rule,) = derive(rows_for(big)).groups[0].rules
+    assert (rule.min_bytes, rule.max_bytes) == (4 * MB, 4 * MB)
+
+
+def test_min_margin_floors_the_noise():
+    times = {"default": flat(100.0, spread=0.0), "ring/simple/-": flat(96.0, spread=0.0)}
+    assert derive(rows_for(times), min_margin=0.02).groups[0].rules
+    assert derive(rows_for(times), min_margin=0.05).groups[0].rules == []
+
+
+def test_in_place_rows_ignored_by_default():
+    times = {"default": flat(100.0), "ring/simple/-": flat(80.0)}
+    rows = rows_for(times)
+    for r in rows:
+        r["in_place"] = r["algo"] == "ring"
+    assert derive(rows).groups[0].rules == []
+    with pytest.raises(DataError, match="no usable in-place"):
+        derive(rows, placement="in-place")
+    assert derive(rows, placement="both").groups[0].decisions
+
+
+def test_no_defaults_is_an_error_naming_the_group():
+    rows = rows_for({"ring/simple/-": flat(80.0)}, coll="reduce_scatter", n_ranks=2)
+    with pytest.raises(DataError, match=r"reduce_scatter nranks=2 nnodes=1 gpu=H200"):
+        derive(rows)
+
+
+def test_mixed_platforms_give_separate_sections():
+    times = {"default": flat(100.0), "ring/simple/-": flat(80.0)}
+    d = derive(rows_for(times, gpu="H200") + rows_for(times, gpu="H100 80GB HBM3"))
+    secs = d.sections()
+    assert set(secs) == {Platform(gpu="h200", nvl_ranks=4), Platform(gpu="h100 80gb hbm3", nvl_ranks=4)}
+    assert all(len(r) == 1 for r in secs.values())
+
+
+def test_rows_without_platform_are_an_error():
+    rows = rows_for({"default": flat(100.0)}, gpu=None)
+    with pytest.raises(DataError, match="no GPU model"):
+        derive(rows)
+
+
+def test_mixed_datatypes_in_one_group_are_an_error():
+    rows = rows_for({"default": flat(100.0)})
+    rows[0]["dtype"] = "half"
+    with pytest.raises(DataError, match="mixes dtype"):
+        derive(rows)
+
+
+def test_collectives_without_a_tuner_are_noted_not_ruled():
+    d = derive(rows_for({"default": flat(1.0)}, coll="alltoall"))
+    assert d.groups == [] and "alltoall" in d.notes[0]
+
+
+def test_size_ranges_are_contiguous_and_inclusive():
+    sizes = [8, 64, 1024, 1 << 30]
+    ranges = size_ranges(sizes)
+    assert ranges[0][0] == 8 and ranges[-1][1] == 1 << 30
+    for (lo, hi), (lo2, _), s in zip(ranges, ranges[1:], sizes):
+        assert lo <= s <= hi and lo2 == hi + 1
+    assert size_ranges([1, 2]) == [(1, 1), (2, 2)]
+    assert size_ranges([4096]) == [(4096, 4096)]
+
+
+def test_gain_accounting_full_capture_and_nothing_slower():
+    times = {"default": flat(100.0), "ring/simple/-": flat(80.0), "ring/ll/-": flat(120.0)}
+    g = derive(rows_for(times)).groups[0]
+    rep = account_gain(g)
+    assert rep.capture == pytest.approx(1.0)
+    assert rep.slower_sizes == []
+
+
+def test_gain_accounting_sees_a_bad_rule():
+    times = {"default": flat(100.0), "ring/simple/-": flat(80.0), "ring/ll/-": flat(120.0)}
+    g = derive(rows_for(times)).groups[0]
+    bad = [Rule("allgather", 0, 1 << 40, "ring", "ll", -1, 1, 4)]
+    rep = account_gain(g, bad)
+    assert rep.capture < 0 and rep.slower_sizes == SIZES
+    assert account_gain(g, []).capture == 0.0
+
+
+def test_gain_accounting_none_when_nothing_to_capture():
+    g = derive(rows_for({"default": flat(100.0)})).groups[0]
+    assert account_gain(g).capture is None
+    assert account_gain(g).sizes[0].selected == DEFAULT
+
+
+def test_gpu_model_from_env_and_platform():
+    assert gpu_model({"gpus": [{"name": "NVIDIA H200"}] * 4}) == "H200"
+    assert gpu_model({}, "NVIDIA H200 x4") == "H200"
+    with pytest.raises(DataError, match="no GPU model"):
+        gpu_model({}, "cpu x2")
+    with pytest.raises(DataError, match="mixed GPU models"):
+        gpu_model({"gpus": [{"name": "NVIDIA H200"}, {"name": "NVIDIA H100"}]})
