@@ -1,0 +1,121 @@
+"""The A/B verdict of ``ccltune validate``: NCCL's default vs the rules, size by size.
+
+Input rows carry ``config`` 'default' or 'rules' (reps interleaved by the measuring side), with
+``collective``, ``size_bytes``, ``n_ranks``, ``n_nodes``, ``time_us``, ``status``, ``in_place``.
+Per (collective, nRanks, nNodes, size): speedup = median default time / median rules time, with
+a noise band = the sum of both sides' relative noise (:mod:`ccltune.tune.stats`: half the
+relative spread, 5% for a single sample).
+
+A size FAILs when the rules are slower than the default beyond the band, and always when they
+are slower by more than ``hard_slowdown`` (2%), whatever the band. A size missing a side is an
+ERROR. The verdict is FAIL if any size fails, else ERROR if any size errs, else PASS.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ccltune.errors import DataError
+from ccltune.tune.derive import usable
+from ccltune.tune.stats import PointStats, beats, point_stats
+
+HARD_SLOWDOWN = 0.02
+SIDES = ("default", "rules")
+
+
+@dataclass(frozen=True)
+class SizeVerdict:
+    collective: str
+    n_ranks: int
+    n_nodes: int
+    size_bytes: int
+    status: str  # PASS / FAIL / ERROR
+    reason: str
+    default: PointStats | None
+    rules: PointStats | None
+
+    @property
+    def speedup(self) -> float | None:
+        """Median default time / median rules time (> 1: the rules are faster)."""
+        return self.default.median_us / self.rules.median_us if self.default and self.rules else None
+
+    @property
+    def noise(self) -> float | None:
+        return self.default.noise + self.rules.noise if self.default and self.rules else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "collective": self.collective, "n_ranks": self.n_ranks, "n_nodes": self.n_nodes,
+            "size_bytes": self.size_bytes, "status": self.status, "reason": self.reason,
+            "speedup": self.speedup, "noise": self.noise,
+            "default_time_us": self.default.median_us if self.default else None,
+            "rules_time_us": self.rules.median_us if self.rules else None,
+            "default_reps": self.default.n if self.default else 0,
+            "rules_reps": self.rules.n if self.rules else 0,
+        }
+
+
+@dataclass(frozen=True)
+class Verdict:
+    sizes: list[SizeVerdict]
+    hard_slowdown: float = HARD_SLOWDOWN
+
+    @property
+    def status(self) -> str:
+        statuses = {s.status for s in self.sizes}
+        return "FAIL" if "FAIL" in statuses else "ERROR" if "ERROR" in statuses else "PASS"
+
+    @property
+    def geomean_speedup(self) -> float | None:
+        ups = [s.speedup for s in self.sizes if s.speedup]
+        return math.exp(sum(map(math.log, ups)) / len(ups)) if ups else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "hard_slowdown": self.hard_slowdown,
+            "geomean_speedup": self.geomean_speedup,
+            "counts": {st: sum(s.status == st for s in self.sizes) for st in ("PASS", "FAIL", "ERROR")},
+            "sizes": [s.to_dict() for s in self.sizes],
+        }
+
+
+def judge(default: PointStats, rules: PointStats, hard_slowdown: float = HARD_SLOWDOWN) -> tuple[str, str]:
+    """(status, reason) for one size."""
+    slowdown = rules.median_us / default.median_us - 1.0
+    band = default.noise + rules.noise
+    if slowdown > hard_slowdown:
+        return "FAIL", f"rules {100 * slowdown:.1f}% slower than default (hard limit {100 * hard_slowdown:g}%)"
+    if beats(rules, default):
+        return "FAIL", f"rules {100 * slowdown:.1f}% slower than default, beyond the noise ±{100 * band:.1f}%"
+    return "PASS", f"speedup {default.median_us / rules.median_us:.3f}x (noise ±{100 * band:.1f}%)"
+
+
+def verdict(rows: Iterable[Any], *, hard_slowdown: float = HARD_SLOWDOWN,
+            placement: str = "out-of-place") -> Verdict:
+    """The verdict over rows of configs 'default' and 'rules'. Raises DataError when there are none."""
+    samples: dict[tuple[str, int, int, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        row = row.to_record() if hasattr(row, "to_record") else row
+        if row.get("config") not in SIDES:
+            continue
+        key = (row["collective"], int(row["n_ranks"]), int(row.get("n_nodes") or 1), int(row["size_bytes"]))
+        side = samples[key][row["config"]]
+        if usable(row, placement):
+            side.append(float(row["time_us"]))
+    if not samples:
+        raise DataError("no measurements of config 'default' or 'rules' to compare")
+    out = []
+    for key in sorted(samples):
+        stats = {side: point_stats(t) if t else None for side, t in samples[key].items()}
+        d, r = stats.get("default"), stats.get("rules")
+        if d is None or r is None:
+            missing = " and ".join(s for s in SIDES if stats.get(s) is None)
+            out.append(SizeVerdict(*key, "ERROR", f"no usable {missing} samples", d, r))
+            continue
+        out.append(SizeVerdict(*key, *judge(d, r, hard_slowdown), d, r))
+    return Verdict(out, hard_slowdown)
