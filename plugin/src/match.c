@@ -9,8 +9,13 @@
 #include "rules.h"
 
 typedef struct {
+  uint64_t minBytes, maxBytes; /* checked again at query time: see the linear fallback */
   int algo, proto, channels, numPipeOps, regBuff, line;
 } hot_rule;
+
+/* Heavily overlapping rule sets make segment lists quadratic; past this many entries a
+ * collective falls back to one segment holding every rule (a linear, still exact scan). */
+#define MAX_SEGMENT_ENTRIES (1 << 22)
 
 typedef struct {
   int nSeg;           /* segment k covers [bounds[k], bounds[k+1]) ; last one is open */
@@ -59,7 +64,7 @@ static int fill_segments(const ccl_comm* c, const int* list, const uint64_t* min
       if (closed[k]) continue;
       if (idx) idx[cursor[k]++] = list[i];
       else ci->segStart[k + 1]++;
-      total++;
+      if (++total > MAX_SEGMENT_ENTRIES && !idx) return total; /* caller goes linear */
       if (is_terminal(&c->rules[list[i]])) closed[k] = 1;
     }
   }
@@ -88,11 +93,19 @@ static int build_coll(ccl_comm* c, const int* list, const uint64_t* minB, const 
   int rc = -1;
   if (ci->segStart && closed && cursor) {
     int total = fill_segments(c, list, minB, maxB, n, ci, closed, NULL, NULL);
+    int linear = total > MAX_SEGMENT_ENTRIES;
+    if (linear) {
+      ci->nSeg = u = 1;
+      ci->bounds[0] = 0;
+      ci->segStart[0] = 0;
+      ci->segStart[1] = total = n;
+    }
     for (int k = 0; k < u; k++) ci->segStart[k + 1] += ci->segStart[k];
     ci->idx = malloc(sizeof(int) * (size_t)(total ? total : 1));
     if (ci->idx) {
       memcpy(cursor, ci->segStart, sizeof(int) * (size_t)u);
-      fill_segments(c, list, minB, maxB, n, ci, closed, ci->idx, cursor);
+      if (linear) memcpy(ci->idx, list, sizeof(int) * (size_t)n);
+      else fill_segments(c, list, minB, maxB, n, ci, closed, ci->idx, cursor);
       rc = 0;
     }
   }
@@ -117,7 +130,7 @@ ccl_comm* ccl_comm_build(const ccl_ruleset* rs, size_t nRanks, size_t nNodes,
     if (r->nNodes != CCLT_ANY && (size_t)r->nNodes != nNodes) continue;
     if (r->nRanks != CCLT_ANY && (size_t)r->nRanks != nRanks) continue;
     if (r->section >= 0 && !secOk[r->section]) continue;
-    hot_rule h = {r->algo, r->proto, r->channels, r->numPipeOps, r->regBuff, r->line};
+    hot_rule h = {r->minBytes, r->maxBytes, r->algo, r->proto, r->channels, r->numPipeOps, r->regBuff, r->line};
     c->rules[c->nRules] = h;
     list[c->nRules] = i; /* temporarily: ruleset index */
     c->nRules++;
@@ -186,6 +199,7 @@ int ccl_comm_decide(const ccl_comm* c, int coll, uint64_t nBytes, int numPipeOps
   if (numAlgo <= 0 || numProto <= 0) table = NULL;
   for (int i = ci->segStart[k]; i < ci->segStart[k + 1]; i++) {
     const hot_rule* r = &c->rules[ci->idx[i]];
+    if (nBytes < r->minBytes || nBytes > r->maxBytes) continue;
     if (r->numPipeOps != CCLT_ANY && r->numPipeOps != numPipeOps) continue;
     if (r->regBuff != CCLT_ANY && r->regBuff != regBuff) continue;
     int chosen = -1;
