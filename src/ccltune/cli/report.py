@@ -1,0 +1,64 @@
+"""``ccltune report``: write one self-contained HTML page (and optionally PNGs) from the
+results database. See docs/report.md for what each section shows."""
+
+from __future__ import annotations
+
+import argparse
+
+from ccltune.errors import UsageError
+from ccltune.store import DEFAULT_DB, Store
+
+DEFAULT_OUT = "ccltune-report.html"
+
+
+def parse_run_ids(text: str) -> list[int]:
+    """'3,4' or '3-5,9' -> [3, 4] / [3, 4, 5, 9]."""
+    ids: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        lo, sep, hi = part.partition("-")
+        try:
+            ids += list(range(int(lo), int(hi) + 1)) if sep else [int(part)]
+        except ValueError:
+            raise UsageError(f"--runs: {part!r} is not a run id or a range like 3-5 (in {text!r})") from None
+        if sep and int(hi) < int(lo):
+            raise UsageError(f"--runs: range {part!r} runs backwards")
+    return ids
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "report",
+        help="write an HTML report of runs in the results database",
+        description="Write one self-contained HTML page (inline SVG plots, works offline): busbw and time "
+                    "against size, sweep candidates against NCCL's default, tuned rules as size zones, "
+                    "validation speedups, link heatmap, doctor findings, each run's environment.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--db", default=DEFAULT_DB, help="results database to read")
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE.html", help="the page to write (atomically)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--runs", type=parse_run_ids, metavar="IDS",
+                       help="runs to show, e.g. 3,4 or 2-5 (default: all runs)")
+    which.add_argument("--run", type=int, metavar="N", help="show one run")
+    p.add_argument("--compare", type=int, nargs=2, metavar=("A", "B"),
+                   help="put run B next to run A, per size; ratio below 1 - tolerance is a regression")
+    p.add_argument("--tolerance", type=float, default=3.0, metavar="PCT",
+                   help="--compare: slowdown in percent that counts as a regression")
+    p.add_argument("--png", metavar="DIR", help="also write every plot as a PNG file here (needs matplotlib)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ccltune.report import write_report
+
+    run_ids = [args.run] if args.run is not None else args.runs
+    with Store(args.db, create=False) as store:
+        result = write_report(store, args.out, run_ids=run_ids,
+                              compare=tuple(args.compare) if args.compare else None,
+                              png_dir=args.png, tolerance_pct=args.tolerance)
+    n_figs = sum(len(s.figures()) for s in result.sections)
+    print(f"wrote {result.path}: {len(result.run_ids)} run(s), {n_figs} plot(s)")
+    if result.pngs:
+        print(f"wrote {len(result.pngs)} PNG file(s) under {args.png}")
+    return 0

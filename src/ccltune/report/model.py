@@ -1,0 +1,106 @@
+"""What a report is made of, independent of how it is drawn.
+
+``data.py`` turns database rows into these records; ``svg.py`` and ``png.py`` draw the
+figures, ``html.py`` lays out sections. Keeping the model plain lets the unit tests check
+what a plot shows without parsing SVG.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+
+@dataclass
+class Series:
+    """One line. ``lo``/``hi`` (same length as ``xs``) draw an error band around it;
+    ``marked`` flags points to draw in the alarm colour (regressions, slower sizes)."""
+
+    label: str
+    xs: list[float]
+    ys: list[float]
+    lo: list[float] | None = None
+    hi: list[float] | None = None
+    emphasis: bool = False  # NCCL's default: drawn thick and dark
+    marked: list[bool] | None = None
+
+
+@dataclass
+class LineChart:
+    title: str
+    x_label: str
+    y_label: str
+    series: list[Series]
+    x_log: bool = True  # x is always a size in bytes, log2 axis
+    y_log: bool = True
+    ref_y: float | None = None  # a horizontal reference line (1.0 for ratios)
+    ref_band: tuple[float, float] | None = None  # a shaded tolerance band
+
+
+@dataclass
+class Heatmap:
+    """``values[r][c]``; None is an empty cell. ``mark`` (row, col) gets a thick outline."""
+
+    title: str
+    row_label: str
+    col_label: str
+    row_names: list[str]
+    col_names: list[str]
+    values: list[list[float | None]]
+    unit: str
+    mark: tuple[int, int] | None = None
+
+
+@dataclass
+class Zone:
+    lo: int  # bytes, inclusive
+    hi: int  # bytes, inclusive
+    label: str  # 'ring/ll/16'
+
+
+@dataclass
+class ZoneChart:
+    """One horizontal bar per row; each zone covers a size range on a log axis."""
+
+    title: str
+    rows: list[tuple[str, list[Zone]]]
+    x_min: int
+    x_max: int
+
+
+Figure = Union[LineChart, Heatmap, ZoneChart]
+
+
+@dataclass
+class Table:
+    columns: list[str]
+    rows: list[list[str]]
+    row_class: list[str] = field(default_factory=list)  # '' | 'bad' | 'warn' | 'good' per row
+    caption: str = ""
+
+
+@dataclass
+class Note:
+    text: str
+    level: str = "info"  # info | good | warn | bad
+
+
+@dataclass
+class Text:
+    """Verbatim text (a rule file), shown folded under ``summary``."""
+
+    summary: str
+    text: str
+
+
+Block = Union[LineChart, Heatmap, ZoneChart, Table, Note, Text]
+
+
+@dataclass
+class Section:
+    id: str  # stable: env, bench, sweep, rules, validate, links, doctor, compare
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+
+    def figures(self) -> list[Figure]:
+        return [b for b in self.blocks if isinstance(b, (LineChart, Heatmap, ZoneChart))]

@@ -1,0 +1,236 @@
+"""Plot primitives as inline SVG strings: log-axis line charts with error bands, heatmaps,
+zone bars. No scripts, fonts or images, so a report opens offline; every point carries a
+``<title>`` tooltip with its exact value."""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+from ccltune.report import axes
+from ccltune.report.model import Heatmap, LineChart, Series, ZoneChart
+
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f",
+           "#ff9da7", "#17becf", "#8c564b", "#bcbd22", "#7f7f7f")
+DEFAULT_COLOR = "#1b1b1b"  # NCCL's default configuration
+ALARM = "#d62728"  # regressions, slower sizes, the slowest link
+WIDTH = 760
+_FONT = 'font-family="sans-serif" font-size="12"'
+_LEFT, _RIGHT, _TOP, _PLOT_H = 72, 24, 34, 300
+
+
+def series_style(i: int, s: Series) -> tuple[str, float, str]:
+    """(colour, stroke width, dash pattern) of the i-th series; shared with png.py."""
+    if s.emphasis:
+        return DEFAULT_COLOR, 3.0, ""
+    dash = "" if (i // len(PALETTE)) % 2 == 0 else "5,3"
+    return PALETTE[i % len(PALETTE)], 1.6, dash
+
+
+def _open(width: float, height: float, title: str) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+            f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{escape(title)}" {_FONT}>'
+            f'<rect width="100%" height="100%" fill="#fff"/>'
+            f'<text x="{width / 2:.0f}" y="20" text-anchor="middle" font-size="14" font-weight="bold">'
+            f'{escape(title)}</text>')
+
+
+def _text(x: float, y: float, s: str, anchor: str = "middle", extra: str = "") -> str:
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{extra}>{escape(s)}</text>'
+
+
+class _Scale:
+    def __init__(self, lo: float, hi: float, p0: float, p1: float, log: bool):
+        self.log, self.p0, self.p1 = log, p0, p1
+        self.lo, self.hi = (math.log(lo), math.log(hi)) if log else (lo, hi)
+
+    def __call__(self, v: float) -> float:
+        v = math.log(v) if self.log else v
+        return self.p0 + (v - self.lo) / (self.hi - self.lo) * (self.p1 - self.p0)
+
+
+def y_range(chart: LineChart) -> tuple[float, float, list[float]]:
+    """(lo, hi, ticks) of the value axis; shared with png.py."""
+    vals = [v for s in chart.series for v in (*s.ys, *(s.lo or []), *(s.hi or []))]
+    if chart.y_log:
+        lo, hi = axes.log_bounds(vals)
+        return lo, hi, axes.log_ticks(lo, hi)
+    extra = [chart.ref_y] if chart.ref_y is not None else []
+    extra += list(chart.ref_band or ())
+    lo, hi = axes.linear_bounds(vals + extra)
+    return lo, hi, axes.linear_ticks(lo, hi)
+
+
+def x_range(xs: list[float]) -> tuple[float, float]:
+    lo, hi = min(xs, default=1.0), max(xs, default=1024.0)
+    return max(lo / 1.4, 0.5), hi * 1.4
+
+
+def line_chart(chart: LineChart) -> str:
+    xs = [x for s in chart.series for x in s.xs]
+    x_lo, x_hi = x_range(xs)
+    y_lo, y_hi, y_ticks = y_range(chart)
+    right = WIDTH - _RIGHT
+    bottom = _TOP + _PLOT_H
+    sx = _Scale(x_lo, x_hi, _LEFT, right, True)
+    sy = _Scale(y_lo, y_hi, bottom, _TOP, chart.y_log)
+    cols = 3
+    legend_rows = math.ceil(len(chart.series) / cols)
+    height = bottom + 48 + 18 * legend_rows
+    out = [_open(WIDTH, height, chart.title)]
+    out.append(f'<rect x="{_LEFT}" y="{_TOP}" width="{right - _LEFT}" height="{_PLOT_H}" fill="#fafafa" stroke="#999"/>')
+    if chart.ref_band:
+        b0, b1 = sorted(chart.ref_band)
+        y0, y1 = sy(min(max(b1, y_lo), y_hi)), sy(max(min(b0, y_hi), y_lo))
+        out.append(f'<rect x="{_LEFT}" y="{y0:.1f}" width="{right - _LEFT}" height="{y1 - y0:.1f}" fill="#e6e6e6"/>')
+    for t in axes.size_ticks(x_lo, x_hi):
+        x = sx(t)
+        out.append(f'<line x1="{x:.1f}" y1="{_TOP}" x2="{x:.1f}" y2="{bottom}" stroke="#e0e0e0"/>')
+        out.append(_text(x, bottom + 16, axes.size_label(t)))
+    for t in y_ticks:
+        y = sy(t)
+        out.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#e0e0e0"/>')
+        out.append(_text(_LEFT - 6, y + 4, axes.value_label(t), "end"))
+    if chart.ref_y is not None and y_lo <= chart.ref_y <= y_hi:
+        y = sy(chart.ref_y)
+        out.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#555" stroke-dasharray="6,4"/>')
+    out.append(_text((_LEFT + right) / 2, bottom + 34, chart.x_label))
+    out.append(_text(16, (_TOP + bottom) / 2, chart.y_label, extra=f' transform="rotate(-90 16 {(_TOP + bottom) / 2:.1f})"'))
+    for i, s in enumerate(chart.series):
+        out.append(_series(i, s, sx, sy, chart.y_label))
+    for i, s in enumerate(chart.series):
+        color, width, dash = series_style(i, s)
+        x = _LEFT + (i % cols) * ((right - _LEFT) / cols)
+        y = bottom + 56 + 18 * (i // cols)
+        out.append(f'<line x1="{x:.1f}" y1="{y - 4:.1f}" x2="{x + 22:.1f}" y2="{y - 4:.1f}" stroke="{color}" '
+                   f'stroke-width="{width}"' + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
+        out.append(_text(x + 28, y, _clip(s.label, 30), "start"))
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _series(i: int, s: Series, sx: _Scale, sy: _Scale, unit: str) -> str:
+    color, width, dash = series_style(i, s)
+    pts = list(zip(s.xs, s.ys))
+    out = []
+    if s.lo and s.hi:
+        upper = [f"{sx(x):.1f},{sy(h):.1f}" for x, h in zip(s.xs, s.hi)]
+        lower = [f"{sx(x):.1f},{sy(lo):.1f}" for x, lo in zip(reversed(s.xs), reversed(s.lo))]
+        out.append(f'<polygon points="{" ".join(upper + lower)}" fill="{color}" fill-opacity="0.18" stroke="none"/>')
+    path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
+    out.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="{width}"'
+               + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
+    for j, (x, y) in enumerate(pts):
+        marked = bool(s.marked and s.marked[j])
+        fill, r = (ALARM, 4.5) if marked else (color, 2.6)
+        tip = f"{s.label}: {axes.size_label(x)}, {y:.4g} {unit}" + (" (flagged)" if marked else "")
+        out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="{r}" fill="{fill}"><title>{escape(tip)}</title></circle>')
+    return "".join(out)
+
+
+def _clip(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def cell_color(v: float, lo: float, hi: float) -> str:
+    """Light (slow) to dark blue (fast)."""
+    f = 0.0 if hi <= lo else (v - lo) / (hi - lo)
+    a, b = (239, 243, 255), (8, 81, 156)
+    return "#" + "".join(f"{round(x + (y - x) * f):02x}" for x, y in zip(a, b))
+
+
+def heatmap(h: Heatmap) -> str:
+    n_r, n_c = len(h.row_names), len(h.col_names)
+    cell = max(18.0, min(56.0, 560.0 / max(n_r, n_c, 1)))
+    left, top = 80.0, 56.0
+    vals = [v for row in h.values for v in row if v is not None]
+    lo, hi = min(vals, default=0.0), max(vals, default=1.0)
+    width = max(left + cell * n_c + 140, 420)
+    height = top + cell * n_r + 40
+    out = [_open(width, height, h.title)]
+    out.append(_text(left + cell * n_c / 2, top - 22, h.col_label))
+    out.append(_text(18, top + cell * n_r / 2, h.row_label, extra=f' transform="rotate(-90 18 {top + cell * n_r / 2:.1f})"'))
+    for j, name in enumerate(h.col_names):
+        out.append(_text(left + cell * (j + 0.5), top - 6, name))
+    for i, name in enumerate(h.row_names):
+        out.append(_text(left - 8, top + cell * (i + 0.6), name, "end"))
+        for j, v in enumerate(h.values[i]):
+            x, y = left + cell * j, top + cell * i
+            if v is None:
+                out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{cell:.1f}" height="{cell:.1f}" fill="#f4f4f4" stroke="#fff"/>')
+                continue
+            tip = f"{h.row_label} {name} -> {h.col_label} {h.col_names[j]}: {v:.4g} {h.unit}"
+            out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{cell:.1f}" height="{cell:.1f}" '
+                       f'fill="{cell_color(v, lo, hi)}" stroke="#fff"><title>{escape(tip)}</title></rect>')
+            if cell >= 30:
+                dark = hi > lo and (v - lo) / (hi - lo) > 0.55
+                out.append(_text(x + cell / 2, y + cell / 2 + 4, f"{v:.3g}", extra=' font-size="10"'
+                                 + (' fill="#fff"' if dark else "")))
+    if h.mark is not None:
+        i, j = h.mark
+        out.append(f'<rect x="{left + cell * j + 1.5:.1f}" y="{top + cell * i + 1.5:.1f}" width="{cell - 3:.1f}" '
+                   f'height="{cell - 3:.1f}" fill="none" stroke="{ALARM}" stroke-width="3"><title>slowest link</title></rect>')
+    kx = left + cell * n_c + 24
+    for k in range(5):
+        v = lo + (hi - lo) * k / 4
+        y = top + k * 20
+        out.append(f'<rect x="{kx:.1f}" y="{y:.1f}" width="16" height="16" fill="{cell_color(v, lo, hi)}" stroke="#ccc"/>')
+        out.append(_text(kx + 22, y + 12, f"{v:.3g} {h.unit}", "start"))
+    if h.mark is not None:
+        y = top + 5 * 20 + 6
+        out.append(f'<rect x="{kx:.1f}" y="{y:.1f}" width="16" height="16" fill="none" stroke="{ALARM}" stroke-width="3"/>')
+        out.append(_text(kx + 22, y + 12, "slowest", "start"))
+    out.append("</svg>")
+    return "".join(out)
+
+
+def zone_colors(chart: ZoneChart) -> dict[str, str]:
+    """Choice label -> colour, in order of first appearance (shared with png.py)."""
+    colors: dict[str, str] = {}
+    for _, zones in chart.rows:
+        for z in zones:
+            colors.setdefault(z.label, PALETTE[len(colors) % len(PALETTE)])
+    return colors
+
+
+def zone_chart(chart: ZoneChart) -> str:
+    left, right, top, row_h = 330.0, WIDTH - _RIGHT, 34.0, 28.0
+    colors = zone_colors(chart)
+    sx = _Scale(chart.x_min, chart.x_max * 1.0001, left, right, True)
+    bottom = top + row_h * len(chart.rows)
+    cols = 4
+    height = bottom + 40 + 18 * math.ceil(len(colors) / cols)
+    out = [_open(WIDTH, height, chart.title)]
+    for t in axes.size_ticks(chart.x_min, chart.x_max):
+        x = sx(t)
+        out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" stroke="#e0e0e0"/>')
+        out.append(_text(x, bottom + 16, axes.size_label(t)))
+    for i, (label, zones) in enumerate(chart.rows):
+        y = top + row_h * i
+        out.append(_text(left - 8, y + row_h / 2 + 4, _clip(label, 50), "end"))
+        out.append(f'<rect x="{left}" y="{y + 3:.1f}" width="{right - left:.1f}" height="{row_h - 6:.1f}" fill="#f4f4f4"/>')
+        for z in zones:
+            lo, hi = max(z.lo, chart.x_min), min(z.hi + 1, chart.x_max)
+            if hi <= lo:
+                continue
+            x0, x1 = sx(max(lo, 1)), sx(hi)
+            tip = f"{label}: {z.label} for {axes.size_label(z.lo)} to {axes.size_label(z.hi)}"
+            out.append(f'<rect x="{x0:.1f}" y="{y + 3:.1f}" width="{max(x1 - x0, 1):.1f}" height="{row_h - 6:.1f}" '
+                       f'fill="{colors[z.label]}" stroke="#fff"><title>{escape(tip)}</title></rect>')
+            if x1 - x0 > 7 * len(z.label):
+                out.append(_text((x0 + x1) / 2, y + row_h / 2 + 4, z.label, extra=' font-size="11" fill="#fff"'))
+    for k, (label, color) in enumerate(colors.items()):
+        x = left + (k % cols) * ((right - left) / cols)
+        y = bottom + 36 + 18 * (k // cols)
+        out.append(f'<rect x="{x:.1f}" y="{y - 10:.1f}" width="14" height="12" fill="{color}"/>')
+        out.append(_text(x + 20, y, label, "start"))
+    out.append("</svg>")
+    return "".join(out)
+
+
+def render(fig: LineChart | Heatmap | ZoneChart) -> str:
+    if isinstance(fig, LineChart):
+        return line_chart(fig)
+    if isinstance(fig, Heatmap):
+        return heatmap(fig)
+    return zone_chart(fig)
