@@ -1,0 +1,70 @@
+"""The result of every diagnose check: a Finding with a status, its evidence and its fix.
+
+Status vocabulary, the same in text, JSON, the database and exit codes:
+
+======== ================================================ =========
+status   meaning                                          exit code
+======== ================================================ =========
+PASS     checked, nothing to change                       0
+WARN     checked, worth changing; results still valid     0
+FAIL     checked, wrong: a gate missed, a link broken     1
+WAIVED   could not be checked here (no GPU, no access)    0
+ERROR    the check itself broke (a crash, bad input)      1
+======== ================================================ =========
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+STATUSES = ("PASS", "WARN", "FAIL", "WAIVED", "ERROR")
+# worst first: the overall status of a list is its first status in this order
+_SEVERITY = ("ERROR", "FAIL", "WARN", "PASS", "WAIVED")
+FAILING = frozenset({"FAIL", "ERROR"})
+
+
+@dataclass
+class Finding:
+    """One check's verdict. ``evidence`` says what was seen, ``fix`` what to do about it."""
+
+    name: str
+    status: str
+    evidence: str
+    fix: str = ""
+    value: float | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"finding {self.name!r}: status must be one of {STATUSES}, got {self.status!r}")
+
+    def to_record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def overall(findings: Iterable[Finding]) -> str:
+    """The worst status of ``findings``; WAIVED when all were waived or there are none."""
+    seen = {f.status for f in findings}
+    return next((s for s in _SEVERITY if s in seen), "WAIVED")
+
+
+def exit_code(findings: Iterable[Finding]) -> int:
+    """1 when any finding FAILed or ERRORed, else 0 (WARN and WAIVED do not fail CI)."""
+    return 1 if any(f.status in FAILING for f in findings) else 0
+
+
+def format_findings(findings: Iterable[Finding], *, title: str) -> str:
+    """Fixed-width text: one line per finding, its fix indented below it."""
+    findings = list(findings)
+    width = max((len(f.name) for f in findings), default=4)
+    lines = [f"# {title}", f"# {'status':<7} {'check':<{width}}  evidence"]
+    for f in findings:
+        lines.append(f"  {f.status:<7} {f.name:<{width}}  {f.evidence}")
+        if f.fix and f.status not in ("PASS", "WAIVED"):
+            lines.append(f"  {'':<7} {'':<{width}}  fix: {f.fix}")
+    counts = {s: sum(f.status == s for f in findings) for s in STATUSES}
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    lines.append(f"# overall: {overall(findings)} ({summary or 'no checks'})")
+    return "\n".join(lines)

@@ -1,0 +1,158 @@
+"""Parse an NCCL or RCCL ``NCCL_DEBUG=INFO`` log into plain records (pure, no I/O but ``read_log``).
+
+The lines this reads, as NCCL 2.28 and RCCL 2.2x print them (a prefix ``host:pid:tid [dev]``
+comes first; anything before it, such as a launcher's own prefix, is ignored)::
+
+    NCCL INFO NCCL version 2.28.9+cuda13.0            RCCL: NCCL INFO RCCL version : 2.27.7-HEAD:0d2c4fd
+    NCCL INFO comm 0x5a1 rank 0 nRanks 4 nNodes 1 localRanks 4 localRank 0 MNNVL 0
+    NCCL INFO Channel 00/24 :    0   1   2   3                       (a ring, printed by rank 0)
+    NCCL INFO Trees [0] 1/-1/-1->0->-1 [1] 1/-1/-1->0->-1
+    NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read         (an edge; RCCL adds "comm 0x.. nRanks 08",
+    NCCL INFO Channel 00/0 : 3[3] -> 4[0] [send] via NET/IB/0         brackets hold the cudaDev or a busId)
+    NCCL INFO 24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer
+    NCCL INFO TUNER/Plugin: Using ccltune (v4)       /  Successfully loaded external tuner plugin /x/libtuner.so
+    NCCL INFO NCCL_P2P_LEVEL set by environment to SYS
+    NCCL INFO ncclCommInitRankConfig comm 0x5a1 rank 0 nranks 4 cudaDev 0 nvmlDev 0 busId 18000 ... - Init COMPLETE
+    NCCL WARN ...
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ccltune.errors import UsageError
+
+_LINE = re.compile(r"(?:(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) )?(?:\[(?P<dev>\d+)\] )?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$")
+_VERSION = re.compile(r"^(?P<lib>NCCL|RCCL) version\s*:?\s*(?P<ver>\S+)")
+_EDGE = re.compile(
+    r"^Channel (?P<ch>\d+)(?:/\d+)? : (?P<sr>\d+)\[(?P<sd>[0-9a-fA-F]+)\] -> (?P<dr>\d+)\[(?P<dd>[0-9a-fA-F]+)\]"
+    r"(?: \[(?P<kind>send|receive)\])? via (?P<tr>.+?)(?: comm 0x[0-9a-fA-F]+.*)?$"
+)
+_RING = re.compile(r"^(?:Channel (?P<ch>\d+)/\d+|Ring (?P<ring>\d+)) :\s+(?P<ranks>\d+(?:\s+\d+)*)\s*(?:comm 0x.*)?$")
+_TREES = re.compile(r"^Trees (?P<trees>.+?)(?: comm 0x[0-9a-fA-F]+.*)?$")
+_CHANNELS = re.compile(r"(?P<coll>\d+) coll channels,(?: (?P<collnet>\d+) collnet channels,)?"
+                       r"(?: (?P<nvls>\d+) nvls channels,)? (?P<p2p>\d+) p2p channels")
+_TUNER = re.compile(r"(?:TUNER/Plugin: Using (?P<name>.+)|Successfully loaded external tuner plugin (?P<path>\S+))")
+_ENV = re.compile(r"^(?P<var>[A-Z][A-Z0-9_]+) set by environment to (?P<val>.*)$")
+_COMM = re.compile(r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nRanks (?P<n>\d+) nNodes (?P<nodes>\d+)")
+_COMPLETE = re.compile(r"rank (?P<rank>\d+) nranks (?P<n>\d+) cudaDev (?P<dev>\d+).*?busId (?P<bus>[0-9a-fA-F]+).*Init COMPLETE")
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One connection of one channel: ``src_rank`` sends to ``dst_rank`` through ``transport``."""
+
+    channel: int
+    src_rank: int
+    src_dev: str
+    dst_rank: int
+    dst_dev: str
+    transport: str  # "P2P/CUMEM/read", "SHM/direct/direct", "NET/IB/0/GDRDMA", ...
+    kind: str | None  # "send"/"receive" for network edges, else None
+    line: int
+
+    @property
+    def family(self) -> str:
+        """P2P, SHM, NET, COLLNET, NVLS..."""
+        return self.transport.split("/", 1)[0].strip()
+
+
+@dataclass(frozen=True)
+class Process:
+    host: str
+    pid: int
+
+
+@dataclass
+class NcclLog:
+    """What a log says. Fields are None / empty when the log does not say."""
+
+    library: str | None = None  # "NCCL" or "RCCL"
+    version: str | None = None
+    nranks: int | None = None
+    nnodes: int | None = None
+    edges: list[Edge] = field(default_factory=list)
+    rings: dict[int, list[int]] = field(default_factory=dict)
+    trees: list[str] = field(default_factory=list)
+    coll_channels: int | None = None
+    nvls_channels: int | None = None
+    p2p_channels: int | None = None
+    tuner_plugin: str | None = None  # an external tuner that loaded
+    env: dict[str, str] = field(default_factory=dict)  # "X set by environment to Y"
+    warnings: list[str] = field(default_factory=list)
+    rank_process: dict[int, Process] = field(default_factory=dict)
+    rank_threads: dict[int, int] = field(default_factory=dict)
+    init_complete: set[int] = field(default_factory=set)
+    lines: int = 0
+    nccl_lines: int = 0
+
+
+def read_log(path: str | Path) -> str:
+    """The text of a log file. Raises UsageError for a missing, unreadable or binary file."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"--nccl-log: {str(p)!r} does not exist") from None
+    except IsADirectoryError:
+        raise UsageError(f"--nccl-log: {str(p)!r} is a folder, not a log file") from None
+    except PermissionError:
+        raise UsageError(f"--nccl-log: no permission to read {str(p)!r}") from None
+    except OSError as exc:
+        raise UsageError(f"--nccl-log: cannot read {str(p)!r}: {exc.strerror}") from None
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise UsageError(f"--nccl-log: {str(p)!r} is binary, not a text log (NUL byte at offset {nul})")
+    text = data.decode("utf-8", errors="replace")
+    if text.count("\ufffd") > max(16, len(text) // 100):
+        raise UsageError(f"--nccl-log: {str(p)!r} is not UTF-8 text (more than 1% undecodable bytes)")
+    return text
+
+
+def parse_log(text: str) -> NcclLog:
+    """Parse the text of an NCCL/RCCL INFO log. Lines that are not NCCL's are counted and skipped."""
+    log = NcclLog()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        log.lines += 1
+        m = _LINE.search(raw.rstrip())
+        if not m:
+            continue
+        log.nccl_lines += 1
+        msg = m["msg"].strip()
+        if m["level"] == "WARN":
+            log.warnings.append(msg)
+            continue
+        _parse_info(log, msg, m, number)
+    return log
+
+
+def _parse_info(log: NcclLog, msg: str, m: re.Match[str], number: int) -> None:
+    if (v := _VERSION.match(msg)) and log.version is None:
+        log.version = v["ver"]
+        log.library = "RCCL" if v["lib"] == "RCCL" or "hip" in v["ver"] else "NCCL"
+    elif e := _EDGE.match(msg):
+        log.edges.append(Edge(int(e["ch"]), int(e["sr"]), e["sd"], int(e["dr"]), e["dd"], e["tr"].strip(),
+                              e["kind"], number))
+    elif r := _RING.match(msg):
+        log.rings.setdefault(int(r["ch"] or r["ring"]), [int(x) for x in r["ranks"].split()])
+    elif t := _TREES.match(msg):
+        log.trees.append(t["trees"])
+    elif c := _CHANNELS.search(msg):
+        log.coll_channels = int(c["coll"])
+        log.nvls_channels = int(c["nvls"]) if c["nvls"] else None
+        log.p2p_channels = int(c["p2p"])
+    elif (u := _TUNER.search(msg)) and "internal" not in msg:
+        log.tuner_plugin = (u["name"] or u["path"]).strip()
+    elif v := _ENV.match(msg):
+        log.env[v["var"]] = v["val"].strip()
+    elif k := _COMM.search(msg):
+        rank = int(k["rank"])
+        log.nranks, log.nnodes = int(k["n"]), int(k["nodes"])
+        if m["host"]:
+            log.rank_process[rank] = Process(m["host"], int(m["pid"]))
+            log.rank_threads[rank] = int(m["tid"])
+    elif d := _COMPLETE.search(msg):
+        log.init_complete.add(int(d["rank"]))
+        log.nranks = log.nranks or int(d["n"])

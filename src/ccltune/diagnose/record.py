@@ -1,0 +1,61 @@
+"""Where diagnose results go besides the terminal: the results database and a JSON file.
+
+Shared by ``links``, ``topo``, ``doctor`` and ``check`` so each records its run the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ccltune.diagnose.findings import Finding
+from ccltune.errors import UsageError
+from ccltune.store import DEFAULT_DB, Store
+
+
+def add_output_flags(parser: argparse.ArgumentParser) -> None:
+    """``--db`` and ``--json``, spelled the same in every diagnose command."""
+    parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
+                        help="results database to record the run in (default: %(default)s)")
+    parser.add_argument("--json", dest="json_path", metavar="PATH",
+                        help="also write the results as JSON to PATH")
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    """Write ``obj`` as JSON, whole and atomically (temp file + rename)."""
+    write_text(path, json.dumps(obj, indent=2, default=str) + "\n", flag="--json")
+
+
+def write_text(path: str | os.PathLike[str], text: str, *, flag: str) -> None:
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise UsageError(f"{flag}: folder of {str(target)!r} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise UsageError(f"{flag}: cannot write {str(target)!r}: {exc.strerror}") from None
+
+
+def record_run(db: str, kind: str, *, env: Mapping[str, Any], args: argparse.Namespace,
+               findings: Iterable[Finding] = (), links: Iterable[Mapping[str, Any]] = (),
+               artifacts: Mapping[str, str] | None = None, summary: Mapping[str, Any] | None = None) -> int:
+    """Open a run of ``kind`` in ``db``, write its rows, close it as complete. Returns its id."""
+    params = {k: v for k, v in vars(args).items() if k != "func"}
+    with Store(db) as store:
+        run_id = store.begin_run(kind, command=env.get("command") or f"ccltune {kind}", env=env, args=params,
+                                 engine=env.get("engine"))
+        store.add_findings(run_id, [f.to_record() for f in findings])
+        store.add_links(run_id, list(links))
+        for name, content in (artifacts or {}).items():
+            store.add_artifact(run_id, name, content)
+        store.finish_run(run_id, "complete", summary)
+    return run_id
