@@ -58,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args._argv = argv  # commands that start torchrun pass the user's arguments on
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

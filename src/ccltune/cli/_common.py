@@ -1,0 +1,158 @@
+"""Pieces shared by the commands that measure (bench, sweep, validate): launch options,
+starting torchrun for --nproc, joining the job, choosing the engine, signals."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ccltune import dist
+from ccltune.engines import ENGINES, default_engine
+from ccltune.errors import EngineUnavailable, UsageError
+from ccltune.store import DEFAULT_DB
+
+
+def add_db(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help="results database (default: %(default)s)")
+
+
+def add_launch(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("processes and engine")
+    g.add_argument("--engine", choices=ENGINES, default=None,
+                   help="nccl: NCCL's C API (default with GPUs); torch: torch.distributed/ProcessGroupNCCL; "
+                        "gloo: CPU (default without GPUs)")
+    g.add_argument("--nproc", type=int, default=None, metavar="N",
+                   help="start N processes on this node with torchrun (default: one per GPU, 2 on the CPU "
+                        "engine). Not needed under torchrun, srun or mpirun")
+    g.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                   help="seconds after which a dead or hung rank stops the others (default: %(default)s)")
+    g.add_argument("--nccl-lib", default=None, metavar="PATH",
+                   help="NCCL/RCCL library to call (default: the one PyTorch loads)")
+
+
+def gpu_count() -> int:
+    try:
+        import torch
+    except ImportError:
+        return 0
+    try:
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def resolve_engine(args: argparse.Namespace) -> tuple[str, str | None]:
+    """(engine, note): the note says when the CPU engine was chosen for lack of a GPU."""
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
+    if args.engine:
+        if args.engine in ("nccl", "torch") and gpu_count() == 0:
+            raise EngineUnavailable(f"--engine {args.engine} needs a CUDA/ROCm GPU and none is visible; "
+                                    "use --engine gloo")
+        return args.engine, None
+    engine = default_engine()
+    note = "no GPU found: running on the CPU engine (gloo)" if engine == "gloo" else None
+    return engine, note
+
+
+def under_launcher() -> bool:
+    return dist.launch_info().launcher != "single"
+
+
+def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | None:
+    """Start torchrun for --nproc (or the default count) unless already launched.
+    Returns the exit code of the job, or None to run in this process."""
+    if under_launcher():
+        return None
+    nproc = args.nproc
+    if nproc is None:
+        nproc = gpu_count() if engine != "gloo" else 2
+    if nproc < 1:
+        raise UsageError(f"--nproc must be >= 1, got {nproc}")
+    if nproc == 1:
+        return None
+    child = _strip_nproc(argv) + ["--engine", engine]
+    cmd = dist.torchrun_argv(nproc, child)
+    env = dict(os.environ)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env["CCLTUNE_COMMAND"] = "ccltune " + " ".join(argv)
+    proc = subprocess.Popen(cmd, env=env)
+    while True:  # Ctrl-C reaches the workers through torchrun; wait for them to finish
+        try:
+            return _exit_code(proc.wait())
+        except KeyboardInterrupt:
+            continue
+
+
+def _exit_code(rc: int) -> int:
+    return 128 - rc if rc < 0 else rc
+
+
+def _strip_nproc(argv: list[str]) -> list[str]:
+    """argv without --nproc and --engine (the parent resolves both once)."""
+    return _drop_option(_drop_option(argv, "--nproc"), "--engine")
+
+
+def _drop_option(argv: list[str], name: str) -> list[str]:
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == name:
+            skip = True
+        elif not a.startswith(name + "="):
+            out.append(a)
+    return out
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (torchrun forwarding Ctrl-C, srun/mpirun cancelling) acts like Ctrl-C."""
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def make_engine(name: str, ctx: dist.DistContext, opts: Any) -> Any:
+    if name == "gloo":
+        from ccltune.engines.gloo import GlooEngine
+
+        return GlooEngine(ctx, opts)
+    if name == "torch":
+        from ccltune.engines.torch_pg import TorchEngine
+
+        return TorchEngine(ctx, opts)
+    from ccltune.engines.nccl import NcclEngine
+
+    return NcclEngine(ctx, opts)
+
+
+def join(engine: str, timeout: float) -> dist.DistContext:
+    device = None
+    if engine == "torch":
+        import torch
+
+        info = dist.launch_info()
+        device = torch.device("cuda", info.local_rank % max(torch.cuda.device_count(), 1))
+    return dist.init(timeout, with_nccl=engine == "torch", device=device)
+
+
+def command_line(argv: list[str]) -> str:
+    return os.environ.get("CCLTUNE_COMMAND") or "ccltune " + " ".join(argv)
+
+
+def quiet_other_ranks(ctx: dist.DistContext) -> None:
+    """Only rank 0 writes to stdout."""
+    if not ctx.is_root:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process

@@ -1,0 +1,51 @@
+"""The registry of collectives: one module each, one line here each."""
+
+from __future__ import annotations
+
+from ccltune.collectives.all_gather import COLLECTIVE as _all_gather
+from ccltune.collectives.all_reduce import COLLECTIVE as _all_reduce
+from ccltune.collectives.alltoall import COLLECTIVE as _alltoall
+from ccltune.collectives.base import Collective, Layout
+from ccltune.collectives.broadcast import COLLECTIVE as _broadcast
+from ccltune.collectives.gather import COLLECTIVE as _gather
+from ccltune.collectives.reduce import COLLECTIVE as _reduce
+from ccltune.collectives.reduce_scatter import COLLECTIVE as _reduce_scatter
+from ccltune.collectives.scatter import COLLECTIVE as _scatter
+from ccltune.collectives.sendrecv import COLLECTIVE as _sendrecv
+from ccltune.errors import unknown_name
+
+# nccl-tests' order
+REGISTRY: dict[str, Collective] = {c.name: c for c in (
+    _all_reduce, _all_gather, _broadcast, _reduce_scatter, _reduce, _alltoall, _scatter,
+    _gather, _sendrecv,
+)}
+TUNABLE = [c for c in REGISTRY.values() if c.tuner_func is not None]
+_ALIASES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+            "all_to_all": "alltoall", "a2a": "alltoall", "send_recv": "sendrecv"}
+
+
+def get(name: str, where: str = "COLLECTIVE") -> Collective:
+    key = name.strip().lower().replace("-", "_")
+    key = key.removesuffix("_perf")
+    key = _ALIASES.get(key, key)
+    if key not in REGISTRY:
+        raise unknown_name("collective", name, [*REGISTRY, "all"], where)
+    return REGISTRY[key]
+
+
+def select(names: list[str] | str, where: str = "COLLECTIVE") -> list[Collective]:
+    """'all' -> every collective in nccl-tests' order; else the named ones."""
+    items = [names] if isinstance(names, str) else list(names)
+    out: list[Collective] = []
+    for n in items:
+        for part in n.split(","):
+            if part.strip().lower() == "all":
+                out.extend(c for c in REGISTRY.values() if c not in out)
+            elif part.strip():
+                c = get(part, where)
+                if c not in out:
+                    out.append(c)
+    return out
+
+
+__all__ = ["REGISTRY", "TUNABLE", "Collective", "Layout", "get", "select"]

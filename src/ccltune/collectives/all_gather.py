@@ -1,0 +1,37 @@
+"""all_gather: every rank ends with all ranks' buffers concatenated in rank order.
+
+size = the whole output (n * count * elem). busbw = algbw * (n-1)/n: each rank receives
+the n-1 blocks it did not have.
+"""
+
+from ccltune.collectives.base import Collective, Layout, arange, input_values
+
+
+class AllGather(Collective):
+    name = "all_gather"
+    nccl_tests_name = "all_gather_perf"
+    tuner_func = 2
+    per_rank_count = True
+    formula = "(n-1)/n"
+
+    def bus_factor(self, nranks):
+        return (nranks - 1) / nranks
+
+    def layout(self, size_bytes, elem, nranks, rank):
+        c = size_bytes // (elem * nranks)
+        return Layout(c * nranks * elem, c, c, c * nranks, (rank * c, 0))
+
+    def expected(self, torch, lay, rank, nranks, op, root, device):
+        j = arange(torch, lay.recv_elems, device)
+        c = max(lay.count, 1)
+        return input_values(torch, j // c, nranks, j % c, None)
+
+    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
+        lib.call("ncclAllGather", send, recv, lay.count, dt, comm, stream)
+
+    def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
+        # torch 2.12 renamed it; the GPU machines run 2.11
+        (getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor)(recv, send)
+
+
+COLLECTIVE = AllGather()

@@ -1,0 +1,33 @@
+"""all_reduce: every rank ends with the reduction of all ranks' buffers.
+
+busbw = algbw * 2(n-1)/n: a ring reduce-scatter then all-gather moves 2(n-1)/n of the
+buffer through each rank's slowest link (docs/busbw.md derives it).
+"""
+
+from ccltune.collectives.base import Collective, arange, reduce_inputs, simple_layout
+
+
+class AllReduce(Collective):
+    name = "all_reduce"
+    nccl_tests_name = "all_reduce_perf"
+    tuner_func = 4
+    reduces = True
+    formula = "2(n-1)/n"
+
+    def bus_factor(self, nranks):
+        return 2 * (nranks - 1) / nranks
+
+    def layout(self, size_bytes, elem, nranks, rank):
+        return simple_layout(size_bytes, elem)
+
+    def expected(self, torch, lay, rank, nranks, op, root, device):
+        return reduce_inputs(torch, nranks, arange(torch, lay.count, device), op)
+
+    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
+        lib.call("ncclAllReduce", send, recv, lay.count, dt, op, comm, stream)
+
+    def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
+        dist.all_reduce(recv, op=op)  # torch's API is in-place only
+
+
+COLLECTIVE = AllReduce()

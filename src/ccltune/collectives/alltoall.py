@@ -1,0 +1,40 @@
+"""alltoall: rank r sends block p of its buffer to rank p and receives block p from rank p.
+
+size = the whole buffer (n * count * elem). busbw = algbw * (n-1)/n: n-1 of the n blocks
+leave each rank. Run as grouped send/recv, as nccl-tests does; no in-place form.
+"""
+
+from ccltune.collectives.base import Collective, Layout, arange, input_values
+
+
+class AllToAll(Collective):
+    name = "alltoall"
+    nccl_tests_name = "alltoall_perf"
+    per_rank_count = True
+    formula = "(n-1)/n"
+
+    def bus_factor(self, nranks):
+        return (nranks - 1) / nranks
+
+    def layout(self, size_bytes, elem, nranks, rank):
+        c = size_bytes // (elem * nranks)
+        return Layout(c * nranks * elem, c, c * nranks, c * nranks, None)
+
+    def expected(self, torch, lay, rank, nranks, op, root, device):
+        j = arange(torch, lay.recv_elems, device)
+        c = max(lay.count, 1)
+        return input_values(torch, j // c, nranks, rank * lay.count + j % c, None)
+
+    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
+        nbytes = lay.size_bytes // nranks
+        lib.call("ncclGroupStart")
+        for p in range(nranks):
+            lib.call("ncclSend", send + p * nbytes, lay.count, dt, p, comm, stream)
+            lib.call("ncclRecv", recv + p * nbytes, lay.count, dt, p, comm, stream)
+        lib.call("ncclGroupEnd")
+
+    def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
+        dist.all_to_all_single(recv, send)
+
+
+COLLECTIVE = AllToAll()

@@ -1,0 +1,105 @@
+"""The contract every collective module fills in once (see CONTRIBUTING.md).
+
+Sizes follow nccl-tests: ``size_bytes`` is the largest buffer a rank touches (for
+all_gather, reduce_scatter, alltoall, gather, scatter: the whole n-rank buffer), and
+``count`` is the element count the API call takes per rank.
+
+Inputs are small integers, exactly representable in every datatype, generated from
+(rank, element index) alone, so every rank can compute the exact expected output
+without communication. Tolerance is used only for ``avg`` on floating types, where NCCL's
+scaling by 1/n rounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Buffer shape of one (collective, size, world) point. Element counts, per rank."""
+
+    size_bytes: int      # the 'size' column
+    count: int           # the 'count' column: elements the API call takes
+    send_elems: int
+    recv_elems: int
+    # in-place: one allocation of max(send, recv) elements; each buffer's element offset
+    # in it. None when the collective has no in-place form.
+    inplace_offsets: tuple[int, int] | None
+
+
+def input_values(torch: Any, rank: int, nranks: int, index: Any, op: str | None) -> Any:
+    """int64 input of ``rank`` at element indices ``index`` (an int64 tensor)."""
+    if op in ("sum", None):
+        mod = 8 if op == "sum" else 101   # data movement: a prime period exposes shifts
+        return (index * 3 + rank * 5) % mod
+    if op == "avg":                       # multiples of n: the exact average is an integer
+        return ((index + rank) % 4) * nranks
+    if op == "prod":                      # exactly one rank holds 2 per element: product 2
+        return torch.where((index + rank) % nranks == 0, 2, 1)
+    return (index * 7 + rank * 3) % 11    # min, max
+
+
+def reduce_inputs(torch: Any, nranks: int, index: Any, op: str) -> Any:
+    """int64 exact reduction over all ranks' inputs at ``index``."""
+    acc = input_values(torch, 0, nranks, index, op)
+    for r in range(1, nranks):
+        x = input_values(torch, r, nranks, index, op)
+        if op in ("sum", "avg"):
+            acc = acc + x
+        elif op == "prod":
+            acc = acc * x
+        elif op == "max":
+            acc = torch.maximum(acc, x)
+        else:
+            acc = torch.minimum(acc, x)
+    return acc // nranks if op == "avg" else acc
+
+
+class Collective:
+    """One collective. Subclasses set the class attributes and override the methods."""
+
+    name: ClassVar[str]
+    nccl_tests_name: ClassVar[str]      # e.g. all_reduce_perf
+    tuner_func: ClassVar[int | None] = None  # ncclFunc_t id seen by a tuner plugin, if tuned
+    reduces: ClassVar[bool] = False     # takes a reduction op
+    rooted: ClassVar[bool] = False      # takes a root
+    per_rank_count: ClassVar[bool] = False  # size = count * nranks * elem
+    formula: ClassVar[str] = ""         # busbw formula, for --help and docs
+
+    def bus_factor(self, nranks: int) -> float:
+        raise NotImplementedError
+
+    def layout(self, size_bytes: int, elem: int, nranks: int, rank: int) -> Layout:
+        raise NotImplementedError
+
+    def input_op(self, op: str) -> str | None:
+        return op if self.reduces else None
+
+    def expected(self, torch: Any, lay: Layout, rank: int, nranks: int, op: str, root: int,
+                 device: Any) -> Any | None:
+        """int64 expected content of the receive buffer, or None if unchecked on this rank."""
+        raise NotImplementedError
+
+    # how each engine runs it ------------------------------------------------------
+    def run_nccl(self, lib: Any, comm: Any, send: int, recv: int, lay: Layout, dt: int, op: int,
+                 root: int, stream: int, rank: int, nranks: int) -> None:
+        raise NotImplementedError
+
+    def run_torch(self, dist: Any, send: Any, recv: Any, lay: Layout, op: Any, root: int,
+                  rank: int, nranks: int, in_place: bool) -> None:
+        raise NotImplementedError
+
+
+def simple_layout(size_bytes: int, elem: int, in_place: bool = True) -> Layout:
+    """Send and receive buffers of the same count (all_reduce, broadcast, reduce, sendrecv)."""
+    count = size_bytes // elem
+    return Layout(count * elem, count, count, count, (0, 0) if in_place else None)
+
+
+def arange(torch: Any, n: int, device: Any, start: int = 0) -> Any:
+    return torch.arange(start, start + n, dtype=torch.int64, device=device)
+
+
+Runner = Callable[..., None]

@@ -1,0 +1,32 @@
+"""broadcast: every rank ends with the root's buffer.
+
+busbw = algbw: a pipelined chain moves the whole buffer through every link once.
+"""
+
+from ccltune.collectives.base import Collective, arange, input_values, simple_layout
+
+
+class Broadcast(Collective):
+    name = "broadcast"
+    nccl_tests_name = "broadcast_perf"
+    tuner_func = 0
+    rooted = True
+    formula = "1"
+
+    def bus_factor(self, nranks):
+        return 1.0
+
+    def layout(self, size_bytes, elem, nranks, rank):
+        return simple_layout(size_bytes, elem)
+
+    def expected(self, torch, lay, rank, nranks, op, root, device):
+        return input_values(torch, root, nranks, arange(torch, lay.count, device), None)
+
+    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
+        lib.call("ncclBroadcast", send, recv, lay.count, dt, root, comm, stream)
+
+    def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
+        dist.broadcast(recv, src=root)  # torch's API is in-place only
+
+
+COLLECTIVE = Broadcast()

@@ -1,0 +1,45 @@
+"""gather: the root ends with all ranks' buffers concatenated in rank order.
+
+size = the root's whole output (n * count * elem). busbw = algbw * (n-1)/n: the root
+receives the n-1 blocks it did not have. Grouped send/recv, as nccl-tests; no in-place.
+"""
+
+from ccltune.collectives.base import Collective, Layout, arange, input_values
+
+
+class Gather(Collective):
+    name = "gather"
+    nccl_tests_name = "gather_perf"
+    rooted = True
+    per_rank_count = True
+    formula = "(n-1)/n"
+
+    def bus_factor(self, nranks):
+        return (nranks - 1) / nranks
+
+    def layout(self, size_bytes, elem, nranks, rank):
+        c = size_bytes // (elem * nranks)
+        return Layout(c * nranks * elem, c, c, c * nranks, None)
+
+    def expected(self, torch, lay, rank, nranks, op, root, device):
+        if rank != root:
+            return None
+        j = arange(torch, lay.recv_elems, device)
+        c = max(lay.count, 1)
+        return input_values(torch, j // c, nranks, j % c, None)
+
+    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
+        nbytes = lay.size_bytes // nranks
+        lib.call("ncclGroupStart")
+        if rank == root:
+            for p in range(nranks):
+                lib.call("ncclRecv", recv + p * nbytes, lay.count, dt, p, comm, stream)
+        lib.call("ncclSend", send, lay.count, dt, root, comm, stream)
+        lib.call("ncclGroupEnd")
+
+    def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
+        chunks = list(recv.chunk(nranks)) if rank == root else None
+        dist.gather(send, gather_list=chunks, dst=root)
+
+
+COLLECTIVE = Gather()

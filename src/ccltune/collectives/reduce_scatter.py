@@ -1,0 +1,36 @@
+"""reduce_scatter: rank r ends with block r of the reduction of all ranks' buffers.
+
+size = the whole input (n * count * elem). busbw = algbw * (n-1)/n: each rank sends the
+n-1 blocks that others own (a ring moves them through every link once).
+"""
+
+from ccltune.collectives.base import Collective, Layout, arange, reduce_inputs
+
+
+class ReduceScatter(Collective):
+    name = "reduce_scatter"
+    nccl_tests_name = "reduce_scatter_perf"
+    tuner_func = 3
+    reduces = True
+    per_rank_count = True
+    formula = "(n-1)/n"
+
+    def bus_factor(self, nranks):
+        return (nranks - 1) / nranks
+
+    def layout(self, size_bytes, elem, nranks, rank):
+        c = size_bytes // (elem * nranks)
+        return Layout(c * nranks * elem, c, c * nranks, c, (0, rank * c))
+
+    def expected(self, torch, lay, rank, nranks, op, root, device):
+        return reduce_inputs(torch, nranks, arange(torch, lay.count, device, rank * lay.count), op)
+
+    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
+        lib.call("ncclReduceScatter", send, recv, lay.count, dt, op, comm, stream)
+
+    def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
+        # torch 2.12 renamed it; the GPU machines run 2.11
+        (getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor)(recv, send, op=op)
+
+
+COLLECTIVE = ReduceScatter()

@@ -1,0 +1,41 @@
+"""scatter: rank r ends with block r of the root's buffer.
+
+size = the root's whole input (n * count * elem). busbw = algbw * (n-1)/n: the root
+sends the n-1 blocks it does not keep. Grouped send/recv, as nccl-tests; no in-place.
+"""
+
+from ccltune.collectives.base import Collective, Layout, arange, input_values
+
+
+class Scatter(Collective):
+    name = "scatter"
+    nccl_tests_name = "scatter_perf"
+    rooted = True
+    per_rank_count = True
+    formula = "(n-1)/n"
+
+    def bus_factor(self, nranks):
+        return (nranks - 1) / nranks
+
+    def layout(self, size_bytes, elem, nranks, rank):
+        c = size_bytes // (elem * nranks)
+        return Layout(c * nranks * elem, c, c * nranks, c, None)
+
+    def expected(self, torch, lay, rank, nranks, op, root, device):
+        return input_values(torch, root, nranks, arange(torch, lay.count, device, rank * lay.count), None)
+
+    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
+        nbytes = lay.size_bytes // nranks
+        lib.call("ncclGroupStart")
+        if rank == root:
+            for p in range(nranks):
+                lib.call("ncclSend", send + p * nbytes, lay.count, dt, p, comm, stream)
+        lib.call("ncclRecv", recv, lay.count, dt, root, comm, stream)
+        lib.call("ncclGroupEnd")
+
+    def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
+        chunks = list(send.chunk(nranks)) if rank == root else None
+        dist.scatter(recv, scatter_list=chunks, src=root)
+
+
+COLLECTIVE = Scatter()

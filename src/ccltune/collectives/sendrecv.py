@@ -1,0 +1,36 @@
+"""sendrecv: rank r sends its buffer to rank r+1 and receives rank r-1's (a ring shift).
+
+busbw = algbw: every link carries the whole buffer once. No in-place form.
+"""
+
+from ccltune.collectives.base import Collective, arange, input_values, simple_layout
+
+
+class SendRecv(Collective):
+    name = "sendrecv"
+    nccl_tests_name = "sendrecv_perf"
+    formula = "1"
+
+    def bus_factor(self, nranks):
+        return 1.0
+
+    def layout(self, size_bytes, elem, nranks, rank):
+        return simple_layout(size_bytes, elem, in_place=False)
+
+    def expected(self, torch, lay, rank, nranks, op, root, device):
+        return input_values(torch, (rank - 1) % nranks, nranks, arange(torch, lay.count, device), None)
+
+    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
+        lib.call("ncclGroupStart")
+        lib.call("ncclSend", send, lay.count, dt, (rank + 1) % nranks, comm, stream)
+        lib.call("ncclRecv", recv, lay.count, dt, (rank - 1) % nranks, comm, stream)
+        lib.call("ncclGroupEnd")
+
+    def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
+        ops = [dist.P2POp(dist.isend, send, (rank + 1) % nranks),
+               dist.P2POp(dist.irecv, recv, (rank - 1) % nranks)]
+        for work in dist.batch_isend_irecv(ops):
+            work.wait()
+
+
+COLLECTIVE = SendRecv()

@@ -1,0 +1,229 @@
+"""Launcher environment, process-group setup and teardown, timeouts. Nothing else.
+
+ccltune runs one process per GPU, started by an existing launcher: torchrun (one node, or
+several with its rendezvous), Slurm's srun, or mpirun. This module reads who we are from
+that launcher's variables, joins torch.distributed (a gloo group for the host side; the
+torch engine adds NCCL), and turns a dead or hung peer into a DistError naming the rank
+and host, within the configured timeout.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ccltune.errors import DistError, UsageError
+
+_ROLLCALL_GRACE_S = 3.0
+
+
+@dataclass(frozen=True)
+class LaunchInfo:
+    """Who this process is, as the launcher said."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int
+    launcher: str          # torchrun, slurm, mpirun, single
+    master_addr: str | None
+    master_port: int | None
+
+    @property
+    def n_nodes(self) -> int:
+        return max(1, self.world_size // max(1, self.local_world_size))
+
+
+def _int(env: dict[str, str], key: str) -> int:
+    try:
+        return int(env[key])
+    except ValueError:
+        raise UsageError(f"environment variable {key}={env[key]!r} is not an integer") from None
+
+
+def launch_info(env: dict[str, str] | None = None) -> LaunchInfo:
+    """Read rank/world from torchrun, Slurm or Open MPI/PMI variables (in that order)."""
+    env = dict(os.environ if env is None else env)
+    addr = env.get("MASTER_ADDR")
+    port = _int(env, "MASTER_PORT") if "MASTER_PORT" in env else None
+    if "RANK" in env and "WORLD_SIZE" in env:  # torchrun (also set by hand)
+        return LaunchInfo(_int(env, "RANK"), _int(env, "WORLD_SIZE"), _int(env, "LOCAL_RANK") if "LOCAL_RANK" in env else 0,
+                          _int(env, "LOCAL_WORLD_SIZE") if "LOCAL_WORLD_SIZE" in env else _int(env, "WORLD_SIZE"),
+                          "torchrun" if "TORCHELASTIC_RUN_ID" in env else "env", addr, port)
+    if "SLURM_PROCID" in env and "SLURM_NTASKS" in env:
+        if addr is None:
+            addr = _slurm_first_host(env)
+        if port is None:  # every task of a job derives the same port
+            port = 20000 + _int(env, "SLURM_JOB_ID") % 20000 if "SLURM_JOB_ID" in env else 29500
+        local_n = env.get("SLURM_NTASKS_PER_NODE", "").split("(")[0]
+        return LaunchInfo(_int(env, "SLURM_PROCID"), _int(env, "SLURM_NTASKS"), _int(env, "SLURM_LOCALID") if "SLURM_LOCALID" in env else 0,
+                          int(local_n) if local_n.isdigit() else _int(env, "SLURM_NTASKS"), "slurm", addr, port)
+    for rank_key, size_key, lrank_key, lsize_key in (
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+        ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+    ):
+        if rank_key in env and size_key in env:
+            if addr is None or port is None:
+                raise UsageError("under mpirun, set MASTER_ADDR and MASTER_PORT (e.g. mpirun -x MASTER_ADDR=node0 "
+                                 "-x MASTER_PORT=29500 ...): ccltune joins through torch.distributed's TCP store")
+            return LaunchInfo(_int(env, rank_key), _int(env, size_key), _int(env, lrank_key) if lrank_key in env else 0,
+                              _int(env, lsize_key) if lsize_key in env else _int(env, size_key), "mpirun", addr, port)
+    return LaunchInfo(0, 1, 0, 1, "single", addr, port)
+
+
+def _slurm_first_host(env: dict[str, str]) -> str:
+    nodelist = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST")
+    if not nodelist:
+        raise UsageError("under srun, SLURM_JOB_NODELIST is not set; set MASTER_ADDR to the first node")
+    try:
+        out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, timeout=10)
+        if out.returncode == 0 and out.stdout.split():
+            return out.stdout.split()[0]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    if "[" not in nodelist:
+        return nodelist.split(",")[0]
+    raise UsageError(f"cannot expand SLURM_JOB_NODELIST={nodelist!r} without scontrol; set MASTER_ADDR")
+
+
+@dataclass
+class DistContext:
+    """A joined process group (host side, gloo) plus facts about the job."""
+
+    info: LaunchInfo
+    timeout_s: float
+    hosts: list[str] = field(default_factory=list)
+    dist: Any = None
+    group: Any = None          # gloo group for host-side barriers and result exchange
+    _gen: int = 0
+
+    @property
+    def rank(self) -> int:
+        return self.info.rank
+
+    @property
+    def world_size(self) -> int:
+        return self.info.world_size
+
+    @property
+    def is_root(self) -> bool:
+        return self.info.rank == 0
+
+    @property
+    def n_nodes(self) -> int:
+        return len(set(self.hosts)) if self.hosts else self.info.n_nodes
+
+    def host_of(self, rank: int) -> str:
+        return self.hosts[rank] if rank < len(self.hosts) else "?"
+
+    # -- host-side collectives, each bounded by the timeout -------------------------
+    def barrier(self, what: str = "barrier") -> None:
+        if self.world_size > 1:
+            self._guard(what, lambda: self.dist.barrier(group=self.group))
+
+    def allreduce_floats(self, values: list[float], op: str, what: str) -> list[float]:
+        """Element-wise sum/min/max of a few floats across ranks (on the host)."""
+        if self.world_size == 1:
+            return list(values)
+        import torch
+
+        t = torch.tensor(values, dtype=torch.float64)
+        red = {"sum": self.dist.ReduceOp.SUM, "min": self.dist.ReduceOp.MIN, "max": self.dist.ReduceOp.MAX}[op]
+        self._guard(what, lambda: self.dist.all_reduce(t, op=red, group=self.group))
+        return t.tolist()
+
+    def broadcast_bytes(self, data: bytes | None, what: str) -> bytes:
+        if self.world_size == 1:
+            assert data is not None
+            return data
+        obj = [data]
+        self._guard(what, lambda: self.dist.broadcast_object_list(obj, src=0, group=self.group))
+        return obj[0]
+
+    def _guard(self, what: str, fn: Any) -> Any:
+        try:
+            return fn()
+        except (RuntimeError, ValueError) as exc:  # gloo: peer closed, or timed out
+            raise self.peer_failure(what, str(exc)) from None
+
+    def peer_failure(self, what: str, detail: str) -> DistError:
+        """Find which ranks are gone (a roll call through the store) and say so."""
+        missing = self.rollcall()
+        me = f"rank {self.rank} on {self.host_of(self.rank)}"
+        if missing:
+            who = ", ".join(f"rank {r} on host {self.host_of(r)}" for r in missing)
+            return DistError(f"{who} stopped answering (dead or hung) during {what}; "
+                             f"{me} gives up after {self.timeout_s:g}s (--timeout). Detail: {detail.splitlines()[0] if detail else ''}")
+        return DistError(f"{me}: {what} failed: {detail.splitlines()[0] if detail else 'unknown error'}")
+
+    def rollcall(self) -> list[int]:
+        """Ranks that do not check in within a short grace period; [] if the store is gone."""
+        if self.world_size == 1 or self.dist is None:
+            return []
+        try:
+            store = self.dist.distributed_c10d._get_default_store()
+            self._gen += 1
+            prefix = f"ccltune/rollcall/{self._gen}/"
+            store.set(prefix + str(self.rank), self.host_of(self.rank))
+            keys = [prefix + str(r) for r in range(self.world_size)]
+            deadline = time.monotonic() + _ROLLCALL_GRACE_S
+            while time.monotonic() < deadline:
+                missing = [r for r, k in enumerate(keys) if not store.check([k])]
+                if not missing:
+                    return []
+                time.sleep(0.1)
+            return missing
+        except Exception:  # noqa: BLE001 - the store may have died with rank 0
+            return []
+
+    def close(self) -> None:
+        if self.dist is not None and self.dist.is_initialized():
+            try:
+                self.dist.destroy_process_group()
+            except Exception:  # noqa: BLE001 - teardown after a failure
+                pass
+
+
+def init(timeout_s: float, *, with_nccl: bool = False, device: Any = None) -> DistContext:
+    """Join the job: gloo on the host (and NCCL too for the torch engine)."""
+    info = launch_info()
+    ctx = DistContext(info=info, timeout_s=timeout_s)
+    if info.world_size == 1:
+        ctx.hosts = [socket.gethostname()]
+        return ctx
+    if info.master_addr is None or info.master_port is None:
+        raise UsageError("MASTER_ADDR/MASTER_PORT are not set: start ccltune with torchrun, srun or mpirun, "
+                         "or use --nproc N")
+    import torch.distributed as dist
+
+    os.environ.setdefault("MASTER_ADDR", info.master_addr)
+    os.environ.setdefault("MASTER_PORT", str(info.master_port))
+    backend = "cpu:gloo,cuda:nccl" if with_nccl else "gloo"
+    kwargs: dict[str, Any] = {}
+    if with_nccl and device is not None:
+        kwargs["device_id"] = device
+    try:
+        dist.init_process_group(backend=backend, init_method="env://", rank=info.rank,
+                                world_size=info.world_size,
+                                timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
+    except (RuntimeError, ValueError) as exc:
+        raise DistError(f"rank {info.rank} on {socket.gethostname()} could not join the job at "
+                        f"{info.master_addr}:{info.master_port} within {timeout_s:g}s: {str(exc).splitlines()[0]}") from None
+    ctx.dist = dist
+    ctx.group = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=timeout_s)) if with_nccl else None
+    hosts: list[Any] = [None] * info.world_size
+    ctx._guard("host exchange", lambda: dist.all_gather_object(hosts, socket.gethostname(), group=ctx.group))
+    ctx.hosts = [str(h) for h in hosts]
+    return ctx
+
+
+def torchrun_argv(nproc: int, module_args: list[str]) -> list[str]:
+    """``python -m torch.distributed.run --standalone --nproc-per-node N -m ccltune ARGS``."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+            "-m", "ccltune", *module_args]

@@ -1,0 +1,21 @@
+"""Engines run one collective call; the measurement loop in ccltune.measure is shared.
+
+- ``nccl``: NCCL's C API through ctypes (what nccl-tests measures).
+- ``torch``: torch.distributed with ProcessGroupNCCL (what a PyTorch program sees).
+- ``gloo``: torch.distributed on the CPU (no GPU needed: laptops and CI).
+"""
+
+from __future__ import annotations
+
+ENGINES = ("nccl", "torch", "gloo")
+
+
+def default_engine() -> str:
+    try:
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.device_count() > 0:
+            return "nccl"
+    except ImportError:
+        pass
+    return "gloo"

@@ -1,0 +1,53 @@
+"""The CPU engine: torch.distributed's gloo backend, so every command runs without a GPU."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ccltune.engines.base import Engine, Point
+from ccltune.measure.buffers import Buffers
+
+_UNSUPPORTED_OPS = {"avg": "gloo has no AVG reduction"}
+# torch.distributed's API for these is in-place only
+IN_PLACE_ONLY = ("all_reduce", "broadcast", "reduce")
+IN_PLACE_ONLY_REASON = "torch.distributed's API is in-place only for this collective"
+
+
+class GlooEngine(Engine):
+    name = "gloo"
+
+    def __init__(self, ctx: Any, opts: Any):
+        super().__init__(ctx, opts)
+        self.device = self.torch.device("cpu")
+        self._ops = None
+        if ctx.dist is not None:
+            d = ctx.dist.ReduceOp
+            self._ops = {"sum": d.SUM, "prod": d.PRODUCT, "min": d.MIN, "max": d.MAX}
+
+    def info(self) -> dict[str, Any]:
+        return {"backend": "gloo"}
+
+    def waive_reason(self, pt: Point) -> str | None:
+        if pt.coll.reduces and pt.op in _UNSUPPORTED_OPS:
+            return _UNSUPPORTED_OPS[pt.op]
+        if not pt.in_place and pt.coll.name in IN_PLACE_ONLY:
+            return IN_PLACE_ONLY_REASON
+        if self.ctx.world_size == 1:
+            return "one process: start several with --nproc N or a launcher"
+        return None
+
+    def launch(self, pt: Point, bufs: Buffers) -> None:
+        dist = self.ctx.dist
+        op = self._ops.get(pt.op) if self._ops else None
+        pt.coll.run_torch(dist, bufs.send, bufs.recv, pt.lay, op, pt.root, self.ctx.rank,
+                          self.ctx.world_size, pt.in_place)
+
+    def time_point(self, pt: Point, bufs: Buffers) -> float:
+        for _ in range(pt.warmup):
+            self.launch(pt, bufs)
+        self.ctx.barrier("timing barrier")
+        t0 = time.perf_counter()
+        for _ in range(pt.iters):
+            self.launch(pt, bufs)
+        return (time.perf_counter() - t0) / max(pt.iters, 1)

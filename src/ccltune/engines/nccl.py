@@ -1,0 +1,193 @@
+"""The nccl engine: NCCL's C API called directly (ctypes), as nccl-tests does.
+
+Buffers come from PyTorch's CUDA allocator, or from ``ncclMemAlloc`` registered as
+symmetric windows (``--symmetric``, NCCL >= 2.27). CUDA graphs are captured with
+PyTorch's graph API on our own stream.
+
+Communicators are created per configuration (``CommConfig``) so one process can compare
+NCCL's own choice with forced candidates side by side:
+- algorithm/protocol: NCCL_ALGO/NCCL_PROTO are read at each ncclCommInitRank, so they are
+  set in the environment around that call only (NCCL then refuses what it cannot run);
+- channels and tuned rules: through the ccltune tuner plugin, loaded once per process;
+  each communicator's plugin instance reads the rule file named by CCLTUNE_RULES at its
+  init, so a communicator made with an empty rule file is NCCL's default.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from ccltune.engines.base import CudaEngine, Point
+from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
+from ccltune.errors import EngineUnavailable, UsageError
+from ccltune.measure.buffers import Buffers
+from ccltune.types import OPS
+
+
+@dataclass(frozen=True)
+class CommConfig:
+    """How a communicator is made. All None: NCCL's own choice."""
+
+    algo: str | None = None
+    proto: str | None = None
+    channels: int | None = None      # via the plugin (or min/maxCTAs without it)
+    rules_file: str | None = None    # tuned rules for the plugin
+
+    @property
+    def label(self) -> str:
+        if self.rules_file:
+            return "rules"
+        if not (self.algo or self.proto or self.channels):
+            return "default"
+        return f"{self.algo or 'default'}/{self.proto or 'default'}/{self.channels or 'default'}".lower()
+
+
+DEFAULT = CommConfig()
+
+
+@contextmanager
+def _env(**values: str | None) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class NcclEngine(CudaEngine):
+    name = "nccl"
+
+    def __init__(self, ctx: Any, opts: Any):
+        super().__init__(ctx, opts)
+        torch = self.torch
+        if not torch.cuda.is_available():
+            raise EngineUnavailable("the nccl engine needs a CUDA GPU; use --engine gloo on this machine")
+        self.lib = NcclLib(find_library(getattr(opts, "nccl_lib", None)))
+        self.symmetric = bool(getattr(opts, "symmetric", False))
+        if self.symmetric and not (self.lib.has("ncclMemAlloc") and self.lib.has("ncclCommWindowRegister")):
+            raise EngineUnavailable(f"--symmetric needs NCCL >= 2.27 (ncclMemAlloc, ncclCommWindowRegister); "
+                                    f"{self.lib.path} is NCCL {self.lib.version}")
+        self.plugin = getattr(opts, "plugin_path", None)
+        self.empty_rules = getattr(opts, "empty_rules", None)
+        if self.plugin and "NCCL_TUNER_PLUGIN" not in os.environ:
+            os.environ["NCCL_TUNER_PLUGIN"] = str(self.plugin)  # before the first communicator
+        self.comms: dict[CommConfig, Any] = {}
+        self._windows: list[tuple[Any, Any]] = []
+
+    def info(self) -> dict[str, Any]:
+        return {"version": self.lib.version, "library": self.lib.path, "symmetric": self.symmetric,
+                "tuner_plugin": os.environ.get("NCCL_TUNER_PLUGIN")}
+
+    # -- communicators ----------------------------------------------------------------
+    def comm(self, cfg: CommConfig | None) -> Any:
+        cfg = cfg or DEFAULT
+        if cfg not in self.comms:
+            self.comms[cfg] = self._make_comm(cfg)
+        return self.comms[cfg]
+
+    def _make_comm(self, cfg: CommConfig) -> Any:
+        uid = self.lib.unique_id() if self.ctx.is_root else None
+        uid = self.ctx.broadcast_bytes(uid, f"NCCL unique id for {cfg.label}")
+        ctas = cfg.channels if cfg.channels and not self.plugin else None
+        ncfg = self.lib.config(min_ctas=ctas, max_ctas=ctas, name=f"ccltune-{cfg.label}")
+        rules = cfg.rules_file or (self._channel_rules(cfg) if cfg.channels and self.plugin else self.empty_rules)
+        with _env(NCCL_ALGO=cfg.algo or os.environ.get("NCCL_ALGO"),
+                  NCCL_PROTO=cfg.proto or os.environ.get("NCCL_PROTO"),
+                  CCLTUNE_RULES=rules or os.environ.get("CCLTUNE_RULES"),
+                  NCCL_TUNER_CONFIG_FILE=None if rules else os.environ.get("NCCL_TUNER_CONFIG_FILE")):
+            with self.torch.cuda.device(self.device):
+                return self.lib.comm_init(self.ctx.world_size, uid, self.ctx.rank, ncfg)
+
+    def _channel_rules(self, cfg: CommConfig) -> str:
+        """A rule file that caps every tuned collective at ``cfg.channels`` (plugin path)."""
+        path = os.path.join(getattr(self.opts, "workdir", "/tmp"), f"ccltune-channels-{cfg.channels}-r{self.ctx.rank}.conf")
+        lines = [f"{c},0,16T,default,default,{cfg.channels},-1,-1"
+                 for c in ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")]
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("# ccltune sweep: channel candidate\n" + "\n".join(lines) + "\n")
+        return path
+
+    def drop_comm(self, cfg: CommConfig, abort: bool = False) -> None:
+        comm = self.comms.pop(cfg, None)
+        if comm is not None:
+            self.lib.call("ncclCommAbort" if abort else "ncclCommDestroy", comm)
+
+    # -- buffers ----------------------------------------------------------------------
+    def alloc(self, pt: Point) -> Any:
+        if not self.symmetric:
+            return None
+        torch, lib, tdt, elem = self.torch, self.lib, getattr(self.torch, pt.dt.torch_name), pt.dt.size
+
+        def alloc(n: int) -> Any:
+            nbytes = max(n, 1) * elem
+            ptr = lib.mem_alloc(nbytes)
+            holder = _DeviceArray(ptr, max(n, 1), pt.dt.torch_name, lib)
+            return torch.as_tensor(holder, device=self.device).view(tdt)
+        return alloc
+
+    def prepare(self, pt: Point, bufs: Buffers) -> None:
+        if self.symmetric:
+            comm = self.comm(pt.config)
+            for t in bufs.keep:
+                win = self.lib.window_register(comm, t.data_ptr(), t.numel() * t.element_size())
+                self._windows.append((comm, win))
+
+    def release(self, pt: Point, bufs: Buffers) -> None:
+        while self._windows:
+            comm, win = self._windows.pop()
+            self.lib.call("ncclCommWindowDeregister", comm, win)
+
+    # -- calls ------------------------------------------------------------------------
+    def launch(self, pt: Point, bufs: Buffers) -> None:
+        stream = self.torch.cuda.current_stream(self.device).cuda_stream
+        pt.coll.run_nccl(self.lib, self.comm(pt.config), bufs.send.data_ptr(), bufs.recv.data_ptr(),
+                         pt.lay, pt.dt.nccl, OPS[pt.op], pt.root, stream, self.ctx.rank, self.ctx.world_size)
+
+    def abort(self) -> None:
+        for comm in list(self.comms.values()):
+            try:
+                self.lib.call("ncclCommAbort", comm)
+            except NcclError:
+                pass
+        self.comms.clear()
+
+    def close(self) -> None:
+        for cfg in list(self.comms):
+            try:
+                self.drop_comm(cfg)
+            except NcclError:
+                pass
+
+
+class _DeviceArray:
+    """Exposes an ncclMemAlloc pointer to torch through __cuda_array_interface__; frees it
+    with ncclMemFree when torch drops the last tensor."""
+
+    _TYPESTR = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "int8": "|i1", "uint8": "|u1",
+                "int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "bfloat16": "<i2"}
+
+    def __init__(self, ptr: int, n: int, torch_name: str, lib: NcclLib):
+        if torch_name not in self._TYPESTR:
+            raise UsageError(f"--symmetric does not support datatype {torch_name}")
+        self.ptr, self.lib = ptr, lib
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": self._TYPESTR[torch_name],
+                                         "data": (ptr, False), "version": 3, "strides": None}
+
+    def __del__(self) -> None:
+        try:
+            self.lib.call("ncclMemFree", ctypes.c_void_p(self.ptr))
+        except Exception:  # noqa: BLE001 - interpreter teardown
+            pass

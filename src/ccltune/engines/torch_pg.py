@@ -1,0 +1,43 @@
+"""The torch engine: torch.distributed with ProcessGroupNCCL, what a PyTorch program sees,
+eager or captured in a CUDA graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ccltune.engines.base import CudaEngine, Point
+from ccltune.engines.gloo import IN_PLACE_ONLY, IN_PLACE_ONLY_REASON
+from ccltune.measure.buffers import Buffers
+
+
+class TorchEngine(CudaEngine):
+    name = "torch"
+    capture_mode = "global"
+
+    def __init__(self, ctx: Any, opts: Any):
+        super().__init__(ctx, opts)
+        d = ctx.dist.ReduceOp if ctx.dist is not None else None
+        self._ops = {} if d is None else {"sum": d.SUM, "prod": d.PRODUCT, "min": d.MIN,
+                                          "max": d.MAX, "avg": d.AVG}
+
+    def info(self) -> dict[str, Any]:
+        torch = self.torch
+        v = torch.cuda.nccl.version() if hasattr(torch.cuda, "nccl") else None
+        return {"backend": "nccl", "version": ".".join(map(str, v)) if v else None}
+
+    def waive_reason(self, pt: Point) -> str | None:
+        if not pt.in_place and pt.coll.name in IN_PLACE_ONLY:
+            return IN_PLACE_ONLY_REASON
+        if self.ctx.world_size == 1:
+            return "one process: start several with --nproc N or a launcher"
+        return None
+
+    def launch(self, pt: Point, bufs: Buffers) -> None:
+        pt.coll.run_torch(self.ctx.dist, bufs.send, bufs.recv, pt.lay, self._ops.get(pt.op), pt.root,
+                          self.ctx.rank, self.ctx.world_size, pt.in_place)
+
+    def abort(self) -> None:
+        try:
+            self.ctx.dist.distributed_c10d._abort_process_group()
+        except Exception:  # noqa: BLE001 - best effort from the watchdog thread
+            pass

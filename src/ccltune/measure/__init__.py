@@ -1,0 +1,1 @@
+"""Measurement loops shared by bench, sweep and validate (engines do the launching)."""

@@ -1,0 +1,90 @@
+"""The bench loop: every collective, every size, out-of-place then in-place, on every rank.
+
+Rank 0 hands each finished row to ``on_row`` (the CLI prints and stores it at once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ccltune.collectives import Collective
+from ccltune.engines.base import Engine, Point
+from ccltune.measure import point
+from ccltune.store import Measurement
+from ccltune.types import DType
+
+
+@dataclass
+class BenchPlan:
+    collectives: list[Collective]
+    sizes: list[int]
+    dtype: DType
+    op: str
+    root: int
+    iters: int
+    warmup: int
+    graph: int
+    check: bool
+    average: str
+    timeout_s: float
+    config: Any = None                       # engine configuration (None: NCCL's default)
+    config_label: str = "default"
+    algo: str | None = None
+    proto: str | None = None
+    channels: int | None = None
+    placements: tuple[bool, ...] = (False, True)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def to_measurement(pt: Point, out: point.Outcome, nranks: int, n_nodes: int, plan: BenchPlan,
+                   rep: int = 0) -> Measurement:
+    coll, lay = pt.coll, pt.lay
+    m = Measurement(
+        collective=coll.name, size_bytes=lay.size_bytes, count=lay.count, dtype=pt.dt.name,
+        op=pt.op if coll.reduces else None, root=pt.root if coll.rooted else None,
+        in_place=pt.in_place, n_ranks=nranks, n_nodes=n_nodes, status=out.status, note=out.note,
+        algo=plan.algo, proto=plan.proto, channels=plan.channels, config=plan.config_label,
+        graph=pt.graph, rep=rep,
+    )
+    if out.status == "ok" and out.time_us is not None:
+        m.time_us = out.time_us
+        m.algbw_gbps = lay.size_bytes / out.time_us / 1e3 if out.time_us > 0 else 0.0
+        m.busbw_gbps = m.algbw_gbps * coll.bus_factor(nranks)
+        m.wrong = out.wrong
+    return m
+
+
+def points(engine: Engine, plan: BenchPlan, coll: Collective, size: int, in_place: bool) -> Point:
+    ctx = engine.ctx
+    lay = coll.layout(size, plan.dtype.size, ctx.world_size, ctx.rank)
+    root = plan.root if coll.rooted else 0
+    return Point(coll, lay, plan.dtype, plan.op, root, in_place, plan.iters, plan.warmup,
+                 plan.graph, plan.config)
+
+
+def run(engine: Engine, plan: BenchPlan,
+        on_start: Callable[[Collective], None] = lambda c: None,
+        on_row: Callable[[Measurement, Measurement], None] = lambda a, b: None,
+        on_end: Callable[[Collective, list[Measurement]], None] = lambda c, rows: None) -> list[Measurement]:
+    ctx = engine.ctx
+    everything: list[Measurement] = []
+    for coll in plan.collectives:
+        on_start(coll)
+        rows: list[Measurement] = []
+        for size in plan.sizes:
+            pair = []
+            for in_place in (False, True):
+                pt = points(engine, plan, coll, size, in_place)
+                if in_place in plan.placements:
+                    out = point.measure(engine, pt, check=plan.check, average=plan.average,
+                                        timeout_s=plan.timeout_s)
+                else:
+                    out = point.Outcome("waived", note="placement not requested")
+                pair.append(to_measurement(pt, out, ctx.world_size, ctx.n_nodes, plan))
+            rows.extend(pair)
+            on_row(pair[0], pair[1])
+        everything.extend(rows)
+        on_end(coll, rows)
+    return everything

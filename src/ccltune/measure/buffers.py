@@ -1,0 +1,66 @@
+"""Buffers for one measurement point: allocate, fill with exact inputs, check results.
+
+Works on any torch device (CUDA tensors for nccl/torch engines, CPU for gloo).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ccltune.collectives.base import Collective, Layout, input_values
+from ccltune.types import DType
+
+POISON = 123  # not an input value, exact in every datatype: unwritten output shows up
+
+
+@dataclass
+class Buffers:
+    send: Any
+    recv: Any
+    keep: tuple[Any, ...] = ()   # allocations the views point into
+
+
+Alloc = Callable[[int], Any]
+
+
+def make(torch: Any, lay: Layout, dt: DType, in_place: bool, device: Any, alloc: Alloc | None = None) -> Buffers:
+    """Send/recv tensors for ``lay``. In place: both are views of one allocation."""
+    tdt = getattr(torch, dt.torch_name)
+    if alloc is None:
+        def alloc(n: int) -> Any:
+            return torch.empty(max(n, 1), dtype=tdt, device=device)
+    if in_place:
+        assert lay.inplace_offsets is not None
+        base = alloc(max(lay.send_elems, lay.recv_elems))
+        so, ro = lay.inplace_offsets
+        return Buffers(base[so:so + lay.send_elems], base[ro:ro + lay.recv_elems], (base,))
+    send, recv = alloc(lay.send_elems), alloc(lay.recv_elems)
+    return Buffers(send[: lay.send_elems], recv[: lay.recv_elems], (send, recv))
+
+
+def fill(torch: Any, bufs: Buffers, coll: Collective, rank: int, nranks: int, op: str) -> None:
+    """Poison the output, then write this rank's exact input."""
+    bufs.recv.fill_(POISON)
+    j = torch.arange(bufs.send.numel(), dtype=torch.int64, device=bufs.send.device)
+    bufs.send.copy_(input_values(torch, rank, nranks, j, coll.input_op(op)).to(bufs.send.dtype))
+
+
+def count_wrong(torch: Any, bufs: Buffers, coll: Collective, lay: Layout, dt: DType, rank: int,
+                nranks: int, op: str, root: int) -> int:
+    """Elements of the output that differ from the exact expected value."""
+    exp = coll.expected(torch, lay, rank, nranks, op, root, bufs.recv.device)
+    if exp is None or bufs.recv.numel() == 0:
+        return 0
+    got = bufs.recv
+    if dt.is_float:
+        got64, exp64 = got.to(torch.float64), exp.to(torch.float64)
+        if op == "avg" and coll.reduces:  # NCCL scales by 1/n: rounding is unavoidable
+            rtol = {"half": 1e-3, "bfloat16": 8e-3}.get(dt.name, 1e-6)
+            bad = (got64 - exp64).abs() > rtol * exp64.abs() + 1e-12
+        else:
+            bad = got64 != exp64
+    else:
+        # the exact result wrapped to the datatype's width, as NCCL's integer arithmetic does
+        bad = got.to(torch.int64) != exp.to(got.dtype).to(torch.int64)
+    return int(bad.sum().item())

@@ -1,0 +1,96 @@
+"""Measure one point on every rank, and agree on its outcome.
+
+Every rank takes the same decisions in the same order (waive, out of memory, NCCL
+refusal), exchanging a flag over the host group before any GPU wait, so one rank's
+failure never leaves the others waiting on a collective that will not come.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ccltune.engines.base import Engine, Point, Watchdog
+from ccltune.errors import DistError
+from ccltune.measure import buffers as B
+
+AVERAGES = ("avg", "min", "max", "rank0")
+
+
+@dataclass
+class Outcome:
+    status: str                  # ok, waived, skipped, unavailable, error
+    time_us: float | None = None
+    wrong: int | None = None
+    note: str | None = None
+
+
+def _agree(engine: Engine, failed: bool, what: str) -> bool:
+    """True if any rank failed."""
+    return engine.ctx.allreduce_floats([1.0 if failed else 0.0], "max", what)[0] > 0
+
+
+def _combine(engine: Engine, seconds: float, average: str) -> float:
+    ctx = engine.ctx
+    if average == "rank0":
+        return ctx.allreduce_floats([seconds if ctx.is_root else 0.0], "sum", "time exchange")[0]
+    if average == "avg":
+        return ctx.allreduce_floats([seconds], "sum", "time exchange")[0] / ctx.world_size
+    return ctx.allreduce_floats([seconds], average, "time exchange")[0]
+
+
+def measure(engine: Engine, pt: Point, *, check: bool, average: str, timeout_s: float) -> Outcome:
+    torch = engine.torch
+    reason = "no in-place form" if pt.in_place and pt.lay.inplace_offsets is None else engine.waive_reason(pt)
+    if reason:
+        return Outcome("waived", note=reason)
+    bufs, err = None, None
+    try:
+        bufs = B.make(torch, pt.lay, pt.dt, pt.in_place, engine.device, engine.alloc(pt))
+    except (RuntimeError, MemoryError) as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
+        err = str(exc).splitlines()[0]
+    if _agree(engine, err is not None, "allocation"):
+        return Outcome("skipped", note=f"out of memory{': ' + err if err else ' on another rank'}")
+    assert bufs is not None
+    try:
+        return _measure(engine, pt, bufs, check=check, average=average, timeout_s=timeout_s)
+    finally:
+        engine.release(pt, bufs)
+        del bufs
+
+
+def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average: str,
+             timeout_s: float) -> Outcome:
+    torch, ctx = engine.torch, engine.ctx
+    B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+    # the first call: NCCL may refuse a forced configuration here; agree before waiting
+    err = None
+    try:
+        engine.prepare(pt, bufs)
+        engine.launch(pt, bufs)
+    except Exception as exc:  # noqa: BLE001 - NcclError, torch errors: reported as a row
+        err = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if _agree(engine, err is not None, "first call"):
+        if hasattr(engine, "drop_comm") and pt.config is not None:
+            engine.drop_comm(pt.config, abort=True)  # ranks that enqueued must not wait
+        return Outcome("unavailable", note=err or "refused on another rank")
+    with Watchdog(engine, timeout_s) as dog:
+        try:
+            engine.sync()
+            seconds = engine.time_point(pt, bufs)
+            wrong = 0
+            if check:
+                B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+                engine.launch(pt, bufs)
+                engine.sync()
+                wrong = B.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.rank, ctx.world_size, pt.op, pt.root)
+        except DistError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            if dog.fired:
+                raise ctx.peer_failure(f"{pt.coll.name} at {pt.lay.size_bytes} B", "timed out") from None
+            raise ctx.peer_failure(f"{pt.coll.name} at {pt.lay.size_bytes} B", str(exc)) from None
+    if dog.fired:
+        raise ctx.peer_failure(f"{pt.coll.name} at {pt.lay.size_bytes} B", "timed out")
+    t = _combine(engine, seconds, average)
+    wrong_all = int(ctx.allreduce_floats([float(wrong)], "sum", "check exchange")[0])
+    return Outcome("ok", time_us=t * 1e6, wrong=wrong_all)
