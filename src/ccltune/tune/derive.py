@@ -57,9 +57,10 @@ class Candidate:
 
     @property
     def label(self) -> str:
+        """The ``config`` column's spelling: 'default', 'ring/ll128/16', 'default/default/8'."""
         if self.is_default:
             return "default"
-        return f"{self.algo or 'default'}/{self.proto or 'default'}/{self.channels or 'auto'}"
+        return f"{self.algo or 'default'}/{self.proto or 'default'}/{self.channels or 'default'}".lower()
 
     def sort_key(self) -> tuple[str, str, int]:
         return (self.algo or "", self.proto or "", self.channels or 0)

@@ -1,0 +1,91 @@
+"""``ccltune import nccl-tests FILE...``: store nccl-tests output as measurements of one configuration."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from ccltune import __version__
+from ccltune.environment import platform_name
+from ccltune.errors import UsageError, unknown_name
+from ccltune.rules import ALGORITHMS, MAX_CHANNELS, PROTOCOLS
+from ccltune.store import DEFAULT_DB, Store
+from ccltune.tune.derive import Candidate
+from ccltune.tune.importer import Parsed, number_reps, parse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("import", help="store results of other benchmarks (nccl-tests) as a run",
+                       description="Store measurements made by other tools as a run of kind 'import'.")
+    src = p.add_subparsers(dest="source", metavar="SOURCE", required=True)
+    n = src.add_parser(
+        "nccl-tests", help="nccl-tests text output or -J JSON",
+        description="Import nccl-tests output (stdout table or -J JSON; both out-of-place and in-place"
+                    " columns) as measurements of the configuration it was run with: pass --algo/--proto/"
+                    "--channels as set through NCCL_ALGO/NCCL_PROTO/the plugin; none = NCCL's default.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    n.add_argument("files", nargs="+", metavar="FILE", help="nccl-tests output files")
+    n.add_argument("--db", default=DEFAULT_DB, help="results database")
+    n.add_argument("--algo", default=None, help=f"algorithm forced in that run ({', '.join(ALGORITHMS)})")
+    n.add_argument("--proto", default=None, help=f"protocol forced in that run ({', '.join(PROTOCOLS)})")
+    n.add_argument("--channels", type=int, default=None, help="channel count forced in that run")
+    n.add_argument("--nranks", type=int, default=None, help="ranks, when the file lists no '#  Rank' lines")
+    n.add_argument("--collective", default=None, help="collective, when the file header and name do not say")
+    n.set_defaults(func=run)
+
+
+def candidate_from_args(args: argparse.Namespace) -> Candidate:
+    algo = args.algo.lower() if args.algo else None
+    proto = args.proto.lower() if args.proto else None
+    if algo and algo not in ALGORITHMS:
+        raise unknown_name("algorithm", args.algo, ALGORITHMS, "--algo")
+    if proto and proto not in PROTOCOLS:
+        raise unknown_name("protocol", args.proto, PROTOCOLS, "--proto")
+    if args.channels is not None and not 1 <= args.channels <= MAX_CHANNELS:
+        raise UsageError(f"--channels must be in 1..{MAX_CHANNELS}, got {args.channels}")
+    if args.nranks is not None and args.nranks < 1:
+        raise UsageError(f"--nranks must be >= 1, got {args.nranks}")
+    return Candidate(algo, proto, args.channels)
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    cand = candidate_from_args(args)
+    parsed: list[Parsed] = [parse(_read(f), f, candidate=cand, collective=args.collective, nranks=args.nranks)
+                            for f in args.files]
+    models = {g for p in parsed for g in p.gpus}
+    if len(models) > 1:
+        raise UsageError(f"the files ran on different GPU models ({', '.join(sorted(models))}); import them"
+                         " separately so each run has one platform")
+    number_reps(parsed)
+    world = max(p.n_ranks for p in parsed)
+    nodes = max(p.n_nodes for p in parsed)
+    gpus = [{"index": i, "name": g} for i, g in enumerate(next((p.gpus for p in parsed if p.gpus), []))]
+    versions = {p.nccl_version for p in parsed if p.nccl_version}
+    env = {"ccltune_version": __version__, "world_size": world, "n_nodes": nodes, "gpus": gpus,
+           "hosts": sorted({h for p in parsed for h in p.hosts}), "platform": platform_name(gpus, world, nodes),
+           "nccl_version": ", ".join(sorted(versions)) or None, "source": "nccl-tests",
+           "files": [str(Path(f).resolve()) for f in args.files]}
+    command = "ccltune " + shlex.join(["import", "nccl-tests", *args.files, "--db", str(args.db)]
+                                      + [f"--{k}={v}" for k in ("algo", "proto", "channels", "nranks", "collective")
+                                         if (v := getattr(args, k)) is not None])
+    with Store(args.db) as store:
+        run_id = store.begin_run("import", command=command, env=env, engine="nccl-tests",
+                                 args={k: v for k, v in vars(args).items() if k != "func"})
+        for p in parsed:
+            store.add_measurements(run_id, p.rows)
+        store.finish_run(run_id, "complete", {"rows": sum(len(p.rows) for p in parsed), "config": cand.label})
+    print(f"# run {run_id} (import) in {args.db}: config {cand.label}, platform {env['platform']}")
+    print(f"# {'file':<40} {'collective':<15} {'n_ranks':>7} {'sizes':>5} {'rows':>5} {'not_ok':>6}")
+    for p in parsed:
+        bad = sum(m.status != "ok" for m in p.rows)
+        print(f"  {p.path:<40} {p.collective:<15} {p.n_ranks:>7} {len({m.size_bytes for m in p.rows}):>5}"
+              f" {len(p.rows):>5} {bad:>6}")
+    return 0
