@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--db", default=DEFAULT_DB, help="results database to read")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE.html", help="the page to write (atomically)")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--runs", type=parse_run_ids, metavar="IDS",
+    which.add_argument("--runs", metavar="IDS",
                        help="runs to show, e.g. 3,4 or 2-5 (default: all runs)")
     which.add_argument("--run", type=int, metavar="N", help="show one run")
     p.add_argument("--compare", type=int, nargs=2, metavar=("A", "B"),
@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ccltune.report import write_report
 
-    run_ids = [args.run] if args.run is not None else args.runs
+    run_ids = [args.run] if args.run is not None else (parse_run_ids(args.runs) if args.runs else None)
     with Store(args.db, create=False) as store:
         result = write_report(store, args.out, run_ids=run_ids,
                               compare=tuple(args.compare) if args.compare else None,
