@@ -1,0 +1,43 @@
+"""Where the built tuner plugin lives, and checking rule files the way it reads them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ccltune import rules
+from ccltune.errors import EngineUnavailable
+
+LIBRARY_NAME = "libnccl-tuner-ccltune.so"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _candidates() -> list[Path]:
+    # 1. the wheel's copy, next to the package; 2. `make -C plugin` in a source checkout
+    return [_PACKAGE_DIR / "lib" / LIBRARY_NAME, _PACKAGE_DIR.parents[1] / "plugin" / "build" / LIBRARY_NAME]
+
+
+def library_path() -> Path:
+    """Absolute path of the built plugin. Raises EngineUnavailable (with how to build it)."""
+    for cand in _candidates():
+        if cand.is_file():
+            return cand
+    tried = ", ".join(str(c) for c in _candidates())
+    raise EngineUnavailable(
+        f"the ccltune tuner plugin is not built (looked for {tried}); "
+        "build it with `make -C plugin` in the source tree, or `pip install .` to ship it in the package"
+    )
+
+
+def nccl_env(rule_file: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """Environment variables that make NCCL load the plugin (and a rule file)."""
+    env = {"NCCL_TUNER_PLUGIN": str(library_path())}
+    if rule_file is not None:
+        env["NCCL_TUNER_CONFIG_FILE"] = str(Path(rule_file).resolve())
+    return env
+
+
+def check_file(path: str | os.PathLike[str]) -> list[rules.Diagnostic]:
+    """Diagnostics the plugin would log as WARN for this file (empty: every line loads).
+    Raises RuleFileError when the file cannot be read."""
+    return rules.load(path).diagnostics
