@@ -7,9 +7,9 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 OMP_N
 OUT=${OUT:-/tmp/ccltune-out}; mkdir -p "$OUT"
 DB="$OUT/ccltune.db"
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
-ct() { python3 -m ccltune "$@"; }
 step() { echo; echo "=== $* ($(date +%T))"; }
-run() { local t=$1; shift; local s=$(date +%s.%N); timeout "$t" "$@"; local rc=$?; echo "--- rc=$rc wall=$(echo "$(date +%s.%N) - $s" | bc)s: $*"; return 0; }
+run() { local t=$1; shift; local s=$(date +%s%N); timeout -k 5 "$t" "$@"; local rc=$?; echo "--- rc=$rc wall=$(( ($(date +%s%N) - s) / 1000000 ))ms: $*"; return 0; }
+ct() { run "$1" python3 -m ccltune "${@:2}"; }
 
 phase_info() {
   step info
@@ -22,12 +22,12 @@ phase_build() {
 }
 phase_smoke() {
   step smoke
-  run 120 ct bench all_reduce -b 8 -e 512M -f 4 -G 10 --nproc $NGPU --db "$DB"
-  run 90 ct bench all_reduce -b 8 -e 64M -f 8 -G 100 --symmetric --nproc $NGPU --db "$DB"
-  run 120 ct bench all -b 8 -e 64M -f 64 --nproc $NGPU --db "$DB"
-  run 90 ct bench all_reduce -b 8 -e 64M -f 8 -G 10 --engine torch --nproc $NGPU --db "$DB"
-  run 60 ct bench all_gather reduce_scatter -b 1M -e 4M -f 4 --algo ring --proto LL --channels 8 -G 10 --nproc $NGPU --db "$DB"
-  run 60 ct bench all_gather -b 1M -e 1M --algo tree --proto LL -G 10 --nproc $NGPU --db "$DB"
+  ct 120 bench all_reduce -b 8 -e 512M -f 4 -G 10 --nproc $NGPU --db "$DB"
+  ct 90 bench all_reduce -b 8 -e 64M -f 8 -G 100 --symmetric --nproc $NGPU --db "$DB"
+  ct 120 bench all -b 8 -e 64M -f 64 --nproc $NGPU --db "$DB"
+  ct 90 bench all_reduce -b 8 -e 64M -f 8 -G 10 --engine torch --nproc $NGPU --db "$DB"
+  ct 60 bench all_gather reduce_scatter -b 1M -e 4M -f 4 --algo ring --proto LL --channels 8 -G 10 --nproc $NGPU --db "$DB"
+  ct 60 bench all_gather -b 1M -e 1M --algo tree --proto LL -G 10 --nproc $NGPU --db "$DB"
 }
 for p in "$@"; do "phase_$p"; done
 cp -f "$DB" "$OUT/" 2>/dev/null || true

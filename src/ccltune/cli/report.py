@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ccltune.errors import UsageError
+from ccltune.report.compare import DEFAULT_TOLERANCE_PCT
 from ccltune.store import DEFAULT_DB, Store
 
 DEFAULT_OUT = "ccltune-report.html"
@@ -33,18 +34,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write one self-contained HTML page (inline SVG plots, works offline): busbw and time "
                     "against size, sweep candidates against NCCL's default, tuned rules as size zones, "
                     "validation speedups, link heatmap, doctor findings, each run's environment.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--db", default=DEFAULT_DB, help="results database to read")
-    p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE.html", help="the page to write (atomically)")
+    p.add_argument("--db", default=DEFAULT_DB, help="results database to read (default: %(default)s)")
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE.html", help="the page to write, atomically (default: %(default)s)")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--runs", metavar="IDS",
                        help="runs to show, e.g. 3,4 or 2-5 (default: all runs)")
     which.add_argument("--run", type=int, metavar="N", help="show one run")
     p.add_argument("--compare", type=int, nargs=2, metavar=("A", "B"),
-                   help="put run B next to run A, per size; ratio below 1 - tolerance is a regression")
-    p.add_argument("--tolerance", type=float, default=3.0, metavar="PCT",
-                   help="--compare: slowdown in percent that counts as a regression")
+                   help="put run B next to run A, per size; a ratio below 1 - tolerance is a regression "
+                        "(default: no comparison; the report then shows runs A and B only, unless --runs/--run)")
+    p.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE_PCT, metavar="PCT",
+                   help="--compare: slowdown in percent that counts as a regression (default: %(default)s)")
     p.add_argument("--png", metavar="DIR", help="also write every plot as a PNG file here (needs matplotlib)")
     p.set_defaults(func=run)
 

@@ -24,6 +24,7 @@ table{border-collapse:collapse;font-size:12.5px;margin:8px 0;max-width:100%}
 caption{text-align:left;font-weight:600;padding:4px 0}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f0f2f5}
+td:first-child{white-space:nowrap}
 td{max-width:520px;overflow-wrap:anywhere}
 tr.good td{background:#e8f5e9}tr.warn td{background:#fff8e1}tr.bad td{background:#fdecea}
 .note{margin:8px 0;padding:6px 10px;border-left:4px solid #9aa5b1;background:#f7f8fa;font-size:14px}
