@@ -1,0 +1,112 @@
+"""``ccltune bench`` run in a subprocess under torchrun (one process per GPU), its output and
+JSON read back. Used by ``doctor`` (transport, P2P level, channels) and ``check`` (gates).
+
+The child gets this process's environment plus the overrides given (NCCL_DEBUG=INFO for a
+transport check, NCCL_P2P_LEVEL=SYS for a comparison...), so variables the site requires,
+such as NCCL_NVLS_ENABLE=0, carry over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ccltune.errors import UsageError
+from ccltune.sizes import format_size
+
+DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,GRAPH,TUNING,ENV"}
+
+
+@dataclass
+class BenchRun:
+    """A finished (or failed) bench subprocess. ``error`` is None when it ran and wrote its JSON."""
+
+    argv: list[str]
+    env_overrides: dict[str, str]
+    returncode: int | None
+    output: str
+    elapsed_s: float
+    error: str | None = None
+    bench_env: dict[str, Any] = field(default_factory=dict)
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def busbw(self, size_bytes: int | None = None, *, in_place: bool = True) -> float | None:
+        """Median busbw (GB/s) of the in-place records (at ``size_bytes``, or the largest size)."""
+        rows = [r for r in self.records if bool(r.get("in_place")) == in_place and r.get("busbw_gbps") is not None]
+        if not rows:
+            return None
+        size = size_bytes if size_bytes is not None else max(int(r["size_bytes"]) for r in rows)
+        values = sorted(float(r["busbw_gbps"]) for r in rows if int(r["size_bytes"]) == size)
+        return values[len(values) // 2] if values else None
+
+
+def bench_argv(nproc: int, *, db: str, json_path: str, collective: str = "all_reduce", min_bytes: int = 1 << 20,
+               max_bytes: int = 1 << 20, step_factor: int = 2, iters: int = 5, warmup: int = 2) -> list[str]:
+    """The one place the bench command line is built (nccl-tests' flags, torchrun, one process per GPU)."""
+    if nproc < 1:
+        raise UsageError(f"number of processes must be >= 1, got {nproc}")
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+            "-m", "ccltune", "bench", collective, "-b", format_size(min_bytes), "-e", format_size(max_bytes)]
+    if max_bytes > min_bytes:
+        argv += ["-f", str(step_factor)]
+    return argv + ["-n", str(iters), "-w", str(warmup), "--engine", "nccl", "--db", db, "--json", json_path]
+
+
+def read_bench_json(path: str | Path, *, flag: str = "--from-json") -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(env, records) of a bench JSON file ``{"env": {...}, "records": [...]}``; UsageError if it is not one."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{flag}: {str(p)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{flag}: cannot read {str(p)!r}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{flag}: {str(p)!r} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
+        raise UsageError(f"{flag}: {str(p)!r} is not a bench JSON file (needs an object with a 'records' list; "
+                         "write one with `ccltune bench --json PATH`)")
+    bad = [i for i, r in enumerate(data["records"])
+           if not isinstance(r, dict) or "size_bytes" not in r or "collective" not in r]
+    if bad:
+        raise UsageError(f"{flag}: {str(p)!r}: record {bad[0]} lacks 'collective' or 'size_bytes'")
+    env = data.get("env") if isinstance(data.get("env"), dict) else {}
+    return env, data["records"]
+
+
+def run_bench(nproc: int, *, env_overrides: Mapping[str, str] | None = None, timeout_s: float = 600,
+              **sizes: Any) -> BenchRun:
+    """Run bench on ``nproc`` GPUs; never raises for a failed child, ``error`` says what went wrong."""
+    overrides = dict(env_overrides or {})
+    with tempfile.TemporaryDirectory(prefix="ccltune-diag-") as tmp:
+        json_path = os.path.join(tmp, "bench.json")
+        argv = bench_argv(nproc, db=os.path.join(tmp, "bench.db"), json_path=json_path, **sizes)
+        env = {**os.environ, **overrides}
+        start = time.monotonic()
+        try:
+            proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  errors="replace", timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            return BenchRun(argv, overrides, None, out, time.monotonic() - start,
+                            error=f"bench did not finish within {timeout_s:g} s")
+        except OSError as exc:
+            return BenchRun(argv, overrides, None, "", time.monotonic() - start, error=f"could not start: {exc}")
+        run = BenchRun(argv, overrides, proc.returncode, proc.stdout, time.monotonic() - start)
+        if proc.returncode != 0:
+            tail = " | ".join(proc.stdout.strip().splitlines()[-3:])
+            run.error = f"bench exited with {proc.returncode}: {tail[-400:]}"
+            return run
+        try:
+            run.bench_env, run.records = read_bench_json(json_path, flag="bench --json")
+        except UsageError as exc:
+            run.error = str(exc)
+        return run

@@ -1,0 +1,111 @@
+"""``ccltune check``'s verdicts (pure): a profile's gates and monotonicity over bench records.
+
+Records are the bench JSON's ``records``: dicts with ``collective``, ``size_bytes``,
+``in_place``, ``busbw_gbps``, ``algbw_gbps`` (GB/s, 1e9 bytes). Several records at one point
+(repetitions) count as their median. A gate whose point was not measured is an ERROR, never
+a silent pass.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ccltune.diagnose.findings import Finding
+from ccltune.diagnose.profiles import Gate, Monotonic, Profile
+from ccltune.sizes import format_size
+
+Record = Mapping[str, Any]
+
+
+def _norm(name: str) -> str:
+    return str(name).lower().replace("_", "")
+
+
+def _points(records: Sequence[Record], collective: str, in_place: bool, metric: str) -> dict[int, float]:
+    """size_bytes -> median metric of the matching records that have it."""
+    by_size: dict[int, list[float]] = {}
+    for r in records:
+        if _norm(r.get("collective", "")) != _norm(collective) or bool(r.get("in_place")) != in_place:
+            continue
+        value = r.get(metric)
+        if value is not None and r.get("status", "ok") == "ok":
+            by_size.setdefault(int(r["size_bytes"]), []).append(float(value))
+    return {size: statistics.median(values) for size, values in sorted(by_size.items())}
+
+
+def how_measured(bench_env: Mapping[str, Any], records: Sequence[Record], *, source: str) -> dict[str, Any]:
+    """How the figures were taken (they depend on it): world size, engine, graph mode, process layout."""
+    first = records[0] if records else {}
+    launcher = bench_env.get("launcher")
+    graph = first.get("graph", bench_env.get("graph"))
+    return {
+        "source": source,
+        "world_size": bench_env.get("world_size") or first.get("n_ranks"),
+        "engine": bench_env.get("engine"),
+        "graph": None if graph is None else bool(graph),
+        "launcher": launcher,
+        "process_per_gpu": True if launcher in ("torchrun", "slurm", "mpirun") else bench_env.get("process_per_gpu"),
+        "platform": bench_env.get("platform"),
+        "nccl_version": bench_env.get("nccl_version"),
+    }
+
+
+def evaluate(profile: Profile, records: Sequence[Record], how: Mapping[str, Any]) -> list[Finding]:
+    """One finding per gate, one for monotonicity; an ERROR first if the world size differs."""
+    measured_ranks = how.get("world_size")
+    if measured_ranks is not None and int(measured_ranks) != profile.world_size:
+        reason = f"measured on {measured_ranks} ranks; profile {profile.name} needs {profile.world_size}"
+        return [Finding("world_size", "ERROR", reason, f"measure with {profile.world_size} GPUs or pick another "
+                        "--profile", data=dict(how))] + waive_all(profile, reason)
+    out = [_gate(g, records, provisional=profile.provisional) for g in profile.gates]
+    if profile.monotonic:
+        out.append(check_monotonic(profile.monotonic, records))
+    return out
+
+
+def waive_all(profile: Profile, reason: str) -> list[Finding]:
+    names = [g.name for g in profile.gates] + (["monotonic"] if profile.monotonic else [])
+    return [Finding(n, "WAIVED", reason) for n in names]
+
+
+def _gate(gate: Gate, records: Sequence[Record], *, provisional: bool) -> Finding:
+    points = _points(records, gate.collective, gate.in_place, gate.metric)
+    where = f"{'in-place' if gate.in_place else 'out-of-place'} {gate.collective} {gate.metric} at " \
+            f"{format_size(gate.size_bytes)}"
+    data = {"size_bytes": gate.size_bytes, "min": gate.min_value, "metric": gate.metric}
+    if gate.size_bytes not in points:
+        have = ", ".join(format_size(s) for s in points) or "none"
+        return Finding(gate.name, "ERROR", f"no measurement of {where} (sizes measured: {have})",
+                       f"measure {format_size(gate.size_bytes)} (-e/--maxbytes)", data=data)
+    value = points[gate.size_bytes]
+    note = " (provisional threshold)" if provisional else ""
+    ok = value >= gate.min_value
+    return Finding(gate.name, "PASS" if ok else "FAIL",
+                   f"{where}: {value:.1f} {'>=' if ok else '<'} {gate.min_value:g} GB/s{note}",
+                   "" if ok else "run `ccltune doctor` for what limits it", value=value, data=data)
+
+
+def check_monotonic(rule: Monotonic, records: Sequence[Record]) -> Finding:
+    """FAIL where busbw at a size falls more than ``tolerance`` below the best smaller size."""
+    points = {s: v for s, v in _points(records, rule.collective, rule.in_place, "busbw_gbps").items()
+              if s >= rule.from_bytes}
+    label = f"{rule.collective} busbw from {format_size(rule.from_bytes)}"
+    if len(points) < 2:
+        return Finding("monotonic", "WAIVED", f"{label}: {len(points)} sizes measured, need 2")
+    drops, best_size, best = [], 0, 0.0
+    for size, value in points.items():
+        if best and value < best * (1 - rule.tolerance):
+            drops.append({"size_bytes": size, "busbw_gbps": value, "best_size_bytes": best_size, "best_gbps": best})
+        if value > best:
+            best_size, best = size, value
+    data = {"points": {str(s): v for s, v in points.items()}, "drops": drops, "tolerance": rule.tolerance}
+    if not drops:
+        return Finding("monotonic", "PASS", f"{label}: never falls more than {rule.tolerance:.0%} "
+                       f"over {len(points)} sizes", data=data)
+    d = drops[0]
+    return Finding("monotonic", "FAIL", f"{label}: {d['busbw_gbps']:.1f} GB/s at {format_size(d['size_bytes'])} "
+                   f"< {d['best_gbps']:.1f} at {format_size(d['best_size_bytes'])} (-{1 - d['busbw_gbps'] / d['best_gbps']:.0%}"
+                   f", tolerance {rule.tolerance:.0%}); {len(drops)} such sizes",
+                   "look for memory pressure, clock throttling or a protocol switch at that size", data=data)

@@ -1,0 +1,185 @@
+"""ccltune check: profiles, gates, monotonicity, JUnit, the CLI on a bench JSON (CPU only)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ccltune.cli import main
+from ccltune.diagnose import benchrun, gates, profiles
+from ccltune.diagnose.findings import exit_code
+from ccltune.errors import UsageError
+
+M = 1 << 20
+
+
+def _records(points: dict[int, float], *, in_place: bool = True, collective: str = "all_reduce") -> list[dict]:
+    return [{"collective": collective, "size_bytes": s, "in_place": in_place, "busbw_gbps": bw,
+             "algbw_gbps": bw / 1.5, "time_us": 1.0, "n_ranks": 4, "graph": 0, "status": "ok"}
+            for s, bw in points.items()]
+
+
+def _bench_json(tmp_path, points, world_size=4, name="bench.json"):
+    recs = _records(points) + _records({s: 1.0 for s in points}, in_place=False)  # out-of-place must be ignored
+    env = {"world_size": world_size, "engine": "nccl", "launcher": "torchrun", "platform": "NVIDIA H200 x4"}
+    path = tmp_path / name
+    path.write_text(json.dumps({"env": env, "records": recs}))
+    return path
+
+
+GOOD = {64 * M: 300.0, 128 * M: 320.0, 256 * M: 335.0, 512 * M: 346.0, 1024 * M: 350.0}
+
+
+def test_builtin_profiles_load_with_vendor_figures():
+    names = profiles.builtin_names()
+    assert {"h200-4", "mi300x-8", "mi350x-8", "mi355x-8"} <= set(names)
+    mi300 = profiles.load_profile("mi300x-8")
+    assert (mi300.world_size, mi300.gates[0].size_bytes, mi300.gates[0].min_value) == (8, 8 << 30, 304.0)
+    assert profiles.load_profile("mi355x-8").gates[0].min_value == 350.0
+    h200 = profiles.load_profile("h200-4")
+    assert h200.provisional and h200.gates[0].size_bytes == 512 * M and h200.gates[0].min_value == 340.0
+
+
+def test_unknown_profile_says_did_you_mean():
+    with pytest.raises(UsageError, match="did you mean 'h200-4'"):
+        profiles.load_profile("h200-44")
+
+
+@pytest.mark.parametrize("body, message", [
+    ('name = "x"\nworld_size = 4\n', "at least one"),
+    ('name = "x"\nworld_size = 4\n[[gate]]\ncollective = "all_reduce"\nsize = "1M"\nmni = 3\n', "did you mean 'min'"),
+    ('name = "x"\nworld_size = "4"\n[[gate]]\ncollective = "a"\nsize = "1M"\nmin = 1\n', "wrong type"),
+    ('name = "x"\nworld_size = 4\n[[gate]]\ncollective = "a"\nsize = "1Q"\nmin = 1\n', "not a size"),
+    ('name = "x"\nworld_size = 4\n[[gate]]\ncollective = "a"\nsize = "1M"\nmin = 1\nmetric = "busbw"\n', "metric"),
+    ("name = [\n", "not valid TOML"),
+])
+def test_bad_user_profiles_are_rejected_with_the_file_and_key(tmp_path, body, message):
+    p = tmp_path / "mine.toml"
+    p.write_text(body)
+    with pytest.raises(UsageError, match=message) as info:
+        profiles.load_profile(str(p))
+    assert "mine.toml" in str(info.value)
+
+
+def test_gates_pass_fail_and_missing_point():
+    prof = profiles.load_profile("h200-4")
+    how = {"world_size": 4}
+    ok = {f.name: f for f in gates.evaluate(prof, _records(GOOD), how)}
+    assert ok["all_reduce_busbw_512M"].status == "PASS" and ok["all_reduce_busbw_512M"].value == 346.0
+    assert "provisional" in ok["all_reduce_busbw_512M"].evidence
+    slow = {f.name: f for f in gates.evaluate(prof, _records(GOOD | {512 * M: 339.9}), how)}
+    assert slow["all_reduce_busbw_512M"].status == "FAIL"
+    missing = {f.name: f for f in gates.evaluate(prof, _records({64 * M: 300.0, 128 * M: 310.0}), how)}
+    assert missing["all_reduce_busbw_512M"].status == "ERROR" and "64M, 128M" in missing["all_reduce_busbw_512M"].evidence
+
+
+def test_gate_uses_median_of_repetitions():
+    prof = profiles.load_profile("h200-4")
+    recs = _records({512 * M: 100.0}) + _records({512 * M: 345.0}) + _records({512 * M: 350.0})
+    (gate,) = [f for f in gates.evaluate(prof, recs, {}) if f.name.startswith("all_reduce")]
+    assert gate.value == 345.0 and gate.status == "PASS"
+
+
+def test_world_size_mismatch_is_an_error_not_a_pass():
+    prof = profiles.load_profile("mi300x-8")
+    found = gates.evaluate(prof, _records({8 << 30: 999.0}), {"world_size": 4})
+    assert found[0].status == "ERROR" and exit_code(found) == 1
+    assert all(f.status == "WAIVED" for f in found[1:])
+
+
+def test_monotonicity_fails_on_a_drop_beyond_tolerance_against_the_best_so_far():
+    rule = profiles.Monotonic("all_reduce", True, 64 * M, 0.05)
+    assert gates.check_monotonic(rule, _records(GOOD)).status == "PASS"
+    # a 4% dip is within tolerance
+    assert gates.check_monotonic(rule, _records(GOOD | {512 * M: 322.0})).status == "PASS"
+    # gradual decline: no step falls 5% below the one before, but 1G is 7% under the peak at 128M
+    decline = {64 * M: 300.0, 128 * M: 330.0, 256 * M: 325.0, 512 * M: 318.0, 1024 * M: 306.0}
+    f = gates.check_monotonic(rule, _records(decline))
+    assert f.status == "FAIL" and f.data["drops"][0]["size_bytes"] == 1024 * M
+    # sizes below from_size are ignored, fewer than two points is waived
+    assert gates.check_monotonic(rule, _records({M: 500.0, 64 * M: 300.0, 128 * M: 300.0})).status == "PASS"
+    assert gates.check_monotonic(rule, _records({64 * M: 300.0})).status == "WAIVED"
+
+
+def test_how_measured_reads_bench_env_and_records():
+    how = gates.how_measured({"world_size": 4, "engine": "nccl", "launcher": "torchrun"},
+                             _records({M: 1.0}), source="x.json")
+    assert how["process_per_gpu"] is True and how["graph"] is False and how["engine"] == "nccl"
+    assert gates.how_measured({}, [], source="x")["world_size"] is None
+
+
+def test_bench_argv_is_the_briefed_command():
+    argv = benchrun.bench_argv(4, db="/t/b.db", json_path="/t/b.json")
+    assert argv[1:] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4", "-m", "ccltune",
+                        "bench", "all_reduce", "-b", "1M", "-e", "1M", "-n", "5", "-w", "2", "--engine", "nccl",
+                        "--db", "/t/b.db", "--json", "/t/b.json"]
+    sweep = benchrun.bench_argv(8, db="d", json_path="j", min_bytes=256 * M, max_bytes=8 << 30, iters=20)
+    assert sweep[sweep.index("-b"):sweep.index("-n")] == ["-b", "256M", "-e", "8G", "-f", "2"]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{", "not JSON"), ('{"env": {}}', "not a bench JSON"), ('{"records": [{"size_bytes": 1}]}', "lacks"),
+])
+def test_bad_bench_json(tmp_path, content, message):
+    p = tmp_path / "b.json"
+    p.write_text(content)
+    with pytest.raises(UsageError, match=message):
+        benchrun.read_bench_json(p)
+
+
+def test_cli_check_from_json_passes_and_writes_junit_json_db(tmp_path, capsys):
+    src = _bench_json(tmp_path, GOOD)
+    db, out, junit = tmp_path / "r.db", tmp_path / "v.json", tmp_path / "j.xml"
+    rc = main(["check", "--profile", "h200-4", "--from-json", str(src), "--db", str(db), "--json", str(out),
+               "--junit", str(junit)])
+    text = capsys.readouterr().out
+    assert rc == 0
+    assert "PASS    all_reduce_busbw_512M" in text and "process per GPU True" in text
+    verdict = json.loads(out.read_text())
+    assert verdict["status"] == "PASS" and verdict["how"]["world_size"] == 4
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("tests") == "2" and suite.get("failures") == "0"
+    rows = sqlite3.connect(db).execute("SELECT name, status FROM findings ORDER BY id").fetchall()
+    assert rows == [("all_reduce_busbw_512M", "PASS"), ("monotonic", "PASS")]
+
+
+def test_cli_check_fails_with_exit_1_and_junit_failure(tmp_path, capsys):
+    src = _bench_json(tmp_path, GOOD | {512 * M: 300.0, 1024 * M: 280.0})
+    junit = tmp_path / "j.xml"
+    rc = main(["check", "--profile", "h200-4", "--from-json", str(src), "--db", str(tmp_path / "r.db"),
+               "--junit", str(junit)])
+    assert rc == 1
+    assert "FAIL" in capsys.readouterr().out
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("failures") == "2"
+    assert suite.find("testcase/failure") is not None
+
+
+def test_cli_check_user_profile_and_bad_inputs(tmp_path, capsys):
+    prof = tmp_path / "mine.toml"
+    prof.write_text('name = "mine"\nworld_size = 4\n[[gate]]\ncollective = "all_reduce"\nsize = "64M"\nmin = 299\n')
+    src = _bench_json(tmp_path, GOOD)
+    assert main(["check", "--profile", str(prof), "--from-json", str(src), "--db", str(tmp_path / "r.db")]) == 0
+    assert main(["check", "--profile", "mi300x", "--from-json", str(src), "--db", str(tmp_path / "r.db")]) == 2
+    assert "did you mean 'mi300x-8'" in capsys.readouterr().err
+    assert main(["check", "--profile", "h200-4", "--from-json", str(tmp_path / "no.json")]) == 2
+
+
+def test_cli_check_without_gpus_is_waived_exit_0(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("ccltune.environment.gpu_facts", lambda: {"gpus": [], "cuda": None, "hip": None})
+    rc = main(["check", "--profile", "h200-4", "--db", str(tmp_path / "r.db"), "--json", str(tmp_path / "v.json")])
+    assert rc == 0
+    assert "needs 4 GPUs, 0 visible" in capsys.readouterr().out
+    assert json.loads((tmp_path / "v.json").read_text())["status"] == "WAIVED"
+    # and without --profile, no machine match is a usage error naming the profiles
+    assert main(["check", "--db", str(tmp_path / "r.db")]) == 2
+    assert "h200-4" in capsys.readouterr().err
+
+
+def test_cli_list_profiles(capsys):
+    assert main(["check", "--list-profiles"]) == 0
+    out = capsys.readouterr().out
+    assert "mi300x-8" in out and "(provisional)" in out
