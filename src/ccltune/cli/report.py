@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     which.add_argument("--run", type=int, metavar="N", help="show one run")
     p.add_argument("--compare", type=int, nargs=2, metavar=("A", "B"),
                    help="put run B next to run A, per size; a ratio below 1 - tolerance is a regression "
-                        "(default: no comparison; the report then shows runs A and B only, unless --runs/--run)")
+                        "(without --runs/--run the page then shows runs A and B only)")
     p.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE_PCT, metavar="PCT",
                    help="--compare: slowdown in percent that counts as a regression (default: %(default)s)")
     p.add_argument("--png", metavar="DIR", help="also write every plot as a PNG file here (needs matplotlib)")
