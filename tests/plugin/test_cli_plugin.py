@@ -1,0 +1,73 @@
+"""`ccltune plugin check` and `ccltune plugin path`, called in-process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from plugin_build import LIB, REPO, make
+
+from ccltune import tuner_plugin
+from ccltune.cli import main
+from ccltune.errors import EngineUnavailable
+
+FIXTURES = REPO / "tests" / "fixtures" / "rules"
+
+
+def test_check_clean_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plugin", "check", str(FIXTURES / "basic.conf")]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["8 rules loaded, 0 lines rejected"]
+
+
+def test_check_bad_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(FIXTURES / "bad_lines.conf")
+    assert main(["plugin", "check", path]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "4 rules loaded, 19 lines rejected"
+    assert lines[0] == (f"{path}:3: unknown collective 'alltoall' "
+                        "(valid: broadcast, reduce, allgather, reducescatter, allreduce)")
+    assert f"{path}:6: line longer than 1024 bytes" in lines
+    assert f"{path}:20: embedded NUL byte" in lines
+
+
+def test_check_with_platform(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(FIXTURES / "platforms.conf")
+    assert main(["plugin", "check", path, "--platform", "gpu=NVIDIA H100 PCIe"]) == 1  # line 13 is bad
+    out = capsys.readouterr().out
+    assert "platforms.conf:13: platform: unknown key 'cores'" in out
+    assert "10 rules loaded, 1 lines rejected" in out
+    assert "5 rules apply to platform gpu=NVIDIA H100 PCIe" in out  # 1 before sections, 2 H100, 2 after "*"
+    assert main(["plugin", "check", path, "--platform", "color=red"]) == 2
+    assert "unknown --platform key 'color'" in capsys.readouterr().err
+
+
+def test_check_unreadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plugin", "check", str(tmp_path / "nope.conf")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read rule file" in err and "nope.conf" in err
+
+
+def test_check_file_api(tmp_path: Path) -> None:
+    f = tmp_path / "r.conf"
+    f.write_text("allreduce,0,1,ring,ll,1,1,8\nbroadcast,0,1,ring,ll,99,1,8\n")
+    diags = tuner_plugin.check_file(f)
+    assert [(d.line, d.reason) for d in diags] == [(2, "channels: '99' is not -1, 0 or 1..64")]
+
+
+def test_plugin_path_finds_make_build(capsys: pytest.CaptureFixture[str]) -> None:
+    make(REPO / "plugin" / "build")  # what `make -C plugin` produces in a checkout
+    try:
+        lib = tuner_plugin.library_path()
+    except EngineUnavailable as exc:  # an installed package without the checkout's build
+        pytest.skip(str(exc))
+    assert lib.is_absolute() and lib.name == LIB and lib.is_file()
+    assert main(["plugin", "path"]) == 0
+    assert capsys.readouterr().out.strip() == str(lib)
+
+
+def test_plugin_path_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(tuner_plugin, "_candidates", lambda: [tmp_path / LIB])
+    with pytest.raises(EngineUnavailable, match="make -C plugin"):
+        tuner_plugin.library_path()
+    assert main(["plugin", "path"]) == EngineUnavailable.exit_code
