@@ -26,7 +26,9 @@ def _tables() -> dict[str, list[list[float]]]:
     rccl = [[5.0 + ((a * 7 + p * 5) % 9) * 0.5 for p in range(3)] for a in range(8)]
     only_ring = [[-1.0] * 3 for _ in range(7)]
     only_ring[1] = [3.0, -1.0, 2.5]
-    return {"full": full, "hopper": hopper, "rccl8": rccl, "ring": only_ring, "null": []}
+    flat = [[4.0] * 3 for _ in range(7)]  # every "default" pick is a tie: lowest index wins
+    flat[0][0] = -1.0
+    return {"full": full, "hopper": hopper, "rccl8": rccl, "ring": only_ring, "flat": flat, "null": []}
 
 
 TABLES = _tables()
