@@ -102,11 +102,19 @@ def run_bench(nproc: int, *, env_overrides: Mapping[str, str] | None = None, tim
             return BenchRun(argv, overrides, None, "", time.monotonic() - start, error=f"could not start: {exc}")
         run = BenchRun(argv, overrides, proc.returncode, proc.stdout, time.monotonic() - start)
         if proc.returncode != 0:
-            tail = " | ".join(proc.stdout.strip().splitlines()[-3:])
-            run.error = f"bench exited with {proc.returncode}: {tail[-400:]}"
+            run.error = f"bench exited with {proc.returncode}: {_error_lines(proc.stdout)}"
             return run
         try:
             run.bench_env, run.records = read_bench_json(json_path, flag="bench --json")
         except UsageError as exc:
             run.error = str(exc)
         return run
+
+
+def _error_lines(output: str) -> str:
+    """The child's own error lines (ccltune's, a Python exception), else its last lines."""
+    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ccltune: error") or line.endswith("Error") or
+              (line.split(":", 1)[0].endswith(("Error", "Exception")) and " " not in line.split(":", 1)[0])]
+    picked = list(dict.fromkeys(errors))[-2:] or lines[-3:]
+    return " | ".join(picked)[-500:]

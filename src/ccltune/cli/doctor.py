@@ -1,0 +1,61 @@
+"""ccltune doctor: what on this host slows collectives, each finding with evidence and a fix."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from ccltune import environment
+from ccltune.cli.topo import add_sysfs_root
+from ccltune.diagnose import doctor, sysconf
+from ccltune.diagnose.findings import exit_code, format_findings, overall
+from ccltune.diagnose.logcheck import check_log
+from ccltune.diagnose.ncclog import parse_log, read_log
+from ccltune.diagnose.record import add_output_flags, record_run, write_json
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "doctor", help="host, environment and NCCL transport checks (PASS/WARN/FAIL/WAIVED with evidence and fix)",
+        description="Check NUMA balancing, numad, IOMMU, PCIe ACS, NCCL/RCCL variables, then run a short "
+                    "all_reduce under torchrun with NCCL_DEBUG=INFO and read its log: transport of every ring/tree "
+                    "edge, channels, tuner plugin, process layout. Where a P2P-capable pair uses SHM it measures "
+                    "again with NCCL_P2P_LEVEL=SYS; with --nproc below the GPUs present it measures channel counts. "
+                    "--nccl-log FILE analyses a log you already have (NCCL or RCCL) and runs nothing. "
+                    "Exit 1 when a check FAILs or ERRORs, 0 otherwise (WARN and WAIVED included), 2 on bad input.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--nccl-log", metavar="FILE", help="only analyse this NCCL_DEBUG=INFO log")
+    p.add_argument("--nproc", type=int, default=None, metavar="N",
+                   help="GPUs to run the collective on (default: all present)")
+    p.add_argument("--no-run", action="store_true", help="skip the collective runs (host and environment checks only)")
+    p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="seconds each collective run may take")
+    add_sysfs_root(p)
+    add_output_flags(p)
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    artifacts: dict[str, str] = {}
+    if args.nccl_log:
+        text = read_log(args.nccl_log)
+        findings = check_log(parse_log(text))
+        title = f"ccltune doctor --nccl-log {args.nccl_log}"
+        artifacts["nccl-log"] = text
+    else:
+        root = sysconf.sys_root(args.sysfs_root)
+        res = doctor.run_doctor(root, lspci=sysconf.run_lspci(), environ=dict(os.environ), nproc=args.nproc,
+                                run=not args.no_run, timeout_s=args.timeout,
+                                log=lambda line: print(line, file=sys.stderr, flush=True))
+        findings, artifacts = res.findings, res.artifacts
+        title = f"ccltune doctor ({root})"
+    print(format_findings(findings, title=title))
+    result = {"status": overall(findings), "checks": [f.to_record() for f in findings]}
+    if args.json_path:
+        write_json(args.json_path, result)
+    artifacts["doctor.json"] = json.dumps(result, indent=2, default=str)
+    record_run(args.db, "doctor", env=environment.collect(), args=args, findings=findings, artifacts=artifacts,
+               summary={"status": result["status"]})
+    return exit_code(findings)

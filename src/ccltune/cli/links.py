@@ -1,0 +1,117 @@
+"""ccltune links: per GPU pair bandwidth (copy engine and SM kernel) and latency, slowest-link analysis."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ccltune import environment
+from ccltune.diagnose import linkmath, links, nvml
+from ccltune.diagnose.findings import Finding, exit_code, format_findings, overall
+from ccltune.diagnose.record import add_output_flags, record_run, write_json
+from ccltune.errors import UsageError
+from ccltune.sizes import format_size, parse_size
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "links", help="per GPU pair bandwidth/latency matrix and slowest-link analysis",
+        description="Measure every GPU pair from one process: copy engine (ce) and SM copy kernel (sm-read: "
+                    "the receiver loads over NVLink; sm-write: the sender stores), one direction, both at once, "
+                    "all pairs at once, and 4-byte copy latency. Then: per GPU bound (slowest link x peers), "
+                    "ring ceiling, links below --threshold x median. Without 2 GPUs: WAIVED, exit 0. "
+                    "Exit 1 on FAIL/ERROR (a copy that came out wrong). Use CUDA_VISIBLE_DEVICES to pick GPUs.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("-s", "--size", default="256M", help="bytes per bandwidth copy (K/M/G)")
+    p.add_argument("-n", "--iters", type=int, default=10, help="timed copies per measurement (median)")
+    p.add_argument("-w", "--warmup", type=int, default=2, help="untimed copies first")
+    p.add_argument("--latency-iters", type=int, default=100, help="4-byte copies per pair for latency (median)")
+    p.add_argument("--method", default="ce,sm-read,sm-write", help="comma-separated: " + ", ".join(links.METHODS))
+    p.add_argument("--threshold", type=float, default=0.8, help="flag links below this fraction of their median")
+    add_output_flags(p)
+    p.set_defaults(func=main)
+
+
+def render_matrix(rows: list[dict[str, Any]], n: int, method: str, direction: str, key: str = "bandwidth_gbps") -> str:
+    cells = {(r["src"], r["dst"]): r[key] for r in rows
+             if r["method"] == method and r["direction"] == direction and r.get(key) is not None}
+    unit = "us" if key == "latency_us" else "GB/s"
+    lines = [f"# {method} {direction} ({unit}), row = source, column = destination",
+             "src\\dst" + "".join(f"{d:>9}" for d in range(n))]
+    for s in range(n):
+        lines.append(f"{s:>7}" + "".join(f"{'-' if (s, d) not in cells else f'{cells[(s, d)]:.2f}':>9}"
+                                         for d in range(n)))
+    return "\n".join(lines)
+
+
+def render_summary(summary: dict[str, Any]) -> str:
+    lines = ["# slowest-link analysis: bound = slowest outgoing link x peers (capped by the all-to-all aggregate)"]
+    for name, s in summary["series"].items():
+        if not name.endswith("/uni"):
+            continue
+        lines.append(f"# {name}: ring ceiling {s['ring_ceiling_gbps']:.1f} GB/s" +
+                     (f", median {s['nvlink_ratio']:.1%} of the NVLink limit" if s.get("nvlink_ratio") else ""))
+        lines.append(f"{'gpu':>5} {'slowest_GBps':>13} {'to':>4} {'peers':>6} {'aggregate_GBps':>15} {'bound_GBps':>11}")
+        for b in s["per_gpu"]:
+            agg = "-" if b["aggregate_gbps"] is None else f"{b['aggregate_gbps']:.1f}"
+            lines.append(f"{b['gpu']:>5} {b['slowest_gbps']:>13.1f} {b['slowest_peer']:>4} {b['peers']:>6} "
+                         f"{agg:>15} {b['bound_gbps']:>11.1f}")
+    if "ring_ceiling_gbps" in summary:
+        lines.append(f"# predicted ceiling for ring collectives: {summary['ring_ceiling_gbps']:.1f} GB/s per GPU")
+    return "\n".join(lines)
+
+
+def _nvlink_limits(run: links.LinkRun) -> dict[tuple[int, int], float]:
+    """Per pair NVLink limit (one direction) from NVML, matched to CUDA devices by PCI bus id."""
+    topo = nvml.read_nvml()
+    if topo is None:
+        return {}
+    by_bus = {g.bus_id: g for g in topo.gpus}
+    gpus = [by_bus.get(nvml.normalize_bus_id(b)) if b else None for b in run.bus_ids]
+    out = {}
+    for s, a in enumerate(gpus):
+        for d, b in enumerate(gpus):
+            if s != d and a and b and (limit := nvml.pair_nvlink_gbps(a, b)):
+                out[(s, d)] = limit
+    return out
+
+
+def main(args: argparse.Namespace) -> int:
+    plan = links.LinkPlan(size_bytes=parse_size(args.size, "-s/--size"), iters=args.iters, warmup=args.warmup,
+                          latency_iters=args.latency_iters,
+                          methods=tuple(m.strip() for m in args.method.split(",") if m.strip()))
+    if not 0 < args.threshold <= 1:
+        raise UsageError(f"--threshold must be in (0, 1], got {args.threshold}")
+    env = environment.collect()
+    why = links.available()
+    if why:
+        findings = [Finding("links", "WAIVED", why)]
+        run, summary = links.LinkRun(), {}
+    else:
+        run = links.measure(plan, log=lambda line: print(line, file=sys.stderr, flush=True))
+        limits = _nvlink_limits(run)
+        summary, findings = linkmath.analyze(run.rows, threshold=args.threshold, nvlink_limit=limits)
+        summary["nvlink_limit_gbps"] = {f"{s}-{d}": v for (s, d), v in limits.items()}
+        findings += [Finding(f"links:{k}", "WAIVED", v) for k, v in run.waived.items()]
+        findings += [Finding(f"links:{m}/verify", "ERROR", f"{m}: destination bytes differ from the source after the "
+                             "copies: the measurement is not trustworthy") for m in run.failed_checks]
+        print(f"# ccltune links: {run.n_gpus} x {run.gpu_names[0]}, {format_size(plan.size_bytes)} per copy, "
+              f"median of {plan.iters} after {plan.warmup} warmup")
+        for method in plan.methods:
+            for direction in ("uni", "bidir", "all2all"):
+                if any(r["method"] == method and r["direction"] == direction for r in run.rows):
+                    print(render_matrix(run.rows, run.n_gpus, method, direction))
+        print(render_matrix(run.rows, run.n_gpus, "ce", "latency", key="latency_us"))
+        print(render_summary(summary))
+    summary["elapsed_s"] = run.elapsed_s
+    print(format_findings(findings, title="ccltune links checks"))
+    print(f"# elapsed: {run.elapsed_s:.1f} s")
+    result = {"status": overall(findings), "n_gpus": run.n_gpus, "gpus": run.gpu_names, "plan": {k: v for k, v in vars(args).items() if k != "func"},
+              "rows": run.rows, "summary": summary, "checks": [f.to_record() for f in findings]}
+    if args.json_path:
+        write_json(args.json_path, result)
+    record_run(args.db, "links", env=env, args=args, findings=findings, links=run.rows,
+               artifacts={"links.json": json.dumps(result, indent=2, default=str)}, summary=summary)
+    return exit_code(findings)

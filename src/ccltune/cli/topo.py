@@ -1,0 +1,73 @@
+"""ccltune topo: the GPUs of this host and how each pair is connected (NVML, nvidia-smi, AMD sysfs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ccltune import environment
+from ccltune.diagnose import topo
+from ccltune.diagnose.findings import exit_code, format_findings, overall
+from ccltune.diagnose.record import add_output_flags, record_run, write_json
+from ccltune.diagnose.sysconf import ROOT_ENV, sys_root
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "topo", help="GPUs, per-pair links (NVLink / xGMI / PCIe level), NUMA, NVSwitch fabric, MIG, AMD partitions",
+        description="Show how the GPUs of this host are connected. Sources, first that answers: NVML "
+                    "(nvidia-ml-py), `nvidia-smi topo -m`, AMD sysfs. Without a GPU it says so (WAIVED, exit 0). "
+                    "Exit 1 when a check FAILs (e.g. NVSwitch fabric not complete).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_sysfs_root(p)
+    add_output_flags(p)
+    p.set_defaults(func=main)
+
+
+def add_sysfs_root(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sysfs-root", metavar="DIR", default=None,
+                   help=f"folder standing for / when reading sys/ and proc/ (default: ${ROOT_ENV} or /)")
+
+
+def render(t: topo.Topology) -> str:
+    """The GPU table and the link matrix as fixed-width text."""
+    lines = [f"# {len(t.gpus)} GPUs via {t.source}" + (f", driver {t.driver}" if t.driver else "")]
+    if not t.gpus:
+        return "\n".join(lines)
+    lines.append(f"# {'gpu':>3}  {'name':<24} {'bus_id':<13} {'numa':>4}  {'cpus':<12} {'nvlinks':>7} "
+                 f"{'link_GBps':>9}  {'fabric':<10} {'mig':<4} partition")
+    for g in t.gpus:
+        part = f"{g.compute_partition}/{g.memory_partition}" if g.compute_partition or g.memory_partition else "-"
+        lines.append(f"  {g.index:>3}  {g.name[:24]:<24} {g.bus_id or '-':<13} {_s(g.numa_node):>4}  "
+                     f"{(g.cpu_affinity or '-')[:12]:<12} {_s(g.nvlinks):>7} {_s(g.nvlink_gbps):>9}  "
+                     f"{g.fabric or '-':<10} {g.mig or '-':<4} {part}")
+    lines.append("# links: NV<n> = n NVLink links, XGMI, or PCIe path PIX < PXB < PHB < NODE < SYS")
+    width = max(6, *(len(c) + 2 for row in t.links for c in row))
+    lines.append("      " + "".join(f"{'GPU' + str(j):<{width}}" for j in range(len(t.gpus))))
+    for i, row in enumerate(t.links):
+        lines.append(f"{'GPU' + str(i):<6}" + "".join(f"{c:<{width}}" for c in row))
+    if any(v for row in t.nvlink_limit_gbps for v in row):
+        lines.append("# NVLink limit per pair, one direction (GB/s): links x per-link speed")
+        for i, row in enumerate(t.nvlink_limit_gbps):
+            lines.append(f"{'GPU' + str(i):<6}" + "".join(f"{'-' if v is None else f'{v:.0f}':<{width}}" for v in row))
+    lines += [f"# note: {n}" for n in t.notes]
+    return "\n".join(lines)
+
+
+def _s(value: Any) -> str:
+    return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def main(args: argparse.Namespace) -> int:
+    t = topo.discover(sys_root(args.sysfs_root))
+    found = topo.findings(t)
+    print(render(t))
+    print(format_findings(found, title="ccltune topo checks"))
+    result = {"status": overall(found), "topology": t.to_record(), "checks": [f.to_record() for f in found]}
+    if args.json_path:
+        write_json(args.json_path, result)
+    record_run(args.db, "topo", env=environment.collect(), args=args, findings=found,
+               artifacts={"topo.json": json.dumps(result, indent=2, default=str)},
+               summary={"status": result["status"], "gpus": len(t.gpus), "source": t.source})
+    return exit_code(found)

@@ -1,0 +1,111 @@
+"""Slowest-link analysis of a measured link matrix (pure; runs on the CPU).
+
+Rows are ``links`` table rows: ``src``, ``dst``, ``method`` (ce, sm-read, sm-write),
+``direction`` (uni, bidir, all2all, latency), ``bandwidth_gbps`` (GB/s = 1e9 B/s, of that one
+direction), ``latency_us``.
+
+Why the slowest link: a ring or tree collective moves the same bytes over every link it uses,
+so the bandwidth it can draw from a GPU is bounded by that GPU's slowest link times its number
+of peers (``bound_gbps``); the ring ceiling is the smallest bound over the GPUs. Through an
+NVSwitch each pair can use all of a GPU's links, so pair figures do not add up; where the
+concurrent all-to-all was measured, the GPU's aggregate caps its bound.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ccltune.diagnose.findings import Finding
+
+Pair = tuple[int, int]
+
+
+def matrix(rows: Iterable[Mapping[str, Any]], method: str, direction: str) -> dict[Pair, float]:
+    """(src, dst) -> GB/s for one method and direction (rows without a bandwidth are skipped)."""
+    return {(int(r["src"]), int(r["dst"])): float(r["bandwidth_gbps"]) for r in rows
+            if r["method"] == method and r["direction"] == direction and r.get("bandwidth_gbps") is not None}
+
+
+def slow_links(m: Mapping[Pair, float], threshold: float) -> list[dict[str, Any]]:
+    """Links below ``threshold`` x the median of their matrix, slowest first."""
+    if not m:
+        return []
+    med = statistics.median(m.values())
+    slow = [{"src": s, "dst": d, "gbps": v, "median_gbps": med, "ratio": v / med if med else 0.0}
+            for (s, d), v in m.items() if v < threshold * med]
+    return sorted(slow, key=lambda x: x["gbps"])
+
+
+def per_gpu_bounds(m: Mapping[Pair, float], aggregate: Mapping[int, float] | None = None) -> list[dict[str, Any]]:
+    """For each GPU: its slowest outgoing link, peers, slowest x peers, capped by its measured aggregate."""
+    out = []
+    for g in sorted({s for s, _ in m}):
+        links = {d: v for (s, d), v in m.items() if s == g}
+        peer = min(links, key=lambda d: links[d])
+        bound = links[peer] * len(links)
+        agg = (aggregate or {}).get(g)
+        out.append({"gpu": g, "slowest_gbps": links[peer], "slowest_peer": peer, "peers": len(links),
+                    "bound_gbps": min(bound, agg) if agg else bound, "aggregate_gbps": agg})
+    return out
+
+
+def aggregate_per_gpu(m: Mapping[Pair, float]) -> dict[int, float]:
+    """Sum of a GPU's outgoing bandwidths measured all at once (the all-to-all matrix)."""
+    agg: dict[int, float] = {}
+    for (s, _), v in m.items():
+        agg[s] = agg.get(s, 0.0) + v
+    return agg
+
+
+def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
+            nvlink_limit: Mapping[Pair, float] | None = None) -> tuple[dict[str, Any], list[Finding]]:
+    """(summary, findings) of a link run. ``nvlink_limit``: per pair GB/s of one direction (NVML)."""
+    summary: dict[str, Any] = {"series": {}, "threshold": threshold}
+    findings: list[Finding] = []
+    methods = sorted({r["method"] for r in rows})
+    for method in methods:
+        agg = aggregate_per_gpu(matrix(rows, method, "all2all"))
+        if agg:
+            summary.setdefault("all2all_per_gpu_gbps", {})[method] = agg
+        for direction in ("uni", "bidir", "all2all"):
+            m = matrix(rows, method, direction)
+            if not m:
+                continue
+            series = _series(m, threshold, agg if direction == "uni" else None, nvlink_limit)
+            summary["series"][f"{method}/{direction}"] = series
+            if series["slow_links"]:
+                worst = series["slow_links"][0]
+                findings.append(Finding(
+                    f"links:{method}/{direction}", "WARN",
+                    f"{len(series['slow_links'])} links below {threshold:g} x median {series['median_gbps']:.1f} GB/s; "
+                    f"slowest {worst['src']}->{worst['dst']} {worst['gbps']:.1f} GB/s",
+                    "check the link: nvidia-smi nvlink -s / -e (errors), reseat or service the GPU/baseboard",
+                    value=worst["gbps"], data={"slow_links": series["slow_links"]}))
+            else:
+                ratio = f", {series['nvlink_ratio']:.0%} of the NVLink limit" if series.get("nvlink_ratio") else ""
+                findings.append(Finding(f"links:{method}/{direction}", "PASS",
+                                        f"median {series['median_gbps']:.1f} GB/s, min {series['min_gbps']:.1f}"
+                                        f"{ratio}; no link below {threshold:g} x median", value=series["median_gbps"]))
+    ceilings = [s["ring_ceiling_gbps"] for k, s in summary["series"].items() if k.endswith("/uni")]
+    if ceilings:
+        summary["ring_ceiling_gbps"] = max(ceilings)
+    lat = [float(r["latency_us"]) for r in rows if r.get("latency_us") is not None]
+    if lat:
+        summary["latency_us"] = {"median": statistics.median(lat), "max": max(lat), "min": min(lat)}
+    return summary, findings
+
+
+def _series(m: Mapping[Pair, float], threshold: float, aggregate: Mapping[int, float] | None,
+            nvlink_limit: Mapping[Pair, float] | None) -> dict[str, Any]:
+    values = list(m.values())
+    bounds = per_gpu_bounds(m, aggregate)
+    series: dict[str, Any] = {"median_gbps": statistics.median(values), "min_gbps": min(values),
+                              "max_gbps": max(values), "slow_links": slow_links(m, threshold), "per_gpu": bounds,
+                              "ring_ceiling_gbps": min(b["bound_gbps"] for b in bounds)}
+    if nvlink_limit:
+        ratios = [v / nvlink_limit[p] for p, v in m.items() if nvlink_limit.get(p)]
+        if ratios:
+            series["nvlink_ratio"] = statistics.median(ratios)
+    return series

@@ -1,0 +1,262 @@
+"""Measure every GPU pair in one process: copy engine and SM copy kernel, one direction, both
+directions at once, all pairs at once (all-to-all), and small-copy latency.
+
+- ``ce``: ``dst.copy_(src)`` across devices with peer access (cudaMemcpyAsync on a peer
+  pointer, i.e. the copy engine). torch fences the copy with the destination device's current
+  stream; each transfer gets its own idle stream there so concurrent copies never wait on
+  each other through that fence.
+- ``sm-read``: a kernel on the destination GPU loads the peer's memory over NVLink and stores
+  locally; ``sm-write``: a kernel on the source GPU stores into the peer's memory. 16-byte
+  vector accesses, grid-stride, 4 loads in flight per thread, 4 blocks per SM (cupy RawKernel).
+- Timing: CUDA events on each transfer's stream, ``warmup`` untimed then the median of
+  ``iters``; concurrent transfers start together behind a short sleep kernel on each device,
+  so launching them from Python does not stagger them.
+- Every copy is checked: sources hold ``src + 1`` in every byte, destinations are compared.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ccltune.errors import UsageError
+
+METHODS = ("ce", "sm-read", "sm-write")
+THREADS = 512
+BLOCKS_PER_SM = 4
+GATE_CYCLES_PER_TRANSFER = 500_000  # ~0.25 ms at ~2 GHz: covers launching one transfer from Python
+
+_KERNEL = r"""
+extern "C" __global__ void copy_int4(const int4* __restrict__ src, int4* __restrict__ dst, unsigned long long n) {
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        int4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+        dst[i] = a; dst[i + stride] = b; dst[i + 2 * stride] = c; dst[i + 3 * stride] = d;
+    }
+    for (; i < n; i += stride) dst[i] = src[i];
+}
+"""
+
+
+@dataclass(frozen=True)
+class LinkPlan:
+    size_bytes: int = 256 << 20
+    iters: int = 10
+    warmup: int = 2
+    latency_bytes: int = 4
+    latency_iters: int = 100
+    methods: tuple[str, ...] = METHODS
+
+    def __post_init__(self) -> None:
+        if self.size_bytes <= 0 or self.size_bytes % 16:
+            raise UsageError(f"--size must be a positive multiple of 16 bytes, got {self.size_bytes}")
+        if self.iters < 1 or self.warmup < 0 or self.latency_iters < 1:
+            raise UsageError(f"--iters must be >= 1 and --warmup >= 0, got {self.iters} and {self.warmup}")
+        for m in self.methods:
+            if m not in METHODS:
+                raise UsageError(f"unknown method {m!r}; valid: {', '.join(METHODS)}")
+
+
+@dataclass
+class LinkRun:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    n_gpus: int = 0
+    gpu_names: list[str] = field(default_factory=list)
+    bus_ids: list[str | None] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    waived: dict[str, str] = field(default_factory=dict)  # what could not run here -> why
+    failed_checks: list[str] = field(default_factory=list)  # methods whose copies came out wrong
+
+
+@dataclass(frozen=True)
+class Transfer:
+    src: int
+    dst: int
+    method: str
+
+    @property
+    def runner(self) -> int:
+        """The device whose stream carries it: the destination for sm-read, else the source."""
+        return self.dst if self.method == "sm-read" else self.src
+
+
+def available() -> str | None:
+    """None when links can run here, else why not."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU visible"
+    if torch.cuda.device_count() < 2:
+        return f"needs at least 2 GPUs, {torch.cuda.device_count()} visible"
+    return None
+
+
+def measure(plan: LinkPlan, log: Callable[[str], None] = lambda _: None) -> LinkRun:
+    """Run the whole matrix. Call ``available()`` first; this assumes CUDA and >= 2 GPUs."""
+    import torch
+
+    start = time.monotonic()
+    run = LinkRun(n_gpus=torch.cuda.device_count())
+    for d in range(run.n_gpus):
+        p = torch.cuda.get_device_properties(d)
+        run.gpu_names.append(p.name)
+        run.bus_ids.append(_bus_id(p))
+    rig = _Rig(torch, run.n_gpus, plan.size_bytes)
+    no_peer = [(s, d) for s, d in rig.pairs if not torch.cuda.can_device_access_peer(s, d)]
+    if no_peer:
+        run.waived["peer access"] = f"no peer access for pairs {no_peer}: copies between them are staged by the driver"
+    methods = list(plan.methods)
+    if any(m.startswith("sm") for m in methods):
+        why = rig.load_kernel()
+        if why:
+            run.waived["sm"] = why
+            methods = [m for m in methods if not m.startswith("sm")]
+    rig.enable_peers()
+    log(f"links: {run.n_gpus} GPUs, latency ({plan.latency_bytes} B x {plan.latency_iters}) ...")
+    for s, d in rig.pairs:
+        (ms,) = rig.time([Transfer(s, d, "ce")], plan.latency_bytes, plan.latency_iters, 5)
+        run.rows.append(_row(s, d, "ce", "latency", plan.latency_bytes, None, ms * 1000.0))
+    for method in methods:
+        log(f"links: {method}: one direction, both directions, all at once ...")
+        rig.clear()
+        for s, d in rig.pairs:
+            (ms,) = rig.time([Transfer(s, d, method)], plan.size_bytes, plan.iters, plan.warmup)
+            run.rows.append(_row(s, d, method, "uni", plan.size_bytes, _gbps(plan.size_bytes, ms)))
+        if not rig.verify():
+            run.failed_checks.append(method)
+        for s, d in rig.pairs:
+            if s < d:
+                both = [Transfer(s, d, method), Transfer(d, s, method)]
+                for t, ms in zip(both, rig.time(both, plan.size_bytes, plan.iters, plan.warmup)):
+                    run.rows.append(_row(t.src, t.dst, method, "bidir", plan.size_bytes, _gbps(plan.size_bytes, ms)))
+        every = [Transfer(s, d, method) for s, d in rig.pairs]
+        for t, ms in zip(every, rig.time(every, plan.size_bytes, plan.iters, plan.warmup)):
+            run.rows.append(_row(t.src, t.dst, method, "all2all", plan.size_bytes, _gbps(plan.size_bytes, ms)))
+    run.elapsed_s = time.monotonic() - start
+    return run
+
+
+def _gbps(nbytes: int, ms: float) -> float:
+    return nbytes / (ms * 1e6) if ms > 0 else 0.0
+
+
+def _row(src: int, dst: int, method: str, direction: str, size: int, gbps: float | None,
+         latency_us: float | None = None) -> dict[str, Any]:
+    return {"src": src, "dst": dst, "method": method, "direction": direction, "size_bytes": size,
+            "bandwidth_gbps": gbps, "latency_us": latency_us, "note": None}
+
+
+def _bus_id(props: Any) -> str | None:
+    try:
+        return f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+    except AttributeError:
+        return None
+
+
+class _Rig:
+    """Buffers, streams and the copy kernel for one process driving every GPU."""
+
+    def __init__(self, torch: Any, n: int, size: int):
+        self.torch, self.n, self.size = torch, n, size
+        self.pairs = [(s, d) for s in range(n) for d in range(n) if s != d]
+        self.src = [torch.full((size,), s + 1, dtype=torch.uint8, device=f"cuda:{s}") for s in range(n)]
+        self.dst = {(s, d): torch.zeros(size, dtype=torch.uint8, device=f"cuda:{d}") for s, d in self.pairs}
+        self.streams: dict[Any, Any] = {}
+        self.kernel: Any = None
+        self.cp_streams: dict[int, Any] = {}
+        self.blocks = [torch.cuda.get_device_properties(d).multi_processor_count * BLOCKS_PER_SM for d in range(n)]
+
+    def load_kernel(self) -> str | None:
+        try:
+            import cupy
+            import numpy  # noqa: F401 - pointer arguments are passed as numpy.uint64
+        except ImportError:
+            return "cupy is not installed: the SM copy kernel needs it (pip install cupy-cuda12x / cupy-cuda13x)"
+        try:
+            self.kernel = cupy.RawKernel(_KERNEL, "copy_int4")
+            with cupy.cuda.Device(0):
+                self.kernel.compile()
+        except Exception as exc:  # noqa: BLE001 - NVRTC missing or failing: report, measure the rest
+            return f"cupy could not compile the copy kernel: {exc}"
+        return None
+
+    def stream(self, key: Any, device: int) -> Any:
+        if key not in self.streams:
+            self.streams[key] = self.torch.cuda.Stream(device=device)
+        return self.streams[key]
+
+    def enable_peers(self) -> None:
+        """A tiny copy per ordered pair: torch enables peer access (both ways over all pairs)."""
+        for s, d in self.pairs:
+            self.dst[(s, d)][:16].copy_(self.src[s][:16])
+        for d in range(self.n):
+            self.torch.cuda.synchronize(d)
+
+    def clear(self) -> None:
+        for buf in self.dst.values():
+            buf.zero_()
+        for d in range(self.n):
+            self.torch.cuda.synchronize(d)
+
+    def verify(self) -> bool:
+        return all(bool((self.dst[(s, d)] == s + 1).all()) for s, d in self.pairs)
+
+    def launch(self, t: Transfer, nbytes: int, stream: Any) -> None:
+        src, dst = self.src[t.src][:nbytes], self.dst[(t.src, t.dst)][:nbytes]
+        if t.method == "ce":
+            fence = self.stream(("fence", t.src, t.dst), t.dst)
+            with self.torch.cuda.stream(stream), self.torch.cuda.stream(fence):
+                dst.copy_(src)
+            return
+        import cupy
+        import numpy
+
+        dev = t.runner
+        with cupy.cuda.Device(dev):
+            if stream.cuda_stream not in self.cp_streams:
+                self.cp_streams[stream.cuda_stream] = cupy.cuda.ExternalStream(stream.cuda_stream, dev)
+            self.kernel((self.blocks[dev],), (THREADS,),
+                        (numpy.uint64(src.data_ptr()), numpy.uint64(dst.data_ptr()), numpy.uint64(nbytes // 16)),
+                        stream=self.cp_streams[stream.cuda_stream])
+
+    def time(self, transfers: list[Transfer], nbytes: int, iters: int, warmup: int) -> list[float]:
+        """Median milliseconds of each transfer, all of ``transfers`` running at once."""
+        torch = self.torch
+        devices = sorted({t.src for t in transfers} | {t.dst for t in transfers})
+        samples: list[list[float]] = [[] for _ in transfers]
+        for rep in range(warmup + iters):
+            gates = self._gates({t.runner for t in transfers}, len(transfers)) if len(transfers) > 1 else {}
+            events = []
+            for t in transfers:
+                stream = self.stream((t.method, t.src, t.dst), t.runner)
+                if gates:
+                    stream.wait_event(gates[t.runner])
+                begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                begin.record(stream)
+                self.launch(t, nbytes, stream)
+                end.record(stream)
+                events.append((begin, end))
+            for d in devices:
+                torch.cuda.synchronize(d)
+            if rep >= warmup:
+                for i, (begin, end) in enumerate(events):
+                    samples[i].append(begin.elapsed_time(end))
+        return [statistics.median(s) for s in samples]
+
+    def _gates(self, devices: set[int], n_transfers: int) -> dict[int, Any]:
+        torch, gates = self.torch, {}
+        if not hasattr(torch.cuda, "_sleep"):  # private in torch; without it transfers start as launched
+            return gates
+        for d in devices:
+            stream = self.stream(("gate", d), d)
+            with torch.cuda.device(d), torch.cuda.stream(stream):
+                torch.cuda._sleep(GATE_CYCLES_PER_TRANSFER * n_transfers)
+                gates[d] = torch.cuda.Event()
+                gates[d].record(stream)
+        return gates

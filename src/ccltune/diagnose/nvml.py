@@ -1,0 +1,138 @@
+"""NVIDIA GPUs through NVML (``import pynvml`` from nvidia-ml-py, imported lazily).
+
+Every query is best effort: a call this driver or GPU does not support leaves its field None.
+``read_nvml`` returns None when NVML cannot be loaded or sees no GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# nvmlDeviceGetTopologyCommonAncestor levels -> nvidia-smi's words
+_ANCESTOR = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+_FABRIC = {0: None, 1: "not started", 2: "in progress", 3: "completed"}
+_NVLINK_DEVICE_SWITCH = 2
+_FI_NVLINK_SPEED_COMMON = 90  # NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON
+# GB/s per link per direction when NVML gives no speed: NVLink 4 (Hopper) 26.5625, 3 (Ampere) 25, 5 (Blackwell) 50
+_LINK_GBPS_BY_NAME = (("H100", 26.5625), ("H200", 26.5625), ("H800", 26.5625), ("H20", 26.5625), ("GH200", 26.5625),
+                      ("B200", 50.0), ("B300", 50.0), ("GB200", 50.0), ("A100", 25.0), ("A800", 25.0), ("V100", 25.0))
+
+
+@dataclass
+class NvmlGpu:
+    index: int
+    name: str
+    bus_id: str  # "0000:18:00.0"
+    nvlinks: int = 0  # active links
+    nvlink_gbps: float | None = None  # per link per direction
+    nvlink_to_switch: bool = False
+    nvlink_peers: dict[str, int] = field(default_factory=dict)  # peer bus id -> links (direct GPU links)
+    fabric: str | None = None  # "completed", "in progress", "not started", "completed with error ..."
+    mig: str | None = None  # "on", "off", None when unsupported
+
+
+@dataclass
+class NvmlTopo:
+    driver: str | None
+    gpus: list[NvmlGpu]
+    pcie: dict[tuple[int, int], str]  # (i, j) -> PIX/PXB/PHB/NODE/SYS
+
+
+def normalize_bus_id(bus_id: str | bytes) -> str:
+    """'00000000:18:00.0' / '0000:18:00' -> '0000:18:00.0' (sysfs spelling, lower case)."""
+    text = bus_id.decode() if isinstance(bus_id, bytes) else str(bus_id)
+    parts = text.strip().lower().split(":")
+    if len(parts) == 2:
+        parts = ["0", *parts]
+    domain, bus, devfn = parts[-3], parts[-2], parts[-1]
+    if "." not in devfn:
+        devfn += ".0"
+    return f"{int(domain, 16):04x}:{bus}:{devfn}"
+
+
+def link_gbps_from_name(name: str) -> float | None:
+    return next((gbps for key, gbps in _LINK_GBPS_BY_NAME if key in name), None)
+
+
+def pair_nvlink_gbps(a: NvmlGpu, b: NvmlGpu) -> float | None:
+    """The NVLink limit of one direction between two GPUs: links x per-link speed. Through NVSwitch a
+    pair can use all of the smaller side's links; direct links count only those between the two."""
+    speed = a.nvlink_gbps or b.nvlink_gbps
+    if not speed:
+        return None
+    links = min(a.nvlinks, b.nvlinks) if a.nvlink_to_switch and b.nvlink_to_switch else a.nvlink_peers.get(b.bus_id, 0)
+    return links * speed if links else None
+
+
+def read_nvml() -> NvmlTopo | None:
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded...
+        return None
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        if count == 0:
+            return None
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        gpus = [_gpu(pynvml, i, h) for i, h in enumerate(handles)]
+        pcie = {}
+        for i in range(count):
+            for j in range(count):
+                if i != j:
+                    level = _try(lambda: pynvml.nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j]))
+                    pcie[(i, j)] = _ANCESTOR.get(level, "?") if level is not None else "?"
+        driver = _try(pynvml.nvmlSystemGetDriverVersion)
+        return NvmlTopo(driver.decode() if isinstance(driver, bytes) else driver, gpus, pcie)
+    finally:
+        _try(pynvml.nvmlShutdown)
+
+
+def _try(call: Any) -> Any:
+    try:
+        return call()
+    except Exception:  # noqa: BLE001 - NVMLError_NotSupported and friends: the fact stays unknown
+        return None
+
+
+def _gpu(nv: Any, index: int, h: Any) -> NvmlGpu:
+    name = _try(lambda: nv.nvmlDeviceGetName(h)) or "?"
+    name = name.decode() if isinstance(name, bytes) else name
+    pci = nv.nvmlDeviceGetPciInfo(h)
+    gpu = NvmlGpu(index, name, normalize_bus_id(getattr(pci, "busId", b"0:0:0")))
+    for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
+        if _try(lambda: nv.nvmlDeviceGetNvLinkState(h, link)) != 1:
+            continue
+        gpu.nvlinks += 1
+        if _try(lambda: nv.nvmlDeviceGetNvLinkRemoteDeviceType(h, link)) == _NVLINK_DEVICE_SWITCH:
+            gpu.nvlink_to_switch = True
+            continue
+        remote = _try(lambda: nv.nvmlDeviceGetNvLinkRemotePciInfo_v2(h, link))
+        if remote is not None:
+            peer = normalize_bus_id(remote.busId)
+            gpu.nvlink_peers[peer] = gpu.nvlink_peers.get(peer, 0) + 1
+    if gpu.nvlinks:
+        gpu.nvlink_gbps = _field_speed(nv, h) or link_gbps_from_name(name)
+    fabric = _try(lambda: nv.nvmlDeviceGetGpuFabricInfo(h))
+    if fabric is not None:
+        state = _FABRIC.get(getattr(fabric, "state", 0))
+        status = getattr(fabric, "status", 0)
+        gpu.fabric = state if state != "completed" or status == 0 else f"completed with error {status}"
+    mig = _try(lambda: nv.nvmlDeviceGetMigMode(h))
+    if mig is not None:
+        gpu.mig = "on" if mig[0] == 1 else "off"
+    return gpu
+
+
+def _field_speed(nv: Any, h: Any) -> float | None:
+    """Per-link speed in GB/s from NVML's field values (MB/s), when plausible."""
+    values = _try(lambda: nv.nvmlDeviceGetFieldValues(h, [_FI_NVLINK_SPEED_COMMON]))
+    if not values or getattr(values[0], "nvmlReturn", 1) != 0:
+        return None
+    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal"}.get(values[0].valueType, "uiVal")
+    mbps = _try(lambda: float(getattr(values[0].value, member)))
+    return mbps / 1000.0 if mbps and 1000 <= mbps <= 500_000 else None
