@@ -1,0 +1,157 @@
+"""ccltune doctor: the decisions (pure), the run flow with bench faked, and the CLI on the CPU."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ccltune.cli import main
+from ccltune.diagnose import benchrun, doctor
+from ccltune.diagnose import topo as topo_mod
+
+FIX = Path(__file__).parent.parent / "fixtures"
+LOGS = FIX / "logs"
+M = 1 << 20
+
+
+def _by_name(findings):
+    return {f.name: f for f in findings}
+
+
+def test_p2p_level_finding_reports_the_measured_gain():
+    f = doctor.p2p_level_finding(10.0, 20.0, 0)
+    assert f.status == "WARN" and f.value == pytest.approx(1.0) and "+100%" in f.evidence
+    assert "no SHM edges left" in f.evidence and f.fix == "export NCCL_P2P_LEVEL=SYS"
+    assert doctor.p2p_level_finding(10.0, 10.1, 0).status == "PASS"
+    assert doctor.p2p_level_finding(10.0, None, None).status == "ERROR"
+
+
+def test_channels_finding_picks_the_best_count_beyond_noise():
+    f = doctor.channels_finding(2, 4, {None: 100.0, 8: 90.0, 16: 115.0, 24: 101.0, 32: None})
+    assert f.status == "WARN" and f.data["best"] == 16 and "NCCL_MAX_NCHANNELS=16" in f.fix
+    assert doctor.channels_finding(2, 4, {None: 100.0, 8: 102.0}).status == "PASS"
+    assert doctor.channels_finding(2, 4, {None: None, 8: 102.0}).status == "ERROR"
+    assert doctor.channels_finding(2, 4, {None: 100.0, 8: None}).status == "ERROR"
+
+
+def _edge_log(transport: str, n: int = 4) -> str:
+    lines = [f"h:{10 + r}:{10 + r} [{r}] NCCL INFO comm 0x{r} rank {r} nRanks {n} nNodes 1 localRanks {n} "
+             f"localRank {r} MNNVL 0" for r in range(n)]
+    lines += [f"h:{10 + r}:{10 + r} [{r}] NCCL INFO Channel 00/0 : {r}[{r}] -> {(r + 1) % n}[{(r + 1) % n}] via "
+              f"{transport if r == 1 else 'P2P/CUMEM/read'}" for r in range(n)]
+    return "\n".join(lines) + "\n"
+
+
+class _FakeBench:
+    """Stands in for benchrun.run_bench: SHM unless NCCL_P2P_LEVEL=SYS; busbw by channel count."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, nproc, *, env_overrides=None, timeout_s=0, **sizes):
+        env = dict(env_overrides or {})
+        self.calls.append((nproc, env, sizes))
+        p2p = env.get("NCCL_P2P_LEVEL") == "SYS"
+        busbw = {None: 100.0, "16": 117.0}.get(env.get("NCCL_MAX_NCHANNELS"), 95.0) if "min_bytes" in sizes else \
+            (20.0 if p2p else 10.0)
+        size = sizes.get("min_bytes", M)
+        rec = {"collective": "all_reduce", "size_bytes": size, "in_place": True, "busbw_gbps": busbw}
+        return benchrun.BenchRun(["fake"], env, 0, _edge_log("P2P/CUMEM/read" if p2p else "SHM/direct/direct"),
+                                 0.1, records=[rec])
+
+
+def _four_gpus(label: str) -> topo_mod.Topology:
+    links = [["X" if i == j else label for j in range(4)] for i in range(4)]
+    return topo_mod.Topology("nvml", [topo_mod.GpuRow(i, "NVIDIA H200") for i in range(4)], links)
+
+
+def test_doctor_reruns_with_p2p_level_and_measures_channels(monkeypatch, tmp_path):
+    fake = _FakeBench()
+    monkeypatch.setattr(benchrun, "run_bench", fake)
+    monkeypatch.setattr(topo_mod, "discover", lambda root: _four_gpus("NV18"))
+    monkeypatch.setattr(doctor, "p2p_capable_from", lambda t: (lambda a, b: True))
+    res = doctor.run_doctor(FIX / "sysfs" / "host-good", lspci=None, environ={}, nproc=2, run=True, timeout_s=5)
+    found = _by_name(res.findings)
+    assert found["log:transport"].status == "FAIL" and found["log:transport"].data["shm_pairs_p2p_capable"] == [(1, 2)]
+    assert found["transport:p2p_level"].status == "WARN" and found["transport:p2p_level"].value == pytest.approx(1.0)
+    assert found["channels"].status == "WARN" and found["channels"].data["best"] == 16
+    assert fake.calls[0][1]["NCCL_DEBUG"] == "INFO" and "ENV" in fake.calls[0][1]["NCCL_DEBUG_SUBSYS"]
+    assert fake.calls[1][1]["NCCL_P2P_LEVEL"] == "SYS"
+    assert [c[1].get("NCCL_MIN_NCHANNELS") for c in fake.calls[2:]] == [None, "8", "16", "24", "32"]
+    assert all(c[0] == 2 for c in fake.calls)
+    assert "nccl-debug.log" in res.artifacts and "nccl-debug-p2p-level-sys.log" in res.artifacts
+
+
+def test_doctor_all_gpus_p2p_runs_once(monkeypatch):
+    fake = _FakeBench()
+    monkeypatch.setattr(benchrun, "run_bench", lambda n, **k: fake(n, env_overrides={"NCCL_P2P_LEVEL": "SYS"}))
+    monkeypatch.setattr(topo_mod, "discover", lambda root: _four_gpus("NV18"))
+    res = doctor.run_doctor(FIX / "sysfs" / "host-good", lspci=None, environ={}, nproc=None, run=True, timeout_s=5)
+    found = _by_name(res.findings)
+    assert found["log:transport"].status == "PASS" and found["channels"].status == "PASS"
+    assert len(fake.calls) == 1
+
+
+def test_doctor_bench_failure_is_an_error_with_the_reason(monkeypatch):
+    monkeypatch.setattr(benchrun, "run_bench", lambda n, **k: benchrun.BenchRun(
+        ["x"], {}, 1, "ccltune: error: boom\n", 0.1, error="bench exited with 1: ccltune: error: boom"))
+    monkeypatch.setattr(topo_mod, "discover", lambda root: _four_gpus("NV18"))
+    found = _by_name(doctor.run_doctor(FIX / "sysfs" / "host-good", lspci=None, environ={}, nproc=None, run=True,
+                                       timeout_s=5).findings)
+    assert found["transport"].status == "ERROR" and "boom" in found["transport"].evidence
+
+
+def test_doctor_bad_nproc_is_waived(monkeypatch):
+    monkeypatch.setattr(topo_mod, "discover", lambda root: _four_gpus("NV18"))
+    found = _by_name(doctor.run_doctor(FIX / "sysfs" / "host-good", lspci=None, environ={}, nproc=9, run=True,
+                                       timeout_s=5).findings)
+    assert found["transport"].status == "WAIVED" and "--nproc 9" in found["transport"].evidence
+
+
+def test_error_lines_pick_the_cause():
+    assert benchrun._error_lines("a\nTraceback\nRuntimeError: NCCL failed\n===\nerror_file: <N/A>") == \
+        "RuntimeError: NCCL failed"
+
+
+def test_cli_doctor_without_gpus_waives_runs_and_records(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(topo_mod, "discover", lambda root: topo_mod.Topology("none", notes=["no GPU"]))
+    monkeypatch.setattr("ccltune.diagnose.sysconf.run_lspci", lambda: None)
+    monkeypatch.setenv("NCCL_P2P_DISABLE", "1")
+    db, out = tmp_path / "r.db", tmp_path / "d.json"
+    rc = main(["doctor", "--sysfs-root", str(FIX / "sysfs" / "amd-mi300x"), "--db", str(db), "--json", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 1  # NCCL_P2P_DISABLE=1 is a FAIL
+    assert "FAIL    env:NCCL_P2P_DISABLE" in text and "WARN    numa_balancing" in text
+    found = _by_name_json(out)
+    assert found["transport"]["status"] == "WAIVED" and found["channels"]["status"] == "WAIVED"
+    names = [r[0] for r in sqlite3.connect(db).execute("SELECT name FROM findings")]
+    assert "numad" in names and "transport" in names
+
+
+def _by_name_json(path):
+    return {c["name"]: c for c in json.loads(path.read_text())["checks"]}
+
+
+@pytest.mark.parametrize("log, rc, expect", [
+    ("nccl_4gpu_p2p.log", 0, "PASS    log:transport"),
+    ("nccl_8gpu_shm.log", 0, "WARN    log:transport"),
+    ("rccl_mi300x_8gpu.log", 0, "RCCL 2.22.3-HEAD:cb8f3f6"),
+    ("nccl_tuner_plugin.log", 0, "external tuner plugin loaded"),
+    ("nccl_truncated.log", 0, "truncated"),
+    ("empty.log", 0, "WAIVED  log"),
+])
+def test_cli_doctor_nccl_log(tmp_path, capsys, log, rc, expect):
+    out = tmp_path / "d.json"
+    assert main(["doctor", "--nccl-log", str(LOGS / log), "--db", str(tmp_path / "r.db"), "--json", str(out)]) == rc
+    assert expect in capsys.readouterr().out
+    assert json.loads(out.read_text())["checks"]
+
+
+@pytest.mark.parametrize("path, message", [("binary.log", "binary"), ("missing.log", "does not exist")])
+def test_cli_doctor_bad_logs_are_usage_errors(tmp_path, capsys, path, message):
+    assert main(["doctor", "--nccl-log", str(LOGS / path), "--db", str(tmp_path / "r.db")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

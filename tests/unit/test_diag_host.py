@@ -1,0 +1,146 @@
+"""Host checks, environment rules, nvidia-smi/AMD topology parsing and topology findings on fake trees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ccltune.diagnose import amdsysfs, envrules, nvml, smitopo, sysconf, topo
+
+FIX = Path(__file__).parent.parent / "fixtures" / "sysfs"
+AMD, GOOD = FIX / "amd-mi300x", FIX / "host-good"
+
+
+def _by_name(findings):
+    return {f.name: f for f in findings}
+
+
+def test_bad_host_warns_on_balancing_numad_and_iommu():
+    found = _by_name(sysconf.host_checks(AMD, None))
+    assert found["numa_balancing"].status == "WARN" and "sysctl" in found["numa_balancing"].fix
+    assert found["numad"].status == "WARN" and "4242" in found["numad"].evidence
+    assert found["iommu"].status == "WARN" and "iommu=pt" in found["iommu"].fix
+    assert found["pcie_acs"].status == "WAIVED" and "lspci" in found["pcie_acs"].evidence
+
+
+def test_good_host_passes():
+    found = _by_name(sysconf.host_checks(GOOD, ""))
+    assert [found[n].status for n in ("numa_balancing", "numad", "iommu")] == ["PASS", "PASS", "PASS"]
+    assert "passthrough" in found["iommu"].evidence
+    assert sysconf.has_infiniband(GOOD) is True and sysconf.has_infiniband(AMD) is False
+
+
+def test_unreadable_proc_and_sys_are_waived(tmp_path, monkeypatch):
+    empty = tmp_path / "root"
+    empty.mkdir()
+    found = _by_name(sysconf.host_checks(empty, None))
+    assert found["numa_balancing"].status == "WAIVED" and "does not exist" in found["numa_balancing"].evidence
+    assert found["numad"].status == "WAIVED" and found["iommu"].status == "WAIVED"
+
+    def denied(self, *a, **k):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "read_text", denied)  # root ignores chmod, so fake the refusal
+    f = sysconf.check_numa_balancing(GOOD)
+    assert f.status == "WAIVED" and "no permission" in f.evidence
+
+
+def test_sys_root_prefers_flag_then_env(monkeypatch):
+    monkeypatch.setenv(sysconf.ROOT_ENV, "/from/env")
+    assert sysconf.sys_root(None) == Path("/from/env") and sysconf.sys_root("/flag") == Path("/flag")
+    monkeypatch.delenv(sysconf.ROOT_ENV)
+    assert sysconf.sys_root(None) == Path("/")
+
+
+def test_acs_parse_redirect_clean_and_denied():
+    devices, denied = sysconf.parse_acs((FIX / "lspci_vvv_acs.txt").read_text())
+    assert [d["bdf"] for d in devices] == ["0000:00:01.1", "0000:15:00.0"] and not denied
+    f = sysconf.check_acs((FIX / "lspci_vvv_acs.txt").read_text())
+    assert f.status == "WARN" and f.data["devices"] == ["0000:00:01.1"]
+    assert sysconf.check_acs((FIX / "lspci_vvv_denied.txt").read_text()).status == "WAIVED"
+    clean = (FIX / "lspci_vvv_acs.txt").read_text().replace("ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- Dir",
+                                                             "ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- Dir")
+    assert sysconf.check_acs(clean).status == "PASS"
+
+
+@pytest.mark.parametrize("env, name, status", [
+    ({"NCCL_P2P_DISABLE": "1"}, "env:NCCL_P2P_DISABLE", "FAIL"),
+    ({"NCCL_SHM_DISABLE": "1"}, "env:NCCL_SHM_DISABLE", "WARN"),
+    ({"NCCL_ALGO": "Tree"}, "env:NCCL_ALGO", "WARN"),
+    ({"NCCL_PROTO": "^LL128"}, "env:NCCL_PROTO", "WARN"),
+    ({"NCCL_MAX_NCHANNELS": "4"}, "env:NCCL_MAX_NCHANNELS", "WARN"),
+    ({"NCCL_DEBUG": "info"}, "env:NCCL_DEBUG", "WARN"),
+    ({"NCCL_NVLS_ENABLE": "0"}, "env:NCCL_NVLS_ENABLE", "PASS"),
+    ({"CUDA_LAUNCH_BLOCKING": "1"}, "env:CUDA_LAUNCH_BLOCKING", "FAIL"),
+])
+def test_env_rules(env, name, status):
+    (f,) = envrules.check_env(env, source="test")
+    assert (f.name, f.status) == (name, status) and f.fix
+
+
+def test_env_rules_leave_harmless_values_alone():
+    harmless = {"NCCL_P2P_DISABLE": "0", "NCCL_MAX_NCHANNELS": "32", "NCCL_DEBUG": "WARN", "NCCL_NVLS_ENABLE": "1",
+                "NCCL_MAX_NCHANNELS_X": "1", "PATH": "/bin"}
+    (f,) = envrules.check_env(harmless, source="test")
+    assert (f.name, f.status) == ("env", "PASS")
+
+
+def test_ib_disable_depends_on_adapters():
+    env = {"NCCL_IB_DISABLE": "1"}
+    assert envrules.check_env(env, source="t", has_infiniband=True)[0].status == "WARN"
+    assert envrules.check_env(env, source="t", has_infiniband=False)[0].status == "PASS"
+
+
+def test_nvidia_smi_topo_matrix():
+    smi = smitopo.parse_topo_matrix((FIX / "nvidia_smi_topo_m.txt").read_text())
+    assert smi.gpus == ["GPU0", "GPU1", "GPU2", "GPU3"] and smi.nics == ["NIC0", "NIC1"]
+    assert smi.links[0] == ["X", "NV18", "NV18", "NV18"] and smi.links[3][2] == "NV18"
+    assert smi.cpu_affinity[2] == "32-63,96-127" and smi.numa_affinity == ["0", "0", "1", "1"]
+    t = topo.from_smi(smi)
+    found = _by_name(topo.findings(t))
+    assert found["topo:links"].status == "PASS" and found["topo:numa"].data["numa"] == {0: 0, 1: 0, 2: 1, 3: 1}
+    assert smitopo.parse_topo_matrix("No devices were found\n").gpus == []
+
+
+def test_mixed_links_warn_and_name_the_slow_pairs():
+    t = topo.Topology("nvidia-smi", [topo.GpuRow(i, "G") for i in range(3)],
+                      [["X", "NV4", "SYS"], ["NV4", "X", "NV2"], ["SYS", "NV2", "X"]])
+    f = _by_name(topo.findings(t))["topo:links"]
+    assert f.status == "WARN" and f.data["slow_pairs"] == [(0, 2), (1, 2)]
+
+
+def test_amd_sysfs_partitions_and_xgmi():
+    amd = amdsysfs.read_amd(AMD)
+    assert [g.card for g in amd.gpus] == [f"card{i}" for i in range(8)]  # no connector, no ASPEED
+    assert amd.gpus[5].compute_partition == "CPX" and amd.gpus[0].memory_partition == "NPS1"
+    assert len(amd.xgmi) == 8 * 7 and (0, 7) in amd.xgmi
+    found = _by_name(topo.findings(topo.from_amd(amd)))
+    assert found["topo:gpus"].value == 8 and found["topo:links"].evidence == "every pair XGMI"
+    assert found["topo:partition"].status == "WARN" and "GPU5 CPX/NPS1" in found["topo:partition"].evidence
+    assert found["topo:fabric"].status == "WAIVED"
+
+
+def test_fabric_and_mig_states():
+    rows = [topo.GpuRow(0, "H200", fabric="completed", mig="off"), topo.GpuRow(1, "H200", fabric="in progress", mig="on")]
+    found = _by_name(topo.findings(topo.Topology("nvml", rows, [["X", "NV18"], ["NV18", "X"]])))
+    assert found["topo:fabric"].status == "FAIL" and "fabricmanager" in found["topo:fabric"].fix
+    assert found["topo:mig"].status == "WARN"
+
+
+def test_no_gpu_is_waived_with_the_reasons():
+    (f,) = topo.findings(topo.Topology("none", notes=["NVML: absent", "nvidia-smi: absent"]))
+    assert f.status == "WAIVED" and "NVML: absent" in f.evidence
+
+
+def test_nvml_helpers():
+    assert nvml.normalize_bus_id(b"00000000:18:00.0") == "0000:18:00.0"
+    assert nvml.normalize_bus_id("0000:2A:00") == "0000:2a:00.0"
+    assert nvml.link_gbps_from_name("NVIDIA H200") == 26.5625
+    a = nvml.NvmlGpu(0, "NVIDIA H200", "0000:18:00.0", nvlinks=18, nvlink_gbps=26.5625, nvlink_to_switch=True)
+    b = nvml.NvmlGpu(1, "NVIDIA H200", "0000:2a:00.0", nvlinks=18, nvlink_gbps=26.5625, nvlink_to_switch=True)
+    assert nvml.pair_nvlink_gbps(a, b) == pytest.approx(478.125)
+    c = nvml.NvmlGpu(0, "A", "0000:01:00.0", nvlinks=4, nvlink_gbps=25.0, nvlink_peers={"0000:02:00.0": 2})
+    d = nvml.NvmlGpu(1, "A", "0000:02:00.0", nvlinks=4, nvlink_gbps=25.0, nvlink_peers={"0000:01:00.0": 2})
+    e = nvml.NvmlGpu(2, "A", "0000:03:00.0")
+    assert nvml.pair_nvlink_gbps(c, d) == 50.0 and nvml.pair_nvlink_gbps(c, e) is None

@@ -1,0 +1,109 @@
+"""ccltune links: slowest-link analysis (pure), plan validation, rendering, and the CLI without GPUs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ccltune.cli import main
+from ccltune.cli.links import render_matrix
+from ccltune.diagnose import linkmath, links
+from ccltune.errors import UsageError
+
+
+def _rows(values: dict[tuple[int, int], float], method="ce", direction="uni"):
+    return [{"src": s, "dst": d, "method": method, "direction": direction, "size_bytes": 1 << 28,
+             "bandwidth_gbps": v, "latency_us": None} for (s, d), v in values.items()]
+
+
+def _uniform(n: int, v: float):
+    return {(s, d): v for s in range(n) for d in range(n) if s != d}
+
+
+def test_uniform_matrix_has_no_slow_links_and_bound_is_slowest_times_peers():
+    m = _uniform(4, 380.0)
+    assert linkmath.slow_links(m, 0.8) == []
+    bounds = linkmath.per_gpu_bounds(m)
+    assert [b["bound_gbps"] for b in bounds] == [1140.0] * 4 and bounds[0]["peers"] == 3
+
+
+def test_one_degraded_link_is_flagged_and_caps_its_gpu():
+    m = _uniform(4, 380.0) | {(2, 3): 190.0}
+    slow = linkmath.slow_links(m, 0.8)
+    assert [(x["src"], x["dst"]) for x in slow] == [(2, 3)] and slow[0]["ratio"] == pytest.approx(0.5)
+    bounds = {b["gpu"]: b for b in linkmath.per_gpu_bounds(m)}
+    assert bounds[2]["slowest_peer"] == 3 and bounds[2]["bound_gbps"] == 570.0
+    summary, findings = linkmath.analyze(_rows(m))
+    assert summary["series"]["ce/uni"]["ring_ceiling_gbps"] == 570.0 and summary["ring_ceiling_gbps"] == 570.0
+    (f,) = findings
+    assert f.status == "WARN" and "2->3" in f.evidence
+
+
+def test_all_to_all_aggregate_caps_the_bound_and_nvlink_ratio_is_reported():
+    rows = _rows(_uniform(4, 380.0)) + _rows(_uniform(4, 140.0), direction="all2all")
+    limit = {p: 478.125 for p in _uniform(4, 0)}
+    summary, findings = linkmath.analyze(rows, nvlink_limit=limit)
+    uni = summary["series"]["ce/uni"]
+    assert uni["per_gpu"][0]["aggregate_gbps"] == pytest.approx(420.0)
+    assert uni["ring_ceiling_gbps"] == pytest.approx(420.0)
+    assert uni["nvlink_ratio"] == pytest.approx(380.0 / 478.125)
+    assert summary["all2all_per_gpu_gbps"]["ce"][3] == pytest.approx(420.0)
+    assert {f.name: f.status for f in findings} == {"links:ce/uni": "PASS", "links:ce/all2all": "PASS"}
+    assert "79% of the NVLink limit" in findings[0].evidence
+
+
+def test_series_are_judged_separately_and_latency_summarised():
+    rows = _rows(_uniform(2, 380.0)) + _rows(_uniform(2, 470.0), method="sm-write")
+    rows += [{"src": 0, "dst": 1, "method": "ce", "direction": "latency", "size_bytes": 4, "bandwidth_gbps": None,
+              "latency_us": 2.0}, {"src": 1, "dst": 0, "method": "ce", "direction": "latency", "size_bytes": 4,
+                                   "bandwidth_gbps": None, "latency_us": 4.0}]
+    summary, findings = linkmath.analyze(rows)
+    assert summary["ring_ceiling_gbps"] == 470.0  # best method's ceiling
+    assert summary["latency_us"] == {"median": 3.0, "max": 4.0, "min": 2.0}
+    assert all(f.status == "PASS" for f in findings)
+
+
+def test_link_plan_validation():
+    with pytest.raises(UsageError, match="multiple of 16"):
+        links.LinkPlan(size_bytes=100)
+    with pytest.raises(UsageError, match="unknown method 'sm'"):
+        links.LinkPlan(methods=("sm",))
+    assert links.Transfer(0, 1, "sm-read").runner == 1 and links.Transfer(0, 1, "ce").runner == 0
+
+
+def test_render_matrix_places_source_rows():
+    text = render_matrix(_rows({(0, 1): 1.5, (1, 0): 2.25}), 2, "ce", "uni")
+    lines = text.splitlines()
+    assert lines[2].split() == ["0", "-", "1.50"] and lines[3].split() == ["1", "2.25", "-"]
+
+
+def test_cli_links_without_gpu_is_waived(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(links, "available", lambda: "no CUDA GPU visible")
+    out = tmp_path / "l.json"
+    assert main(["links", "--db", str(tmp_path / "r.db"), "--json", str(out)]) == 0
+    assert "WAIVED  links  no CUDA GPU visible" in capsys.readouterr().out
+    assert json.loads(out.read_text())["status"] == "WAIVED"
+
+
+def test_cli_links_records_rows_and_findings(tmp_path, capsys, monkeypatch):
+    run = links.LinkRun(rows=_rows(_uniform(2, 380.0)), n_gpus=2, gpu_names=["G", "G"], bus_ids=[None, None],
+                        elapsed_s=1.5, failed_checks=["sm-read"], waived={"sm": "cupy is not installed"})
+    monkeypatch.setattr(links, "available", lambda: None)
+    monkeypatch.setattr(links, "measure", lambda plan, log: run)
+    monkeypatch.setattr("ccltune.diagnose.nvml.read_nvml", lambda: None)
+    db = tmp_path / "r.db"
+    assert main(["links", "--db", str(db), "--method", "ce"]) == 1  # a wrong copy is an ERROR
+    text = capsys.readouterr().out
+    assert "ring collectives: 380.0" in text and "# elapsed: 1.5 s" in text and "WAIVED  links:sm" in text
+    from ccltune.store import Store
+
+    with Store(db) as store:
+        (r,) = store.runs("links")
+        assert len(store.links(r.id)) == 2 and r.summary["ring_ceiling_gbps"] == 380.0
+
+
+def test_cli_links_bad_flags(tmp_path, capsys):
+    assert main(["links", "--db", str(tmp_path / "r.db"), "--threshold", "2"]) == 2
+    assert main(["links", "--db", str(tmp_path / "r.db"), "--method", "dma"]) == 2
+    assert "unknown method 'dma'" in capsys.readouterr().err
