@@ -95,7 +95,7 @@ def test_cli_links_records_rows_and_findings(tmp_path, capsys, monkeypatch):
     db = tmp_path / "r.db"
     assert main(["links", "--db", str(db), "--method", "ce"]) == 1  # a wrong copy is an ERROR
     text = capsys.readouterr().out
-    assert "ring collectives: 380.0" in text and "# elapsed: 1.5 s" in text and "WAIVED  links:sm" in text
+    assert "ring collectives: 380.0" in text and "# elapsed: 1.5 s measuring" in text and "WAIVED  links:sm" in text
     from ccltune.store import Store
 
     with Store(db) as store:
@@ -107,3 +107,100 @@ def test_cli_links_bad_flags(tmp_path, capsys):
     assert main(["links", "--db", str(tmp_path / "r.db"), "--threshold", "2"]) == 2
     assert main(["links", "--db", str(tmp_path / "r.db"), "--method", "dma"]) == 2
     assert "unknown method 'dma'" in capsys.readouterr().err
+
+
+class _FakeTensor:
+    def __init__(self, array, device):
+        self.a, self.device = array, device
+
+    def __getitem__(self, key):
+        return _FakeTensor(self.a[key], self.device)
+
+    def copy_(self, other):
+        assert other.device != self.device
+        self.a[:] = other.a
+
+    def zero_(self):
+        self.a[:] = 0
+
+    def __eq__(self, value):
+        return _FakeTensor(self.a == value, self.device)
+
+    def all(self):
+        return bool(self.a.all())
+
+    def data_ptr(self):
+        return self.a.ctypes.data
+
+
+def _fake_torch(n: int):
+    """Just enough of torch.cuda for links.measure to run its loops on the CPU."""
+    import types
+    from contextlib import nullcontext
+
+    np = pytest.importorskip("numpy")
+    t = types.SimpleNamespace(uint8="uint8", calls={"sleep": 0, "events": 0, "sync": 0})
+    props = types.SimpleNamespace(name="Fake GPU", multi_processor_count=2, pci_domain_id=0, pci_bus_id=0x18,
+                                  pci_device_id=0)
+
+    class Stream:
+        def __init__(self, device):
+            self.device, self.cuda_stream = device, id(self)
+
+        def wait_event(self, event):
+            assert event.recorded
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.recorded = False
+            t.calls["events"] += 1
+
+        def record(self, stream):
+            self.recorded = True
+
+        def elapsed_time(self, other):
+            assert self.recorded and other.recorded
+            return 2.0
+
+    def sleep(cycles):
+        t.calls["sleep"] += 1
+
+    def sync(d):
+        t.calls["sync"] += 1
+
+    t.full = lambda shape, v, dtype, device: _FakeTensor(np.full(shape, v, dtype=np.uint8), device)
+    t.zeros = lambda size, dtype, device: _FakeTensor(np.zeros(size, dtype=np.uint8), device)
+    t.cuda = types.SimpleNamespace(
+        is_available=lambda: True, device_count=lambda: n, get_device_properties=lambda d: props,
+        can_device_access_peer=lambda a, b: True, Stream=Stream, Event=Event, synchronize=sync,
+        stream=lambda s: nullcontext(), device=lambda d: nullcontext(), _sleep=sleep)
+    return t
+
+
+def test_measure_drives_every_pair_and_direction_with_a_fake_torch(monkeypatch):
+    import sys
+
+    fake = _fake_torch(3)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    monkeypatch.setitem(sys.modules, "cupy", None)  # no cupy: SM methods are waived, not crashed
+    run = links.measure(links.LinkPlan(size_bytes=1 << 10, iters=3, warmup=1, latency_iters=4))
+    assert "cupy" in run.waived["sm"] and not run.failed_checks
+    by = {}
+    for r in run.rows:
+        by.setdefault((r["method"], r["direction"]), []).append(r)
+    assert {k: len(v) for k, v in by.items()} == {("ce", "latency"): 6, ("ce", "uni"): 6, ("ce", "bidir"): 6,
+                                                   ("ce", "all2all"): 6}
+    assert by[("ce", "uni")][0]["bandwidth_gbps"] == pytest.approx((1 << 10) / 2e6)  # 1 KiB in 2 ms
+    assert by[("ce", "latency")][0]["latency_us"] == 2000.0
+    assert fake.calls["sleep"] > 0  # concurrent transfers start behind a gate
+    assert run.bus_ids == ["0000:18:00.0"] * 3
+
+
+def test_measure_reports_copies_that_come_out_wrong(monkeypatch):
+    import sys
+
+    fake = _fake_torch(2)
+    monkeypatch.setattr(_FakeTensor, "copy_", lambda self, other: None)  # a copy that moves nothing
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    run = links.measure(links.LinkPlan(size_bytes=1 << 10, iters=1, warmup=0, latency_iters=1, methods=("ce",)))
+    assert run.failed_checks == ["ce"]

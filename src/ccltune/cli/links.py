@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
 from ccltune import environment
@@ -79,6 +80,7 @@ def _nvlink_limits(run: links.LinkRun) -> dict[tuple[int, int], float]:
 
 
 def main(args: argparse.Namespace) -> int:
+    started = time.monotonic()
     plan = links.LinkPlan(size_bytes=parse_size(args.size, "-s/--size"), iters=args.iters, warmup=args.warmup,
                           latency_iters=args.latency_iters,
                           methods=tuple(m.strip() for m in args.method.split(",") if m.strip()))
@@ -106,8 +108,9 @@ def main(args: argparse.Namespace) -> int:
         print(render_matrix(run.rows, run.n_gpus, "ce", "latency", key="latency_us"))
         print(render_summary(summary))
     summary["elapsed_s"] = run.elapsed_s
+    summary["command_s"] = time.monotonic() - started
     print(format_findings(findings, title="ccltune links checks"))
-    print(f"# elapsed: {run.elapsed_s:.1f} s")
+    print(f"# elapsed: {run.elapsed_s:.1f} s measuring, {summary['command_s']:.1f} s in all (CUDA start included)")
     result = {"status": overall(findings), "n_gpus": run.n_gpus, "gpus": run.gpu_names, "plan": {k: v for k, v in vars(args).items() if k != "func"},
               "rows": run.rows, "summary": summary, "checks": [f.to_record() for f in findings]}
     if args.json_path:

@@ -175,15 +175,16 @@ class _Rig:
     def load_kernel(self) -> str | None:
         try:
             import cupy
-            import numpy  # noqa: F401 - pointer arguments are passed as numpy.uint64
+            import numpy  # pointer arguments are passed as numpy.uint64
         except ImportError:
             return "cupy is not installed: the SM copy kernel needs it (pip install cupy-cuda12x / cupy-cuda13x)"
         try:
             self.kernel = cupy.RawKernel(_KERNEL, "copy_int4")
-            with cupy.cuda.Device(0):
-                self.kernel.compile()
+            with cupy.cuda.Device(0):  # compile and launch once (zero elements) to fail early, outside timing
+                self.kernel((1,), (1,), (numpy.uint64(0), numpy.uint64(0), numpy.uint64(0)))
+                cupy.cuda.Device(0).synchronize()
         except Exception as exc:  # noqa: BLE001 - NVRTC missing or failing: report, measure the rest
-            return f"cupy could not compile the copy kernel: {exc}"
+            return f"cupy could not compile or launch the copy kernel: {exc}"
         return None
 
     def stream(self, key: Any, device: int) -> Any:
@@ -220,10 +221,14 @@ class _Rig:
         dev = t.runner
         with cupy.cuda.Device(dev):
             if stream.cuda_stream not in self.cp_streams:
-                self.cp_streams[stream.cuda_stream] = cupy.cuda.ExternalStream(stream.cuda_stream, dev)
-            self.kernel((self.blocks[dev],), (THREADS,),
-                        (numpy.uint64(src.data_ptr()), numpy.uint64(dst.data_ptr()), numpy.uint64(nbytes // 16)),
-                        stream=self.cp_streams[stream.cuda_stream])
+                try:
+                    ext = cupy.cuda.ExternalStream(stream.cuda_stream, dev)
+                except TypeError:  # cupy < 11 takes no device id
+                    ext = cupy.cuda.ExternalStream(stream.cuda_stream)
+                self.cp_streams[stream.cuda_stream] = ext
+            with self.cp_streams[stream.cuda_stream]:  # RawKernel launches on cupy's current stream
+                self.kernel((self.blocks[dev],), (THREADS,),
+                            (numpy.uint64(src.data_ptr()), numpy.uint64(dst.data_ptr()), numpy.uint64(nbytes // 16)))
 
     def time(self, transfers: list[Transfer], nbytes: int, iters: int, warmup: int) -> list[float]:
         """Median milliseconds of each transfer, all of ``transfers`` running at once."""
