@@ -174,9 +174,23 @@ def test_cli_check_without_gpus_is_waived_exit_0(tmp_path, capsys, monkeypatch):
     assert rc == 0
     assert "needs 4 GPUs, 0 visible" in capsys.readouterr().out
     assert json.loads((tmp_path / "v.json").read_text())["status"] == "WAIVED"
-    # and without --profile, no machine match is a usage error naming the profiles
+    # without GPUs and without --profile there is nothing to judge: WAIVED, exit 0
+    assert main(["check", "--db", str(tmp_path / "r.db")]) == 0
+    assert "WAIVED  check  no GPU here" in capsys.readouterr().out
+
+
+def test_cli_check_unmatched_machine_needs_a_profile(tmp_path, capsys, monkeypatch):
+    gpus = [{"name": "Tesla T4", "index": i} for i in range(2)]
+    monkeypatch.setattr("ccltune.environment.gpu_facts", lambda: {"gpus": gpus, "cuda": "13.0", "hip": None})
     assert main(["check", "--db", str(tmp_path / "r.db")]) == 2
-    assert "h200-4" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "2 x Tesla T4" in err and "h200-4" in err
+
+
+def test_profile_detection_by_gpu_name_and_count():
+    assert profiles.detect(["NVIDIA H200"] * 4).name == "h200-4"
+    assert profiles.detect(["AMD Instinct MI300X"] * 8).name == "mi300x-8"
+    assert profiles.detect(["NVIDIA H200"] * 2) is None and profiles.detect([]) is None
 
 
 def test_cli_list_profiles(capsys):

@@ -42,6 +42,12 @@ def main(args: argparse.Namespace) -> int:
         return 0
     env = environment.collect(engine="nccl")
     names = [g["name"] for g in env["gpus"]]
+    if not (args.profile or args.from_json or names):
+        waived = [Finding("check", "WAIVED", "no GPU here and no --profile/--from-json: nothing to measure or judge")]
+        print(format_findings(waived, title="ccltune check"))
+        if args.json_path:
+            write_json(args.json_path, {"profile": None, "status": "WAIVED", "checks": [waived[0].to_record()]})
+        return 0
     profile = _profile(args.profile, names)
     findings, how, output = _measure_and_judge(args, profile, names)
     verdict = {"profile": profile.name, "profile_source": profile.source, "status": overall(findings),

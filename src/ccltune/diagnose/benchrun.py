@@ -90,6 +90,8 @@ def run_bench(nproc: int, *, env_overrides: Mapping[str, str] | None = None, tim
         json_path = os.path.join(tmp, "bench.json")
         argv = bench_argv(nproc, db=os.path.join(tmp, "bench.db"), json_path=json_path, **sizes)
         env = {**os.environ, **overrides}
+        if "NCCL_DEBUG" in overrides:
+            env.pop("NCCL_DEBUG_FILE", None)  # the log must come to our pipe, not to the user's file
         start = time.monotonic()
         try:
             proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
