@@ -144,3 +144,79 @@ def test_nvml_helpers():
     d = nvml.NvmlGpu(1, "A", "0000:02:00.0", nvlinks=4, nvlink_gbps=25.0, nvlink_peers={"0000:01:00.0": 2})
     e = nvml.NvmlGpu(2, "A", "0000:03:00.0")
     assert nvml.pair_nvlink_gbps(c, d) == 50.0 and nvml.pair_nvlink_gbps(c, e) is None
+
+
+def test_links_to_unknown_pci_devices_are_switch_links():
+    a = nvml.NvmlGpu(0, "H200", "0000:18:00.0", nvlinks=18, nvlink_gbps=26.5625, nvlink_peers={"0000:c5:00.0": 18})
+    b = nvml.NvmlGpu(1, "H200", "0000:2a:00.0", nvlinks=18, nvlink_gbps=26.5625, nvlink_peers={"0000:c6:00.0": 18})
+    c = nvml.NvmlGpu(2, "A100", "0000:3a:00.0", nvlinks=2, nvlink_peers={"0000:18:00.0": 2})
+    nvml.classify_switch_links([a, b, c])
+    assert a.nvlink_to_switch and b.nvlink_to_switch and a.nvlink_peers == {}
+    assert not c.nvlink_to_switch and c.nvlink_peers == {"0000:18:00.0": 2}
+    assert nvml.pair_nvlink_gbps(a, b) == pytest.approx(478.125)
+
+
+def _fake_pynvml(n: int = 4):
+    """An H200 x4 NVSwitch host as NVML answers it (nvidia-ml-py's names)."""
+    import types
+
+    buses = ["00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0", "00000000:5D:00.0"][:n]
+
+    class NotSupported(Exception):
+        pass
+
+    def mig(h):
+        raise NotSupported()
+
+    field = types.SimpleNamespace(nvmlReturn=0, valueType=1, value=types.SimpleNamespace(uiVal=26562))
+    return types.SimpleNamespace(
+        NVML_NVLINK_MAX_LINKS=18, nvmlInit=lambda: None, nvmlShutdown=lambda: None,
+        nvmlDeviceGetCount=lambda: n, nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetName=lambda h: "NVIDIA H200", nvmlSystemGetDriverVersion=lambda: "580.159.04",
+        nvmlDeviceGetPciInfo=lambda h: types.SimpleNamespace(busId=buses[h].encode()),
+        nvmlDeviceGetNvLinkState=lambda h, link: 1, nvmlDeviceGetNvLinkRemoteDeviceType=lambda h, link: 2,
+        nvmlDeviceGetFieldValues=lambda h, ids: [field],
+        nvmlDeviceGetGpuFabricInfo=lambda h: types.SimpleNamespace(state=3, status=0),
+        nvmlDeviceGetMigMode=mig, nvmlDeviceGetTopologyCommonAncestor=lambda a, b: 50)
+
+
+def test_nvml_topology_of_an_nvswitch_host(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml())
+    t = topo.discover(GOOD)
+    assert t.source == "nvml" and t.driver == "580.159.04" and len(t.gpus) == 4
+    assert t.links[0] == ["X", "NV18", "NV18", "NV18"]
+    assert t.nvlink_limit_gbps[0][1] == pytest.approx(18 * 26.562)
+    g = t.gpus[1]
+    assert (g.bus_id, g.numa_node, g.cpu_affinity, g.fabric, g.mig) == ("0000:2a:00.0", 0, "0-63", "completed", None)
+    found = _by_name(topo.findings(t))
+    assert found["topo:fabric"].status == "PASS" and found["topo:mig"].status == "WAIVED"
+    assert found["topo:links"].evidence == "every pair NV18"
+
+
+def test_cli_topo_without_gpu_exits_0(tmp_path, capsys, monkeypatch):
+    import json
+    import sys
+
+    from ccltune.cli import main
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    monkeypatch.setattr(smitopo, "run_topo_matrix", lambda: None)
+    out = tmp_path / "t.json"
+    assert main(["topo", "--sysfs-root", str(GOOD), "--db", str(tmp_path / "r.db"), "--json", str(out)]) == 0
+    assert "WAIVED  topo:gpus  no GPU found" in capsys.readouterr().out
+    assert json.loads(out.read_text())["topology"]["source"] == "none"
+
+
+def test_cli_topo_amd_tree(tmp_path, capsys, monkeypatch):
+    import sys
+
+    from ccltune.cli import main
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    monkeypatch.setattr(smitopo, "run_topo_matrix", lambda: None)
+    monkeypatch.setenv(sysconf.ROOT_ENV, str(AMD))
+    assert main(["topo", "--db", str(tmp_path / "r.db")]) == 0
+    text = capsys.readouterr().out
+    assert "CPX/NPS1" in text and "XGMI" in text and "WARN    topo:partition" in text

@@ -65,6 +65,19 @@ def pair_nvlink_gbps(a: NvmlGpu, b: NvmlGpu) -> float | None:
     return links * speed if links else None
 
 
+def classify_switch_links(gpus: list[NvmlGpu]) -> list[NvmlGpu]:
+    """Links whose far end is no GPU of this host end at an NVSwitch (for drivers or nvidia-ml-py
+    versions that cannot tell the remote device type)."""
+    ours = {g.bus_id for g in gpus}
+    for g in gpus:
+        foreign = [b for b in g.nvlink_peers if b not in ours]
+        if foreign:
+            g.nvlink_to_switch = True
+            for b in foreign:
+                del g.nvlink_peers[b]
+    return gpus
+
+
 def read_nvml() -> NvmlTopo | None:
     try:
         import pynvml
@@ -79,7 +92,7 @@ def read_nvml() -> NvmlTopo | None:
         if count == 0:
             return None
         handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-        gpus = [_gpu(pynvml, i, h) for i, h in enumerate(handles)]
+        gpus = classify_switch_links([_gpu(pynvml, i, h) for i, h in enumerate(handles)])
         pcie = {}
         for i in range(count):
             for j in range(count):
