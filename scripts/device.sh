@@ -29,5 +29,17 @@ phase_smoke() {
   ct 60 bench all_gather reduce_scatter -b 1M -e 4M -f 4 --algo ring --proto LL --channels 8 -G 10 --nproc $NGPU --db "$DB"
   ct 60 bench all_gather -b 1M -e 1M --algo tree --proto LL -G 10 --nproc $NGPU --db "$DB"
 }
+phase_quick() {
+  step quick nccl engine
+  ct 100 bench all_reduce -b 8 -e 512M -f 8 -G 10 --nproc $NGPU --db "$DB"
+  ct 60 bench all_reduce -b 8 -e 8 -G 100 --symmetric --nproc $NGPU --db "$DB"
+  ct 90 bench all -b 8 -e 16M -f 64 -G 10 --nproc $NGPU --db "$DB"
+  ct 60 bench all_gather -b 1M -e 4M -f 4 --algo tree --proto LL -G 10 --nproc $NGPU --db "$DB"
+  step plugin load
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING NCCL_TUNER_PLUGIN=$PWD/plugin/build/libnccl-tuner-ccltune.so \
+    CCLTUNE_RULES=$PWD/tests/fixtures/rules/none.conf timeout 60 python3 -m ccltune bench all_reduce -b 64M -e 64M -G 5 --nproc $NGPU --db "$DB" 2>&1 | grep -i "tuner\|ccltune\|version" | head -20
+  step links
+  ct 60 links --db "$DB" --json "$OUT/links.json"
+}
 for p in "$@"; do "phase_$p"; done
 cp -f "$DB" "$OUT/" 2>/dev/null || true

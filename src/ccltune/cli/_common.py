@@ -156,3 +156,16 @@ def quiet_other_ranks(ctx: dist.DistContext) -> None:
     """Only rank 0 writes to stdout."""
     if not ctx.is_root:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+
+
+def fail_run_hook(db: str, run_id: int) -> Any:
+    """For the watchdog thread: mark the run failed through its own connection."""
+    def hook(message: str) -> None:
+        from ccltune.store import Store
+
+        try:
+            with Store(db) as st:
+                st.finish_run(run_id, "failed", {"error": message})
+        except Exception:  # noqa: BLE001 - the process is about to exit anyway
+            pass
+    return hook

@@ -106,6 +106,7 @@ def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note
             if store is not None:
                 run_id = store.begin_run("bench", command=_common.command_line(argv), env=env,
                                          args=_args_record(args), engine=engine_name)
+                engine.on_fatal = _common.fail_run_hook(args.db, run_id)
             printer = _Printer(store, run_id, rows, plan, enabled=ctx.is_root)
             printer.preamble(ctx, env, engine_name, note)
             bench.run(engine, plan, printer.start, printer.row, printer.end)

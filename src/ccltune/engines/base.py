@@ -7,6 +7,8 @@ the stream is synchronised, and the elapsed time is divided by the number of cal
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -38,6 +40,7 @@ class Engine:
     name = "?"
     device: Any = None
     supports_graph = False
+    on_fatal: Any = None  # called with the message before a hung process exits
 
     def __init__(self, ctx: DistContext, opts: Any):
         import torch
@@ -79,26 +82,40 @@ class Engine:
 
 
 class Watchdog:
-    """Calls ``engine.abort()`` if the armed region outlives ``seconds``."""
+    """Bounds a region that waits on other ranks: after ``seconds`` it calls
+    ``engine.abort()`` (which unblocks NCCL waits); if the region still has not returned
+    ``GRACE_S`` later (a blocking call that cannot be aborted, such as communicator
+    init), it reports the ranks that stopped answering and ends the process."""
 
-    def __init__(self, engine: Engine, seconds: float):
-        self.engine, self.seconds = engine, seconds
+    GRACE_S = 15.0
+
+    def __init__(self, engine: Engine, seconds: float, what: str):
+        self.engine, self.seconds, self.what = engine, seconds, what
         self.fired = False
-        self._timer: threading.Timer | None = None
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Watchdog:
-        self._timer = threading.Timer(self.seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
         return self
 
-    def _fire(self) -> None:
+    def _watch(self) -> None:
+        if self._done.wait(self.seconds):
+            return
         self.fired = True
         self.engine.abort()
+        if self._done.wait(self.GRACE_S):
+            return
+        err = self.engine.ctx.peer_failure(self.what, f"no progress for {self.seconds:g}s")
+        fatal = getattr(self.engine, "on_fatal", None)
+        if fatal is not None:
+            fatal(str(err))
+        print(f"ccltune: error: {err}", file=sys.stderr, flush=True)
+        os._exit(err.exit_code)
 
     def __exit__(self, *exc: object) -> None:
-        assert self._timer is not None
-        self._timer.cancel()
+        self._done.set()
 
 
 class CudaEngine(Engine):

@@ -153,7 +153,9 @@ class NcclLib:
     def unique_id(self) -> bytes:
         uid = UniqueId()
         self.call("ncclGetUniqueId", ctypes.byref(uid))
-        return bytes(uid.internal)
+        # not bytes(uid.internal): a c_char array field reads as a C string, cut at the
+        # first NUL, and the id is binary
+        return ctypes.string_at(ctypes.addressof(uid), ctypes.sizeof(uid))
 
     def config(self, *, min_ctas: int | None = None, max_ctas: int | None = None,
                name: str | None = None) -> Config:
@@ -176,8 +178,9 @@ class NcclLib:
 
     def comm_init(self, nranks: int, uid: bytes, rank: int, cfg: Config | None = None) -> ctypes.c_void_p:
         comm = _vp()
-        u = UniqueId()
-        u.internal = uid
+        if len(uid) != ctypes.sizeof(UniqueId):
+            raise ValueError(f"an NCCL unique id is {ctypes.sizeof(UniqueId)} bytes, got {len(uid)}")
+        u = UniqueId.from_buffer_copy(uid)
         if cfg is not None and self.has("ncclCommInitRankConfig"):
             self.call("ncclCommInitRankConfig", ctypes.byref(comm), nranks, u, rank, ctypes.byref(cfg))
         else:

@@ -64,16 +64,18 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average
     B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
     # the first call: NCCL may refuse a forced configuration here; agree before waiting
     err = None
-    try:
-        engine.prepare(pt, bufs)
-        engine.launch(pt, bufs)
-    except Exception as exc:  # noqa: BLE001 - NcclError, torch errors: reported as a row
-        err = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    what = f"{pt.coll.name} at {pt.lay.size_bytes} B"
+    with Watchdog(engine, timeout_s, what):
+        try:
+            engine.prepare(pt, bufs)
+            engine.launch(pt, bufs)
+        except Exception as exc:  # noqa: BLE001 - NcclError, torch errors: reported as a row
+            err = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if _agree(engine, err is not None, "first call"):
         if hasattr(engine, "drop_comm") and pt.config is not None:
             engine.drop_comm(pt.config, abort=True)  # ranks that enqueued must not wait
         return Outcome("unavailable", note=err or "refused on another rank")
-    with Watchdog(engine, timeout_s) as dog:
+    with Watchdog(engine, timeout_s, what) as dog:
         try:
             engine.sync()
             seconds = engine.time_point(pt, bufs)
@@ -86,11 +88,9 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average
         except DistError:
             raise
         except Exception as exc:  # noqa: BLE001
-            if dog.fired:
-                raise ctx.peer_failure(f"{pt.coll.name} at {pt.lay.size_bytes} B", "timed out") from None
-            raise ctx.peer_failure(f"{pt.coll.name} at {pt.lay.size_bytes} B", str(exc)) from None
+            raise ctx.peer_failure(what, "timed out" if dog.fired else str(exc)) from None
     if dog.fired:
-        raise ctx.peer_failure(f"{pt.coll.name} at {pt.lay.size_bytes} B", "timed out")
+        raise ctx.peer_failure(what, "timed out")
     t = _combine(engine, seconds, average)
     wrong_all = int(ctx.allreduce_floats([float(wrong)], "sum", "check exchange")[0])
     return Outcome("ok", time_us=t * 1e6, wrong=wrong_all)
