@@ -1,0 +1,239 @@
+"""ccltune sweep: NCCL's default against forced algorithm x protocol x channel candidates."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from typing import Any
+
+from ccltune import collectives, environment, types
+from ccltune.cli import _common
+from ccltune.errors import UsageError
+from ccltune.measure import sweep as S
+from ccltune.sizes import parse_size, size_series
+from ccltune.store import Store
+from ccltune.tune.derive import Candidate
+
+ALGOS = ("tree", "ring", "pat", "collnetdirect", "collnetchain", "nvls", "nvlstree")
+PROTOS = ("ll", "ll128", "simple")
+MODES = ("exhaustive", "model")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "sweep", help="measure NCCL's default against forced algorithm/protocol/channel candidates",
+        description="For each tunable collective and size, time NCCL's own choice and every candidate "
+                    "side by side (interleaved, repeated, CUDA graphs), one process per GPU.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("collective", nargs="*", default=["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"],
+                   help="tunable collectives (all_reduce, all_gather, reduce_scatter, broadcast, reduce)")
+    p.add_argument("-b", "--minbytes", default="8")
+    p.add_argument("-e", "--maxbytes", default="1G")
+    p.add_argument("-f", "--stepfactor", type=float, default=2)
+    p.add_argument("-d", "--datatype", default="float")
+    p.add_argument("-o", "--op", default="sum")
+    p.add_argument("--algos", default="tree,ring,pat", help="algorithms to force (NCCL_ALGO names)")
+    p.add_argument("--protos", default="ll,ll128,simple", help="protocols to force (NCCL_PROTO names)")
+    p.add_argument("--channels", default="4,8,16,32",
+                   help="channel counts to try with NCCL's algorithm/protocol ('' for none)")
+    p.add_argument("--reps", type=int, default=5, help="timed rounds per point (noise is estimated from them)")
+    p.add_argument("--target-us", type=float, default=1000.0, help="length of one timed replay")
+    p.add_argument("--max-iters", type=int, default=100, help="most calls in one replay")
+    p.add_argument("-w", "--warmup_iters", type=int, default=2)
+    p.add_argument("--no-graph", action="store_true", help="time eager calls instead of CUDA graphs")
+    p.add_argument("--mode", choices=MODES, default="exhaustive",
+                   help="exhaustive: every size x candidate; model: fit alpha-beta per candidate on a few sizes "
+                        "and measure densely only where candidates cross")
+    p.add_argument("--virtual-nodes", type=int, default=1, metavar="K",
+                   help="SIMULATION AID: split this host's ranks into K groups NCCL treats as nodes (NCCL_HOSTID); "
+                        "never real multi-node figures")
+    p.add_argument("--resume", type=int, default=None, metavar="RUN", help="continue an interrupted sweep run")
+    _common.add_db(p)
+    _common.add_launch(p)
+    p.set_defaults(func=main)
+
+
+def _names(text: str, valid: tuple[str, ...], flag: str) -> list[str]:
+    from ccltune.errors import unknown_name
+
+    out = []
+    for t in filter(None, (x.strip().lower() for x in text.split(","))):
+        if t not in valid:
+            raise unknown_name(flag.lstrip("-").rstrip("s"), t, valid, flag)
+        out.append(t)
+    return out
+
+
+def candidates(args: argparse.Namespace) -> list[Candidate]:
+    algos, protos = _names(args.algos, ALGOS, "--algos"), _names(args.protos, PROTOS, "--protos")
+    chans = []
+    for c in filter(None, (x.strip() for x in args.channels.split(","))):
+        if not c.isdigit() or not 1 <= int(c) <= 64:
+            raise UsageError(f"--channels: {c!r} is not a channel count between 1 and 64")
+        chans.append(int(c))
+    out = [Candidate()]
+    out += [Candidate(a, p, None) for a in algos for p in protos]
+    out += [Candidate(None, None, c) for c in chans]
+    return out
+
+
+def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[Candidate]]:
+    colls = collectives.select(args.collective)
+    for c in colls:
+        if c.tuner_func is None:
+            raise UsageError(f"{c.name} is not tuned by NCCL's tuner interface; sweep one of: "
+                             + ", ".join(x.name for x in collectives.TUNABLE))
+    sizes = size_series(parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes"),
+                        factor=args.stepfactor)
+    if args.reps < 1:
+        raise UsageError(f"--reps must be >= 1, got {args.reps}")
+    if args.virtual_nodes < 1:
+        raise UsageError(f"--virtual-nodes must be >= 1, got {args.virtual_nodes}")
+    types.dtype(args.datatype)
+    types.op(args.op)
+    return colls, sizes, candidates(args)
+
+
+def main(args: argparse.Namespace) -> int:
+    colls, sizes, cands = validate_args(args)
+    engine_name, _ = _common.resolve_engine(args)
+    if engine_name != "nccl":
+        raise UsageError(f"sweep needs the nccl engine (a GPU); got --engine {engine_name}")
+    rc = _common.relaunch(args, args._argv, engine_name)
+    if rc is not None:
+        return rc
+    return run_sweep(args, colls, sizes, cands)
+
+
+def engine_opts(args: argparse.Namespace, workdir: str) -> argparse.Namespace:
+    """Engine options: the plugin (for channels and rules) and an empty rule file for the default."""
+    from ccltune import tuner_plugin
+
+    opts = argparse.Namespace(**vars(args))
+    opts.workdir = workdir
+    try:
+        opts.plugin_path = str(tuner_plugin.library_path())
+    except Exception:  # noqa: BLE001 - without the plugin, channels go through min/maxCTAs
+        opts.plugin_path = None
+    opts.empty_rules = os.path.join(workdir, "empty.conf")
+    with open(opts.empty_rules, "w", encoding="utf-8") as fh:
+        fh.write("# ccltune: no rules (NCCL's default)\n")
+    return opts
+
+
+def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[Candidate]) -> int:
+    from ccltune.engines.nccl import CommConfig
+    from ccltune.tune import model
+
+    ctx = _common.join("nccl", args.timeout)
+    _common.quiet_other_ranks(ctx)
+    if args.virtual_nodes > 1:
+        if ctx.world_size % args.virtual_nodes:
+            raise UsageError(f"--virtual-nodes {args.virtual_nodes} does not divide {ctx.world_size} ranks")
+        os.environ["NCCL_HOSTID"] = f"ccltune-virtual-node-{ctx.rank * args.virtual_nodes // ctx.world_size}"
+    workdir = tempfile.mkdtemp(prefix="ccltune-sweep-")
+    engine = _common.make_engine("nccl", ctx, engine_opts(args, workdir))
+    settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
+                               graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
+                               warmup=args.warmup_iters, timeout_s=args.timeout)
+    configs = {c: CommConfig(c.algo, c.proto, c.channels) for c in cands}
+    store = Store(args.db) if ctx.is_root else None
+    run_id, done = _open_run(store, args, ctx, engine)
+    engine.on_fatal = _common.fail_run_hook(args.db, run_id) if run_id else None
+    progress = _Progress(ctx.is_root, total=len(colls) * len(sizes))
+    status, n_rows = "failed", 0
+    try:
+        with _common.terminate_as_interrupt():
+            for coll in colls:
+                rows_so_far = [m for m in (store.measurements(run_id, collective=coll.name) if store else [])]
+                todo = ({s: None for s in model.plan_initial(sizes)} if args.mode == "model"
+                        else {s: None for s in sizes})
+                while todo:
+                    for size, want in todo.items():
+                        chosen = [c for c in cands if want is None or c in want]
+                        chosen = [c for c in chosen if (coll.name, size, c.label) not in done]
+                        progress.step(f"{coll.name} {size} B")
+                        if not chosen:
+                            continue
+                        labels = [dict(algo=c.algo, proto=c.proto, channels=c.channels, config=c.label) for c in chosen]
+                        rows = S.measure_size(engine, coll, size, [configs[c] for c in chosen], labels, settings)
+                        if store is not None:
+                            store.add_measurements(run_id, rows)
+                            rows_so_far.extend(rows)
+                        n_rows += len(rows)
+                    if args.mode != "model":
+                        break
+                    # every rank must plan the same next step: rank 0 plans, the others follow
+                    plan = model.plan_refine(rows_so_far, sizes) if ctx.is_root else None
+                    blob = json.dumps({str(s): (None if c is None else [x.label for x in c])
+                                       for s, c in plan.items()}).encode() if plan is not None else None
+                    decoded = json.loads(ctx.broadcast_bytes(blob, "sweep plan"))
+                    by_label = {c.label: c for c in cands}
+                    todo = {int(s): (None if v is None else [by_label[x] for x in v if x in by_label])
+                            for s, v in decoded.items()}
+            status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        print(f"ccltune: sweep interrupted; resume with --resume {run_id}", file=sys.stderr)
+        return 130
+    finally:
+        progress.close()
+        engine.close()
+        if store is not None and run_id is not None:
+            store.finish_run(run_id, status, {"rows": n_rows, "mode": args.mode,
+                                              "virtual_nodes": args.virtual_nodes})
+            store.close()
+    if ctx.is_root:
+        print(f"ccltune sweep: run {run_id} complete, {n_rows} rows in {args.db}; next: "
+              f"ccltune tune --db {args.db} --runs {run_id} --out rules.conf")
+    return 0
+
+
+def _open_run(store: Store | None, args: argparse.Namespace, ctx: Any, engine: Any) -> tuple[int | None, set]:
+    """A new sweep run, or the one named by --resume with the points it already has."""
+    done: set[tuple[str, int, str]] = set()
+    if store is None:
+        return None, done
+    if args.resume is not None:
+        run = store.run(args.resume)
+        if run.kind != "sweep":
+            raise UsageError(f"--resume {args.resume}: run {args.resume} is a {run.kind} run, not a sweep")
+        for m in store.measurements(args.resume):
+            done.add((m.collective, m.size_bytes, m.config))
+        store.conn.execute("UPDATE runs SET status = 'running' WHERE id = ?", (args.resume,))
+        store.conn.commit()
+        return args.resume, done
+    env = environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine="nccl",
+                              nccl=engine.info(), hosts=ctx.hosts, argv=args._argv)
+    if args.virtual_nodes > 1:
+        env["virtual_nodes"] = args.virtual_nodes
+        env["platform"] += f" (simulated {args.virtual_nodes} nodes)"
+    run_id = store.begin_run("sweep", command=_common.command_line(args._argv), env=env,
+                             args={k: v for k, v in vars(args).items() if k not in ("func", "_argv")},
+                             engine="nccl")
+    return run_id, done
+
+
+class _Progress:
+    def __init__(self, enabled: bool, total: int):
+        self.bar = None
+        if enabled and sys.stderr.isatty():
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("sweep", total=total)
+        self.enabled = enabled
+
+    def step(self, what: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, description=what, advance=1)
+        elif self.enabled:
+            print(f"sweep: {what}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()

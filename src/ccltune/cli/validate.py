@@ -1,0 +1,151 @@
+"""ccltune validate RULES: A/B of NCCL's default against the plugin with RULES, interleaved."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from typing import Any
+
+from ccltune import collectives, environment, rules, types
+from ccltune.cli import _common
+from ccltune.cli.sweep import engine_opts
+from ccltune.errors import CheckFailed, UsageError
+from ccltune.measure import sweep as S
+from ccltune.sizes import parse_size, size_series
+from ccltune.store import Store
+from ccltune.validate import junit
+from ccltune.validate import verdict as V
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "validate", help="A/B: NCCL's default vs the tuner plugin with RULES; PASS when no size got slower",
+        description="Time NCCL's default and the ccltune plugin loaded with RULES side by side (interleaved, "
+                    "repeated) at every size; verdict PASS when no size is slower beyond noise (and none by "
+                    "more than --hard-limit). Exit code 1 on FAIL.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("rules", metavar="RULES", help="rule file (as written by ccltune tune)")
+    p.add_argument("collective", nargs="*", default=["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"])
+    p.add_argument("-b", "--minbytes", default="8")
+    p.add_argument("-e", "--maxbytes", default="1G")
+    p.add_argument("-f", "--stepfactor", type=float, default=2)
+    p.add_argument("-d", "--datatype", default="float")
+    p.add_argument("-o", "--op", default="sum")
+    p.add_argument("--reps", type=int, default=7, help="timed rounds per side and size")
+    p.add_argument("--target-us", type=float, default=1000.0)
+    p.add_argument("--max-iters", type=int, default=100)
+    p.add_argument("-w", "--warmup_iters", type=int, default=2)
+    p.add_argument("--no-graph", action="store_true")
+    p.add_argument("--hard-limit", type=float, default=2.0, metavar="PCT",
+                   help="a size slower than this fails whatever the noise")
+    p.add_argument("--json", default=None, metavar="PATH", help="verdict as JSON")
+    p.add_argument("--junit", default=None, metavar="PATH", help="verdict as JUnit XML (one testcase per size)")
+    _common.add_db(p)
+    _common.add_launch(p)
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    colls = collectives.select(args.collective)
+    sizes = size_series(parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes"),
+                        factor=args.stepfactor)
+    if not os.path.isfile(args.rules):
+        raise UsageError(f"rule file {args.rules!r} does not exist (RULES)")
+    diags = rules.load(args.rules).diagnostics
+    if diags:
+        raise UsageError(f"{args.rules} has rejected lines (ccltune plugin check {args.rules}): "
+                         + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))
+    if args.reps < 2:
+        raise UsageError(f"--reps must be >= 2 to know the noise, got {args.reps}")
+    if not 0 <= args.hard_limit < 100:
+        raise UsageError(f"--hard-limit must be in [0, 100) percent, got {args.hard_limit:g}")
+    types.dtype(args.datatype)
+    types.op(args.op)
+    engine_name, _ = _common.resolve_engine(args)
+    if engine_name != "nccl":
+        raise UsageError(f"validate needs the nccl engine (a GPU); got --engine {engine_name}")
+    rc = _common.relaunch(args, args._argv, engine_name)
+    if rc is not None:
+        return rc
+    return _run(args, colls, sizes)
+
+
+def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
+    from ccltune.engines.nccl import DEFAULT, CommConfig
+
+    ctx = _common.join("nccl", args.timeout)
+    _common.quiet_other_ranks(ctx)
+    opts = engine_opts(args, tempfile.mkdtemp(prefix="ccltune-validate-"))
+    if not opts.plugin_path:
+        raise UsageError("validate needs the ccltune tuner plugin: build it (pip install . or make -C plugin)")
+    engine = _common.make_engine("nccl", ctx, opts)
+    settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
+                               graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
+                               warmup=args.warmup_iters, timeout_s=args.timeout)
+    configs = [DEFAULT, CommConfig(rules_file=os.path.abspath(args.rules))]
+    labels = [dict(config="default"), dict(config="rules")]
+    store = Store(args.db) if ctx.is_root else None
+    run_id = None
+    if store is not None:
+        env = environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine="nccl",
+                                  nccl=engine.info(), hosts=ctx.hosts, argv=args._argv)
+        run_id = store.begin_run("validate", command=_common.command_line(args._argv), env=env,
+                                 args={k: v for k, v in vars(args).items() if k not in ("func", "_argv")}, engine="nccl")
+        store.add_artifact(run_id, "rules", open(args.rules, encoding="utf-8").read())
+        engine.on_fatal = _common.fail_run_hook(args.db, run_id)
+    rows, status = [], "failed"
+    try:
+        with _common.terminate_as_interrupt():
+            for coll in colls:
+                for size in sizes:
+                    if ctx.is_root:
+                        print(f"validate: {coll.name} {size} B", file=sys.stderr, flush=True)
+                    got = S.measure_size(engine, coll, size, configs, labels, settings)
+                    rows.extend(got)
+                    if store is not None:
+                        store.add_measurements(run_id, got)
+            status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        return 130
+    finally:
+        engine.close()
+        if store is not None and status != "complete":
+            store.finish_run(run_id, status, {"rows": len(rows)})
+    if store is None:
+        return 0
+    result = V.verdict(rows, hard_slowdown=args.hard_limit / 100)
+    summary = result.to_dict()
+    store.finish_run(run_id, "complete", summary)
+    store.close()
+    _print(result, args)
+    if args.json:
+        _atomic(args.json, json.dumps(summary, indent=1, default=str))
+    if args.junit:
+        _atomic(args.junit, junit.to_junit(result))
+    if result.status != "PASS":
+        raise CheckFailed(f"validate: {result.status}: rules in {args.rules} made some size slower (see above)")
+    return 0
+
+
+def _print(result: Any, args: argparse.Namespace) -> None:
+    print(f"# ccltune validate {args.rules}: NCCL default vs plugin+rules, {args.reps} interleaved rounds")
+    print(f"# {'collective':<15} {'size':>12} {'default_us':>11} {'rules_us':>10} {'speedup':>8} {'noise%':>7}  verdict")
+    for sv in result.sizes:
+        d = sv.default.median_us if sv.default else float("nan")
+        r = sv.rules.median_us if sv.rules else float("nan")
+        sp = sv.speedup if sv.speedup is not None else float("nan")
+        nz = 100 * sv.noise if sv.noise is not None else float("nan")
+        print(f"  {sv.collective:<15} {sv.size_bytes:>12} {d:11.2f} {r:10.2f} {sp:8.3f} {nz:7.1f}  {sv.status}")
+    gm = result.geomean_speedup
+    print(f"# verdict: {result.status}" + (f" (geometric-mean speedup {gm:.3f}x)" if gm else ""))
+
+
+def _atomic(path: str, text: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)

@@ -1,0 +1,168 @@
+"""Side-by-side timing of several communicator configurations at one size.
+
+Used by ``ccltune sweep`` (NCCL's default against forced candidates) and ``ccltune
+validate`` (default against tuned rules). For one (collective, size):
+
+1. one set of buffers (out-of-place), filled with exact inputs;
+2. per configuration: the first call (NCCL may refuse a forced candidate: recorded as
+   unavailable, agreed by all ranks), a correctness check, warm-up, and one CUDA graph
+   holding ``iters`` calls;
+3. ``reps`` rounds; in each, every configuration's graph is replayed in turn (the order
+   rotates every round), timed on the host clock between a barrier and a stream sync,
+   so drift and thermal effects fall on all configurations alike.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ccltune.collectives import Collective
+from ccltune.engines.base import Point, Watchdog
+from ccltune.measure import buffers as B
+from ccltune.measure import point as P
+from ccltune.store import Measurement
+from ccltune.types import DType
+
+
+@dataclass
+class SweepSettings:
+    dtype: DType
+    op: str
+    reps: int
+    graph: bool
+    target_us: float       # how long one timed replay should last (sets iters per size)
+    max_iters: int
+    warmup: int
+    timeout_s: float
+    check: bool = True
+
+
+def iters_for(est_us: float, s: SweepSettings) -> int:
+    """Calls per timed replay: enough that one replay lasts about ``target_us``."""
+    return max(1, min(s.max_iters, round(s.target_us / max(est_us, 1e-3))))
+
+
+def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any], labels: Sequence[dict[str, Any]],
+                 s: SweepSettings) -> list[Measurement]:
+    """Rows for every configuration at ``size`` (``reps`` rows each when measured)."""
+    torch, ctx = engine.torch, engine.ctx
+    lay = coll.layout(size, s.dtype.size, ctx.world_size, ctx.rank)
+    base = Point(coll, lay, s.dtype, s.op, 0, False, 1, s.warmup, 1 if s.graph else 0, None)
+    rows: list[Measurement] = []
+
+    def row(i: int, status: str, *, time_us: float | None = None, wrong: int | None = None,
+            note: str | None = None, rep: int = 0) -> Measurement:
+        m = Measurement(collective=coll.name, size_bytes=lay.size_bytes, count=lay.count, dtype=s.dtype.name,
+                        op=s.op if coll.reduces else None, root=0 if coll.rooted else None, in_place=False,
+                        n_ranks=ctx.world_size, n_nodes=ctx.n_nodes, status=status, note=note,
+                        graph=1 if s.graph else 0, rep=rep, **labels[i])
+        if time_us is not None:
+            m.time_us = time_us
+            m.algbw_gbps = lay.size_bytes / time_us / 1e3 if time_us > 0 else 0.0
+            m.busbw_gbps = m.algbw_gbps * coll.bus_factor(ctx.world_size)
+            m.wrong = wrong
+        return m
+
+    bufs, err = None, None
+    try:
+        bufs = B.make(torch, lay, s.dtype, False, engine.device)
+    except (RuntimeError, MemoryError) as exc:
+        err = str(exc).splitlines()[0]
+    if P._agree(engine, err is not None, "allocation"):
+        return [row(i, "skipped", note=f"out of memory{': ' + err if err else ' on another rank'}")
+                for i in range(len(configs))]
+    assert bufs is not None
+    what = f"{coll.name} at {lay.size_bytes} B"
+    graphs: dict[int, tuple[Any, int]] = {}
+    wrong: dict[int, int] = {}
+    for i, cfg in enumerate(configs):
+        pt = Point(base.coll, lay, s.dtype, s.op, 0, False, 1, s.warmup, base.graph, cfg)
+        out = _first_call(engine, pt, bufs, what, s)
+        if out is not None:
+            rows.append(row(i, out.status, note=out.note))
+            continue
+        with Watchdog(engine, s.timeout_s, what):
+            wrong[i] = _check(engine, pt, bufs, lay, s) if s.check else 0
+            graphs[i] = _capture(engine, pt, bufs, s)
+    order = sorted(graphs)
+    times: dict[int, list[float]] = {i: [] for i in order}
+    with Watchdog(engine, s.timeout_s * max(1, s.reps), what):
+        for rep in range(s.reps):
+            k = rep % max(len(order), 1)
+            rotated = order[k:] + order[:k]
+            local = []
+            for i in rotated:
+                local.append(_replay(engine, graphs[i]))
+            combined = ctx.allreduce_floats(local, "sum", "time exchange")
+            for i, t in zip(rotated, combined):
+                times[i].append(t / ctx.world_size)
+    wrong_all = ctx.allreduce_floats([float(wrong.get(i, 0)) for i in order], "sum", "check exchange")
+    for i, w in zip(order, wrong_all):
+        for rep, t in enumerate(times[i]):
+            rows.append(row(i, "ok", time_us=t * 1e6, wrong=int(w), rep=rep))
+    graphs.clear()
+    return rows
+
+
+def _first_call(engine: Any, pt: Point, bufs: B.Buffers, what: str, s: SweepSettings) -> P.Outcome | None:
+    """None when the configuration runs; else an 'unavailable' outcome every rank agrees on."""
+    err = None
+    B.fill(engine.torch, bufs, pt.coll, engine.ctx.rank, engine.ctx.world_size, pt.op)
+    with Watchdog(engine, s.timeout_s, what):
+        try:
+            with engine.torch.cuda.stream(engine.stream):
+                engine.launch(pt, bufs)
+        except Exception as exc:  # noqa: BLE001 - NCCL refusing a forced configuration
+            err = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if P._agree(engine, err is not None, "first call"):
+        engine.drop_comm(pt.config, abort=True)
+        return P.Outcome("unavailable", note=err or "refused on another rank")
+    return None
+
+
+def _check(engine: Any, pt: Point, bufs: B.Buffers, lay: Any, s: SweepSettings) -> int:
+    ctx = engine.ctx
+    engine.sync()
+    B.fill(engine.torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+    with engine.torch.cuda.stream(engine.stream):
+        engine.launch(pt, bufs)
+    engine.sync()
+    return B.count_wrong(engine.torch, bufs, pt.coll, lay, s.dtype, ctx.rank, ctx.world_size, pt.op, 0)
+
+
+def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> tuple[Any, int]:
+    """(graph or None, calls per replay), sized so a replay lasts about target_us."""
+    torch = engine.torch
+    with torch.cuda.stream(engine.stream):
+        for _ in range(s.warmup):
+            engine.launch(pt, bufs)
+        engine.sync()
+        t0 = time.perf_counter()
+        engine.launch(pt, bufs)
+        engine.sync()
+        est_us = (time.perf_counter() - t0) * 1e6
+        # ranks must agree on the call count: take the slowest estimate
+        est_us = engine.ctx.allreduce_floats([est_us], "max", "iteration count")[0]
+        n = iters_for(est_us, s)
+        if not s.graph:
+            return (lambda: [engine.launch(pt, bufs) for _ in range(n)], n)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=engine.stream, capture_error_mode=engine.capture_mode):
+            for _ in range(n):
+                engine.launch(pt, bufs)
+        graph.replay()
+        engine.sync()
+        return (graph.replay, n)
+
+
+def _replay(engine: Any, entry: tuple[Any, int]) -> float:
+    run, n = entry
+    engine.ctx.barrier("timing barrier")
+    with engine.torch.cuda.stream(engine.stream):
+        t0 = time.perf_counter()
+        run()
+        engine.sync()
+        return (time.perf_counter() - t0) / n
