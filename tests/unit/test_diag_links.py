@@ -190,7 +190,8 @@ def test_measure_drives_every_pair_and_direction_with_a_fake_torch(monkeypatch):
         by.setdefault((r["method"], r["direction"]), []).append(r)
     assert {k: len(v) for k, v in by.items()} == {("ce", "latency"): 6, ("ce", "uni"): 6, ("ce", "bidir"): 6,
                                                    ("ce", "all2all"): 6}
-    assert by[("ce", "uni")][0]["bandwidth_gbps"] == pytest.approx((1 << 10) / 2e6)  # 1 KiB in 2 ms
+    # 1 KiB per copy, links.BURST copies in the fake's 2 ms per pair of events
+    assert by[("ce", "uni")][0]["bandwidth_gbps"] == pytest.approx(links.BURST * (1 << 10) / 2e6)
     assert by[("ce", "latency")][0]["latency_us"] == 2000.0
     assert fake.calls["sleep"] > 0  # concurrent transfers start behind a gate
     assert run.bus_ids == ["0000:18:00.0"] * 3
