@@ -41,5 +41,52 @@ phase_quick() {
   step links
   ct 60 links --db "$DB" --json "$OUT/links.json"
 }
+phase_figures() {
+  step bench all, 8 B to 1 G, graph mode: the nccl-tests comparison and the 3-minute target
+  ct 400 bench all -b 8 -e 1G -f 2 -G 10 --nproc $NGPU --db "$DB" --json "$OUT/bench_all_graph.json" > "$OUT/bench_all_graph.txt"
+  tail -4 "$OUT/bench_all_graph.txt"; grep -E "^ +(8|536870912) " "$OUT/bench_all_graph.txt" | head -4
+  step symmetric 8 B
+  ct 60 bench all_reduce -b 8 -e 8 -n 50 -G 100 --symmetric --nproc $NGPU --db "$DB" | grep -E "^ +8 "
+  ct 60 bench all_reduce -b 8 -e 512M -f 64 -G 10 --symmetric --nproc $NGPU --db "$DB" | grep -E "^ +[0-9]"
+  step torch engine, graph and eager
+  ct 60 bench all_reduce -b 8 -e 512M -f 64 -G 10 --engine torch --nproc $NGPU --db "$DB" | grep -E "^ +[0-9]"
+  ct 60 bench all_reduce -b 8 -e 8 --engine torch --nproc $NGPU --db "$DB" | grep -E "^ +[0-9]"
+  step reference program
+  bench/reference/build.sh > "$OUT/ref-build.log" 2>&1 || tail -5 "$OUT/ref-build.log"
+  for c in all_reduce all_gather reduce_scatter alltoall sendrecv; do
+    timeout 120 mpirun --allow-run-as-root -np $NGPU -x NCCL_NVLS_ENABLE=0 bench/reference/build/nccl_ref -c $c -b 8 -e 1G -f 2 -G 10 > "$OUT/ref_$c.txt" 2>&1; echo "ref $c rc=$?"
+  done
+}
+phase_plugin() {
+  step plugin: log, forced ring/LL, channels, no-rule overhead
+  P=$PWD/plugin/build/libnccl-tuner-ccltune.so; R=$OUT/rules; mkdir -p $R
+  echo "allreduce,64M,64M,ring,ll,-1,-1,-1" > $R/ringll.conf
+  echo "allreduce,64M,64M,default,default,2,-1,-1" > $R/ch2.conf
+  : > $R/empty.conf
+  for cfg in none empty ringll ch2; do
+    if [ $cfg = none ]; then E="NCCL_TUNER_PLUGIN="; else E="NCCL_TUNER_PLUGIN=$P CCLTUNE_RULES=$R/$cfg.conf"; fi
+    echo "## $cfg"
+    env $E NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING timeout 60 python3 -m ccltune bench all_reduce -b 64M -e 64M -G 10 --nproc $NGPU --db "$DB" > $R/$cfg.log 2>&1
+    grep -E "^ +67108864" $R/$cfg.log; grep -m3 -E "TUNER/Plugin|ccltune tuner|AllReduce: 67108864" $R/$cfg.log
+  done
+  for i in 1 2 3; do for cfg in none empty; do
+    if [ $cfg = none ]; then E="NCCL_TUNER_PLUGIN="; else E="NCCL_TUNER_PLUGIN=$P CCLTUNE_RULES=$R/empty.conf"; fi
+    echo "## 8B $cfg $i $(env $E timeout 60 python3 -m ccltune bench all_reduce -b 8 -e 8 -n 100 -G 20 --nproc $NGPU --db "$DB" | grep -E '^ +8 ')"
+  done; done
+  make -C plugin bench 2>&1 | tail -4
+}
+phase_diag() {
+  step links topo doctor check
+  ct 60 links --db "$DB" --json "$OUT/links.json" | grep -v "^#  \|^$" | tail -40
+  ct 30 topo --db "$DB" | head -30
+  ct 180 doctor --db "$DB" --json "$OUT/doctor.json" | tail -30
+  ct 120 check --profile h200-4 --db "$DB" --json "$OUT/check.json" | tail -12
+}
+phase_sweepsmoke() {
+  step sweep smoke
+  ct 120 sweep all_reduce all_gather -b 1M -e 4M -f 4 --reps 3 --channels 8 --nproc $NGPU --db "$OUT/smoke.db"
+  ct 30 tune --db "$OUT/smoke.db" --out "$OUT/smoke_rules.conf"; cat "$OUT/smoke_rules.conf"
+  ct 120 validate "$OUT/smoke_rules.conf" all_reduce all_gather -b 1M -e 4M -f 4 --reps 3 --nproc $NGPU --db "$OUT/smoke.db"
+}
 for p in "$@"; do "phase_$p"; done
 cp -f "$DB" "$OUT/" 2>/dev/null || true
