@@ -1,0 +1,125 @@
+"""buffers: exact inputs, poisoned outputs, and a checker that counts every wrong element."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ccltune import collectives, types
+from ccltune.measure import buffers as B
+
+ALL = list(collectives.REGISTRY)
+N = 4
+
+
+def _point(name, rank, dtype="float", count=7):
+    coll = collectives.get(name)
+    dt = types.dtype(dtype)
+    lay = coll.layout(count * dt.size * (N if coll.per_rank_count else 1), dt.size, N, rank)
+    return coll, dt, lay
+
+
+def _correct(coll, dt, lay, rank, op="sum", root=0, in_place=False):
+    """Buffers whose output holds exactly what the collective should have produced."""
+    bufs = B.make(torch, lay, dt, in_place, "cpu")
+    B.fill(torch, bufs, coll, rank, N, op)
+    exp = coll.expected(torch, lay, rank, N, op, root, "cpu")
+    bufs.recv.copy_(exp.to(bufs.recv.dtype))
+    return bufs
+
+
+def _checked_rank(coll):
+    return 0 if coll.rooted and coll.name in ("gather", "reduce") else 1   # root 0 holds the output
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("dtype", ["float", "half", "bfloat16", "int8", "int32", "uint8", "double"])
+def test_correct_output_has_no_wrong_element(name, dtype):
+    rank = _checked_rank(collectives.get(name))
+    coll, dt, lay = _point(name, rank, dtype)
+    bufs = _correct(coll, dt, lay, rank)
+    assert B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0) == 0
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_one_corrupted_element_is_counted(name):
+    rank = _checked_rank(collectives.get(name))
+    coll, dt, lay = _point(name, rank)
+    bufs = _correct(coll, dt, lay, rank)
+    bufs.recv[lay.recv_elems - 1] += 1
+    assert B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0) == 1
+    bufs.recv[0] -= 1
+    assert B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0) == 2
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_unwritten_poisoned_element_is_counted(name):
+    rank = _checked_rank(collectives.get(name))
+    coll, dt, lay = _point(name, rank)
+    bufs = _correct(coll, dt, lay, rank)
+    bufs.recv[lay.recv_elems // 2] = B.POISON
+    assert B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0) == 1
+
+
+CASES = [(name, op) for name in ALL
+         for op in (("sum", "prod", "min", "max", "avg") if collectives.get(name).reduces else ("sum",))]
+
+
+@pytest.mark.parametrize("name, op", CASES)
+def test_output_left_as_filled_is_entirely_wrong(name, op):
+    """fill() poisons the whole output: a collective that writes nothing fails every element."""
+    coll = collectives.get(name)
+    rank = _checked_rank(coll)
+    coll, dt, lay = _point(name, rank, "int32")
+    bufs = B.make(torch, lay, dt, False, "cpu")
+    B.fill(torch, bufs, coll, rank, N, op)
+    assert B.count_wrong(torch, bufs, coll, lay, dt, rank, N, op, 0) == lay.recv_elems
+
+
+@pytest.mark.parametrize("name", ["gather", "reduce"])
+def test_non_root_output_is_not_checked(name):
+    coll, dt, lay = _point(name, 2)
+    bufs = B.make(torch, lay, dt, False, "cpu")
+    B.fill(torch, bufs, coll, 2, N, "sum")
+    assert B.count_wrong(torch, bufs, coll, lay, dt, 2, N, "sum", 0) == 0
+
+
+def test_avg_on_half_tolerates_rounding_but_not_a_wrong_value():
+    coll, dt, lay = _point("all_reduce", 0, "half")
+    bufs = _correct(coll, dt, lay, 0, op="avg")
+    assert B.count_wrong(torch, bufs, coll, lay, dt, 0, N, "avg", 0) == 0
+    bufs.recv[3] += 1
+    assert B.count_wrong(torch, bufs, coll, lay, dt, 0, N, "avg", 0) == 1
+
+
+def test_int8_results_compare_after_wrapping():
+    """A sum past 127 wraps in int8 as NCCL's arithmetic does; the exact value is not expected."""
+    coll, dt, lay = _point("all_reduce", 0, "int8")
+    bufs = B.make(torch, lay, dt, False, "cpu")
+    exp = torch.full((lay.count,), 200, dtype=torch.int64)
+    bufs.recv.copy_(exp.to(torch.int8))
+    fake = type("C", (), {"expected": lambda self, *a: exp, "reduces": True})()
+    assert B.count_wrong(torch, bufs, fake, lay, dt, 0, N, "sum", 0) == 0
+
+
+@pytest.mark.parametrize("name", ["all_gather", "reduce_scatter", "all_reduce", "broadcast", "reduce"])
+def test_in_place_buffers_are_views_of_one_allocation_at_nccl_offsets(name):
+    coll, dt, lay = _point(name, 2)
+    bufs = B.make(torch, lay, dt, True, "cpu")
+    assert len(bufs.keep) == 1
+    base = bufs.keep[0]
+    so, ro = lay.inplace_offsets
+    elem = base.element_size()
+    assert bufs.send.data_ptr() == base.data_ptr() + so * elem
+    assert bufs.recv.data_ptr() == base.data_ptr() + ro * elem
+    assert (bufs.send.numel(), bufs.recv.numel()) == (lay.send_elems, lay.recv_elems)
+
+
+def test_fill_writes_rank_specific_inputs_and_poison():
+    coll, dt, lay = _point("all_gather", 1)
+    bufs = B.make(torch, lay, dt, False, "cpu")
+    B.fill(torch, bufs, coll, 1, N, "sum")
+    assert set(bufs.recv.tolist()) == {float(B.POISON)}
+    other = B.make(torch, lay, dt, False, "cpu")
+    B.fill(torch, other, coll, 2, N, "sum")
+    assert bufs.send.tolist() != other.send.tolist()

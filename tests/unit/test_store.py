@@ -1,0 +1,107 @@
+"""The results database: runs, measurements, and errors that name the --db path."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from ccltune.errors import UsageError
+from ccltune.store import Measurement, Store
+
+
+def _m(size, in_place=False, **kw):
+    base = dict(collective="all_reduce", size_bytes=size, count=size // 4, dtype="float", op="sum", root=None,
+                in_place=in_place, n_ranks=2, time_us=10.5, algbw_gbps=size / 10.5 / 1e3,
+                busbw_gbps=size / 10.5 / 1e3, wrong=0)
+    base.update(kw)
+    return Measurement(**base)
+
+
+ENV = {"world_size": 2, "n_nodes": 1, "launcher": "torchrun", "host": "h0", "platform": "cpu",
+       "ccltune_version": "0.1.0", "nccl_version": None, "variables": {"NCCL_DEBUG": "INFO"}}
+
+
+def test_run_round_trip(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as st:
+        rid = st.begin_run("bench", command="ccltune bench all", env=ENV, args={"iters": 3}, engine="gloo")
+        assert st.run(rid).status == "running"
+        rows = [_m(8), _m(8, True), _m(64, status="waived", time_us=None, algbw_gbps=None, busbw_gbps=None,
+                                      wrong=None, note="no in-place form")]
+        st.add_measurements(rid, rows)
+        st.finish_run(rid, "complete", {"rows": 3, "wrong": 0})
+    with Store(db, create=False) as st:   # everything was committed
+        run = st.run(rid)
+        assert (run.kind, run.status, run.command, run.engine) == ("bench", "complete", "ccltune bench all", "gloo")
+        assert (run.world_size, run.launcher, run.host) == (2, "torchrun", "h0")
+        assert run.env["variables"] == {"NCCL_DEBUG": "INFO"}
+        assert run.args == {"iters": 3} and run.summary == {"rows": 3, "wrong": 0}
+        assert run.finished_at is not None
+        assert st.measurements(rid) == rows
+        assert st.measurements(rid, in_place=True) == [rows[1]]
+        assert st.measurements(rid, status="waived")[0].note == "no in-place form"
+
+
+def test_rows_are_committed_as_they_are_added(tmp_path):
+    """A crash loses nothing already measured: another connection sees each row at once."""
+    db = tmp_path / "r.db"
+    st = Store(db)
+    rid = st.begin_run("bench", command="c")
+    st.add_measurements(rid, [_m(8)])
+    other = sqlite3.connect(db)
+    assert other.execute("SELECT count(*) FROM measurements").fetchone()[0] == 1
+    assert other.execute("SELECT status FROM runs").fetchone()[0] == "running"
+    other.close()
+    st.close()
+
+
+def test_runs_listing_by_kind_and_latest(tmp_path):
+    with Store(tmp_path / "r.db") as st:
+        a = st.begin_run("bench", command="a")
+        b = st.begin_run("sweep", command="b")
+        c = st.begin_run("bench", command="c")
+        assert [r.id for r in st.runs()] == [a, b, c]
+        assert [r.id for r in st.runs("bench")] == [a, c]
+        assert st.latest_run("sweep").id == b and st.latest_run().id == c
+        st.add_measurements(a, [_m(8)])
+        st.add_measurements(c, [_m(16), _m(32)])
+        assert [m.size_bytes for m in st.measurements([a, c])] == [8, 16, 32]
+        assert [m.size_bytes for m in st.measurements(c)] == [16, 32]
+
+
+def test_unknown_run_names_the_runs_there(tmp_path):
+    with Store(tmp_path / "r.db") as st:
+        for _ in range(3):
+            st.begin_run("bench", command="x")
+        with pytest.raises(UsageError, match=r"no run 9; runs in .*: 1-3"):
+            st.run(9)
+
+
+def test_bad_status_and_column_are_rejected(tmp_path):
+    with Store(tmp_path / "r.db") as st:
+        rid = st.begin_run("bench", command="x")
+        with pytest.raises(ValueError, match="run status must be one of"):
+            st.finish_run(rid, "done")
+        with pytest.raises(ValueError, match="unknown measurement column 'sizes'"):
+            st.measurements(rid, sizes=8)
+
+
+def test_missing_folder_is_a_usage_error_naming_the_path(tmp_path):
+    path = tmp_path / "nowhere" / "r.db"
+    with pytest.raises(UsageError, match="folder of database .*nowhere.* does not exist"):
+        Store(path)
+    assert not path.parent.exists()
+
+
+def test_missing_file_without_create(tmp_path):
+    with pytest.raises(UsageError, match=r"does not exist \(--db\)"):
+        Store(tmp_path / "r.db", create=False)
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_a_file_that_is_not_a_database(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("these are not the results you are looking for\n" * 100)
+    with pytest.raises(UsageError, match="is not a usable ccltune database"):
+        Store(path)
