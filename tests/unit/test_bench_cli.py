@@ -1,0 +1,133 @@
+"""ccltune bench: every bad input is refused before any process is started or file written."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ccltune import collectives, dist
+from ccltune.cli import _common, main
+
+
+@pytest.fixture
+def no_launch(monkeypatch, tmp_path):
+    """Fail loudly if the command gets as far as starting torchrun or joining a job."""
+    def boom(*a, **k):
+        raise AssertionError("a process was started or a job joined before the input was checked")
+
+    monkeypatch.setattr(_common.subprocess, "Popen", boom)
+    monkeypatch.setattr(dist, "init", boom)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _bench(capsys, tmp_path, *args):
+    db = tmp_path / "t.db"
+    t0 = time.monotonic()
+    rc = main(["bench", *args, "--db", str(db), "--json", str(tmp_path / "t.json")])
+    elapsed = time.monotonic() - t0
+    err = capsys.readouterr().err
+    assert not db.exists() and not (tmp_path / "t.json").exists()
+    assert not (tmp_path / "ccltune.db").exists()
+    assert elapsed < 5
+    return rc, err
+
+
+def _argparse_error(capsys, tmp_path, *args):
+    with pytest.raises(SystemExit) as ei:
+        _bench(capsys, tmp_path, *args)
+    assert ei.value.code == 2
+    assert not (tmp_path / "t.db").exists()
+    return capsys.readouterr().err
+
+
+def test_unknown_collective(capsys, no_launch):
+    rc, err = _bench(capsys, no_launch, "all_reduse")
+    assert rc == 2
+    assert err.startswith("ccltune: error: unknown collective 'all_reduse' in COLLECTIVE")
+    assert "did you mean 'all_reduce'" in err
+    assert all(name in err for name in collectives.REGISTRY) and ", all" in err
+    assert "Traceback" not in err
+
+
+def test_unknown_collective_in_a_comma_list(capsys, no_launch):
+    rc, err = _bench(capsys, no_launch, "all_reduce,gathr")
+    assert rc == 2 and "unknown collective 'gathr'" in err and "did you mean 'gather'" in err
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["-d", "flaot"], "unknown datatype 'flaot' in -d/--datatype (did you mean 'float'?)"),
+    (["-o", "summ"], "unknown op 'summ' in -o/--op (did you mean 'sum'?)"),
+    (["-b", "1M", "-e", "1K"], "-b/--minbytes must be <= -e/--maxbytes, got 1048576 > 1024"),
+    (["-f", "1.5"], "-f/--stepfactor must be >= 2, got 1.5"),
+    (["-f", "0", "-i", "0"], "-i/--stepbytes must be > 0, got 0"),
+    (["-b", "lots"], "-b/--minbytes: 'lots' is not a size"),
+    (["-e", "1.5M"], "-e/--maxbytes: '1.5M' is not a size"),
+    (["-n", "0"], "-n/--iters must be >= 1, got 0"),
+    (["-w", "-1"], "-w/--warmup_iters must be >= 0, got -1"),
+    (["-r", "-1"], "-r/--root must be >= 0, got -1"),
+    (["-G", "-2"], "-G/--cudagraph must be >= 0, got -2"),
+    (["--timeout", "0"], "--timeout must be > 0 seconds, got 0"),
+    (["--nproc", "0"], "--nproc must be >= 1, got 0"),
+    (["--engine", "gloo", "--algo", "ring"], "--symmetric, --algo, --proto and --channels need --engine nccl"),
+])
+def test_bad_values_are_usage_errors(capsys, no_launch, args, needle):
+    rc, err = _bench(capsys, no_launch, "all_reduce", *args)
+    assert rc == 2
+    assert needle in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--engine", "mpi"], "argument --engine: invalid choice: 'mpi'"),
+    (["-n", "many"], "argument -n/--iters: invalid int value: 'many'"),
+    (["-f", "x"], "argument -f/--stepfactor: invalid float value: 'x'"),
+    (["-c", "2"], "argument -c/--check: invalid choice: 2"),
+    (["-a", "median"], "argument -a/--average: invalid choice: 'median'"),
+])
+def test_argparse_errors_exit_2(capsys, no_launch, args, needle):
+    err = _argparse_error(capsys, no_launch, "all_reduce", *args)
+    assert needle in err
+
+
+def test_nccl_engine_without_gpu_is_engine_unavailable(capsys, no_launch, monkeypatch):
+    monkeypatch.setattr(_common, "gpu_count", lambda: 0)
+    rc, err = _bench(capsys, no_launch, "all_reduce", "--engine", "nccl")
+    assert rc == 4 and "--engine nccl needs a CUDA/ROCm GPU" in err and "use --engine gloo" in err
+
+
+def test_root_beyond_world_is_refused_before_the_db(capsys, no_launch, monkeypatch):
+    """-r is checked against the world size once the job is known, still before the db."""
+    monkeypatch.setattr(dist, "init", lambda *a, **k: dist.DistContext(info=dist.launch_info({}), timeout_s=5))
+    rc, err = _bench(capsys, no_launch, "broadcast", "-r", "3", "--nproc", "1")
+    assert rc == 2 and "-r/--root must be < the number of ranks (1), got 3" in err
+
+
+def test_relaunch_passes_the_engine_and_drops_nproc(monkeypatch):
+    """What the parent hands to torchrun: the user's arguments, the engine resolved once."""
+    seen = {}
+
+    class FakeProc:
+        def wait(self):
+            return 0
+
+    def popen(cmd, env):
+        seen["cmd"], seen["env"] = cmd, env
+        return FakeProc()
+
+    monkeypatch.setattr(_common.subprocess, "Popen", popen)
+    for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        monkeypatch.delenv(var, raising=False)
+    args = type("A", (), {"nproc": 3})()
+    argv = ["bench", "all", "--nproc", "3", "--engine=torch", "-n", "2"]
+    assert _common.relaunch(args, argv, "gloo") == 0
+    cmd = seen["cmd"]
+    assert "--nproc-per-node=3" in cmd and "--standalone" in cmd
+    assert cmd[cmd.index("ccltune"):] == ["ccltune", "bench", "all", "-n", "2", "--engine", "gloo"]
+    assert seen["env"]["CCLTUNE_COMMAND"] == "ccltune " + " ".join(argv)
+
+
+@pytest.mark.parametrize("rc, code", [(0, 0), (1, 1), (-2, 130), (-15, 143), (3, 3)])
+def test_exit_code_of_a_signalled_launcher(rc, code):
+    assert _common._exit_code(rc) == code
