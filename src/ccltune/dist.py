@@ -223,7 +223,51 @@ def init(timeout_s: float, *, with_nccl: bool = False, device: Any = None) -> Di
     return ctx
 
 
+def lost_local_ranks(info: LaunchInfo) -> list[int]:
+    """Under torchrun: the ranks of this node whose worker process is gone. torchrun stops
+    the survivors with SIGTERM when one worker exits, so this tells a dead peer from a
+    cancel. [] when it cannot be told (no /proc, not torchrun's child)."""
+    if info.launcher != "torchrun":
+        return []
+    parent, alive = os.getppid(), set()
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+                state, ppid = fh.read().rsplit(")", 1)[1].split()[:2]
+            if int(ppid) != parent or state == "Z":
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                alive.update(int(kv[5:]) for kv in fh.read().split(b"\0") if kv.startswith(b"RANK="))
+        except (OSError, ValueError):
+            continue
+    if info.rank not in alive:
+        return []
+    base = info.rank - info.local_rank
+    return [r for r in range(base, base + info.local_world_size) if r not in alive]
+
+
 def torchrun_argv(nproc: int, module_args: list[str]) -> list[str]:
-    """``python -m torch.distributed.run --standalone --nproc-per-node N -m ccltune ARGS``."""
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+    """``python -m ccltune.dist --standalone --nproc-per-node N -m ccltune ARGS``: torchrun."""
+    return [sys.executable, "-m", "ccltune.dist", "--standalone", f"--nproc-per-node={nproc}",
             "-m", "ccltune", *module_args]
+
+
+def _torchrun(argv: list[str]) -> int:
+    """torchrun, with its failure report but without its own Python traceback: a worker that
+    failed or Ctrl-C is the news, not the frames of torch.distributed.run."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import main
+
+    try:
+        main(argv)
+    except ChildFailedError as exc:
+        print(str(exc).strip("\n"), file=sys.stderr)
+        return 1
+    except SignalException as exc:
+        return 128 + int(exc.sigval)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_torchrun(sys.argv[1:]))

@@ -14,7 +14,7 @@ from typing import Any
 
 from ccltune import dist
 from ccltune.engines import ENGINES, default_engine
-from ccltune.errors import EngineUnavailable, UsageError
+from ccltune.errors import DistError, EngineUnavailable, Interrupted, UsageError
 from ccltune.store import DEFAULT_DB
 
 
@@ -83,11 +83,13 @@ def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | No
     env.setdefault("OMP_NUM_THREADS", "1")
     env["CCLTUNE_COMMAND"] = "ccltune " + " ".join(argv)
     proc = subprocess.Popen(cmd, env=env)
+    interrupted = False
     while True:  # Ctrl-C reaches the workers through torchrun; wait for them to finish
         try:
-            return _exit_code(proc.wait())
+            rc = _exit_code(proc.wait())
+            return Interrupted.exit_code if interrupted and rc != 0 else rc
         except KeyboardInterrupt:
-            continue
+            interrupted = True
 
 
 def _exit_code(rc: int) -> int:
@@ -111,17 +113,32 @@ def _drop_option(argv: list[str], name: str) -> list[str]:
     return out
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: a launcher stopping this rank (a cancel, or torchrun after a peer died)."""
+
+
 @contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM (torchrun forwarding Ctrl-C, srun/mpirun cancelling) acts like Ctrl-C."""
+    """SIGTERM (srun/mpirun cancelling, torchrun stopping the job) acts like Ctrl-C."""
     def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+        raise Terminated
 
     old = signal.signal(signal.SIGTERM, handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+def peer_death(ctx: dist.DistContext, exc: BaseException) -> DistError | None:
+    """An interrupt that is really a peer's death (torchrun's SIGTERM after a worker exited),
+    as an error naming the rank and host that died; None for a real interrupt."""
+    lost = dist.lost_local_ranks(ctx.info) if isinstance(exc, Terminated) else []
+    if not lost:
+        return None
+    who = ", ".join(f"rank {r} on host {ctx.host_of(r)}" for r in lost)
+    return DistError(f"{who} exited (killed or crashed); the launcher stopped rank {ctx.rank} "
+                     f"on {ctx.host_of(ctx.rank)}")
 
 
 def make_engine(name: str, ctx: dist.DistContext, opts: Any) -> Any:

@@ -111,10 +111,14 @@ def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note
             printer.preamble(ctx, env, engine_name, note)
             bench.run(engine, plan, printer.start, printer.row, printer.end)
             status = "complete"
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        dead = _common.peer_death(ctx, exc)
+        if dead is not None:
+            raise dead from None
         status = "interrupted"
-        print(f"ccltune: interrupted; {len(rows)} rows kept in {args.db}" + (f" (run {run_id})" if run_id else ""),
-              file=sys.stderr)
+        if ctx.is_root:
+            print(f"ccltune: interrupted; {len(rows)} rows kept in {args.db}" + (f" (run {run_id})" if run_id else ""),
+                  file=sys.stderr)
         return 130
     except DistError:
         status = "failed"
