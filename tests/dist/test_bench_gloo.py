@@ -1,0 +1,143 @@
+"""`ccltune bench` end to end on the gloo engine: every collective on 2 and 4 processes,
+every datatype and op that gloo supports, the table, the JSON records and the database."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ccltune import collectives
+from ccltune.sizes import size_series
+from conftest import ROW_FIELDS, only_run
+
+ALL = list(collectives.REGISTRY)
+SIZES = ["-b", "8", "-e", "4K", "-f", "8"]
+FAST = ["-n", "2", "-w", "1", "--timeout", "30"]
+# gloo runs torch.distributed's API: these have no out-of-place form there, those no in-place form at all
+IN_PLACE_ONLY = {"all_reduce", "broadcast", "reduce"}
+NO_IN_PLACE = {"alltoall", "scatter", "gather", "sendrecv"}
+
+
+def table(stdout: str) -> dict[str, list[list[str]]]:
+    """Rows of the text table per collective, as whitespace-split cells."""
+    out: dict[str, list[list[str]]] = {}
+    current = None
+    for line in stdout.splitlines():
+        if line.startswith("# Collective test starting: "):
+            current = line.split(": ", 1)[1]
+            out[current] = []
+        elif line.strip() and not line.startswith("#"):
+            assert current is not None, line
+            out[current].append(line.split())
+    return out
+
+
+def check_cells(name: str, cells: list[str]) -> None:
+    assert len(cells) == 13, cells
+    oop, ip = cells[5:9], cells[9:13]
+    assert (oop == ["N/A"] * 4) == (name in IN_PLACE_ONLY), cells
+    assert (ip == ["N/A"] * 4) == (name in NO_IN_PLACE), cells
+    for half in (oop, ip):
+        if half[0] != "N/A":
+            assert float(half[0]) > 0 and half[3] == "0", cells
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_every_collective(run_bench, nproc):
+    proc, db, js = run_bench("all", *SIZES, *FAST, "--nproc", str(nproc))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    sizes = size_series(8, 4096, factor=8)
+
+    # the table: a header per collective, a row per size, #wrong 0 wherever measured
+    rows = table(proc.stdout)
+    assert list(rows) == ALL
+    for name, cells in rows.items():
+        coll = collectives.get(name)
+        assert len(cells) == len(sizes), (name, cells)
+        for size, c in zip(sizes, cells):
+            lay = coll.layout(size, 4, nproc, 0)
+            assert (int(c[0]), int(c[1]), c[2]) == (lay.size_bytes, lay.count, "float")
+            check_cells(name, c)
+    assert proc.stdout.count("# Out of bounds values : 0 OK") == len(ALL)
+    assert f"# ccltune bench: engine gloo, {nproc} processes (CPU)" in proc.stdout
+    assert all(f"Rank {r:2d} Group  0 on " in proc.stdout for r in range(nproc))
+
+    # the JSON records: one per (collective, size, placement), busbw = algbw * factor
+    data = json.loads(js.read_text())
+    recs = data["records"]
+    assert len(recs) == len(ALL) * len(sizes) * 2
+    for r in recs:
+        assert set(ROW_FIELDS) <= set(r)
+        coll = collectives.get(r["collective"])
+        assert r["dtype"] == "float" and r["n_ranks"] == nproc
+        assert r["op"] == ("sum" if coll.reduces else None)
+        assert r["root"] == (0 if coll.rooted else None)
+        if r["status"] == "ok":
+            assert r["wrong"] == 0 and r["time_us"] > 0
+            assert r["algbw_gbps"] == pytest.approx(r["size_bytes"] / r["time_us"] / 1e3)
+            assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * coll.bus_factor(nproc))
+        else:
+            assert r["status"] == "waived" and r["note"] and r["time_us"] is None
+    ok = {(r["collective"], r["in_place"]) for r in recs if r["status"] == "ok"}
+    assert ok == {(n, p) for n in ALL for p in (False, True)
+                  if not (n in IN_PLACE_ONLY and not p) and not (n in NO_IN_PLACE and p)}
+
+    # the database: the same rows, the run complete with its environment
+    run, stored = only_run(db)
+    assert [m.to_record() for m in stored] == recs
+    assert (run.kind, run.status, run.engine, run.world_size) == ("bench", "complete", "gloo", nproc)
+    assert run.summary == {"rows": len(recs), "wrong": 0}
+    assert run.launcher == "torchrun" and run.command.startswith("ccltune bench all -b 8")
+    assert "--nproc" in run.command   # what the user typed, not what torchrun was given
+    env = run.env
+    assert env == data["env"]
+    assert env["world_size"] == nproc and env["launcher"] == "torchrun" and env["engine"] == "gloo"
+    assert isinstance(env["variables"], dict) and env["torch_version"]
+    assert len(env["hosts"]) == nproc
+    # the environment records what each worker ran: the engine resolved once, --nproc gone
+    assert env["command"].startswith("ccltune bench all -b 8") and env["command"].endswith("--engine gloo")
+
+
+CASES = [(op, dt) for op in ("sum", "prod", "min", "max") for dt in ("int32", "float")]
+CASES += [("sum", "bfloat16"), ("max", "half"), ("prod", "int8"), ("sum", "uint8"), ("min", "double")]
+
+
+@pytest.mark.parametrize("op, dtype", CASES)
+def test_ops_and_datatypes(run_bench, op, dtype):
+    proc, db, js = run_bench("all_reduce,reduce_scatter,reduce,broadcast", "-b", "64", "-e", "1K", "-f", "16",
+                             *FAST, "-o", op, "-d", dtype, "-r", "1", "--nproc", "2")
+    assert proc.returncode == 0, proc.stderr
+    rows = table(proc.stdout)
+    assert all(c[2] == dtype for cells in rows.values() for c in cells)
+    assert [c[3] for c in rows["all_reduce"]] == [op, op] and [c[4] for c in rows["broadcast"]] == ["1", "1"]
+    for name, cells in rows.items():
+        for c in cells:
+            check_cells(name, c)
+    recs = json.loads(js.read_text())["records"]
+    measured = [r for r in recs if r["status"] == "ok"]
+    assert len(measured) == 2 * (1 + 2 + 1 + 1)   # all_gather-free: reduce_scatter has both placements
+    assert all(r["wrong"] == 0 and r["dtype"] == dtype for r in measured)
+    assert {r["op"] for r in recs if r["collective"] != "broadcast"} == {op}
+    assert {r["root"] for r in recs if r["collective"] in ("reduce", "broadcast")} == {1}
+    assert only_run(db)[0].status == "complete"
+
+
+def test_avg_is_waived_on_gloo_not_failed(run_bench):
+    proc, db, js = run_bench("all_reduce,all_gather", "-b", "64", "-e", "64", *FAST, "-o", "avg", "--nproc", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "WAIVED: gloo has no AVG reduction" in proc.stdout
+    recs = json.loads(js.read_text())["records"]
+    assert {r["status"] for r in recs if r["collective"] == "all_reduce"} == {"waived"}
+    assert {r["status"] for r in recs if r["collective"] == "all_gather"} == {"ok"}   # avg only matters to reductions
+
+
+def test_single_process_runs_and_waives(run_bench):
+    proc, db, js = run_bench("all_reduce,sendrecv,all_gather", "-b", "8", "-e", "64", "-f", "8", *FAST, "--nproc", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "WAIVED: one process: start several with --nproc N or a launcher" in proc.stdout
+    recs = json.loads(js.read_text())["records"]
+    assert len(recs) == 3 * 2 * 2 and {r["status"] for r in recs} == {"waived"}
+    run, stored = only_run(db)
+    assert run.status == "complete" and run.world_size == 1 and len(stored) == len(recs)
