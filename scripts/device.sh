@@ -79,14 +79,40 @@ phase_diag() {
   step links topo doctor check
   ct 60 links --db "$DB" --json "$OUT/links.json" | grep -v "^#  \|^$" | tail -40
   ct 30 topo --db "$DB" | head -30
-  ct 180 doctor --db "$DB" --json "$OUT/doctor.json" | tail -30
-  ct 120 check --profile h200-4 --db "$DB" --json "$OUT/check.json" | tail -12
+  ct 120 doctor --db "$DB" --json "$OUT/doctor.json" | tail -30
+  ct 90 check --profile h200-4 --db "$DB" --json "$OUT/check.json" | tail -12; pack
 }
 phase_sweepsmoke() {
   step sweep smoke
   ct 120 sweep all_reduce all_gather -b 1M -e 4M -f 4 --reps 3 --channels 8 --nproc $NGPU --db "$OUT/smoke.db"
   ct 30 tune --db "$OUT/smoke.db" --out "$OUT/smoke_rules.conf"; cat "$OUT/smoke_rules.conf"
   ct 120 validate "$OUT/smoke_rules.conf" all_reduce all_gather -b 1M -e 4M -f 4 --reps 3 --nproc $NGPU --db "$OUT/smoke.db"
+}
+pack() { (cd "$OUT" && tar czf /tmp/pack.tgz --exclude=pack.tgz . && mv /tmp/pack.tgz "$OUT/pack.tgz"); }
+phase_tune4() {
+  step sweep, tune, validate on $NGPU GPUs
+  local D="$OUT/tune$NGPU.db"
+  ct 300 sweep -b 8 -e 1G -f 2 --reps 3 --nproc $NGPU --db "$D" > "$OUT/sweep$NGPU.txt" 2>&1; tail -3 "$OUT/sweep$NGPU.txt"
+  ct 60 tune --db "$D" --out "$OUT/rules$NGPU.conf" | tail -20
+  ct 200 validate "$OUT/rules$NGPU.conf" -b 8 -e 1G -f 2 --reps 5 --nproc $NGPU --db "$D" --json "$OUT/validate$NGPU.json" --junit "$OUT/validate$NGPU.xml" > "$OUT/validate$NGPU.txt" 2>&1
+  grep -v "^validate:" "$OUT/validate$NGPU.txt" | tail -50; pack
+}
+phase_tune2() {
+  step sweep, tune, validate on 2 GPUs
+  local D="$OUT/tune2.db"
+  CUDA_VISIBLE_DEVICES=0,1 ct 150 sweep all_reduce all_gather -b 8 -e 1G -f 2 --reps 3 --nproc 2 --db "$D" > "$OUT/sweep2.txt" 2>&1; tail -3 "$OUT/sweep2.txt"
+  ct 60 tune --db "$D" --out "$OUT/rules2.conf" | tail -12
+  CUDA_VISIBLE_DEVICES=0,1 ct 120 validate "$OUT/rules2.conf" all_reduce all_gather -b 8 -e 1G -f 2 --reps 5 --nproc 2 --db "$D" --json "$OUT/validate2.json" > "$OUT/validate2.txt" 2>&1
+  grep -v "^validate:" "$OUT/validate2.txt" | tail -30; pack
+}
+phase_refs() {
+  step reference comparison after aligning the start of timing
+  [ -x bench/reference/build/nccl_ref ] || bench/reference/build.sh > "$OUT/ref-build.log" 2>&1
+  ct 200 bench all_reduce all_gather reduce_scatter alltoall sendrecv -b 8 -e 1G -f 2 -G 10 --nproc $NGPU --db "$DB" --json "$OUT/bench5.json" > "$OUT/bench5.txt"
+  for c in all_reduce all_gather reduce_scatter alltoall sendrecv; do
+    timeout 60 mpirun --allow-run-as-root -np $NGPU -x NCCL_NVLS_ENABLE=0 bench/reference/build/nccl_ref -c $c -b 8 -e 1G -f 2 -G 10 > "$OUT/ref_$c.txt" 2>&1
+  done
+  python3 bench/compare_reference.py "$OUT/bench5.json" "$OUT"/ref_*.txt | tail -3; pack
 }
 for p in "$@"; do "phase_$p"; done
 cp -f "$DB" "$OUT/" 2>/dev/null || true

@@ -46,7 +46,7 @@ class GlooEngine(Engine):
     def time_point(self, pt: Point, bufs: Buffers) -> float:
         for _ in range(pt.warmup):
             self.launch(pt, bufs)
-        self.ctx.barrier("timing barrier")
+        self.start_together()
         t0 = time.perf_counter()
         for _ in range(pt.iters):
             self.launch(pt, bufs)

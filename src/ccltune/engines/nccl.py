@@ -86,6 +86,7 @@ class NcclEngine(CudaEngine):
             os.environ["NCCL_TUNER_PLUGIN"] = str(self.plugin)  # before the first communicator
         self.comms: dict[CommConfig, Any] = {}
         self._windows: list[tuple[Any, Any]] = []
+        self._align: Any = None
 
     def info(self) -> dict[str, Any]:
         return {"version": self.lib.version, "library": self.lib.path, "symmetric": self.symmetric,
@@ -155,6 +156,14 @@ class NcclEngine(CudaEngine):
         stream = self.torch.cuda.current_stream(self.device).cuda_stream
         pt.coll.run_nccl(self.lib, self.comm(pt.config), bufs.send.data_ptr(), bufs.recv.data_ptr(),
                          pt.lay, pt.dt.nccl, OPS[pt.op], pt.root, stream, self.ctx.rank, self.ctx.world_size)
+
+    def start_together(self, config: Any = None) -> None:
+        super().start_together(config)
+        if self._align is None:
+            self._align = self.torch.zeros(1, dtype=self.torch.float32, device=self.device)
+        ptr = self._align.data_ptr()
+        self.lib.call("ncclAllReduce", ptr, ptr, 1, 7, 0, self.comm(config), self.stream.cuda_stream)
+        self.sync()
 
     def abort(self) -> None:
         for comm in list(self.comms.values()):

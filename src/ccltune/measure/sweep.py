@@ -95,7 +95,7 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
             rotated = order[k:] + order[:k]
             local = []
             for i in rotated:
-                local.append(_replay(engine, graphs[i]))
+                local.append(_replay(engine, graphs[i], configs[i]))
             combined = ctx.allreduce_floats(local, "sum", "time exchange")
             for i, t in zip(rotated, combined):
                 times[i].append(t / ctx.world_size)
@@ -158,9 +158,9 @@ def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> tuple
         return (graph.replay, n)
 
 
-def _replay(engine: Any, entry: tuple[Any, int]) -> float:
+def _replay(engine: Any, entry: tuple[Any, int], config: Any) -> float:
     run, n = entry
-    engine.ctx.barrier("timing barrier")
+    engine.start_together(config)
     with engine.torch.cuda.stream(engine.stream):
         t0 = time.perf_counter()
         run()
