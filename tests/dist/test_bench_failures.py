@@ -1,0 +1,105 @@
+"""`ccltune bench` when a rank dies, hangs, or the user presses Ctrl-C: every process ends
+within a bound, the output names the rank and host, rows already measured stay stored."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+from conftest import alive, count_rows, only_run, wait_rows, worker
+
+TIMEOUT_S = 5
+# many sizes: the run is still going when the test acts on it
+LONG = ["all_reduce", "-b", "8", "-e", "64M", "-f", "2", "-n", "20", "-w", "1", "--nproc", "2"]
+
+
+class Stderr:
+    """Collects a process's stderr as it arrives, so a test can wait for a line."""
+
+    def __init__(self, proc):
+        self.text = ""
+        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._thread.start()
+
+    def _read(self, proc):
+        for line in proc.stderr:
+            self.text += line
+
+    def wait_for(self, needle: str, timeout: float) -> float:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            if needle in self.text:
+                return time.monotonic() - t0
+            time.sleep(0.05)
+        raise AssertionError(f"{needle!r} not in stderr after {timeout:g}s:\n{self.text}")
+
+    def join(self):
+        self._thread.join(timeout=10)
+        return self.text
+
+
+def _start(launcher, tmp_path):
+    db = tmp_path / "t.db"
+    proc = launcher.start(*LONG, "--db", str(db), "--timeout", str(TIMEOUT_S))
+    err = Stderr(proc)
+    before = wait_rows(db, 4, proc)
+    launcher.note(proc)
+    return proc, err, db, before
+
+
+def test_killed_rank_stops_the_others_and_is_named(launcher, tmp_path):
+    proc, err, db, before = _start(launcher, tmp_path)
+    victim = worker(proc.pid, 1)
+    os.kill(victim, signal.SIGKILL)
+    t0 = time.monotonic()
+    proc.wait(timeout=60)
+    assert time.monotonic() - t0 < 60
+    text = err.join()
+    assert proc.returncode != 0
+    assert "ccltune: error: rank 1 on host " in text and "exited (killed or crashed)" in text
+    assert "interrupted" not in text and "Traceback" not in text
+    assert not any(alive(p) for p in launcher.seen)
+    run, rows = only_run(db)
+    assert run.status == "failed"
+    assert len(rows) >= before and run.summary["rows"] == len(rows)
+    assert all(m.wrong in (0, None) for m in rows)
+
+
+def test_hung_rank_is_named_within_the_timeout(launcher, tmp_path):
+    proc, err, db, before = _start(launcher, tmp_path)
+    victim = worker(proc.pid, 1)
+    os.kill(victim, signal.SIGSTOP)
+    try:
+        # gloo's own timeout is --timeout; the roll call that names the rank takes a few seconds more
+        waited = err.wait_for("stopped answering", TIMEOUT_S + 15)
+        assert waited >= TIMEOUT_S - 1
+    finally:
+        os.kill(victim, signal.SIGKILL)   # torchrun would wait 30 s on a stopped process
+        os.kill(victim, signal.SIGCONT)
+    proc.wait(timeout=60)
+    text = err.join()
+    assert proc.returncode != 0
+    assert "ccltune: error: rank 1 on host " in text
+    assert "rank 0 on " in text and f"gives up after {TIMEOUT_S}s (--timeout)" in text
+    assert "Traceback" not in text
+    run, rows = only_run(db)
+    assert run.status == "failed" and len(rows) >= before
+
+
+def test_ctrl_c_keeps_rows_and_marks_the_run_interrupted(launcher, tmp_path):
+    proc, err, db, before = _start(launcher, tmp_path)
+    os.killpg(proc.pid, signal.SIGINT)   # what the terminal does: the launcher's whole group
+    t0 = time.monotonic()
+    proc.wait(timeout=60)
+    assert time.monotonic() - t0 < 30
+    text = err.join()
+    assert proc.returncode == 130, text
+    assert "Traceback" not in text and "ccltune: error" not in text
+    run, rows = only_run(db)
+    assert run.status == "interrupted"
+    assert len(rows) >= before and run.summary["rows"] == len(rows) == count_rows(db)
+    assert f"ccltune: interrupted; {len(rows)} rows kept in {db} (run {run.id})" in text
+    assert text.count("ccltune: interrupted") == 1   # rank 0 speaks for the job
+    assert not any(alive(p) for p in launcher.seen)
