@@ -117,7 +117,8 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
             store.finish_run(run_id, status, {"rows": len(rows)})
     if store is None:
         return 0
-    result = V.verdict(rows, hard_slowdown=args.hard_limit / 100)
+    gpu = (env.get("gpus") or [{}])[0].get("name")
+    result = V.verdict(rows, hard_slowdown=args.hard_limit / 100, covered=coverage(args.rules, gpu))
     summary = result.to_dict()
     store.finish_run(run_id, "complete", summary)
     store.close()
@@ -129,6 +130,18 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     if result.status != "PASS":
         raise CheckFailed(f"validate: {result.status}: rules in {args.rules} made some size slower (see above)")
     return 0
+
+
+def coverage(path: str, gpu: str | None) -> Any:
+    """covered(collective, n_ranks, n_nodes, size) by the rules in ``path``, as the plugin
+    would see it on this machine (graph-captured calls report regBuff=1)."""
+    ruleset = rules.load(path)
+    facts = rules.PlatformFacts(gpu=gpu)
+
+    def covered(collective: str, n_ranks: int, n_nodes: int, size: int) -> bool:
+        q = rules.Query(collective.replace("_", ""), size, n_ranks, n_nodes, reg_buff=1, platform=facts)
+        return rules.match(ruleset, q).rule is not None
+    return covered
 
 
 def _print(result: Any, args: argparse.Namespace) -> None:

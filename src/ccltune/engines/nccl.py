@@ -162,7 +162,8 @@ class NcclEngine(CudaEngine):
         if self._align is None:
             self._align = self.torch.zeros(1, dtype=self.torch.float32, device=self.device)
         ptr = self._align.data_ptr()
-        self.lib.call("ncclAllReduce", ptr, ptr, 1, 7, 0, self.comm(config), self.stream.cuda_stream)
+        # on NCCL's default communicator: a forced candidate may not run all_reduce at all
+        self.lib.call("ncclAllReduce", ptr, ptr, 1, 7, 0, self.comm(DEFAULT), self.stream.cuda_stream)
         self.sync()
 
     def abort(self) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,8 +96,13 @@ def judge(default: PointStats, rules: PointStats, hard_slowdown: float = HARD_SL
 
 
 def verdict(rows: Iterable[Any], *, hard_slowdown: float = HARD_SLOWDOWN,
-            placement: str = "out-of-place") -> Verdict:
-    """The verdict over rows of configs 'default' and 'rules'. Raises DataError when there are none."""
+            placement: str = "out-of-place", covered: Callable[[str, int, int, int], bool] | None = None) -> Verdict:
+    """The verdict over rows of configs 'default' and 'rules'. Raises DataError when there are none.
+
+    ``covered(collective, n_ranks, n_nodes, size_bytes)`` says whether a rule applies there.
+    Where none does, the plugin changes nothing (it touches NCCL's outputs only on a match),
+    so both sides ran NCCL's own choice: such a size is PASS ("no rule applies") and its
+    measured ratio is shown as a noise reference, never judged."""
     samples: dict[tuple[str, int, int, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         row = row.to_record() if hasattr(row, "to_record") else row
@@ -116,6 +121,11 @@ def verdict(rows: Iterable[Any], *, hard_slowdown: float = HARD_SLOWDOWN,
         if d is None or r is None:
             missing = " and ".join(s for s in SIDES if stats.get(s) is None)
             out.append(SizeVerdict(*key, "ERROR", f"no usable {missing} samples", d, r))
+            continue
+        if covered is not None and not covered(*key):
+            ratio = d.median_us / r.median_us
+            out.append(SizeVerdict(*key, "PASS", f"no rule applies: NCCL's own choice on both sides "
+                                                 f"(measured ratio {ratio:.3f}, i.e. the noise)", d, r))
             continue
         out.append(SizeVerdict(*key, *judge(d, r, hard_slowdown), d, r))
     return Verdict(out, hard_slowdown)
