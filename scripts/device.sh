@@ -114,5 +114,16 @@ phase_refs() {
   done
   python3 bench/compare_reference.py "$OUT/bench5.json" "$OUT"/ref_*.txt | tail -3; pack
 }
+phase_last() {
+  step 4 GPUs: all_gather and reduce_scatter around 4 MB, sweep tune validate
+  local D="$OUT/tune4b.db"
+  ct 100 sweep all_gather reduce_scatter -b 1M -e 16M -f 2 --reps 5 --nproc $NGPU --db "$D" > "$OUT/sweep4b.txt" 2>&1; tail -2 "$OUT/sweep4b.txt"
+  ct 30 tune --db "$D" --out "$OUT/rules4b.conf" | tail -8; grep -v "^#" "$OUT/rules4b.conf"
+  ct 60 validate "$OUT/rules4b.conf" all_gather reduce_scatter -b 1M -e 16M -f 2 --reps 7 --nproc $NGPU --db "$D" --json "$OUT/validate4b.json" --junit "$OUT/validate4b.xml" 2>&1 | grep -v "^validate:\|Warning\|capture_end" | tail -14
+  pack
+  step 2 GPUs: validate the 2-GPU rules from the earlier sweep, 1 M to 1 G
+  CUDA_VISIBLE_DEVICES=0,1 ct 60 validate docs/results/h200x2-sweep-rules.conf all_reduce -b 1M -e 1G -f 2 --reps 7 --nproc 2 --db "$OUT/val2.db" --json "$OUT/validate2b.json" 2>&1 | grep -v "^validate:\|Warning\|capture_end" | tail -16
+  pack
+}
 for p in "$@"; do "phase_$p"; done
 cp -f "$DB" "$OUT/" 2>/dev/null || true
