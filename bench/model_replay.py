@@ -1,0 +1,252 @@
+"""Replay `ccltune sweep --mode model` against exhaustive sweep data used as an oracle.
+
+    python bench/model_replay.py [DB ...]        # default: the H200 sweeps under bench/data
+
+For every (database, collective, nRanks, nNodes) group of a sweep run whose sizes are complete,
+the model-guided loop of ``ccltune sweep --mode model`` (:mod:`ccltune.tune.model`) runs as the
+sweep runs it, except that "measuring" a (size, configuration) point takes that point's rows
+(every repetition, and the 'unavailable' row of a configuration NCCL refused) from the
+exhaustive data::
+
+    todo = {s: None for s in plan_initial(sizes)}
+    while todo:
+        gathered += oracle rows of todo's points
+        todo = plan_refine(gathered, sizes)
+
+Then ``derive`` (``ccltune tune``'s defaults: objective time, min_margin 2%, out-of-place) runs
+on (a) the exhaustive rows and (b) the gathered rows, and both rule sets are matched (the
+plugin's first-match semantics, :func:`ccltune.rules.match`) at every measured size: the
+decisions are equal when both select the same configuration or neither has a rule.
+
+A point is one (size, configuration): what the sweep measures with ``--reps`` interleaved
+repetitions; ``rows`` counts the stored rows (a refused configuration stores one row).
+The ratio is exhaustive points / model points. ``capture`` (as ``ccltune tune`` reports it,
+:func:`ccltune.tune.derive.account_gain`): the share of the significant saving available at the
+measured sizes that the exhaustive rules and the model's rules capture, both judged on the
+exhaustive data. ``loss`` of a differing size is how much slower
+(exhaustive medians) the model's selection is there than the exhaustive one's.
+
+A group counts as complete when its run finished, when the run went on to a later collective
+of its ``--collective`` list (a sweep measures one collective at a time), or when it holds
+every size of the run's -b/-e/-f series; its configurations must also be the same at every
+size. Other groups are listed as skipped.
+
+Exit status: 0 when every group's decisions are equal and every ratio is >= ``--min-ratio``
+(3); 1 otherwise; 2 when no group could be replayed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ccltune.errors import UsageError
+from ccltune.rules import PlatformFacts, Query, RuleSet, match
+from ccltune.sizes import format_size, parse_size, size_series
+from ccltune.store import Store
+from ccltune.tune import model
+from ccltune.tune.derive import Candidate, GroupResult, account_gain, candidate_of, derive, gpu_model
+from ccltune.tune.stats import median
+
+DATA = Path(__file__).resolve().parent / "data"
+DEFAULT_DBS = [DATA / "h200x4-sweep-allreduce.sqlite", DATA / "h200x2-sweep.sqlite",
+               DATA / "h200x4-sweep-ag-rs.sqlite"]
+Point = tuple[int, Candidate]  # (size_bytes, configuration)
+
+
+@dataclass
+class Group:
+    """One (collective, nRanks, nNodes) of one sweep run: its exhaustive rows (with 'gpu')."""
+
+    db: str
+    run_id: int
+    collective: str
+    n_ranks: int
+    n_nodes: int
+    rows: list[dict[str, Any]]
+
+    @property
+    def sizes(self) -> list[int]:
+        return sorted({int(r["size_bytes"]) for r in self.rows})
+
+    @property
+    def oracle(self) -> dict[Point, list[dict[str, Any]]]:
+        out: dict[Point, list[dict[str, Any]]] = defaultdict(list)
+        for r in self.rows:
+            out[(int(r["size_bytes"]), candidate_of(r))].append(r)
+        return dict(out)
+
+
+@dataclass
+class Replay:
+    points: set[Point]
+    rows: list[dict[str, Any]]
+    rounds: int  # measuring rounds: plan_initial's, then one per non-empty plan_refine
+
+
+@dataclass
+class Comparison:
+    sizes: list[int]
+    exhaustive: dict[int, str]  # size -> selected configuration's label ('no rule')
+    replayed: dict[int, str]
+    loss: dict[int, float | None] = field(default_factory=dict)  # differing sizes only
+    capture: tuple[float | None, float | None] = (None, None)  # exhaustive's and model's rules
+
+    @property
+    def differing(self) -> list[int]:
+        return [s for s in self.sizes if self.exhaustive[s] != self.replayed[s]]
+
+
+def load_groups(db: str | Path) -> tuple[list[Group], list[str]]:
+    """The complete groups of every sweep run in ``db``, and why the others were skipped."""
+    groups: list[Group] = []
+    skipped: list[str] = []
+    with Store(db, create=False) as store:
+        for run in store.runs("sweep"):
+            gpu = gpu_model(run.env, run.platform)
+            by_key: dict[tuple[str, int, int], list[dict[str, Any]]] = defaultdict(list)
+            for r in store.measurement_rows([run.id]):
+                by_key[(r["collective"], int(r["n_ranks"]), int(r["n_nodes"] or 1))].append({**r, "gpu": gpu})
+            order = list(run.args.get("collective") or [])
+            series = _series(run.args)
+            present = {k[0] for k in by_key}
+            for key in sorted(by_key, key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k)):
+                coll = key[0]
+                later = coll in order and any(c in present for c in order[order.index(coll) + 1:])
+                whole = series is not None and set(series) <= {int(r["size_bytes"]) for r in by_key[key]}
+                g = Group(str(db), run.id, *key, rows=by_key[key])
+                configs = defaultdict(set)
+                for size, cand in g.oracle:
+                    configs[size].add(cand)
+                where = f"{Path(db).name} run {run.id} {coll} nranks={key[1]}"
+                if run.status != "complete" and not later and not whole:
+                    skipped.append(f"{where}: the run ({run.status}) stopped inside it ({len(g.sizes)} sizes measured)")
+                elif len({frozenset(c) for c in configs.values()}) != 1:
+                    skipped.append(f"{where}: configurations differ between sizes")
+                else:
+                    groups.append(g)
+    return groups, skipped
+
+
+def _series(args: Mapping[str, Any]) -> list[int] | None:
+    """The sizes a sweep run asked for (-b/-e/-f), or None when its arguments do not say."""
+    try:
+        return size_series(parse_size(args["minbytes"]), parse_size(args["maxbytes"]),
+                           factor=float(args.get("stepfactor") or 0), increment=int(args.get("stepbytes") or 0))
+    except (KeyError, TypeError, ValueError, UsageError):
+        return None
+
+
+def replay(group: Group, *, initial: Callable[[Sequence[int]], list[int]] = model.plan_initial,
+           refine: Callable[..., Mapping[int, Any]] = model.plan_refine, max_rounds: int = 100,
+           **refine_opts: Any) -> Replay:
+    """The model-guided sweep loop with the group's exhaustive rows as the measurements."""
+    oracle = group.oracle
+    sizes = group.sizes
+    at_size: dict[int, list[Candidate]] = defaultdict(list)
+    for size, cand in sorted(oracle, key=lambda p: (p[0], not p[1].is_default, p[1].sort_key())):
+        at_size[size].append(cand)
+    points: set[Point] = set()
+    rows: list[dict[str, Any]] = []
+    todo: Mapping[int, Any] = {s: None for s in initial(sizes)}
+    rounds = 0
+    while todo:
+        rounds += 1
+        if rounds > max_rounds:
+            raise RuntimeError(f"{group.collective}: plan_refine still asks for sizes after {max_rounds} rounds")
+        for size, want in todo.items():
+            for cand in (at_size.get(size, []) if want is None else want):
+                if (size, cand) in oracle and (size, cand) not in points:
+                    points.add((size, cand))
+                    rows.extend(oracle[(size, cand)])
+        todo = refine(rows, sizes, **refine_opts)
+    return Replay(points, rows, rounds)
+
+
+def _selections(result: GroupResult, sizes: Iterable[int]) -> dict[int, str]:
+    """size -> the configuration the group's rules select there ('no rule': NCCL decides)."""
+    ruleset = RuleSet(list(result.rules))
+    key = result.key
+    out = {}
+    for s in sizes:
+        m = match(ruleset, Query(key.collective, s, key.n_ranks, key.n_nodes, platform=PlatformFacts(gpu=key.gpu)))
+        out[s] = "no rule" if m.rule is None else Candidate(m.algo, m.proto, m.channels or None).label
+    return out
+
+
+def compare(group: Group, replayed_rows: list[dict[str, Any]], **derive_opts: Any) -> Comparison:
+    """Decisions of the rules derived from all rows vs from the replayed rows, at every size."""
+    full = derive(group.rows, **derive_opts).groups
+    part = derive(replayed_rows, **derive_opts).groups
+    if len(full) != 1 or len(part) != 1:
+        raise RuntimeError(f"{group.collective}: expected one derive group, got {len(full)} and {len(part)}")
+    sizes = group.sizes
+    cmp = Comparison(sizes, _selections(full[0], sizes), _selections(part[0], sizes))
+    mm = derive_opts.get("min_margin", 0.02)
+    cmp.capture = (account_gain(full[0], min_margin=mm).capture,
+                   account_gain(full[0], part[0].rules, min_margin=mm).capture)
+    medians = {(s, c.label): median([float(r["time_us"]) for r in rs if r["status"] == "ok" and r["time_us"]])
+               for (s, c), rs in group.oracle.items() if any(r["status"] == "ok" and r["time_us"] for r in rs)}
+    for s in cmp.differing:
+        ex, mo = (("default" if x == "no rule" else x) for x in (cmp.exhaustive[s], cmp.replayed[s]))
+        a, b = medians.get((s, ex)), medians.get((s, mo))
+        cmp.loss[s] = b / a - 1.0 if a and b else None
+    return cmp
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("dbs", nargs="*", default=[str(d) for d in DEFAULT_DBS], help="ccltune results databases")
+    p.add_argument("--min-margin", type=float, default=2.0, metavar="PCT", help="as `ccltune tune --min-margin`")
+    p.add_argument("--min-ratio", type=float, default=3.0, help="fewest exhaustive/model points that passes")
+    p.add_argument("--stride", type=int, default=None, help="plan_initial stride (default: the model's own)")
+    args = p.parse_args(argv)
+    opts = {"objective": "time", "min_margin": args.min_margin / 100}
+    initial = model.plan_initial if args.stride is None else (lambda s: model.plan_initial(s, stride=args.stride))
+
+    print(f"# model-guided sweep replayed against exhaustive data; derive: objective=time "
+          f"min_margin={args.min_margin:g}% placement=out-of-place")
+    head = (f"{'db':<32} {'collective':<15} {'nranks':>6} {'sizes':>5} {'exh_points':>10} {'exh_rows':>8} "
+            f"{'model_points':>12} {'model_rows':>10} {'rounds':>6} {'ratio':>6} {'decisions_equal':>15} "
+            f"{'capture_exh_%':>13} {'capture_model_%':>15}")
+    print(head)
+    bad, notes, n = False, [], 0
+    for db in args.dbs:
+        groups, skipped = load_groups(db)
+        notes.extend(f"skipped {s}" for s in skipped)
+        for g in groups:
+            n += 1
+            r = replay(g, initial=initial, **opts)
+            c = compare(g, r.rows, **opts)
+            ratio = len(g.oracle) / len(r.points)
+            equal = len(c.sizes) - len(c.differing)
+            print(f"{Path(db).name:<32} {g.collective:<15} {g.n_ranks:>6} {len(g.sizes):>5} {len(g.oracle):>10} "
+                  f"{len(g.rows):>8} {len(r.points):>12} {len(r.rows):>10} {r.rounds:>6} {ratio:>5.1f}x "
+                  f"{f'{equal}/{len(c.sizes)}':>15} {_pct(c.capture[0]):>13} {_pct(c.capture[1]):>15}")
+            for s in c.differing:
+                loss = c.loss[s]
+                notes.append(f"differs {Path(db).name} {g.collective} nranks={g.n_ranks} at {format_size(s)}B: "
+                             f"exhaustive {c.exhaustive[s]}, model {c.replayed[s]}"
+                             + ("" if loss is None else f" (model's choice {100 * loss:+.1f}% time)"))
+            bad |= bool(c.differing) or ratio < args.min_ratio
+    for note in notes:
+        print(f"# {note}")
+    if not n:
+        print("# no complete group to replay", file=sys.stderr)
+        return 2
+    print(f"# {'FAIL' if bad else 'PASS'}: {n} groups; pass needs equal decisions at every size and ratio >= "
+          f"{args.min_ratio:g}x")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

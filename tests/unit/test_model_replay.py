@@ -1,0 +1,99 @@
+"""bench/model_replay.py: the model-guided sweep replayed against a synthetic exhaustive Store."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from ccltune.store import Measurement, Store
+from ccltune.tune.derive import DEFAULT, Candidate
+
+_PATH = Path(__file__).resolve().parents[2] / "bench" / "model_replay.py"
+_spec = importlib.util.spec_from_file_location("ccltune_bench_model_replay", _PATH)
+mr = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = mr  # dataclasses look their module up
+_spec.loader.exec_module(mr)
+
+SIZES = [8 << i for i in range(25)]  # 8 B .. 128 MB
+REPS = 3
+LL, SIMPLE, TREE = Candidate("ring", "ll"), Candidate("ring", "simple"), Candidate("tree", "simple")
+ARGS = {"collective": ["all_reduce", "all_gather"], "minbytes": "8", "maxbytes": "128M", "stepfactor": 2.0}
+ENV = {"gpus": [{"name": "NVIDIA H200"}] * 4, "platform": "NVIDIA H200 x4"}
+
+
+def _time(cand: Candidate, size: int) -> float:
+    ll, simple = 5.0 + size / 20e3, 15.0 + size / 300e3
+    return ll if cand == LL else simple  # NCCL's default: always simple, ll wins below ~140 KB
+
+
+def _rows(coll: str, sizes: list[int]) -> list[Measurement]:
+    out = []
+    for s in sizes:
+        for rep in range(REPS):
+            for c in (DEFAULT, LL, SIMPLE, TREE):
+                m = Measurement(coll, s, s // 4, "float", "sum", None, False, 4, rep=rep, algo=c.algo,
+                                proto=c.proto, channels=c.channels, config=c.label)
+                if c == TREE:
+                    if rep == 0:
+                        out.append(Measurement(**{**m.to_record(), "status": "unavailable"}))
+                    continue
+                m.time_us = _time(c, s) * (1.0 + 0.002 * ((rep + s.bit_length()) % 3 - 1))
+                out.append(m)
+    return out
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "sweep.sqlite"
+    with Store(path) as store:
+        run = store.begin_run("sweep", command="ccltune sweep", env=ENV, args=ARGS)
+        store.add_measurements(run, _rows("all_reduce", SIZES))
+        store.add_measurements(run, _rows("all_gather", SIZES[:5]))  # interrupted inside all_gather
+        store.finish_run(run, "interrupted")
+    return path
+
+
+def test_load_groups_keeps_complete_collectives_only(db: Path):
+    groups, skipped = mr.load_groups(db)
+    assert [(g.collective, g.n_ranks, g.sizes) for g in groups] == [("all_reduce", 4, SIZES)]
+    assert len(skipped) == 1 and "all_gather" in skipped[0]
+    assert all(r["gpu"] == "H200" for r in groups[0].rows)
+    assert len(groups[0].oracle) == 4 * len(SIZES)
+
+
+def test_replay_measures_fewer_points_and_reaches_the_same_decisions(db: Path):
+    (group,), _ = mr.load_groups(db)
+    r = mr.replay(group, objective="time", min_margin=0.02)
+    assert r.rounds > 1  # the boundary was bisected, not found by the first plan
+    assert {(s, c) for s, c in r.points if s in (SIZES[0], SIZES[-1])} == {
+        (s, c) for s in (SIZES[0], SIZES[-1]) for c in (DEFAULT, LL, SIMPLE, TREE)}
+    assert len(r.rows) == sum(len(group.oracle[p]) for p in r.points)
+    assert len(group.oracle) / len(r.points) >= 3
+    cmp = mr.compare(group, r.rows, objective="time", min_margin=0.02)
+    assert cmp.differing == []
+    assert cmp.exhaustive[SIZES[0]] == "ring/ll/default" and cmp.exhaustive[SIZES[-1]] == "no rule"
+    assert cmp.capture[1] == pytest.approx(cmp.capture[0])
+
+
+def test_compare_names_a_differing_size(db: Path):
+    (group,), _ = mr.load_groups(db)
+    no_64 = [r for r in group.rows if r["size_bytes"] != 64]
+    cmp = mr.compare(group, no_64, objective="time", min_margin=0.02)
+    assert cmp.differing == []  # 64 B lies inside the ring/ll range of its measured neighbours
+    no_ll_at_64 = [r for r in group.rows if r["size_bytes"] != 64 or r["config"] != "ring/ll/default"]
+    cmp = mr.compare(group, no_ll_at_64, objective="time", min_margin=0.02)
+    assert cmp.differing == [64] and cmp.replayed[64] == "no rule" and cmp.loss[64] > 0.5
+    only_ends = [r for r in group.rows if r["size_bytes"] in (SIZES[0], SIZES[-1])]
+    cmp = mr.compare(group, only_ends, objective="time", min_margin=0.02)
+    assert cmp.differing and all(cmp.loss[s] is not None for s in cmp.differing)
+
+
+def test_main_reports_and_exits_by_verdict(db: Path, capsys: pytest.CaptureFixture[str]):
+    assert mr.main([str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "all_reduce" in out and "25/25" in out and "# PASS" in out and "skipped" in out
+    assert mr.main([str(db), "--min-ratio", "1000"]) == 1
+    assert "# FAIL" in capsys.readouterr().out
