@@ -50,7 +50,14 @@ from ccltune.rules import PlatformFacts, Query, RuleSet, match
 from ccltune.sizes import format_size, parse_size, size_series
 from ccltune.store import Store
 from ccltune.tune import model
-from ccltune.tune.derive import Candidate, GroupResult, account_gain, candidate_of, derive, gpu_model
+from ccltune.tune.derive import (
+    Candidate,
+    GroupResult,
+    account_gain,
+    candidate_of,
+    derive,
+    gpu_model,
+)
 from ccltune.tune.stats import median
 
 DATA = Path(__file__).resolve().parent / "data"
