@@ -1,0 +1,36 @@
+"""Write docs/cli.md from the commands' own --help (run after changing a flag)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from pathlib import Path
+
+os.environ["COLUMNS"] = "100"
+from ccltune.cli import _COMMANDS, build_parser  # noqa: E402
+
+
+def help_text(argv: list[str]) -> str:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.suppress(SystemExit):
+        build_parser().parse_args([*argv, "--help"])
+    return buf.getvalue().rstrip()
+
+
+def render() -> str:
+    parser = build_parser()
+    names = [a for a in parser._subparsers._group_actions[0].choices]  # type: ignore[union-attr]
+    out = ["# ccltune command reference", "",
+           "Generated from each command's `--help` by `python scripts/gen_cli_docs.py`; do not edit.", "",
+           "```", help_text([]), "```", ""]
+    for name in names:
+        out += [f"## ccltune {name}", "", "```", help_text([name]), "```", ""]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    target = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+    target.write_text(render() + "\n", encoding="utf-8")
+    print(f"wrote {target} ({len(_COMMANDS)} commands)", file=sys.stderr)
