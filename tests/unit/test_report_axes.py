@@ -87,3 +87,14 @@ def test_zone_chart_svg_clips_zones_to_the_axis():
     tips = [t.text for t in root.iter(f"{NS}title")]
     assert tips == ["allreduce: tree/ll for 0B to 64K", "allreduce: ring/simple for 64K to 1T"]
     assert svg.zone_colors(z) == {"tree/ll": svg.PALETTE[0], "ring/simple": svg.PALETTE[1]}
+
+
+def test_log_charts_drop_points_a_log_axis_cannot_show():
+    from ccltune.report import svg
+    from ccltune.report.model import LineChart, Series
+
+    chart = LineChart("t", "size", "GB/s", [Series("a", [0, 8, 16], [1.0, 0.0, 2.0], lo=[0.5, 0.0, 1.5],
+                                                   hi=[1.5, 0.1, 2.5])])
+    kept = svg.plottable(chart).series[0]
+    assert kept.xs == [16] and kept.ys == [2.0] and kept.lo == [1.5] and kept.hi == [2.5]
+    assert "<polyline" in svg.line_chart(chart)  # renders instead of raising on log(0)

@@ -77,6 +77,7 @@ def _size_axis(ax: Any, lo: float, hi: float) -> None:
 
 
 def _line(ax: Any, c: LineChart) -> None:
+    c = svg.plottable(c)
     lo, hi = svg.x_range([x for s in c.series for x in s.xs])
     y_lo, y_hi, y_ticks = svg.y_range(c)
     if c.ref_band:

@@ -5,6 +5,7 @@ zone bars. No scripts, fonts or images, so a report opens offline; every point c
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from html import escape
 
 from ccltune.report import axes
@@ -66,7 +67,21 @@ def x_range(xs: list[float]) -> tuple[float, float]:
     return max(lo / 1.4, 0.5), hi * 1.4
 
 
+def plottable(chart: LineChart) -> LineChart:
+    """The chart without points a log axis cannot show (a 0-byte size, a 0.00 GB/s busbw)."""
+    def keep(x: float, y: float) -> bool:
+        return (x > 0 or not chart.x_log) and (y > 0 or not chart.y_log)
+
+    series = []
+    for s in chart.series:
+        idx = [i for i, (x, y) in enumerate(zip(s.xs, s.ys)) if keep(x, y)]
+        pick = (lambda v: None if v is None else [v[i] for i in idx])
+        series.append(replace(s, xs=pick(s.xs), ys=pick(s.ys), lo=pick(s.lo), hi=pick(s.hi), marked=pick(s.marked)))
+    return replace(chart, series=[s for s in series if s.xs])
+
+
 def line_chart(chart: LineChart) -> str:
+    chart = plottable(chart)
     xs = [x for s in chart.series for x in s.xs]
     x_lo, x_hi = x_range(xs)
     y_lo, y_hi, y_ticks = y_range(chart)
