@@ -183,8 +183,10 @@ class DistContext:
             return []
 
     def close(self) -> None:
+        """Leave together (after a clean run): no rank tears gloo down under another's feet."""
         if self.dist is not None and self.dist.is_initialized():
             try:
+                self.barrier("teardown")
                 self.dist.destroy_process_group()
             except Exception:  # noqa: BLE001 - teardown after a failure
                 pass

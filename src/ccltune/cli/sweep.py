@@ -99,13 +99,15 @@ def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[
 
 def main(args: argparse.Namespace) -> int:
     colls, sizes, cands = validate_args(args)
-    engine_name, _ = _common.resolve_engine(args)
-    if engine_name != "nccl":
-        raise UsageError(f"sweep needs the nccl engine (a GPU); got --engine {engine_name}")
+    engine_name, note = _common.resolve_engine(args)
+    if engine_name != "nccl" and len(cands) > 1:
+        raise UsageError(f"forced candidates (--algos/--protos/--channels) need the nccl engine (a GPU); "
+                         f"the {engine_name} engine can only sweep its default: pass --algos '' --protos '' "
+                         f"--channels ''" + (f" ({note})" if note else ""))
     rc = _common.relaunch(args, args._argv, engine_name)
     if rc is not None:
         return rc
-    return run_sweep(args, colls, sizes, cands)
+    return run_sweep(args, colls, sizes, cands, engine_name)
 
 
 def engine_opts(args: argparse.Namespace, workdir: str) -> argparse.Namespace:
@@ -124,24 +126,28 @@ def engine_opts(args: argparse.Namespace, workdir: str) -> argparse.Namespace:
     return opts
 
 
-def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[Candidate]) -> int:
+def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[Candidate],
+              engine_name: str = "nccl") -> int:
     from ccltune.engines.nccl import CommConfig
     from ccltune.tune import model
 
-    ctx = _common.join("nccl", args.timeout)
+    ctx = _common.join(engine_name, args.timeout)
     _common.quiet_other_ranks(ctx)
     if args.virtual_nodes > 1:
         if ctx.world_size % args.virtual_nodes:
             raise UsageError(f"--virtual-nodes {args.virtual_nodes} does not divide {ctx.world_size} ranks")
         os.environ["NCCL_HOSTID"] = f"ccltune-virtual-node-{ctx.rank * args.virtual_nodes // ctx.world_size}"
     workdir = tempfile.mkdtemp(prefix="ccltune-sweep-")
-    engine = _common.make_engine("nccl", ctx, engine_opts(args, workdir))
+    engine = _common.make_engine(engine_name, ctx, engine_opts(args, workdir) if engine_name == "nccl" else args)
     settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
                                graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
                                warmup=args.warmup_iters, timeout_s=args.timeout)
     configs = {c: CommConfig(c.algo, c.proto, c.channels) for c in cands}
     store = Store(args.db) if ctx.is_root else None
-    run_id, done = _open_run(store, args, ctx, engine)
+    run_id, done = _open_run(store, args, ctx, engine, engine_name)
+    # every rank must skip the same points: rank 0 read them from the database
+    blob = json.dumps(sorted(done)).encode() if ctx.is_root else None
+    done = {tuple(x) for x in json.loads(ctx.broadcast_bytes(blob, "points already measured"))}
     engine.on_fatal = _common.fail_run_hook(args.db, run_id) if run_id else None
     progress = _Progress(ctx.is_root, total=len(colls) * len(sizes))
     status, n_rows = "failed", 0
@@ -154,7 +160,8 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                 while todo:
                     for size, want in todo.items():
                         chosen = [c for c in cands if want is None or c in want]
-                        chosen = [c for c in chosen if (coll.name, size, c.label) not in done]
+                        stored = coll.layout(size, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes
+                        chosen = [c for c in chosen if (coll.name, stored, c.label) not in done]
                         progress.step(f"{coll.name} {size} B")
                         if not chosen:
                             continue
@@ -175,9 +182,14 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                     todo = {int(s): (None if v is None else [by_label[x] for x in v if x in by_label])
                             for s, v in decoded.items()}
             status = "complete"
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        dead = _common.peer_death(ctx, exc)
+        if dead is not None:
+            raise dead from None
         status = "interrupted"
-        print(f"ccltune: sweep interrupted; resume with --resume {run_id}", file=sys.stderr)
+        if ctx.is_root:
+            print(f"ccltune: sweep interrupted; {n_rows} rows kept in {args.db}; resume with "
+                  f"--resume {run_id}", file=sys.stderr)
         return 130
     finally:
         progress.close()
@@ -186,13 +198,16 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
             store.finish_run(run_id, status, {"rows": n_rows, "mode": args.mode,
                                               "virtual_nodes": args.virtual_nodes})
             store.close()
+        if status == "complete":
+            ctx.close()
     if ctx.is_root:
         print(f"ccltune sweep: run {run_id} complete, {n_rows} rows in {args.db}; next: "
               f"ccltune tune --db {args.db} --runs {run_id} --out rules.conf")
     return 0
 
 
-def _open_run(store: Store | None, args: argparse.Namespace, ctx: Any, engine: Any) -> tuple[int | None, set]:
+def _open_run(store: Store | None, args: argparse.Namespace, ctx: Any, engine: Any,
+              engine_name: str) -> tuple[int | None, set]:
     """A new sweep run, or the one named by --resume with the points it already has."""
     done: set[tuple[str, int, str]] = set()
     if store is None:
@@ -206,14 +221,14 @@ def _open_run(store: Store | None, args: argparse.Namespace, ctx: Any, engine: A
         store.conn.execute("UPDATE runs SET status = 'running' WHERE id = ?", (args.resume,))
         store.conn.commit()
         return args.resume, done
-    env = environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine="nccl",
+    env = environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine=engine_name,
                               nccl=engine.info(), hosts=ctx.hosts, argv=args._argv)
     if args.virtual_nodes > 1:
         env["virtual_nodes"] = args.virtual_nodes
         env["platform"] += f" (simulated {args.virtual_nodes} nodes)"
     run_id = store.begin_run("sweep", command=_common.command_line(args._argv), env=env,
                              args={k: v for k, v in vars(args).items() if k not in ("func", "_argv")},
-                             engine="nccl")
+                             engine=engine_name)
     return run_id, done
 
 

@@ -108,13 +108,20 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
                     if store is not None:
                         store.add_measurements(run_id, got)
             status = "complete"
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        dead = _common.peer_death(ctx, exc)
+        if dead is not None:
+            raise dead from None
         status = "interrupted"
+        if ctx.is_root:
+            print(f"ccltune: validate interrupted; {len(rows)} rows kept in {args.db}", file=sys.stderr)
         return 130
     finally:
         engine.close()
         if store is not None and status != "complete":
             store.finish_run(run_id, status, {"rows": len(rows)})
+        if status == "complete":
+            ctx.close()
     if store is None:
         return 0
     gpu = (env.get("gpus") or [{}])[0].get("name")

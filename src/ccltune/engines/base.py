@@ -7,6 +7,7 @@ the stream is synchronised, and the elapsed time is divided by the number of cal
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -69,6 +70,13 @@ class Engine:
 
     def sync(self) -> None:
         pass
+
+    def stream_context(self) -> Any:
+        """Where this engine's calls are issued (a CUDA stream for GPU engines)."""
+        return contextlib.nullcontext()
+
+    def drop_comm(self, config: Any, abort: bool = False) -> None:
+        """Forget the communicator of ``config`` (engines that keep several)."""
 
     def time_point(self, pt: Point, bufs: Buffers) -> float:
         """Seconds per call on this rank."""
@@ -140,6 +148,9 @@ class CudaEngine(Engine):
 
     def sync(self) -> None:
         self.stream.synchronize()
+
+    def stream_context(self) -> Any:
+        return self.torch.cuda.stream(self.stream)
 
     def _issue(self, pt: Point, bufs: Buffers, n: int) -> None:
         for _ in range(n):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ccltune.collectives import Collective
@@ -50,13 +50,15 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
     """Rows for every configuration at ``size`` (``reps`` rows each when measured)."""
     torch, ctx = engine.torch, engine.ctx
     lay = coll.layout(size, s.dtype.size, ctx.world_size, ctx.rank)
-    base = Point(coll, lay, s.dtype, s.op, 0, False, 1, s.warmup, 1 if s.graph else 0, None)
+    base = Point(coll, lay, s.dtype, s.op, 0, False, 1, s.warmup, 1 if s.graph and engine.supports_graph else 0, None)
+    if engine.waive_reason(base) and lay.inplace_offsets is not None:
+        base = replace(base, in_place=True)  # an API that is in-place only (torch, gloo)
     rows: list[Measurement] = []
 
     def row(i: int, status: str, *, time_us: float | None = None, wrong: int | None = None,
             note: str | None = None, rep: int = 0) -> Measurement:
         m = Measurement(collective=coll.name, size_bytes=lay.size_bytes, count=lay.count, dtype=s.dtype.name,
-                        op=s.op if coll.reduces else None, root=0 if coll.rooted else None, in_place=False,
+                        op=s.op if coll.reduces else None, root=0 if coll.rooted else None, in_place=base.in_place,
                         n_ranks=ctx.world_size, n_nodes=ctx.n_nodes, status=status, note=note,
                         graph=1 if s.graph else 0, rep=rep, **labels[i])
         if time_us is not None:
@@ -66,9 +68,12 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
             m.wrong = wrong
         return m
 
+    reason = engine.waive_reason(base)
+    if reason:
+        return [row(i, "waived", note=reason) for i in range(len(configs))]
     bufs, err = None, None
     try:
-        bufs = B.make(torch, lay, s.dtype, False, engine.device)
+        bufs = B.make(torch, lay, s.dtype, base.in_place, engine.device)
     except (RuntimeError, MemoryError) as exc:
         err = str(exc).splitlines()[0]
     if P._agree(engine, err is not None, "allocation"):
@@ -79,7 +84,7 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
     graphs: dict[int, tuple[Any, int]] = {}
     wrong: dict[int, int] = {}
     for i, cfg in enumerate(configs):
-        pt = Point(base.coll, lay, s.dtype, s.op, 0, False, 1, s.warmup, base.graph, cfg)
+        pt = replace(base, config=cfg)
         out = _first_call(engine, pt, bufs, what, s)
         if out is not None:
             rows.append(row(i, out.status, note=out.note))
@@ -113,7 +118,7 @@ def _first_call(engine: Any, pt: Point, bufs: B.Buffers, what: str, s: SweepSett
     B.fill(engine.torch, bufs, pt.coll, engine.ctx.rank, engine.ctx.world_size, pt.op)
     with Watchdog(engine, s.timeout_s, what):
         try:
-            with engine.torch.cuda.stream(engine.stream):
+            with engine.stream_context():
                 engine.launch(pt, bufs)
         except Exception as exc:  # noqa: BLE001 - NCCL refusing a forced configuration
             err = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -127,7 +132,7 @@ def _check(engine: Any, pt: Point, bufs: B.Buffers, lay: Any, s: SweepSettings) 
     ctx = engine.ctx
     engine.sync()
     B.fill(engine.torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
-    with engine.torch.cuda.stream(engine.stream):
+    with engine.stream_context():
         engine.launch(pt, bufs)
     engine.sync()
     return B.count_wrong(engine.torch, bufs, pt.coll, lay, s.dtype, ctx.rank, ctx.world_size, pt.op, 0)
@@ -136,7 +141,7 @@ def _check(engine: Any, pt: Point, bufs: B.Buffers, lay: Any, s: SweepSettings) 
 def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> tuple[Any, int]:
     """(graph or None, calls per replay), sized so a replay lasts about target_us."""
     torch = engine.torch
-    with torch.cuda.stream(engine.stream):
+    with engine.stream_context():
         for _ in range(s.warmup):
             engine.launch(pt, bufs)
         engine.sync()
@@ -147,7 +152,7 @@ def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> tuple
         # ranks must agree on the call count: take the slowest estimate
         est_us = engine.ctx.allreduce_floats([est_us], "max", "iteration count")[0]
         n = iters_for(est_us, s)
-        if not s.graph:
+        if not (s.graph and engine.supports_graph):
             return (lambda: [engine.launch(pt, bufs) for _ in range(n)], n)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=engine.stream, capture_error_mode=engine.capture_mode):
@@ -161,7 +166,7 @@ def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> tuple
 def _replay(engine: Any, entry: tuple[Any, int], config: Any) -> float:
     run, n = entry
     engine.start_together(config)
-    with engine.torch.cuda.stream(engine.stream):
+    with engine.stream_context():
         t0 = time.perf_counter()
         run()
         engine.sync()

@@ -1,0 +1,85 @@
+"""`ccltune sweep` machinery on the gloo engine (CPU): rows committed per size, interleaved
+repetitions, Ctrl-C keeps rows, --resume finishes the run without measuring a point twice.
+(The forced NCCL candidates themselves need a GPU: tests/gpu.)"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import alive, count_rows, only_run
+
+DEFAULT_ONLY = ["--algos", "", "--protos", "", "--channels", ""]
+
+
+def sweep_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ccltune", "sweep", *args]
+
+
+def test_sweep_stores_every_rep_of_every_size(tmp_path):
+    db = tmp_path / "s.db"
+    proc = subprocess.run(sweep_cmd("all_reduce", "all_gather", "-b", "8", "-e", "4K", "-f", "8", "--reps", "3",
+                                    *DEFAULT_ONLY, "--db", str(db)),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    run, rows = only_run(db)
+    assert run.kind == "sweep" and run.status == "complete" and run.env["world_size"] == 2
+    sizes = {(m.collective, m.size_bytes) for m in rows}
+    assert sizes == {(c, s) for c in ("all_reduce", "all_gather") for s in (8, 64, 512, 4096)}
+    for key in sizes:
+        reps = sorted(m.rep for m in rows if (m.collective, m.size_bytes) == key)
+        assert reps == [0, 1, 2], (key, reps)
+    assert all(m.status == "ok" and m.wrong == 0 and m.time_us > 0 and m.config == "default" for m in rows)
+    # gloo's all_reduce API is in-place only: the sweep measures what the engine can run
+    assert {m.in_place for m in rows if m.collective == "all_reduce"} == {True}
+    assert {m.in_place for m in rows if m.collective == "all_gather"} == {False}
+
+
+def test_candidates_need_the_nccl_engine(tmp_path):
+    proc = subprocess.run(sweep_cmd("all_reduce", "--db", str(tmp_path / "x.db")), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "need the nccl engine" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_interrupted_sweep_resumes_where_it_stopped(tmp_path):
+    db = tmp_path / "s.db"
+    args = ["all_reduce", "-b", "8", "-e", "1M", "-f", "2", "--reps", "2", *DEFAULT_ONLY, "--db", str(db)]
+    proc = subprocess.Popen(sweep_cmd(*args), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 90
+    while count_rows(db) < 6 and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    os_killpg(proc.pid)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "resume with --resume 1" in err and "Traceback" not in err
+    run, before = only_run(db)
+    assert run.status == "interrupted" and 6 <= len(before) < 36
+
+    done = subprocess.run(sweep_cmd(*args, "--resume", "1"), cwd=tmp_path, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr
+    run, rows = only_run(db)
+    assert run.status == "complete"
+    sizes = [8 << i for i in range(18)]   # 8 B .. 1 MB
+    keys = [(m.size_bytes, m.rep) for m in rows]
+    assert sorted(set(keys)) == sorted((s, r) for s in sizes for r in (0, 1))
+    assert len(keys) == len(set(keys)), "a point was measured twice"
+    assert not any(alive(p) for p in _workers_left(proc.pid))
+
+
+def os_killpg(pid: int) -> None:
+    import os
+
+    os.killpg(pid, signal.SIGINT)
+
+
+def _workers_left(pid: int) -> list[int]:
+    from conftest import descendants
+
+    return descendants(pid)
