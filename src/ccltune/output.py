@@ -16,7 +16,8 @@ _HEAD = (
 def preamble(*, nranks: int, min_bytes: int, max_bytes: int, step: str, warmup: int, iters: int,
              check: bool, graph: int, engine: str, devices: Sequence[str], extra: Sequence[str] = ()) -> list[str]:
     lines = [
-        f"# ccltune bench: engine {engine}, {nranks} processes{' (one per GPU)' if engine != 'gloo' else ' (CPU)'}",
+        f"# ccltune bench: engine {engine}, {nranks} process{'es' if nranks != 1 else ''}"
+        f"{' (one per GPU)' if engine != 'gloo' else ' (CPU)'}",
         f"# nThread 1 nGpus 1 minBytes {min_bytes} maxBytes {max_bytes} step: {step} warmup iters: {warmup} "
         f"iters: {iters} agg iters: 1 validation: {int(check)} graph: {graph}",
         "#",

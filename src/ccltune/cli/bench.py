@@ -182,7 +182,8 @@ class _Printer:
         extra = [f"NCCL {env['nccl_version']} ({env['nccl_library']})"] if env.get("nccl_version") else []
         if note:
             extra.insert(0, note)
-            print(f"ccltune: {note}", file=sys.stderr) if self.enabled else None
+            if self.enabled:
+                print(f"ccltune: {note}", file=sys.stderr)
         p = self.plan
         step = f"{p.sizes[1] // p.sizes[0] if len(p.sizes) > 1 and p.sizes[0] else 2}(factor)"
         for line in output.preamble(nranks=ctx.world_size, min_bytes=p.sizes[0], max_bytes=p.sizes[-1], step=step,
