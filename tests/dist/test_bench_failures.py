@@ -8,7 +8,7 @@ import signal
 import threading
 import time
 
-from conftest import alive, count_rows, only_run, wait_rows, worker
+from dist_helpers import alive, count_rows, only_run, wait_rows, worker
 
 TIMEOUT_S = 5
 # many sizes: the run is still going when the test acts on it

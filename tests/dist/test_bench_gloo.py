@@ -9,7 +9,7 @@ import pytest
 
 from ccltune import collectives
 from ccltune.sizes import size_series
-from conftest import ROW_FIELDS, only_run
+from dist_helpers import ROW_FIELDS, only_run
 
 ALL = list(collectives.REGISTRY)
 SIZES = ["-b", "8", "-e", "4K", "-f", "8"]

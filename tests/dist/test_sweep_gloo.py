@@ -4,12 +4,13 @@ repetitions, Ctrl-C keeps rows, --resume finishes the run without measuring a po
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import time
 
-from conftest import alive, count_rows, only_run
+from dist_helpers import alive, count_rows, descendants, only_run
 
 DEFAULT_ONLY = ["--algos", "", "--protos", "", "--channels", ""]
 
@@ -54,7 +55,9 @@ def test_interrupted_sweep_resumes_where_it_stopped(tmp_path):
     while count_rows(db) < 6 and time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.1)
-    os_killpg(proc.pid)
+    workers = descendants(proc.pid)
+    assert workers, "torchrun's workers should be running"
+    os.killpg(proc.pid, signal.SIGINT)   # what the terminal does
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "resume with --resume 1" in err and "Traceback" not in err
@@ -70,16 +73,4 @@ def test_interrupted_sweep_resumes_where_it_stopped(tmp_path):
     keys = [(m.size_bytes, m.rep) for m in rows]
     assert sorted(set(keys)) == sorted((s, r) for s in sizes for r in (0, 1))
     assert len(keys) == len(set(keys)), "a point was measured twice"
-    assert not any(alive(p) for p in _workers_left(proc.pid))
-
-
-def os_killpg(pid: int) -> None:
-    import os
-
-    os.killpg(pid, signal.SIGINT)
-
-
-def _workers_left(pid: int) -> list[int]:
-    from conftest import descendants
-
-    return descendants(pid)
+    assert not any(alive(p) for p in workers), "a worker outlived the interrupted sweep"

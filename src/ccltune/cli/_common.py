@@ -141,6 +141,17 @@ def peer_death(ctx: dist.DistContext, exc: BaseException) -> DistError | None:
                      f"on {ctx.host_of(ctx.rank)}")
 
 
+def interrupted(ctx: dist.DistContext, exc: BaseException, message: str) -> int:
+    """Ctrl-C or a launcher's SIGTERM: raise the peer's death as an error if that is what it
+    was, else rank 0 says what was kept; the exit code is 130."""
+    dead = peer_death(ctx, exc)
+    if dead is not None:
+        raise dead from None
+    if ctx.is_root:
+        print(f"ccltune: {message}", file=sys.stderr)
+    return 130
+
+
 def make_engine(name: str, ctx: dist.DistContext, opts: Any) -> Any:
     if name == "gloo":
         from ccltune.engines.gloo import GlooEngine

@@ -112,14 +112,10 @@ def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note
             bench.run(engine, plan, printer.start, printer.row, printer.end)
             status = "complete"
     except KeyboardInterrupt as exc:
-        dead = _common.peer_death(ctx, exc)
-        if dead is not None:
-            raise dead from None
+        code = _common.interrupted(ctx, exc, f"interrupted; {len(rows)} rows kept in {args.db}"
+                                   + (f" (run {run_id})" if run_id else ""))
         status = "interrupted"
-        if ctx.is_root:
-            print(f"ccltune: interrupted; {len(rows)} rows kept in {args.db}" + (f" (run {run_id})" if run_id else ""),
-                  file=sys.stderr)
-        return 130
+        return code
     except DistError:
         status = "failed"
         raise

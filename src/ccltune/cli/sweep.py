@@ -183,14 +183,10 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                             for s, v in decoded.items()}
             status = "complete"
     except KeyboardInterrupt as exc:
-        dead = _common.peer_death(ctx, exc)
-        if dead is not None:
-            raise dead from None
+        code = _common.interrupted(ctx, exc, f"sweep interrupted; {n_rows} rows kept in {args.db}; "
+                                             f"resume with --resume {run_id}")
         status = "interrupted"
-        if ctx.is_root:
-            print(f"ccltune: sweep interrupted; {n_rows} rows kept in {args.db}; resume with "
-                  f"--resume {run_id}", file=sys.stderr)
-        return 130
+        return code
     finally:
         progress.close()
         engine.close()

@@ -109,13 +109,9 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
                         store.add_measurements(run_id, got)
             status = "complete"
     except KeyboardInterrupt as exc:
-        dead = _common.peer_death(ctx, exc)
-        if dead is not None:
-            raise dead from None
+        code = _common.interrupted(ctx, exc, f"validate interrupted; {len(rows)} rows kept in {args.db}")
         status = "interrupted"
-        if ctx.is_root:
-            print(f"ccltune: validate interrupted; {len(rows)} rows kept in {args.db}", file=sys.stderr)
-        return 130
+        return code
     finally:
         engine.close()
         if store is not None and status != "complete":

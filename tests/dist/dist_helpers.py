@@ -1,0 +1,162 @@
+"""Helpers for the distributed tier: `ccltune bench` run for real on the gloo engine, as
+subprocesses started with --nproc (torchrun), and the worker processes found through /proc.
+
+Every process a test starts is killed by id at teardown, workers included (torchrun puts
+each worker in its own session, so a process-group kill would miss them)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ccltune.store import Store
+
+ROW_FIELDS = ("collective", "size_bytes", "count", "dtype", "op", "root", "in_place", "time_us", "algbw_gbps",
+              "busbw_gbps", "wrong")
+
+
+def bench_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ccltune", "bench", *args]
+
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(pid))
+    return kids
+
+
+def descendants(pid: int) -> list[int]:
+    kids, out, todo = _children(), [], [pid]
+    while todo:
+        for child in kids.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _rank_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            env = fh.read().split(b"\0")
+    except OSError:
+        return None
+    ranks = [int(kv[5:]) for kv in env if kv.startswith(b"RANK=")]
+    return ranks[0] if ranks else None
+
+
+def worker(pid: int, rank: int, timeout: float = 30.0) -> int:
+    """The pid of the worker of ``rank`` below the process ``pid`` (torchrun's child)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [p for p in descendants(pid) if _rank_of(p) == rank]
+        if found:
+            return found[0]
+        time.sleep(0.1)
+    raise AssertionError(f"no worker with RANK={rank} below pid {pid} after {timeout:g}s")
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def count_rows(db: Path) -> int:
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute("SELECT count(*) FROM measurements").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
+def wait_rows(db: Path, n: int, proc: subprocess.Popen, timeout: float = 60.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = count_rows(db)
+        if got >= n:
+            return got
+        assert proc.poll() is None, f"bench ended (rc {proc.returncode}) before {n} rows were stored"
+        time.sleep(0.1)
+    raise AssertionError(f"fewer than {n} rows in {db} after {timeout:g}s")
+
+
+def only_run(db: Path):
+    with Store(db, create=False) as st:
+        runs = st.runs()
+        assert len(runs) == 1, runs
+        return runs[0], st.measurements(runs[0].id)
+
+
+class Launcher:
+    """Starts bench runs in the background and ends them, and their workers, by pid."""
+
+    def __init__(self, tmp_path: Path):
+        self.tmp_path = tmp_path
+        self.procs: list[subprocess.Popen] = []
+        self.seen: set[int] = set()
+
+    def start(self, *args: str) -> subprocess.Popen:
+        proc = subprocess.Popen(bench_cmd(*args), cwd=self.tmp_path, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def note(self, proc: subprocess.Popen) -> list[int]:
+        """Remember the processes below ``proc`` so teardown can end them by id."""
+        pids = descendants(proc.pid)
+        self.seen.update(pids)
+        return pids
+
+    def cleanup(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                self.note(proc)
+        for pid in sorted(self.seen, reverse=True):
+            if alive(pid):
+                for sig in (signal.SIGKILL, signal.SIGCONT):
+                    try:
+                        os.kill(pid, sig)
+                    except ProcessLookupError:
+                        pass
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate(timeout=30)
+
+
+@pytest.fixture
+def launcher(tmp_path):
+    lau = Launcher(tmp_path)
+    yield lau
+    lau.cleanup()
+
+
+@pytest.fixture
+def run_bench(tmp_path):
+    """Run bench to the end; returns (CompletedProcess, db path, json path)."""
+    def run(*args: str, timeout: float = 120) -> tuple[subprocess.CompletedProcess, Path, Path]:
+        db, js = tmp_path / "t.db", tmp_path / "t.json"
+        proc = subprocess.run(bench_cmd(*args, "--db", str(db), "--json", str(js)), cwd=tmp_path,
+                              capture_output=True, text=True, timeout=timeout)
+        return proc, db, js
+    return run
