@@ -148,3 +148,19 @@ def test_env_table_flags_differences_and_lists_variables():
 def test_number_formats():
     assert data.num(None) == "" and data.num(12.345) == "12.35" and data.num(0.00123) == "0.00123"
     assert data.ratio_text(1.23456) == "1.235x"
+
+
+def test_validate_points_read_the_verdict_modules_own_summary():
+    """The summary `ccltune validate` stores is ccltune.validate.verdict's to_dict()."""
+    from ccltune.report import data
+    from ccltune.tune.stats import point_stats
+    from ccltune.validate.verdict import SizeVerdict, Verdict
+
+    sizes = [SizeVerdict("all_gather", 4, 1, 2 << 20, "FAIL", "3.6% slower", point_stats([10.0, 10.2]),
+                         point_stats([10.4, 10.6])),
+             SizeVerdict("all_gather", 4, 1, 4 << 20, "PASS", "faster", point_stats([20.0, 20.4]),
+                         point_stats([14.0, 14.2]))]
+    summary = Verdict(sizes).to_dict()
+    pts = data.validate_points(summary, [])
+    assert [p.slower for p in pts] == [True, False]
+    assert pts[1].speedup > 1.4 and pts[0].noise_pct > 0

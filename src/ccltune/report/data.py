@@ -146,9 +146,8 @@ def validate_points(summary: Mapping[str, Any], rows: Iterable[Row]) -> list[Spe
     """The verdict's per-size speedups; computed from the 'default' and 'rules'
     measurements when the summary has none (noise = half the spread, in % of the median)."""
     if summary.get("sizes"):
-        return [SpeedPoint(s["collective"], int(s["size_bytes"]), float(s["speedup"]),
-                           float(s.get("noise_pct") or 0.0), bool(s.get("slower")))
-                for s in summary["sizes"]]
+        return [SpeedPoint(s["collective"], int(s["size_bytes"]), float(s["speedup"]), _noise_pct(s), _slower(s))
+                for s in summary["sizes"] if s.get("speedup") is not None]
     points = []
     for coll, by_cfg in _by_coll_config(ok_rows(rows, "time_us")).items():
         base, rules = by_cfg.get("default", []), by_cfg.get("rules", [])
@@ -158,6 +157,21 @@ def validate_points(summary: Mapping[str, Any], rows: Iterable[Row]) -> list[Spe
             speed = tb[size] / tr[size]
             points.append(SpeedPoint(coll, size, speed, noise, speed < 1 - noise / 100))
     return points
+
+
+def _noise_pct(size: Mapping[str, Any]) -> float:
+    """ccltune validate stores ``noise`` as a fraction (ccltune.validate.verdict); older or
+    hand-written summaries may carry ``noise_pct``."""
+    if size.get("noise") is not None:
+        return 100.0 * float(size["noise"])
+    return float(size.get("noise_pct") or 0.0)
+
+
+def _slower(size: Mapping[str, Any]) -> bool:
+    """The verdict's own judgement (status FAIL), else an explicit ``slower`` flag."""
+    if "status" in size:
+        return size["status"] == "FAIL"
+    return bool(size.get("slower"))
 
 
 def _spread_pct(rows: list[Row], size: int) -> float:

@@ -120,7 +120,7 @@ def rules_section(inp: ReportInput) -> Section:
 def validate_section(inp: ReportInput) -> Section:
     s = Section("validate", "Validation: tuned rules against NCCL's default")
     for run in inp.of_kind("validate"):
-        verdict = str(run.summary.get("verdict") or "none recorded")
+        verdict = str(run.summary.get("status") or run.summary.get("verdict") or "none recorded")
         level = {"PASS": "good", "FAIL": "bad"}.get(verdict.upper(), "warn")
         s.blocks.append(Note(f"{_title(run)}: verdict {verdict}", level))
         points = data.validate_points(run.summary, inp.rows.get(run.id, []))
