@@ -4,7 +4,7 @@ size = the whole output (n * count * elem). busbw = algbw * (n-1)/n: each rank r
 the n-1 blocks it did not have.
 """
 
-from ccltune.collectives.base import Collective, Layout, arange, input_values
+from ccltune.collectives.base import Collective, arange, blocked_layout, input_values, ring_factor
 
 
 class AllGather(Collective):
@@ -14,12 +14,10 @@ class AllGather(Collective):
     per_rank_count = True
     formula = "(n-1)/n"
 
-    def bus_factor(self, nranks):
-        return (nranks - 1) / nranks
+    bus_factor = staticmethod(ring_factor)
 
     def layout(self, size_bytes, elem, nranks, rank):
-        c = size_bytes // (elem * nranks)
-        return Layout(c * nranks * elem, c, c, c * nranks, (rank * c, 0))
+        return blocked_layout(size_bytes, elem, nranks, 1, nranks, (rank, 0))
 
     def expected(self, torch, lay, rank, nranks, op, root, device):
         j = arange(torch, lay.recv_elems, device)

@@ -4,7 +4,7 @@ busbw = algbw * 2(n-1)/n: a ring reduce-scatter then all-gather moves 2(n-1)/n o
 buffer through each rank's slowest link (docs/busbw.md derives it).
 """
 
-from ccltune.collectives.base import Collective, arange, reduce_inputs, simple_layout
+from ccltune.collectives.base import Collective, all_reduce_factor, arange, reduce_inputs, simple_layout
 
 
 class AllReduce(Collective):
@@ -14,8 +14,7 @@ class AllReduce(Collective):
     reduces = True
     formula = "2(n-1)/n"
 
-    def bus_factor(self, nranks):
-        return 2 * (nranks - 1) / nranks
+    bus_factor = staticmethod(all_reduce_factor)
 
     def layout(self, size_bytes, elem, nranks, rank):
         return simple_layout(size_bytes, elem)

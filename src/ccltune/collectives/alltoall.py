@@ -4,7 +4,7 @@ size = the whole buffer (n * count * elem). busbw = algbw * (n-1)/n: n-1 of the 
 leave each rank. Run as grouped send/recv, as nccl-tests does; no in-place form.
 """
 
-from ccltune.collectives.base import Collective, Layout, arange, input_values
+from ccltune.collectives.base import Collective, arange, blocked_layout, input_values, ring_factor
 
 
 class AllToAll(Collective):
@@ -13,12 +13,10 @@ class AllToAll(Collective):
     per_rank_count = True
     formula = "(n-1)/n"
 
-    def bus_factor(self, nranks):
-        return (nranks - 1) / nranks
+    bus_factor = staticmethod(ring_factor)
 
     def layout(self, size_bytes, elem, nranks, rank):
-        c = size_bytes // (elem * nranks)
-        return Layout(c * nranks * elem, c, c * nranks, c * nranks, None)
+        return blocked_layout(size_bytes, elem, nranks, nranks, nranks)
 
     def expected(self, torch, lay, rank, nranks, op, root, device):
         j = arange(torch, lay.recv_elems, device)

@@ -92,6 +92,31 @@ class Collective:
         raise NotImplementedError
 
 
+def all_reduce_factor(nranks: int) -> float:
+    """2(n-1)/n: a reduce-scatter then an all-gather, each (n-1)/n of the buffer per link."""
+    return 2 * (nranks - 1) / nranks
+
+
+def ring_factor(nranks: int) -> float:
+    """(n-1)/n: each rank sends (or receives) the n-1 blocks that are not its own."""
+    return (nranks - 1) / nranks
+
+
+def unit_factor(nranks: int) -> float:
+    """1: every link carries the whole buffer once (chains, ring shifts)."""
+    return 1.0
+
+
+def blocked_layout(size_bytes: int, elem: int, nranks: int, send_blocks: int, recv_blocks: int,
+                   inplace_blocks: tuple[int, int] | None = None) -> Layout:
+    """Buffers made of per-rank blocks of ``count`` elements; ``size`` is the whole n-block
+    buffer, rounded down to whole blocks. ``inplace_blocks``: the send and receive buffers'
+    offsets inside the shared in-place allocation, in blocks (None: no in-place form)."""
+    c = size_bytes // (elem * nranks)
+    offsets = None if inplace_blocks is None else (inplace_blocks[0] * c, inplace_blocks[1] * c)
+    return Layout(c * nranks * elem, c, c * send_blocks, c * recv_blocks, offsets)
+
+
 def simple_layout(size_bytes: int, elem: int, in_place: bool = True) -> Layout:
     """Send and receive buffers of the same count (all_reduce, broadcast, reduce, sendrecv)."""
     count = size_bytes // elem

@@ -4,7 +4,7 @@ size = the root's whole output (n * count * elem). busbw = algbw * (n-1)/n: the 
 receives the n-1 blocks it did not have. Grouped send/recv, as nccl-tests; no in-place.
 """
 
-from ccltune.collectives.base import Collective, Layout, arange, input_values
+from ccltune.collectives.base import Collective, arange, blocked_layout, input_values, ring_factor
 
 
 class Gather(Collective):
@@ -14,12 +14,10 @@ class Gather(Collective):
     per_rank_count = True
     formula = "(n-1)/n"
 
-    def bus_factor(self, nranks):
-        return (nranks - 1) / nranks
+    bus_factor = staticmethod(ring_factor)
 
     def layout(self, size_bytes, elem, nranks, rank):
-        c = size_bytes // (elem * nranks)
-        return Layout(c * nranks * elem, c, c, c * nranks, None)
+        return blocked_layout(size_bytes, elem, nranks, 1, nranks)
 
     def expected(self, torch, lay, rank, nranks, op, root, device):
         if rank != root:

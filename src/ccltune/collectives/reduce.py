@@ -3,7 +3,7 @@
 busbw = algbw: a pipelined chain moves the whole buffer through every link once.
 """
 
-from ccltune.collectives.base import Collective, arange, reduce_inputs, simple_layout
+from ccltune.collectives.base import Collective, arange, reduce_inputs, simple_layout, unit_factor
 
 
 class Reduce(Collective):
@@ -14,8 +14,7 @@ class Reduce(Collective):
     rooted = True
     formula = "1"
 
-    def bus_factor(self, nranks):
-        return 1.0
+    bus_factor = staticmethod(unit_factor)
 
     def layout(self, size_bytes, elem, nranks, rank):
         return simple_layout(size_bytes, elem)

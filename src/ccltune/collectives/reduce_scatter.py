@@ -4,7 +4,7 @@ size = the whole input (n * count * elem). busbw = algbw * (n-1)/n: each rank se
 n-1 blocks that others own (a ring moves them through every link once).
 """
 
-from ccltune.collectives.base import Collective, Layout, arange, reduce_inputs
+from ccltune.collectives.base import Collective, arange, blocked_layout, reduce_inputs, ring_factor
 
 
 class ReduceScatter(Collective):
@@ -15,12 +15,10 @@ class ReduceScatter(Collective):
     per_rank_count = True
     formula = "(n-1)/n"
 
-    def bus_factor(self, nranks):
-        return (nranks - 1) / nranks
+    bus_factor = staticmethod(ring_factor)
 
     def layout(self, size_bytes, elem, nranks, rank):
-        c = size_bytes // (elem * nranks)
-        return Layout(c * nranks * elem, c, c * nranks, c, (0, rank * c))
+        return blocked_layout(size_bytes, elem, nranks, nranks, 1, (0, rank))
 
     def expected(self, torch, lay, rank, nranks, op, root, device):
         return reduce_inputs(torch, nranks, arange(torch, lay.count, device, rank * lay.count), op)

@@ -4,7 +4,7 @@ size = the root's whole input (n * count * elem). busbw = algbw * (n-1)/n: the r
 sends the n-1 blocks it does not keep. Grouped send/recv, as nccl-tests; no in-place.
 """
 
-from ccltune.collectives.base import Collective, Layout, arange, input_values
+from ccltune.collectives.base import Collective, arange, blocked_layout, input_values, ring_factor
 
 
 class Scatter(Collective):
@@ -14,12 +14,10 @@ class Scatter(Collective):
     per_rank_count = True
     formula = "(n-1)/n"
 
-    def bus_factor(self, nranks):
-        return (nranks - 1) / nranks
+    bus_factor = staticmethod(ring_factor)
 
     def layout(self, size_bytes, elem, nranks, rank):
-        c = size_bytes // (elem * nranks)
-        return Layout(c * nranks * elem, c, c * nranks, c, None)
+        return blocked_layout(size_bytes, elem, nranks, nranks, 1)
 
     def expected(self, torch, lay, rank, nranks, op, root, device):
         return input_values(torch, root, nranks, arange(torch, lay.count, device, rank * lay.count), None)

@@ -3,7 +3,7 @@
 busbw = algbw: every link carries the whole buffer once. No in-place form.
 """
 
-from ccltune.collectives.base import Collective, arange, input_values, simple_layout
+from ccltune.collectives.base import Collective, arange, input_values, simple_layout, unit_factor
 
 
 class SendRecv(Collective):
@@ -11,8 +11,7 @@ class SendRecv(Collective):
     nccl_tests_name = "sendrecv_perf"
     formula = "1"
 
-    def bus_factor(self, nranks):
-        return 1.0
+    bus_factor = staticmethod(unit_factor)
 
     def layout(self, size_bytes, elem, nranks, rank):
         return simple_layout(size_bytes, elem, in_place=False)
