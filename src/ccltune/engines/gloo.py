@@ -14,6 +14,15 @@ IN_PLACE_ONLY = ("all_reduce", "broadcast", "reduce")
 IN_PLACE_ONLY_REASON = "torch.distributed's API is in-place only for this collective"
 
 
+def torch_api_waiver(pt: Point, world_size: int) -> str | None:
+    """What torch.distributed (gloo or ProcessGroupNCCL) cannot run as asked."""
+    if not pt.in_place and pt.coll.name in IN_PLACE_ONLY:
+        return IN_PLACE_ONLY_REASON
+    if world_size == 1:
+        return "one process: start several with --nproc N or a launcher"
+    return None
+
+
 class GlooEngine(Engine):
     name = "gloo"
 
@@ -31,11 +40,7 @@ class GlooEngine(Engine):
     def waive_reason(self, pt: Point) -> str | None:
         if pt.coll.reduces and pt.op in _UNSUPPORTED_OPS:
             return _UNSUPPORTED_OPS[pt.op]
-        if not pt.in_place and pt.coll.name in IN_PLACE_ONLY:
-            return IN_PLACE_ONLY_REASON
-        if self.ctx.world_size == 1:
-            return "one process: start several with --nproc N or a launcher"
-        return None
+        return torch_api_waiver(pt, self.ctx.world_size)
 
     def launch(self, pt: Point, bufs: Buffers) -> None:
         dist = self.ctx.dist

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ccltune.engines.base import CudaEngine, Point
-from ccltune.engines.gloo import IN_PLACE_ONLY, IN_PLACE_ONLY_REASON
+from ccltune.engines.gloo import torch_api_waiver
 from ccltune.measure.buffers import Buffers
 
 
@@ -26,11 +26,7 @@ class TorchEngine(CudaEngine):
         return {"backend": "nccl", "version": ".".join(map(str, v)) if v else None}
 
     def waive_reason(self, pt: Point) -> str | None:
-        if not pt.in_place and pt.coll.name in IN_PLACE_ONLY:
-            return IN_PLACE_ONLY_REASON
-        if self.ctx.world_size == 1:
-            return "one process: start several with --nproc N or a launcher"
-        return None
+        return torch_api_waiver(pt, self.ctx.world_size)
 
     def launch(self, pt: Point, bufs: Buffers) -> None:
         pt.coll.run_torch(self.ctx.dist, bufs.send, bufs.recv, pt.lay, self._ops.get(pt.op), pt.root,
