@@ -98,7 +98,7 @@ def test_int8_results_compare_after_wrapping():
     bufs = B.make(torch, lay, dt, False, "cpu")
     exp = torch.full((lay.count,), 200, dtype=torch.int64)
     bufs.recv.copy_(exp.to(torch.int8))
-    fake = type("C", (), {"expected": lambda self, *a: exp, "reduces": True})()
+    fake = type("C", (), {"expected": lambda self, *a, **k: exp, "reduces": True})()
     assert B.count_wrong(torch, bufs, fake, lay, dt, 0, N, "sum", 0) == 0
 
 
@@ -123,3 +123,26 @@ def test_fill_writes_rank_specific_inputs_and_poison():
     other = B.make(torch, lay, dt, False, "cpu")
     B.fill(torch, other, coll, 2, N, "sum")
     assert bufs.send.tolist() != other.send.tolist()
+
+
+def test_checking_in_pieces_finds_errors_in_every_piece(monkeypatch):
+    """count_wrong compares CHUNK elements at a time; errors in the first and last piece count."""
+    import torch
+
+    from ccltune import collectives
+    from ccltune.measure import buffers as B
+    from ccltune.types import dtype
+
+    monkeypatch.setattr(B, "CHUNK", 7)   # several pieces on a small buffer, the last one short
+    coll, dt = collectives.get("all_gather"), dtype("float")
+    lay = coll.layout(4 * 2 * 25, 4, 2, 0)   # 25 elements per rank, 50 in the output
+    bufs = B.make(torch, lay, dt, False, torch.device("cpu"))
+    B.fill(torch, bufs, coll, 0, 2, "sum")
+    exp = torch.cat([coll.expected(torch, lay, 0, 2, "sum", 0, None, part=(lo, lo + 7)) for lo in range(0, 50, 7)])
+    bufs.recv.copy_(exp.to(bufs.recv.dtype))
+    assert B.count_wrong(torch, bufs, coll, lay, dt, 0, 2, "sum", 0) == 0
+    bufs.recv[0] += 1
+    bufs.recv[49] += 1
+    assert B.count_wrong(torch, bufs, coll, lay, dt, 0, 2, "sum", 0) == 2
+    # the pieces are the whole buffer's expected values, in order
+    assert torch.equal(exp, coll.expected(torch, lay, 0, 2, "sum", 0, None))

@@ -19,8 +19,8 @@ class AllGather(Collective):
     def layout(self, size_bytes, elem, nranks, rank):
         return blocked_layout(size_bytes, elem, nranks, 1, nranks, (rank, 0))
 
-    def expected(self, torch, lay, rank, nranks, op, root, device):
-        j = arange(torch, lay.recv_elems, device)
+    def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
+        j = arange(torch, lay.recv_elems, device, part=part)
         c = max(lay.count, 1)
         return input_values(torch, j // c, nranks, j % c, None)
 

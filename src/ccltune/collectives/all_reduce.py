@@ -19,8 +19,8 @@ class AllReduce(Collective):
     def layout(self, size_bytes, elem, nranks, rank):
         return simple_layout(size_bytes, elem)
 
-    def expected(self, torch, lay, rank, nranks, op, root, device):
-        return reduce_inputs(torch, nranks, arange(torch, lay.count, device), op)
+    def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
+        return reduce_inputs(torch, nranks, arange(torch, lay.count, device, part=part), op)
 
     def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
         lib.call("ncclAllReduce", send, recv, lay.count, dt, op, comm, stream)

@@ -18,8 +18,8 @@ class AllToAll(Collective):
     def layout(self, size_bytes, elem, nranks, rank):
         return blocked_layout(size_bytes, elem, nranks, nranks, nranks)
 
-    def expected(self, torch, lay, rank, nranks, op, root, device):
-        j = arange(torch, lay.recv_elems, device)
+    def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
+        j = arange(torch, lay.recv_elems, device, part=part)
         c = max(lay.count, 1)
         return input_values(torch, j // c, nranks, rank * lay.count + j % c, None)
 

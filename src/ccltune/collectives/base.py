@@ -78,8 +78,9 @@ class Collective:
         return op if self.reduces else None
 
     def expected(self, torch: Any, lay: Layout, rank: int, nranks: int, op: str, root: int,
-                 device: Any) -> Any | None:
-        """int64 expected content of the receive buffer, or None if unchecked on this rank."""
+                 device: Any, part: tuple[int, int] | None = None) -> Any | None:
+        """int64 expected content of the receive buffer (elements ``part`` = [start, stop) of
+        it, so large buffers are checked in pieces), or None if unchecked on this rank."""
         raise NotImplementedError
 
     # how each engine runs it ------------------------------------------------------
@@ -123,8 +124,11 @@ def simple_layout(size_bytes: int, elem: int, in_place: bool = True) -> Layout:
     return Layout(count * elem, count, count, count, (0, 0) if in_place else None)
 
 
-def arange(torch: Any, n: int, device: Any, start: int = 0) -> Any:
-    return torch.arange(start, start + n, dtype=torch.int64, device=device)
+def arange(torch: Any, n: int, device: Any, start: int = 0, part: tuple[int, int] | None = None) -> Any:
+    """int64 ``start + i`` for the element indices i of a buffer of ``n`` elements (those of
+    ``part`` = [lo, hi) only, when given)."""
+    lo, hi = (0, n) if part is None else (min(part[0], n), min(part[1], n))
+    return torch.arange(start + lo, start + hi, dtype=torch.int64, device=device)
 
 
 Runner = Callable[..., None]

@@ -18,8 +18,8 @@ class Broadcast(Collective):
     def layout(self, size_bytes, elem, nranks, rank):
         return simple_layout(size_bytes, elem)
 
-    def expected(self, torch, lay, rank, nranks, op, root, device):
-        return input_values(torch, root, nranks, arange(torch, lay.count, device), None)
+    def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
+        return input_values(torch, root, nranks, arange(torch, lay.count, device, part=part), None)
 
     def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
         lib.call("ncclBroadcast", send, recv, lay.count, dt, root, comm, stream)

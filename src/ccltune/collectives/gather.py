@@ -19,10 +19,10 @@ class Gather(Collective):
     def layout(self, size_bytes, elem, nranks, rank):
         return blocked_layout(size_bytes, elem, nranks, 1, nranks)
 
-    def expected(self, torch, lay, rank, nranks, op, root, device):
+    def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
         if rank != root:
             return None
-        j = arange(torch, lay.recv_elems, device)
+        j = arange(torch, lay.recv_elems, device, part=part)
         c = max(lay.count, 1)
         return input_values(torch, j // c, nranks, j % c, None)
 

@@ -19,10 +19,10 @@ class Reduce(Collective):
     def layout(self, size_bytes, elem, nranks, rank):
         return simple_layout(size_bytes, elem)
 
-    def expected(self, torch, lay, rank, nranks, op, root, device):
+    def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
         if rank != root:
             return None
-        return reduce_inputs(torch, nranks, arange(torch, lay.count, device), op)
+        return reduce_inputs(torch, nranks, arange(torch, lay.count, device, part=part), op)
 
     def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
         lib.call("ncclReduce", send, recv, lay.count, dt, op, root, comm, stream)

@@ -20,8 +20,8 @@ class ReduceScatter(Collective):
     def layout(self, size_bytes, elem, nranks, rank):
         return blocked_layout(size_bytes, elem, nranks, nranks, 1, (0, rank))
 
-    def expected(self, torch, lay, rank, nranks, op, root, device):
-        return reduce_inputs(torch, nranks, arange(torch, lay.count, device, rank * lay.count), op)
+    def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
+        return reduce_inputs(torch, nranks, arange(torch, lay.count, device, rank * lay.count, part), op)
 
     def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
         lib.call("ncclReduceScatter", send, recv, lay.count, dt, op, comm, stream)

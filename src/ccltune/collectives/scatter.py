@@ -19,8 +19,8 @@ class Scatter(Collective):
     def layout(self, size_bytes, elem, nranks, rank):
         return blocked_layout(size_bytes, elem, nranks, nranks, 1)
 
-    def expected(self, torch, lay, rank, nranks, op, root, device):
-        return input_values(torch, root, nranks, arange(torch, lay.count, device, rank * lay.count), None)
+    def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
+        return input_values(torch, root, nranks, arange(torch, lay.count, device, rank * lay.count, part), None)
 
     def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
         nbytes = lay.size_bytes // nranks

@@ -16,8 +16,8 @@ class SendRecv(Collective):
     def layout(self, size_bytes, elem, nranks, rank):
         return simple_layout(size_bytes, elem, in_place=False)
 
-    def expected(self, torch, lay, rank, nranks, op, root, device):
-        return input_values(torch, (rank - 1) % nranks, nranks, arange(torch, lay.count, device), None)
+    def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
+        return input_values(torch, (rank - 1) % nranks, nranks, arange(torch, lay.count, device, part=part), None)
 
     def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
         lib.call("ncclGroupStart")

@@ -39,20 +39,32 @@ def make(torch: Any, lay: Layout, dt: DType, in_place: bool, device: Any, alloc:
     return Buffers(send[: lay.send_elems], recv[: lay.recv_elems], (send, recv))
 
 
+CHUNK = 1 << 24  # elements per piece when filling and checking: bounds the int64 temporaries
+
+
 def fill(torch: Any, bufs: Buffers, coll: Collective, rank: int, nranks: int, op: str) -> None:
-    """Poison the output, then write this rank's exact input."""
+    """Poison the output, then write this rank's exact input (in pieces of CHUNK elements)."""
     bufs.recv.fill_(POISON)
-    j = torch.arange(bufs.send.numel(), dtype=torch.int64, device=bufs.send.device)
-    bufs.send.copy_(input_values(torch, rank, nranks, j, coll.input_op(op)).to(bufs.send.dtype))
+    n = bufs.send.numel()
+    for lo in range(0, n, CHUNK):
+        j = torch.arange(lo, min(lo + CHUNK, n), dtype=torch.int64, device=bufs.send.device)
+        bufs.send[lo:lo + len(j)].copy_(input_values(torch, rank, nranks, j, coll.input_op(op)).to(bufs.send.dtype))
 
 
 def count_wrong(torch: Any, bufs: Buffers, coll: Collective, lay: Layout, dt: DType, rank: int,
                 nranks: int, op: str, root: int) -> int:
-    """Elements of the output that differ from the exact expected value."""
-    exp = coll.expected(torch, lay, rank, nranks, op, root, bufs.recv.device)
-    if exp is None or bufs.recv.numel() == 0:
-        return 0
-    got = bufs.recv
+    """Elements of the output that differ from the exact expected value (checked in pieces
+    of CHUNK elements, so the check needs little memory beyond the buffers)."""
+    n, wrong = bufs.recv.numel(), 0
+    for lo in range(0, n, CHUNK):
+        exp = coll.expected(torch, lay, rank, nranks, op, root, bufs.recv.device, part=(lo, lo + CHUNK))
+        if exp is None:
+            return 0
+        wrong += _wrong(torch, bufs.recv[lo:lo + len(exp)], exp, coll, dt, op)
+    return wrong
+
+
+def _wrong(torch: Any, got: Any, exp: Any, coll: Collective, dt: DType, op: str) -> int:
     if dt.is_float:
         got64, exp64 = got.to(torch.float64), exp.to(torch.float64)
         if op == "avg" and coll.reduces:  # NCCL scales by 1/n: rounding is unavoidable

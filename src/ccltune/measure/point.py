@@ -24,6 +24,11 @@ class Outcome:
     note: str | None = None
 
 
+def _is_oom(message: str) -> bool:
+    text = message.lower()
+    return "out of memory" in text or "allocate memory" in text
+
+
 def _agree(engine: Engine, failed: bool, what: str) -> bool:
     """True if any rank failed."""
     return engine.ctx.allreduce_floats([1.0 if failed else 0.0], "max", what)[0] > 0
@@ -61,7 +66,13 @@ def measure(engine: Engine, pt: Point, *, check: bool, average: str, timeout_s: 
 def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average: str,
              timeout_s: float) -> Outcome:
     torch, ctx = engine.torch, engine.ctx
-    B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+    oom = None
+    try:
+        B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+    except (RuntimeError, MemoryError) as exc:  # the local int64 temporaries
+        oom = str(exc).splitlines()[0]
+    if _agree(engine, oom is not None, "fill"):
+        return Outcome("skipped", note=f"out of memory filling the input{': ' + oom if oom else ' on another rank'}")
     # the first call: NCCL may refuse a forced configuration here; agree before waiting
     err = None
     what = f"{pt.coll.name} at {pt.lay.size_bytes} B"
@@ -72,19 +83,27 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average
         except Exception as exc:  # noqa: BLE001 - NcclError, torch errors: reported as a row
             err = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if _agree(engine, err is not None, "first call"):
-        if hasattr(engine, "drop_comm") and pt.config is not None:
+        if pt.config is not None:
             engine.drop_comm(pt.config, abort=True)  # ranks that enqueued must not wait
+        if err and _is_oom(err):
+            return Outcome("skipped", note=f"out of memory: {err}")
         return Outcome("unavailable", note=err or "refused on another rank")
     with Watchdog(engine, timeout_s, what) as dog:
         try:
             engine.sync()
             seconds = engine.time_point(pt, bufs)
-            wrong = 0
+            wrong, unchecked = 0.0, 0.0
             if check:
                 B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
                 engine.launch(pt, bufs)
                 engine.sync()
-                wrong = B.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.rank, ctx.world_size, pt.op, pt.root)
+                try:  # local work only: a rank that runs out of memory here leaves nobody waiting
+                    wrong = float(B.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.rank, ctx.world_size,
+                                                pt.op, pt.root))
+                except (RuntimeError, MemoryError) as exc:
+                    if not _is_oom(str(exc)):
+                        raise
+                    unchecked = 1.0
         except DistError:
             raise
         except Exception as exc:  # noqa: BLE001
@@ -92,5 +111,7 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average
     if dog.fired:
         raise ctx.peer_failure(what, "timed out")
     t = _combine(engine, seconds, average)
-    wrong_all = int(ctx.allreduce_floats([float(wrong)], "sum", "check exchange")[0])
-    return Outcome("ok", time_us=t * 1e6, wrong=wrong_all)
+    wrong_all, unchecked_all = ctx.allreduce_floats([wrong, unchecked], "sum", "check exchange")
+    if unchecked_all:
+        return Outcome("ok", time_us=t * 1e6, wrong=None, note="result not checked: out of memory while checking")
+    return Outcome("ok", time_us=t * 1e6, wrong=int(wrong_all))
