@@ -66,14 +66,15 @@ phase_plugin() {
   for cfg in none empty ringll ch2; do
     if [ $cfg = none ]; then E="NCCL_TUNER_PLUGIN="; else E="NCCL_TUNER_PLUGIN=$P CCLTUNE_RULES=$R/$cfg.conf"; fi
     echo "## $cfg"
-    env $E NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING timeout 60 python3 -m ccltune bench all_reduce -b 64M -e 64M -G 10 --nproc $NGPU --db "$DB" > $R/$cfg.log 2>&1
-    grep -E "^ +67108864" $R/$cfg.log; grep -m3 -E "TUNER/Plugin|ccltune tuner|AllReduce: 67108864" $R/$cfg.log
+    env $E NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,COLL timeout 60 python3 -m ccltune bench all_reduce -b 64M -e 64M -G 10 --nproc $NGPU --db "$DB" > $R/$cfg.log 2>&1
+    grep -E "^ +67108864" $R/$cfg.log; grep -m8 -iE "TUNER/Plugin|ccltune tuner|tuning|algo|nchannels|channels" $R/$cfg.log
   done
   for i in 1 2 3; do for cfg in none empty; do
     if [ $cfg = none ]; then E="NCCL_TUNER_PLUGIN="; else E="NCCL_TUNER_PLUGIN=$P CCLTUNE_RULES=$R/empty.conf"; fi
     echo "## 8B $cfg $i $(env $E timeout 60 python3 -m ccltune bench all_reduce -b 8 -e 8 -n 100 -G 20 --nproc $NGPU --db "$DB" | grep -E '^ +8 ')"
   done; done
   make -C plugin bench 2>&1 | tail -4
+  pack
 }
 phase_diag() {
   step links topo doctor check
