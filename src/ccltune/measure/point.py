@@ -24,12 +24,12 @@ class Outcome:
     note: str | None = None
 
 
-def _is_oom(message: str) -> bool:
+def is_oom(message: str) -> bool:
     text = message.lower()
     return "out of memory" in text or "allocate memory" in text
 
 
-def _agree(engine: Engine, failed: bool, what: str) -> bool:
+def agree(engine: Engine, failed: bool, what: str) -> bool:
     """True if any rank failed."""
     return engine.ctx.allreduce_floats([1.0 if failed else 0.0], "max", what)[0] > 0
 
@@ -43,18 +43,25 @@ def _combine(engine: Engine, seconds: float, average: str) -> float:
     return ctx.allreduce_floats([seconds], average, "time exchange")[0]
 
 
+def allocate(engine: Engine, pt: Point) -> tuple[B.Buffers | None, Outcome | None]:
+    """The point's buffers, or (None, a 'skipped' outcome) when any rank ran out of memory."""
+    bufs, err = None, None
+    try:
+        bufs = B.make(engine.torch, pt.lay, pt.dt, pt.in_place, engine.device, engine.alloc(pt))
+    except (RuntimeError, MemoryError) as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
+        err = str(exc).splitlines()[0]
+    if agree(engine, err is not None, "allocation"):
+        return None, Outcome("skipped", note=f"out of memory{': ' + err if err else ' on another rank'}")
+    return bufs, None
+
+
 def measure(engine: Engine, pt: Point, *, check: bool, average: str, timeout_s: float) -> Outcome:
-    torch = engine.torch
     reason = "no in-place form" if pt.in_place and pt.lay.inplace_offsets is None else engine.waive_reason(pt)
     if reason:
         return Outcome("waived", note=reason)
-    bufs, err = None, None
-    try:
-        bufs = B.make(torch, pt.lay, pt.dt, pt.in_place, engine.device, engine.alloc(pt))
-    except (RuntimeError, MemoryError) as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
-        err = str(exc).splitlines()[0]
-    if _agree(engine, err is not None, "allocation"):
-        return Outcome("skipped", note=f"out of memory{': ' + err if err else ' on another rank'}")
+    bufs, skipped = allocate(engine, pt)
+    if skipped is not None:
+        return skipped
     assert bufs is not None
     try:
         return _measure(engine, pt, bufs, check=check, average=average, timeout_s=timeout_s)
@@ -71,7 +78,7 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average
         B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
     except (RuntimeError, MemoryError) as exc:  # the local int64 temporaries
         oom = str(exc).splitlines()[0]
-    if _agree(engine, oom is not None, "fill"):
+    if agree(engine, oom is not None, "fill"):
         return Outcome("skipped", note=f"out of memory filling the input{': ' + oom if oom else ' on another rank'}")
     # the first call: NCCL may refuse a forced configuration here; agree before waiting
     err = None
@@ -82,10 +89,10 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average
             engine.launch(pt, bufs)
         except Exception as exc:  # noqa: BLE001 - NcclError, torch errors: reported as a row
             err = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if _agree(engine, err is not None, "first call"):
+    if agree(engine, err is not None, "first call"):
         if pt.config is not None:
             engine.drop_comm(pt.config, abort=True)  # ranks that enqueued must not wait
-        if err and _is_oom(err):
+        if err and is_oom(err):
             return Outcome("skipped", note=f"out of memory: {err}")
         return Outcome("unavailable", note=err or "refused on another rank")
     with Watchdog(engine, timeout_s, what) as dog:
@@ -101,7 +108,7 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average
                     wrong = float(B.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.rank, ctx.world_size,
                                                 pt.op, pt.root))
                 except (RuntimeError, MemoryError) as exc:
-                    if not _is_oom(str(exc)):
+                    if not is_oom(str(exc)):
                         raise
                     unchecked = 1.0
         except DistError:

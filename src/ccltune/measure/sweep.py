@@ -48,7 +48,7 @@ def iters_for(est_us: float, s: SweepSettings) -> int:
 def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any], labels: Sequence[dict[str, Any]],
                  s: SweepSettings) -> list[Measurement]:
     """Rows for every configuration at ``size`` (``reps`` rows each when measured)."""
-    torch, ctx = engine.torch, engine.ctx
+    ctx = engine.ctx
     lay = coll.layout(size, s.dtype.size, ctx.world_size, ctx.rank)
     base = Point(coll, lay, s.dtype, s.op, 0, False, 1, s.warmup, 1 if s.graph and engine.supports_graph else 0, None)
     if engine.waive_reason(base) and lay.inplace_offsets is not None:
@@ -71,14 +71,9 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
     reason = engine.waive_reason(base)
     if reason:
         return [row(i, "waived", note=reason) for i in range(len(configs))]
-    bufs, err = None, None
-    try:
-        bufs = B.make(torch, lay, s.dtype, base.in_place, engine.device)
-    except (RuntimeError, MemoryError) as exc:
-        err = str(exc).splitlines()[0]
-    if P._agree(engine, err is not None, "allocation"):
-        return [row(i, "skipped", note=f"out of memory{': ' + err if err else ' on another rank'}")
-                for i in range(len(configs))]
+    bufs, skipped = P.allocate(engine, base)
+    if skipped is not None:
+        return [row(i, "skipped", note=skipped.note) for i in range(len(configs))]
     assert bufs is not None
     what = f"{coll.name} at {lay.size_bytes} B"
     graphs: dict[int, tuple[Any, int]] = {}
@@ -122,7 +117,7 @@ def _first_call(engine: Any, pt: Point, bufs: B.Buffers, what: str, s: SweepSett
                 engine.launch(pt, bufs)
         except Exception as exc:  # noqa: BLE001 - NCCL refusing a forced configuration
             err = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if P._agree(engine, err is not None, "first call"):
+    if P.agree(engine, err is not None, "first call"):
         engine.drop_comm(pt.config, abort=True)
         return P.Outcome("unavailable", note=err or "refused on another rank")
     return None
