@@ -7,7 +7,6 @@ Correctness only: figures come from scripts/device.sh and go to docs/performance
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,22 +15,12 @@ import pytest
 
 pytestmark = pytest.mark.gpu
 
-NVLS_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def n_gpus() -> int:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
-        pytest.skip("needs at least 2 CUDA GPUs")
-    return torch.cuda.device_count()
-
-
 def ccltune(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {**os.environ, **NVLS_OFF}
-    return subprocess.run([sys.executable, "-m", "ccltune", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    # the environment carries conftest's NVLink-multicast-off variables
+    return subprocess.run([sys.executable, "-m", "ccltune", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def records(path: Path) -> list[dict]:

@@ -1,6 +1,6 @@
 """On the GPU machine: links, topo, doctor and check for real (pytest -m gpu tests/gpu/test_diag_gpu.py).
 
-NVLink multicast must stay off on the project's machines; every test sets the variables.
+NVLink multicast stays off in every test (tests/gpu/conftest.py).
 """
 
 from __future__ import annotations
@@ -12,22 +12,6 @@ import pytest
 from ccltune.cli import main
 
 pytestmark = pytest.mark.gpu
-
-NVLS_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-
-
-@pytest.fixture(autouse=True)
-def _nvls_off(monkeypatch):
-    for k, v in NVLS_OFF.items():
-        monkeypatch.setenv(k, v)
-
-
-@pytest.fixture(scope="module")
-def n_gpus() -> int:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
-        pytest.skip("needs at least 2 CUDA GPUs")
-    return torch.cuda.device_count()
 
 
 def _checks(path):

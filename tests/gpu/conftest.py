@@ -1,0 +1,22 @@
+"""Shared by the GPU tier: NVLink multicast stays off in every process a test starts (the
+project's machines require it), and the number of GPUs, or a skip when there are fewer than 2."""
+
+from __future__ import annotations
+
+import pytest
+
+NVLS_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+@pytest.fixture(autouse=True)
+def _nvls_off(monkeypatch):
+    for k, v in NVLS_OFF.items():
+        monkeypatch.setenv(k, v)
+
+
+@pytest.fixture(scope="module")
+def n_gpus() -> int:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        pytest.skip("needs at least 2 CUDA GPUs")
+    return torch.cuda.device_count()
