@@ -243,21 +243,9 @@ class Store:
         )
         self.conn.commit()
 
-    def update_env(self, run_id: int, env: Mapping[str, Any]) -> None:
-        self.conn.execute(
-            "UPDATE runs SET env_json = ?, world_size = ?, n_nodes = ?, launcher = ?, host = ?,"
-            " platform = ?, nccl_version = ? WHERE id = ?",
-            (
-                json.dumps(dict(env), default=str),
-                env.get("world_size"),
-                env.get("n_nodes"),
-                env.get("launcher"),
-                env.get("host"),
-                env.get("platform"),
-                env.get("nccl_version"),
-                run_id,
-            ),
-        )
+    def reopen_run(self, run_id: int) -> None:
+        """Mark a run 'running' again (``sweep --resume`` continues it)."""
+        self.conn.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,))
         self.conn.commit()
 
     def runs(self, kind: str | None = None) -> list[Run]:

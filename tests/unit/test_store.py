@@ -105,3 +105,12 @@ def test_a_file_that_is_not_a_database(tmp_path):
     path.write_text("these are not the results you are looking for\n" * 100)
     with pytest.raises(UsageError, match="is not a usable ccltune database"):
         Store(path)
+
+
+def test_reopen_run_marks_a_finished_run_running_again(tmp_path):
+    with Store(tmp_path / "r.db") as st:
+        rid = st.begin_run("sweep", command="ccltune sweep")
+        st.finish_run(rid, "interrupted")
+        st.reopen_run(rid)
+        run = st.run(rid)
+        assert run.status == "running" and run.finished_at is None

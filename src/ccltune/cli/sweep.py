@@ -214,8 +214,7 @@ def _open_run(store: Store | None, args: argparse.Namespace, ctx: Any, engine: A
             raise UsageError(f"--resume {args.resume}: run {args.resume} is a {run.kind} run, not a sweep")
         for m in store.measurements(args.resume):
             done.add((m.collective, m.size_bytes, m.config))
-        store.conn.execute("UPDATE runs SET status = 'running' WHERE id = ?", (args.resume,))
-        store.conn.commit()
+        store.reopen_run(args.resume)
         return args.resume, done
     env = environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine=engine_name,
                               nccl=engine.info(), hosts=ctx.hosts, argv=args._argv)
