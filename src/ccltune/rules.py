@@ -9,12 +9,12 @@ Pure stdlib; nothing here prints.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ccltune.errors import RuleFileError, UsageError
+from ccltune.files import write_text
 
 MAX_LINE_BYTES = 1024
 MAX_CHANNELS = 64
@@ -408,19 +408,8 @@ def _platform_line(p: Platform) -> str:
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Replace ``path`` whole (temp file in the same folder + os.replace); never appends."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
+    """Replace the rule file ``path`` whole (temp file + rename); never appends."""
+    write_text(path, text, flag="rule file")
 
 def parse_platform_args(pairs: Iterable[str]) -> PlatformFacts:
     """``--platform key=value`` options into facts. Raises UsageError on a bad pair."""

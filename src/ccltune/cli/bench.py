@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 from ccltune import collectives, environment, output, types
 from ccltune.cli import _common
 from ccltune.errors import CheckFailed, DistError, UsageError
+from ccltune.files import write_text
 from ccltune.measure import bench
 from ccltune.measure.point import AVERAGES
 from ccltune.sizes import parse_size, size_series
@@ -144,10 +144,7 @@ def _args_record(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _write_json(path: str, env: dict[str, Any], rows: list[Measurement]) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump({"env": env, "records": [m.to_record() for m in rows]}, fh, indent=1)
-    os.replace(tmp, path)
+    write_text(path, json.dumps({"env": env, "records": [m.to_record() for m in rows]}, indent=1), flag="--json")
 
 
 class _Printer:
@@ -159,7 +156,12 @@ class _Printer:
         self.progress = None
         self.task = None
         if enabled and sys.stderr.isatty():
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
 
             self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(),
                                      transient=True)

@@ -6,13 +6,13 @@ import argparse
 import csv
 import io
 import json
-import os
 import sys
 from dataclasses import fields
 from typing import Any
 
 from ccltune.cli._common import add_db
 from ccltune.errors import UsageError
+from ccltune.files import write_text
 from ccltune.store import Measurement, Store
 
 
@@ -57,10 +57,7 @@ def main(args: argparse.Namespace) -> int:
                 raise UsageError(f"RUN must be a run id or 'latest', got {args.run!r}") from None
         text = render(st, run_id, args.format)
     if args.out:
-        tmp = f"{args.out}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, args.out)
+        write_text(args.out, text, flag="--out")
     else:
         sys.stdout.write(text)
     return 0

@@ -13,6 +13,7 @@ from ccltune import collectives, environment, rules, types
 from ccltune.cli import _common
 from ccltune.cli.sweep import engine_opts
 from ccltune.errors import CheckFailed, UsageError
+from ccltune.files import write_text
 from ccltune.measure import sweep as S
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Store
@@ -127,9 +128,9 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     store.close()
     _print(result, args)
     if args.json:
-        _atomic(args.json, json.dumps(summary, indent=1, default=str))
+        write_text(args.json, json.dumps(summary, indent=1, default=str), flag="--json")
     if args.junit:
-        _atomic(args.junit, junit.to_junit(result))
+        write_text(args.junit, junit.to_junit(result), flag="--junit")
     if result.status != "PASS":
         raise CheckFailed(f"validate: {result.status}: rules in {args.rules} made some size slower (see above)")
     return 0
@@ -159,9 +160,3 @@ def _print(result: Any, args: argparse.Namespace) -> None:
     gm = result.geomean_speedup
     print(f"# verdict: {result.status}" + (f" (geometric-mean speedup {gm:.3f}x)" if gm else ""))
 
-
-def _atomic(path: str, text: str) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)

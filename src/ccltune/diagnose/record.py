@@ -8,13 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from ccltune.diagnose.findings import Finding
-from ccltune.errors import UsageError
+from ccltune.files import write_text
 from ccltune.store import DEFAULT_DB, Store
 
 
@@ -31,18 +29,6 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     write_text(path, json.dumps(obj, indent=2, default=str) + "\n", flag="--json")
 
 
-def write_text(path: str | os.PathLike[str], text: str, *, flag: str) -> None:
-    target = Path(path)
-    if not target.parent.is_dir():
-        raise UsageError(f"{flag}: folder of {str(target)!r} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UsageError(f"{flag}: cannot write {str(target)!r}: {exc.strerror}") from None
 
 
 def record_run(db: str, kind: str, *, env: Mapping[str, Any], args: argparse.Namespace,
