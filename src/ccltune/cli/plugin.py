@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
+from pathlib import Path
 
 from ccltune import rules, tuner_plugin
 from ccltune.errors import RuleFileError, UsageError
+from ccltune.sizes import format_size, parse_size
+
+VERIFY_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,6 +33,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"(keys: {', '.join(rules.PLATFORM_KEYS)}); repeatable",
     )
     check.set_defaults(func=_check)
+    verify = sub.add_parser(
+        "verify", help="run collectives with the plugin and RULES, and check NCCL's TUNING log obeys them",
+        description="Run `ccltune bench` (one process per GPU, under torchrun) with the plugin loaded and "
+        "NCCL_TUNER_CONFIG_FILE=RULES, NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING; read the algorithm, "
+        "protocol and channel range NCCL logs for every call and compare them with the rule the plugin "
+        "applies at that size (APPLIED / NOT APPLIED / NO RULE). --from-log FILE checks a log you already "
+        "have and runs nothing. Exit 1 when a rule was not applied or the log has no TUNING lines, "
+        "0 otherwise, 2 on bad input.",
+    )
+    verify.add_argument("file", metavar="RULES", help="rule file to deploy and check")
+    verify.add_argument("collective", nargs="*", default=None, metavar="COLLECTIVE",
+                        help=f"collectives to run (default: those the rules name; choices {', '.join(VERIFY_COLLECTIVES)})")
+    verify.add_argument("-b", "--minbytes", default="8", help="smallest size (whole buffer, as bench)")
+    verify.add_argument("-e", "--maxbytes", default="1G", help="largest size")
+    verify.add_argument("-f", "--stepfactor", type=int, default=2, help="size multiplier")
+    verify.add_argument("--nproc", type=int, default=None, metavar="N", help="GPUs (default: all present)")
+    verify.add_argument("--from-log", default=None, metavar="FILE",
+                        help="check this NCCL_DEBUG=INFO log (with TUNING lines) instead of running")
+    verify.add_argument("--platform", action="append", default=[], metavar="KEY=VALUE",
+                        help="platform facts for --from-log when the log lacks the plugin's own line")
+    verify.add_argument("--save-log", default=None, metavar="PATH", help="write the NCCL log of the run here")
+    verify.add_argument("--json", dest="json_path", default=None, metavar="PATH", help="the checks as JSON")
+    verify.add_argument("--timeout", type=float, default=600.0, metavar="S", help="seconds the run may take")
+    verify.set_defaults(func=_verify)
     parser.set_defaults(func=lambda args: _usage(parser))
 
 
@@ -54,3 +83,111 @@ def _check(args: argparse.Namespace) -> int:
         n = sum(1 for r in ruleset.rules if r.platform.matches(facts))
         print(f"{n} rules apply to platform {','.join(args.platform)}")
     return 1 if ruleset.diagnostics else 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from ccltune.diagnose import benchrun
+    from ccltune.diagnose.ncclog import parse_log, read_log
+    from ccltune.files import write_text
+    from ccltune.tune.verify import verify
+
+    try:
+        ruleset = rules.load(args.file)
+    except RuleFileError as exc:
+        raise UsageError(str(exc)) from exc
+    for d in ruleset.diagnostics:
+        print(f"warning: {d} (the plugin skips this line too)")
+    facts = rules.parse_platform_args(args.platform) if args.platform else None
+    sizes = None
+    if args.from_log:
+        text = read_log(args.from_log)
+        source = args.from_log
+    else:
+        colls = _verify_collectives(args.collective, ruleset)
+        lo, hi = parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes")
+        if lo > hi:
+            raise UsageError(f"-b {args.minbytes} is larger than -e {args.maxbytes}")
+        if args.stepfactor < 2:
+            raise UsageError(f"-f/--stepfactor must be >= 2, got {args.stepfactor}")
+        nproc = args.nproc or _gpu_count()
+        env = {**tuner_plugin.nccl_env(args.file), "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,TUNING"}
+        print(f"plugin verify: {', '.join(colls)} {format_size(lo)}..{format_size(hi)} on {nproc} GPUs with "
+              f"NCCL_TUNER_CONFIG_FILE={env['NCCL_TUNER_CONFIG_FILE']}", flush=True)
+        run = benchrun.run_bench(nproc, env_overrides=env, timeout_s=args.timeout, collective=colls,
+                                 min_bytes=lo, max_bytes=hi, step_factor=args.stepfactor, iters=1, warmup=1)
+        text, source = run.output, "the run"
+        if args.save_log:
+            write_text(args.save_log, text, flag="--save-log")
+        if run.error:
+            print(f"ccltune: error: {run.error}")
+            return 1
+        from ccltune.tune.derive import PLUGIN_COLLECTIVES
+        sizes = {(PLUGIN_COLLECTIVES[r["collective"]], int(r["size_bytes"])) for r in run.records
+                 if r.get("collective") in PLUGIN_COLLECTIVES}
+    log = parse_log(text)
+    if not log.choices:
+        print(f"ccltune: error: {source} has no TUNING lines ('<Coll>: N Bytes -> Algo A proto P ...'): "
+              "run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING (NCCL >= 2.19 prints them)")
+        return 1
+    n_ranks = log.nranks or args.nproc
+    if not n_ranks:
+        raise UsageError(f"{source} says nothing of the communicator size (no 'comm ... nRanks N' line); "
+                         "pass --nproc N")
+    n_nodes = log.nnodes or 1
+    load = next((p for p in log.plugin_loads if p.n_ranks == n_ranks), None)
+    if facts is None and load is not None:
+        facts = rules.PlatformFacts(load.gpu, load.nvl_domains, load.nvl_ranks[0], load.nvl_ranks[1],
+                                    load.partition, load.nps)
+    if load is None:
+        print(f"warning: {source} has no 'ccltune tuner: loaded N rules' line for {n_ranks} ranks: "
+              "the plugin may not have loaded" + ("" if facts else "; platform sections cannot match"))
+    checks = verify(ruleset, log.choices, n_ranks=n_ranks, n_nodes=n_nodes, platform=facts or rules.PlatformFacts(),
+                    sizes=sizes)
+    _print_checks(checks, n_ranks, n_nodes)
+    if args.json_path:
+        from ccltune.diagnose.record import write_json
+        write_json(args.json_path, {"rules": str(Path(args.file).resolve()), "n_ranks": n_ranks, "n_nodes": n_nodes,
+                                    "plugin_loaded": load is not None, "checks": [c.to_dict() for c in checks]})
+    return 1 if any(c.status == "NOT APPLIED" for c in checks) or not checks else 0
+
+
+def _verify_collectives(given: list[str] | None, ruleset: rules.RuleSet) -> list[str]:
+    if given:
+        bad = [c for c in given if c not in VERIFY_COLLECTIVES]
+        if bad:
+            raise UsageError(f"plugin verify: {bad[0]!r} is not a collective a tuner sees "
+                             f"(choose from {', '.join(VERIFY_COLLECTIVES)})")
+        return list(dict.fromkeys(given))
+    from ccltune.tune.derive import PLUGIN_COLLECTIVES
+    named = {r.collective for r in ruleset.rules}
+    picked = [c for c in VERIFY_COLLECTIVES if PLUGIN_COLLECTIVES[c] in named]
+    if not picked:
+        raise UsageError(f"{ruleset.path} has no rules; name the collectives to run")
+    return picked
+
+
+def _gpu_count() -> int:
+    try:
+        import torch
+
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # noqa: BLE001 - no torch or a broken driver: no GPUs
+        n = 0
+    if n < 1:
+        raise UsageError("plugin verify runs NCCL and needs CUDA GPUs (none found); "
+                         "check an existing log with --from-log FILE")
+    return n
+
+
+def _print_checks(checks: list[Any], n_ranks: int, n_nodes: int) -> None:
+    print(f"# nRanks {n_ranks} nNodes {n_nodes}")
+    print(f"# {'collective':<14} {'size':>8}  {'status':<11} {'rule':<36} what NCCL ran / why")
+    for c in checks:
+        rule = "-"
+        if c.rule:
+            r = c.rule
+            rule = (f"line {r.line}: {format_size(r.min_bytes)}..{format_size(r.max_bytes)} {r.algo}/{r.proto}"
+                    + (f"/{r.channels}ch" if r.channels >= 1 else ""))
+        print(f"  {c.collective:<14} {format_size(c.size_bytes):>8}  {c.status:<11} {rule:<36} {c.reason}")
+    counts = {st: sum(c.status == st for c in checks) for st in ("APPLIED", "NOT APPLIED", "NO RULE")}
+    print(f"# {counts['APPLIED']} applied, {counts['NOT APPLIED']} not applied, {counts['NO RULE']} without a rule")

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,13 +48,15 @@ class BenchRun:
         return values[len(values) // 2] if values else None
 
 
-def bench_argv(nproc: int, *, db: str, json_path: str, collective: str = "all_reduce", min_bytes: int = 1 << 20,
+def bench_argv(nproc: int, *, db: str, json_path: str, collective: str | Sequence[str] = "all_reduce",
+               min_bytes: int = 1 << 20,
                max_bytes: int = 1 << 20, step_factor: int = 2, iters: int = 5, warmup: int = 2) -> list[str]:
     """The one place the bench command line is built (nccl-tests' flags, torchrun, one process per GPU)."""
     if nproc < 1:
         raise UsageError(f"number of processes must be >= 1, got {nproc}")
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
-            "-m", "ccltune", "bench", collective, "-b", format_size(min_bytes), "-e", format_size(max_bytes)]
+            "-m", "ccltune", "bench", *([collective] if isinstance(collective, str) else collective),
+            "-b", format_size(min_bytes), "-e", format_size(max_bytes)]
     if max_bytes > min_bytes:
         argv += ["-f", str(step_factor)]
     return argv + ["-n", str(iters), "-w", str(warmup), "--engine", "nccl", "--db", db, "--json", json_path]

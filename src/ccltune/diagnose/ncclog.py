@@ -13,7 +13,14 @@ comes first; anything before it, such as a launcher's own prefix, is ignored)::
     NCCL INFO TUNER/Plugin: Using ccltune (v4)       /  Successfully loaded external tuner plugin /x/libtuner.so
     NCCL INFO NCCL_P2P_LEVEL set by environment to SYS
     NCCL INFO ncclCommInitRankConfig comm 0x5a1 rank 0 nranks 4 cudaDev 0 nvmlDev 0 busId 18000 ... - Init COMPLETE
+    NCCL INFO AllGather: 1048576 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..23}   (NCCL_DEBUG_SUBSYS=TUNING,
+    NCCL INFO ccltune tuner: loaded 3 rules from /r.conf (1 apply to this communicator:     rank 0, each call;
+              nRanks=4 nNodes=1 platform=gpu=NVIDIA H200 nvldomains=1 nvlranks=4..4 partition=? nps=?)
     NCCL WARN ...
+
+A TUNING line's byte count is ``count x type size`` of the call: per rank for AllGather and
+ReduceScatter, whose tuner query (and ccltune's sizes) are the whole buffer, ``nRanks`` times
+that (:attr:`Choice.tuner_bytes`).
 """
 
 from __future__ import annotations
@@ -37,6 +44,16 @@ _CHANNELS = re.compile(r"(?P<coll>\d+) coll channels,(?: (?P<collnet>\d+) collne
 _TUNER = re.compile(r"(?:TUNER/Plugin: Using (?P<name>.+)|Successfully loaded external tuner plugin (?P<path>\S+))")
 _ENV = re.compile(r"^(?P<var>[A-Z][A-Z0-9_]+) set by environment to (?P<val>.*)$")
 _COMM = re.compile(r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nRanks (?P<n>\d+) nNodes (?P<nodes>\d+)")
+_CHOICE = re.compile(r"^(?P<func>AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|Send|Recv): (?P<bytes>\d+) Bytes "
+                     r"-> Algo (?P<algo>\w+) proto (?P<proto>\w+)(?: channel\{Lo\.\.Hi\}=\{(?P<lo>\d+)\.\.(?P<hi>\d+)\})?"
+                     r"(?: comm (?P<comm>0x[0-9a-fA-F]+))?")
+_PLUGIN_RULES = re.compile(r"ccltune tuner: loaded (?P<n>\d+) rules from (?P<path>.+?) \((?P<apply>\d+) apply to this "
+                           r"communicator: nRanks=(?P<nranks>\d+) nNodes=(?P<nnodes>\d+) platform=gpu=(?P<gpu>.*?) "
+                           r"nvldomains=(?P<dom>-?\d+) nvlranks=(?P<rmin>-?\d+)\.\.(?P<rmax>-?\d+) "
+                           r"partition=(?P<part>\S+) nps=(?P<nps>\S+)\)")
+# NCCL's spelling of a function in TUNING lines -> the tuner plugin's collective name
+TUNER_FUNC = {"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter",
+              "Broadcast": "broadcast", "Reduce": "reduce"}
 _COMPLETE = re.compile(r"rank (?P<rank>\d+) nranks (?P<n>\d+) cudaDev (?P<dev>\d+).*?busId (?P<bus>[0-9a-fA-F]+).*Init COMPLETE")
 
 
@@ -57,6 +74,39 @@ class Edge:
     def family(self) -> str:
         """P2P, SHM, NET, COLLNET, NVLS..."""
         return self.transport.split("/", 1)[0].strip()
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What NCCL chose for one collective call (a TUNING line, printed by rank 0)."""
+
+    func: str  # NCCL's name: AllReduce, AllGather, ...
+    nbytes: int  # as logged: count x type size
+    algo: str  # RING, TREE, PAT, NVLS, ...
+    proto: str  # LL, LL128, SIMPLE
+    channels: int | None  # channelHi - channelLo + 1; None when the line has no channel range
+    comm: str | None
+    line: int
+
+    def tuner_bytes(self, n_ranks: int) -> int:
+        """The size NCCL passes to a tuner for this call (whole buffer for AllGather/ReduceScatter)."""
+        return self.nbytes * n_ranks if self.func in ("AllGather", "ReduceScatter") else self.nbytes
+
+
+@dataclass(frozen=True)
+class PluginLoad:
+    """The ccltune plugin's own INFO line for one communicator: its rule file and platform."""
+
+    rules: int
+    path: str
+    applying: int
+    n_ranks: int
+    n_nodes: int
+    gpu: str | None
+    nvl_domains: int
+    nvl_ranks: tuple[int, int]
+    partition: str | None
+    nps: str | None
 
 
 @dataclass(frozen=True)
@@ -85,6 +135,8 @@ class NcclLog:
     rank_process: dict[int, Process] = field(default_factory=dict)
     rank_threads: dict[int, int] = field(default_factory=dict)
     init_complete: set[int] = field(default_factory=set)
+    choices: list[Choice] = field(default_factory=list)
+    plugin_loads: list[PluginLoad] = field(default_factory=list)
     lines: int = 0
     nccl_lines: int = 0
 
@@ -128,8 +180,20 @@ def parse_log(text: str) -> NcclLog:
     return log
 
 
+def _unknown(text: str) -> str | None:
+    return None if text in ("?", "") else text
+
+
 def _parse_info(log: NcclLog, msg: str, m: re.Match[str], number: int) -> None:
-    if (v := _VERSION.match(msg)) and log.version is None:
+    if c := _CHOICE.match(msg):
+        channels = int(c["hi"]) - int(c["lo"]) + 1 if c["lo"] is not None else None
+        log.choices.append(Choice(c["func"], int(c["bytes"]), c["algo"].upper(), c["proto"].upper(), channels,
+                                  c["comm"], number))
+    elif p := _PLUGIN_RULES.search(msg):
+        log.plugin_loads.append(PluginLoad(int(p["n"]), p["path"], int(p["apply"]), int(p["nranks"]),
+                                           int(p["nnodes"]), _unknown(p["gpu"]), int(p["dom"]),
+                                           (int(p["rmin"]), int(p["rmax"])), _unknown(p["part"]), _unknown(p["nps"])))
+    elif (v := _VERSION.match(msg)) and log.version is None:
         log.version = v["ver"]
         log.library = "RCCL" if v["lib"] == "RCCL" or "hip" in v["ver"] else "NCCL"
     elif e := _EDGE.match(msg):
