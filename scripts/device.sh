@@ -89,6 +89,47 @@ phase_sweepsmoke() {
   ct 30 tune --db "$OUT/smoke.db" --out "$OUT/smoke_rules.conf"; cat "$OUT/smoke_rules.conf"
   ct 120 validate "$OUT/smoke_rules.conf" all_reduce all_gather -b 1M -e 4M -f 4 --reps 3 --nproc $NGPU --db "$OUT/smoke.db"
 }
+phase_verify() {
+  step plugin verify: NCCL TUNING lines under rules
+  local R=$OUT/verify; mkdir -p $R
+  echo "allreduce,64M,64M,ring,ll,-1,-1,-1" > $R/ringll.conf
+  echo "allreduce,64M,64M,default,default,2,-1,-1" > $R/ch2.conf
+  echo "allgather,1M,16M,tree,ll,-1,-1,-1" > $R/ag_tree.conf
+  for r in ringll ch2; do ct 120 plugin verify $R/$r.conf all_reduce -b 64M -e 64M --save-log $R/$r.log --json $R/$r.json; done
+  ct 120 plugin verify $R/ag_tree.conf all_gather -b 1M -e 4M --save-log $R/ag_tree.log --json $R/ag_tree.json
+  ct 150 plugin verify docs/results/h200x4-sweep-rules-ag-rs.conf all_gather reduce_scatter -b 1M -e 16M --save-log $R/agrs.log --json $R/agrs.json
+  pack
+}
+phase_aa() {
+  step A/A: validate with an empty rule file, both sides NCCL default on separate communicators
+  : > $OUT/empty.conf
+  ct 150 validate $OUT/empty.conf all_reduce all_gather reduce_scatter -b 64K -e 64M -f 4 --reps 7 --nproc $NGPU --db "$OUT/aa.db" --json "$OUT/aa.json" 2>&1 | grep -v "^validate:\|Warning\|capture_end" | tail -40
+  pack
+}
+phase_doctor2() {
+  step doctor with NCCL_P2P_LEVEL=LOC in the environment: SHM between NVLink GPUs, re-run with SYS
+  NCCL_P2P_LEVEL=LOC ct 200 doctor --db "$DB" --json "$OUT/doctor_p2p_loc.json" | tail -25
+  step doctor on 2 of the GPUs: channel recommendation
+  ct 200 doctor --nproc 2 --db "$DB" --json "$OUT/doctor_nproc2.json" | tail -8
+  pack
+}
+phase_gputests() {
+  step pytest -m gpu
+  timeout 300 python3 -m pytest -m gpu tests/gpu -q -x -p no:cacheprovider --junitxml "$OUT/gpu-tests.xml" > "$OUT/gpu-tests.txt" 2>&1; echo "gpu tests rc=$?"
+  tail -15 "$OUT/gpu-tests.txt"; pack
+}
+phase_ncclt() {
+  step nccl-tests, built from source here, against ccltune bench
+  bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"; tail -3 "$OUT/ncclt-build.log"
+  local B=.cache/nccl-tests/build; mkdir -p "$OUT/ncclt"
+  for c in all_reduce all_gather reduce_scatter alltoall sendrecv broadcast; do
+    [ -x $B/${c}_perf ] || { echo "no $B/${c}_perf"; continue; }
+    timeout 90 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 -x LD_LIBRARY_PATH $B/${c}_perf -b 8 -e 1G -f 2 -g 1 -G 10 > "$OUT/ncclt/${c}_perf.txt" 2>&1; echo "$c rc=$?"
+  done
+  ct 240 bench all_reduce all_gather reduce_scatter alltoall sendrecv broadcast -b 8 -e 1G -f 2 -G 10 --nproc $NGPU --db "$DB" --json "$OUT/bench6.json" > "$OUT/bench6.txt"
+  python3 bench/compare_reference.py "$OUT/bench6.json" "$OUT"/ncclt/*_perf.txt > "$OUT/ncclt-compare.txt" 2>&1
+  grep -E "^# [0-9]+ of|outside" "$OUT/ncclt-compare.txt" | tail -30; pack
+}
 pack() { (cd "$OUT" && tar czf /tmp/pack.tgz --exclude=pack.tgz . && mv /tmp/pack.tgz "$OUT/pack.tgz"); }
 phase_tune4() {
   step sweep, tune, validate on $NGPU GPUs

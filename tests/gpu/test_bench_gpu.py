@@ -82,3 +82,29 @@ def test_sweep_tune_validate(tmp_path, n_gpus):
     assert proc.returncode in (0, 1), proc.stderr[-3000:]   # the verdict is data; a crash is not
     verdict = json.loads(vj.read_text())
     assert verdict["status"] in ("PASS", "FAIL") and len(verdict["sizes"]) == 6
+
+
+def test_sweep_tries_a_refused_candidate_once_per_collective(tmp_path, n_gpus):
+    import sqlite3
+
+    db = tmp_path / "s.db"
+    proc = ccltune("sweep", "all_gather", "-b", "1M", "-e", "4M", "-f", "2", "--algos", "tree", "--protos", "ll",
+                   "--channels", "", "--reps", "2", "--nproc", str(n_gpus), "--db", str(db))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = sqlite3.connect(db).execute(
+        "select size_bytes, status, note from measurements where config = 'tree/ll/default' order by size_bytes").fetchall()
+    assert [r[1] for r in rows] == ["unavailable"] * 3
+    assert "not tried again" not in rows[0][2] and all("not tried again" in r[2] for r in rows[1:])
+
+
+def test_plugin_verify_sees_a_forced_rule_in_nccls_log(tmp_path, n_gpus):
+    rules = tmp_path / "r.conf"
+    rules.write_text("allreduce,1M,1M,ring,ll,-1,-1,-1\nallreduce,4M,4M,default,default,2,-1,-1\n")
+    out = tmp_path / "v.json"
+    proc = ccltune("plugin", "verify", str(rules), "all_reduce", "-b", "1M", "-e", "4M", "-f", "2",
+                   "--nproc", str(n_gpus), "--json", str(out))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    checks = {c["size_bytes"]: c for c in json.loads(out.read_text())["checks"]}
+    assert checks[1 << 20]["status"] == "APPLIED" and checks[1 << 20]["nccl"][0]["proto"] == "LL"
+    assert checks[2 << 20]["status"] == "NO RULE"
+    assert checks[4 << 20]["status"] == "APPLIED" and checks[4 << 20]["nccl"][0]["channels"] <= 2

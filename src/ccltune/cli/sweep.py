@@ -155,6 +155,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
         with _common.terminate_as_interrupt():
             for coll in colls:
                 rows_so_far = [m for m in (store.measurements(run_id, collective=coll.name) if store else [])]
+                refused: dict[Any, str] = {}  # NCCL refuses a forced candidate per collective, not per size
                 todo = ({s: None for s in model.plan_initial(sizes)} if args.mode == "model"
                         else {s: None for s in sizes})
                 while todo:
@@ -166,7 +167,8 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                         if not chosen:
                             continue
                         labels = [dict(algo=c.algo, proto=c.proto, channels=c.channels, config=c.label) for c in chosen]
-                        rows = S.measure_size(engine, coll, size, [configs[c] for c in chosen], labels, settings)
+                        rows = S.measure_size(engine, coll, size, [configs[c] for c in chosen], labels, settings,
+                                              refused)
                         if store is not None:
                             store.add_measurements(run_id, rows)
                             rows_so_far.extend(rows)

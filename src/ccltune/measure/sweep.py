@@ -46,8 +46,14 @@ def iters_for(est_us: float, s: SweepSettings) -> int:
 
 
 def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any], labels: Sequence[dict[str, Any]],
-                 s: SweepSettings) -> list[Measurement]:
-    """Rows for every configuration at ``size`` (``reps`` rows each when measured)."""
+                 s: SweepSettings, refused: dict[Any, str] | None = None) -> list[Measurement]:
+    """Rows for every configuration at ``size`` (``reps`` rows each when measured).
+
+    ``refused`` (config -> note), kept by the caller for one collective: a configuration NCCL
+    refused at one size is recorded 'unavailable' at the others without being tried again.
+    NCCL refuses a forced algorithm/protocol for a whole collective (no enabled cell), and each
+    try costs a communicator: it is aborted after a refusal and would be made again (about a
+    second on one node)."""
     ctx = engine.ctx
     lay = coll.layout(size, s.dtype.size, ctx.world_size, ctx.rank)
     base = Point(coll, lay, s.dtype, s.op, 0, False, 1, s.warmup, 1 if s.graph and engine.supports_graph else 0, None)
@@ -79,10 +85,15 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
     graphs: dict[int, tuple[Any, int]] = {}
     wrong: dict[int, int] = {}
     for i, cfg in enumerate(configs):
+        if refused is not None and cfg in refused:
+            rows.append(row(i, "unavailable", note=refused[cfg]))
+            continue
         pt = replace(base, config=cfg)
         out = _first_call(engine, pt, bufs, what, s)
         if out is not None:
             rows.append(row(i, out.status, note=out.note))
+            if refused is not None and out.status == "unavailable":
+                refused[cfg] = f"{out.note} (refused at {lay.size_bytes} B; not tried again for {coll.name})"
             continue
         with Watchdog(engine, s.timeout_s, what):
             wrong[i] = _check(engine, pt, bufs, lay, s) if s.check else 0
