@@ -131,22 +131,24 @@ phase_ncclt() {
   grep -E "^# [0-9]+ of|outside" "$OUT/ncclt-compare.txt" | tail -30; pack
 }
 pack() { (cd "$OUT" && tar czf /tmp/pack.tgz --exclude=pack.tgz . && mv /tmp/pack.tgz "$OUT/pack.tgz"); }
-phase_tune4() {
-  step sweep, tune, validate on $NGPU GPUs
-  local D="$OUT/tune$NGPU.db"
-  ct 300 sweep -b 8 -e 1G -f 2 --reps 3 --nproc $NGPU --db "$D" > "$OUT/sweep$NGPU.txt" 2>&1; tail -3 "$OUT/sweep$NGPU.txt"
-  ct 60 tune --db "$D" --out "$OUT/rules$NGPU.conf" | tail -20
-  ct 200 validate "$OUT/rules$NGPU.conf" -b 8 -e 1G -f 2 --reps 5 --nproc $NGPU --db "$D" --json "$OUT/validate$NGPU.json" --junit "$OUT/validate$NGPU.xml" > "$OUT/validate$NGPU.txt" 2>&1
-  grep -v "^validate:" "$OUT/validate$NGPU.txt" | tail -50; pack
+flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five collectives, timed
+  local n=$1 lim=$2 D="$OUT/tune$1.db" t0=$(date +%s)
+  local V=""; [ "$n" != "$NGPU" ] && V="CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1)))"
+  step "flow on $n GPUs: sweep, tune, validate (limit ${lim}s)"
+  env $V timeout -k 5 $lim python3 -m ccltune sweep -b 8 -e 1G -f 2 --reps 5 --nproc $n --db "$D" > "$OUT/sweep$n.txt" 2>&1; echo "sweep rc=$? at $(( $(date +%s) - t0 ))s"
+  tail -2 "$OUT/sweep$n.txt"
+  python3 -m ccltune tune --db "$D" --out "$OUT/rules$n.conf" > "$OUT/tune$n.txt" 2>&1; echo "tune rc=$? at $(( $(date +%s) - t0 ))s"
+  tail -12 "$OUT/tune$n.txt"; grep -v "^#" "$OUT/rules$n.conf"
+  env $V timeout -k 5 $lim python3 -m ccltune validate "$OUT/rules$n.conf" -b 8 -e 1G -f 2 --reps 7 --nproc $n --db "$D" --json "$OUT/validate$n.json" --junit "$OUT/validate$n.xml" > "$OUT/validate$n.txt" 2>&1
+  echo "validate rc=$? at $(( $(date +%s) - t0 ))s: flow total"
+  grep -v "^validate:\|Warning\|capture_end" "$OUT/validate$n.txt" | grep -v "no rule applies" | tail -40
+  pack
+  env $V timeout 200 python3 -m ccltune plugin verify "$OUT/rules$n.conf" -b 8 -e 1G -f 2 --nproc $n --json "$OUT/verify$n.json" --save-log "$OUT/verify$n.log" > "$OUT/verify$n.txt" 2>&1; echo "verify rc=$?"
+  grep -v "NO RULE" "$OUT/verify$n.txt" | tail -30
+  pack
 }
-phase_tune2() {
-  step sweep, tune, validate on 2 GPUs
-  local D="$OUT/tune2.db"
-  CUDA_VISIBLE_DEVICES=0,1 ct 150 sweep all_reduce all_gather -b 8 -e 1G -f 2 --reps 3 --nproc 2 --db "$D" > "$OUT/sweep2.txt" 2>&1; tail -3 "$OUT/sweep2.txt"
-  ct 60 tune --db "$D" --out "$OUT/rules2.conf" | tail -12
-  CUDA_VISIBLE_DEVICES=0,1 ct 120 validate "$OUT/rules2.conf" all_reduce all_gather -b 8 -e 1G -f 2 --reps 5 --nproc 2 --db "$D" --json "$OUT/validate2.json" > "$OUT/validate2.txt" 2>&1
-  grep -v "^validate:" "$OUT/validate2.txt" | tail -30; pack
-}
+phase_tune4() { flow $NGPU 590; }
+phase_tune2() { flow 2 400; }
 phase_refs() {
   step reference comparison after aligning the start of timing
   [ -x bench/reference/build/nccl_ref ] || bench/reference/build.sh > "$OUT/ref-build.log" 2>&1
