@@ -124,7 +124,7 @@ phase_ncclt() {
   local B=.cache/nccl-tests/build; mkdir -p "$OUT/ncclt"
   for c in all_reduce all_gather reduce_scatter alltoall sendrecv broadcast; do
     [ -x $B/${c}_perf ] || { echo "no $B/${c}_perf"; continue; }
-    timeout 90 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 -x LD_LIBRARY_PATH $B/${c}_perf -b 8 -e 1G -f 2 -g 1 -G 10 > "$OUT/ncclt/${c}_perf.txt" 2>&1; echo "$c rc=$?"
+    timeout 90 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 $B/${c}_perf -b 8 -e 1G -f 2 -g 1 -G 10 > "$OUT/ncclt/${c}_perf.txt" 2>&1; echo "$c rc=$?"
   done
   ct 240 bench all_reduce all_gather reduce_scatter alltoall sendrecv broadcast -b 8 -e 1G -f 2 -G 10 --nproc $NGPU --db "$DB" --json "$OUT/bench6.json" > "$OUT/bench6.txt"
   python3 bench/compare_reference.py "$OUT/bench6.json" "$OUT"/ncclt/*_perf.txt > "$OUT/ncclt-compare.txt" 2>&1
