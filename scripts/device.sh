@@ -4,7 +4,9 @@
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
-OUT=${OUT:-/tmp/ccltune-out}; mkdir -p "$OUT"
+# Everything is written to a work folder; pack() tars it into $OUT/pack.tgz, the one file in
+# $OUT (a device call returns at most 8 files, and the first 8 by name are not the ones we need).
+RESULT=${OUT:-/tmp/ccltune-result}; OUT=/tmp/ccltune-out; mkdir -p "$OUT" "$RESULT"
 DB="$OUT/ccltune.db"
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
 step() { echo; echo "=== $* ($(date +%T))"; }
@@ -126,11 +128,14 @@ phase_ncclt() {
     [ -x $B/${c}_perf ] || { echo "no $B/${c}_perf"; continue; }
     timeout 90 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 $B/${c}_perf -b 8 -e 1G -f 2 -g 1 -G 10 > "$OUT/ncclt/${c}_perf.txt" 2>&1; echo "$c rc=$?"
   done
-  ct 240 bench all_reduce all_gather reduce_scatter alltoall sendrecv broadcast -b 8 -e 1G -f 2 -G 10 --nproc $NGPU --db "$DB" --json "$OUT/bench6.json" > "$OUT/bench6.txt"
-  python3 bench/compare_reference.py "$OUT/bench6.json" "$OUT"/ncclt/*_perf.txt > "$OUT/ncclt-compare.txt" 2>&1
-  grep -E "^# [0-9]+ of|outside" "$OUT/ncclt-compare.txt" | tail -30; pack
+  for buf in ncclmem torch; do
+    ct 240 bench all_reduce all_gather reduce_scatter alltoall sendrecv broadcast -b 8 -e 1G -f 2 -G 10 --buffers $buf --nproc $NGPU --db "$DB" --json "$OUT/bench6-$buf.json" > "$OUT/bench6-$buf.txt"
+    python3 bench/compare_reference.py "$OUT/bench6-$buf.json" "$OUT"/ncclt/*_perf.txt > "$OUT/ncclt-compare-$buf.txt" 2>&1
+    echo "## buffers $buf"; grep -E "^# [0-9]+ of" "$OUT/ncclt-compare-$buf.txt"
+  done
+  grep "outside" "$OUT/ncclt-compare-ncclmem.txt" | head -40; pack
 }
-pack() { (cd "$OUT" && tar czf /tmp/pack.tgz --exclude=pack.tgz . && mv /tmp/pack.tgz "$OUT/pack.tgz"); }
+pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }
 flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five collectives, timed
   local n=$1 lim=$2 D="$OUT/tune$1.db" t0=$(date +%s)
   local V=""; [ "$n" != "$NGPU" ] && V="CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1)))"
@@ -170,4 +175,4 @@ phase_last() {
   pack
 }
 for p in "$@"; do "phase_$p"; done
-cp -f "$DB" "$OUT/" 2>/dev/null || true
+pack

@@ -34,6 +34,14 @@ def add_launch(p: argparse.ArgumentParser) -> None:
                    help="seconds after which a dead or hung rank stops the others (default: %(default)s)")
     g.add_argument("--nccl-lib", default=None, metavar="PATH",
                    help="NCCL/RCCL library to call (default: the one PyTorch loads)")
+    g.add_argument("--buffers", choices=BUFFERS, default=None,
+                   help="nccl engine: where buffers come from. ncclmem: ncclMemAlloc, as nccl-tests allocates "
+                        "them with NCCL >= 2.19 (the default there; in CUDA graphs NCCL then reaches peers' buffers "
+                        "directly); torch: PyTorch's caching allocator (cudaMalloc), what a PyTorch program "
+                        "passes by default")
+
+
+BUFFERS = ("ncclmem", "torch")
 
 
 def gpu_count() -> int:
@@ -51,6 +59,8 @@ def resolve_engine(args: argparse.Namespace) -> tuple[str, str | None]:
     """(engine, note): the note says when the CPU engine was chosen for lack of a GPU."""
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
+    if getattr(args, "buffers", None) and args.engine not in (None, "nccl"):
+        raise UsageError(f"--buffers {args.buffers} is for the nccl engine, not --engine {args.engine}")
     if args.engine:
         if args.engine in ("nccl", "torch") and gpu_count() == 0:
             raise EngineUnavailable(f"--engine {args.engine} needs a CUDA/ROCm GPU and none is visible; "

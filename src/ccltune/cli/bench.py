@@ -76,6 +76,8 @@ def main(args: argparse.Namespace) -> int:
     argv = args._argv
     plan = _plan(args)
     engine_name, note = _common.resolve_engine(args)
+    if args.symmetric and args.buffers == "torch":
+        raise UsageError("--symmetric registers ncclMemAlloc buffers; it cannot use --buffers torch")
     if engine_name != "nccl" and (args.symmetric or args.algo or args.proto or args.channels):
         raise UsageError("--symmetric, --algo, --proto and --channels need --engine nccl")
     rc = _common.relaunch(args, argv, engine_name)

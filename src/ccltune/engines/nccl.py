@@ -1,7 +1,10 @@
 """The nccl engine: NCCL's C API called directly (ctypes), as nccl-tests does.
 
-Buffers come from PyTorch's CUDA allocator, or from ``ncclMemAlloc`` registered as
-symmetric windows (``--symmetric``, NCCL >= 2.27). CUDA graphs are captured with
+Buffers come from ``ncclMemAlloc`` by default, as nccl-tests allocates them with NCCL >= 2.19
+(in a CUDA graph NCCL then registers them and reaches peers' buffers directly: on 4 H200s
+sendrecv at 16-128 MB runs twice as fast as with cudaMalloc buffers), or from PyTorch's caching
+allocator (``--buffers torch``, what a PyTorch program passes by default); ``--symmetric``
+also registers them as symmetric windows (NCCL >= 2.27). CUDA graphs are captured with
 PyTorch's graph API on our own stream.
 
 Communicators are created per configuration (``CommConfig``) so one process can compare
@@ -23,7 +26,7 @@ from typing import Any, Iterator
 
 from ccltune.engines.base import CudaEngine, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
-from ccltune.errors import EngineUnavailable, UsageError
+from ccltune.errors import EngineUnavailable
 from ccltune.measure.buffers import Buffers
 from ccltune.types import OPS
 
@@ -84,6 +87,13 @@ class NcclEngine(CudaEngine):
         if self.symmetric and not (self.lib.has("ncclMemAlloc") and self.lib.has("ncclCommWindowRegister")):
             raise EngineUnavailable(f"--symmetric needs NCCL >= 2.27 (ncclMemAlloc, ncclCommWindowRegister); "
                                     f"{self.lib.path} is NCCL {self.lib.version}")
+        # nccl-tests allocates with ncclMemAlloc from NCCL 2.19 on; so does this engine unless told otherwise
+        buffers = getattr(opts, "buffers", None)
+        if buffers == "ncclmem" and not self.lib.has("ncclMemAlloc"):
+            raise EngineUnavailable(f"--buffers ncclmem needs NCCL >= 2.19 (ncclMemAlloc); "
+                                    f"{self.lib.path} is NCCL {self.lib.version}")
+        self.buffers = "ncclmem" if self.symmetric or (buffers or "ncclmem") == "ncclmem" and \
+            self.lib.has("ncclMemAlloc") else "torch"
         self.plugin = getattr(opts, "plugin_path", None)
         self.empty_rules = getattr(opts, "empty_rules", None)
         if self.plugin and "NCCL_TUNER_PLUGIN" not in os.environ:
@@ -94,6 +104,7 @@ class NcclEngine(CudaEngine):
 
     def info(self) -> dict[str, Any]:
         return {"version": self.lib.version, "library": self.lib.path, "symmetric": self.symmetric,
+                "buffers": self.buffers,
                 "tuner_plugin": os.environ.get("NCCL_TUNER_PLUGIN")}
 
     # -- communicators ----------------------------------------------------------------
@@ -133,14 +144,15 @@ class NcclEngine(CudaEngine):
 
     # -- buffers ----------------------------------------------------------------------
     def alloc(self, pt: Point) -> Any:
-        if not self.symmetric:
+        if self.buffers != "ncclmem":
             return None
         torch, lib, tdt, elem = self.torch, self.lib, getattr(self.torch, pt.dt.torch_name), pt.dt.size
 
         def alloc(n: int) -> Any:
             nbytes = max(n, 1) * elem
-            ptr = lib.mem_alloc(nbytes)
-            holder = _DeviceArray(ptr, max(n, 1), pt.dt.torch_name, lib)
+            with torch.cuda.device(self.device):
+                ptr = lib.mem_alloc(nbytes)
+            holder = _DeviceArray(ptr, nbytes, lib)  # bytes, viewed as the datatype: any datatype works
             return torch.as_tensor(holder, device=self.device).view(tdt)
         return alloc
 
@@ -193,17 +205,12 @@ class NcclEngine(CudaEngine):
 
 
 class _DeviceArray:
-    """Exposes an ncclMemAlloc pointer to torch through __cuda_array_interface__; frees it
-    with ncclMemFree when torch drops the last tensor."""
+    """Exposes ``nbytes`` of an ncclMemAlloc pointer to torch (as uint8) through
+    __cuda_array_interface__; frees it with ncclMemFree when torch drops the last tensor."""
 
-    _TYPESTR = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "int8": "|i1", "uint8": "|u1",
-                "int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "bfloat16": "<i2"}
-
-    def __init__(self, ptr: int, n: int, torch_name: str, lib: NcclLib):
-        if torch_name not in self._TYPESTR:
-            raise UsageError(f"--symmetric does not support datatype {torch_name}")
+    def __init__(self, ptr: int, nbytes: int, lib: NcclLib):
         self.ptr, self.lib = ptr, lib
-        self.__cuda_array_interface__ = {"shape": (n,), "typestr": self._TYPESTR[torch_name],
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
                                          "data": (ptr, False), "version": 3, "strides": None}
 
     def __del__(self) -> None:
