@@ -8,23 +8,25 @@ sweep runs it, except that "measuring" a (size, configuration) point takes that 
 (every repetition, and the 'unavailable' row of a configuration NCCL refused) from the
 exhaustive data::
 
-    todo = {s: None for s in plan_initial(sizes)}
+    todo = plan_initial(sizes)
     while todo:
         gathered += oracle rows of todo's points
         todo = plan_refine(gathered, sizes)
 
-Then ``derive`` (``ccltune tune``'s defaults: objective time, min_margin 2%, out-of-place) runs
-on (a) the exhaustive rows and (b) the gathered rows, and both rule sets are matched (the
-plugin's first-match semantics, :func:`ccltune.rules.match`) at every measured size: the
-decisions are equal when both select the same configuration or neither has a rule.
+Then ``derive`` (``ccltune tune``'s defaults: objective time, min_margin 2%, isolated_margin
+10%, out-of-place) runs on (a) the exhaustive rows and (b) the gathered rows, and both rule sets
+are matched (the plugin's first-match semantics, :func:`ccltune.rules.match`) at every measured
+size: the decisions are equal when both select the same configuration or neither has a rule.
 
 A point is one (size, configuration): what the sweep measures with ``--reps`` interleaved
 repetitions; ``rows`` counts the stored rows (a refused configuration stores one row).
-The ratio is exhaustive points / model points. ``capture`` (as ``ccltune tune`` reports it,
-:func:`ccltune.tune.derive.account_gain`): the share of the significant saving available at the
-measured sizes that the exhaustive rules and the model's rules capture, both judged on the
-exhaustive data. ``loss`` of a differing size is how much slower
-(exhaustive medians) the model's selection is there than the exhaustive one's.
+``model_points`` counts what the sweep would measure: a point asked for again (the default,
+measured again beside candidates asked for at its size in a later round) counts again, though
+the oracle has only one set of rows for it. The ratio is exhaustive points / model points.
+``capture`` (as ``ccltune tune`` reports it, :func:`ccltune.tune.derive.account_gain`): the
+share of the saving available at the measured sizes that the exhaustive rules and the model's
+rules capture, both judged on the exhaustive data. ``loss`` of a differing size is how much
+slower (exhaustive medians) the model's selection is there than the exhaustive one's.
 
 A group counts as complete when its run finished, when the run went on to a later collective
 of its ``--collective`` list (a sweep measures one collective at a time), or when it holds
@@ -51,6 +53,7 @@ from ccltune.sizes import format_size, parse_size, size_series
 from ccltune.store import Store
 from ccltune.tune import model
 from ccltune.tune.derive import (
+    ISOLATED_MARGIN,
     Candidate,
     GroupResult,
     account_gain,
@@ -91,9 +94,15 @@ class Group:
 
 @dataclass
 class Replay:
-    points: set[Point]
+    points: set[Point]  # distinct (size, configuration) points measured
     rows: list[dict[str, Any]]
     rounds: int  # measuring rounds: plan_initial's, then one per non-empty plan_refine
+    again: int = 0  # points asked for again (the default beside later candidates): measured twice in a sweep
+
+    @property
+    def measured(self) -> int:
+        """What a sweep measures: every point asked for, a point asked for again counting again."""
+        return len(self.points) + self.again
 
 
 @dataclass
@@ -149,7 +158,7 @@ def _series(args: Mapping[str, Any]) -> list[int] | None:
         return None
 
 
-def replay(group: Group, *, initial: Callable[[Sequence[int]], list[int]] = model.plan_initial,
+def replay(group: Group, *, initial: Callable[[Sequence[int]], Mapping[int, Any]] = model.plan_initial,
            refine: Callable[..., Mapping[int, Any]] = model.plan_refine, max_rounds: int = 100,
            **refine_opts: Any) -> Replay:
     """The model-guided sweep loop with the group's exhaustive rows as the measurements."""
@@ -160,19 +169,23 @@ def replay(group: Group, *, initial: Callable[[Sequence[int]], list[int]] = mode
         at_size[size].append(cand)
     points: set[Point] = set()
     rows: list[dict[str, Any]] = []
-    todo: Mapping[int, Any] = {s: None for s in initial(sizes)}
-    rounds = 0
+    todo: Mapping[int, Any] = initial(sizes)
+    rounds = again = 0
     while todo:
         rounds += 1
         if rounds > max_rounds:
             raise RuntimeError(f"{group.collective}: plan_refine still asks for sizes after {max_rounds} rounds")
         for size, want in todo.items():
             for cand in (at_size.get(size, []) if want is None else want):
-                if (size, cand) in oracle and (size, cand) not in points:
+                if (size, cand) not in oracle:
+                    continue
+                if (size, cand) in points:
+                    again += 1  # the oracle has no second measurement: its rows are not added twice
+                else:
                     points.add((size, cand))
                     rows.extend(oracle[(size, cand)])
         todo = refine(rows, sizes, **refine_opts)
-    return Replay(points, rows, rounds)
+    return Replay(points, rows, rounds, again)
 
 
 def _selections(result: GroupResult, sizes: Iterable[int]) -> dict[int, str]:
@@ -194,9 +207,7 @@ def compare(group: Group, replayed_rows: list[dict[str, Any]], **derive_opts: An
         raise RuntimeError(f"{group.collective}: expected one derive group, got {len(full)} and {len(part)}")
     sizes = group.sizes
     cmp = Comparison(sizes, _selections(full[0], sizes), _selections(part[0], sizes))
-    mm = derive_opts.get("min_margin", 0.02)
-    cmp.capture = (account_gain(full[0], min_margin=mm).capture,
-                   account_gain(full[0], part[0].rules, min_margin=mm).capture)
+    cmp.capture = (account_gain(full[0]).capture, account_gain(full[0], part[0].rules).capture)
     medians = {(s, c.label): median([float(r["time_us"]) for r in rs if r["status"] == "ok" and r["time_us"]])
                for (s, c), rs in group.oracle.items() if any(r["status"] == "ok" and r["time_us"] for r in rs)}
     for s in cmp.differing:
@@ -214,14 +225,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("dbs", nargs="*", default=[str(d) for d in DEFAULT_DBS], help="ccltune results databases")
     p.add_argument("--min-margin", type=float, default=2.0, metavar="PCT", help="as `ccltune tune --min-margin`")
+    p.add_argument("--isolated-margin", type=float, default=100 * ISOLATED_MARGIN, metavar="PCT",
+                   help="as `ccltune tune --isolated-margin`")
     p.add_argument("--min-ratio", type=float, default=3.0, help="fewest exhaustive/model points that passes")
     p.add_argument("--stride", type=int, default=None, help="plan_initial stride (default: the model's own)")
     args = p.parse_args(argv)
-    opts = {"objective": "time", "min_margin": args.min_margin / 100}
+    opts = {"objective": "time", "min_margin": args.min_margin / 100, "isolated_margin": args.isolated_margin / 100}
     initial = model.plan_initial if args.stride is None else (lambda s: model.plan_initial(s, stride=args.stride))
 
     print(f"# model-guided sweep replayed against exhaustive data; derive: objective=time "
-          f"min_margin={args.min_margin:g}% placement=out-of-place")
+          f"min_margin={args.min_margin:g}% isolated_margin={args.isolated_margin:g}% placement=out-of-place")
     head = (f"{'db':<32} {'collective':<15} {'nranks':>6} {'sizes':>5} {'exh_points':>10} {'exh_rows':>8} "
             f"{'model_points':>12} {'model_rows':>10} {'rounds':>6} {'ratio':>6} {'decisions_equal':>15} "
             f"{'capture_exh_%':>13} {'capture_model_%':>15}")
@@ -232,12 +245,12 @@ def main(argv: list[str] | None = None) -> int:
         notes.extend(f"skipped {s}" for s in skipped)
         for g in groups:
             n += 1
-            r = replay(g, initial=initial, **opts)
+            r = replay(g, initial=initial, min_margin=opts["min_margin"], isolated_margin=opts["isolated_margin"])
             c = compare(g, r.rows, **opts)
-            ratio = len(g.oracle) / len(r.points)
+            ratio = len(g.oracle) / r.measured
             equal = len(c.sizes) - len(c.differing)
             print(f"{Path(db).name:<32} {g.collective:<15} {g.n_ranks:>6} {len(g.sizes):>5} {len(g.oracle):>10} "
-                  f"{len(g.rows):>8} {len(r.points):>12} {len(r.rows):>10} {r.rounds:>6} {ratio:>5.1f}x "
+                  f"{len(g.rows):>8} {r.measured:>12} {len(r.rows):>10} {r.rounds:>6} {ratio:>5.2f}x "
                   f"{f'{equal}/{len(c.sizes)}':>15} {_pct(c.capture[0]):>13} {_pct(c.capture[1]):>15}")
             for s in c.differing:
                 loss = c.loss[s]

@@ -38,6 +38,22 @@ def test_sweep_stores_every_rep_of_every_size(tmp_path):
     assert {m.in_place for m in rows if m.collective == "all_gather"} == {False}
 
 
+def test_model_mode_plans_in_stored_sizes_and_finishes(tmp_path):
+    # 1, 2 and 4 B of float all_gather on 2 ranks are all stored as 0 B (no whole element per rank):
+    # the planner works in the stored sizes, so it neither asks for them forever nor twice
+    db = tmp_path / "s.db"
+    proc = subprocess.run(sweep_cmd("all_gather", "-b", "1", "-e", "64", "-f", "2", "--reps", "2", "--mode", "model",
+                                    *DEFAULT_ONLY, "--db", str(db)),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    run, rows = only_run(db)
+    assert run.status == "complete" and run.summary["mode"] == "model"
+    per_size = {}
+    for m in rows:
+        per_size[m.size_bytes] = per_size.get(m.size_bytes, 0) + 1
+    assert per_size == {s: 2 for s in (0, 8, 16, 32, 64)}
+
+
 def test_candidates_need_the_nccl_engine(tmp_path):
     proc = subprocess.run(sweep_cmd("all_reduce", "--db", str(tmp_path / "x.db")), cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)

@@ -64,14 +64,23 @@ def test_load_groups_keeps_complete_collectives_only(db: Path):
     assert len(groups[0].oracle) == 4 * len(SIZES)
 
 
+# Three configurations and NCCL's default: measuring the default at every size is already 1/4 of
+# the exhaustive points, and ring/LL wins at 15 of the 25 sizes, each measured beside the default
+# again, so the model-guided sweep cannot reach 3x fewer points here (it does on the H200 data,
+# docs/performance.md); this checks the replay's bookkeeping.
+MIN_RATIO = 1.5
+
+
 def test_replay_measures_fewer_points_and_reaches_the_same_decisions(db: Path):
     (group,), _ = mr.load_groups(db)
-    r = mr.replay(group, objective="time", min_margin=0.02)
-    assert r.rounds > 1  # the boundary was bisected, not found by the first plan
+    r = mr.replay(group, min_margin=0.02)
+    assert r.rounds > 1  # the win was measured outwards, not found by the first plan
     assert {(s, c) for s, c in r.points if s in (SIZES[0], SIZES[-1])} == {
         (s, c) for s in (SIZES[0], SIZES[-1]) for c in (DEFAULT, LL, SIMPLE, TREE)}
+    assert {s for s, c in r.points if c == DEFAULT} == set(SIZES)
     assert len(r.rows) == sum(len(group.oracle[p]) for p in r.points)
-    assert len(group.oracle) / len(r.points) >= 3
+    assert r.again > 0 and r.measured == len(r.points) + r.again
+    assert len(group.oracle) / r.measured >= MIN_RATIO
     cmp = mr.compare(group, r.rows, objective="time", min_margin=0.02)
     assert cmp.differing == []
     assert cmp.exhaustive[SIZES[0]] == "ring/ll/default" and cmp.exhaustive[SIZES[-1]] == "no rule"
@@ -92,7 +101,7 @@ def test_compare_names_a_differing_size(db: Path):
 
 
 def test_main_reports_and_exits_by_verdict(db: Path, capsys: pytest.CaptureFixture[str]):
-    assert mr.main([str(db)]) == 0
+    assert mr.main([str(db), "--min-ratio", str(MIN_RATIO)]) == 0
     out = capsys.readouterr().out
     assert "all_reduce" in out and "25/25" in out and "# PASS" in out and "skipped" in out
     assert mr.main([str(db), "--min-ratio", "1000"]) == 1

@@ -8,7 +8,7 @@ import pytest
 
 from ccltune.errors import DataError
 from ccltune.rules import Platform, Rule
-from ccltune.tune.derive import DEFAULT, account_gain, derive, gpu_model, size_ranges
+from ccltune.tune.derive import DEFAULT, account_gain, decide_sizes, derive, gpu_model, size_ranges
 from ccltune.tune.stats import SINGLE_SAMPLE_NOISE, point_stats
 
 MB = 1 << 20
@@ -188,3 +188,66 @@ def test_gpu_model_from_env_and_platform():
         gpu_model({}, "cpu x2")
     with pytest.raises(DataError, match="mixed GPU models"):
         gpu_model({"gpus": [{"name": "NVIDIA H200"}, {"name": "NVIDIA H100"}]})
+
+
+# --- the isolation rule: a win no neighbouring size corroborates needs isolated_margin -------
+def _one_rule(times, **kw):
+    rules = derive(rows_for(times), **kw).groups[0].rules
+    return [(r.min_bytes, r.max_bytes, r.algo, r.proto) for r in rules]
+
+
+def test_isolated_small_win_is_dropped():
+    times = {"default": flat(100.0), "ring/simple/-": flat(100.0)}
+    times["ring/simple/-"][4 * MB] = [94.0, 95.0, 96.0]  # 5.3% > noise 2%, only at 4 MB
+    g = derive(rows_for(times)).groups[0]
+    assert g.rules == []
+    (d,) = [d for d in g.decisions if d.size_bytes == 4 * MB]
+    assert d.winner is None and d.qualifying == frozenset()
+    assert _one_rule(times, isolated_margin=0.05) == [  # a lower isolated margin keeps it
+        (math.isqrt(2 * MB * 4 * MB) + 1, math.isqrt(4 * MB * 8 * MB), "ring", "simple")]
+    assert account_gain(g).capture is None  # nothing the rules may take: nothing missed
+
+
+def test_isolated_large_win_is_kept():
+    times = {"default": flat(100.0), "ring/ll/-": flat(100.0)}
+    times["ring/ll/-"][4 * MB] = [79.0, 80.0, 81.0]  # 25% > 10%
+    assert _one_rule(times) == [(math.isqrt(2 * MB * 4 * MB) + 1, math.isqrt(4 * MB * 8 * MB), "ring", "ll")]
+    assert _one_rule(times, isolated_margin=0.30) == []
+
+
+def test_two_size_run_of_small_wins_is_kept():
+    times = {"default": flat(100.0), "ring/simple/-": flat(100.0)}
+    for s in (4 * MB, 8 * MB):
+        times["ring/simple/-"][s] = [94.0, 95.0, 96.0]
+    assert _one_rule(times) == [(math.isqrt(2 * MB * 4 * MB) + 1, math.isqrt(8 * MB * 16 * MB), "ring", "simple")]
+
+
+def test_a_neighbour_where_it_beats_the_default_but_does_not_win_corroborates():
+    # like ring/LL128 on 2 H200s: +22% at 2 MB where ring/LL wins (+30%), +10% at 4 MB where it wins
+    times = {"default": flat(100.0), "ring/ll/-": flat(120.0), "ring/ll128/-": flat(110.0)}
+    times["ring/ll/-"][2 * MB] = [76.0, 77.0, 78.0]
+    times["ring/ll128/-"][2 * MB] = [81.0, 82.0, 83.0]
+    times["ring/ll128/-"][4 * MB] = [92.0, 93.0, 94.0]  # 7.5%: below the isolated margin
+    mid = [math.isqrt(a * b) for a, b in zip(SIZES, SIZES[1:])]
+    assert _one_rule(times) == [(mid[0] + 1, mid[1], "ring", "ll"), (mid[1] + 1, mid[2], "ring", "ll128")]
+    # the fastest uncorroborated candidate gives way to a slower corroborated one
+    times["ring/simple/-"] = flat(120.0)
+    times["ring/simple/-"][4 * MB] = [90.0, 91.0, 92.0]  # 9.9%, isolated: dropped
+    assert _one_rule(times)[-1] == (mid[1] + 1, mid[2], "ring", "ll128")
+
+
+def test_one_size_group_needs_the_isolated_margin():
+    small = {"default": {4 * MB: [99.0, 100.0, 101.0]}, "ring/simple/-": {4 * MB: [94.0, 95.0, 96.0]}}
+    big = {"default": {4 * MB: [99.0, 100.0, 101.0]}, "ring/simple/-": {4 * MB: [84.0, 85.0, 86.0]}}
+    d = derive(rows_for(small))
+    assert d.groups[0].rules == [] and "isolated margin" in d.notes[0]
+    assert _one_rule(big) == [(4 * MB, 4 * MB, "ring", "simple")]
+
+
+def test_decide_sizes_is_what_derive_decides():
+    times = {"default": flat(100.0), "ring/simple/-": flat(100.0), "default/default/16": flat(97.0)}
+    times["ring/simple/-"][4 * MB] = [94.0, 95.0, 96.0]
+    g = derive(rows_for(times)).groups[0]
+    points = {d.size_bytes: (d.default, d.candidates) for d in g.decisions}
+    assert {s: w for s, (w, _) in decide_sizes(points).items()} == {d.size_bytes: d.winner for d in g.decisions}
+    assert {d.winner.label for d in g.decisions} == {"default/default/16"}  # a 3% win at every size

@@ -66,6 +66,18 @@ def test_cli_tune_writes_rules_and_stores_artifact(tmp_path, capsys):
     assert "100.0" in capsys.readouterr().out  # all the available gain is captured
 
 
+def test_cli_tune_isolated_margin(tmp_path, capsys):
+    db = tmp_path / "c.db"
+    _sweep_db(db)  # ring/simple 25% faster at 4 MB only: an isolated win
+    out = tmp_path / "r.conf"
+    assert main(["tune", "--db", str(db), "--out", str(out)]) == 0
+    assert "ring,simple" in out.read_text() and "isolated_margin=10%" in out.read_text()
+    assert main(["tune", "--db", str(db), "--out", str(out), "--isolated-margin", "30"]) == 0
+    assert "ring,simple" not in out.read_text() and "isolated_margin=30%" in out.read_text()
+    assert main(["tune", "--db", str(db), "--out", str(out), "--isolated-margin", "100"]) == 2
+    assert "--isolated-margin" in capsys.readouterr().err
+
+
 def test_cli_tune_errors(tmp_path, capsys):
     db = tmp_path / "c.db"
     assert main(["tune", "--db", str(db), "--out", str(tmp_path / "r")]) == 2  # no database

@@ -45,8 +45,9 @@ def register(sub: Any) -> None:
     p.add_argument("-w", "--warmup_iters", type=int, default=2)
     p.add_argument("--no-graph", action="store_true", help="time eager calls instead of CUDA graphs")
     p.add_argument("--mode", choices=MODES, default="exhaustive",
-                   help="exhaustive: every size x candidate; model: fit alpha-beta per candidate on a few sizes "
-                        "and measure densely only where candidates cross")
+                   help="exhaustive: every size x candidate; model: NCCL's default at every size, every candidate "
+                        "at a few sizes, then candidates only where their alpha-beta lines predict a win "
+                        "(docs/tuning.md)")
     p.add_argument("--virtual-nodes", type=int, default=1, metavar="K",
                    help="SIMULATION AID: split this host's ranks into K groups NCCL treats as nodes (NCCL_HOSTID); "
                         "never real multi-node figures")
@@ -156,7 +157,11 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
             for coll in colls:
                 rows_so_far = [m for m in (store.measurements(run_id, collective=coll.name) if store else [])]
                 refused: dict[Any, str] = {}  # NCCL refuses a forced candidate per collective, not per size
-                todo = ({s: None for s in model.plan_initial(sizes)} if args.mode == "model"
+                # the model plans in the sizes the rows are stored under (the layout may round them)
+                requested: dict[int, int] = {}
+                for s in sizes:
+                    requested.setdefault(coll.layout(s, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes, s)
+                todo = ({requested[s]: c for s, c in model.plan_initial(requested).items()} if args.mode == "model"
                         else {s: None for s in sizes})
                 while todo:
                     for size, want in todo.items():
@@ -176,12 +181,12 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                     if args.mode != "model":
                         break
                     # every rank must plan the same next step: rank 0 plans, the others follow
-                    plan = model.plan_refine(rows_so_far, sizes) if ctx.is_root else None
+                    plan = model.plan_refine(rows_so_far, list(requested)) if ctx.is_root else None
                     blob = json.dumps({str(s): (None if c is None else [x.label for x in c])
                                        for s, c in plan.items()}).encode() if plan is not None else None
                     decoded = json.loads(ctx.broadcast_bytes(blob, "sweep plan"))
                     by_label = {c.label: c for c in cands}
-                    todo = {int(s): (None if v is None else [by_label[x] for x in v if x in by_label])
+                    todo = {requested[int(s)]: (None if v is None else [by_label[x] for x in v if x in by_label])
                             for s, v in decoded.items()}
             status = "complete"
     except KeyboardInterrupt as exc:

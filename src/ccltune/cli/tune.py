@@ -9,7 +9,7 @@ import sys
 from ccltune import __version__
 from ccltune.errors import DataError, UsageError
 from ccltune.store import DEFAULT_DB, Store
-from ccltune.tune.derive import OBJECTIVES, PLACEMENTS, Derivation, account_gain, derive, gpu_model
+from ccltune.tune.derive import ISOLATED_MARGIN, OBJECTIVES, PLACEMENTS, Derivation, account_gain, derive, gpu_model
 from ccltune.rules import write_atomic
 from ccltune.tune.emit import describe_platform, render
 
@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --objective sm: how much slower than the fastest a configuration may be (percent)")
     p.add_argument("--min-margin", type=float, default=2.0, metavar="PCT",
                    help="smallest win over the default that makes a rule, even when the noise is lower (percent)")
+    p.add_argument("--isolated-margin", type=float, default=100 * ISOLATED_MARGIN, metavar="PCT",
+                   help="smallest win that makes a rule at a size where the configuration does not also beat the"
+                        " default at a neighbouring measured size (percent; see docs/tuning.md)")
     p.add_argument("--placement", choices=PLACEMENTS, default="out-of-place",
                    help="which buffers' measurements to use")
     p.set_defaults(func=run)
@@ -62,6 +65,7 @@ def _percent(value: float, flag: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     min_margin = _percent(args.min_margin, "--min-margin")
+    isolated_margin = _percent(args.isolated_margin, "--isolated-margin")
     sm_tol = _percent(args.sm_tolerance, "--sm-tolerance")
     with Store(args.db, create=False) as store:
         runs = ([store.run(i) for i in parse_run_ids(args.runs)] if args.runs
@@ -78,8 +82,9 @@ def run(args: argparse.Namespace) -> int:
         if not rows:
             raise DataError(f"runs {', '.join(str(r.id) for r in runs)} hold no measurements")
         result = derive(rows, objective=args.objective, sm_tolerance=sm_tol, min_margin=min_margin,
-                        placement=args.placement)
-        settings = (f"objective={args.objective} min_margin={args.min_margin:g}% placement={args.placement}"
+                        isolated_margin=isolated_margin, placement=args.placement)
+        settings = (f"objective={args.objective} min_margin={args.min_margin:g}%"
+                    f" isolated_margin={args.isolated_margin:g}% placement={args.placement}"
                     + (f" sm_tolerance={args.sm_tolerance:g}%" if args.objective == "sm" else ""))
         source = f"runs {', '.join(f'{r.id} ({r.kind} {r.started_at})' for r in runs)} of {args.db}"
         text = render(result.sections(), source=source, settings=settings, notes=result.notes)
@@ -90,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
                                    env={"ccltune_version": __version__,
                                         "platform": "; ".join(map(describe_platform, result.sections()))})
         store.add_artifact(tune_run, "rules", text)
-        summary = _report(result, min_margin)
+        summary = _report(result)
         store.finish_run(tune_run, "complete", {"source_runs": [r.id for r in runs], "groups": summary})
     n_rules = sum(len(g.rules) for g in result.groups)
     print(f"# wrote {n_rules} rules in {len(result.sections())} platform sections to {args.out}"
@@ -104,9 +109,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(result: Derivation, min_margin: float) -> dict[str, dict]:
+def _report(result: Derivation) -> dict[str, dict]:
     out = {}
     for g in result.groups:
-        rep = account_gain(g, min_margin=min_margin)
+        rep = account_gain(g)
         out[str(g.key)] = {"rules": len(g.rules), "capture": rep.capture, "slower_sizes": rep.slower_sizes}
     return out

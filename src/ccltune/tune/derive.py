@@ -5,9 +5,15 @@ A *group* is what one rule line can be keyed on: (GPU model, ranks per NVLink do
 
 1. Rows with ``status != 'ok'`` are dropped (an unavailable configuration never wins), and only
    the chosen placement is kept (out-of-place by default).
-2. The measured sizes are the sizes where NCCL's default has samples. A candidate wins at a
-   size when it beats the default by more than the noise (:mod:`ccltune.tune.stats`), floored
-   at ``min_margin``; otherwise the size gets no rule and NCCL stays in charge.
+2. The measured sizes are the sizes where NCCL's default has samples. A candidate *qualifies*
+   at a size when it beats the default by more than the noise (:mod:`ccltune.tune.stats`),
+   floored at ``min_margin``, and, when it is *isolated* there, by more than
+   ``isolated_margin`` too. A candidate is isolated at a size when it does not beat the default
+   (by the noise, floored at ``min_margin``) at either neighbouring measured size: a win seen at
+   one size only must be large to be believed (on the H200 sweeps, isolated wins below 10% did
+   not hold up when re-measured; docs/tuning.md). A group measured at one size has no neighbours: every
+   candidate there is isolated. The winner is chosen among the qualifying candidates
+   (``objective``); none qualifies -> no rule at that size and NCCL stays in charge.
 3. Consecutive measured sizes with the same winner merge. Between measured sizes ``a < b`` the
    boundary is ``m = isqrt(a*b)`` (the geometric midpoint, rounded down): ``a``'s range ends at
    ``m`` inclusive, ``b``'s starts at ``m + 1``. The first range starts at the smallest measured
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +44,8 @@ PLUGIN_COLLECTIVES = {
     "all_reduce": "allreduce",
 }
 OBJECTIVES = ("time", "sm")
+# A win at a size where no neighbouring size corroborates it must exceed this (docs/tuning.md).
+ISOLATED_MARGIN = 0.10
 PLACEMENTS = ("out-of-place", "in-place", "both")
 # Row fields that must be uniform inside a group: the tuner ABI cannot tell them apart.
 _UNIFORM = ("dtype", "op", "graph")
@@ -96,6 +104,7 @@ class SizeDecision:
     default: PointStats
     candidates: Mapping[Candidate, PointStats]
     winner: Candidate | None  # None: no rule, NCCL's default stays
+    qualifying: frozenset[Candidate] = frozenset()  # the candidates the winner was chosen from
 
     @property
     def best(self) -> tuple[Candidate, PointStats] | None:
@@ -159,17 +168,39 @@ def size_ranges(sizes: Sequence[int]) -> list[tuple[int, int]]:
     return list(zip(lows, highs))
 
 
-def decide(default: PointStats, candidates: Mapping[Candidate, PointStats], *, objective: str = "time",
-           sm_tolerance: float = 0.02, min_margin: float = 0.02) -> Candidate | None:
-    """The winner at one size, or None when nothing beats the default beyond the noise.
+def qualifying(default: PointStats, candidates: Mapping[Candidate, PointStats], *, min_margin: float = 0.02,
+               isolated_margin: float = ISOLATED_MARGIN,
+               corroborated: Collection[Candidate] = frozenset()) -> dict[Candidate, PointStats]:
+    """The candidates that may make a rule at one size (see the module doc).
 
-    ``time``: the fastest of the candidates that beat the default beyond noise. ``sm``: among
-    those, the ones within ``sm_tolerance`` of the fastest; the fewest channels wins (a
-    candidate leaving channels to NCCL counts as more than any fixed count), then the fastest.
+    Each must beat the default beyond the noise floored at ``min_margin``; one not in
+    ``corroborated`` (it does not beat the default at a neighbouring size) must also beat it by
+    more than ``isolated_margin``.
+    """
+    out = {}
+    for c, s in candidates.items():
+        if c.is_default:
+            continue
+        floor = min_margin if c in corroborated else max(min_margin, isolated_margin)
+        if beats(default, s, floor):
+            out[c] = s
+    return out
+
+
+def decide(default: PointStats, candidates: Mapping[Candidate, PointStats], *, objective: str = "time",
+           sm_tolerance: float = 0.02, min_margin: float = 0.02, isolated_margin: float = ISOLATED_MARGIN,
+           corroborated: Collection[Candidate] = frozenset()) -> Candidate | None:
+    """The winner at one size among the :func:`qualifying` candidates, or None when none qualifies.
+
+    ``time``: the fastest of them. ``sm``: among them, the ones within ``sm_tolerance`` of the
+    fastest; the fewest channels wins (a candidate leaving channels to NCCL counts as more than
+    any fixed count), then the fastest. With ``corroborated`` left empty every candidate counts
+    as isolated: the decision for a size measured alone.
     """
     if objective not in OBJECTIVES:
         raise UsageError(f"--objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    good = [(c, s) for c, s in candidates.items() if not c.is_default and beats(default, s, min_margin)]
+    good = list(qualifying(default, candidates, min_margin=min_margin, isolated_margin=isolated_margin,
+                           corroborated=corroborated).items())
     if not good:
         return None
     fastest = min(good, key=lambda cs: (cs[1].median_us, cs[0].sort_key()))
@@ -178,6 +209,35 @@ def decide(default: PointStats, candidates: Mapping[Candidate, PointStats], *, o
     limit = fastest[1].median_us * (1.0 + sm_tolerance)
     near = [(c, s) for c, s in good if s.median_us <= limit]
     return min(near, key=lambda cs: (cs[0].channels or math.inf, cs[1].median_us, cs[0].sort_key()))[0]
+
+
+SizePoints = tuple[PointStats, Mapping[Candidate, PointStats]]  # (default, candidates) at one size
+
+
+def decide_sizes(points: Mapping[int, SizePoints], *, objective: str = "time", sm_tolerance: float = 0.02,
+                 min_margin: float = 0.02, isolated_margin: float = ISOLATED_MARGIN
+                 ) -> dict[int, tuple[Candidate | None, frozenset[Candidate]]]:
+    """size -> (winner, qualifying candidates) for one group's measured sizes.
+
+    ``points`` maps every measured size (the default measured there) to its (default,
+    candidates). A candidate is corroborated at a size when it beats the default (noise floored
+    at ``min_margin``) at the next smaller or the next larger measured size; the decision is
+    :func:`decide`'s. ``derive`` and the model-guided planner both decide through this function.
+    """
+    sizes = sorted(points)
+    out: dict[int, tuple[Candidate | None, frozenset[Candidate]]] = {}
+    for i, size in enumerate(sizes):
+        default, cands = points[size]
+        corroborated = set()
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(sizes):
+                nd, nc = points[sizes[j]]
+                corroborated |= {c for c, p in nc.items() if not c.is_default and beats(nd, p, min_margin)}
+        winner = decide(default, cands, objective=objective, sm_tolerance=sm_tolerance, min_margin=min_margin,
+                        isolated_margin=isolated_margin, corroborated=corroborated)
+        out[size] = (winner, frozenset(qualifying(default, cands, min_margin=min_margin,
+                                                  isolated_margin=isolated_margin, corroborated=corroborated)))
+    return out
 
 
 def merge_ranges(sizes: Sequence[int], winners: Sequence[Candidate | None]) -> list[tuple[int, int, Candidate]]:
@@ -221,7 +281,8 @@ def samples_by_size(rows: Iterable[Any], placement: str = "out-of-place") -> dic
 
 
 def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float = 0.02,
-           min_margin: float = 0.02, placement: str = "out-of-place") -> Derivation:
+           min_margin: float = 0.02, isolated_margin: float = ISOLATED_MARGIN,
+           placement: str = "out-of-place") -> Derivation:
     """Rules from measurement rows (dicts or Measurements), each carrying a ``gpu`` model.
 
     Raises DataError for a group with candidates but no default, rows without a GPU model, or a
@@ -243,14 +304,14 @@ def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float 
     for coll, n in sorted(skipped.items()):
         notes.append(f"{n} {coll} rows skipped: NCCL does not pass {coll} to a tuner")
 
-    groups = []
-    for key in sorted(grouped):
-        groups.append(_derive_group(key, grouped[key], objective, sm_tolerance, min_margin, placement, notes))
+    opts = {"objective": objective, "sm_tolerance": sm_tolerance, "min_margin": min_margin,
+            "isolated_margin": isolated_margin}
+    groups = [_derive_group(key, grouped[key], opts, placement, notes) for key in sorted(grouped)]
     return Derivation(groups, notes)
 
 
-def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], objective: str, sm_tolerance: float,
-                  min_margin: float, placement: str, notes: list[str]) -> GroupResult:
+def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, Any], placement: str,
+                  notes: list[str]) -> GroupResult:
     for col in _UNIFORM:
         values = {r.get(col) for r in rows}
         if len(values) > 1:
@@ -266,13 +327,14 @@ def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], objective: str, 
     if orphans:
         notes.append(f"{key}: {len(orphans)} sizes have candidates but no default; no rule there")
     if len(sizes) == 1:
-        notes.append(f"{key}: only one size measured ({sizes[0]} B); a rule there covers that size only")
-    decisions = []
+        notes.append(f"{key}: only one size measured ({sizes[0]} B); a rule there covers that size only and"
+                     " needs the isolated margin")
+    points = {}
     for size in sizes:
         stats = {c: point_stats(t) for c, t in by_size[size].items()}
-        default = stats.pop(DEFAULT)
-        winner = decide(default, stats, objective=objective, sm_tolerance=sm_tolerance, min_margin=min_margin)
-        decisions.append(SizeDecision(size, default, stats, winner))
+        points[size] = (stats.pop(DEFAULT), stats)
+    decided = decide_sizes(points, **opts)
+    decisions = [SizeDecision(s, *points[s], *decided[s]) for s in sizes]
     coll = PLUGIN_COLLECTIVES[key.collective]
     rules = [Rule(coll, lo, hi, w.algo or DEFAULT_NAME, w.proto or DEFAULT_NAME, w.channels or ANY,
                   key.n_nodes, key.n_ranks, platform=key.platform)
@@ -283,8 +345,8 @@ def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], objective: str, 
 @dataclass(frozen=True)
 class SizeGain:
     size_bytes: int
-    available: float  # best candidate's time saving over the default (fraction; <= 0: none)
-    significant: bool  # the best candidate beats the default beyond noise
+    available: float  # time saving of the fastest qualifying candidate (else the fastest) over the default
+    significant: bool  # some candidate qualifies (beats the default beyond noise; isolated: beyond the margin)
     selected: Candidate  # what the rules select here (DEFAULT when no rule matches)
     captured: float  # the selected configuration's time saving over the default
     slower: bool  # the selected configuration is slower than the default beyond noise
@@ -307,8 +369,12 @@ class GainReport:
         return [s.size_bytes for s in self.sizes if s.slower]
 
 
-def account_gain(group: GroupResult, rules: Sequence[Rule] | None = None, min_margin: float = 0.02) -> GainReport:
+def account_gain(group: GroupResult, rules: Sequence[Rule] | None = None) -> GainReport:
     """Per measured size: the available saving vs the saving the rules capture.
+
+    The available saving is the fastest *qualifying* candidate's (``SizeDecision.qualifying``:
+    what ``derive`` may make a rule of, under the settings the group was derived with), so an
+    isolated small win the rules deliberately leave alone is not counted as missed.
 
     What the rules select is decided by :func:`ccltune.rules.match` (the plugin's first-match
     semantics), so rules read back from a file are accounted as the plugin would apply them.
@@ -324,9 +390,10 @@ def account_gain(group: GroupResult, rules: Sequence[Rule] | None = None, min_ma
         q = Query(key.collective, d.size_bytes, key.n_ranks, key.n_nodes, platform=PlatformFacts(gpu=key.gpu))
         m = match(ruleset, q)
         selected = Candidate(m.algo, m.proto, m.channels or None)
-        best = d.best
-        available = 1.0 - best[1].median_us / d.default.median_us if best else 0.0
-        significant = bool(best) and beats(d.default, best[1], min_margin)
+        significant = bool(d.qualifying)
+        pool = {c: d.candidates[c] for c in d.qualifying} if significant else d.candidates
+        best = min(pool.values(), key=lambda p: p.median_us, default=None)
+        available = 1.0 - best.median_us / d.default.median_us if best else 0.0
         sel = d.default if selected.is_default else d.candidates.get(selected)
         captured = 1.0 - sel.median_us / d.default.median_us if sel else 0.0
         slower = bool(sel) and beats(sel, d.default)

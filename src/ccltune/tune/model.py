@@ -1,29 +1,57 @@
-"""Model-guided search: measure few sizes, predict where decisions change, measure there.
+"""Model-guided search: NCCL's default at every size, the candidates where they may win.
 
 Each configuration's time is modelled as ``t(s) = alpha + s / beta`` (latency µs, bandwidth
 bytes/µs). One global fit is poor across eight decades of size (protocols saturate, NCCL
-switches internally), so the planner uses the model *piecewise*: between two measured sizes,
-the alpha-beta line through both points (``segment``). :func:`fit_alpha_beta` (relative least
-squares) and :func:`crossing` serve reporting and checks over a region.
+switches internally), so the planner uses the model *piecewise*: between two sizes where a
+configuration was measured, the alpha-beta line through both points (``segment``).
+:func:`fit_alpha_beta` (relative least squares) and :func:`crossing` serve reporting and checks
+over a region.
 
 The loop the sweep runs::
 
-    todo = {s: None for s in plan_initial(sizes)}       # None: every configuration
+    todo = plan_initial(sizes)                   # size -> configurations (None = all)
     while todo:
-        measure(todo)                                  # size -> configurations (None = all)
-        todo = plan_refine(rows_so_far, sizes)         # {} once decisions are stable
+        measure(todo)
+        todo = plan_refine(rows_so_far, sizes)   # {} once nothing is left to measure
 
-``plan_refine`` looks at every gap between consecutive measured sizes (per collective, nRanks,
-nNodes) and asks for the geometric middle size of the gap when
+1. ``plan_initial``: every configuration at the *anchors* (the smallest and the largest size,
+   and evenly between them as few more as keep anchors at most ``stride`` sizes apart: 8 B,
+   128 KB, 1 GB for 8 B-1 GB with the default stride 14), and NCCL's default at **every**
+   other size. The default is one configuration of K (1/K of an exhaustive sweep); every
+   decision compares against it; and its curve is the one a line through a few points cannot
+   predict, because NCCL switches algorithm, protocol and channels inside it: the wins a sweep
+   finds are where those switches go wrong (a bump of the default). Measured everywhere, it also
+   gives each size the same neighbours as in an exhaustive sweep, which the isolation rule of
+   :mod:`ccltune.tune.derive` (a win no neighbouring size corroborates needs
+   ``isolated_margin``) is judged on.
+2. ``plan_refine``, per (collective, nRanks, nNodes), asks for a configuration ``c`` at a size
+   ``s`` where the default was measured and ``c`` was not, when
 
-- the decisions at the two ends differ (a boundary lies inside: bisect it down to adjacent sizes),
-- the decision the rules would imply inside the gap differs from the model's prediction there, or
-- the predicted gain of a contender is within ``ambiguity`` of the margin (noise could flip it).
+   - **predicted**: ``c``'s prediction at ``s`` (:func:`predict`, from its nearest measured
+     sizes below and above) beats the measured default by more than the margin a win there
+     needs, less ``ambiguity``: the ordinary margin (noise floored at ``min_margin``) when ``c``
+     beats the default at a neighbouring size, else ``isolated_margin`` (the qualification rule
+     of :func:`ccltune.tune.derive.qualifying`). A configuration that beats the default at
+     neither end of its segment is predicted no faster than the default's trend
+     (:func:`default_trend`): it is pruned unless the default bulges above its trend at ``s``;
+     or
+   - **adjacent**: ``c`` beats the default (ordinary margin) at a neighbouring size. A win is so
+     measured outwards size by size until it stops: the extent of a region of wins and the
+     corroboration of a small win rest on the same neighbouring measurements as in an
+     exhaustive sweep.
 
-At a probe it asks only for the default, the winners at both ends and the configurations the
-model predicts could win there (beating the default within ``ambiguity`` of the margin, and
-within their noise plus ``ambiguity`` (plus ``sm_tolerance`` for ``--objective sm``) of the
-fastest such prediction); the others were measured at the ends and lose there clearly.
+   Wherever candidates are asked for, the default is asked for again beside them, so they are
+   measured interleaved with it as in an exhaustive sweep, not in an earlier round (derive
+   pools both measurements of the default). It returns ``{}`` when nothing more is asked for.
+
+The planner decides nothing itself: it measures every configuration that may qualify, and the
+rules are ``derive``'s on the rows gathered, with the same margins (so whatever the objective).
+
+**Limits.** A win no prediction indicates is missed: a configuration whose own time dips at one
+or two sizes between anchors (on the H200 data, 16 channels at 32 KB on 2 GPUs: 7.05 µs against
+7.21 and 7.23 at 16 and 64 KB, a win of 7.8% and 3.4% over two sizes that the exhaustive sweep
+keeps), or a win inside a gap where a forced configuration's alpha-beta segment runs above its
+real curve. A configuration is predicted at a size only between two sizes where it was measured.
 """
 
 from __future__ import annotations
@@ -34,10 +62,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ccltune.tune.derive import DEFAULT, Candidate, _record, decide, samples_by_size
-from ccltune.tune.stats import PointStats, beats, margin, point_stats
+from ccltune.tune.derive import (
+    DEFAULT,
+    ISOLATED_MARGIN,
+    Candidate,
+    _record,
+    candidate_of,
+    samples_by_size,
+)
+from ccltune.tune.stats import PointStats, beats, gain, margin, point_stats
 
-WIDE_GAP = 4  # sizes spanning more than this factor count as a wide gap (see _probe_candidates)
+STRIDE = 14  # plan_initial: anchors at most STRIDE sizes apart (16384x with step factor 2)
 Probes = dict[int, "list[Candidate] | None"]  # size -> configurations to measure (None: all)
 
 
@@ -85,19 +120,27 @@ def crossing(a: AlphaBeta, b: AlphaBeta) -> float | None:
     return s if s > 0 else None
 
 
-def plan_initial(sizes: Iterable[int], stride: int = 6) -> list[int]:
-    """Every ``stride``-th size (ascending) plus the largest: where every configuration is measured first."""
+def anchors(sizes: Iterable[int], stride: int = STRIDE) -> list[int]:
+    """Where every configuration is measured first: the smallest and the largest size and, spread
+    evenly between them, as few more as keep consecutive anchors at most ``stride`` sizes apart."""
     s = sorted(set(sizes))
     if stride < 1:
         raise ValueError(f"stride must be >= 1, got {stride}")
-    picked = s[::stride]
-    if s and picked[-1] != s[-1]:
-        picked.append(s[-1])
-    return picked
+    if len(s) < 2:
+        return s
+    gaps = -(-(len(s) - 1) // stride)  # ceil
+    return [s[round(i * (len(s) - 1) / gaps)] for i in range(gaps + 1)]
 
 
-def _predict(points: Mapping[int, PointStats], size: int) -> PointStats | None:
-    """Piecewise alpha-beta prediction at ``size`` from the bracketing measured points."""
+def plan_initial(sizes: Iterable[int], stride: int = STRIDE) -> Probes:
+    """The first measurements: every configuration at the :func:`anchors`, the default elsewhere."""
+    s = sorted(set(sizes))
+    at = set(anchors(s, stride))
+    return {x: None if x in at else [DEFAULT] for x in s}
+
+
+def _chord(points: Mapping[int, PointStats], size: int) -> PointStats | None:
+    """Alpha-beta prediction at ``size``: the segment through the nearest measured points around it."""
     below = [s for s in points if s < size]
     above = [s for s in points if s > size]
     if not below or not above:
@@ -108,80 +151,119 @@ def _predict(points: Mapping[int, PointStats], size: int) -> PointStats | None:
     return PointStats(t, (pa.noise + pb.noise) / 2, min(pa.n, pb.n))
 
 
+def default_trend(default: Mapping[int, PointStats], sizes: Sequence[int]) -> dict[int, float]:
+    """The default's trend (µs) at each size where it was measured: the geometric mean of its times at
+    the neighbouring sizes of ``sizes`` (both measured), else its own time. A size where the default
+    is above its trend is a bump of NCCL's choice that a candidate may not share."""
+    out = {}
+    for i, s in enumerate(sizes):
+        if s not in default:
+            continue
+        nb = [default[sizes[j]].median_us for j in (i - 1, i + 1) if 0 <= j < len(sizes) and sizes[j] in default]
+        out[s] = math.sqrt(nb[0] * nb[1]) if len(nb) == 2 else default[s].median_us
+    return out
+
+
+def _track(points: Mapping[int, PointStats], trend: Mapping[int, float], size: int) -> PointStats | None:
+    """Prediction for a configuration that leaves NCCL a choice: the default's trend at ``size`` times
+    the configuration's ratio to that trend, interpolated in log(size) between its nearest measured
+    sizes around ``size``."""
+    below = [s for s in points if s < size and s in trend]
+    above = [s for s in points if s > size and s in trend]
+    if not below or not above or size not in trend:
+        return None
+    a, b = max(below), min(above)
+    w = math.log(size / a) / math.log(b / a)
+    pa, pb = points[a], points[b]
+    ratio = (pa.median_us / trend[a]) ** (1 - w) * (pb.median_us / trend[b]) ** w
+    return PointStats(trend[size] * ratio, (pa.noise + pb.noise) / 2, min(pa.n, pb.n))
+
+
+def predict(cand: Candidate, points: Mapping[int, PointStats], default: Mapping[int, PointStats],
+            trend: Mapping[int, float], size: int, min_margin: float = 0.02) -> PointStats | None:
+    """``cand``'s predicted time at ``size`` from its measured ``points`` (None: not bracketed).
+
+    A configuration forcing both algorithm and protocol keeps one cost curve: the alpha-beta
+    segment (``_chord``). Where it beats the default at neither end of the segment, it can win
+    inside only as far as the default rises above its trend there, so the prediction is not
+    below the trend (a segment over a wide gap runs below a curve that bends, which would
+    otherwise predict wins everywhere inside). A configuration leaving NCCL a choice (channel
+    count only, or algorithm or protocol left open) switches where NCCL switches: it follows the
+    default's trend (``_track``).
+    """
+    if cand.algo is None or cand.proto is None:
+        return _track(points, trend, size)
+    p = _chord(points, size)
+    if p is None or size not in trend:
+        return p
+    ends = (max(s for s in points if s < size), min(s for s in points if s > size))
+    if not any(e in default and beats(default[e], points[e], min_margin) for e in ends):
+        return PointStats(max(p.median_us, trend[size]), p.noise, p.n)
+    return p
+
+
 def _group_key(row: Mapping[str, Any]) -> tuple[str, int, int]:
     return (row["collective"], int(row["n_ranks"]), int(row.get("n_nodes") or 1))
 
 
-def plan_refine(measured_rows: Iterable[Any], all_sizes: Sequence[int], *, objective: str = "time",
-                sm_tolerance: float = 0.02, min_margin: float = 0.02, ambiguity: float = 0.01,
+def plan_refine(measured_rows: Iterable[Any], all_sizes: Sequence[int], *, min_margin: float = 0.02,
+                isolated_margin: float = ISOLATED_MARGIN, ambiguity: float = 0.01,
                 placement: str = "out-of-place") -> Probes:
-    """More sizes to measure, each with the configurations to measure there; {} when stable.
+    """More (size, configurations) to measure; {} when nothing more is needed (module doc).
 
-    Rows as :func:`ccltune.tune.derive.derive` takes them (the sweep's rows so far). Sizes are
-    always drawn from ``all_sizes``; a size is asked for only once per call.
+    Rows as :func:`ccltune.tune.derive.derive` takes them (the sweep's rows so far); the margins
+    and placement are the ones ``derive`` will use. ``all_sizes`` are the sizes of the series,
+    as the rows store them. A point that has rows (even failed ones) is not asked for again,
+    except the default beside new candidates at its size. The objective does not enter: every
+    configuration that may qualify is measured, whichever of them an objective then picks.
     """
     groups: dict[tuple[str, int, int], list[Mapping[str, Any]]] = defaultdict(list)
     for row in map(_record, measured_rows):
         groups[_group_key(row)].append(row)
     todo: dict[int, set[Candidate]] = defaultdict(set)
     universe = sorted(set(all_sizes))
-    opts = dict(objective=objective, sm_tolerance=sm_tolerance, min_margin=min_margin)
     for rows in groups.values():
-        by_size = samples_by_size(rows, placement)
-        tried = {s for s in by_size}  # measured, even if every config there failed
-        stats = {s: {c: point_stats(t) for c, t in cands.items()} for s, cands in by_size.items()}
-        measured = sorted(s for s in stats if DEFAULT in stats[s])
-        decisions = {s: decide(stats[s][DEFAULT], {c: p for c, p in stats[s].items() if not c.is_default}, **opts)
-                     for s in measured}
-        per_cand: dict[Candidate, dict[int, PointStats]] = defaultdict(dict)
-        for s in measured:
-            for c, p in stats[s].items():
-                per_cand[c][s] = p
-        for a, b in zip(measured, measured[1:]):
-            inside = [s for s in universe if a < s < b and s not in tried]
-            if not inside:
-                continue
-            mid = math.isqrt(a * b)  # the rule boundary derive() would place
-            probe = min(inside, key=lambda s: (abs(math.log(s / mid)), s))
-            want = _probe_candidates(per_cand, (a, b), (decisions[a], decisions[b]), inside, mid,
-                                     ambiguity, min_margin, opts)
-            if want is not None:
-                todo[probe] |= want
+        for s, cands in _refine_group(rows, universe, min_margin, isolated_margin, ambiguity, placement).items():
+            todo[s] |= cands
     return {s: sorted(c, key=lambda x: (not x.is_default, x.sort_key())) for s, c in sorted(todo.items())}
 
 
-def _probe_candidates(per_cand: Mapping[Candidate, Mapping[int, PointStats]], ends: tuple[int, int],
-                      winners: tuple[Candidate | None, Candidate | None], inside: list[int], mid: int,
-                      ambiguity: float, min_margin: float, opts: dict[str, Any]) -> set[Candidate] | None:
-    """Configurations to measure inside the gap, or None when the gap is settled."""
-    wa, wb = winners
-    unsettled = wa != wb
-    # Over a wide gap the straight segments can miss a switch inside NCCL: keep every
-    # configuration that may beat the default, not only those near the predicted best.
-    wide = max(inside) > WIDE_GAP * min(inside)
-    contenders = {c for c in (wa, wb) if c is not None}
-    if unsettled:  # a boundary inside: whatever beats the default at an end may win in between
-        dflt = per_cand[DEFAULT]
-        contenders |= {c for c, pts in per_cand.items() if not c.is_default and any(
-            e in pts and beats(dflt[e], pts[e], min_margin) for e in ends)}
-    slack = opts["sm_tolerance"] if opts["objective"] == "sm" else 0.0
-    for s in inside:
-        d = _predict(per_cand[DEFAULT], s)
-        if d is None:
-            continue
-        preds = {c: p for c, pts in per_cand.items() if not c.is_default and (p := _predict(pts, s))}
-        implied = wa if s <= mid else wb
-        if decide(d, preds, **opts) != implied:
-            unsettled = True
-        near = {c: p for c, p in preds.items() if d.median_us / p.median_us - 1.0 > margin(d, p, min_margin) - ambiguity}
-        if not near:
-            continue
-        best = min(p.median_us for p in near.values())
-        for c, p in near.items():
-            if wide or p.median_us <= best * (1.0 + slack + p.noise + ambiguity):  # could win here
-                contenders.add(c)
-                if abs(d.median_us / p.median_us - 1.0 - margin(d, p, min_margin)) < ambiguity:
-                    unsettled = True  # noise could flip it
-    if not unsettled:
-        return None
-    return {DEFAULT, *contenders}
+def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin: float, isolated_margin: float,
+                  ambiguity: float, placement: str) -> dict[int, set[Candidate]]:
+    """{size: configurations} to measure next for one group's rows (see the module doc)."""
+    tried = {(int(r["size_bytes"]), candidate_of(r)) for r in rows}
+    configs = {c for _, c in tried if not c.is_default}
+    stats = {s: {c: point_stats(t) for c, t in cands.items()} for s, cands in samples_by_size(rows, placement).items()}
+    per_cand: dict[Candidate, dict[int, PointStats]] = defaultdict(dict)
+    for s, cands in stats.items():
+        for c, p in cands.items():
+            per_cand[c][s] = p
+    dflt = per_cand.get(DEFAULT, {})
+    want: dict[int, set[Candidate]] = defaultdict(set)
+    for s in universe:  # the default everywhere (plan_initial asks for it; a resumed or other plan may not)
+        if (s, DEFAULT) not in tried:
+            want[s].add(DEFAULT)
+    trend = default_trend(dflt, universe)
+    wins = {(s, c) for s, d in dflt.items() for c, p in stats[s].items()
+            if not c.is_default and beats(d, p, min_margin)}
+    index = {s: i for i, s in enumerate(universe)}
+    for s, d in dflt.items():
+        i = index.get(s)
+        near = [] if i is None else [universe[j] for j in (i - 1, i + 1) if 0 <= j < len(universe)]
+        for c in configs:  # predicted to beat the default by the margin a win here needs
+            p = None if (s, c) in tried else predict(c, per_cand.get(c, {}), dflt, trend, s, min_margin)
+            if p is None:
+                continue
+            corroborated = any((n, c) in wins for n in near)
+            floor = min_margin if corroborated else max(min_margin, isolated_margin)
+            if gain(d, p) > margin(d, p, floor) - ambiguity:
+                want[s].add(c)
+        for c in stats[s]:  # a win here: measured at the neighbouring sizes too
+            if (s, c) in wins:
+                for n in near:
+                    if (n, c) not in tried:
+                        want[n].add(c)
+    for cands in want.values():
+        if cands - {DEFAULT}:
+            cands.add(DEFAULT)  # beside the candidates, interleaved with them as in an exhaustive sweep
+    return want
