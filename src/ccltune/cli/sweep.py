@@ -15,7 +15,7 @@ from ccltune.errors import UsageError
 from ccltune.measure import sweep as S
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Store
-from ccltune.tune.derive import Candidate
+from ccltune.tune.derive import DEFAULT, TWIN, Candidate
 
 ALGOS = ("tree", "ring", "pat", "collnetdirect", "collnetchain", "nvls", "nvlstree")
 PROTOS = ("ll", "ll128", "simple")
@@ -48,6 +48,9 @@ def register(sub: Any) -> None:
                    help="exhaustive: every size x candidate; model: NCCL's default at every size, every candidate "
                         "at a few sizes, then candidates only where their alpha-beta lines predict a win "
                         "(docs/tuning.md)")
+    p.add_argument("--no-twin", action="store_true",
+                   help="do not measure NCCL's default a second time on another communicator (the A/A control "
+                        "whose gap every candidate must beat; see docs/tuning.md)")
     p.add_argument("--virtual-nodes", type=int, default=1, metavar="K",
                    help="SIMULATION AID: split this host's ranks into K groups NCCL treats as nodes (NCCL_HOSTID); "
                         "never real multi-node figures")
@@ -108,6 +111,8 @@ def main(args: argparse.Namespace) -> int:
     rc = _common.relaunch(args, args._argv, engine_name)
     if rc is not None:
         return rc
+    if engine_name == "nccl" and not args.no_twin and len(cands) > 1:
+        cands = [*cands, TWIN]
     return run_sweep(args, colls, sizes, cands, engine_name)
 
 
@@ -127,6 +132,13 @@ def engine_opts(args: argparse.Namespace, workdir: str) -> argparse.Namespace:
     return opts
 
 
+def _with_twin(todo: dict[int, Any], cands: list[Candidate]) -> dict[int, Any]:
+    """The A/A control (TWIN) goes wherever the model planner asks for NCCL's default."""
+    if TWIN not in cands:
+        return todo
+    return {s: (w if w is None or DEFAULT not in w or TWIN in w else [*w, TWIN]) for s, w in todo.items()}
+
+
 def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[Candidate],
               engine_name: str = "nccl") -> int:
     from ccltune.engines.nccl import CommConfig
@@ -143,7 +155,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
     settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
                                graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
                                warmup=args.warmup_iters, timeout_s=args.timeout)
-    configs = {c: CommConfig(c.algo, c.proto, c.channels) for c in cands}
+    configs = {c: CommConfig(c.algo, c.proto, c.channels, twin=c.twin) for c in cands}
     store = Store(args.db) if ctx.is_root else None
     run_id, done = _open_run(store, args, ctx, engine, engine_name)
     # every rank must skip the same points: rank 0 read them from the database
@@ -163,6 +175,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                     requested.setdefault(coll.layout(s, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes, s)
                 todo = ({requested[s]: c for s, c in model.plan_initial(requested).items()} if args.mode == "model"
                         else {s: None for s in sizes})
+                todo = _with_twin(todo, cands)
                 while todo:
                     for size, want in todo.items():
                         chosen = [c for c in cands if want is None or c in want]
@@ -188,6 +201,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                     by_label = {c.label: c for c in cands}
                     todo = {requested[int(s)]: (None if v is None else [by_label[x] for x in v if x in by_label])
                             for s, v in decoded.items()}
+                    todo = _with_twin(todo, cands)
             status = "complete"
     except KeyboardInterrupt as exc:
         code = _common.interrupted(ctx, exc, f"sweep interrupted; {n_rows} rows kept in {args.db}; "

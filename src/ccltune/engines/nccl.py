@@ -40,11 +40,14 @@ class CommConfig:
     channels: int | None = None      # via the plugin (or min/maxCTAs without it)
     rules_file: str | None = None    # tuned rules for the plugin
     align: bool = False              # the one-channel communicator that lines ranks up (never measured)
+    twin: bool = False               # NCCL's default again, on a second communicator (sweep's A/A control)
 
     @property
     def label(self) -> str:
         if self.align:
             return "align"
+        if self.twin:
+            return "default-twin"
         if self.rules_file:
             return "rules"
         if not (self.algo or self.proto or self.channels):

@@ -19,6 +19,15 @@ A *group* is what one rule line can be keyed on: (GPU model, ranks per NVLink do
    ``m`` inclusive, ``b``'s starts at ``m + 1``. The first range starts at the smallest measured
    size and the last ends at the largest one: nothing outside the measured range gets a rule.
    A group measured at one size only gets rules covering exactly that size.
+
+The *twin* (``config`` 'default-twin', measured by ``ccltune sweep`` unless ``--no-twin``) is
+NCCL's default again, on a second communicator, interleaved like every candidate. Two
+communicators of the same configuration do not time alike at latency-bound sizes (on 4 H200s,
+identical configurations differed by up to 16% below 64 KB, by under 1% from 16 MB), and every
+candidate runs on a communicator of its own, so that difference is noise a candidate must beat
+too. At each size the *A/A gap* is ``|median(twin) / median(default) - 1|``; the margin a
+candidate must beat there is at least the largest A/A gap of that size and its two
+neighbouring sizes. The twin never makes a rule.
 """
 
 from __future__ import annotations
@@ -58,14 +67,17 @@ class Candidate:
     algo: str | None = None
     proto: str | None = None
     channels: int | None = None
+    twin: bool = False  # NCCL's default on a second communicator: the A/A control, never a rule
 
     @property
     def is_default(self) -> bool:
-        return self.algo is None and self.proto is None and self.channels is None
+        return self.algo is None and self.proto is None and self.channels is None and not self.twin
 
     @property
     def label(self) -> str:
         """The ``config`` column's spelling: 'default', 'ring/ll128/16', 'default/default/8'."""
+        if self.twin:
+            return TWIN_LABEL
         if self.is_default:
             return "default"
         return f"{self.algo or 'default'}/{self.proto or 'default'}/{self.channels or 'default'}".lower()
@@ -74,7 +86,9 @@ class Candidate:
         return (self.algo or "", self.proto or "", self.channels or 0)
 
 
+TWIN_LABEL = "default-twin"
 DEFAULT = Candidate()
+TWIN = Candidate(twin=True)
 
 
 @dataclass(frozen=True, order=True)
@@ -109,9 +123,10 @@ class SizeDecision:
     @property
     def best(self) -> tuple[Candidate, PointStats] | None:
         """The fastest candidate measured here, whether or not it beat the noise."""
-        if not self.candidates:
+        real = {c: p for c, p in self.candidates.items() if not c.twin}
+        if not real:
             return None
-        return min(self.candidates.items(), key=lambda kv: (kv[1].median_us, kv[0].sort_key()))
+        return min(real.items(), key=lambda kv: (kv[1].median_us, kv[0].sort_key()))
 
 
 @dataclass
@@ -179,7 +194,7 @@ def qualifying(default: PointStats, candidates: Mapping[Candidate, PointStats], 
     """
     out = {}
     for c, s in candidates.items():
-        if c.is_default:
+        if c.is_default or c.twin:
             continue
         floor = min_margin if c in corroborated else max(min_margin, isolated_margin)
         if beats(default, s, floor):
@@ -225,19 +240,28 @@ def decide_sizes(points: Mapping[int, SizePoints], *, objective: str = "time", s
     :func:`decide`'s. ``derive`` and the model-guided planner both decide through this function.
     """
     sizes = sorted(points)
+    gaps = [aa_gap(*points[s]) for s in sizes]
     out: dict[int, tuple[Candidate | None, frozenset[Candidate]]] = {}
     for i, size in enumerate(sizes):
         default, cands = points[size]
+        near = [g for g in gaps[max(0, i - 1):i + 2] if g is not None]
+        floor = max([min_margin, *near])
         corroborated = set()
         for j in (i - 1, i + 1):
             if 0 <= j < len(sizes):
                 nd, nc = points[sizes[j]]
-                corroborated |= {c for c, p in nc.items() if not c.is_default and beats(nd, p, min_margin)}
-        winner = decide(default, cands, objective=objective, sm_tolerance=sm_tolerance, min_margin=min_margin,
+                corroborated |= {c for c, p in nc.items() if not (c.is_default or c.twin) and beats(nd, p, floor)}
+        winner = decide(default, cands, objective=objective, sm_tolerance=sm_tolerance, min_margin=floor,
                         isolated_margin=isolated_margin, corroborated=corroborated)
-        out[size] = (winner, frozenset(qualifying(default, cands, min_margin=min_margin,
+        out[size] = (winner, frozenset(qualifying(default, cands, min_margin=floor,
                                                   isolated_margin=isolated_margin, corroborated=corroborated)))
     return out
+
+
+def aa_gap(default: PointStats, candidates: Mapping[Candidate, PointStats]) -> float | None:
+    """|median(twin) / median(default) - 1| at one size; None when the twin was not measured."""
+    twin = candidates.get(TWIN)
+    return abs(twin.median_us / default.median_us - 1.0) if twin else None
 
 
 def merge_ranges(sizes: Sequence[int], winners: Sequence[Candidate | None]) -> list[tuple[int, int, Candidate]]:
@@ -258,6 +282,8 @@ def _record(row: Any) -> Mapping[str, Any]:
 
 
 def candidate_of(row: Mapping[str, Any]) -> Candidate:
+    if row.get("config") == TWIN_LABEL:
+        return TWIN
     return Candidate(row.get("algo") or None, row.get("proto") or None, row.get("channels") or None)
 
 
@@ -333,6 +359,12 @@ def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, 
     for size in sizes:
         stats = {c: point_stats(t) for c, t in by_size[size].items()}
         points[size] = (stats.pop(DEFAULT), stats)
+    gaps = {s: g for s in sizes if (g := aa_gap(*points[s])) is not None}
+    if gaps:
+        worst = max(gaps, key=lambda s: gaps[s])
+        notes.append(f"{key}: A/A gap (NCCL's default on two communicators) median "
+                     f"{100 * sorted(gaps.values())[len(gaps) // 2]:.1f}%, largest {100 * gaps[worst]:.1f}% at "
+                     f"{worst} B: a candidate must beat that (and its neighbours') too")
     decided = decide_sizes(points, **opts)
     decisions = [SizeDecision(s, *points[s], *decided[s]) for s in sizes]
     coll = PLUGIN_COLLECTIVES[key.collective]
