@@ -53,7 +53,9 @@ from ccltune.sizes import format_size, parse_size, size_series
 from ccltune.store import Store
 from ccltune.tune import model
 from ccltune.tune.derive import (
+    DEFAULT,
     ISOLATED_MARGIN,
+    TWIN,
     Candidate,
     GroupResult,
     account_gain,
@@ -176,7 +178,9 @@ def replay(group: Group, *, initial: Callable[[Sequence[int]], Mapping[int, Any]
         if rounds > max_rounds:
             raise RuntimeError(f"{group.collective}: plan_refine still asks for sizes after {max_rounds} rounds")
         for size, want in todo.items():
-            for cand in (at_size.get(size, []) if want is None else want):
+            # the sweep measures the A/A twin wherever it measures the default (cli/sweep.py)
+            picked = at_size.get(size, []) if want is None else [*want, *([TWIN] if DEFAULT in want else [])]
+            for cand in picked:
                 if (size, cand) not in oracle:
                     continue
                 if (size, cand) in points:

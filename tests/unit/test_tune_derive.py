@@ -269,3 +269,12 @@ def test_twin_gap_raises_the_margin_and_the_twin_never_wins():
     times = {"default": flat(100.0), "default-twin": flat(100.0)}
     times["default-twin"][4 * MB] = [70.0, 70.0, 70.0]
     assert derive(rows_for(times)).groups[0].rules == []
+
+
+def test_a_win_must_save_half_a_microsecond():
+    # 6 us calls: ring/simple saves 0.3 us (5%) at two neighbouring sizes: jitter, no rule
+    times = {"default": flat(6.0), "ring/simple/-": flat(6.0)}
+    for s in (4 * MB, 8 * MB):
+        times["ring/simple/-"][s] = [5.69, 5.7, 5.71]
+    assert _one_rule(times) == []
+    assert _one_rule(times, min_gain_us=0.2) != []

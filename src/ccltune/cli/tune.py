@@ -9,7 +9,7 @@ import sys
 from ccltune import __version__
 from ccltune.errors import DataError, UsageError
 from ccltune.store import DEFAULT_DB, Store
-from ccltune.tune.derive import ISOLATED_MARGIN, OBJECTIVES, PLACEMENTS, Derivation, account_gain, derive, gpu_model
+from ccltune.tune.derive import ISOLATED_MARGIN, MIN_GAIN_US, OBJECTIVES, PLACEMENTS, Derivation, account_gain, derive, gpu_model
 from ccltune.rules import write_atomic
 from ccltune.tune.emit import describe_platform, render
 
@@ -35,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--isolated-margin", type=float, default=100 * ISOLATED_MARGIN, metavar="PCT",
                    help="smallest win that makes a rule at a size where the configuration does not also beat the"
                         " default at a neighbouring measured size (percent; see docs/tuning.md)")
+    p.add_argument("--min-gain-us", type=float, default=MIN_GAIN_US, metavar="US",
+                   help="least time a win must save per call, whatever the percentages (latency-bound sizes)")
     p.add_argument("--placement", choices=PLACEMENTS, default="out-of-place",
                    help="which buffers' measurements to use")
     p.set_defaults(func=run)
@@ -66,6 +68,8 @@ def _percent(value: float, flag: str) -> float:
 def run(args: argparse.Namespace) -> int:
     min_margin = _percent(args.min_margin, "--min-margin")
     isolated_margin = _percent(args.isolated_margin, "--isolated-margin")
+    if not 0 <= args.min_gain_us < 1e6:
+        raise UsageError(f"--min-gain-us must be >= 0 microseconds, got {args.min_gain_us:g}")
     sm_tol = _percent(args.sm_tolerance, "--sm-tolerance")
     with Store(args.db, create=False) as store:
         runs = ([store.run(i) for i in parse_run_ids(args.runs)] if args.runs
@@ -82,9 +86,10 @@ def run(args: argparse.Namespace) -> int:
         if not rows:
             raise DataError(f"runs {', '.join(str(r.id) for r in runs)} hold no measurements")
         result = derive(rows, objective=args.objective, sm_tolerance=sm_tol, min_margin=min_margin,
-                        isolated_margin=isolated_margin, placement=args.placement)
+                        isolated_margin=isolated_margin, min_gain_us=args.min_gain_us, placement=args.placement)
         settings = (f"objective={args.objective} min_margin={args.min_margin:g}%"
-                    f" isolated_margin={args.isolated_margin:g}% placement={args.placement}"
+                    f" isolated_margin={args.isolated_margin:g}% min_gain={args.min_gain_us:g}us"
+                    f" placement={args.placement}"
                     + (f" sm_tolerance={args.sm_tolerance:g}%" if args.objective == "sm" else ""))
         source = f"runs {', '.join(f'{r.id} ({r.kind} {r.started_at})' for r in runs)} of {args.db}"
         text = render(result.sections(), source=source, settings=settings, notes=result.notes)

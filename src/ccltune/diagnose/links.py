@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import statistics
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -230,11 +231,7 @@ class _Rig:
         dev = t.runner
         with cupy.cuda.Device(dev):
             if stream.cuda_stream not in self.cp_streams:
-                try:
-                    ext = cupy.cuda.ExternalStream(stream.cuda_stream, dev)
-                except TypeError:  # cupy < 11 takes no device id
-                    ext = cupy.cuda.ExternalStream(stream.cuda_stream)
-                self.cp_streams[stream.cuda_stream] = ext
+                self.cp_streams[stream.cuda_stream] = _cupy_stream(cupy, stream, dev)
             with self.cp_streams[stream.cuda_stream]:  # RawKernel launches on cupy's current stream
                 self.kernel((self.blocks[dev],), (THREADS,),
                             (numpy.uint64(src.data_ptr()), numpy.uint64(dst.data_ptr()), numpy.uint64(nbytes // 16)))
@@ -276,3 +273,20 @@ class _Rig:
                 gates[d] = torch.cuda.Event()
                 gates[d].record(stream)
         return gates
+
+
+def _cupy_stream(cupy: Any, stream: Any, dev: int) -> Any:
+    """A cupy view of a torch CUDA stream: ``Stream.from_external`` (cupy >= 14, through the
+    CUDA stream protocol), else ``ExternalStream`` (deprecated there, without a device id before 11)."""
+    from_external = getattr(cupy.cuda.Stream, "from_external", None)
+    if from_external is not None:
+        try:
+            return from_external(stream)
+        except (TypeError, AttributeError, ValueError):  # a torch stream without __cuda_stream__
+            pass
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            return cupy.cuda.ExternalStream(stream.cuda_stream, dev)
+        except TypeError:
+            return cupy.cuda.ExternalStream(stream.cuda_stream)

@@ -12,7 +12,9 @@ A *group* is what one rule line can be keyed on: (GPU model, ranks per NVLink do
    (by the noise, floored at ``min_margin``) at either neighbouring measured size: a win seen at
    one size only must be large to be believed (on the H200 sweeps, isolated wins below 10% did
    not hold up when re-measured; docs/tuning.md). A group measured at one size has no neighbours: every
-   candidate there is isolated. The winner is chosen among the qualifying candidates
+   candidate there is isolated. Whatever the percentages, a win must save at least
+   ``min_gain_us`` (0.5 µs) per call: below that, two communicators of the same configuration
+   differ by as much (launch and synchronisation jitter). The winner is chosen among the qualifying candidates
    (``objective``); none qualifies -> no rule at that size and NCCL stays in charge.
 3. Consecutive measured sizes with the same winner merge. Between measured sizes ``a < b`` the
    boundary is ``m = isqrt(a*b)`` (the geometric midpoint, rounded down): ``a``'s range ends at
@@ -55,6 +57,9 @@ PLUGIN_COLLECTIVES = {
 OBJECTIVES = ("time", "sm")
 # A win at a size where no neighbouring size corroborates it must exceed this (docs/tuning.md).
 ISOLATED_MARGIN = 0.10
+# A win must save at least this much time per call: differences of a few hundred nanoseconds are
+# launch and synchronisation jitter between communicators, not a property of a configuration.
+MIN_GAIN_US = 0.5
 PLACEMENTS = ("out-of-place", "in-place", "both")
 # Row fields that must be uniform inside a group: the tuner ABI cannot tell them apart.
 _UNIFORM = ("dtype", "op", "graph")
@@ -230,8 +235,8 @@ SizePoints = tuple[PointStats, Mapping[Candidate, PointStats]]  # (default, cand
 
 
 def decide_sizes(points: Mapping[int, SizePoints], *, objective: str = "time", sm_tolerance: float = 0.02,
-                 min_margin: float = 0.02, isolated_margin: float = ISOLATED_MARGIN
-                 ) -> dict[int, tuple[Candidate | None, frozenset[Candidate]]]:
+                 min_margin: float = 0.02, isolated_margin: float = ISOLATED_MARGIN,
+                 min_gain_us: float = MIN_GAIN_US) -> dict[int, tuple[Candidate | None, frozenset[Candidate]]]:
     """size -> (winner, qualifying candidates) for one group's measured sizes.
 
     ``points`` maps every measured size (the default measured there) to its (default,
@@ -245,7 +250,7 @@ def decide_sizes(points: Mapping[int, SizePoints], *, objective: str = "time", s
     for i, size in enumerate(sizes):
         default, cands = points[size]
         near = [g for g in gaps[max(0, i - 1):i + 2] if g is not None]
-        floor = max([min_margin, *near])
+        floor = max([min_margin, *near, min_gain_us / default.median_us])
         corroborated = set()
         for j in (i - 1, i + 1):
             if 0 <= j < len(sizes):
@@ -307,7 +312,7 @@ def samples_by_size(rows: Iterable[Any], placement: str = "out-of-place") -> dic
 
 
 def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float = 0.02,
-           min_margin: float = 0.02, isolated_margin: float = ISOLATED_MARGIN,
+           min_margin: float = 0.02, isolated_margin: float = ISOLATED_MARGIN, min_gain_us: float = MIN_GAIN_US,
            placement: str = "out-of-place") -> Derivation:
     """Rules from measurement rows (dicts or Measurements), each carrying a ``gpu`` model.
 
@@ -331,7 +336,7 @@ def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float 
         notes.append(f"{n} {coll} rows skipped: NCCL does not pass {coll} to a tuner")
 
     opts = {"objective": objective, "sm_tolerance": sm_tolerance, "min_margin": min_margin,
-            "isolated_margin": isolated_margin}
+            "isolated_margin": isolated_margin, "min_gain_us": min_gain_us}
     groups = [_derive_group(key, grouped[key], opts, placement, notes) for key in sorted(grouped)]
     return Derivation(groups, notes)
 

@@ -173,7 +173,8 @@ def _track(points: Mapping[int, PointStats], trend: Mapping[int, float], size: i
     if not below or not above or size not in trend:
         return None
     a, b = max(below), min(above)
-    w = math.log(size / a) / math.log(b / a)
+    # log(size) interpolation; a 0-byte size (a layout rounding a tiny size down) sits at 1 byte
+    w = math.log(size / max(a, 1)) / math.log(b / max(a, 1)) if b > max(a, 1) else 0.0
     pa, pb = points[a], points[b]
     ratio = (pa.median_us / trend[a]) ** (1 - w) * (pb.median_us / trend[b]) ** w
     return PointStats(trend[size] * ratio, (pa.noise + pb.noise) / 2, min(pa.n, pb.n))
