@@ -120,6 +120,11 @@ phase_gputests() {
   timeout 300 python3 -m pytest -m gpu tests/gpu -q -x -p no:cacheprovider --junitxml "$OUT/gpu-tests.xml" > "$OUT/gpu-tests.txt" 2>&1; echo "gpu tests rc=$?"
   tail -15 "$OUT/gpu-tests.txt"; pack
 }
+phase_gpudiag() {
+  step pytest -m gpu tests/gpu/test_diag_gpu.py
+  timeout 240 python3 -m pytest -m gpu tests/gpu/test_diag_gpu.py -q -p no:cacheprovider --junitxml "$OUT/gpu-diag-tests.xml" > "$OUT/gpu-diag-tests.txt" 2>&1; echo "gpu diag tests rc=$?"
+  tail -5 "$OUT/gpu-diag-tests.txt"; pack
+}
 phase_ncclt() {
   step nccl-tests, built from source here, against ccltune bench
   bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"; tail -3 "$OUT/ncclt-build.log"
@@ -145,7 +150,7 @@ flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five
   python3 -m ccltune tune --db "$D" --out "$OUT/rules$n.conf" > "$OUT/tune$n.txt" 2>&1; echo "tune rc=$? at $(( $(date +%s) - t0 ))s"
   tail -12 "$OUT/tune$n.txt"; grep -v "^#" "$OUT/rules$n.conf"
   env $V timeout -k 5 $lim python3 -m ccltune validate "$OUT/rules$n.conf" -b 8 -e 1G -f 2 --reps 7 --nproc $n --db "$D" --json "$OUT/validate$n.json" --junit "$OUT/validate$n.xml" > "$OUT/validate$n.txt" 2>&1
-  echo "validate rc=$? at $(( $(date +%s) - t0 ))s: flow total"
+  echo "validate rc=$? at $(( $(date +%s) - t0 ))s: flow total" | tee "$OUT/flow$n-time.txt"
   grep -v "^validate:\|Warning\|capture_end" "$OUT/validate$n.txt" | grep -v "no rule applies" | tail -40
   pack
   env $V timeout 200 python3 -m ccltune plugin verify "$OUT/rules$n.conf" -b 8 -e 1G -f 2 --nproc $n --json "$OUT/verify$n.json" --save-log "$OUT/verify$n.log" > "$OUT/verify$n.txt" 2>&1; echo "verify rc=$?"
