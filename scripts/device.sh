@@ -125,6 +125,19 @@ phase_gpudiag() {
   timeout 240 python3 -m pytest -m gpu tests/gpu/test_diag_gpu.py -q -p no:cacheprovider --junitxml "$OUT/gpu-diag-tests.xml" > "$OUT/gpu-diag-tests.txt" 2>&1; echo "gpu diag tests rc=$?"
   tail -5 "$OUT/gpu-diag-tests.txt"; pack
 }
+phase_why() {
+  step why all_reduce 1-16 MB differs from nccl-tests: choices of NCCL and graph registration
+  bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"
+  local B=.cache/nccl-tests/build W=$OUT/why; mkdir -p $W
+  for reg in 1 0; do
+    timeout 60 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 -x NCCL_GRAPH_REGISTER=$reg -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=TUNING $B/all_reduce_perf -b 1M -e 16M -f 2 -g 1 -G 10 > $W/ncclt-reg$reg.txt 2>&1
+    NCCL_GRAPH_REGISTER=$reg NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING timeout 90 python3 -m ccltune bench all_reduce -b 1M -e 16M -f 2 -G 10 --nproc $NGPU --db "$DB" > $W/ccl-reg$reg.txt 2>&1
+    echo "## NCCL_GRAPH_REGISTER=$reg nccl-tests"; grep -E "^ +[0-9]+ " $W/ncclt-reg$reg.txt
+    echo "## NCCL_GRAPH_REGISTER=$reg ccltune"; grep -E "^ +[0-9]+ " $W/ccl-reg$reg.txt
+  done
+  for f in $W/ncclt-reg1.txt $W/ccl-reg1.txt; do echo "## choices in $f"; grep -o "AllReduce: [0-9]* Bytes -> Algo [A-Z_]* proto [A-Z0-9]* channel{Lo..Hi}={[0-9]*..[0-9]*}" $f | sort | uniq -c | sort -k3n | head -12; done
+  pack
+}
 phase_ncclt() {
   step nccl-tests, built from source here, against ccltune bench
   bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"; tail -3 "$OUT/ncclt-build.log"
