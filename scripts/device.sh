@@ -138,6 +138,18 @@ phase_why() {
   for f in $W/ncclt-reg1.txt $W/ccl-reg1.txt; do echo "## choices in $f"; grep -o "AllReduce: [0-9]* Bytes -> Algo [A-Z_]* proto [A-Z0-9]* channel{Lo..Hi}={[0-9]*..[0-9]*}" $f | sort | uniq -c | sort -k3n | head -12; done
   pack
 }
+phase_why2() {
+  step why all_gather and alltoall 16-256 MB differ from nccl-tests
+  bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"
+  local B=.cache/nccl-tests/build W=$OUT/why2; mkdir -p $W
+  for c in all_gather alltoall; do
+    timeout 60 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 $B/${c}_perf -b 16M -e 256M -f 2 -g 1 -G 10 > $W/ncclt-$c.txt 2>&1
+    echo "## $c nccl-tests"; grep -E "^ +[0-9]+ " $W/ncclt-$c.txt
+  done
+  ct 120 bench all_gather alltoall -b 16M -e 256M -f 2 -G 10 --nproc $NGPU --db "$DB" > $W/ccl.txt 2>&1
+  echo "## ccltune"; grep -E "^ +[0-9]+ " $W/ccl.txt
+  pack
+}
 phase_ncclt() {
   step nccl-tests, built from source here, against ccltune bench
   bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"; tail -3 "$OUT/ncclt-build.log"
