@@ -8,9 +8,12 @@ from pathlib import Path
 
 from ccltune import rules, tuner_plugin
 from ccltune.errors import RuleFileError, UsageError
+from ccltune.cli._common import gpu_count
 from ccltune.sizes import format_size, parse_size
+from ccltune.tune.derive import PLUGIN_COLLECTIVES
 
-VERIFY_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+VERIFY_COLLECTIVES = tuple(PLUGIN_COLLECTIVES)  # the collectives NCCL passes to a tuner
+
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -121,7 +124,6 @@ def _verify(args: argparse.Namespace) -> int:
         if run.error:
             print(f"ccltune: error: {run.error}")
             return 1
-        from ccltune.tune.derive import PLUGIN_COLLECTIVES
         sizes = {(PLUGIN_COLLECTIVES[r["collective"]], int(r["size_bytes"])) for r in run.records
                  if r.get("collective") in PLUGIN_COLLECTIVES}
     log = parse_log(text)
@@ -158,7 +160,6 @@ def _verify_collectives(given: list[str] | None, ruleset: rules.RuleSet) -> list
             raise UsageError(f"plugin verify: {bad[0]!r} is not a collective a tuner sees "
                              f"(choose from {', '.join(VERIFY_COLLECTIVES)})")
         return list(dict.fromkeys(given))
-    from ccltune.tune.derive import PLUGIN_COLLECTIVES
     named = {r.collective for r in ruleset.rules}
     picked = [c for c in VERIFY_COLLECTIVES if PLUGIN_COLLECTIVES[c] in named]
     if not picked:
@@ -167,12 +168,7 @@ def _verify_collectives(given: list[str] | None, ruleset: rules.RuleSet) -> list
 
 
 def _gpu_count() -> int:
-    try:
-        import torch
-
-        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:  # noqa: BLE001 - no torch or a broken driver: no GPUs
-        n = 0
+    n = gpu_count()
     if n < 1:
         raise UsageError("plugin verify runs NCCL and needs CUDA GPUs (none found); "
                          "check an existing log with --from-log FILE")
