@@ -95,8 +95,8 @@ class NcclEngine(CudaEngine):
         if buffers == "ncclmem" and not self.lib.has("ncclMemAlloc"):
             raise EngineUnavailable(f"--buffers ncclmem needs NCCL >= 2.19 (ncclMemAlloc); "
                                     f"{self.lib.path} is NCCL {self.lib.version}")
-        self.buffers = "ncclmem" if self.symmetric or (buffers or "ncclmem") == "ncclmem" and \
-            self.lib.has("ncclMemAlloc") else "torch"
+        wanted = buffers or ("ncclmem" if self.lib.has("ncclMemAlloc") else "torch")
+        self.buffers = "ncclmem" if self.symmetric else wanted
         self.plugin = getattr(opts, "plugin_path", None)
         self.empty_rules = getattr(opts, "empty_rules", None)
         if self.plugin and "NCCL_TUNER_PLUGIN" not in os.environ:
