@@ -8,7 +8,7 @@ sweep runs it, except that "measuring" a (size, configuration) point takes that 
 (every repetition, and the 'unavailable' row of a configuration NCCL refused) from the
 exhaustive data::
 
-    todo = plan_initial(sizes, configs)
+    todo = plan_initial(sizes)
     while todo:
         gathered += oracle rows of todo's points
         todo = plan_refine(gathered, sizes)
@@ -160,7 +160,7 @@ def _series(args: Mapping[str, Any]) -> list[int] | None:
         return None
 
 
-def replay(group: Group, *, initial: Callable[..., Mapping[int, Any]] = model.plan_initial,
+def replay(group: Group, *, initial: Callable[[Sequence[int]], Mapping[int, Any]] = model.plan_initial,
            refine: Callable[..., Mapping[int, Any]] = model.plan_refine, max_rounds: int = 100,
            **refine_opts: Any) -> Replay:
     """The model-guided sweep loop with the group's exhaustive rows as the measurements."""
@@ -171,7 +171,7 @@ def replay(group: Group, *, initial: Callable[..., Mapping[int, Any]] = model.pl
         at_size[size].append(cand)
     points: set[Point] = set()
     rows: list[dict[str, Any]] = []
-    todo: Mapping[int, Any] = initial(sizes, configs={c for _, c in oracle})  # the sweep's configurations
+    todo: Mapping[int, Any] = initial(sizes)
     rounds = again = 0
     while todo:
         rounds += 1
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stride", type=int, default=None, help="plan_initial stride (default: the model's own)")
     args = p.parse_args(argv)
     opts = {"objective": "time", "min_margin": args.min_margin / 100, "isolated_margin": args.isolated_margin / 100}
-    initial = model.plan_initial if args.stride is None else (lambda s, **kw: model.plan_initial(s, stride=args.stride, **kw))
+    initial = model.plan_initial if args.stride is None else (lambda s: model.plan_initial(s, stride=args.stride))
 
     print(f"# model-guided sweep replayed against exhaustive data; derive: objective=time "
           f"min_margin={args.min_margin:g}% isolated_margin={args.isolated_margin:g}% placement=out-of-place")

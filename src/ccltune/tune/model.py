@@ -65,8 +65,6 @@ from typing import Any
 from ccltune.tune.derive import (
     DEFAULT,
     ISOLATED_MARGIN,
-    MIN_GAIN_US,
-    TWIN,
     Candidate,
     _record,
     candidate_of,
@@ -75,7 +73,6 @@ from ccltune.tune.derive import (
 from ccltune.tune.stats import PointStats, beats, gain, margin, point_stats
 
 STRIDE = 14  # plan_initial: anchors at most STRIDE sizes apart (16384x with step factor 2)
-PROBE_STRIDE = 4  # plan_initial: configurations that track the default, at most this many sizes apart
 Probes = dict[int, "list[Candidate] | None"]  # size -> configurations to measure (None: all)
 
 
@@ -135,33 +132,11 @@ def anchors(sizes: Iterable[int], stride: int = STRIDE) -> list[int]:
     return [s[round(i * (len(s) - 1) / gaps)] for i in range(gaps + 1)]
 
 
-def tracks_default(cand: Candidate) -> bool:
-    """A configuration that leaves NCCL a choice (channel count only, or algorithm or protocol left
-    open): it switches where NCCL switches, so its time is the default's times a slowly changing ratio."""
-    return not cand.is_default and not cand.twin and (cand.algo is None or cand.proto is None)
-
-
-def probes(sizes: Iterable[int], stride: int = STRIDE, probe_stride: int = PROBE_STRIDE) -> list[int]:
-    """Where configurations that track the default are measured first: the :func:`anchors` and, spread
-    evenly inside each gap between anchors, as few more as keep them at most ``probe_stride`` apart."""
-    s = sorted(set(sizes))
-    at = [s.index(a) for a in anchors(s, stride)]
-    out = set(at)
-    for i, j in zip(at, at[1:]):
-        n = -(-(j - i) // max(1, probe_stride))
-        out |= {i + round(k * (j - i) / n) for k in range(n + 1)}
-    return [s[i] for i in sorted(out)]
-
-
-def plan_initial(sizes: Iterable[int], stride: int = STRIDE, configs: Iterable[Candidate] | None = None,
-                 probe_stride: int = PROBE_STRIDE) -> Probes:
-    """The first measurements: every configuration at the :func:`anchors`, the default elsewhere, and
-    (given the sweep's ``configs``) the configurations that track the default at the :func:`probes`."""
+def plan_initial(sizes: Iterable[int], stride: int = STRIDE) -> Probes:
+    """The first measurements: every configuration at the :func:`anchors`, the default elsewhere."""
     s = sorted(set(sizes))
     at = set(anchors(s, stride))
-    tracking = sorted({c for c in configs or () if tracks_default(c)}, key=Candidate.sort_key)
-    at_probe = set(probes(s, stride, probe_stride)) if tracking else set()
-    return {x: None if x in at else [DEFAULT, *tracking] if x in at_probe else [DEFAULT] for x in s}
+    return {x: None if x in at else [DEFAULT] for x in s}
 
 
 def _chord(points: Mapping[int, PointStats], size: int) -> PointStats | None:
@@ -234,7 +209,7 @@ def _group_key(row: Mapping[str, Any]) -> tuple[str, int, int]:
 
 def plan_refine(measured_rows: Iterable[Any], all_sizes: Sequence[int], *, min_margin: float = 0.02,
                 isolated_margin: float = ISOLATED_MARGIN, ambiguity: float = 0.01,
-                min_gain_us: float = MIN_GAIN_US, placement: str = "out-of-place") -> Probes:
+                placement: str = "out-of-place") -> Probes:
     """More (size, configurations) to measure; {} when nothing more is needed (module doc).
 
     Rows as :func:`ccltune.tune.derive.derive` takes them (the sweep's rows so far); the margins
@@ -249,31 +224,16 @@ def plan_refine(measured_rows: Iterable[Any], all_sizes: Sequence[int], *, min_m
     todo: dict[int, set[Candidate]] = defaultdict(set)
     universe = sorted(set(all_sizes))
     for rows in groups.values():
-        for s, cands in _refine_group(rows, universe, min_margin, isolated_margin, ambiguity, min_gain_us,
-                                      placement).items():
+        for s, cands in _refine_group(rows, universe, min_margin, isolated_margin, ambiguity, placement).items():
             todo[s] |= cands
     return {s: sorted(c, key=lambda x: (not x.is_default, x.sort_key())) for s, c in sorted(todo.items())}
 
 
-def floors(default: Mapping[int, PointStats], twin: Mapping[int, PointStats], sizes: Sequence[int],
-           min_margin: float, min_gain_us: float = MIN_GAIN_US) -> dict[int, float]:
-    """The margin a candidate must beat at each size where the default was measured, as
-    :func:`ccltune.tune.derive.decide_sizes` sets it: ``min_margin``, the A/A gaps of that size and
-    its neighbouring sizes (where the twin was measured), and ``min_gain_us`` over the default's time."""
-    measured = [s for s in sizes if s in default]
-    gaps = [abs(twin[s].median_us / default[s].median_us - 1.0) if s in twin else None for s in measured]
-    out = {}
-    for i, s in enumerate(measured):
-        near = [g for g in gaps[max(0, i - 1):i + 2] if g is not None]
-        out[s] = max([min_margin, *near, min_gain_us / default[s].median_us])
-    return out
-
-
 def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin: float, isolated_margin: float,
-                  ambiguity: float, min_gain_us: float, placement: str) -> dict[int, set[Candidate]]:
+                  ambiguity: float, placement: str) -> dict[int, set[Candidate]]:
     """{size: configurations} to measure next for one group's rows (see the module doc)."""
     tried = {(int(r["size_bytes"]), candidate_of(r)) for r in rows}
-    configs = {c for _, c in tried if not c.is_default and not c.twin}
+    configs = {c for _, c in tried if not c.is_default}
     stats = {s: {c: point_stats(t) for c, t in cands.items()} for s, cands in samples_by_size(rows, placement).items()}
     per_cand: dict[Candidate, dict[int, PointStats]] = defaultdict(dict)
     for s, cands in stats.items():
@@ -285,36 +245,25 @@ def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin
         if (s, DEFAULT) not in tried:
             want[s].add(DEFAULT)
     trend = default_trend(dflt, universe)
-    floor = floors(dflt, per_cand.get(TWIN, {}), universe, min_margin, min_gain_us)
     wins = {(s, c) for s, d in dflt.items() for c, p in stats[s].items()
-            if not (c.is_default or c.twin) and beats(d, p, floor[s])}
+            if not c.is_default and beats(d, p, min_margin)}
     index = {s: i for i, s in enumerate(universe)}
-
-    def neighbours(s: int) -> list[int]:
-        i = index.get(s)
-        return [] if i is None else [universe[j] for j in (i - 1, i + 1) if 0 <= j < len(universe)]
-
-    # predicted gains where a configuration was not measured, and whether each beats the ordinary margin
-    predicted: dict[tuple[int, Candidate], tuple[float, float]] = {}
     for s, d in dflt.items():
-        for c in configs:
-            if (s, c) in tried:
+        i = index.get(s)
+        near = [] if i is None else [universe[j] for j in (i - 1, i + 1) if 0 <= j < len(universe)]
+        for c in configs:  # predicted to beat the default by the margin a win here needs
+            p = None if (s, c) in tried else predict(c, per_cand.get(c, {}), dflt, trend, s, min_margin)
+            if p is None:
                 continue
-            p = predict(c, per_cand.get(c, {}), dflt, trend, s, min_margin)
-            if p is not None:
-                predicted[(s, c)] = (gain(d, p), margin(d, p, floor[s]))
-    likely = {k for k, (g, m) in predicted.items() if g > m - ambiguity}
-    for (s, c), (g, m) in predicted.items():
-        # a win needs the isolated margin unless a neighbouring size corroborates it: measured there,
-        # or predicted there (a region of small wins between sparse measurements)
-        corroborated = any((n, c) in wins or (n, c) in likely for n in neighbours(s))
-        need = m if corroborated else max(m, isolated_margin)
-        if g > need - ambiguity:
-            want[s].add(c)
-    for s, c in wins:  # a win here: measured at the neighbouring sizes too
-        for n in neighbours(s):
-            if (n, c) not in tried:
-                want[n].add(c)
+            corroborated = any((n, c) in wins for n in near)
+            floor = min_margin if corroborated else max(min_margin, isolated_margin)
+            if gain(d, p) > margin(d, p, floor) - ambiguity:
+                want[s].add(c)
+        for c in stats[s]:  # a win here: measured at the neighbouring sizes too
+            if (s, c) in wins:
+                for n in near:
+                    if (n, c) not in tried:
+                        want[n].add(c)
     for cands in want.values():
         if cands - {DEFAULT}:
             cands.add(DEFAULT)  # beside the candidates, interleaved with them as in an exhaustive sweep
