@@ -53,9 +53,7 @@ from ccltune.sizes import format_size, parse_size, size_series
 from ccltune.store import Store
 from ccltune.tune import model
 from ccltune.tune.derive import (
-    DEFAULT,
     ISOLATED_MARGIN,
-    TWIN,
     Candidate,
     GroupResult,
     account_gain,
@@ -171,16 +169,14 @@ def replay(group: Group, *, initial: Callable[[Sequence[int]], Mapping[int, Any]
         at_size[size].append(cand)
     points: set[Point] = set()
     rows: list[dict[str, Any]] = []
-    todo: Mapping[int, Any] = initial(sizes)
+    todo: Mapping[int, Any] = model.with_twin(initial(sizes))  # the twin goes where the sweep puts it
     rounds = again = 0
     while todo:
         rounds += 1
         if rounds > max_rounds:
             raise RuntimeError(f"{group.collective}: plan_refine still asks for sizes after {max_rounds} rounds")
         for size, want in todo.items():
-            # the sweep measures the A/A twin wherever it measures the default (cli/sweep.py)
-            picked = at_size.get(size, []) if want is None else [*want, *([TWIN] if DEFAULT in want else [])]
-            for cand in picked:
+            for cand in (at_size.get(size, []) if want is None else want):
                 if (size, cand) not in oracle:
                     continue
                 if (size, cand) in points:
@@ -188,7 +184,7 @@ def replay(group: Group, *, initial: Callable[[Sequence[int]], Mapping[int, Any]
                 else:
                     points.add((size, cand))
                     rows.extend(oracle[(size, cand)])
-        todo = refine(rows, sizes, **refine_opts)
+        todo = model.with_twin(refine(rows, sizes, **refine_opts))
     return Replay(points, rows, rounds, again)
 
 

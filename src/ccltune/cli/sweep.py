@@ -15,7 +15,7 @@ from ccltune.errors import UsageError
 from ccltune.measure import sweep as S
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Store
-from ccltune.tune.derive import DEFAULT, TWIN, Candidate
+from ccltune.tune.derive import TWIN, Candidate
 
 ALGOS = ("tree", "ring", "pat", "collnetdirect", "collnetchain", "nvls", "nvlstree")
 PROTOS = ("ll", "ll128", "simple")
@@ -132,13 +132,6 @@ def engine_opts(args: argparse.Namespace, workdir: str) -> argparse.Namespace:
     return opts
 
 
-def _with_twin(todo: dict[int, Any], cands: list[Candidate]) -> dict[int, Any]:
-    """The A/A control (TWIN) goes wherever the model planner asks for NCCL's default."""
-    if TWIN not in cands:
-        return todo
-    return {s: (w if w is None or DEFAULT not in w or TWIN in w else [*w, TWIN]) for s, w in todo.items()}
-
-
 def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[Candidate],
               engine_name: str = "nccl") -> int:
     from ccltune.engines.nccl import CommConfig
@@ -175,7 +168,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                     requested.setdefault(coll.layout(s, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes, s)
                 todo = ({requested[s]: c for s, c in model.plan_initial(requested).items()} if args.mode == "model"
                         else {s: None for s in sizes})
-                todo = _with_twin(todo, cands)
+                todo = model.with_twin(todo) if TWIN in cands else todo
                 while todo:
                     for size, want in todo.items():
                         chosen = [c for c in cands if want is None or c in want]
@@ -201,7 +194,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                     by_label = {c.label: c for c in cands}
                     todo = {requested[int(s)]: (None if v is None else [by_label[x] for x in v if x in by_label])
                             for s, v in decoded.items()}
-                    todo = _with_twin(todo, cands)
+                    todo = model.with_twin(todo) if TWIN in cands else todo
             status = "complete"
     except KeyboardInterrupt as exc:
         code = _common.interrupted(ctx, exc, f"sweep interrupted; {n_rows} rows kept in {args.db}; "

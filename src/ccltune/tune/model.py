@@ -65,6 +65,7 @@ from typing import Any
 from ccltune.tune.derive import (
     DEFAULT,
     ISOLATED_MARGIN,
+    TWIN,
     Candidate,
     _record,
     candidate_of,
@@ -130,6 +131,13 @@ def anchors(sizes: Iterable[int], stride: int = STRIDE) -> list[int]:
         return s
     gaps = -(-(len(s) - 1) // stride)  # ceil
     return [s[round(i * (len(s) - 1) / gaps)] for i in range(gaps + 1)]
+
+
+def with_twin(todo: Mapping[int, Any]) -> dict[int, Any]:
+    """The plan with the A/A twin (:data:`ccltune.tune.derive.TWIN`) wherever it asks for NCCL's
+    default: derive judges every candidate against the gap between the two. A size asking for
+    everything (None) already includes it."""
+    return {s: (w if w is None or DEFAULT not in w or TWIN in w else [*w, TWIN]) for s, w in todo.items()}
 
 
 def plan_initial(sizes: Iterable[int], stride: int = STRIDE) -> Probes:
