@@ -165,6 +165,40 @@ phase_ncclt() {
   done
   grep "outside" "$OUT/ncclt-compare-ncclmem.txt" | head -40; pack
 }
+phase_inter() {  # ABBA-interleaved repeats of nccl-tests and ccltune bench: bounds each one's run-to-run spread
+  step repeated interleaved comparison with nccl-tests
+  bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"; tail -2 "$OUT/ncclt-build.log"
+  local B=.cache/nccl-tests/build W=$OUT/inter C="all_reduce all_gather reduce_scatter alltoall sendrecv"; mkdir -p $W
+  nt() { local t0=$(date +%s); for c in $C; do timeout 90 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 $B/${c}_perf -b 8 -e 1G -f 2 -g 1 -G 10 > $W/ncclt-$1-$c.txt 2>&1; echo "nccl-tests $1 $c rc=$?"; done; echo "nccl-tests rep $1: $(( $(date +%s) - t0 ))s"; }
+  cc() { ct 240 bench $C -b 8 -e 1G -f 2 -G 10 --nproc $NGPU --db "$DB" --json $W/ccl-$1.json > $W/ccl-$1.txt 2>&1; }
+  nt 1; cc 1; pack; cc 2; nt 2; pack; nt 3; cc 3; pack
+  python3 bench/compare_repeated.py $W > $W/compare.txt 2>&1; tail -25 $W/compare.txt
+}
+phase_inter2() {  # is nccl-tests' mid-size gap its buffer/warm-up size? nccl-tests at other -b/-e; ccltune --buffers ncclmem-max
+  step nccl-tests all_reduce at other ranges, and ccltune with nccl-tests\' buffer layout
+  bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"
+  local B=.cache/nccl-tests/build W=$OUT/inter2 C="all_reduce all_gather reduce_scatter alltoall sendrecv"; mkdir -p $W
+  for r in "1M 16M" "1M 1G" "8 16M"; do set -- $r
+    timeout 60 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 $B/all_reduce_perf -b $1 -e $2 -f 2 -g 1 -G 10 > $W/ar-$1-$2.txt 2>&1
+    echo "## nccl-tests all_reduce -b $1 -e $2"; grep -E "^ +(1048576|2097152|4194304|16777216) " $W/ar-$1-$2.txt
+  done
+  nt() { local t0=$(date +%s); for c in $C; do timeout 90 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 $B/${c}_perf -b 8 -e 1G -f 2 -g 1 -G 10 > $W/ncclt-$1-$c.txt 2>&1; echo "nccl-tests $1 $c rc=$?"; done; echo "nccl-tests rep $1: $(( $(date +%s) - t0 ))s"; }
+  cc() { ct 240 bench $C -b 8 -e 1G -f 2 -G 10 --buffers ncclmem-max --nproc $NGPU --db "$DB" --json $W/ccl-$1.json > $W/ccl-$1.txt 2>&1; }
+  cc 1; grep -E "^ +(8|2097152) " $W/ccl-1.txt | head -4; nt 1; pack; nt 2; cc 2; pack
+  python3 bench/compare_repeated.py $W > $W/compare.txt 2>&1; tail -12 $W/compare.txt
+}
+phase_inter3() {  # ccltune with nccl-tests' whole procedure (buffers once at the largest size, warm-up over the series), interleaved
+  step ccltune with nccl-tests\' warm-up over the series, against nccl-tests
+  bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"
+  local B=.cache/nccl-tests/build W=$OUT/inter3 C="all_reduce all_gather reduce_scatter alltoall sendrecv"; mkdir -p $W
+  nt() { local t0=$(date +%s); for c in $C; do timeout 90 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 $B/${c}_perf -b 8 -e 1G -f 2 -g 1 -G 10 > $W/ncclt-$1-$c.txt 2>&1; done; echo "nccl-tests rep $1: $(( $(date +%s) - t0 ))s"; }
+  cc() { ct 240 bench $C -b 8 -e 1G -f 2 -G 10 -w 1 --warmup-mode series --buffers ncclmem-max --nproc $NGPU --db "$DB" --json $W/ccl-$1.json > $W/ccl-$1.txt 2>&1; }
+  cc 1; grep -E "^ +(8|2097152) " $W/ccl-1.txt | head -4; nt 1; pack; nt 2; cc 2; pack
+  python3 bench/compare_repeated.py $W > $W/compare.txt 2>&1; grep outside $W/compare.txt | head -30; tail -12 $W/compare.txt
+  step series warm-up with per-size buffers, -b 1M -e 16M and -e 1G
+  ct 120 bench all_reduce -b 1M -e 1G -f 2 -G 10 -w 1 --warmup-mode series --nproc $NGPU --db "$DB" | grep -E "^ +(1048576|2097152|4194304|16777216) "
+  ct 120 bench all_reduce -b 1M -e 16M -f 2 -G 10 -w 1 --warmup-mode series --nproc $NGPU --db "$DB" | grep -E "^ +(1048576|2097152|4194304|16777216) "
+}
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }
 flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five collectives, timed
   local n=$1 lim=$2 D="$OUT/tune$1.db" t0=$(date +%s)

@@ -141,3 +141,19 @@ def test_single_process_runs_and_waives(run_bench):
     assert len(recs) == 3 * 2 * 2 and {r["status"] for r in recs} == {"waived"}
     run, stored = only_run(db)
     assert run.status == "complete" and run.world_size == 1 and len(stored) == len(recs)
+
+
+def test_series_warmup_gives_the_same_rows(run_bench):
+    """nccl-tests' warm-up over the whole series first: same rows, every result still exact."""
+    args = ("all_gather,reduce_scatter,sendrecv", "-b", "8", "-e", "4K", "-f", "8", *FAST, "--nproc", "2")
+    proc, db, js = run_bench(*args, "--warmup-mode", "series")
+    assert proc.returncode == 0, proc.stderr
+    recs = json.loads(js.read_text())["records"]
+    assert only_run(db)[0].args["warmup_mode"] == "series"
+    proc2, _db2, js2 = run_bench(*args)
+    assert proc2.returncode == 0, proc2.stderr
+    plain = json.loads(js2.read_text())["records"]
+    key = [(r["collective"], r["size_bytes"], r["in_place"], r["status"]) for r in recs]
+    assert key == [(r["collective"], r["size_bytes"], r["in_place"], r["status"]) for r in plain]
+    ok = [r for r in recs if r["status"] == "ok"]
+    assert len(ok) == len(size_series(8, 4096, factor=8)) * (2 + 2 + 1) and all(r["wrong"] == 0 for r in ok)

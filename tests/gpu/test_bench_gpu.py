@@ -27,7 +27,9 @@ def records(path: Path) -> list[dict]:
     return json.loads(path.read_text())["records"]
 
 
-@pytest.mark.parametrize("extra", [[], ["-G", "5"], ["-G", "5", "--symmetric"]], ids=["eager", "graph", "symmetric"])
+@pytest.mark.parametrize("extra", [[], ["-G", "5"], ["-G", "5", "--symmetric"],
+                                   ["-G", "5", "--buffers", "ncclmem-max", "--warmup-mode", "series"]],
+                         ids=["eager", "graph", "symmetric", "nccl-tests-layout"])
 def test_nccl_engine_every_collective_is_exact(tmp_path, n_gpus, extra):
     js = tmp_path / "b.json"
     proc = ccltune("bench", "all", "-b", "8", "-e", "1M", "-f", "32", "-n", "3", "-w", "1", *extra,

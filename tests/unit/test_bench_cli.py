@@ -71,6 +71,7 @@ def test_unknown_collective_in_a_comma_list(capsys, no_launch):
     (["--timeout", "0"], "--timeout must be > 0 seconds, got 0"),
     (["--nproc", "0"], "--nproc must be >= 1, got 0"),
     (["--engine", "gloo", "--algo", "ring"], "--symmetric, --algo, --proto and --channels need --engine nccl"),
+    (["--engine", "gloo", "--buffers", "ncclmem-max"], "--buffers ncclmem-max is for the nccl engine, not --engine gloo"),
 ])
 def test_bad_values_are_usage_errors(capsys, no_launch, args, needle):
     rc, err = _bench(capsys, no_launch, "all_reduce", *args)
@@ -85,6 +86,8 @@ def test_bad_values_are_usage_errors(capsys, no_launch, args, needle):
     (["-f", "x"], "argument -f/--stepfactor: invalid float value: 'x'"),
     (["-c", "2"], "argument -c/--check: invalid choice: 2"),
     (["-a", "median"], "argument -a/--average: invalid choice: 'median'"),
+    (["--warmup-mode", "all"], "argument --warmup-mode: invalid choice: 'all'"),
+    (["--buffers", "pool"], "argument --buffers: invalid choice: 'pool'"),
 ])
 def test_argparse_errors_exit_2(capsys, no_launch, args, needle):
     err = _argparse_error(capsys, no_launch, "all_reduce", *args)

@@ -37,11 +37,12 @@ def add_launch(p: argparse.ArgumentParser) -> None:
     g.add_argument("--buffers", choices=BUFFERS, default=None,
                    help="nccl engine: where buffers come from. ncclmem: ncclMemAlloc, as nccl-tests allocates "
                         "them with NCCL >= 2.19 (the default there; in CUDA graphs NCCL then reaches peers' buffers "
-                        "directly); torch: PyTorch's caching allocator (cudaMalloc), what a PyTorch program "
-                        "passes by default")
+                        "directly), a fresh pair for every size; ncclmem-max: one ncclMemAlloc send and one recv "
+                        "buffer of the run's largest size, every size using their start (nccl-tests' own layout); "
+                        "torch: PyTorch's caching allocator (cudaMalloc), what a PyTorch program passes by default")
 
 
-BUFFERS = ("ncclmem", "torch")
+BUFFERS = ("ncclmem", "ncclmem-max", "torch")
 
 
 def gpu_count() -> int:

@@ -30,6 +30,9 @@ def register(sub: Any) -> None:
     p.add_argument("-i", "--stepbytes", default="0", help="add this many bytes when -f is 0")
     p.add_argument("-n", "--iters", type=int, default=20, help="timed calls per size")
     p.add_argument("-w", "--warmup_iters", type=int, default=5, help="untimed calls before timing")
+    p.add_argument("--warmup-mode", choices=bench.WARMUP_MODES, default="point",
+                   help="point: the -w calls at each size right before it is timed; series: also, as nccl-tests "
+                        "2.19 does, -w calls at every size from -b to -e (step x2) before the first size is timed")
     p.add_argument("-d", "--datatype", default="float", help="float, half, bfloat16, double, int8, uint8, int32, uint32, int64, uint64")
     p.add_argument("-o", "--op", default="sum", help="sum, prod, min, max, avg")
     p.add_argument("-r", "--root", type=int, default=0, help="root rank of broadcast, reduce, gather, scatter")
@@ -69,7 +72,7 @@ def _plan(args: argparse.Namespace) -> bench.BenchPlan:
         collectives=colls, sizes=sizes, dtype=types.dtype(args.datatype), op=types.op(args.op),
         root=args.root, iters=args.iters, warmup=args.warmup_iters, graph=args.cudagraph,
         check=bool(args.check), average=args.average, timeout_s=args.timeout,
-        algo=args.algo, proto=args.proto, channels=args.channels)
+        algo=args.algo, proto=args.proto, channels=args.channels, warmup_mode=args.warmup_mode)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -59,6 +59,10 @@ class Engine:
     def alloc(self, pt: Point) -> Alloc | None:
         return None
 
+    def reserve(self, nbytes: int) -> None:
+        """The largest buffer (bytes) the run will ask ``alloc`` for; engines that allocate once
+        per run (``--buffers ncclmem-max``) allocate it here."""
+
     def prepare(self, pt: Point, bufs: Buffers) -> None:
         """Per-buffer setup (e.g. window registration) before timing."""
 

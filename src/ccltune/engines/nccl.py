@@ -92,8 +92,8 @@ class NcclEngine(CudaEngine):
                                     f"{self.lib.path} is NCCL {self.lib.version}")
         # nccl-tests allocates with ncclMemAlloc from NCCL 2.19 on; so does this engine unless told otherwise
         buffers = getattr(opts, "buffers", None)
-        if buffers == "ncclmem" and not self.lib.has("ncclMemAlloc"):
-            raise EngineUnavailable(f"--buffers ncclmem needs NCCL >= 2.19 (ncclMemAlloc); "
+        if buffers in ("ncclmem", "ncclmem-max") and not self.lib.has("ncclMemAlloc"):
+            raise EngineUnavailable(f"--buffers {buffers} needs NCCL >= 2.19 (ncclMemAlloc); "
                                     f"{self.lib.path} is NCCL {self.lib.version}")
         wanted = buffers or ("ncclmem" if self.lib.has("ncclMemAlloc") else "torch")
         self.buffers = "ncclmem" if self.symmetric else wanted
@@ -104,6 +104,7 @@ class NcclEngine(CudaEngine):
         self.comms: dict[CommConfig, Any] = {}
         self._windows: list[tuple[Any, Any]] = []
         self._align: Any = None
+        self._pool: list[Any] = []  # --buffers ncclmem-max: [send, recv] (uint8 tensors), allocated once
 
     def info(self) -> dict[str, Any]:
         return {"version": self.lib.version, "library": self.lib.path, "symmetric": self.symmetric,
@@ -146,17 +147,39 @@ class NcclEngine(CudaEngine):
             self.lib.call("ncclCommAbort" if abort else "ncclCommDestroy", comm)
 
     # -- buffers ----------------------------------------------------------------------
+    def _mem_alloc(self, nbytes: int) -> Any:
+        """``nbytes`` from ncclMemAlloc as a uint8 tensor (freed with ncclMemFree when dropped)."""
+        with self.torch.cuda.device(self.device):
+            ptr = self.lib.mem_alloc(nbytes)
+        return self.torch.as_tensor(_DeviceArray(ptr, nbytes, self.lib), device=self.device)
+
+    def reserve(self, nbytes: int) -> None:
+        """``--buffers ncclmem-max``: one send and one recv buffer of ``nbytes``, as nccl-tests
+        allocates its two buffers once at the largest size and runs every size on their start.
+        Where they do not fit, sizes allocate their own (and a size that does not fit either is
+        reported skipped)."""
+        if self.buffers != "ncclmem-max" or (self._pool and self._pool[0].numel() >= nbytes):
+            return
+        self._pool = []
+        try:
+            self._pool = [self._mem_alloc(max(nbytes, 1)), self._mem_alloc(max(nbytes, 1))]
+        except NcclError:
+            self._pool = []
+
     def alloc(self, pt: Point) -> Any:
-        if self.buffers != "ncclmem":
+        if self.buffers not in ("ncclmem", "ncclmem-max"):
             return None
-        torch, lib, tdt, elem = self.torch, self.lib, getattr(self.torch, pt.dt.torch_name), pt.dt.size
+        tdt, elem = getattr(self.torch, pt.dt.torch_name), pt.dt.size
+        # nccl-tests' slots: out-of-place sends from one buffer and receives into the other;
+        # in place, it works in its receive buffer
+        slots = iter([1] if pt.in_place else [0, 1])
 
         def alloc(n: int) -> Any:
             nbytes = max(n, 1) * elem
-            with torch.cuda.device(self.device):
-                ptr = lib.mem_alloc(nbytes)
-            holder = _DeviceArray(ptr, nbytes, lib)  # bytes, viewed as the datatype: any datatype works
-            return torch.as_tensor(holder, device=self.device).view(tdt)
+            slot = next(slots, None)
+            if self._pool and slot is not None and nbytes <= self._pool[slot].numel():
+                return self._pool[slot][:nbytes].view(tdt)
+            return self._mem_alloc(nbytes).view(tdt)  # bytes, viewed as the datatype
         return alloc
 
     def prepare(self, pt: Point, bufs: Buffers) -> None:
@@ -200,6 +223,7 @@ class NcclEngine(CudaEngine):
         self.comms.clear()
 
     def close(self) -> None:
+        self._pool = []
         for cfg in list(self.comms):
             try:
                 self.drop_comm(cfg)

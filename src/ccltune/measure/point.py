@@ -55,6 +55,24 @@ def allocate(engine: Engine, pt: Point) -> tuple[B.Buffers | None, Outcome | Non
     return bufs, None
 
 
+def warm(engine: Engine, pt: Point, bufs: B.Buffers, calls: int, timeout_s: float) -> bool:
+    """``calls`` untimed calls of ``pt`` on ``bufs``; False (on every rank) when any rank failed."""
+    err = None
+    with Watchdog(engine, timeout_s, f"warm-up {pt.coll.name} at {pt.lay.size_bytes} B"):
+        try:
+            engine.prepare(pt, bufs)
+            for _ in range(calls):
+                engine.launch(pt, bufs)
+            engine.sync()
+        except Exception as exc:  # noqa: BLE001 - the point itself reports the failure
+            err = str(exc) or type(exc).__name__
+    if agree(engine, err is not None, "warm-up"):
+        if pt.config is not None:
+            engine.drop_comm(pt.config, abort=True)
+        return False
+    return True
+
+
 def measure(engine: Engine, pt: Point, *, check: bool, average: str, timeout_s: float) -> Outcome:
     reason = "no in-place form" if pt.in_place and pt.lay.inplace_offsets is None else engine.waive_reason(pt)
     if reason:
