@@ -98,11 +98,13 @@ class Replay:
     rows: list[dict[str, Any]]
     rounds: int  # measuring rounds: plan_initial's, then one per non-empty plan_refine
     again: int = 0  # points asked for again (the default beside later candidates): measured twice in a sweep
+    free: int = 0  # points of a configuration refused earlier in the collective: recorded, not tried
 
     @property
     def measured(self) -> int:
-        """What a sweep measures: every point asked for, a point asked for again counting again."""
-        return len(self.points) + self.again
+        """What a sweep measures: every point asked for, a point asked for again counting again, a
+        refused configuration once."""
+        return len(self.points) + self.again - self.free
 
 
 @dataclass
@@ -169,8 +171,9 @@ def replay(group: Group, *, initial: Callable[[Sequence[int]], Mapping[int, Any]
         at_size[size].append(cand)
     points: set[Point] = set()
     rows: list[dict[str, Any]] = []
-    todo: Mapping[int, Any] = model.with_twin(initial(sizes))  # the twin goes where the sweep puts it
-    rounds = again = 0
+    todo: Mapping[int, Any] = initial(sizes)
+    rounds = again = free = 0
+    refused: set[Candidate] = set()
     while todo:
         rounds += 1
         if rounds > max_rounds:
@@ -181,11 +184,26 @@ def replay(group: Group, *, initial: Callable[[Sequence[int]], Mapping[int, Any]
                     continue
                 if (size, cand) in points:
                     again += 1  # the oracle has no second measurement: its rows are not added twice
-                else:
-                    points.add((size, cand))
-                    rows.extend(oracle[(size, cand)])
-        todo = model.with_twin(refine(rows, sizes, **refine_opts))
-    return Replay(points, rows, rounds, again)
+                    continue
+                points.add((size, cand))
+                rows.extend(oracle[(size, cand)])
+                if _refused(oracle[(size, cand)]):
+                    if cand in refused:
+                        free += 1  # the sweep records it 'unavailable' without trying it again
+                    refused.add(cand)
+        todo = refine(rows, sizes, **refine_opts)
+    return Replay(points, rows, rounds, again, free)
+
+
+def _refused(rows: Sequence[Mapping[str, Any]]) -> bool:
+    return not any(r["status"] == "ok" for r in rows)
+
+
+def exhaustive_cost(group: Group) -> int:
+    """What the exhaustive sweep measured: every point with a timing, plus one attempt per
+    configuration NCCL refused (the sweep does not try it again for that collective)."""
+    ok = sum(1 for rows in group.oracle.values() if not _refused(rows))
+    return ok + len({c for (_, c), rows in group.oracle.items() if _refused(rows)})
 
 
 def _selections(result: GroupResult, sizes: Iterable[int]) -> dict[int, str]:
@@ -247,9 +265,10 @@ def main(argv: list[str] | None = None) -> int:
             n += 1
             r = replay(g, initial=initial, min_margin=opts["min_margin"], isolated_margin=opts["isolated_margin"])
             c = compare(g, r.rows, **opts)
-            ratio = len(g.oracle) / r.measured
+            exh = exhaustive_cost(g)
+            ratio = exh / r.measured
             equal = len(c.sizes) - len(c.differing)
-            print(f"{Path(db).name:<32} {g.collective:<15} {g.n_ranks:>6} {len(g.sizes):>5} {len(g.oracle):>10} "
+            print(f"{Path(db).name:<32} {g.collective:<15} {g.n_ranks:>6} {len(g.sizes):>5} {exh:>10} "
                   f"{len(g.rows):>8} {r.measured:>12} {len(r.rows):>10} {r.rounds:>6} {ratio:>5.2f}x "
                   f"{f'{equal}/{len(c.sizes)}':>15} {_pct(c.capture[0]):>13} {_pct(c.capture[1]):>15}")
             for s in c.differing:

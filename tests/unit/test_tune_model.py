@@ -10,7 +10,7 @@ import zlib
 import pytest
 
 from ccltune.rules import PlatformFacts, Query, RuleSet, match
-from ccltune.tune.derive import DEFAULT, Candidate, derive
+from ccltune.tune.derive import DEFAULT, TWIN, Candidate, derive
 from ccltune.tune.model import AlphaBeta, anchors, crossing, fit_alpha_beta, plan_initial, plan_refine, segment
 
 KB, MB = 1 << 10, 1 << 20
@@ -184,3 +184,25 @@ def test_refine_needs_the_isolated_margin_unless_a_neighbour_corroborates():
     # predicted: 6.9% faster at 4 MB, 7.5% at 8 MB, whose neighbour 16 MB corroborates a win
     assert plan_refine(rows, FIVE) == {8 * MB: [DEFAULT, SIMPLE]}
     assert plan_refine(rows, FIVE, isolated_margin=0.05) == {s: [DEFAULT, SIMPLE] for s in (4 * MB, 8 * MB)}
+
+
+def test_refine_asks_for_the_twin_only_around_a_win():
+    # the A/A twin measured at the anchors; ring/simple 15% faster at 16 MB: the twin goes to 8 MB
+    # (16 MB's neighbour, whose margin includes 16 MB's gap), nowhere else
+    rows = _rows({DEFAULT: {s: 100.0 for s in FIVE}, TWIN: {1 * MB: 100.0, 16 * MB: 100.0},
+                  SIMPLE: {1 * MB: 100.0, 16 * MB: 85.0}})
+    todo = plan_refine(rows, FIVE)
+    assert {s for s, cands in todo.items() if TWIN in cands} == {8 * MB}
+    assert todo[8 * MB] == [DEFAULT, TWIN, SIMPLE]
+    # a sweep without the twin (--no-twin) is never asked for it
+    no_twin = [r for r in rows if r["config"] != TWIN.label]
+    assert all(TWIN not in cands for cands in plan_refine(no_twin, FIVE).values())
+
+
+def test_refine_walks_past_one_noisy_size_next_to_a_win():
+    dflt = {s: 100.0 for s in FIVE}
+    measured = {4 * MB: 99.0, 8 * MB: 90.0, 16 * MB: 90.0}  # 4 MB: faster, within the 2% floor
+    rows = _rows({DEFAULT: dflt, SIMPLE: measured})
+    assert plan_refine(rows, FIVE) == {2 * MB: [DEFAULT, SIMPLE]}
+    measured[4 * MB] = 101.0  # slower there: the region of wins ends at 8 MB
+    assert plan_refine(_rows({DEFAULT: dflt, SIMPLE: measured}), FIVE) == {}

@@ -168,7 +168,6 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                     requested.setdefault(coll.layout(s, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes, s)
                 todo = ({requested[s]: c for s, c in model.plan_initial(requested).items()} if args.mode == "model"
                         else {s: None for s in sizes})
-                todo = model.with_twin(todo) if TWIN in cands else todo
                 while todo:
                     for size, want in todo.items():
                         chosen = [c for c in cands if want is None or c in want]
@@ -194,7 +193,6 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                     by_label = {c.label: c for c in cands}
                     todo = {requested[int(s)]: (None if v is None else [by_label[x] for x in v if x in by_label])
                             for s, v in decoded.items()}
-                    todo = model.with_twin(todo) if TWIN in cands else todo
             status = "complete"
     except KeyboardInterrupt as exc:
         code = _common.interrupted(ctx, exc, f"sweep interrupted; {n_rows} rows kept in {args.db}; "

@@ -38,11 +38,19 @@ The loop the sweep runs::
    - **adjacent**: ``c`` beats the default (ordinary margin) at a neighbouring size. A win is so
      measured outwards size by size until it stops: the extent of a region of wins and the
      corroboration of a small win rest on the same neighbouring measurements as in an
-     exhaustive sweep.
+     exhaustive sweep. The walk goes on past one size where ``c`` is faster than the default but
+     within the noise, next to a win (on 4 H200s, 32 channels won all_reduce at 16-64 MB and
+     256 MB-1 GB; 128 MB, 2.9% faster inside a 4.4% margin, had stopped the walk from 1 GB).
 
-   Wherever candidates are asked for, the default is asked for again beside them, so they are
-   measured interleaved with it as in an exhaustive sweep, not in an earlier round (derive
-   pools both measurements of the default). It returns ``{}`` when nothing more is asked for.
+   The A/A twin (NCCL's default on a second communicator) is measured at the anchors, then only
+   around a size where some candidate beats the default before the A/A gap is counted (that
+   size and its neighbours: derive's margin at a size takes the gaps of both): elsewhere no
+   decision depends on it.
+
+   Where candidates are first asked for at a size, the default is asked for again beside them,
+   so they are measured interleaved with it as in an exhaustive sweep, not in an earlier round
+   (derive pools both measurements of the default); once per size. It returns ``{}`` when
+   nothing more is asked for.
 
 The planner decides nothing itself: it measures every configuration that may qualify, and the
 rules are ``derive``'s on the rows gathered, with the same margins (so whatever the objective).
@@ -65,6 +73,7 @@ from typing import Any
 from ccltune.tune.derive import (
     DEFAULT,
     ISOLATED_MARGIN,
+    MIN_GAIN_US,
     TWIN,
     Candidate,
     _record,
@@ -131,13 +140,6 @@ def anchors(sizes: Iterable[int], stride: int = STRIDE) -> list[int]:
         return s
     gaps = -(-(len(s) - 1) // stride)  # ceil
     return [s[round(i * (len(s) - 1) / gaps)] for i in range(gaps + 1)]
-
-
-def with_twin(todo: Mapping[int, Any]) -> dict[int, Any]:
-    """The plan with the A/A twin (:data:`ccltune.tune.derive.TWIN`) wherever it asks for NCCL's
-    default: derive judges every candidate against the gap between the two. A size asking for
-    everything (None) already includes it."""
-    return {s: (w if w is None or DEFAULT not in w or TWIN in w else [*w, TWIN]) for s, w in todo.items()}
 
 
 def plan_initial(sizes: Iterable[int], stride: int = STRIDE) -> Probes:
@@ -216,7 +218,7 @@ def _group_key(row: Mapping[str, Any]) -> tuple[str, int, int]:
 
 
 def plan_refine(measured_rows: Iterable[Any], all_sizes: Sequence[int], *, min_margin: float = 0.02,
-                isolated_margin: float = ISOLATED_MARGIN, ambiguity: float = 0.01,
+                isolated_margin: float = ISOLATED_MARGIN, ambiguity: float = 0.01, min_gain_us: float = MIN_GAIN_US,
                 placement: str = "out-of-place") -> Probes:
     """More (size, configurations) to measure; {} when nothing more is needed (module doc).
 
@@ -232,16 +234,17 @@ def plan_refine(measured_rows: Iterable[Any], all_sizes: Sequence[int], *, min_m
     todo: dict[int, set[Candidate]] = defaultdict(set)
     universe = sorted(set(all_sizes))
     for rows in groups.values():
-        for s, cands in _refine_group(rows, universe, min_margin, isolated_margin, ambiguity, placement).items():
+        for s, cands in _refine_group(rows, universe, min_margin, isolated_margin, ambiguity, min_gain_us,
+                                      placement).items():
             todo[s] |= cands
     return {s: sorted(c, key=lambda x: (not x.is_default, x.sort_key())) for s, c in sorted(todo.items())}
 
 
 def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin: float, isolated_margin: float,
-                  ambiguity: float, placement: str) -> dict[int, set[Candidate]]:
+                  ambiguity: float, min_gain_us: float, placement: str) -> dict[int, set[Candidate]]:
     """{size: configurations} to measure next for one group's rows (see the module doc)."""
     tried = {(int(r["size_bytes"]), candidate_of(r)) for r in rows}
-    configs = {c for _, c in tried if not c.is_default}
+    configs = {c for _, c in tried if not (c.is_default or c.twin)}
     stats = {s: {c: point_stats(t) for c, t in cands.items()} for s, cands in samples_by_size(rows, placement).items()}
     per_cand: dict[Candidate, dict[int, PointStats]] = defaultdict(dict)
     for s, cands in stats.items():
@@ -267,12 +270,31 @@ def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin
             floor = min_margin if corroborated else max(min_margin, isolated_margin)
             if gain(d, p) > margin(d, p, floor) - ambiguity:
                 want[s].add(c)
-        for c in stats[s]:  # a win here: measured at the neighbouring sizes too
-            if (s, c) in wins:
+        for c, p in stats[s].items():  # a win here: measured at the neighbouring sizes too
+            if c.is_default or c.twin:
+                continue
+            # ... and past one size where it is faster but within the noise, next to a win: a
+            # region of wins with one noisy size inside is measured to its real end
+            bridge = (s, c) not in wins and gain(d, p) > 0 and any((n, c) in wins for n in near)
+            if (s, c) in wins or bridge:
                 for n in near:
                     if (n, c) not in tried:
                         want[n].add(c)
-    for cands in want.values():
-        if cands - {DEFAULT}:
-            cands.add(DEFAULT)  # beside the candidates, interleaved with them as in an exhaustive sweep
+    # The A/A twin where a decision may hinge on it: derive's margin at a size is at least the
+    # largest A/A gap of that size and its neighbours, so the gap matters only around a size where
+    # a candidate beats the default before that gap is counted.
+    twin_on = any(c.twin for _, c in tried)  # measured at the anchors unless the sweep runs without it
+    for s, d in dflt.items() if twin_on else ():
+        floor = max(min_margin, min_gain_us / d.median_us)
+        if any(beats(d, p, floor) for c, p in stats[s].items() if not (c.is_default or c.twin)):
+            i = index.get(s)
+            for n in ([s] if i is None else [universe[j] for j in (i - 1, i, i + 1) if 0 <= j < len(universe)]):
+                if (n, TWIN) not in tried:
+                    want[n].add(TWIN)
+    measured_beside = {s for s, c in tried if not c.is_default}
+    for s, cands in want.items():
+        if cands - {DEFAULT} and s not in measured_beside:
+            # NCCL's default again beside the first candidates at a size, interleaved with them as
+            # in an exhaustive sweep (once per size: later rounds compare against these samples)
+            cands.add(DEFAULT)
     return want
