@@ -199,6 +199,45 @@ phase_inter3() {  # ccltune with nccl-tests' whole procedure (buffers once at th
   ct 120 bench all_reduce -b 1M -e 1G -f 2 -G 10 -w 1 --warmup-mode series --nproc $NGPU --db "$DB" | grep -E "^ +(1048576|2097152|4194304|16777216) "
   ct 120 bench all_reduce -b 1M -e 16M -f 2 -G 10 -w 1 --warmup-mode series --nproc $NGPU --db "$DB" | grep -E "^ +(1048576|2097152|4194304|16777216) "
 }
+phase_modelflow() {  # sweep --mode model (five collectives, 8 B-1 GB) -> tune -> validate, timed, on all GPUs
+  local D="$OUT/model4.db" t0=$(date +%s)
+  step "model-guided flow on $NGPU GPUs"
+  timeout -k 5 300 python3 -m ccltune sweep --mode model -b 8 -e 1G -f 2 --reps 5 --nproc $NGPU --db "$D" > "$OUT/msweep.txt" 2>&1; echo "sweep rc=$? at $(( $(date +%s) - t0 ))s"
+  tail -2 "$OUT/msweep.txt"
+  python3 -m ccltune tune --db "$D" --out "$OUT/mrules.conf" > "$OUT/mtune.txt" 2>&1; echo "tune rc=$?"; tail -8 "$OUT/mtune.txt"; grep -v "^#" "$OUT/mrules.conf"
+  timeout -k 5 200 python3 -m ccltune validate "$OUT/mrules.conf" -b 8 -e 1G -f 2 --reps 7 --nproc $NGPU --db "$D" --json "$OUT/mvalidate.json" > "$OUT/mvalidate.txt" 2>&1
+  echo "validate rc=$? at $(( $(date +%s) - t0 ))s: model flow total" | tee "$OUT/mflow-time.txt"; tail -3 "$OUT/mvalidate.txt"; pack
+}
+phase_gpubench() {
+  step pytest -m gpu tests/gpu/test_bench_gpu.py
+  timeout 240 python3 -m pytest -m gpu tests/gpu/test_bench_gpu.py -q -p no:cacheprovider --junitxml "$OUT/gpu-bench-tests.xml" > "$OUT/gpu-bench-tests.txt" 2>&1; echo "gpu bench tests rc=$?"
+  tail -6 "$OUT/gpu-bench-tests.txt"; pack
+}
+phase_why3() {  # which part of nccl-tests' procedure slows its 1-16 MB results when -e is 1G
+  step nccl-tests all_reduce -b 1M -e 1G with the warm-up and the check switched off in turn
+  bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"
+  local B=.cache/nccl-tests/build W=$OUT/why3; mkdir -p $W
+  for v in "-e 16M" "-e 1G" "-e 1G -w 0" "-e 1G -c 0" "-e 1G -w 0 -c 0" "-e 16M -w 0 -c 0"; do
+    local f=$W/ar$(echo "$v" | tr -d ' ').txt
+    timeout 60 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 $B/all_reduce_perf -b 1M $v -f 2 -g 1 -G 10 > $f 2>&1
+    echo "## all_reduce_perf -b 1M $v"; grep -E "^ +(1048576|2097152|4194304|8388608|16777216) " $f | awk '{print $1, $6, $10}'
+  done
+}
+phase_why4() {  # ccltune timing nccl-tests' way (first graph launch timed, buffers once at the largest size, series warm-up)
+  step nccl-tests against ccltune --warmup-mode nccl-tests --buffers ncclmem-max
+  bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"
+  local B=.cache/nccl-tests/build W=$OUT/why4; mkdir -p $W
+  for r in "8 1G" "1M 16M"; do set -- $r
+    for c in all_reduce reduce_scatter; do
+      timeout 60 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 $B/${c}_perf -b $1 -e $2 -f 2 -g 1 -G 10 > $W/ncclt-$1-$2-$c.txt 2>&1
+    done
+    ct 100 bench all_reduce reduce_scatter -b $1 -e $2 -f 2 -G 10 -w 1 --warmup-mode nccl-tests --buffers ncclmem-max --nproc $NGPU --db "$DB" --json $W/ccl-$1-$2.json > $W/ccl-$1-$2.txt 2>&1
+    python3 bench/compare_reference.py $W/ccl-$1-$2.json $W/ncclt-$1-$2-*.txt > $W/compare-$1-$2.txt 2>&1
+    echo "## -b $1 -e $2"; grep -E "^ +(1048576|2097152|4194304|8388608|16777216) " $W/ncclt-$1-$2-all_reduce.txt | awk '{print "ncclt", $1, $6, $10}'
+    grep -E "^ +(1048576|2097152|4194304|8388608|16777216) " $W/ccl-$1-$2.txt | head -5 | awk '{print "ccl  ", $1, $6, $10}'
+    grep -E "^# [0-9]+ of" $W/compare-$1-$2.txt
+  done
+}
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }
 flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five collectives, timed
   local n=$1 lim=$2 D="$OUT/tune$1.db" t0=$(date +%s)

@@ -143,13 +143,14 @@ def test_single_process_runs_and_waives(run_bench):
     assert run.status == "complete" and run.world_size == 1 and len(stored) == len(recs)
 
 
-def test_series_warmup_gives_the_same_rows(run_bench):
+@pytest.mark.parametrize("mode", ["series", "nccl-tests"])
+def test_series_warmup_gives_the_same_rows(run_bench, mode):
     """nccl-tests' warm-up over the whole series first: same rows, every result still exact."""
     args = ("all_gather,reduce_scatter,sendrecv", "-b", "8", "-e", "4K", "-f", "8", *FAST, "--nproc", "2")
-    proc, db, js = run_bench(*args, "--warmup-mode", "series")
+    proc, db, js = run_bench(*args, "--warmup-mode", mode)
     assert proc.returncode == 0, proc.stderr
     recs = json.loads(js.read_text())["records"]
-    assert only_run(db)[0].args["warmup_mode"] == "series"
+    assert only_run(db)[0].args["warmup_mode"] == mode
     proc2, _db2, js2 = run_bench(*args)
     assert proc2.returncode == 0, proc2.stderr
     plain = json.loads(js2.read_text())["records"]

@@ -35,6 +35,7 @@ class Point:
     warmup: int
     graph: int           # CUDA graph launches; 0 = eager
     config: Any = None   # engine-specific (sweep candidates), None = NCCL's default
+    time_first_launch: bool = False  # graph mode: time the graph's first launch too (nccl-tests does)
 
 
 class Engine:
@@ -169,8 +170,9 @@ class CudaEngine(Engine):
                 graph = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(graph, stream=self.stream, capture_error_mode=self.capture_mode):
                     self._issue(pt, bufs, pt.iters)
-                graph.replay()  # the first launch uploads the graph
-                self.sync()
+                if not pt.time_first_launch:
+                    graph.replay()  # the first launch uploads the graph (and may set up what it reaches)
+                    self.sync()
                 self.start_together(pt.config)
                 t0 = time.perf_counter()
                 for _ in range(pt.graph):

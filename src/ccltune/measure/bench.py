@@ -18,7 +18,9 @@ from ccltune.types import DType
 # point: ``warmup`` untimed calls at each size before it is timed. series: before a collective's
 # first size is timed, ``warmup`` untimed out-of-place calls at every size from the smallest to
 # the largest, doubling (nccl-tests 2.19's TimeTest), then the per-size ones as in point.
-WARMUP_MODES = ("point", "series")
+# nccl-tests: series, and in graph mode the graph's first launch is timed with the others, as
+# nccl-tests times it (its first launch uploads the graph; ccltune otherwise launches it once untimed).
+WARMUP_MODES = ("point", "series", "nccl-tests")
 
 
 @dataclass
@@ -68,7 +70,7 @@ def points(engine: Engine, plan: BenchPlan, coll: Collective, size: int, in_plac
     lay = coll.layout(size, plan.dtype.size, ctx.world_size, ctx.rank)
     root = plan.root if coll.rooted else 0
     return Point(coll, lay, plan.dtype, plan.op, root, in_place, plan.iters, plan.warmup,
-                 plan.graph, plan.config)
+                 plan.graph, plan.config, time_first_launch=plan.warmup_mode == "nccl-tests")
 
 
 def warm_series(engine: Engine, plan: BenchPlan, coll: Collective) -> None:
@@ -108,7 +110,7 @@ def run(engine: Engine, plan: BenchPlan,
         point.measure(engine, first, check=False, average=plan.average, timeout_s=plan.timeout_s)
     for coll in plan.collectives:
         on_start(coll)
-        if plan.warmup_mode == "series":
+        if plan.warmup_mode in ("series", "nccl-tests"):
             warm_series(engine, plan, coll)
         rows: list[Measurement] = []
         for size in plan.sizes:
