@@ -238,6 +238,11 @@ phase_why4() {  # ccltune timing nccl-tests' way (first graph launch timed, buff
     grep -E "^# [0-9]+ of" $W/compare-$1-$2.txt
   done
 }
+phase_series() {  # --warmup-mode series with per-size buffers at -e 1G (it ran past 120 s when the warm-up allocated a pair per size)
+  step series warm-up, per-size ncclmem buffers, -b 1M -e 1G
+  ct 100 bench all_reduce -b 1M -e 1G -f 2 -G 10 -w 1 --warmup-mode series --nproc $NGPU --db "$DB" > "$OUT/series.txt" 2>&1
+  grep -E "^ +[0-9]+ |skip|rror" "$OUT/series.txt" | head -14
+}
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }
 flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five collectives, timed
   local n=$1 lim=$2 D="$OUT/tune$1.db" t0=$(date +%s)

@@ -33,7 +33,8 @@ def register(sub: Any) -> None:
     p.add_argument("--warmup-mode", choices=bench.WARMUP_MODES, default="point",
                    help="point: the -w calls at each size right before it is timed; series: also, as nccl-tests "
                         "2.19 does, -w calls at every size from -b to -e (step x2) before the first size is timed; "
-                        "nccl-tests: series, and with -G the graph's first launch timed too, as nccl-tests times it")
+                        "nccl-tests: series, and with -G the graph's first launch timed too, as nccl-tests times it. "
+                        "series and nccl-tests default to --buffers ncclmem-max")
     p.add_argument("-d", "--datatype", default="float", help="float, half, bfloat16, double, int8, uint8, int32, uint32, int64, uint64")
     p.add_argument("-o", "--op", default="sum", help="sum, prod, min, max, avg")
     p.add_argument("-r", "--root", type=int, default=0, help="root rank of broadcast, reduce, gather, scatter")

@@ -95,7 +95,10 @@ class NcclEngine(CudaEngine):
         if buffers in ("ncclmem", "ncclmem-max") and not self.lib.has("ncclMemAlloc"):
             raise EngineUnavailable(f"--buffers {buffers} needs NCCL >= 2.19 (ncclMemAlloc); "
                                     f"{self.lib.path} is NCCL {self.lib.version}")
-        wanted = buffers or ("ncclmem" if self.lib.has("ncclMemAlloc") else "torch")
+        # nccl-tests' warm-up runs on its buffers of the largest size: so do ccltune's series warm-ups
+        nccl_tests_way = getattr(opts, "warmup_mode", "point") in ("series", "nccl-tests")
+        wanted = buffers or (("ncclmem-max" if nccl_tests_way else "ncclmem") if self.lib.has("ncclMemAlloc")
+                             else "torch")
         self.buffers = "ncclmem" if self.symmetric else wanted
         self.plugin = getattr(opts, "plugin_path", None)
         self.empty_rules = getattr(opts, "empty_rules", None)

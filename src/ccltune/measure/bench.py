@@ -12,6 +12,7 @@ from typing import Any
 from ccltune.collectives import Collective
 from ccltune.engines.base import Engine, Point
 from ccltune.measure import point
+from ccltune.measure.buffers import Buffers
 from ccltune.store import Measurement
 from ccltune.types import DType
 
@@ -75,21 +76,31 @@ def points(engine: Engine, plan: BenchPlan, coll: Collective, size: int, in_plac
 
 def warm_series(engine: Engine, plan: BenchPlan, coll: Collective) -> None:
     """nccl-tests' warm-up: ``plan.warmup`` eager out-of-place calls at each size from the smallest
-    to the largest, doubling, unrecorded. A size that fails is left out (its own point reports why)."""
+    to the largest, doubling, unrecorded, all on one pair of buffers of the largest size (as
+    nccl-tests warms up on its own buffers; a pair per size would allocate, and with ncclMemAlloc
+    register, every size twice). Where that pair does not fit, or a size fails, the warm-up is
+    left out; the points themselves report why."""
     if not plan.sizes or plan.warmup < 1:
         return
     size, top = plan.sizes[0], plan.sizes[-1]
-    while size <= top:
-        pt = points(engine, plan, coll, size, False)
-        if engine.waive_reason(pt) is None:
-            bufs, _skipped = point.allocate(engine, pt)
-            if bufs is not None:
-                try:
-                    point.warm(engine, pt, bufs, plan.warmup, plan.timeout_s)
-                finally:
-                    engine.release(pt, bufs)
-                    del bufs
-        size = max(size * 2, size + 1)
+    big = points(engine, plan, coll, top, False)
+    if engine.waive_reason(big) is not None:
+        return
+    bufs, _skipped = point.allocate(engine, big)
+    if bufs is None:
+        return
+    try:
+        while size <= top:
+            pt = points(engine, plan, coll, size, False)
+            view = Buffers(bufs.send[: pt.lay.send_elems], bufs.recv[: pt.lay.recv_elems], bufs.keep)
+            try:
+                if not point.warm(engine, pt, view, plan.warmup, plan.timeout_s):
+                    return
+            finally:
+                engine.release(pt, view)
+            size = max(size * 2, size + 1)
+    finally:
+        del bufs
 
 
 def run(engine: Engine, plan: BenchPlan,

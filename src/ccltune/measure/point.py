@@ -61,8 +61,9 @@ def warm(engine: Engine, pt: Point, bufs: B.Buffers, calls: int, timeout_s: floa
     with Watchdog(engine, timeout_s, f"warm-up {pt.coll.name} at {pt.lay.size_bytes} B"):
         try:
             engine.prepare(pt, bufs)
-            for _ in range(calls):
-                engine.launch(pt, bufs)
+            with engine.stream_context():  # the stream engine.sync() waits for: the buffers outlive the calls
+                for _ in range(calls):
+                    engine.launch(pt, bufs)
             engine.sync()
         except Exception as exc:  # noqa: BLE001 - the point itself reports the failure
             err = str(exc) or type(exc).__name__
