@@ -128,8 +128,8 @@ def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note
         raise
     finally:
         if engine is not None:
-            try:
-                engine.close()
+            try:  # after a failure, abort: destroying a communicator on a faulted GPU can hang
+                engine.abort() if status == "failed" and engine.name == "nccl" else engine.close()
             except Exception:  # noqa: BLE001 - teardown after a failure
                 pass
         if store is not None and run_id is not None:

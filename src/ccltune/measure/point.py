@@ -7,6 +7,7 @@ failure never leaves the others waiting on a collective that will not come.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from ccltune.engines.base import Engine, Point, Watchdog
@@ -34,6 +35,25 @@ def agree(engine: Engine, failed: bool, what: str) -> bool:
     return engine.ctx.allreduce_floats([1.0 if failed else 0.0], "max", what)[0] > 0
 
 
+def agree_memory(engine: Engine, error: str | None, what: str) -> bool:
+    """True if any rank ran out of memory (``error`` holds this rank's message, None if fine).
+
+    Raises DistError when any rank failed with something else: a CUDA or NCCL fault (an illegal
+    address, a sticky launch failure) is not a size that does not fit, and every later call on that
+    GPU fails too, so the run stops there (rows so far are kept) instead of calling every size
+    skipped.
+    """
+    failed, fault = engine.ctx.allreduce_floats(
+        [1.0 if error is not None else 0.0, 1.0 if error is not None and not is_oom(error) else 0.0], "max", what)
+    if fault:
+        ctx = engine.ctx
+        mine = f": {error}" if error is not None and not is_oom(error) else " on another rank (see its stderr)"
+        if error is not None and not is_oom(error) and not ctx.is_root:
+            print(f"ccltune: rank {ctx.rank}: {what} failed: {error}", file=sys.stderr, flush=True)
+        raise DistError(f"{what} failed with a GPU fault, not a lack of memory{mine}; stopping the run")
+    return failed > 0
+
+
 def _combine(engine: Engine, seconds: float, average: str) -> float:
     ctx = engine.ctx
     if average == "rank0":
@@ -49,8 +69,8 @@ def allocate(engine: Engine, pt: Point) -> tuple[B.Buffers | None, Outcome | Non
     try:
         bufs = B.make(engine.torch, pt.lay, pt.dt, pt.in_place, engine.device, engine.alloc(pt))
     except (RuntimeError, MemoryError) as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
-        err = str(exc).splitlines()[0]
-    if agree(engine, err is not None, "allocation"):
+        err = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if agree(engine, err is not None, "allocation"):  # whatever the allocator says, the size did not fit
         return None, Outcome("skipped", note=f"out of memory{': ' + err if err else ' on another rank'}")
     return bufs, None
 
@@ -96,8 +116,9 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average
     try:
         B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
     except (RuntimeError, MemoryError) as exc:  # the local int64 temporaries
-        oom = str(exc).splitlines()[0]
-    if agree(engine, oom is not None, "fill"):
+        oom = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        oom = "out of memory" if isinstance(exc, MemoryError) and not is_oom(oom) else oom
+    if agree_memory(engine, oom, "filling the input"):
         return Outcome("skipped", note=f"out of memory filling the input{': ' + oom if oom else ' on another rank'}")
     # the first call: NCCL may refuse a forced configuration here; agree before waiting
     err = None
