@@ -206,3 +206,19 @@ def test_refine_walks_past_one_noisy_size_next_to_a_win():
     assert plan_refine(rows, FIVE) == {2 * MB: [DEFAULT, SIMPLE]}
     measured[4 * MB] = 101.0  # slower there: the region of wins ends at 8 MB
     assert plan_refine(_rows({DEFAULT: dflt, SIMPLE: measured}), FIVE) == {}
+
+
+def test_refine_walks_past_two_noisy_sizes_next_to_a_win():
+    dflt = {s: 100.0 for s in FIVE}
+    rows = _rows({DEFAULT: dflt, SIMPLE: {4 * MB: 99.5, 8 * MB: 99.0, 16 * MB: 90.0}})
+    assert plan_refine(rows, FIVE) == {2 * MB: [DEFAULT, SIMPLE]}  # 4 MB is two sizes from the win
+
+
+def test_refine_tries_every_channel_count_where_one_beats_the_default():
+    c8 = Candidate(None, None, 8)
+    dflt = {s: 100.0 for s in FIVE}
+    rows = _rows({DEFAULT: dflt, C32: {1 * MB: 100.0, 4 * MB: 80.0, 16 * MB: 100.0},
+                  c8: {1 * MB: 110.0, 16 * MB: 110.0}})
+    todo = plan_refine(rows, FIVE)
+    assert c8 in todo[4 * MB]  # its own ends predict it slower; NCCL's channel choice is off at 4 MB
+    assert todo[2 * MB] == [DEFAULT, C32] and todo[8 * MB] == [DEFAULT, C32]

@@ -38,9 +38,14 @@ The loop the sweep runs::
    - **adjacent**: ``c`` beats the default (ordinary margin) at a neighbouring size. A win is so
      measured outwards size by size until it stops: the extent of a region of wins and the
      corroboration of a small win rest on the same neighbouring measurements as in an
-     exhaustive sweep. The walk goes on past one size where ``c`` is faster than the default but
-     within the noise, next to a win (on 4 H200s, 32 channels won all_reduce at 16-64 MB and
-     256 MB-1 GB; 128 MB, 2.9% faster inside a 4.4% margin, had stopped the walk from 1 GB).
+     exhaustive sweep. The walk goes on past up to two sizes where ``c`` is faster than the
+     default but within the noise, within two sizes of a win (on 4 H200s, 32 channels won
+     all_reduce at 16-64 MB and 256 MB-1 GB; 128 MB, 2.9% faster inside a 4.4% margin, had
+     stopped the walk from 1 GB; all_gather had two such sizes, 64 and 128 MB); or
+   - **sibling**: another channel count beats the default at ``s``. NCCL's own channel choice is
+     then off there, and the counts' times at small sizes differ by fractions of a microsecond
+     that no trend predicts (2-GPU broadcast at 8-16 KB: 8, 16 and 32 channels all 8-10% under
+     the default, 8 the fastest).
 
    The A/A twin (NCCL's default on a second communicator) is measured at the anchors, then only
    around a size where some candidate beats the default before the A/A gap is counted (that
@@ -275,11 +280,20 @@ def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin
                 continue
             # ... and past one size where it is faster but within the noise, next to a win: a
             # region of wins with one noisy size inside is measured to its real end
-            bridge = (s, c) not in wins and gain(d, p) > 0 and any((n, c) in wins for n in near)
+            i2 = index.get(s)
+            near2 = [] if i2 is None else [universe[j] for j in (i2 - 2, i2 - 1, i2 + 1, i2 + 2)
+                                           if 0 <= j < len(universe)]
+            bridge = (s, c) not in wins and gain(d, p) > 0 and any((n, c) in wins for n in near2)
             if (s, c) in wins or bridge:
                 for n in near:
                     if (n, c) not in tried:
                         want[n].add(c)
+            if (s, c) in wins and c.algo is None and c.proto is None:
+                # a channel count beats NCCL here: its choice of channels is off at this size, and
+                # the other counts (which the trend of their own ratios may not predict) may beat it more
+                others = {o for o in configs if o.algo is None and o.proto is None and (s, o) not in tried}
+                if others:
+                    want[s] |= others
     # The A/A twin where a decision may hinge on it: derive's margin at a size is at least the
     # largest A/A gap of that size and its neighbours, so the gap matters only around a size where
     # a candidate beats the default before that gap is counted.
