@@ -31,7 +31,8 @@ def load_ref(path: str) -> tuple[str, dict[int, tuple[float, float]]]:
 
 def load_any(path: str) -> list[tuple[str, bool, dict[int, tuple[float, float]]]]:
     """[(collective, in_place, {size: (time_us, busbw)})] of one reference file."""
-    text = open(path, encoding="utf-8").read()
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
     if "# ref" in text:
         coll, rows = load_ref(path)
         return [(coll, False, rows)]

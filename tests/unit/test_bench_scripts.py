@@ -1,0 +1,68 @@
+"""bench/capture.py and bench/compare_repeated.py on data they were written for (bench/data)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "bench" / "data"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"ccltune_bench_{name}", ROOT / "bench" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _rows(out: str) -> dict[tuple[str, str], list[str]]:
+    return {(" ".join(line.split()[:-5]), line.split()[-5]): line.split()[-4:]
+            for line in out.splitlines()[1:] if line.strip()}
+
+
+def test_capture_on_the_sweep_is_whole_where_tune_places_rules(capsys):
+    """At the sizes tune's own test counts, the rules select the winner: 100% on the sweep."""
+    cap = _load("capture")
+    assert cap.main([str(DATA / "h200x4-flow.sqlite"), str(DATA / "h200x4-flow-validate.json")]) == 0
+    rows = _rows(capsys.readouterr().out)
+    tune = {g: v for (g, lv), v in rows.items() if lv == "tune" and v[0] != "0"}
+    assert tune and all(v[2] == "100.0" for v in tune.values())
+    # looser readings of noise count at least the sizes the stricter ones count
+    n = {lv: int(v[0]) for (g, lv), v in rows.items() if g == "ALL"}
+    assert n["point"] >= n["aa"] >= n["aa+0.5us"] >= n["tune"] > 0
+
+
+def test_capture_reads_a_rule_file(tmp_path, capsys):
+    """No rules at all: nothing is captured anywhere."""
+    cap = _load("capture")
+    empty = tmp_path / "none.conf"
+    empty.write_text("# no rules\n")
+    assert cap.main([str(DATA / "h200x2-flow.sqlite"), str(DATA / "h200x2-flow-validate.json"),
+                     "--rules", str(empty)]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert rows[("ALL", "tune")][2] == "0.0"
+
+
+def test_compare_repeated_medians_and_verdicts(tmp_path, capsys):
+    cr = _load("compare_repeated")
+    src = DATA / "ncclt" / "inter"
+    # all_reduce of the first two repeats of phase inter
+    for r in (1, 2):
+        (tmp_path / f"ncclt-{r}-all_reduce.txt").write_text((src / f"ncclt-{r}-all_reduce.txt").read_text())
+        recs = json.loads((src / f"ccl-{r}.json").read_text())
+        recs["records"] = [x for x in recs["records"] if x["collective"] == "all_reduce"]
+        (tmp_path / f"ccl-{r}.json").write_text(json.dumps(recs))
+    assert cr.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# 2 repeats")
+    line = next(x for x in out.splitlines() if x.split()[:3] == ["all_reduce", "in", "1073741824"])
+    ref, ours = cr.load(tmp_path)[:2]
+    key = ("all_reduce", True, 1 << 30)
+    assert float(line.split()[-1]) == pytest.approx(cr.median(ours[key]) / cr.median(ref[key]), abs=1e-3)
+    assert "sizes outside the targets on medians" in out.splitlines()[-1]
