@@ -27,6 +27,7 @@ from typing import Any, Iterator
 from ccltune.engines.base import CudaEngine, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
 from ccltune.errors import EngineUnavailable
+from ccltune.measure.bench import SERIES_MODES
 from ccltune.measure.buffers import Buffers
 from ccltune.types import OPS
 
@@ -96,7 +97,7 @@ class NcclEngine(CudaEngine):
             raise EngineUnavailable(f"--buffers {buffers} needs NCCL >= 2.19 (ncclMemAlloc); "
                                     f"{self.lib.path} is NCCL {self.lib.version}")
         # nccl-tests' warm-up runs on its buffers of the largest size: so do ccltune's series warm-ups
-        nccl_tests_way = getattr(opts, "warmup_mode", "point") in ("series", "nccl-tests")
+        nccl_tests_way = getattr(opts, "warmup_mode", "point") in SERIES_MODES
         wanted = buffers or (("ncclmem-max" if nccl_tests_way else "ncclmem") if self.lib.has("ncclMemAlloc")
                              else "torch")
         self.buffers = "ncclmem" if self.symmetric else wanted
@@ -163,11 +164,11 @@ class NcclEngine(CudaEngine):
         reported skipped)."""
         if self.buffers != "ncclmem-max" or (self._pool and self._pool[0].numel() >= nbytes):
             return
-        self._pool = []
+        self._pool = []  # the old pair goes before the larger one is allocated
         try:
             self._pool = [self._mem_alloc(max(nbytes, 1)), self._mem_alloc(max(nbytes, 1))]
         except NcclError:
-            self._pool = []
+            pass
 
     def alloc(self, pt: Point) -> Any:
         if self.buffers not in ("ncclmem", "ncclmem-max"):

@@ -22,6 +22,7 @@ from ccltune.types import DType
 # nccl-tests: series, and in graph mode the graph's first launch is timed with the others, as
 # nccl-tests times it (its first launch uploads the graph; ccltune otherwise launches it once untimed).
 WARMUP_MODES = ("point", "series", "nccl-tests")
+SERIES_MODES = ("series", "nccl-tests")  # the modes that warm up over the whole series first
 
 
 @dataclass
@@ -89,18 +90,15 @@ def warm_series(engine: Engine, plan: BenchPlan, coll: Collective) -> None:
     bufs, _skipped = point.allocate(engine, big)
     if bufs is None:
         return
-    try:
-        while size <= top:
-            pt = points(engine, plan, coll, size, False)
-            view = Buffers(bufs.send[: pt.lay.send_elems], bufs.recv[: pt.lay.recv_elems], bufs.keep)
-            try:
-                if not point.warm(engine, pt, view, plan.warmup, plan.timeout_s):
-                    return
-            finally:
-                engine.release(pt, view)
-            size = max(size * 2, size + 1)
-    finally:
-        del bufs
+    while size <= top:
+        pt = points(engine, plan, coll, size, False)
+        view = Buffers(bufs.send[: pt.lay.send_elems], bufs.recv[: pt.lay.recv_elems], bufs.keep)
+        try:
+            if not point.warm(engine, pt, view, plan.warmup, plan.timeout_s):
+                return
+        finally:
+            engine.release(pt, view)
+        size = max(size * 2, size + 1)
 
 
 def run(engine: Engine, plan: BenchPlan,
@@ -121,7 +119,7 @@ def run(engine: Engine, plan: BenchPlan,
         point.measure(engine, first, check=False, average=plan.average, timeout_s=plan.timeout_s)
     for coll in plan.collectives:
         on_start(coll)
-        if plan.warmup_mode in ("series", "nccl-tests"):
+        if plan.warmup_mode in SERIES_MODES:
             warm_series(engine, plan, coll)
         rows: list[Measurement] = []
         for size in plan.sizes:

@@ -43,14 +43,14 @@ def agree_memory(engine: Engine, error: str | None, what: str) -> bool:
     GPU fails too, so the run stops there (rows so far are kept) instead of calling every size
     skipped.
     """
-    failed, fault = engine.ctx.allreduce_floats(
-        [1.0 if error is not None else 0.0, 1.0 if error is not None and not is_oom(error) else 0.0], "max", what)
+    ctx = engine.ctx
+    fault_here = error is not None and not is_oom(error)
+    failed, fault = ctx.allreduce_floats([1.0 if error is not None else 0.0, 1.0 if fault_here else 0.0], "max", what)
     if fault:
-        ctx = engine.ctx
-        mine = f": {error}" if error is not None and not is_oom(error) else " on another rank (see its stderr)"
-        if error is not None and not is_oom(error) and not ctx.is_root:
+        if fault_here and not ctx.is_root:  # only rank 0 prints: the others say theirs on stderr
             print(f"ccltune: rank {ctx.rank}: {what} failed: {error}", file=sys.stderr, flush=True)
-        raise DistError(f"{what} failed with a GPU fault, not a lack of memory{mine}; stopping the run")
+        where = f": {error}" if fault_here else " on another rank (see its stderr)"
+        raise DistError(f"{what} failed with a GPU fault, not a lack of memory{where}; stopping the run")
     return failed > 0
 
 
