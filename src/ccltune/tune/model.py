@@ -267,6 +267,7 @@ def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin
     for s, d in dflt.items():
         i = index.get(s)
         near = [] if i is None else [universe[j] for j in (i - 1, i + 1) if 0 <= j < len(universe)]
+        near2 = [] if i is None else [universe[j] for j in (i - 2, i - 1, i + 1, i + 2) if 0 <= j < len(universe)]
         for c in configs:  # predicted to beat the default by the margin a win here needs
             p = None if (s, c) in tried else predict(c, per_cand.get(c, {}), dflt, trend, s, min_margin)
             if p is None:
@@ -278,11 +279,8 @@ def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin
         for c, p in stats[s].items():  # a win here: measured at the neighbouring sizes too
             if c.is_default or c.twin:
                 continue
-            # ... and past one size where it is faster but within the noise, next to a win: a
-            # region of wins with one noisy size inside is measured to its real end
-            i2 = index.get(s)
-            near2 = [] if i2 is None else [universe[j] for j in (i2 - 2, i2 - 1, i2 + 1, i2 + 2)
-                                           if 0 <= j < len(universe)]
+            # ... and past up to two sizes where it is faster but within the noise, within two sizes
+            # of a win: a region of wins with noisy sizes inside is measured to its real end
             bridge = (s, c) not in wins and gain(d, p) > 0 and any((n, c) in wins for n in near2)
             if (s, c) in wins or bridge:
                 for n in near:
