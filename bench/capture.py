@@ -33,11 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from ccltune.rules import PlatformFacts, Query, RuleSet, match  # noqa: E402
-from ccltune.rules import load as load_rules  # noqa: E402
-from ccltune.store import Store  # noqa: E402
-from ccltune.tune.derive import MIN_GAIN_US, Candidate, aa_gap, derive, gpu_model  # noqa: E402
-from ccltune.tune.stats import beats  # noqa: E402
+from ccltune.rules import load as load_rules
+from ccltune.store import Store
+from ccltune.tune.derive import MIN_GAIN_US, aa_gap, account_gain, derive, gpu_model
+from ccltune.tune.stats import beats
 
 LEVELS = ("point", "aa", "aa+0.5us", "tune")
 
@@ -64,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
           "  (capture: sweep, validate)")
     for g in result.groups:
         key = g.key
-        rules = file_rules if file_rules is not None else RuleSet(list(g.rules))
+        # what the rules select at each size, and its saving on the sweep (the plugin's first match)
+        selected = {sg.size_bytes: sg for sg in account_gain(g, None if file_rules is None else file_rules.rules).sizes}
         decisions = g.decisions
         gaps = [aa_gap(d.default, d.candidates) for d in decisions]
         per = {lv: defaultdict(float) for lv in LEVELS}
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             best = d.best
             if best is None:
                 continue
-            cand, bp = best
+            _cand, bp = best
             near = [x for x in gaps[max(0, i - 1):i + 2] if x is not None]
             saving_us = d.default.median_us - bp.median_us
             counts = {
@@ -81,11 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                 "aa+0.5us": beats(d.default, bp, max(near, default=0.0)) and saving_us >= MIN_GAIN_US,
                 "tune": bool(d.qualifying),
             }
-            q = Query(key.collective, d.size_bytes, key.n_ranks, key.n_nodes, platform=PlatformFacts(gpu=key.gpu))
-            m = match(rules, q)
-            sel = Candidate(m.algo, m.proto, m.channels or None)
-            sel_p = d.default if sel.is_default else d.candidates.get(sel)
-            on_sweep = 1.0 - sel_p.median_us / d.default.median_us if sel_p else 0.0
+            on_sweep = selected[d.size_bytes].captured
             v = validated.get((key.collective, key.n_ranks, d.size_bytes))
             in_validate = (1.0 - v["rules_time_us"] / v["default_time_us"]) if v else 0.0
             available = 1.0 - bp.median_us / d.default.median_us

@@ -26,9 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from compare_reference import load_any  # noqa: E402
+from compare_reference import load_any
 
-from ccltune.tune.stats import median  # noqa: E402
+from ccltune.tune.stats import median
 
 Key = tuple[str, bool, int]  # collective, in_place, size
 
