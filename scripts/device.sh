@@ -240,8 +240,46 @@ phase_why4() {  # ccltune timing nccl-tests' way (first graph launch timed, buff
 }
 phase_series() {  # --warmup-mode series with per-size buffers at -e 1G (it ran past 120 s when the warm-up allocated a pair per size)
   step series warm-up, per-size ncclmem buffers, -b 1M -e 1G
-  ct 100 bench all_reduce -b 1M -e 1G -f 2 -G 10 -w 1 --warmup-mode series --nproc $NGPU --db "$DB" > "$OUT/series.txt" 2>&1
+  ct 100 bench all_reduce -b 1M -e 1G -f 2 -G 10 -w 1 --warmup-mode series --buffers ncclmem --nproc $NGPU --db "$DB" > "$OUT/series.txt" 2>&1
   grep -E "^ +[0-9]+ |skip|rror" "$OUT/series.txt" | head -14
+}
+phase_why5() {  # is nccl-tests' slower 1-16 MB at -e 1G its graph registration of the 1 GB buffers?
+  step nccl-tests and ccltune all_reduce 1-16 MB: graph registration on/off, graph/eager, -e 16M/1G
+  bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"
+  local B=.cache/nccl-tests/build W=$OUT/why5; mkdir -p $W
+  sel() { grep -E "^ +(1048576|2097152|4194304|8388608|16777216) " "$1" | awk '{print $1, $6, $10}' | tr '\n' ';'; echo; }
+  for v in "1 16M 10" "1 1G 10" "0 1G 10" "0 16M 10" "1 1G 0" "1 16M 0"; do set -- $v
+    local f=$W/ncclt-reg$1-e$2-G$3.txt
+    timeout 60 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 -x NCCL_GRAPH_REGISTER=$1 -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=REG $B/all_reduce_perf -b 1M -e $2 -f 2 -g 1 -G $3 > $f 2>&1
+    echo "ncclt reg=$1 -e $2 -G $3: $(sel $f) reglines=$(grep -c 'NCCL INFO' $f)"
+  done
+  for v in "1 1G 10" "0 1G 10" "1 16M 10"; do set -- $v
+    local f=$W/ccl-reg$1-e$2-G$3.txt
+    NCCL_GRAPH_REGISTER=$1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=REG timeout 90 python3 -m ccltune bench all_reduce -b 1M -e $2 -f 2 -G $3 --buffers ncclmem-max --nproc $NGPU --db "$DB" > $f 2>&1
+    echo "ccl   reg=$1 -e $2 -G $3: $(sel $f) reglines=$(grep -c 'NCCL INFO' $f)"
+  done
+  pack
+}
+phase_inter4() { inter_defaults inter4; }  # ccltune 2026-11-22 00:11: calls stepping through the buffers, point warm-up
+phase_inter5() { inter_defaults inter5; }  # bench's defaults from 2026-11-22 00:30: stepping, nccl-tests warm-up and timing
+inter_defaults() {  # ABBA repeats against nccl-tests with `ccltune bench`'s defaults, into $OUT/$1
+  step repeated interleaved comparison with nccl-tests, bench defaults, into $1
+  bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"
+  local B=.cache/nccl-tests/build W=$OUT/$1 C="all_reduce all_gather reduce_scatter alltoall sendrecv"; mkdir -p $W
+  nt() { local t0=$(date +%s); for c in $C; do timeout 90 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 $B/${c}_perf -b 8 -e 1G -f 2 -g 1 -G 10 > $W/ncclt-$1-$c.txt 2>&1; done; echo "nccl-tests rep $1: $(( $(date +%s) - t0 ))s"; }
+  cc() { local t0=$(date +%s); ct 240 bench $C -b 8 -e 1G -f 2 -G 10 --nproc $NGPU --db "$DB" --json $W/ccl-$1.json > $W/ccl-$1.txt 2>&1; echo "ccltune rep $1: $(( $(date +%s) - t0 ))s"; }
+  nt 1; cc 1; pack; cc 2; nt 2; pack
+  python3 bench/compare_repeated.py $W > $W/compare.txt 2>&1; grep -i "outside" $W/compare.txt | head -30; tail -14 $W/compare.txt; pack
+}
+phase_steptest() {  # the GPU test of the buffer stepping alone (stack dump if it hangs)
+  step GPU test: calls step through the largest buffers
+  timeout 150 python3 -m pytest -m gpu tests/gpu/test_bench_gpu.py -k step_through -q -p no:cacheprovider -o faulthandler_timeout=60 --durations=0 > "$OUT/gpu-step.txt" 2>&1; echo "rc=$?"; tail -8 "$OUT/gpu-step.txt"
+}
+phase_stepgpu() {  # that test, then bench all's wall time
+  phase_steptest
+  step bench all 8 B-1 GB, graph mode, bench defaults: the 3-minute target
+  ct 300 bench all -b 8 -e 1G -f 2 -G 10 --nproc $NGPU --db "$DB" --json "$OUT/bench_all.json" > "$OUT/bench_all.txt"
+  tail -3 "$OUT/bench_all.txt"; grep -E "^ +(8|536870912) " "$OUT/bench_all.txt" | head -3; pack
 }
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }
 flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five collectives, timed
@@ -256,6 +294,7 @@ flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five
   echo "validate rc=$? at $(( $(date +%s) - t0 ))s: flow total" | tee "$OUT/flow$n-time.txt"
   grep -v "^validate:\|Warning\|capture_end" "$OUT/validate$n.txt" | grep -v "no rule applies" | tail -40
   pack
+  [ -n "${NO_VERIFY:-}" ] && return
   env $V timeout 200 python3 -m ccltune plugin verify "$OUT/rules$n.conf" -b 8 -e 1G -f 2 --nproc $n --json "$OUT/verify$n.json" --save-log "$OUT/verify$n.log" > "$OUT/verify$n.txt" 2>&1; echo "verify rc=$?"
   grep -v "NO RULE" "$OUT/verify$n.txt" | tail -30
   pack

@@ -142,5 +142,7 @@ def collect(*, world_size: int | None = None, n_nodes: int | None = None, engine
     if nccl:
         env["nccl_version"] = nccl.get("version")
         env["nccl_library"] = nccl.get("library")
+        if nccl.get("buffers"):
+            env["buffers"] = nccl["buffers"]  # where the nccl engine's buffers came from (--buffers)
     env["platform"] = platform_name(env["gpus"], world_size, n_nodes)
     return env

@@ -110,3 +110,47 @@ def test_plugin_verify_sees_a_forced_rule_in_nccls_log(tmp_path, n_gpus):
     assert checks[1 << 20]["status"] == "APPLIED" and checks[1 << 20]["nccl"][0]["proto"] == "LL"
     assert checks[2 << 20]["status"] == "NO RULE"
     assert checks[4 << 20]["status"] == "APPLIED" and checks[4 << 20]["nccl"][0]["channels"] <= 2
+
+
+@pytest.mark.parametrize("graph", [0, 3], ids=["eager", "graph"])
+def test_timed_calls_step_through_the_largest_buffers_as_nccl_tests_does(n_gpus, graph):
+    """--buffers ncclmem-max (bench's default): timed call i writes its output i sizes into the
+    receive buffer, wrapping after the last whole size that fits; the checked call uses the start."""
+    import types
+
+    import torch
+
+    from ccltune import collectives, dist
+    from ccltune.engines.base import Point
+    from ccltune.engines.nccl import NcclEngine
+    from ccltune.measure import point
+    from ccltune.types import dtype
+
+    ctx = dist.init(30.0)
+    assert ctx.world_size == 1  # one process, one GPU: NCCL's single-rank all_reduce is a copy
+    eng = NcclEngine(ctx, types.SimpleNamespace(buffers_default="ncclmem-max"))
+    try:
+        size, steps, iters = 4096, 3, 5                     # bytes; calls 3 and 4 wrap to slots 0 and 1
+        eng.reserve(size * steps + size // 2)               # room for 3 whole sizes, not 4
+        coll = collectives.REGISTRY["all_reduce"]
+        pt = Point(coll, coll.layout(size, 4, 1, 0), dtype("float"), "sum", 0, False, iters, 0, graph)
+        bufs, skipped = point.allocate(eng, pt)
+        assert skipped is None and bufs is not None
+        assert (bufs.shift_bytes, bufs.steps) == (size, steps)
+        send, recv = eng._pool
+        send.fill_(7)
+        eng.launch(pt, bufs)  # the first call (it makes the communicator), at the start, as bench's is
+        eng.sync()
+        recv.fill_(0)
+        torch.cuda.synchronize()
+        eng.time_point(pt, bufs)
+        torch.cuda.synchronize()
+        got = recv.view(-1)
+        assert (got[: size * steps] == 7).all(), "every whole size that fits was written"
+        assert (got[size * steps:] == 0).all(), "nothing past the last whole size"
+        # a pair of the point's own (--buffers ncclmem: no pool) is used from its start by every call
+        eng.buffers, eng._pool = "ncclmem", []
+        own, _ = point.allocate(eng, pt)
+        assert own is not None and own.steps == 1 and own.shift(4) == 0
+    finally:
+        eng.close()

@@ -146,3 +146,17 @@ def test_checking_in_pieces_finds_errors_in_every_piece(monkeypatch):
     assert B.count_wrong(torch, bufs, coll, lay, dt, 0, 2, "sum", 0) == 2
     # the pieces are the whole buffer's expected values, in order
     assert torch.equal(exp, coll.expected(torch, lay, 0, 2, "sum", 0, None))
+
+
+def test_calls_step_through_the_buffers_and_wrap_like_nccl_tests():
+    bufs = B.Buffers(torch.zeros(4), torch.zeros(4))
+    assert [bufs.shift(i) for i in range(3)] == [0, 0, 0]  # a pair of its own: always the start
+    bufs.shift_bytes, bufs.steps = 4096, 3
+    assert [bufs.shift(i) for i in range(7)] == [0, 4096, 8192, 0, 4096, 8192, 0]
+
+
+def test_bench_lays_buffers_out_as_nccl_tests_and_the_sweep_does_not():
+    from ccltune.cli import build_parser
+
+    assert build_parser().parse_args(["bench", "all"]).buffers_default == "ncclmem-max"
+    assert getattr(build_parser().parse_args(["sweep"]), "buffers_default", None) is None

@@ -27,12 +27,16 @@ def _rows(out: str) -> dict[tuple[str, str], list[str]]:
 
 
 def test_capture_on_the_sweep_is_whole_where_tune_places_rules(capsys):
-    """At the sizes tune's own test counts, the rules select the winner: 100% on the sweep."""
+    """At the sizes tune's own test counts, the rules select a qualifying candidate: nearly all of
+    the best one's saving on the sweep. Not all: where the fastest candidate's lead over NCCL's
+    default or its twin is inside its own spread, a steadier, slightly slower one wins (4-GPU
+    all_gather 32 KB: 8 channels, 6.2% of 32 channels' 7.3%)."""
     cap = _load("capture")
     assert cap.main([str(DATA / "h200x4-flow.sqlite"), str(DATA / "h200x4-flow-validate.json")]) == 0
     rows = _rows(capsys.readouterr().out)
     tune = {g: v for (g, lv), v in rows.items() if lv == "tune" and v[0] != "0"}
-    assert tune and all(v[2] == "100.0" for v in tune.values())
+    assert tune and all(95.0 <= float(v[2]) <= 100.0 for v in tune.values())
+    assert float(rows[("ALL", "tune")][2]) >= 99.0
     # looser readings of noise count at least the sizes the stricter ones count
     n = {lv: int(v[0]) for (g, lv), v in rows.items() if g == "ALL"}
     assert n["point"] >= n["aa"] >= n["aa+0.5us"] >= n["tune"] > 0

@@ -35,11 +35,13 @@ def add_launch(p: argparse.ArgumentParser) -> None:
     g.add_argument("--nccl-lib", default=None, metavar="PATH",
                    help="NCCL/RCCL library to call (default: the one PyTorch loads)")
     g.add_argument("--buffers", choices=BUFFERS, default=None,
-                   help="nccl engine: where buffers come from. ncclmem: ncclMemAlloc, as nccl-tests allocates "
-                        "them with NCCL >= 2.19 (the default there; in CUDA graphs NCCL then reaches peers' buffers "
-                        "directly), a fresh pair for every size; ncclmem-max: one ncclMemAlloc send and one recv "
-                        "buffer of the run's largest size, every size using their start (nccl-tests' own layout); "
-                        "torch: PyTorch's caching allocator (cudaMalloc), what a PyTorch program passes by default")
+                   help="nccl engine: where buffers come from. ncclmem-max (bench's default): one ncclMemAlloc send and "
+                        "one recv buffer of the run's largest size, as nccl-tests allocates them with NCCL >= 2.19; "
+                        "each timed call starts one size further into them, wrapping at the end, as nccl-tests' "
+                        "calls do, so the data is not in the GPU's L2 cache from the call before. ncclmem: a fresh "
+                        "ncclMemAlloc pair for every size, every call on its start (sweep's and validate's default). "
+                        "In CUDA graphs NCCL reaches peers' ncclMemAlloc buffers directly. torch: PyTorch's caching "
+                        "allocator (cudaMalloc), what a PyTorch program passes by default")
 
 
 BUFFERS = ("ncclmem", "ncclmem-max", "torch")

@@ -70,8 +70,16 @@ class Engine:
     def release(self, pt: Point, bufs: Buffers) -> None:
         """Undo ``prepare``."""
 
+    def arrange(self, pt: Point, bufs: Buffers) -> None:
+        """Set how the timed calls step through ``bufs`` (``Buffers.shift``); default: they don't."""
+
     def launch(self, pt: Point, bufs: Buffers) -> None:
         raise NotImplementedError
+
+    def launch_at(self, pt: Point, bufs: Buffers, i: int) -> None:
+        """The ``i``-th call of a warm-up or timed series (engines that step through buffers
+        override this)."""
+        self.launch(pt, bufs)
 
     def sync(self) -> None:
         pass
@@ -158,8 +166,8 @@ class CudaEngine(Engine):
         return self.torch.cuda.stream(self.stream)
 
     def _issue(self, pt: Point, bufs: Buffers, n: int) -> None:
-        for _ in range(n):
-            self.launch(pt, bufs)
+        for i in range(n):
+            self.launch_at(pt, bufs, i)
 
     def time_point(self, pt: Point, bufs: Buffers) -> float:
         torch = self.torch

@@ -19,6 +19,13 @@ class Buffers:
     send: Any
     recv: Any
     keep: tuple[Any, ...] = ()   # allocations the views point into
+    # Timed call i works ``shift_bytes * (i % steps)`` bytes further into the allocations, as
+    # nccl-tests' calls step through its buffers of the largest size (steps 1: always the start)
+    shift_bytes: int = 0
+    steps: int = 1
+
+    def shift(self, i: int) -> int:
+        return self.shift_bytes * (i % self.steps) if self.steps > 1 else 0
 
 
 Alloc = Callable[[int], Any]

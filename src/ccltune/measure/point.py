@@ -68,6 +68,7 @@ def allocate(engine: Engine, pt: Point) -> tuple[B.Buffers | None, Outcome | Non
     bufs, err = None, None
     try:
         bufs = B.make(engine.torch, pt.lay, pt.dt, pt.in_place, engine.device, engine.alloc(pt))
+        engine.arrange(pt, bufs)
     except (RuntimeError, MemoryError) as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
         err = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if agree(engine, err is not None, "allocation"):  # whatever the allocator says, the size did not fit
