@@ -281,6 +281,18 @@ phase_stepgpu() {  # that test, then bench all's wall time
   ct 300 bench all -b 8 -e 1G -f 2 -G 10 --nproc $NGPU --db "$DB" --json "$OUT/bench_all.json" > "$OUT/bench_all.txt"
   tail -3 "$OUT/bench_all.txt"; grep -E "^ +(8|536870912) " "$OUT/bench_all.txt" | head -3; pack
 }
+phase_retest() {  # validate's retest on the GPU, and the exhaustive flow's rules of 00:32 validated again
+  step GPU test: validate retests a failing size
+  timeout 120 python3 -m pytest -m gpu tests/gpu/test_bench_gpu.py -k retest -q -p no:cacheprovider > "$OUT/gpu-retest.txt" 2>&1; echo "rc=$?"; tail -3 "$OUT/gpu-retest.txt"
+  step validate docs/results/h200x4-flow2-rules.conf, all_gather and broadcast, with --retest 1
+  ct 200 validate docs/results/h200x4-flow2-rules.conf all_gather broadcast -b 8 -e 1G -f 2 --reps 7 --nproc $NGPU --db "$OUT/val2.db" --json "$OUT/validate-flow2-agbc.json" > "$OUT/validate-flow2-agbc.txt" 2>&1
+  grep -v "^validate:\|Warning\|capture_end" "$OUT/validate-flow2-agbc.txt" | grep -i "retest\|FAIL\|verdict" | head -20; pack
+}
+phase_reval() {  # the exhaustive flow's rules of 00:32 validated again, five collectives, with --retest 1
+  step validate docs/results/h200x4-flow2-rules.conf again
+  ct 200 validate docs/results/h200x4-flow2-rules.conf -b 8 -e 1G -f 2 --reps 7 --nproc $NGPU --db "$OUT/reval.db" --json "$OUT/revalidate-flow2.json" > "$OUT/revalidate-flow2.txt" 2>&1
+  grep -v "^validate:\|Warning\|capture_end" "$OUT/revalidate-flow2.txt" | grep -i "retest\|FAIL\|verdict" | head -20; pack
+}
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }
 flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five collectives, timed
   local n=$1 lim=$2 D="$OUT/tune$1.db" t0=$(date +%s)

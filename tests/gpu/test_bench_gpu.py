@@ -154,3 +154,17 @@ def test_timed_calls_step_through_the_largest_buffers_as_nccl_tests_does(n_gpus,
         assert own is not None and own.steps == 1 and own.shift(4) == 0
     finally:
         eng.close()
+
+
+def test_validate_measures_a_failing_size_again_and_reports_both(tmp_path, n_gpus):
+    """ring/LL forced at 64 MB is several times slower than NCCL's choice: it fails, is measured
+    again (--retest 1), fails again, and the JSON keeps the first judgement beside the second."""
+    rules = tmp_path / "slow.conf"
+    rules.write_text("allreduce,0,16T,ring,ll,-1,-1,-1\n")
+    js = tmp_path / "v.json"
+    proc = ccltune("validate", str(rules), "all_reduce", "-b", "64M", "-e", "64M", "--reps", "3",
+                   "--nproc", str(n_gpus), "--db", str(tmp_path / "v.db"), "--json", str(js))
+    assert proc.returncode != 0 and "FAIL" in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    (size,) = json.loads(js.read_text())["sizes"]
+    assert size["status"] == "FAIL" and size["reason"].startswith("again on retest: ")
+    assert size["first"]["status"] == "FAIL" and size["speedup"] < 0.9

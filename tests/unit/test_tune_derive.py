@@ -278,3 +278,45 @@ def test_a_win_must_save_half_a_microsecond():
         times["ring/simple/-"][s] = [5.69, 5.7, 5.71]
     assert _one_rule(times) == []
     assert _one_rule(times, min_gain_us=0.2) != []
+
+
+def test_a_candidate_must_beat_the_twin_too_where_the_twin_is_faster():
+    # 32 channels beats a slow default communicator by 15% at every size, but NCCL's default on
+    # a second communicator is just as fast: the gain is the communicator's, not a better choice
+    times = {"default": flat(115.0), "default/default/32": flat(100.0), "default-twin": flat(101.0)}
+    assert derive(rows_for(times)).groups[0].rules == []
+    # where the twin is as slow as the default, the same candidate wins
+    times["default-twin"] = flat(115.0)
+    (rule,) = derive(rows_for(times)).groups[0].rules
+    assert rule.channels == 32
+
+
+def test_excluded_sizes_get_no_rule_and_the_rest_keep_theirs():
+    times = {"default": flat(100.0), "ring/simple/-": flat(80.0)}
+    whole = derive(rows_for(times)).groups[0].rules
+    assert [(r.min_bytes, r.max_bytes) for r in whole] == [(1 * MB, 16 * MB)]
+    d = derive(rows_for(times), exclude=[("all_gather", 4, 1, 4 * MB)])
+    lo, hi = [(r.min_bytes, r.max_bytes) for r in d.groups[0].rules]
+    assert lo == (1 * MB, math.isqrt(2 * MB * 4 * MB)) and hi == (math.isqrt(4 * MB * 8 * MB) + 1, 16 * MB)
+    assert any("no rule at 4194304 B (excluded: failed validate)" in n for n in d.notes)
+    # another group's size, or a size with no rule anyway, changes nothing
+    assert derive(rows_for(times), exclude=[("reduce", 4, 1, 4 * MB)]).groups[0].rules == whole
+
+
+def test_tune_excludes_the_sizes_a_validate_verdict_failed(tmp_path):
+    import json
+
+    from ccltune.cli import tune as T
+    from ccltune.errors import UsageError
+
+    v = tmp_path / "v.json"
+    v.write_text(json.dumps({"sizes": [
+        {"collective": "all_gather", "n_ranks": 4, "n_nodes": 1, "size_bytes": 4 * MB, "status": "FAIL"},
+        {"collective": "all_gather", "n_ranks": 4, "n_nodes": 1, "size_bytes": 8 * MB, "status": "PASS"}]}))
+    assert T.failed_sizes([str(v)]) == [("all_gather", 4, 1, 4 * MB)]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"status": "PASS"}')
+    with pytest.raises(UsageError, match="bad.json: not a `ccltune validate --json` verdict"):
+        T.failed_sizes([str(bad)])
+    with pytest.raises(UsageError, match="missing.json: cannot read it"):
+        T.failed_sizes([str(tmp_path / "missing.json")])

@@ -84,3 +84,23 @@ def test_junit_has_one_testcase_per_size_and_failures_when_slower():
 def test_junit_all_pass_has_no_failure_elements():
     root = ET.fromstring(to_junit(verdict(ab_rows({1 * MB: ([100] * 3, [80] * 3)}))))
     assert root.find(".//failure") is None and root.find(".//error") is None
+
+
+def test_a_retest_judges_a_failed_size_by_its_new_measurement_and_keeps_the_first():
+    from ccltune.validate.verdict import retested
+
+    first = verdict(ab_rows({1 * MB: ([100, 101, 99], [80, 81, 79]), 4 * MB: ([100, 101, 99], [113, 160, 112])}))
+    assert [s.status for s in first.sizes] == ["PASS", "FAIL"]
+    # the transient is gone: the failed size passes, the other is untouched
+    again = retested(first, verdict(ab_rows({4 * MB: ([100, 101, 99], [99, 100, 98])})))
+    assert again.status == "PASS"
+    assert again.sizes[0] is first.sizes[0]
+    s = again.sizes[1]
+    assert s.reason.startswith("on retest: ") and "first: rules" in s.reason and s.first is first.sizes[1]
+    d = again.to_dict()["sizes"][1]
+    assert d["first"]["status"] == "FAIL" and d["first"]["rules_time_us"] == 113
+    # a real slowdown fails again; two retests keep the very first judgement
+    worse = retested(first, verdict(ab_rows({4 * MB: ([100, 101, 99], [110, 111, 109])})))
+    worse = retested(worse, verdict(ab_rows({4 * MB: ([100, 101, 99], [110, 111, 109])})))
+    assert worse.status == "FAIL" and worse.sizes[1].reason.startswith("again on retest: ")
+    assert worse.sizes[1].first is first.sizes[1]

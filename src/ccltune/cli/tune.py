@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 
@@ -39,7 +40,26 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="least time a win must save per call, whatever the percentages (latency-bound sizes)")
     p.add_argument("--placement", choices=PLACEMENTS, default="out-of-place",
                    help="which buffers' measurements to use")
+    p.add_argument("--exclude-failed", action="append", default=[], metavar="VALIDATE_JSON",
+                   help="no rule at the sizes that failed in this `ccltune validate --json` verdict (NCCL "
+                        "decides there); repeatable")
     p.set_defaults(func=run)
+
+
+def failed_sizes(paths: list[str]) -> list[tuple[str, int, int, int]]:
+    """(collective, n_ranks, n_nodes, size_bytes) of every size that FAILed in these verdicts."""
+    out = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                sizes = json.load(fh)["sizes"]
+            out.extend((s["collective"], int(s["n_ranks"]), int(s.get("n_nodes") or 1), int(s["size_bytes"]))
+                       for s in sizes if s["status"] == "FAIL")
+        except OSError as exc:
+            raise UsageError(f"--exclude-failed {path}: cannot read it ({exc.strerror})") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"--exclude-failed {path}: not a `ccltune validate --json` verdict ({exc!r})") from None
+    return out
 
 
 def parse_run_ids(text: str) -> list[int]:
@@ -71,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.min_gain_us < 1e6:
         raise UsageError(f"--min-gain-us must be >= 0 microseconds, got {args.min_gain_us:g}")
     sm_tol = _percent(args.sm_tolerance, "--sm-tolerance")
+    exclude = failed_sizes(args.exclude_failed)
     with Store(args.db, create=False) as store:
         runs = ([store.run(i) for i in parse_run_ids(args.runs)] if args.runs
                 else [r for r in store.runs() if r.kind in SOURCE_KINDS])
@@ -86,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
         if not rows:
             raise DataError(f"runs {', '.join(str(r.id) for r in runs)} hold no measurements")
         result = derive(rows, objective=args.objective, sm_tolerance=sm_tol, min_margin=min_margin,
-                        isolated_margin=isolated_margin, min_gain_us=args.min_gain_us, placement=args.placement)
+                        isolated_margin=isolated_margin, min_gain_us=args.min_gain_us, placement=args.placement,
+                        exclude=exclude)
         settings = (f"objective={args.objective} min_margin={args.min_margin:g}%"
                     f" isolated_margin={args.isolated_margin:g}% min_gain={args.min_gain_us:g}us"
                     f" placement={args.placement}"
@@ -95,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
         text = render(result.sections(), source=source, settings=settings, notes=result.notes)
         write_atomic(args.out, text)
         command = "ccltune " + shlex.join(["tune", "--db", str(args.db), "--out", str(args.out),
-                                           "--objective", args.objective, "--placement", args.placement])
+                                           "--objective", args.objective, "--placement", args.placement,
+                                           *[a for p in args.exclude_failed for a in ("--exclude-failed", p)]])
         tune_run = store.begin_run("tune", command=command, args={k: v for k, v in vars(args).items() if k != "func"},
                                    env={"ccltune_version": __version__,
                                         "platform": "; ".join(map(describe_platform, result.sections()))})

@@ -12,7 +12,7 @@ from typing import Any
 from ccltune import collectives, environment, rules, types
 from ccltune.cli import _common
 from ccltune.cli.sweep import engine_opts
-from ccltune.errors import CheckFailed, UsageError
+from ccltune.errors import CheckFailed, DataError, UsageError
 from ccltune.files import write_text
 from ccltune.measure import sweep as S
 from ccltune.sizes import parse_size, size_series
@@ -42,6 +42,9 @@ def register(sub: Any) -> None:
     p.add_argument("--no-graph", action="store_true")
     p.add_argument("--hard-limit", type=float, default=2.0, metavar="PCT",
                    help="a size slower than this fails whatever the noise")
+    p.add_argument("--retest", type=int, default=1, metavar="N",
+                   help="measure the sizes that fail again, up to N times (--reps interleaved rounds each); a "
+                        "size is judged by its latest measurement, and the first judgement is kept in the report")
     p.add_argument("--json", default=None, metavar="PATH", help="verdict as JSON")
     p.add_argument("--junit", default=None, metavar="PATH", help="verdict as JUnit XML (one testcase per size)")
     _common.add_db(p)
@@ -61,6 +64,8 @@ def main(args: argparse.Namespace) -> int:
                          + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))
     if args.reps < 2:
         raise UsageError(f"--reps must be >= 2 to know the noise, got {args.reps}")
+    if args.retest < 0:
+        raise UsageError(f"--retest must be >= 0, got {args.retest}")
     if not 0 <= args.hard_limit < 100:
         raise UsageError(f"--hard-limit must be in [0, 100) percent, got {args.hard_limit:g}")
     types.dtype(args.datatype)
@@ -97,17 +102,45 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
                                  args={k: v for k, v in vars(args).items() if k not in ("func", "_argv")}, engine="nccl")
         store.add_artifact(run_id, "rules", open(args.rules, encoding="utf-8").read())
         engine.on_fatal = _common.fail_run_hook(args.db, run_id)
-    rows, status = [], "failed"
+    rows, status, result, unjudged = [], "failed", None, None
+    gpu = (env.get("gpus") or [{}])[0].get("name") if store is not None else None
+
+    def judge(got: list[Any]) -> Any:
+        return V.verdict(got, hard_slowdown=args.hard_limit / 100, covered=coverage(args.rules, gpu))
+
+    def measure(coll: Any, size: int, note: str | None = None) -> list[Any]:
+        if ctx.is_root:
+            print(f"validate: {coll.name} {size} B{' (' + note + ')' if note else ''}", file=sys.stderr, flush=True)
+        got = S.measure_size(engine, coll, size, configs, labels, settings)
+        for m in got:
+            m.note = m.note or note
+        rows.extend(got)
+        if store is not None:
+            store.add_measurements(run_id, got)
+        return got
+
     try:
         with _common.terminate_as_interrupt():
             for coll in colls:
                 for size in sizes:
-                    if ctx.is_root:
-                        print(f"validate: {coll.name} {size} B", file=sys.stderr, flush=True)
-                    got = S.measure_size(engine, coll, size, configs, labels, settings)
-                    rows.extend(got)
-                    if store is not None:
-                        store.add_measurements(run_id, got)
+                    measure(coll, size)
+            if store is not None:
+                try:
+                    result = judge(rows)
+                except DataError as exc:  # nothing comparable was measured: said after the teardown
+                    unjudged = exc
+            by_name = {c.name: c for c in colls}
+            for attempt in range(1, args.retest + 1):
+                # rank 0 judges; every rank measures what it names again
+                failing = ([[s.collective, s.size_bytes] for s in result.sizes if s.status == "FAIL"]
+                           if result is not None else None)
+                failing = json.loads(ctx.broadcast_bytes(json.dumps(failing).encode() if ctx.is_root else None,
+                                                         "sizes to measure again"))
+                if not failing:
+                    break
+                again = [m for name, size in failing for m in measure(by_name[name], size, f"retest {attempt}")]
+                if result is not None:
+                    result = V.retested(result, judge(again))
             status = "complete"
     except KeyboardInterrupt as exc:
         code = _common.interrupted(ctx, exc, f"validate interrupted; {len(rows)} rows kept in {args.db}")
@@ -119,10 +152,10 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
             store.finish_run(run_id, status, {"rows": len(rows)})
         if status == "complete":
             ctx.close()
-    if store is None:
+    if unjudged is not None:
+        raise unjudged
+    if store is None or result is None:
         return 0
-    gpu = (env.get("gpus") or [{}])[0].get("name")
-    result = V.verdict(rows, hard_slowdown=args.hard_limit / 100, covered=coverage(args.rules, gpu))
     summary = result.to_dict()
     store.finish_run(run_id, "complete", summary)
     store.close()
@@ -156,7 +189,8 @@ def _print(result: Any, args: argparse.Namespace) -> None:
         r = sv.rules.median_us if sv.rules else float("nan")
         sp = sv.speedup if sv.speedup is not None else float("nan")
         nz = 100 * sv.noise if sv.noise is not None else float("nan")
-        print(f"  {sv.collective:<15} {sv.size_bytes:>12} {d:11.2f} {r:10.2f} {sp:8.3f} {nz:7.1f}  {sv.status}")
+        tail = f"  ({sv.reason})" if sv.status != "PASS" or sv.first else ""
+        print(f"  {sv.collective:<15} {sv.size_bytes:>12} {d:11.2f} {r:10.2f} {sp:8.3f} {nz:7.1f}  {sv.status}{tail}")
     gm = result.geomean_speedup
     print(f"# verdict: {result.status}" + (f" (geometric-mean speedup {gm:.3f}x)" if gm else ""))
 

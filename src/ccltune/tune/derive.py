@@ -325,8 +325,11 @@ def samples_by_size(rows: Iterable[Any], placement: str = "out-of-place") -> dic
 
 def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float = 0.02,
            min_margin: float = 0.02, isolated_margin: float = ISOLATED_MARGIN, min_gain_us: float = MIN_GAIN_US,
-           placement: str = "out-of-place") -> Derivation:
+           placement: str = "out-of-place", exclude: Collection[tuple[str, int, int, int]] = ()) -> Derivation:
     """Rules from measurement rows (dicts or Measurements), each carrying a ``gpu`` model.
+
+    ``exclude``: (collective, n_ranks, n_nodes, size_bytes) where no rule may be placed (NCCL
+    decides there), e.g. the sizes where ``ccltune validate`` found the rules slower.
 
     Raises DataError for a group with candidates but no default, rows without a GPU model, or a
     group mixing datatypes, ops or graph modes (the rule file cannot tell them apart).
@@ -349,12 +352,13 @@ def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float 
 
     opts = {"objective": objective, "sm_tolerance": sm_tolerance, "min_margin": min_margin,
             "isolated_margin": isolated_margin, "min_gain_us": min_gain_us}
-    groups = [_derive_group(key, grouped[key], opts, placement, notes) for key in sorted(grouped)]
+    excluded = {(c, int(r), int(n), int(s)) for c, r, n, s in exclude}
+    groups = [_derive_group(key, grouped[key], opts, placement, notes, excluded) for key in sorted(grouped)]
     return Derivation(groups, notes)
 
 
 def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, Any], placement: str,
-                  notes: list[str]) -> GroupResult:
+                  notes: list[str], excluded: Collection[tuple[str, int, int, int]] = ()) -> GroupResult:
     for col in _UNIFORM:
         values = {r.get(col) for r in rows}
         if len(values) > 1:
@@ -383,6 +387,11 @@ def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, 
                      f"{100 * sorted(gaps.values())[len(gaps) // 2]:.1f}%, largest {100 * gaps[worst]:.1f}% at "
                      f"{worst} B: a candidate must beat that (and its neighbours') too")
     decided = decide_sizes(points, **opts)
+    dropped = [s for s in sizes if (key.collective, key.n_ranks, key.n_nodes, s) in excluded and decided[s][0]]
+    for s in dropped:
+        decided[s] = (None, frozenset())
+    if dropped:
+        notes.append(f"{key}: no rule at {', '.join(map(str, dropped))} B (excluded: failed validate)")
     decisions = [SizeDecision(s, *points[s], *decided[s]) for s in sizes]
     coll = PLUGIN_COLLECTIVES[key.collective]
     rules = [Rule(coll, lo, hi, w.algo or DEFAULT_NAME, w.proto or DEFAULT_NAME, w.channels or ANY,

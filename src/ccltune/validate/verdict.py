@@ -9,6 +9,11 @@ relative spread, 5% for a single sample).
 A size FAILs when the rules are slower than the default beyond the band, and always when they
 are slower by more than ``hard_slowdown`` (2%), whatever the band. A size missing a side is an
 ERROR. The verdict is FAIL if any size fails, else ERROR if any size errs, else PASS.
+
+A size that fails can be measured again (``ccltune validate --retest``): :func:`retested` then
+judges it by the new measurement alone and keeps the first judgement beside it. A real slowdown
+fails again; a transient that hit one side's rounds (on 4 H200s, a validate round of all_gather
+16 KB with a 56% spread) does not.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ccltune.errors import DataError
@@ -37,6 +42,7 @@ class SizeVerdict:
     reason: str
     default: PointStats | None
     rules: PointStats | None
+    first: SizeVerdict | None = None  # the judgement this one replaced after a retest
 
     @property
     def speedup(self) -> float | None:
@@ -56,6 +62,7 @@ class SizeVerdict:
             "rules_time_us": self.rules.median_us if self.rules else None,
             "default_reps": self.default.n if self.default else 0,
             "rules_reps": self.rules.n if self.rules else 0,
+            **({"first": self.first.to_dict()} if self.first else {}),
         }
 
 
@@ -82,6 +89,21 @@ class Verdict:
             "counts": {st: sum(s.status == st for s in self.sizes) for st in ("PASS", "FAIL", "ERROR")},
             "sizes": [s.to_dict() for s in self.sizes],
         }
+
+
+def retested(first: Verdict, again: Verdict) -> Verdict:
+    """``first`` with every size that ``again`` measured anew judged by that measurement (its
+    first judgement kept in ``first``)."""
+    new = {(s.collective, s.n_ranks, s.n_nodes, s.size_bytes): s for s in again.sizes}
+    out = []
+    for s in first.sizes:
+        r = new.get((s.collective, s.n_ranks, s.n_nodes, s.size_bytes))
+        if r is None:
+            out.append(s)
+        else:
+            lead = "on retest: " if r.status == "PASS" else "again on retest: "
+            out.append(replace(r, reason=f"{lead}{r.reason}; first: {s.reason}", first=s.first or s))
+    return Verdict(out, first.hard_slowdown)
 
 
 def judge(default: PointStats, rules: PointStats, hard_slowdown: float = HARD_SLOWDOWN) -> tuple[str, str]:
