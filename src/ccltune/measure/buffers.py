@@ -25,7 +25,7 @@ class Buffers:
     steps: int = 1
 
     def shift(self, i: int) -> int:
-        return self.shift_bytes * (i % self.steps) if self.steps > 1 else 0
+        return self.shift_bytes * (i % self.steps)
 
 
 Alloc = Callable[[int], Any]
