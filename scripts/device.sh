@@ -199,14 +199,17 @@ phase_inter3() {  # ccltune with nccl-tests' whole procedure (buffers once at th
   ct 120 bench all_reduce -b 1M -e 1G -f 2 -G 10 -w 1 --warmup-mode series --nproc $NGPU --db "$DB" | grep -E "^ +(1048576|2097152|4194304|16777216) "
   ct 120 bench all_reduce -b 1M -e 16M -f 2 -G 10 -w 1 --warmup-mode series --nproc $NGPU --db "$DB" | grep -E "^ +(1048576|2097152|4194304|16777216) "
 }
-phase_modelflow() {  # sweep --mode model (five collectives, 8 B-1 GB) -> tune -> validate, timed, on all GPUs
-  local D="$OUT/model4.db" t0=$(date +%s)
-  step "model-guided flow on $NGPU GPUs"
-  timeout -k 5 300 python3 -m ccltune sweep --mode model -b 8 -e 1G -f 2 --reps 5 --nproc $NGPU --db "$D" > "$OUT/msweep.txt" 2>&1; echo "sweep rc=$? at $(( $(date +%s) - t0 ))s"
-  tail -2 "$OUT/msweep.txt"
-  python3 -m ccltune tune --db "$D" --out "$OUT/mrules.conf" > "$OUT/mtune.txt" 2>&1; echo "tune rc=$?"; tail -8 "$OUT/mtune.txt"; grep -v "^#" "$OUT/mrules.conf"
-  timeout -k 5 200 python3 -m ccltune validate "$OUT/mrules.conf" -b 8 -e 1G -f 2 --reps 7 --nproc $NGPU --db "$D" --json "$OUT/mvalidate.json" > "$OUT/mvalidate.txt" 2>&1
-  echo "validate rc=$? at $(( $(date +%s) - t0 ))s: model flow total" | tee "$OUT/mflow-time.txt"; tail -3 "$OUT/mvalidate.txt"; pack
+phase_modelflow() { mflow $NGPU; }  # sweep --mode model (five collectives, 8 B-1 GB) -> tune -> validate, timed, on all GPUs
+mflow() {  # mflow NGPUS: the model-guided flow, its validate with the sweep's best candidates as a third arm
+  local n=$1 D="$OUT/model$1.db" t0=$(date +%s)
+  local V=""; [ "$n" != "$NGPU" ] && V="CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1)))"
+  step "model-guided flow on $n GPUs"
+  env $V timeout -k 5 300 python3 -m ccltune sweep --mode model -b 8 -e 1G -f 2 --reps 5 --nproc $n --db "$D" > "$OUT/msweep$n.txt" 2>&1; echo "sweep rc=$? at $(( $(date +%s) - t0 ))s"
+  tail -2 "$OUT/msweep$n.txt"
+  python3 -m ccltune tune --db "$D" --out "$OUT/mrules$n.conf" > "$OUT/mtune$n.txt" 2>&1; echo "tune rc=$?"; tail -8 "$OUT/mtune$n.txt"; grep -v "^#" "$OUT/mrules$n.conf"
+  env $V timeout -k 5 240 python3 -m ccltune validate "$OUT/mrules$n.conf" -b 8 -e 1G -f 2 --reps 7 --best-from "$D" --nproc $n --db "$D" --json "$OUT/mvalidate$n.json" > "$OUT/mvalidate$n.txt" 2>&1
+  echo "validate rc=$? at $(( $(date +%s) - t0 ))s: model flow total" | tee "$OUT/mflow$n-time.txt"
+  grep -v "^validate:\|Warning\|capture_end" "$OUT/mvalidate$n.txt" | grep -v "no rule applies" | tail -30; pack
 }
 phase_gpubench() {
   step pytest -m gpu tests/gpu/test_bench_gpu.py
@@ -293,6 +296,33 @@ phase_reval() {  # the exhaustive flow's rules of 00:32 validated again, five co
   ct 200 validate docs/results/h200x4-flow2-rules.conf -b 8 -e 1G -f 2 --reps 7 --nproc $NGPU --db "$OUT/reval.db" --json "$OUT/revalidate-flow2.json" > "$OUT/revalidate-flow2.txt" 2>&1
   grep -v "^validate:\|Warning\|capture_end" "$OUT/revalidate-flow2.txt" | grep -i "retest\|FAIL\|verdict" | head -20; pack
 }
+phase_armtest() {  # the GPU tests of validate's third arm and retest
+  step GPU tests: validate --best-from, --retest
+  timeout 200 python3 -m pytest -m gpu tests/gpu/test_bench_gpu.py -k "third_arm or retest" -q -p no:cacheprovider > "$OUT/gpu-arm.txt" 2>&1; echo "rc=$?"; tail -5 "$OUT/gpu-arm.txt"
+}
+phase_cap4() {  # validates with the sweep's best candidates as a third arm: capture inside one run
+  step "validate the pruned exhaustive rules of 2026-11-22 (flow2, --exclude-failed) with --best-from"
+  ct 300 validate docs/results/h200x4-flow2-pruned-rules.conf -b 8 -e 1G -f 2 --reps 7 --best-from bench/data/h200x4-flow2.sqlite --nproc $NGPU --db "$OUT/cap4.db" --json "$OUT/cap4-flow2-pruned.json" > "$OUT/cap4-flow2-pruned.txt" 2>&1
+  grep -v "^validate:\|Warning\|capture_end" "$OUT/cap4-flow2-pruned.txt" | grep -v "no rule applies" | tail -40; pack
+  step "validate the model flow's rules of 2026-11-22 with --best-from"
+  ct 300 validate docs/results/h200x4-modelflow2-rules.conf -b 8 -e 1G -f 2 --reps 7 --best-from bench/data/h200x4-modelflow2.sqlite --nproc $NGPU --db "$OUT/cap4m.db" --json "$OUT/cap4-modelflow2.json" > "$OUT/cap4-modelflow2.txt" 2>&1
+  grep -v "^validate:\|Warning\|capture_end" "$OUT/cap4-modelflow2.txt" | grep -v "no rule applies" | tail -40; pack
+}
+phase_rs1m() {  # reduce_scatter out-of-place 1 MB: ccltune 2.9% under nccl-tests twice; ABBA, then graph registration off
+  step "reduce_scatter 256 KB-1 GB: nccl-tests and ccltune, ABBA; then NCCL_GRAPH_REGISTER=0 for both"
+  bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"
+  local B=.cache/nccl-tests/build W=$OUT/rs1m; mkdir -p $W
+  nt() { timeout 60 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 -x NCCL_GRAPH_REGISTER=${2:-1} $B/reduce_scatter_perf -b 256K -e 1G -f 2 -g 1 -G 10 > $W/nt-$1.txt 2>&1; }
+  cc() { NCCL_GRAPH_REGISTER=${2:-1} ct 120 bench reduce_scatter -b 256K -e 1G -f 2 -G 10 ${3:-} --nproc $NGPU --db "$DB" > $W/cc-$1.txt 2>&1; }
+  nt a; cc a; cc b; nt b; nt r0 0; cc r0 0
+  for f in $W/*.txt; do echo "$(basename $f): $(grep -E '^ +(524288|1048576|2097152) ' $f | awk '{printf "%s oop %s ip %s | ", $1, $6, $10}')"; done
+  step "NCCL's choice for reduce_scatter 1 MB in each (NCCL_DEBUG_SUBSYS=TUNING)"
+  timeout 60 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=TUNING $B/reduce_scatter_perf -b 1M -e 1G -f 1024 -g 1 -G 10 > $W/dbg-nt.log 2>&1
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING ct 120 bench reduce_scatter -b 1M -e 1G -f 1024 -G 10 --nproc $NGPU --db "$DB" > $W/dbg-cc.log 2>&1
+  for f in $W/dbg-*.log; do echo "$f: $(wc -l < $f) lines"; grep "1048576" $f | sed -E 's/^[^:]*:[0-9]+:[0-9]+ //; s/0x[0-9a-f]+/PTR/g; s/opCount [0-9a-f]+/opCount N/' | sort | uniq -c | sort -rn | head -4; done
+  pack
+}
+phase_flows2() { mflow 2; NO_VERIFY=1 flow 2 400; }  # the model-guided and the exhaustive flow on 2 GPUs
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }
 flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five collectives, timed
   local n=$1 lim=$2 D="$OUT/tune$1.db" t0=$(date +%s)
@@ -302,7 +332,7 @@ flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five
   tail -2 "$OUT/sweep$n.txt"
   python3 -m ccltune tune --db "$D" --out "$OUT/rules$n.conf" > "$OUT/tune$n.txt" 2>&1; echo "tune rc=$? at $(( $(date +%s) - t0 ))s"
   tail -12 "$OUT/tune$n.txt"; grep -v "^#" "$OUT/rules$n.conf"
-  env $V timeout -k 5 $lim python3 -m ccltune validate "$OUT/rules$n.conf" -b 8 -e 1G -f 2 --reps 7 --nproc $n --db "$D" --json "$OUT/validate$n.json" --junit "$OUT/validate$n.xml" > "$OUT/validate$n.txt" 2>&1
+  env $V timeout -k 5 $lim python3 -m ccltune validate "$OUT/rules$n.conf" -b 8 -e 1G -f 2 --reps 7 --best-from "$D" --nproc $n --db "$D" --json "$OUT/validate$n.json" --junit "$OUT/validate$n.xml" > "$OUT/validate$n.txt" 2>&1
   echo "validate rc=$? at $(( $(date +%s) - t0 ))s: flow total" | tee "$OUT/flow$n-time.txt"
   grep -v "^validate:\|Warning\|capture_end" "$OUT/validate$n.txt" | grep -v "no rule applies" | tail -40
   pack

@@ -168,3 +168,30 @@ def test_validate_measures_a_failing_size_again_and_reports_both(tmp_path, n_gpu
     (size,) = json.loads(js.read_text())["sizes"]
     assert size["status"] == "FAIL" and size["reason"].startswith("again on retest: ")
     assert size["first"]["status"] == "FAIL" and size["speedup"] < 0.9
+
+
+def test_validate_times_the_sweeps_best_candidate_as_a_third_arm(tmp_path, n_gpus):
+    """A sweep database naming ring/LL128 the winner at 4 MB makes validate time it beside the
+    default and the rules (here the same ring/LL128) and report the capture from those three."""
+    from ccltune.store import Measurement, Store
+
+    db = tmp_path / "sweep.db"
+    with Store(db) as st:
+        run = st.begin_run("sweep", command="test", env={"gpus": [{"name": "NVIDIA H200"}] * n_gpus})
+        m = dict(collective="all_gather", size_bytes=4 << 20, count=(4 << 20) // 4, dtype="float", op=None,
+                 root=None, in_place=False, n_ranks=n_gpus)
+        st.add_measurements(run, [Measurement(**m, rep=r, time_us=t) for r, t in enumerate((100, 101, 99))]
+                            + [Measurement(**m, rep=r, time_us=t, algo="ring", proto="ll128",
+                                           config="ring/ll128/default") for r, t in enumerate((60, 61, 59))])
+        st.finish_run(run, "complete")
+    rules = tmp_path / "r.conf"
+    rules.write_text("allgather,0,16T,ring,ll128,-1,-1,-1\n")
+    js = tmp_path / "v.json"
+    proc = ccltune("validate", str(rules), "all_gather", "-b", "4M", "-e", "4M", "--reps", "5", "--best-from",
+                   str(db), "--nproc", str(n_gpus), "--db", str(tmp_path / "v.db"), "--json", str(js))
+    assert "# capture:" in proc.stdout, proc.stderr[-3000:]
+    (size,) = json.loads(js.read_text())["capture"]["sizes"]
+    assert size["candidate"] == "ring/ll128/default" and size["size_bytes"] == 4 << 20
+    assert size["best_time_us"] > 0 and size["rules_time_us"] > 0
+    # the rules select the same configuration as the arm: their times agree within a few percent
+    assert abs(size["rules_time_us"] / size["best_time_us"] - 1) < 0.05

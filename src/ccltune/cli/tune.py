@@ -8,13 +8,20 @@ import shlex
 import sys
 
 from ccltune import __version__
-from ccltune.errors import DataError, UsageError
-from ccltune.store import DEFAULT_DB, Store
-from ccltune.tune.derive import ISOLATED_MARGIN, MIN_GAIN_US, OBJECTIVES, PLACEMENTS, Derivation, account_gain, derive, gpu_model
+from ccltune.errors import UsageError
 from ccltune.rules import write_atomic
+from ccltune.store import DEFAULT_DB, Store
+from ccltune.tune.derive import (
+    ISOLATED_MARGIN,
+    MIN_GAIN_US,
+    OBJECTIVES,
+    PLACEMENTS,
+    Derivation,
+    account_gain,
+    derive,
+)
 from ccltune.tune.emit import describe_platform, render
-
-SOURCE_KINDS = ("sweep", "import")
+from ccltune.validate.capture import source_rows
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -93,19 +100,7 @@ def run(args: argparse.Namespace) -> int:
     sm_tol = _percent(args.sm_tolerance, "--sm-tolerance")
     exclude = failed_sizes(args.exclude_failed)
     with Store(args.db, create=False) as store:
-        runs = ([store.run(i) for i in parse_run_ids(args.runs)] if args.runs
-                else [r for r in store.runs() if r.kind in SOURCE_KINDS])
-        if not runs:
-            raise DataError(f"{args.db!r} has no sweep or import runs; run `ccltune sweep` or `ccltune import` first")
-        rows = []
-        for r in runs:
-            try:
-                gpu = gpu_model(r.env, r.platform)
-            except DataError as exc:
-                raise DataError(f"run {r.id} ({r.kind}): {exc}") from None
-            rows.extend({**m, "gpu": gpu} for m in store.measurement_rows([r.id]))
-        if not rows:
-            raise DataError(f"runs {', '.join(str(r.id) for r in runs)} hold no measurements")
+        runs, rows = source_rows(store, parse_run_ids(args.runs) if args.runs else None)
         result = derive(rows, objective=args.objective, sm_tolerance=sm_tol, min_margin=min_margin,
                         isolated_margin=isolated_margin, min_gain_us=args.min_gain_us, placement=args.placement,
                         exclude=exclude)

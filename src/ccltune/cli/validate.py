@@ -17,6 +17,7 @@ from ccltune.files import write_text
 from ccltune.measure import sweep as S
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Store
+from ccltune.validate import capture as C
 from ccltune.validate import junit
 from ccltune.validate import verdict as V
 
@@ -45,6 +46,10 @@ def register(sub: Any) -> None:
     p.add_argument("--retest", type=int, default=1, metavar="N",
                    help="measure the sizes that fail again, up to N times (--reps interleaved rounds each); a "
                         "size is judged by its latest measurement, and the first judgement is kept in the report")
+    p.add_argument("--best-from", default=None, metavar="SWEEP_DB",
+                   help="also time, at every size where the sweep in this database found a candidate faster than "
+                        "NCCL's own choice, that candidate forced (a third arm, interleaved with the other two), "
+                        "and report the share of its gain the rules capture")
     p.add_argument("--json", default=None, metavar="PATH", help="verdict as JSON")
     p.add_argument("--junit", default=None, metavar="PATH", help="verdict as JUnit XML (one testcase per size)")
     _common.add_db(p)
@@ -70,6 +75,10 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--hard-limit must be in [0, 100) percent, got {args.hard_limit:g}")
     types.dtype(args.datatype)
     types.op(args.op)
+    if args.best_from:  # a mistake here is said before any GPU work
+        if not os.path.isfile(args.best_from):
+            raise UsageError(f"--best-from {args.best_from!r}: no such database (a `ccltune sweep` database)")
+        C.arms_from_db(args.best_from, 1, 1, None)
     engine_name, _ = _common.resolve_engine(args)
     if engine_name != "nccl":
         raise UsageError(f"validate needs the nccl engine (a GPU); got --engine {engine_name}")
@@ -93,17 +102,24 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
                                warmup=args.warmup_iters, timeout_s=args.timeout)
     configs = [DEFAULT, CommConfig(rules_file=os.path.abspath(args.rules))]
     labels = [dict(config="default"), dict(config="rules")]
+    env = (environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine="nccl",
+                               nccl=engine.info(), hosts=ctx.hosts, argv=args._argv) if ctx.is_root else {})
+    gpu = (env.get("gpus") or [{}])[0].get("name") if ctx.is_root else None
+    try:
+        arms = _best_arms(args, ctx, gpu)
+    except (UsageError, DataError):
+        engine.close()
+        raise
+    arm_configs = {c: CommConfig(c.algo, c.proto, c.channels) for c in set(arms.values())}
+    dt = types.dtype(args.datatype)
     store = Store(args.db) if ctx.is_root else None
     run_id = None
     if store is not None:
-        env = environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine="nccl",
-                                  nccl=engine.info(), hosts=ctx.hosts, argv=args._argv)
         run_id = store.begin_run("validate", command=_common.command_line(args._argv), env=env,
                                  args={k: v for k, v in vars(args).items() if k not in ("func", "_argv")}, engine="nccl")
         store.add_artifact(run_id, "rules", open(args.rules, encoding="utf-8").read())
         engine.on_fatal = _common.fail_run_hook(args.db, run_id)
     rows, status, result, unjudged = [], "failed", None, None
-    gpu = (env.get("gpus") or [{}])[0].get("name") if store is not None else None
 
     def judge(got: list[Any]) -> Any:
         return V.verdict(got, hard_slowdown=args.hard_limit / 100, covered=coverage(args.rules, gpu))
@@ -111,7 +127,10 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     def measure(coll: Any, size: int, note: str | None = None) -> list[Any]:
         if ctx.is_root:
             print(f"validate: {coll.name} {size} B{' (' + note + ')' if note else ''}", file=sys.stderr, flush=True)
-        got = S.measure_size(engine, coll, size, configs, labels, settings)
+        stored = coll.layout(size, dt.size, ctx.world_size, ctx.rank).size_bytes
+        best = arms.get((coll.name, ctx.world_size, ctx.n_nodes, stored))
+        extra = ([arm_configs[best]], [C.arm_label(best)]) if best is not None else ([], [])
+        got = S.measure_size(engine, coll, size, configs + extra[0], labels + extra[1], settings)
         for m in got:
             m.note = m.note or note
         rows.extend(got)
@@ -157,9 +176,14 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     if store is None or result is None:
         return 0
     summary = result.to_dict()
+    cap = C.capture(rows) if arms else None
+    if cap is not None:
+        summary["capture"] = cap.to_dict()
     store.finish_run(run_id, "complete", summary)
     store.close()
     _print(result, args)
+    if cap is not None:
+        _print_capture(cap, args.best_from)
     if args.json:
         write_text(args.json, json.dumps(summary, indent=1, default=str), flag="--json")
     if args.junit:
@@ -167,6 +191,37 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     if result.status != "PASS":
         raise CheckFailed(f"validate: {result.status}: rules in {args.rules} made some size slower (see above)")
     return 0
+
+
+def _best_arms(args: argparse.Namespace, ctx: Any, gpu: str | None) -> dict[Any, Any]:
+    """The third arm's candidate per (collective, n_ranks, n_nodes, size), the same on every rank:
+    rank 0 reads --best-from and sends what it found (an error there stops every rank)."""
+    if not args.best_from:
+        return {}
+    blob = None
+    if ctx.is_root:
+        try:
+            found = C.arms_from_db(args.best_from, ctx.world_size, ctx.n_nodes, gpu)
+            blob = json.dumps({"arms": [[*k, c.algo, c.proto, c.channels] for k, c in found.items()]})
+        except (UsageError, DataError) as exc:
+            blob = json.dumps({"error": str(exc), "usage": isinstance(exc, UsageError)})
+    got = json.loads(ctx.broadcast_bytes(blob.encode() if blob is not None else None, "best arms"))
+    if "error" in got:
+        raise (UsageError if got["usage"] else DataError)(got["error"])
+    from ccltune.tune.derive import Candidate
+    return {(coll, int(n), int(nn), int(size)): Candidate(algo, proto, ch)
+            for coll, n, nn, size, algo, proto, ch in got["arms"]}
+
+
+def _print_capture(cap: Any, source: str) -> None:
+    counted = cap.counted
+    print(f"# capture: the sweep's best candidate ({source}) timed as a third arm at {len(cap.sizes)} sizes; it "
+          f"beat the default beyond noise at {len(counted)}")
+    for s in counted:
+        print(f"  {s.collective:<15} {s.size_bytes:>12} best {s.candidate:<20} available {100 * s.available:5.1f}%"
+              f"  captured {100 * s.captured:5.1f}%")
+    if cap.ratio is not None:
+        print(f"# capture: the rules kept {100 * cap.ratio:.1f}% of the available gain (sum over those sizes)")
 
 
 def coverage(path: str, gpu: str | None) -> Any:
