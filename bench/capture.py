@@ -10,9 +10,9 @@ the default *beyond noise*; four readings of "noise" are reported, from the loos
 ``ccltune tune`` itself applies:
 
 ``point``     the two points' own spread (half range of the repetitions, summed);
-``aa``        also the A/A gap: NCCL's default on two communicators, at that size and its
-              neighbours (docs/tuning.md); and the best candidate must beat the faster of the
-              two (a candidate only as fast as NCCL's default on another communicator shows a
+``aa``        also the A/A gap (NCCL's default on two communicators) beyond both points' own
+              noise, at that size and its neighbours (derive's ``aa_margin``, docs/tuning.md);
+              and the best candidate must beat the faster of the two (a candidate only as fast as NCCL's default on another communicator shows a
               slow communicator, not a better choice);
 ``aa+0.5us``  also a saving of at least 0.5 us per call;
 ``tune``      what ``ccltune tune`` requires of a rule: also a 2% floor, and 10% for a win no
@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from ccltune.rules import load as load_rules
 from ccltune.store import Store
-from ccltune.tune.derive import MIN_GAIN_US, aa_gap, account_gain, derive, gpu_model, nccl_best
+from ccltune.tune.derive import MIN_GAIN_US, aa_margin, account_gain, derive, gpu_model, nccl_best
 from ccltune.tune.stats import beats
 
 LEVELS = ("point", "aa", "aa+0.5us", "tune")
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         # what the rules select at each size, and its saving on the sweep (the plugin's first match)
         selected = {sg.size_bytes: sg for sg in account_gain(g, None if file_rules is None else file_rules.rules).sizes}
         decisions = g.decisions
-        gaps = [aa_gap(d.default, d.candidates) for d in decisions]
+        gaps = [aa_margin(d.default, d.candidates) for d in decisions]
         per = {lv: defaultdict(float) for lv in LEVELS}
         for i, d in enumerate(decisions):
             best = d.best

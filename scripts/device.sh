@@ -322,6 +322,23 @@ phase_rs1m() {  # reduce_scatter out-of-place 1 MB: ccltune 2.9% under nccl-test
   for f in $W/dbg-*.log; do echo "$f: $(wc -l < $f) lines"; grep "1048576" $f | sed -E 's/^[^:]*:[0-9]+:[0-9]+ //; s/0x[0-9a-f]+/PTR/g; s/opCount [0-9a-f]+/opCount N/' | sort | uniq -c | sort -rn | head -4; done
   pack
 }
+phase_cap4b() {  # the same two rule sets re-derived with the A/A gap counted beyond its noise (aa_margin)
+  for r in flow2:h200x4-flow2 modelflow2:h200x4-modelflow2; do
+    step "validate docs/results/${r%%:*} aamargin rules with --best-from"
+    ct 300 validate docs/results/h200x4-${r%%:*}-aamargin-rules.conf -b 8 -e 1G -f 2 --reps 7 --best-from bench/data/${r##*:}.sqlite --nproc $NGPU --db "$OUT/cap4b.db" --json "$OUT/cap4b-${r%%:*}.json" > "$OUT/cap4b-${r%%:*}.txt" 2>&1
+    grep -v "^validate:\|Warning\|capture_end" "$OUT/cap4b-${r%%:*}.txt" | grep "FAIL\|retest\|verdict\|capture:" | tail -12; pack
+  done
+}
+phase_rsb8() {  # reduce_scatter from 8 B (as inter4 ran it): is 1 MB out-of-place still 2.9% apart?
+  step "reduce_scatter 8 B-1 GB: nccl-tests and ccltune, ABBA"
+  bash bench/nccl_tests_build.sh > "$OUT/ncclt-build.log" 2>&1; echo "build rc=$?"
+  local B=.cache/nccl-tests/build W=$OUT/rsb8; mkdir -p $W
+  nt() { timeout 60 mpirun --allow-run-as-root --bind-to none -np $NGPU -x NCCL_NVLS_ENABLE=0 $B/reduce_scatter_perf -b 8 -e 1G -f 2 -g 1 -G 10 > $W/nt-$1.txt 2>&1; }
+  cc() { ct 120 bench reduce_scatter -b 8 -e 1G -f 2 -G 10 --nproc $NGPU --db "$DB" > $W/cc-$1.txt 2>&1; }
+  nt a; cc a; cc b; nt b
+  for f in $W/*.txt; do echo "$(basename $f): $(grep -E '^ +(524288|1048576|2097152) ' $f | awk '{printf "%s oop %s ip %s | ", $1, $6, $10}')"; done
+  pack
+}
 phase_flows2() { mflow 2; NO_VERIFY=1 flow 2 400; }  # the model-guided and the exhaustive flow on 2 GPUs
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }
 flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five collectives, timed
