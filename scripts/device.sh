@@ -210,6 +210,16 @@ mflow() {  # mflow NGPUS: the model-guided flow, its validate with the sweep's b
   env $V timeout -k 5 240 python3 -m ccltune validate "$OUT/mrules$n.conf" -b 8 -e 1G -f 2 --reps 7 --best-from "$D" --nproc $n --db "$D" --json "$OUT/mvalidate$n.json" > "$OUT/mvalidate$n.txt" 2>&1
   echo "validate rc=$? at $(( $(date +%s) - t0 ))s: model flow total" | tee "$OUT/mflow$n-time.txt"
   grep -v "^validate:\|Warning\|capture_end" "$OUT/mvalidate$n.txt" | grep -v "no rule applies" | tail -30; pack
+  prune "$V" $n "$D" mrules$n mvalidate$n $t0
+}
+prune() {  # prune ENV NGPUS DB RULES VALIDATE T0: when validate failed, re-tune without the failed sizes and validate that
+  grep -q '"status": "FAIL"' "$OUT/$5.json" 2>/dev/null || return 0
+  step "validate failed: tune --exclude-failed, validate the pruned rules"
+  python3 -m ccltune tune --db "$3" --runs 1 --exclude-failed "$OUT/$5.json" --out "$OUT/$4-pruned.conf" > "$OUT/$4-pruned-tune.txt" 2>&1; echo "tune rc=$?"
+  diff <(grep -v "^#" "$OUT/$4.conf") <(grep -v "^#" "$OUT/$4-pruned.conf")
+  env $1 timeout -k 5 240 python3 -m ccltune validate "$OUT/$4-pruned.conf" -b 8 -e 1G -f 2 --reps 7 --best-from "$3" --nproc $2 --db "$3" --json "$OUT/$5-pruned.json" > "$OUT/$5-pruned.txt" 2>&1
+  echo "validate rc=$? at $(( $(date +%s) - $6 ))s: flow total with the pruning round" | tee -a "$OUT/$5-time.txt"
+  grep -v "^validate:\|Warning\|capture_end" "$OUT/$5-pruned.txt" | grep "FAIL\|retest\|verdict\|capture:" | tail -12; pack
 }
 phase_gpubench() {
   step pytest -m gpu tests/gpu/test_bench_gpu.py
@@ -339,6 +349,19 @@ phase_rsb8() {  # reduce_scatter from 8 B (as inter4 ran it): is 1 MB out-of-pla
   for f in $W/*.txt; do echo "$(basename $f): $(grep -E '^ +(524288|1048576|2097152) ' $f | awk '{printf "%s oop %s ip %s | ", $1, $6, $10}')"; done
   pack
 }
+phase_r8() {  # 4-GPU reduce at 8-64 B: 16 channels won by 36% in the model sweep, lost by 40% in validate (twice)
+  step "reduce 8-64 B, default and --channels 16, twice each, interleaved; then validate that one rule with 15 reps"
+  local W=$OUT/r8; mkdir -p $W
+  printf 'platform,gpu=h200,nvlranks=4\nreduce,8,11,default,default,16,1,4,-1,-1\n' > $W/r8.conf
+  for i in 1 2; do
+    ct 60 bench reduce -b 8 -e 64 -f 2 -G 10 --nproc $NGPU --db "$DB" > $W/d$i.txt 2>&1
+    ct 60 bench reduce -b 8 -e 64 -f 2 -G 10 --channels 16 --nproc $NGPU --db "$DB" > $W/c$i.txt 2>&1
+  done
+  for f in $W/d1.txt $W/c1.txt $W/d2.txt $W/c2.txt; do echo "$(basename $f): $(grep -E '^ +(8|16|32|64) ' $f | awk '{printf "%s %s | ", $1, $6}')"; done
+  ct 120 validate $W/r8.conf reduce -b 8 -e 64 -f 2 --reps 15 --nproc $NGPU --db "$W/v.db" --json $W/v.json > $W/v.txt 2>&1
+  grep -v "^validate:\|Warning\|capture_end" $W/v.txt | grep -E "^ +reduce|verdict"; pack
+}
+phase_loop4() { mflow $NGPU; NO_VERIFY=1 flow $NGPU 590; }  # both flows on all GPUs, with the pruning round
 phase_flows2() { mflow 2; NO_VERIFY=1 flow 2 400; }  # the model-guided and the exhaustive flow on 2 GPUs
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }
 flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five collectives, timed
@@ -353,6 +376,7 @@ flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five
   echo "validate rc=$? at $(( $(date +%s) - t0 ))s: flow total" | tee "$OUT/flow$n-time.txt"
   grep -v "^validate:\|Warning\|capture_end" "$OUT/validate$n.txt" | grep -v "no rule applies" | tail -40
   pack
+  prune "$V" $n "$D" rules$n validate$n $t0
   [ -n "${NO_VERIFY:-}" ] && return
   env $V timeout 200 python3 -m ccltune plugin verify "$OUT/rules$n.conf" -b 8 -e 1G -f 2 --nproc $n --json "$OUT/verify$n.json" --save-log "$OUT/verify$n.log" > "$OUT/verify$n.txt" 2>&1; echo "verify rc=$?"
   grep -v "NO RULE" "$OUT/verify$n.txt" | tail -30
