@@ -150,14 +150,13 @@ def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> tuple
     with engine.stream_context():
         for _ in range(s.warmup):
             engine.launch(pt, bufs)
-        # ranks must agree on the calls they make: each decision takes the slowest rank's estimate
-        est_us = engine.ctx.allreduce_floats([_estimate_us(engine, pt, bufs, 1)], "max", "iteration count")[0]
-        if iters_for(est_us, s) > 1:
-            # one call timed alone is mostly launch and sync overhead at small sizes (4-GPU reduce
-            # at 8 B: tens of us for a 4.5 us call), which gave replays of 10-20 calls whose
-            # per-call times were twice bench's and noisy; a burst of calls tells the call's time
-            burst = _estimate_us(engine, pt, bufs, min(iters_for(est_us, s), BURST))
-            est_us = engine.ctx.allreduce_floats([burst], "max", "iteration count")[0]
+        engine.sync()
+        t0 = time.perf_counter()
+        engine.launch(pt, bufs)
+        engine.sync()
+        est_us = (time.perf_counter() - t0) * 1e6
+        # ranks must agree on the call count: take the slowest estimate
+        est_us = engine.ctx.allreduce_floats([est_us], "max", "iteration count")[0]
         n = iters_for(est_us, s)
         if not (s.graph and engine.supports_graph):
             return (lambda: [engine.launch(pt, bufs) for _ in range(n)], n)
@@ -168,19 +167,6 @@ def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> tuple
         graph.replay()
         engine.sync()
         return (graph.replay, n)
-
-
-BURST = 16  # calls launched back to back to estimate one call's time (measure_size's iteration count)
-
-
-def _estimate_us(engine: Any, pt: Point, bufs: B.Buffers, calls: int) -> float:
-    """Host-clock time of ``calls`` calls launched back to back, per call (µs)."""
-    engine.sync()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        engine.launch(pt, bufs)
-    engine.sync()
-    return (time.perf_counter() - t0) * 1e6 / calls
 
 
 def _replay(engine: Any, entry: tuple[Any, int], config: Any) -> float:
