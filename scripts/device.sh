@@ -213,7 +213,7 @@ mflow() {  # mflow NGPUS: the model-guided flow, its validate with the sweep's b
   prune "$V" $n "$D" mrules$n mvalidate$n $t0
 }
 prune() {  # prune ENV NGPUS DB RULES VALIDATE T0: when validate failed, re-tune without the failed sizes and validate that
-  grep -q '"status": "FAIL"' "$OUT/$5.json" 2>/dev/null || return 0
+  python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["status"] != "FAIL")' "$OUT/$5.json" 2>/dev/null || return 0
   step "validate failed: tune --exclude-failed, validate the pruned rules"
   python3 -m ccltune tune --db "$3" --runs 1 --exclude-failed "$OUT/$5.json" --out "$OUT/$4-pruned.conf" > "$OUT/$4-pruned-tune.txt" 2>&1; echo "tune rc=$?"
   diff <(grep -v "^#" "$OUT/$4.conf") <(grep -v "^#" "$OUT/$4-pruned.conf")
