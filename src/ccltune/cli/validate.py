@@ -75,9 +75,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--hard-limit must be in [0, 100) percent, got {args.hard_limit:g}")
     types.dtype(args.datatype)
     types.op(args.op)
-    if args.best_from:  # a mistake here is said before any GPU work
-        if not os.path.isfile(args.best_from):
-            raise UsageError(f"--best-from {args.best_from!r}: no such database (a `ccltune sweep` database)")
+    if args.best_from:  # a missing or unusable database is said before any GPU work
         C.arms_from_db(args.best_from, 1, 1, None)
     engine_name, _ = _common.resolve_engine(args)
     if engine_name != "nccl":
@@ -111,7 +109,6 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
         engine.close()
         raise
     arm_configs = {c: CommConfig(c.algo, c.proto, c.channels) for c in set(arms.values())}
-    dt = types.dtype(args.datatype)
     store = Store(args.db) if ctx.is_root else None
     run_id = None
     if store is not None:
@@ -127,7 +124,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     def measure(coll: Any, size: int, note: str | None = None) -> list[Any]:
         if ctx.is_root:
             print(f"validate: {coll.name} {size} B{' (' + note + ')' if note else ''}", file=sys.stderr, flush=True)
-        stored = coll.layout(size, dt.size, ctx.world_size, ctx.rank).size_bytes
+        stored = coll.layout(size, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes
         best = arms.get((coll.name, ctx.world_size, ctx.n_nodes, stored))
         extra = ([arm_configs[best]], [C.arm_label(best)]) if best is not None else ([], [])
         got = S.measure_size(engine, coll, size, configs + extra[0], labels + extra[1], settings)
