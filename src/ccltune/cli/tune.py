@@ -21,7 +21,7 @@ from ccltune.tune.derive import (
     derive,
 )
 from ccltune.tune.emit import describe_platform, render
-from ccltune.validate.capture import source_rows
+from ccltune.tune.source import source_rows
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -23,41 +23,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ccltune.errors import DataError, UsageError
+from ccltune.errors import UsageError
 from ccltune.store import Store
-from ccltune.tune.derive import (
-    Candidate,
-    Derivation,
-    derive,
-    gpu_model,
-    nccl_best,
-    usable,
-)
+from ccltune.tune.derive import Candidate, Derivation, derive, nccl_best, usable
+from ccltune.tune.source import source_rows
 from ccltune.tune.stats import PointStats, beats, point_stats
 
 ARM = "best"  # the ``config`` label of the third arm's rows
-SOURCE_KINDS = ("sweep", "import")
 
 Key = tuple[str, int, int, int]  # (collective, n_ranks, n_nodes, size_bytes)
-
-
-def source_rows(store: Store, run_ids: Iterable[int] | None = None, where: str = "") -> tuple[list[Any], list[dict]]:
-    """(runs, rows with their GPU model) of the given runs, else of every sweep and import run."""
-    runs = ([store.run(i) for i in run_ids] if run_ids is not None
-            else [r for r in store.runs() if r.kind in SOURCE_KINDS])
-    if not runs:
-        raise DataError(f"{where or str(store.path)!r} has no sweep or import runs; run `ccltune sweep` or "
-                        "`ccltune import` first")
-    rows = []
-    for r in runs:
-        try:
-            gpu = gpu_model(r.env, r.platform)
-        except DataError as exc:
-            raise DataError(f"run {r.id} ({r.kind}): {exc}") from None
-        rows.extend({**m, "gpu": gpu} for m in store.measurement_rows([r.id]))
-    if not rows:
-        raise DataError(f"runs {', '.join(str(r.id) for r in runs)} hold no measurements")
-    return runs, rows
 
 
 def best_arms(result: Derivation, n_ranks: int, n_nodes: int, gpu: str | None = None) -> dict[Key, Candidate]:
