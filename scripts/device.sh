@@ -361,6 +361,35 @@ phase_r8() {  # 4-GPU reduce at 8-64 B: 16 channels won by 36% in the model swee
   ct 120 validate $W/r8.conf reduce -b 8 -e 64 -f 2 --reps 15 --nproc $NGPU --db "$W/v.db" --json $W/v.json > $W/v.txt 2>&1
   grep -v "^validate:\|Warning\|capture_end" $W/v.txt | grep -E "^ +reduce|verdict"; pack
 }
+phase_iters() {  # first sizes (01:53): the CCLTUNE_EXP_* toggles it sets were in an experimental build only; now every run is "common-1"
+  step "sweep reduce + all_reduce 8 B-4 KB: CCLTUNE_EXP_ITERS each|common x CCLTUNE_EXP_WARMFIRST; then validate the r8 rule"
+  local W=$OUT/iters; mkdir -p $W
+  printf 'platform,gpu=h200,nvlranks=4\nreduce,8,11,default,default,16,1,4,-1,-1\n' > $W/r8.conf
+  for k in each-0 common-0 common-1 each-1 each-0b common-0b common-1b each-1b; do
+    local m=${k%%-*} w=${k#*-}; w=${w%b}; [ "$w" = 0 ] && w=""
+    CCLTUNE_TRACE=1 CCLTUNE_EXP_ITERS=$m CCLTUNE_EXP_WARMFIRST=$w ct 120 sweep reduce all_reduce -b 8 -e 4K -f 2 --reps 5 --nproc $NGPU --db $W/s-$k.db > $W/s-$k.txt 2>&1
+  done
+  pack
+  for k in each-0 common-1 each-0b common-1b; do
+    local m=${k%%-*} w=${k#*-}; w=${w%b}; [ "$w" = 0 ] && w=""
+    CCLTUNE_TRACE=1 CCLTUNE_EXP_ITERS=$m CCLTUNE_EXP_WARMFIRST=$w ct 120 validate $W/r8.conf reduce all_reduce -b 8 -e 4K -f 2 --reps 7 --retest 1 --nproc $NGPU --db $W/v-$k.db --json $W/v-$k.json > $W/v-$k.txt 2>&1
+    grep -E "verdict|^ +reduce +(8|16) " $W/v-$k.txt | head -4
+  done
+  for g in 10 100; do ct 60 bench reduce all_reduce -b 8 -e 64 -f 2 -n 200 -G $g --nproc $NGPU --db "$DB" > $W/bench-G$g.txt 2>&1; grep -E "^ +(8|64) " $W/bench-G$g.txt; done
+  pack
+}
+phase_gpusweep() {  # the GPU tests of sweep, tune and validate (one call count per size, the warm-up size)
+  step "GPU tests: sweep, tune, validate"
+  timeout 240 python3 -m pytest -m gpu tests/gpu/test_bench_gpu.py -k "${GPU_K:-sweep or validate or refused}" -q -p no:cacheprovider > "$OUT/gpu-sweep.txt" 2>&1; echo "rc=$?"; tail -4 "$OUT/gpu-sweep.txt"; pack
+}
+phase_reval5() {  # the flow5 rules (02:19-02:26) validated a second time, each with its sweep's best candidates
+  for r in h200x4-flow5:4 h200x4-modelflow5:4 h200x2-flow5:2; do
+    local f=${r%%:*} n=${r##*:} V=""; [ "$n" != "$NGPU" ] && V="CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1)))"
+    step "validate docs/results/$f-rules.conf again, --best-from bench/data/$f.sqlite"
+    env $V timeout -k 5 100 python3 -m ccltune validate docs/results/$f-rules.conf -b 8 -e 1G -f 2 --reps 7 --best-from bench/data/$f.sqlite --nproc $n --db "$OUT/reval5.db" --json "$OUT/reval5-$f.json" > "$OUT/reval5-$f.txt" 2>&1; echo "validate rc=$?"
+    grep "^# verdict\|^# capture: the rules\|FAIL" "$OUT/reval5-$f.txt" | head -6; pack
+  done
+}
 phase_loop4() { mflow $NGPU; NO_VERIFY=1 flow $NGPU 590; }  # both flows on all GPUs, with the pruning round
 phase_flows2() { mflow 2; NO_VERIFY=1 flow 2 400; }  # the model-guided and the exhaustive flow on 2 GPUs
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }

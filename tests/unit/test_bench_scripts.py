@@ -70,3 +70,20 @@ def test_compare_repeated_medians_and_verdicts(tmp_path, capsys):
     key = ("all_reduce", True, 1 << 30)
     assert float(line.split()[-1]) == pytest.approx(cr.median(ours[key]) / cr.median(ref[key]), abs=1e-3)
     assert "sizes outside the targets on medians" in out.splitlines()[-1]
+
+
+def test_first_size_shows_the_first_sizes_of_each_collective(capsys):
+    fs = _load("first_size")
+    assert fs.main([str(DATA / "iters" / "s-each-0.sqlite"), "--sizes", "2"]) == 0
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [(r[1], r[2]) for r in lines] == [("all_reduce", "8"), ("all_reduce", "16"), ("reduce", "8"), ("reduce", "16")]
+    # the stored sweep of 01:53 (a call count per configuration, no warm-up size): reduce's first
+    # size spread by more than 900%, and its twin was 26% slower than the default there
+    first = lines[2]
+    assert float(first[4]) > 900 and float(first[5]) > 1.2
+
+
+def test_first_size_names_a_database_it_cannot_read(tmp_path, capsys):
+    fs = _load("first_size")
+    assert fs.main([str(tmp_path / "none.db")]) == 2
+    assert "none.db" in capsys.readouterr().err

@@ -168,6 +168,9 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                     requested.setdefault(coll.layout(s, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes, s)
                 todo = ({requested[s]: c for s, c in model.plan_initial(requested).items()} if args.mode == "model"
                         else {s: None for s in sizes})
+                if any((coll.name, s, c.label) not in done for s in requested for c in cands):
+                    progress.step(f"{coll.name} {min(sizes)} B (warm-up, not stored)", advance=0)
+                    S.warm_collective(engine, coll, min(sizes), [configs[c] for c in cands], settings, refused)
                 while todo:
                     for size, want in todo.items():
                         chosen = [c for c in cands if want is None or c in want]
@@ -250,9 +253,9 @@ class _Progress:
             self.task = self.bar.add_task("sweep", total=total)
         self.enabled = enabled
 
-    def step(self, what: str) -> None:
+    def step(self, what: str, advance: int = 1) -> None:
         if self.bar is not None:
-            self.bar.update(self.task, description=what, advance=1)
+            self.bar.update(self.task, description=what, advance=advance)
         elif self.enabled:
             print(f"sweep: {what}", file=sys.stderr, flush=True)
 

@@ -80,20 +80,31 @@ def main(args: argparse.Namespace) -> int:
     engine_name, _ = _common.resolve_engine(args)
     if engine_name != "nccl":
         raise UsageError(f"validate needs the nccl engine (a GPU); got --engine {engine_name}")
+    _plugin_or_error()  # said once, before torchrun starts a process per GPU
     rc = _common.relaunch(args, args._argv, engine_name)
     if rc is not None:
         return rc
     return _run(args, colls, sizes)
 
 
+def _plugin_or_error() -> None:
+    from ccltune import tuner_plugin
+
+    try:
+        tuner_plugin.library_path()
+    except Exception as exc:  # noqa: BLE001 - EngineUnavailable, with how to build it
+        raise UsageError(f"validate needs the ccltune tuner plugin: {exc}") from None
+
+
 def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     from ccltune.engines.nccl import DEFAULT, CommConfig
+    from ccltune.tune.derive import Candidate
 
     ctx = _common.join("nccl", args.timeout)
     _common.quiet_other_ranks(ctx)
     opts = engine_opts(args, tempfile.mkdtemp(prefix="ccltune-validate-"))
     if not opts.plugin_path:
-        raise UsageError("validate needs the ccltune tuner plugin: build it (pip install . or make -C plugin)")
+        _plugin_or_error()
     engine = _common.make_engine("nccl", ctx, opts)
     settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
                                graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
@@ -108,7 +119,9 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     except (UsageError, DataError):
         engine.close()
         raise
-    arm_configs = {c: CommConfig(c.algo, c.proto, c.channels) for c in set(arms.values())}
+    # in one order on every rank (a set's order is not: string hashes differ between processes), as
+    # the warm-up calls them in turn on every rank
+    arm_configs = {c: CommConfig(c.algo, c.proto, c.channels) for c in sorted(set(arms.values()), key=Candidate.sort_key)}
     store = Store(args.db) if ctx.is_root else None
     run_id = None
     if store is not None:
@@ -138,6 +151,9 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     try:
         with _common.terminate_as_interrupt():
             for coll in colls:
+                if ctx.is_root:
+                    print(f"validate: {coll.name} {min(sizes)} B (warm-up, not stored)", file=sys.stderr, flush=True)
+                S.warm_collective(engine, coll, min(sizes), configs + list(arm_configs.values()), settings)
                 for size in sizes:
                     measure(coll, size)
             if store is not None:

@@ -5,17 +5,21 @@ validate`` (default against tuned rules). For one (collective, size):
 
 1. one set of buffers (out-of-place), filled with exact inputs;
 2. per configuration: the first call (NCCL may refuse a forced candidate: recorded as
-   unavailable, agreed by all ranks), a correctness check, warm-up, and one CUDA graph
-   holding ``iters`` calls;
+   unavailable, agreed by all ranks), a correctness check, warm-up and a one-call estimate;
+   then per configuration one CUDA graph of ``n`` calls, the same ``n`` for all of them
+   (:func:`calls_per_replay`);
 3. ``reps`` rounds; in each, every configuration's graph is replayed in turn (the order
    rotates every round), timed on the host clock between a barrier and a stream sync,
    so drift and thermal effects fall on all configurations alike.
+
+Callers measure each collective's first size once through :func:`warm_collective` first and
+keep nothing from it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,6 +47,12 @@ class SweepSettings:
 def iters_for(est_us: float, s: SweepSettings) -> int:
     """Calls per timed replay: enough that one replay lasts about ``target_us``."""
     return max(1, min(s.max_iters, round(s.target_us / max(est_us, 1e-3))))
+
+
+def calls_per_replay(estimates_us: Iterable[float], s: SweepSettings) -> int:
+    """One call count for every configuration at a size: the fastest estimate's (see measure_size)."""
+    est = list(estimates_us)
+    return iters_for(min(est), s) if est else 1
 
 
 def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any], labels: Sequence[dict[str, Any]],
@@ -84,9 +94,13 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
     what = f"{coll.name} at {lay.size_bytes} B"
     graphs: dict[int, tuple[Any, int]] = {}
     wrong: dict[int, int] = {}
+    est: dict[int, float] = {}
     for i, cfg in enumerate(configs):
         if refused is not None and cfg in refused:
-            rows.append(row(i, "unavailable", note=refused[cfg]))
+            note = refused[cfg]
+            here = f" (refused at {lay.size_bytes} B;"
+            # at the size it was refused at (the warm-up's size), the row says NCCL's own message
+            rows.append(row(i, "unavailable", note=note.split(here)[0] if here in note else note))
             continue
         pt = replace(base, config=cfg)
         out = _first_call(engine, pt, bufs, what, s)
@@ -97,7 +111,16 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
             continue
         with Watchdog(engine, s.timeout_s, what):
             wrong[i] = _check(engine, pt, bufs, lay, s) if s.check else 0
-            graphs[i] = _capture(engine, pt, bufs, s)
+            est[i] = _estimate(engine, pt, bufs, s)
+    # One call count for every configuration, from the fastest estimate: each replay's fixed cost
+    # (barrier, graph launch, sync) is then spread over the same number of calls, so it cannot make
+    # one configuration look slower than another. A count per configuration from its own one-call
+    # estimate had given a configuration whose estimate caught a stall 5-8 calls per replay where
+    # the others had 30: on 4 H200s the default at 8 B measured 12.2 us against 8.5 us for its twin.
+    n = calls_per_replay(est.values(), s)
+    for i in est:
+        with Watchdog(engine, s.timeout_s, what):
+            graphs[i] = _capture(engine, replace(base, config=configs[i]), bufs, s, n)
     order = sorted(graphs)
     times: dict[int, list[float]] = {i: [] for i in order}
     with Watchdog(engine, s.timeout_s * max(1, s.reps), what):
@@ -116,6 +139,16 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
             rows.append(row(i, "ok", time_us=t * 1e6, wrong=int(w), rep=rep))
     graphs.clear()
     return rows
+
+
+def warm_collective(engine: Any, coll: Collective, size: int, configs: Sequence[Any], s: SweepSettings,
+                    refused: dict[Any, str] | None = None) -> None:
+    """Measure ``size`` once for every configuration and keep nothing: the first size a communicator
+    runs a collective at pays one-time costs (the algorithm's connections, kernel loading, the first
+    graph launches). On 4 H200s that first size had spreads of 300-1300% and the default looked
+    20-30% slower than its own twin there; after this throwaway the first size's spread was 4-16%."""
+    labels = [dict(algo=None, proto=None, channels=None, config="warm-up") for _ in configs]
+    measure_size(engine, coll, size, configs, labels, s, refused)
 
 
 def _first_call(engine: Any, pt: Point, bufs: B.Buffers, what: str, s: SweepSettings) -> P.Outcome | None:
@@ -144,9 +177,8 @@ def _check(engine: Any, pt: Point, bufs: B.Buffers, lay: Any, s: SweepSettings) 
     return B.count_wrong(engine.torch, bufs, pt.coll, lay, s.dtype, ctx.rank, ctx.world_size, pt.op, 0)
 
 
-def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> tuple[Any, int]:
-    """(graph or None, calls per replay), sized so a replay lasts about target_us."""
-    torch = engine.torch
+def _estimate(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> float:
+    """Warm-up calls, then one call timed on the host clock (µs): the slowest rank's estimate."""
     with engine.stream_context():
         for _ in range(s.warmup):
             engine.launch(pt, bufs)
@@ -155,9 +187,14 @@ def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> tuple
         engine.launch(pt, bufs)
         engine.sync()
         est_us = (time.perf_counter() - t0) * 1e6
-        # ranks must agree on the call count: take the slowest estimate
-        est_us = engine.ctx.allreduce_floats([est_us], "max", "iteration count")[0]
-        n = iters_for(est_us, s)
+    # ranks must agree on the call count: take the slowest estimate
+    return engine.ctx.allreduce_floats([est_us], "max", "iteration count")[0]
+
+
+def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings, n: int) -> tuple[Any, int]:
+    """(graph or None, calls per replay): ``n`` calls in one replay."""
+    torch = engine.torch
+    with engine.stream_context():
         if not (s.graph and engine.supports_graph):
             return (lambda: [engine.launch(pt, bufs) for _ in range(n)], n)
         graph = torch.cuda.CUDAGraph()
