@@ -23,7 +23,9 @@ repetitions; ``rows`` counts the stored rows (a refused configuration stores one
 ``model_points`` counts what the sweep would measure: a point asked for again (the default,
 measured again beside candidates asked for at its size in a later round) counts again, though
 the oracle has only one set of rows for it. The ratio is exhaustive points / model points.
-``capture`` (as ``ccltune tune`` reports it, :func:`ccltune.tune.derive.account_gain`): the
+``oracle_points`` (:func:`oracle_cost`) is a lower bound: what a search knowing in advance where
+the exhaustive rules go would still measure; ``oracle_ratio`` is the best ratio any search could
+reach on that data. ``capture`` (as ``ccltune tune`` reports it, :func:`ccltune.tune.derive.account_gain`): the
 share of the saving available at the measured sizes that the exhaustive rules and the model's
 rules capture, both judged on the exhaustive data. ``loss`` of a differing size is how much
 slower (exhaustive medians) the model's selection is there than the exhaustive one's.
@@ -206,6 +208,19 @@ def exhaustive_cost(group: Group) -> int:
     return ok + len({c for (_, c), rows in group.oracle.items() if _refused(rows)})
 
 
+def oracle_cost(group: Group, **derive_opts: Any) -> int:
+    """A lower bound for any search that reaches the exhaustive decisions: the points it must measure
+    even knowing in advance where the rules go. NCCL's default at every size; each configuration NCCL
+    refused, once; and at each size where the exhaustive rules place one, every candidate that
+    qualifies there (the fastest of them is the rule, so none may be left out) and the twin (it can
+    bar them). What a real search spends beyond this is the cost of finding where the rules go."""
+    (result,) = derive(group.rows, **derive_opts).groups
+    refused = {c for (_, c), rows in group.oracle.items() if _refused(rows)}
+    twins = {s for s, c in group.oracle if c.twin}
+    at_rules = sum(len(d.qualifying) + (d.size_bytes in twins) for d in result.decisions if d.winner is not None)
+    return len(group.sizes) + len(refused) + at_rules
+
+
 def _selections(result: GroupResult, sizes: Iterable[int]) -> dict[int, str]:
     """size -> the configuration the group's rules select there ('no rule': NCCL decides)."""
     ruleset = RuleSet(list(result.rules))
@@ -255,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
           f"min_margin={args.min_margin:g}% isolated_margin={args.isolated_margin:g}% placement=out-of-place")
     head = (f"{'db':<32} {'collective':<15} {'nranks':>6} {'sizes':>5} {'exh_points':>10} {'exh_rows':>8} "
             f"{'model_points':>12} {'model_rows':>10} {'rounds':>6} {'ratio':>6} {'decisions_equal':>15} "
-            f"{'capture_exh_%':>13} {'capture_model_%':>15}")
+            f"{'capture_exh_%':>13} {'capture_model_%':>15} {'oracle_points':>13} {'oracle_ratio':>12}")
     print(head)
     bad, notes, n = False, [], 0
     for db in args.dbs:
@@ -266,11 +281,12 @@ def main(argv: list[str] | None = None) -> int:
             r = replay(g, initial=initial, min_margin=opts["min_margin"], isolated_margin=opts["isolated_margin"])
             c = compare(g, r.rows, **opts)
             exh = exhaustive_cost(g)
+            oracle = oracle_cost(g, **opts)
             ratio = exh / r.measured
             equal = len(c.sizes) - len(c.differing)
             print(f"{Path(db).name:<32} {g.collective:<15} {g.n_ranks:>6} {len(g.sizes):>5} {exh:>10} "
                   f"{len(g.rows):>8} {r.measured:>12} {len(r.rows):>10} {r.rounds:>6} {ratio:>5.2f}x "
-                  f"{f'{equal}/{len(c.sizes)}':>15} {_pct(c.capture[0]):>13} {_pct(c.capture[1]):>15}")
+                  f"{f'{equal}/{len(c.sizes)}':>15} {_pct(c.capture[0]):>13} {_pct(c.capture[1]):>15} {oracle:>13} {exh / oracle:>11.2f}x")
             for s in c.differing:
                 loss = c.loss[s]
                 notes.append(f"differs {Path(db).name} {g.collective} nranks={g.n_ranks} at {format_size(s)}B: "

@@ -111,3 +111,14 @@ def test_main_reports_and_exits_by_verdict(db: Path, capsys: pytest.CaptureFixtu
     assert "all_reduce" in out and "25/25" in out and "# PASS" in out and "skipped" in out
     assert mr.main([str(db), "--min-ratio", "1000"]) == 1
     assert "# FAIL" in capsys.readouterr().out
+
+
+def test_oracle_cost_counts_what_a_search_knowing_the_rules_must_still_measure(db: Path):
+    (group,), _ = mr.load_groups(db)
+    cmp = mr.compare(group, group.rows, objective="time", min_margin=0.02)
+    ll_sizes = [s for s, sel in cmp.exhaustive.items() if sel == "ring/ll/default"]
+    assert len(ll_sizes) == 15
+    # the default at all 25 sizes, tree's one refused attempt, ring/LL where it is the rule (the only
+    # candidate qualifying there; no twin in this data)
+    assert mr.oracle_cost(group, objective="time", min_margin=0.02) == len(SIZES) + 1 + len(ll_sizes)
+    assert mr.oracle_cost(group, objective="time", min_margin=0.02) <= mr.replay(group, min_margin=0.02).measured

@@ -222,3 +222,16 @@ def test_refine_tries_every_channel_count_where_one_beats_the_default():
     todo = plan_refine(rows, FIVE)
     assert c8 in todo[4 * MB]  # its own ends predict it slower; NCCL's channel choice is off at 4 MB
     assert todo[2 * MB] == [DEFAULT, C32] and todo[8 * MB] == [DEFAULT, C32]
+
+
+def test_refine_climbs_the_channel_counts_from_the_winner():
+    c4, c8, c16 = (Candidate(None, None, n) for n in (4, 8, 16))
+    dflt = {s: 100.0 for s in FIVE}
+    ends = {1 * MB: 120.0, 16 * MB: 120.0}
+    rows = _rows({DEFAULT: dflt, c4: ends, c8: ends, C32: ends, c16: {1 * MB: 120.0, 4 * MB: 85.0, 16 * MB: 120.0}})
+    todo = plan_refine(rows, FIVE)
+    # 16 channels win at 4 MB: the next counts down and up are asked for there, 4 channels not yet
+    assert c8 in todo[4 * MB] and C32 in todo[4 * MB] and c4 not in todo[4 * MB]
+    # 8 channels win by more: the climb goes on to 4; 32 lost, nothing past it to ask for
+    rows += _rows({DEFAULT: {4 * MB: 100.0}, c8: {4 * MB: 80.0}, C32: {4 * MB: 105.0}})
+    assert c4 in plan_refine(rows, FIVE).get(4 * MB, [])
