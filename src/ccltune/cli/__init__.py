@@ -12,7 +12,8 @@ import importlib
 import sys
 
 from ccltune import __version__
-from ccltune.errors import CcltuneError, Interrupted
+from ccltune.cli import _common
+from ccltune.errors import CcltuneError, CheckFailed, Interrupted
 
 # module name under ccltune.cli, in the order --help lists them
 _COMMANDS = [
@@ -69,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ccltune: interrupted", file=sys.stderr)
         return Interrupted.exit_code
+    except CheckFailed as exc:  # the check ran and said what failed: not a fault of this process
+        print(f"ccltune: error: {exc}", file=sys.stderr)
+        return _common.hand_over(exc.exit_code)
     except CcltuneError as exc:
         print(f"ccltune: error: {exc}", file=sys.stderr)
         return exc.exit_code

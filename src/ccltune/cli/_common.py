@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -95,14 +96,55 @@ def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | No
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", "1")
     env["CCLTUNE_COMMAND"] = "ccltune " + " ".join(argv)
-    proc = subprocess.Popen(cmd, env=env)
-    interrupted = False
-    while True:  # Ctrl-C reaches the workers through torchrun; wait for them to finish
-        try:
-            rc = _exit_code(proc.wait())
-            return Interrupted.exit_code if interrupted and rc != 0 else rc
-        except KeyboardInterrupt:
-            interrupted = True
+    fd, outcome = tempfile.mkstemp(prefix="ccltune-outcome-")
+    os.close(fd)
+    env[OUTCOME_ENV] = outcome
+    try:
+        proc = subprocess.Popen(cmd, env=env)
+        interrupted = False
+        while True:  # Ctrl-C reaches the workers through torchrun; wait for them to finish
+            try:
+                rc = _exit_code(proc.wait())
+                if interrupted and rc != 0:
+                    return Interrupted.exit_code
+                return outcome_code(outcome, rc)
+            except KeyboardInterrupt:
+                interrupted = True
+    finally:
+        os.unlink(outcome)
+
+
+# A worker started by relaunch() whose command ends in a failed check (a FAIL verdict, wrong
+# results) writes its exit code to this file and exits 0: the check has said what failed, and a
+# non-zero worker would make torchrun print its own failure report (a "Root Cause" block naming
+# the rank, pid and a missing traceback) under it. relaunch() returns the code written.
+OUTCOME_ENV = "CCLTUNE_OUTCOME_FILE"
+
+
+def hand_over(code: int) -> int:
+    """The exit code for a worker whose check failed: 0 after writing ``code`` for relaunch() to
+    return, when relaunch() started this worker; else ``code`` itself."""
+    path = os.environ.get(OUTCOME_ENV)
+    if not path:
+        return code
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(str(code))
+    except OSError:
+        return code
+    return 0
+
+
+def outcome_code(path: str, rc: int) -> int:
+    """The job's exit code: torchrun's, or, when every worker exited 0, the code a worker handed over."""
+    if rc != 0:
+        return rc
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read().strip()
+    except OSError:
+        return rc
+    return int(text) if text.isdigit() else rc
 
 
 def _exit_code(rc: int) -> int:
