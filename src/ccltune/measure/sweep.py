@@ -145,8 +145,8 @@ def warm_collective(engine: Any, coll: Collective, size: int, configs: Sequence[
                     refused: dict[Any, str] | None = None) -> None:
     """Measure ``size`` once for every configuration and keep nothing: the first size a communicator
     runs a collective at pays one-time costs (the algorithm's connections, kernel loading, the first
-    graph launches). On 4 H200s that first size had spreads of 300-1300% and the default looked
-    20-30% slower than its own twin there; after this throwaway the first size's spread was 4-16%."""
+    graph launches). On 4 H200s that first size had spreads of up to 1300% and the default differed
+    from its own twin by 26-43% there; after this throwaway the first size's spread was 3-16%."""
     labels = [dict(algo=None, proto=None, channels=None, config="warm-up") for _ in configs]
     measure_size(engine, coll, size, configs, labels, s, refused)
 
