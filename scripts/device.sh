@@ -390,6 +390,15 @@ phase_reval5() {  # the flow5 rules (02:19-02:26) validated a second time, each 
     grep "^# verdict\|^# capture: the rules\|FAIL" "$OUT/reval5-$f.txt" | head -6; pack
   done
 }
+phase_vnodes() {  # --virtual-nodes 2 on 4 GPUs: sweep, tune, validate, and what the plugin sees (never run yet)
+  local D="$OUT/vnodes.db"
+  step "sweep all_reduce 1 MB-64 MB with --virtual-nodes 2, tune, validate with the plugin's log"
+  ct 200 sweep all_reduce -b 1M -e 64M -f 4 --reps 3 --virtual-nodes 2 --nproc $NGPU --db "$D" > "$OUT/vnodes-sweep.txt" 2>&1; tail -2 "$OUT/vnodes-sweep.txt"
+  ct 30 tune --db "$D" --out "$OUT/vnodes.conf" | tail -4; grep -v "^#" "$OUT/vnodes.conf"
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING ct 120 validate "$OUT/vnodes.conf" all_reduce -b 1M -e 64M -f 4 --virtual-nodes 2 --nproc $NGPU --db "$D" --json "$OUT/vnodes-validate.json" > "$OUT/vnodes-validate.txt" 2>&1
+  grep "verdict\|FAIL" "$OUT/vnodes-validate.txt" | head -8
+  grep -m6 -i "ccltune tuner\|nNodes" "$OUT/vnodes-validate.txt"; pack
+}
 phase_loop4() { mflow $NGPU; NO_VERIFY=1 flow $NGPU 590; }  # both flows on all GPUs, with the pruning round
 phase_flows2() { mflow 2; NO_VERIFY=1 flow 2 400; }  # the model-guided and the exhaustive flow on 2 GPUs
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }

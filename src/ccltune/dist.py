@@ -102,6 +102,7 @@ class DistContext:
     dist: Any = None
     group: Any = None          # gloo group for host-side barriers and result exchange
     _gen: int = 0
+    virtual_nodes: int = 0     # > 1: this host's ranks split into that many nodes for NCCL (NCCL_HOSTID)
 
     @property
     def rank(self) -> int:
@@ -117,6 +118,9 @@ class DistContext:
 
     @property
     def n_nodes(self) -> int:
+        """Nodes as NCCL counts them: the hosts, or the simulated nodes of ``virtual_nodes``."""
+        if self.virtual_nodes > 1:
+            return self.virtual_nodes
         return len(set(self.hosts)) if self.hosts else self.info.n_nodes
 
     def host_of(self, rank: int) -> str:

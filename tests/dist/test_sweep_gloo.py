@@ -93,3 +93,26 @@ def test_interrupted_sweep_resumes_where_it_stopped(tmp_path):
     assert sorted(set(keys)) == sorted((s, r) for s in sizes for r in (0, 1))
     assert len(keys) == len(set(keys)), "a point was measured twice"
     assert not any(alive(p) for p in workers), "a worker outlived the interrupted sweep"
+
+
+def test_virtual_nodes_are_the_nodes_of_the_rows_and_the_run(tmp_path):
+    # NCCL sees K nodes (NCCL_HOSTID) and passes nNodes=K to the tuner: rules must be keyed on K,
+    # so the rows say K too, and the run says the nodes were simulated (gloo ignores NCCL_HOSTID)
+    db = tmp_path / "s.db"
+    proc = subprocess.run(sweep_cmd("all_reduce", "-b", "8", "-e", "64", "-f", "8", "--reps", "2", "--virtual-nodes",
+                                    "2", *DEFAULT_ONLY, "--db", str(db)),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    run, rows = only_run(db)
+    assert {m.n_nodes for m in rows} == {2} and len(rows) == 4
+    assert run.env["virtual_nodes"] == 2 and "simulated 2 nodes" in run.env["platform"]
+
+
+def test_virtual_nodes_that_do_not_divide_the_job_are_refused_before_it_starts(tmp_path):
+    proc = subprocess.run(sweep_cmd("all_reduce", "--virtual-nodes", "3", "--nproc", "2", *DEFAULT_ONLY,
+                                    "--db", str(tmp_path / "s.db")),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.count("--virtual-nodes 3 does not divide the job's 2 processes") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "FAILED" not in proc.stderr
+    assert not (tmp_path / "s.db").exists()

@@ -19,6 +19,43 @@ from ccltune.errors import DistError, EngineUnavailable, Interrupted, UsageError
 from ccltune.store import DEFAULT_DB
 
 
+def add_virtual_nodes(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--virtual-nodes", type=int, default=1, metavar="K",
+                   help="SIMULATION AID: split this host's ranks into K groups NCCL treats as nodes (NCCL_HOSTID); "
+                        "rows and rules then carry nNodes=K; never real multi-node figures")
+
+
+def check_virtual_nodes(args: argparse.Namespace, engine: str) -> None:
+    """--virtual-nodes K against the job's size, before any process is started."""
+    k = args.virtual_nodes
+    if k < 1:
+        raise UsageError(f"--virtual-nodes must be >= 1, got {k}")
+    n = job_size(args, engine)
+    if k > 1 and n >= 1 and n % k:
+        raise UsageError(f"--virtual-nodes {k} does not divide the job's {n} processes")
+
+
+def apply_virtual_nodes(ctx: Any, k: int) -> None:
+    """Before any communicator exists: make NCCL see ``k`` nodes of consecutive ranks on this host
+    (a host id per group, NCCL_HOSTID), and record them as the job's nodes (rows, rules)."""
+    if k <= 1:
+        return
+    if ctx.n_nodes > 1:
+        raise UsageError(f"--virtual-nodes {k}: the job already spans {ctx.n_nodes} hosts; virtual nodes "
+                         "split one host")
+    if ctx.world_size % k:
+        raise UsageError(f"--virtual-nodes {k} does not divide {ctx.world_size} ranks")
+    os.environ["NCCL_HOSTID"] = f"ccltune-virtual-node-{ctx.rank * k // ctx.world_size}"
+    ctx.virtual_nodes = k
+
+
+def mark_virtual_nodes(env: dict[str, Any], k: int) -> None:
+    """Say in a run's environment record that its nodes were simulated."""
+    if k > 1:
+        env["virtual_nodes"] = k
+        env["platform"] = f"{env.get('platform', '')} (simulated {k} nodes)".strip()
+
+
 def add_db(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help="results database (default: %(default)s)")
 
@@ -79,14 +116,22 @@ def under_launcher() -> bool:
     return dist.launch_info().launcher != "single"
 
 
+def job_size(args: argparse.Namespace, engine: str) -> int:
+    """How many processes the job will have: the launcher's world size, else what relaunch() starts."""
+    info = dist.launch_info()
+    if info.launcher != "single":
+        return info.world_size
+    if args.nproc is not None:
+        return args.nproc
+    return gpu_count() if engine != "gloo" else 2
+
+
 def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | None:
     """Start torchrun for --nproc (or the default count) unless already launched.
     Returns the exit code of the job, or None to run in this process."""
     if under_launcher():
         return None
-    nproc = args.nproc
-    if nproc is None:
-        nproc = gpu_count() if engine != "gloo" else 2
+    nproc = job_size(args, engine)
     if nproc < 1:
         raise UsageError(f"--nproc must be >= 1, got {nproc}")
     if nproc == 1:

@@ -51,9 +51,7 @@ def register(sub: Any) -> None:
     p.add_argument("--no-twin", action="store_true",
                    help="do not measure NCCL's default a second time on another communicator (the A/A control "
                         "whose gap every candidate must beat; see docs/tuning.md)")
-    p.add_argument("--virtual-nodes", type=int, default=1, metavar="K",
-                   help="SIMULATION AID: split this host's ranks into K groups NCCL treats as nodes (NCCL_HOSTID); "
-                        "never real multi-node figures")
+    _common.add_virtual_nodes(p)
     p.add_argument("--resume", type=int, default=None, metavar="RUN", help="continue an interrupted sweep run")
     _common.add_db(p)
     _common.add_launch(p)
@@ -94,8 +92,6 @@ def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[
                         factor=args.stepfactor)
     if args.reps < 1:
         raise UsageError(f"--reps must be >= 1, got {args.reps}")
-    if args.virtual_nodes < 1:
-        raise UsageError(f"--virtual-nodes must be >= 1, got {args.virtual_nodes}")
     types.dtype(args.datatype)
     types.op(args.op)
     return colls, sizes, candidates(args)
@@ -104,6 +100,7 @@ def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[
 def main(args: argparse.Namespace) -> int:
     colls, sizes, cands = validate_args(args)
     engine_name, note = _common.resolve_engine(args)
+    _common.check_virtual_nodes(args, engine_name)
     if engine_name != "nccl" and len(cands) > 1:
         raise UsageError(f"forced candidates (--algos/--protos/--channels) need the nccl engine (a GPU); "
                          f"the {engine_name} engine can only sweep its default: pass --algos '' --protos '' "
@@ -139,10 +136,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
 
     ctx = _common.join(engine_name, args.timeout)
     _common.quiet_other_ranks(ctx)
-    if args.virtual_nodes > 1:
-        if ctx.world_size % args.virtual_nodes:
-            raise UsageError(f"--virtual-nodes {args.virtual_nodes} does not divide {ctx.world_size} ranks")
-        os.environ["NCCL_HOSTID"] = f"ccltune-virtual-node-{ctx.rank * args.virtual_nodes // ctx.world_size}"
+    _common.apply_virtual_nodes(ctx, args.virtual_nodes)
     workdir = tempfile.mkdtemp(prefix="ccltune-sweep-")
     engine = _common.make_engine(engine_name, ctx, engine_opts(args, workdir) if engine_name == "nccl" else args)
     settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
@@ -233,9 +227,7 @@ def _open_run(store: Store | None, args: argparse.Namespace, ctx: Any, engine: A
         return args.resume, done
     env = environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine=engine_name,
                               nccl=engine.info(), hosts=ctx.hosts, argv=args._argv)
-    if args.virtual_nodes > 1:
-        env["virtual_nodes"] = args.virtual_nodes
-        env["platform"] += f" (simulated {args.virtual_nodes} nodes)"
+    _common.mark_virtual_nodes(env, args.virtual_nodes)
     run_id = store.begin_run("sweep", command=_common.command_line(args._argv), env=env,
                              args={k: v for k, v in vars(args).items() if k not in ("func", "_argv")},
                              engine=engine_name)

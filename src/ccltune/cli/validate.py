@@ -52,6 +52,7 @@ def register(sub: Any) -> None:
                         "and report the share of its gain the rules capture")
     p.add_argument("--json", default=None, metavar="PATH", help="verdict as JSON")
     p.add_argument("--junit", default=None, metavar="PATH", help="verdict as JUnit XML (one testcase per size)")
+    _common.add_virtual_nodes(p)
     _common.add_db(p)
     _common.add_launch(p)
     p.set_defaults(func=main)
@@ -78,6 +79,7 @@ def main(args: argparse.Namespace) -> int:
     if args.best_from:  # a missing or unusable database is said before any GPU work
         C.arms_from_db(args.best_from, 1, 1, None)
     engine_name, _ = _common.resolve_engine(args)
+    _common.check_virtual_nodes(args, engine_name)
     if engine_name != "nccl":
         raise UsageError(f"validate needs the nccl engine (a GPU); got --engine {engine_name}")
     _plugin_or_error()  # said once, before torchrun starts a process per GPU
@@ -102,6 +104,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
 
     ctx = _common.join("nccl", args.timeout)
     _common.quiet_other_ranks(ctx)
+    _common.apply_virtual_nodes(ctx, args.virtual_nodes)  # as the sweep whose rules are validated
     opts = engine_opts(args, tempfile.mkdtemp(prefix="ccltune-validate-"))
     if not opts.plugin_path:
         _plugin_or_error()
@@ -113,6 +116,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     labels = [dict(config="default"), dict(config="rules")]
     env = (environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine="nccl",
                                nccl=engine.info(), hosts=ctx.hosts, argv=args._argv) if ctx.is_root else {})
+    _common.mark_virtual_nodes(env, args.virtual_nodes)
     gpu = (env.get("gpus") or [{}])[0].get("name") if ctx.is_root else None
     try:
         arms = _best_arms(args, ctx, gpu)
