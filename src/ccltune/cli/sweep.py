@@ -155,7 +155,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
         with _common.terminate_as_interrupt():
             for coll in colls:
                 rows_so_far = [m for m in (store.measurements(run_id, collective=coll.name) if store else [])]
-                refused: dict[Any, str] = {}  # NCCL refuses a forced candidate per collective, not per size
+                refused: S.Refused = {}  # NCCL refuses a forced candidate per collective, not per size
                 # the model plans in the sizes the rows are stored under (the layout may round them)
                 requested: dict[int, int] = {}
                 for s in sizes:

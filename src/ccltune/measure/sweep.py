@@ -44,6 +44,9 @@ class SweepSettings:
     check: bool = True
 
 
+Refused = dict[Any, tuple[str, int]]  # configuration -> (NCCL's message, the size it was refused at)
+
+
 def iters_for(est_us: float, s: SweepSettings) -> int:
     """Calls per timed replay: enough that one replay lasts about ``target_us``."""
     return max(1, min(s.max_iters, round(s.target_us / max(est_us, 1e-3))))
@@ -56,10 +59,10 @@ def calls_per_replay(estimates_us: Iterable[float], s: SweepSettings) -> int:
 
 
 def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any], labels: Sequence[dict[str, Any]],
-                 s: SweepSettings, refused: dict[Any, str] | None = None) -> list[Measurement]:
+                 s: SweepSettings, refused: Refused | None = None) -> list[Measurement]:
     """Rows for every configuration at ``size`` (``reps`` rows each when measured).
 
-    ``refused`` (config -> note), kept by the caller for one collective: a configuration NCCL
+    ``refused`` (config -> (NCCL's message, size refused at)), kept by the caller for one collective: a configuration NCCL
     refused at one size is recorded 'unavailable' at the others without being tried again.
     NCCL refuses a forced algorithm/protocol for a whole collective (no enabled cell), and each
     try costs a communicator: it is aborted after a refusal and would be made again (about a
@@ -97,17 +100,17 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
     est: dict[int, float] = {}
     for i, cfg in enumerate(configs):
         if refused is not None and cfg in refused:
-            note = refused[cfg]
-            here = f" (refused at {lay.size_bytes} B;"
+            note, at = refused[cfg]
             # at the size it was refused at (the warm-up's size), the row says NCCL's own message
-            rows.append(row(i, "unavailable", note=note.split(here)[0] if here in note else note))
+            rows.append(row(i, "unavailable", note=note if at == lay.size_bytes else
+                            f"{note} (refused at {at} B; not tried again for {coll.name})"))
             continue
         pt = replace(base, config=cfg)
         out = _first_call(engine, pt, bufs, what, s)
         if out is not None:
             rows.append(row(i, out.status, note=out.note))
             if refused is not None and out.status == "unavailable":
-                refused[cfg] = f"{out.note} (refused at {lay.size_bytes} B; not tried again for {coll.name})"
+                refused[cfg] = (out.note or "refused", lay.size_bytes)
             continue
         with Watchdog(engine, s.timeout_s, what):
             wrong[i] = _check(engine, pt, bufs, lay, s) if s.check else 0
@@ -142,7 +145,7 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
 
 
 def warm_collective(engine: Any, coll: Collective, size: int, configs: Sequence[Any], s: SweepSettings,
-                    refused: dict[Any, str] | None = None) -> None:
+                    refused: Refused | None = None) -> None:
     """Measure ``size`` once for every configuration and keep nothing: the first size a communicator
     runs a collective at pays one-time costs (the algorithm's connections, kernel loading, the first
     graph launches). On 4 H200s that first size had spreads of up to 1300% and the default differed
