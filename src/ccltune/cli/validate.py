@@ -17,6 +17,7 @@ from ccltune.files import write_text
 from ccltune.measure import sweep as S
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Store
+from ccltune.tune.derive import Candidate
 from ccltune.validate import capture as C
 from ccltune.validate import junit
 from ccltune.validate import verdict as V
@@ -100,7 +101,6 @@ def _plugin_or_error() -> None:
 
 def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     from ccltune.engines.nccl import DEFAULT, CommConfig
-    from ccltune.tune.derive import Candidate
 
     ctx = _common.join("nccl", args.timeout)
     _common.quiet_other_ranks(ctx)
@@ -225,7 +225,6 @@ def _best_arms(args: argparse.Namespace, ctx: Any, gpu: str | None) -> dict[Any,
     got = json.loads(ctx.broadcast_bytes(blob.encode() if blob is not None else None, "best arms"))
     if "error" in got:
         raise (UsageError if got["usage"] else DataError)(got["error"])
-    from ccltune.tune.derive import Candidate
     return {(coll, int(n), int(nn), int(size)): Candidate(algo, proto, ch)
             for coll, n, nn, size, algo, proto, ch in got["arms"]}
 

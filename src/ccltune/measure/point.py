@@ -30,6 +30,12 @@ def is_oom(message: str) -> bool:
     return "out of memory" in text or "allocate memory" in text
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's first line, for a row's note (its type's name when it has no message)."""
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def agree(engine: Engine, failed: bool, what: str) -> bool:
     """True if any rank failed."""
     return engine.ctx.allreduce_floats([1.0 if failed else 0.0], "max", what)[0] > 0
@@ -70,7 +76,7 @@ def allocate(engine: Engine, pt: Point) -> tuple[B.Buffers | None, Outcome | Non
         bufs = B.make(engine.torch, pt.lay, pt.dt, pt.in_place, engine.device, engine.alloc(pt))
         engine.arrange(pt, bufs)
     except (RuntimeError, MemoryError) as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
-        err = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        err = first_line(exc)
     if agree(engine, err is not None, "allocation"):  # whatever the allocator says, the size did not fit
         return None, Outcome("skipped", note=f"out of memory{': ' + err if err else ' on another rank'}")
     return bufs, None
@@ -117,7 +123,7 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average
     try:
         B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
     except (RuntimeError, MemoryError) as exc:  # the local int64 temporaries
-        oom = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        oom = first_line(exc)
         oom = "out of memory" if isinstance(exc, MemoryError) and not is_oom(oom) else oom
     if agree_memory(engine, oom, "filling the input"):
         return Outcome("skipped", note=f"out of memory filling the input{': ' + oom if oom else ' on another rank'}")
@@ -129,7 +135,7 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average
             engine.prepare(pt, bufs)
             engine.launch(pt, bufs)
         except Exception as exc:  # noqa: BLE001 - NcclError, torch errors: reported as a row
-            err = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            err = first_line(exc)
     if agree(engine, err is not None, "first call"):
         if pt.config is not None:
             engine.drop_comm(pt.config, abort=True)  # ranks that enqueued must not wait

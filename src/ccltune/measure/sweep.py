@@ -163,7 +163,7 @@ def _first_call(engine: Any, pt: Point, bufs: B.Buffers, what: str, s: SweepSett
             with engine.stream_context():
                 engine.launch(pt, bufs)
         except Exception as exc:  # noqa: BLE001 - NCCL refusing a forced configuration
-            err = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            err = P.first_line(exc)
     if P.agree(engine, err is not None, "first call"):
         engine.drop_comm(pt.config, abort=True)
         return P.Outcome("unavailable", note=err or "refused on another rank")

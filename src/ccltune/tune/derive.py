@@ -291,10 +291,8 @@ def aa_margin(default: PointStats, candidates: Mapping[Candidate, PointStats]) -
     comes with that side's spread and counts only beyond it (4-GPU all_gather 8 MB: twin 35%
     slower than the default with a 14% spread of its own; without the discount that one twin
     barred ring/LL128 there and at both neighbours, a win that validate then measured at 16%)."""
-    twin = candidates.get(TWIN)
-    if twin is None:
-        return None
-    return max(0.0, abs(twin.median_us / default.median_us - 1.0) - (twin.noise + default.noise))
+    gap = aa_gap(default, candidates)
+    return None if gap is None else max(0.0, gap - (candidates[TWIN].noise + default.noise))
 
 
 def merge_ranges(sizes: Sequence[int], winners: Sequence[Candidate | None]) -> list[tuple[int, int, Candidate]]:

@@ -25,7 +25,15 @@ from typing import Any
 
 from ccltune.errors import UsageError
 from ccltune.store import Store
-from ccltune.tune.derive import Candidate, Derivation, derive, nccl_best, usable
+from ccltune.tune.derive import (
+    Candidate,
+    Derivation,
+    _record,
+    candidate_of,
+    derive,
+    nccl_best,
+    usable,
+)
 from ccltune.tune.source import source_rows
 from ccltune.tune.stats import PointStats, beats, point_stats
 
@@ -123,14 +131,13 @@ def capture(rows: Iterable[Any], placement: str = "out-of-place") -> Capture:
     Sizes without all three arms are left out."""
     samples: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     label: dict[Key, str] = {}
-    for row in rows:
-        row = row.to_record() if hasattr(row, "to_record") else row
+    for row in map(_record, rows):
         cfg = row.get("config")
         if cfg not in ("default", "rules", ARM):
             continue
         key = (row["collective"], int(row["n_ranks"]), int(row.get("n_nodes") or 1), int(row["size_bytes"]))
         if cfg == ARM:
-            label[key] = _label(row)
+            label[key] = candidate_of(row).label
         if usable(row, placement):
             samples[key][cfg].append(float(row["time_us"]))
     out = []
@@ -140,10 +147,6 @@ def capture(rows: Iterable[Any], placement: str = "out-of-place") -> Capture:
             out.append(SizeCapture(*key, label.get(key, "?"), point_stats(arms["default"]),
                                    point_stats(arms["rules"]), point_stats(arms[ARM])))
     return Capture(out)
-
-
-def _label(row: Mapping[str, Any]) -> str:
-    return Candidate(row.get("algo"), row.get("proto"), row.get("channels") or None).label
 
 
 def arm_label(cand: Candidate) -> dict[str, Any]:
