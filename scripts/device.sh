@@ -205,7 +205,7 @@ mflow() {  # mflow NGPUS: the model-guided flow, its validate with the sweep's b
   local V=""; [ "$n" != "$NGPU" ] && V="CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1)))"
   step "model-guided flow on $n GPUs"
   env $V timeout -k 5 300 python3 -m ccltune sweep --mode model -b 8 -e 1G -f 2 --reps 5 --nproc $n --db "$D" > "$OUT/msweep$n.txt" 2>&1; echo "sweep rc=$? at $(( $(date +%s) - t0 ))s"
-  tail -2 "$OUT/msweep$n.txt"
+  tail -3 "$OUT/msweep$n.txt"
   python3 -m ccltune tune --db "$D" --out "$OUT/mrules$n.conf" > "$OUT/mtune$n.txt" 2>&1; echo "tune rc=$?"; tail -8 "$OUT/mtune$n.txt"; grep -v "^#" "$OUT/mrules$n.conf"
   env $V timeout -k 5 240 python3 -m ccltune validate "$OUT/mrules$n.conf" -b 8 -e 1G -f 2 --reps 7 --best-from "$D" --nproc $n --db "$D" --json "$OUT/mvalidate$n.json" > "$OUT/mvalidate$n.txt" 2>&1
   echo "validate rc=$? at $(( $(date +%s) - t0 ))s: model flow total" | tee "$OUT/mflow$n-time.txt"
@@ -398,6 +398,19 @@ phase_vnodes() {  # --virtual-nodes 2 on 4 GPUs: sweep, tune, validate, and what
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING ct 120 validate "$OUT/vnodes.conf" all_reduce -b 1M -e 64M -f 4 --virtual-nodes 2 --nproc $NGPU --db "$D" --json "$OUT/vnodes-validate.json" > "$OUT/vnodes-validate.txt" 2>&1
   grep "verdict\|FAIL" "$OUT/vnodes-validate.txt" | head -8
   grep -m6 -i "ccltune tuner\|nNodes" "$OUT/vnodes-validate.txt"; pack
+}
+phase_failnproc() {  # a validate FAIL under --nproc: exit code 1 from ccltune, no torchrun "Root Cause" block
+  step "validate FAIL under --nproc (ring/LL forced at 64 MB)"
+  echo "allreduce,64M,64M,ring,ll,-1,-1,-1" > "$OUT/fail.conf"
+  timeout -k 5 120 python3 -m ccltune validate "$OUT/fail.conf" all_reduce -b 64M -e 64M --reps 5 --retest 0 \
+    --nproc $NGPU --db "$OUT/fail.db" --json "$OUT/fail.json" > "$OUT/failnproc.txt" 2>&1; echo "validate exit code $?"
+  grep -c "Root Cause\|ChildFailedError" "$OUT/failnproc.txt"; grep -v "^validate:" "$OUT/failnproc.txt" | tail -8; pack
+}
+phase_sweeptime() {  # the exhaustive sweep on all GPUs with the time by phase (the model's is in mflow)
+  local D="$OUT/xsweep$NGPU.db" t0=$(date +%s)
+  step "exhaustive sweep on $NGPU GPUs, time by phase"
+  timeout -k 5 300 python3 -m ccltune sweep -b 8 -e 1G -f 2 --reps 5 --nproc $NGPU --db "$D" > "$OUT/xsweep$NGPU.txt" 2>&1
+  echo "sweep rc=$? at $(( $(date +%s) - t0 ))s"; tail -2 "$OUT/xsweep$NGPU.txt"; pack
 }
 phase_loop4() { mflow $NGPU; NO_VERIFY=1 flow $NGPU 590; }  # both flows on all GPUs, with the pruning round
 phase_flows2() { mflow 2; NO_VERIFY=1 flow 2 400; }  # the model-guided and the exhaustive flow on 2 GPUs

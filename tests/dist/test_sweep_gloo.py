@@ -4,6 +4,7 @@ repetitions, Ctrl-C keeps rows, --resume finishes the run without measuring a po
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -39,6 +40,12 @@ def test_sweep_stores_every_rep_of_every_size(tmp_path):
     # gloo's all_reduce API is in-place only: the sweep measures what the engine can run
     assert {m.in_place for m in rows if m.collective == "all_reduce"} == {True}
     assert {m.in_place for m in rows if m.collective == "all_gather"} == {False}
+    # where the time went: rank 0's phases, in the summary and on stdout
+    t = run.summary["time"]
+    assert t["timed"]["count"] == 8 and t["warm-up"]["count"] == 2 and t["start-up"]["count"] == 1
+    assert 0 < sum(v["seconds"] for v in t.values()) <= run.summary["wall_s"]
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("ccltune sweep: time on rank 0, ")]
+    assert " timed " in line and " (8)" in line and line.endswith(" s")
 
 
 def test_model_mode_plans_in_stored_sizes_and_finishes(tmp_path):
@@ -116,3 +123,44 @@ def test_virtual_nodes_that_do_not_divide_the_job_are_refused_before_it_starts(t
     assert proc.stderr.count("--virtual-nodes 3 does not divide the job's 2 processes") == 1, proc.stderr
     assert "Traceback" not in proc.stderr and "FAILED" not in proc.stderr
     assert not (tmp_path / "s.db").exists()
+
+
+_KEEP_WORKER = """
+import argparse, json, sys
+from ccltune.cli import _common
+from ccltune import collectives, types
+from ccltune.measure import sweep as S
+ctx = _common.join("gloo", 60)
+eng = _common.make_engine("gloo", ctx, argparse.Namespace())
+s = S.SweepSettings(dtype=types.dtype("float"), op="sum", reps=2, graph=False, target_us=100, max_iters=5,
+                    warmup=1, timeout_s=60)
+keep = S.BufferCache()
+out = []
+for name in ("all_gather", "all_reduce"):
+    coll = collectives.select([name])[0]
+    for _ in range(3):  # the same size three times, as the model's later rounds visit it again
+        out += [(name, m.status, m.wrong) for m in S.measure_size(eng, coll, 4096, [None], [dict(config="default")],
+                                                                 s, keep=keep)]
+    out.append((name, "kept", len(keep)))
+    keep.clear()
+if ctx.rank == 0:
+    print(json.dumps({"rows": out, "counts": dict(s.clock.counts)}))
+ctx.close()
+"""
+
+
+def test_kept_buffers_are_allocated_and_filled_once_and_stay_correct(tmp_path):
+    # measure_size with a BufferCache: a size measured again reuses its buffers; an out-of-place input
+    # (all_gather) is written once and every later check still finds every element right; an in-place
+    # one (gloo's all_reduce) is written again each time (the call overwrote it)
+    script = tmp_path / "keep.py"
+    script.write_text(_KEEP_WORKER)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(script)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    rows = [tuple(r) for r in got["rows"]]
+    assert rows.count(("all_gather", "ok", 0)) == 6 and rows.count(("all_reduce", "ok", 0)) == 6
+    assert ("all_gather", "kept", 1) in rows and ("all_reduce", "kept", 1) in rows
+    assert got["counts"]["allocation"] == 2  # one per collective, not one per visit
+    assert got["counts"]["fill"] == 1 + 3  # all_gather once; all_reduce (in place) every visit

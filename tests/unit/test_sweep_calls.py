@@ -1,6 +1,6 @@
 """One call count per size for every configuration of a side-by-side measurement."""
 
-from ccltune.measure.sweep import SweepSettings, calls_per_replay, iters_for
+from ccltune.measure.sweep import Clock, SweepSettings, calls_per_replay, iters_for
 from ccltune.types import dtype
 
 
@@ -22,3 +22,21 @@ def test_the_count_stays_within_one_and_max_iters():
     assert calls_per_replay([1.0, 2.0], s) == 100
     assert calls_per_replay([5000.0, 9000.0], s) == 1
     assert calls_per_replay([], s) == 1
+
+
+def test_clock_sums_phases_and_lists_sub_phases_without_counting_them_twice():
+    c = Clock()
+    with c("timed"):
+        pass
+    c.add("timed", 2.0, 3)
+    c.add("capture", 1.0, 2)
+    c.add("communicator init", 0.5, 4, part_of="capture")
+    c.add("communicator abort", 0.25, 1, part_of="first call and warm-up")
+    assert c.counts["timed"] == 4 and 2.0 <= c.seconds["timed"] < 2.1
+    line = c.line(10.0)
+    assert line.startswith("10.0 s: timed 2.0 s (4), capture 1.0 s (2) [communicator init 0.5 s (4)], ")
+    assert "communicator abort 0.2 s (1)" in line or "communicator abort 0.3 s (1)" in line
+    # other = total - top-level phases only (7.0), the sub-phases are inside them
+    assert line.endswith("other 7.0 s")
+    summary = c.summary()
+    assert list(summary)[0] == "timed" and summary["communicator init"]["part_of"] == "capture"

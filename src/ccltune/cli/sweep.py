@@ -7,6 +7,8 @@ import json
 import os
 import sys
 import tempfile
+import time
+from dataclasses import replace
 from typing import Any
 
 from ccltune import collectives, environment, types
@@ -134,6 +136,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
     from ccltune.engines.nccl import CommConfig
     from ccltune.tune import model
 
+    t_start = time.perf_counter()
     ctx = _common.join(engine_name, args.timeout)
     _common.quiet_other_ranks(ctx)
     _common.apply_virtual_nodes(ctx, args.virtual_nodes)
@@ -142,6 +145,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
     settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
                                graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
                                warmup=args.warmup_iters, timeout_s=args.timeout)
+    settings.clock.add("start-up", time.perf_counter() - t_start)  # rendezvous, CUDA, NCCL library
     configs = {c: CommConfig(c.algo, c.proto, c.channels, twin=c.twin) for c in cands}
     store = Store(args.db) if ctx.is_root else None
     run_id, done = _open_run(store, args, ctx, engine, engine_name)
@@ -156,6 +160,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
             for coll in colls:
                 rows_so_far = [m for m in (store.measurements(run_id, collective=coll.name) if store else [])]
                 refused: S.Refused = {}  # NCCL refuses a forced candidate per collective, not per size
+                keep = S.BufferCache() if args.mode == "model" else None  # sizes are visited again in later rounds
                 # the model plans in the sizes the rows are stored under (the layout may round them)
                 requested: dict[int, int] = {}
                 for s in sizes:
@@ -164,7 +169,9 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                         else {s: None for s in sizes})
                 if any((coll.name, s, c.label) not in done for s in requested for c in cands):
                     progress.step(f"{coll.name} {min(sizes)} B (warm-up, not stored)", advance=0)
-                    S.warm_collective(engine, coll, min(sizes), [configs[c] for c in cands], settings, refused)
+                    with settings.clock("warm-up"):
+                        S.warm_collective(engine, coll, min(sizes), [configs[c] for c in cands],
+                                          replace(settings, clock=S.Clock()), refused)
                 while todo:
                     for size, want in todo.items():
                         chosen = [c for c in cands if want is None or c in want]
@@ -175,7 +182,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                             continue
                         labels = [dict(algo=c.algo, proto=c.proto, channels=c.channels, config=c.label) for c in chosen]
                         rows = S.measure_size(engine, coll, size, [configs[c] for c in chosen], labels, settings,
-                                              refused)
+                                              refused, keep)
                         if store is not None:
                             store.add_measurements(run_id, rows)
                             rows_so_far.extend(rows)
@@ -183,13 +190,16 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                     if args.mode != "model":
                         break
                     # every rank must plan the same next step: rank 0 plans, the others follow
-                    plan = model.plan_refine(rows_so_far, list(requested)) if ctx.is_root else None
-                    blob = json.dumps({str(s): (None if c is None else [x.label for x in c])
-                                       for s, c in plan.items()}).encode() if plan is not None else None
-                    decoded = json.loads(ctx.broadcast_bytes(blob, "sweep plan"))
+                    with settings.clock("planning"):
+                        plan = model.plan_refine(rows_so_far, list(requested)) if ctx.is_root else None
+                        blob = json.dumps({str(s): (None if c is None else [x.label for x in c])
+                                           for s, c in plan.items()}).encode() if plan is not None else None
+                        decoded = json.loads(ctx.broadcast_bytes(blob, "sweep plan"))
                     by_label = {c.label: c for c in cands}
                     todo = {requested[int(s)]: (None if v is None else [by_label[x] for x in v if x in by_label])
                             for s, v in decoded.items()}
+                if keep is not None:
+                    keep.clear()
             status = "complete"
     except KeyboardInterrupt as exc:
         code = _common.interrupted(ctx, exc, f"sweep interrupted; {n_rows} rows kept in {args.db}; "
@@ -198,16 +208,24 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
         return code
     finally:
         progress.close()
-        engine.close()
+        clock = settings.clock
+        for what, (secs, count) in getattr(engine, "comm_time", {}).items():
+            if count:
+                clock.add(f"communicator {what}", secs, count, part_of="first call and warm-up")
+        with clock("teardown"):
+            engine.close()
+        wall = time.perf_counter() - t_start
         if store is not None and run_id is not None:
             store.finish_run(run_id, status, {"rows": n_rows, "mode": args.mode,
-                                              "virtual_nodes": args.virtual_nodes})
+                                              "virtual_nodes": args.virtual_nodes,
+                                              "wall_s": round(wall, 3), "time": clock.summary()})
             store.close()
         if status == "complete":
             ctx.close()
     if ctx.is_root:
         print(f"ccltune sweep: run {run_id} complete, {n_rows} rows in {args.db}; next: "
               f"ccltune tune --db {args.db} --runs {run_id} --out rules.conf")
+        print(f"ccltune sweep: time on rank 0, {clock.line(wall)}")
     return 0
 
 

@@ -91,6 +91,11 @@ class Engine:
     def drop_comm(self, config: Any, abort: bool = False) -> None:
         """Forget the communicator of ``config`` (engines that keep several)."""
 
+    def park_comm(self, config: Any) -> None:
+        """Forget the communicator of ``config`` after NCCL refused a call on it on this rank (nothing
+        was enqueued): the default drops it as :meth:`drop_comm` does."""
+        self.drop_comm(config, abort=True)
+
     def time_point(self, pt: Point, bufs: Buffers) -> float:
         """Seconds per call on this rank."""
         raise NotImplementedError

@@ -23,6 +23,7 @@ class Buffers:
     # nccl-tests' calls step through its buffers of the largest size (steps 1: always the start)
     shift_bytes: int = 0
     steps: int = 1
+    filled: bool = False  # the input holds exact values (an out-of-place call never writes it)
 
     def shift(self, i: int) -> int:
         return self.shift_bytes * (i % self.steps)
