@@ -412,6 +412,14 @@ phase_sweeptime() {  # the exhaustive sweep on all GPUs with the time by phase (
   timeout -k 5 300 python3 -m ccltune sweep -b 8 -e 1G -f 2 --reps 5 --nproc $NGPU --db "$D" > "$OUT/xsweep$NGPU.txt" 2>&1
   echo "sweep rc=$? at $(( $(date +%s) - t0 ))s"; tail -2 "$OUT/xsweep$NGPU.txt"; pack
 }
+phase_startup() {  # where a command's start-up goes: the torch import, CUDA's first call, torchrun, a whole tiny bench
+  step "start-up costs"
+  for c in "import torch" "import torch; torch.cuda.is_available(); torch.cuda.device_count()" "import ccltune.cli"; do
+    local s=$(date +%s%N); python3 -c "$c"; echo "$(( ($(date +%s%N) - s) / 1000000 )) ms: python3 -c '$c'"
+  done
+  local s=$(date +%s%N); python3 -m torch.distributed.run --help > /dev/null; echo "$(( ($(date +%s%N) - s) / 1000000 )) ms: torchrun --help"
+  ct 60 bench all_reduce -b 8 -e 8 -n 5 --nproc $NGPU --db "$OUT/startup.db" | tail -1
+}
 phase_loop4() { mflow $NGPU; NO_VERIFY=1 flow $NGPU 590; }  # both flows on all GPUs, with the pruning round
 phase_flows2() { mflow 2; NO_VERIFY=1 flow 2 400; }  # the model-guided and the exhaustive flow on 2 GPUs
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }
