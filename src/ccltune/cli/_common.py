@@ -86,14 +86,9 @@ BUFFERS = ("ncclmem", "ncclmem-max", "torch")
 
 
 def gpu_count() -> int:
-    try:
-        import torch
-    except ImportError:
-        return 0
-    try:
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:  # noqa: BLE001
-        return 0
+    from ccltune.gpus import visible_count
+
+    return visible_count()
 
 
 def resolve_engine(args: argparse.Namespace) -> tuple[str, str | None]:

@@ -11,11 +11,6 @@ ENGINES = ("nccl", "torch", "gloo")
 
 
 def default_engine() -> str:
-    try:
-        import torch
+    from ccltune.gpus import visible_count
 
-        if torch.cuda.is_available() and torch.cuda.device_count() > 0:
-            return "nccl"
-    except ImportError:
-        pass
-    return "gloo"
+    return "nccl" if visible_count() > 0 else "gloo"
