@@ -118,8 +118,8 @@ KEEP_MAX_BYTES = 64 << 20  # BufferCache keeps sizes up to this (the larger ones
 class BufferCache(dict):
     """Buffers kept between visits of one collective's sizes (``ccltune sweep --mode model``
     measures a size again in later rounds): an allocation from ncclMemAlloc took 19 ms on 4 H200s.
-    Keyed by (size in bytes, in place); sizes above KEEP_MAX_BYTES are not kept. Clear it
-    when the collective changes."""
+    Keyed by (collective, size in bytes, in place); sizes above KEEP_MAX_BYTES are not kept. Clear
+    it when the collective changes (its buffers are not used again)."""
 
 
 def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any], labels: Sequence[dict[str, Any]],
@@ -155,7 +155,7 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
     if reason:
         return [row(i, "waived", note=reason) for i in range(len(configs))]
     clock = s.clock
-    key = (lay.size_bytes, base.in_place)
+    key = (coll.name, lay.size_bytes, base.in_place)
     bufs = keep.get(key) if keep is not None else None
     if bufs is None:
         with clock("allocation"):
