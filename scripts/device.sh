@@ -420,6 +420,16 @@ phase_startup() {  # where a command's start-up goes: the torch import, CUDA's f
   local s=$(date +%s%N); python3 -m torch.distributed.run --help > /dev/null; echo "$(( ($(date +%s%N) - s) / 1000000 )) ms: torchrun --help"
   ct 60 bench all_reduce -b 8 -e 8 -n 5 --nproc $NGPU --db "$OUT/startup.db" | tail -1
 }
+phase_gpuall() {  # every GPU test, and the parent's GPU count (no torch) against torch's
+  step "GPU count without torch"
+  for v in unset 0 1 0,5 "" ; do
+    if [ "$v" = unset ]; then E=""; else E="CUDA_VISIBLE_DEVICES=$v"; fi
+    echo "CUDA_VISIBLE_DEVICES=${v}: $(env $E python3 -c 'import sys; from ccltune import gpus; n = gpus.visible_count(); print(n, "torch imported" if "torch" in sys.modules else "no torch")') / torch: $(env $E python3 -c 'import torch; print(torch.cuda.device_count())')"
+  done
+  timeout 60 python3 -m pytest -q -p no:cacheprovider tests/unit/test_gpus.py 2>&1 | tail -1
+  step "pytest -m gpu tests/gpu"
+  timeout 420 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider > "$OUT/gpu-all.txt" 2>&1; echo "rc=$?"; tail -5 "$OUT/gpu-all.txt"; pack
+}
 phase_loop4() { mflow $NGPU; NO_VERIFY=1 flow $NGPU 590; }  # both flows on all GPUs, with the pruning round
 phase_flows2() { mflow 2; NO_VERIFY=1 flow 2 400; }  # the model-guided and the exhaustive flow on 2 GPUs
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }

@@ -209,11 +209,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
     finally:
         progress.close()
         clock = settings.clock
-        for what, (secs, count) in getattr(engine, "comm_time", {}).items():
-            if count:
-                clock.add(f"communicator {what}", secs, count, part_of="first call and warm-up")
-        with clock("teardown"):
-            engine.close()
+        S.close_timed(engine, clock)
         wall = time.perf_counter() - t_start
         if store is not None and run_id is not None:
             store.finish_run(run_id, status, {"rows": n_rows, "mode": args.mode,

@@ -7,6 +7,8 @@ import json
 import os
 import sys
 import tempfile
+import time
+from dataclasses import replace
 from typing import Any
 
 from ccltune import collectives, environment, rules, types
@@ -102,6 +104,7 @@ def _plugin_or_error() -> None:
 def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     from ccltune.engines.nccl import DEFAULT, CommConfig
 
+    t_start = time.perf_counter()
     ctx = _common.join("nccl", args.timeout)
     _common.quiet_other_ranks(ctx)
     _common.apply_virtual_nodes(ctx, args.virtual_nodes)  # as the sweep whose rules are validated
@@ -157,7 +160,9 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
             for coll in colls:
                 if ctx.is_root:
                     print(f"validate: {coll.name} {min(sizes)} B (warm-up, not stored)", file=sys.stderr, flush=True)
-                S.warm_collective(engine, coll, min(sizes), configs + list(arm_configs.values()), settings)
+                with settings.clock("warm-up"):
+                    S.warm_collective(engine, coll, min(sizes), configs + list(arm_configs.values()),
+                                      replace(settings, clock=S.Clock()))
                 for size in sizes:
                     measure(coll, size)
             if store is not None:
@@ -183,7 +188,8 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
         status = "interrupted"
         return code
     finally:
-        engine.close()
+        S.close_timed(engine, settings.clock)
+        wall = time.perf_counter() - t_start
         if store is not None and status != "complete":
             store.finish_run(run_id, status, {"rows": len(rows)})
         if status == "complete":
@@ -196,11 +202,13 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     cap = C.capture(rows) if arms else None
     if cap is not None:
         summary["capture"] = cap.to_dict()
+    summary.update(wall_s=round(wall, 3), time=settings.clock.summary())
     store.finish_run(run_id, "complete", summary)
     store.close()
     _print(result, args)
     if cap is not None:
         _print_capture(cap, args.best_from)
+    print(f"# time on rank 0: {settings.clock.line(wall)}")
     if args.json:
         write_text(args.json, json.dumps(summary, indent=1, default=str), flag="--json")
     if args.junit:

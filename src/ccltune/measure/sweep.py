@@ -84,6 +84,16 @@ class Clock:
         return f"{total_s:.1f} s: " + ", ".join(out + [f"other {max(0.0, rest):.1f} s"])
 
 
+def close_timed(engine: Any, clock: Clock) -> None:
+    """Close ``engine`` under ``teardown``, after adding its communicator inits and aborts (inside
+    other phases) to ``clock``."""
+    for what, (secs, count) in getattr(engine, "comm_time", {}).items():
+        if count:
+            clock.add(f"communicator {what}", secs, count, part_of="first call and warm-up")
+    with clock("teardown"):
+        engine.close()
+
+
 @dataclass
 class SweepSettings:
     dtype: DType
