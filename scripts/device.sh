@@ -204,7 +204,7 @@ mflow() {  # mflow NGPUS: the model-guided flow, its validate with the sweep's b
   local n=$1 D="$OUT/model$1.db" t0=$(date +%s)
   local V=""; [ "$n" != "$NGPU" ] && V="CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1)))"
   step "model-guided flow on $n GPUs"
-  env $V timeout -k 5 300 python3 -m ccltune sweep --mode model -b 8 -e 1G -f 2 --reps 5 --nproc $n --db "$D" > "$OUT/msweep$n.txt" 2>&1; echo "sweep rc=$? at $(( $(date +%s) - t0 ))s"
+  env $V timeout -k 5 300 python3 -m ccltune sweep --mode model ${SWEEP_EXTRA:-} -b 8 -e 1G -f 2 --reps 5 --nproc $n --db "$D" > "$OUT/msweep$n.txt" 2>&1; echo "sweep rc=$? at $(( $(date +%s) - t0 ))s"
   tail -3 "$OUT/msweep$n.txt"
   python3 -m ccltune tune --db "$D" --out "$OUT/mrules$n.conf" > "$OUT/mtune$n.txt" 2>&1; echo "tune rc=$?"; tail -8 "$OUT/mtune$n.txt"; grep -v "^#" "$OUT/mrules$n.conf"
   env $V timeout -k 5 240 python3 -m ccltune validate "$OUT/mrules$n.conf" -b 8 -e 1G -f 2 --reps 7 --best-from "$D" --nproc $n --db "$D" --json "$OUT/mvalidate$n.json" > "$OUT/mvalidate$n.txt" 2>&1
@@ -430,6 +430,12 @@ phase_gpuall() {  # every GPU test, and the parent's GPU count (no torch) agains
   step "pytest -m gpu tests/gpu"
   timeout 420 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider > "$OUT/gpu-all.txt" 2>&1; echo "rc=$?"; tail -5 "$OUT/gpu-all.txt"; pack
 }
+phase_grid() {  # both flows over the whole algorithm x protocol x channels grid (sweep --grid full), and its GPU test
+  step "GPU test of --grid full"
+  timeout 120 python3 -m pytest -m gpu tests/gpu/test_bench_gpu.py -k full_grid -q -p no:cacheprovider 2>&1 | tail -2
+  export SWEEP_EXTRA="--grid full" NO_VERIFY=1
+  mflow $NGPU; flow $NGPU 590
+}
 phase_loop4() { mflow $NGPU; NO_VERIFY=1 flow $NGPU 590; }  # both flows on all GPUs, with the pruning round
 phase_flows2() { mflow 2; NO_VERIFY=1 flow 2 400; }  # the model-guided and the exhaustive flow on 2 GPUs
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }
@@ -437,7 +443,7 @@ flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five
   local n=$1 lim=$2 D="$OUT/tune$1.db" t0=$(date +%s)
   local V=""; [ "$n" != "$NGPU" ] && V="CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1)))"
   step "flow on $n GPUs: sweep, tune, validate (limit ${lim}s)"
-  env $V timeout -k 5 $lim python3 -m ccltune sweep -b 8 -e 1G -f 2 --reps 5 --nproc $n --db "$D" > "$OUT/sweep$n.txt" 2>&1; echo "sweep rc=$? at $(( $(date +%s) - t0 ))s"
+  env $V timeout -k 5 $lim python3 -m ccltune sweep ${SWEEP_EXTRA:-} -b 8 -e 1G -f 2 --reps 5 --nproc $n --db "$D" > "$OUT/sweep$n.txt" 2>&1; echo "sweep rc=$? at $(( $(date +%s) - t0 ))s"
   tail -2 "$OUT/sweep$n.txt"
   python3 -m ccltune tune --db "$D" --out "$OUT/rules$n.conf" > "$OUT/tune$n.txt" 2>&1; echo "tune rc=$? at $(( $(date +%s) - t0 ))s"
   tail -12 "$OUT/tune$n.txt"; grep -v "^#" "$OUT/rules$n.conf"

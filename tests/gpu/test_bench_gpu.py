@@ -99,6 +99,26 @@ def test_sweep_tries_a_refused_candidate_once_per_collective(tmp_path, n_gpus):
     assert "not tried again" not in rows[0][2] and all("not tried again" in r[2] for r in rows[1:])
 
 
+def test_full_grid_measures_pairs_with_channel_counts_and_skips_a_refused_pairs(tmp_path, n_gpus):
+    import sqlite3
+
+    db = tmp_path / "s.db"
+    proc = ccltune("sweep", "broadcast", "-b", "64K", "-e", "128K", "-f", "2", "--algos", "tree,ring", "--protos",
+                   "ll128", "--channels", "8", "--grid", "full", "--reps", "2", "--nproc", str(n_gpus), "--db", str(db))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = sqlite3.connect(db).execute("select config, status, note, wrong from measurements").fetchall()
+    by = {}
+    for config, status, note, wrong in rows:
+        by.setdefault(config, []).append((status, note, wrong))
+    assert set(by) == {"default", "default-twin", "tree/ll128/default", "ring/ll128/default", "default/default/8",
+                       "tree/ll128/8", "ring/ll128/8"}
+    assert all(st == "ok" and w == 0 for st, _, w in by["ring/ll128/8"]) and len(by["ring/ll128/8"]) == 4
+    # broadcast has no tree: the pair is refused once, and its channel count is never tried
+    assert all(st == "unavailable" for st, _, _ in by["tree/ll128/8"] + by["tree/ll128/default"])
+    assert all("the tree/ll128/default pair" in note for _, note, _ in by["tree/ll128/8"])
+    assert "communicator abort" not in proc.stdout  # a refused communicator is set aside, not aborted
+
+
 def test_plugin_verify_sees_a_forced_rule_in_nccls_log(tmp_path, n_gpus):
     rules = tmp_path / "r.conf"
     rules.write_text("allreduce,1M,1M,ring,ll,-1,-1,-1\nallreduce,4M,4M,default,default,2,-1,-1\n")

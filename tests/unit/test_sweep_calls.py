@@ -40,3 +40,32 @@ def test_clock_sums_phases_and_lists_sub_phases_without_counting_them_twice():
     assert line.endswith("other 7.0 s")
     summary = c.summary()
     assert list(summary)[0] == "timed" and summary["communicator init"]["part_of"] == "capture"
+
+
+def test_the_full_grid_adds_every_pair_with_every_channel_count_after_the_pairs():
+    import argparse
+
+    from ccltune.cli.sweep import candidates
+
+    def labels(grid):
+        return [c.label for c in candidates(argparse.Namespace(algos="tree,ring", protos="ll,simple",
+                                                               channels="4,8", grid=grid))]
+
+    axes, full = labels("axes"), labels("full")
+    assert axes == ["default", "tree/ll/default", "tree/simple/default", "ring/ll/default", "ring/simple/default",
+                    "default/default/4", "default/default/8"]
+    assert full[:len(axes)] == axes and len(full) == len(axes) + 2 * 2 * 2
+    assert full[len(axes):] == ["tree/ll/4", "tree/ll/8", "tree/simple/4", "tree/simple/8",
+                                "ring/ll/4", "ring/ll/8", "ring/simple/4", "ring/simple/8"]
+
+
+def test_a_refused_pair_stands_for_its_channel_counts():
+    from ccltune.engines.nccl import CommConfig
+    from ccltune.measure.sweep import _pair
+
+    assert _pair(CommConfig("tree", "ll", 16)) == CommConfig("tree", "ll")
+    assert _pair(CommConfig(None, "ll128", 8)) == CommConfig(None, "ll128")
+    # NCCL's own pair with a channel count, a pair at NCCL's count, the default: nothing stands for them
+    assert _pair(CommConfig(None, None, 16)) is None
+    assert _pair(CommConfig("ring", "ll")) is None
+    assert _pair(CommConfig()) is None and _pair(None) is None

@@ -235,3 +235,19 @@ def test_refine_climbs_the_channel_counts_from_the_winner():
     # 8 channels win by more: the climb goes on to 4; 32 lost, nothing past it to ask for
     rows += _rows({DEFAULT: {4 * MB: 100.0}, c8: {4 * MB: 80.0}, C32: {4 * MB: 105.0}})
     assert c4 in plan_refine(rows, FIVE).get(4 * MB, [])
+
+
+def test_refine_climbs_a_forced_pairs_channel_counts_from_both_ends():
+    # sweep --grid full: ring/LL128 at NCCL's channel count wins at 4 MB; its family's lowest and highest
+    # counts are asked for there (not the middle ones, not another family's), then the climb goes on
+    pair = Candidate("ring", "ll128")
+    r4, r8, r16, r32 = (Candidate("ring", "ll128", n) for n in (4, 8, 16, 32))
+    s8 = Candidate("ring", "simple", 8)
+    dflt = {s: 100.0 for s in FIVE}
+    ends = {1 * MB: 120.0, 16 * MB: 120.0}
+    rows = _rows({DEFAULT: dflt, pair: {1 * MB: 120.0, 4 * MB: 80.0, 16 * MB: 120.0},
+                  r4: ends, r8: ends, r16: ends, r32: ends, s8: ends})
+    at4 = plan_refine(rows, FIVE)[4 * MB]
+    assert r4 in at4 and r32 in at4 and r8 not in at4 and r16 not in at4 and s8 not in at4
+    rows += _rows({DEFAULT: {4 * MB: 100.0}, r4: {4 * MB: 130.0}, r32: {4 * MB: 75.0}})
+    assert r16 in plan_refine(rows, FIVE).get(4 * MB, [])  # 32 won: its next count down

@@ -22,6 +22,7 @@ from ccltune.tune.derive import TWIN, Candidate
 ALGOS = ("tree", "ring", "pat", "collnetdirect", "collnetchain", "nvls", "nvlstree")
 PROTOS = ("ll", "ll128", "simple")
 MODES = ("exhaustive", "model")
+GRIDS = ("axes", "full")
 
 
 def register(sub: Any) -> None:
@@ -41,6 +42,10 @@ def register(sub: Any) -> None:
     p.add_argument("--protos", default="ll,ll128,simple", help="protocols to force (NCCL_PROTO names)")
     p.add_argument("--channels", default="4,8,16,32",
                    help="channel counts to try with NCCL's algorithm/protocol ('' for none)")
+    p.add_argument("--grid", choices=GRIDS, default="axes",
+                   help="axes: each algorithm x protocol pair with NCCL's channel count, and each channel count "
+                        "with NCCL's algorithm and protocol; full: also every algorithm x protocol x channel count "
+                        "(about 3x the points)")
     p.add_argument("--reps", type=int, default=5, help="timed rounds per point (noise is estimated from them)")
     p.add_argument("--target-us", type=float, default=1000.0, help="length of one timed replay")
     p.add_argument("--max-iters", type=int, default=100, help="most calls in one replay")
@@ -81,6 +86,8 @@ def candidates(args: argparse.Namespace) -> list[Candidate]:
     out = [Candidate()]
     out += [Candidate(a, p, None) for a in algos for p in protos]
     out += [Candidate(None, None, c) for c in chans]
+    if getattr(args, "grid", "axes") == "full":  # each pair before its channel counts: a refused pair refuses them
+        out += [Candidate(a, p, c) for a in algos for p in protos for c in chans]
     return out
 
 

@@ -184,6 +184,11 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
     wrong: dict[int, int] = {}
     est: dict[int, float] = {}
     for i, cfg in enumerate(configs):
+        pair = _pair(cfg)
+        if refused is not None and cfg not in refused and pair in refused:
+            # NCCL refused the algorithm/protocol pair: no channel count makes it available
+            note, at = refused[pair]
+            refused[cfg] = (f"{note} (the {pair.label} pair)", at)
         if refused is not None and cfg in refused:
             note, at = refused[cfg]
             # at the size it was refused at (the warm-up's size), the row says NCCL's own message
@@ -230,6 +235,14 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
             rows.append(row(i, "ok", time_us=t * 1e6, wrong=int(w), rep=rep))
     graphs.clear()
     return rows
+
+
+def _pair(cfg: Any) -> Any:
+    """The configuration that forces ``cfg``'s algorithm/protocol pair with NCCL's channel count (None when
+    ``cfg`` forces no pair or no channel count)."""
+    if getattr(cfg, "channels", None) and (getattr(cfg, "algo", None) or getattr(cfg, "proto", None)):
+        return replace(cfg, channels=None)
+    return None
 
 
 def warm_collective(engine: Any, coll: Collective, size: int, configs: Sequence[Any], s: SweepSettings,

@@ -220,6 +220,29 @@ def predict(cand: Candidate, points: Mapping[int, PointStats], default: Mapping[
     return p
 
 
+def _siblings(c: Candidate, configs: Iterable[Candidate]) -> set[Candidate]:
+    """The configurations to try next beside ``c`` where ``c`` beats the default: the same algorithm and
+    protocol choice (a family) with the next lower and next higher channel counts of ``c``'s, and, for a
+    family's NCCL-chosen count, its lowest and highest counts.
+
+    A channel count that beats NCCL says NCCL's choice of channels is off at this size; the neighbouring
+    counts (which no trend predicts: 2-GPU broadcast at 8-16 KB, 8, 16 and 32 channels all 8-10% under
+    the default, 8 the fastest) may beat it more. One that does is a win here too and asks for its own
+    next count in the next round: a climb along the counts, not all of them at once (on the H200 data:
+    the same decisions with 0-13% fewer points). A forced algorithm/protocol winning at NCCL's count
+    (``sweep --grid full``) starts the climb from both ends of its family's counts."""
+    family = sorted({o.channels for o in configs if (o.algo, o.proto) == (c.algo, c.proto) and o.channels
+                     and not o.twin})
+    if not family:
+        return set()
+    if c.channels is None:
+        steps = {family[0], family[-1]}
+    else:
+        k = family.index(c.channels)
+        steps = {family[j] for j in (k - 1, k + 1) if 0 <= j < len(family)}
+    return {o for o in configs if (o.algo, o.proto) == (c.algo, c.proto) and o.channels in steps and not o.twin}
+
+
 def _group_key(row: Mapping[str, Any]) -> tuple[str, int, int]:
     return (row["collective"], int(row["n_ranks"]), int(row.get("n_nodes") or 1))
 
@@ -288,18 +311,9 @@ def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin
                 for n in near:
                     if (n, c) not in tried:
                         want[n].add(c)
-            if (s, c) in wins and c.algo is None and c.proto is None and c.channels:
-                # a channel count beats NCCL here: its choice of channels is off at this size, and
-                # the next lower and next higher counts (which the trend of their own ratios may not
-                # predict) may beat it more; one that does is a win here too, so its own next count
-                # is asked for in the next round: a climb along the counts, not all of them at once
-                counts = sorted({o.channels for o in configs if o.algo is None and o.proto is None and o.channels})
-                k = counts.index(c.channels)
-                steps = {counts[j] for j in (k - 1, k + 1) if 0 <= j < len(counts)}
-                others = {o for o in configs if o.algo is None and o.proto is None and o.channels in steps
-                          and (s, o) not in tried}
-                if others:
-                    want[s] |= others
+            others = {o for o in _siblings(c, configs) if (s, o) not in tried} if (s, c) in wins else set()
+            if others:
+                want[s] |= others
     # The A/A twin where a decision may hinge on it: derive's margin at a size is at least the
     # largest A/A gap of that size and its neighbours, so the gap matters only around a size where
     # a candidate beats the default before that gap is counted.
