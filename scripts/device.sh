@@ -409,7 +409,7 @@ phase_failnproc() {  # a validate FAIL under --nproc: exit code 1 from ccltune, 
 phase_sweeptime() {  # the exhaustive sweep on all GPUs with the time by phase (the model's is in mflow)
   local D="$OUT/xsweep$NGPU.db" t0=$(date +%s)
   step "exhaustive sweep on $NGPU GPUs, time by phase"
-  timeout -k 5 300 python3 -m ccltune sweep -b 8 -e 1G -f 2 --reps 5 --nproc $NGPU --db "$D" > "$OUT/xsweep$NGPU.txt" 2>&1
+  timeout -k 5 300 python3 -m ccltune sweep ${SWEEP_EXTRA:-} -b 8 -e 1G -f 2 --reps 5 --nproc $NGPU --db "$D" > "$OUT/xsweep$NGPU.txt" 2>&1
   echo "sweep rc=$? at $(( $(date +%s) - t0 ))s"; tail -2 "$OUT/xsweep$NGPU.txt"; pack
 }
 phase_startup() {  # where a command's start-up goes: the torch import, CUDA's first call, torchrun, a whole tiny bench
