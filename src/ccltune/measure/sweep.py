@@ -37,12 +37,13 @@ from ccltune.types import DType
 class Clock:
     """Where a sweep's (or validate's) wall time goes, by phase (seconds, this rank's host clock).
 
-    Phases: ``first call`` (a configuration's first call at a size, which makes its communicator
-    the first time: NCCL's init, and for a refused configuration the init and the abort),
-    ``allocation``, ``check`` (fill, call, compare), ``estimate`` (warm-up calls and the one-call
+    Phases of :func:`measure_size`: ``allocation``, ``fill`` (the exact inputs, once a size),
+    ``first call`` (a configuration's first call at a size; the first one makes its communicator),
+    ``check`` (poison the output, call, compare), ``estimate`` (warm-up calls and the one-call
     estimate), ``capture`` (the CUDA graph of the timed calls), ``timed`` (the replays, with their
-    barriers and the exchange of times), ``planning`` (the model's next step); what the caller
-    times itself goes under its own name. ``counts`` are how often each phase ran."""
+    barriers and the exchange of times). Callers add their own (``warm-up``, ``planning``,
+    ``start-up``, ``teardown``) and sub-phases timed elsewhere (:meth:`add`, e.g. communicator
+    inits). ``counts`` are how often each phase ran."""
 
     seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -127,7 +128,7 @@ KEEP_MAX_BYTES = 64 << 20  # BufferCache keeps sizes up to this (the larger ones
 
 class BufferCache(dict):
     """Buffers kept between visits of one collective's sizes (``ccltune sweep --mode model``
-    measures a size again in later rounds): an allocation from ncclMemAlloc took 19 ms on 4 H200s.
+    measures a size again in later rounds): an allocation from ncclMemAlloc took 20 ms on 4 H200s.
     Keyed by (collective, size in bytes, in place); sizes above KEEP_MAX_BYTES are not kept. Clear
     it when the collective changes (its buffers are not used again)."""
 
