@@ -221,7 +221,7 @@ def predict(cand: Candidate, points: Mapping[int, PointStats], default: Mapping[
 
 
 def _siblings(c: Candidate, configs: Iterable[Candidate]) -> set[Candidate]:
-    """The configurations to try next beside ``c`` where ``c`` beats the default: the same algorithm and
+    """Among ``configs`` (the forced candidates: neither the default nor its twin), the configurations to try next beside ``c`` where ``c`` beats the default: the same algorithm and
     protocol choice (a family) with the next lower and next higher channel counts of ``c``'s, and, for a
     family's NCCL-chosen count, its lowest and highest counts.
 
@@ -231,8 +231,7 @@ def _siblings(c: Candidate, configs: Iterable[Candidate]) -> set[Candidate]:
     next count in the next round: a climb along the counts, not all of them at once (on the H200 data:
     the same decisions with 0-13% fewer points). A forced algorithm/protocol winning at NCCL's count
     (``sweep --grid full``) starts the climb from both ends of its family's counts."""
-    family = sorted({o.channels for o in configs if (o.algo, o.proto) == (c.algo, c.proto) and o.channels
-                     and not o.twin})
+    family = sorted({o.channels for o in configs if (o.algo, o.proto) == (c.algo, c.proto) and o.channels})
     if not family:
         return set()
     if c.channels is None:
@@ -240,7 +239,7 @@ def _siblings(c: Candidate, configs: Iterable[Candidate]) -> set[Candidate]:
     else:
         k = family.index(c.channels)
         steps = {family[j] for j in (k - 1, k + 1) if 0 <= j < len(family)}
-    return {o for o in configs if (o.algo, o.proto) == (c.algo, c.proto) and o.channels in steps and not o.twin}
+    return {o for o in configs if (o.algo, o.proto) == (c.algo, c.proto) and o.channels in steps}
 
 
 def _group_key(row: Mapping[str, Any]) -> tuple[str, int, int]:
