@@ -436,6 +436,15 @@ phase_grid() {  # both flows over the whole algorithm x protocol x channels grid
   export SWEEP_EXTRA="--grid full" NO_VERIFY=1
   mflow $NGPU; flow $NGPU 590
 }
+phase_gridmem() {  # peak GPU memory of an all_reduce sweep, 8 B-1 GB, on the axes and on the full grid
+  for g in axes full; do
+    step "GPU memory, sweep all_reduce --grid $g"
+    nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 250 > "$OUT/mem-$g.csv" 2>/dev/null & local mon=$!
+    ct 200 sweep all_reduce -b 8 -e 1G -f 2 --reps 3 --grid $g --nproc $NGPU --db "$OUT/mem-$g.db" | tail -1
+    kill $mon; sleep 0.5
+    echo "peak MiB per GPU: $(awk -F', ' '{if ($2 > m[$1]) m[$1] = $2} END {for (i in m) printf "%s:%s ", i, m[i]}' "$OUT/mem-$g.csv")"
+  done; pack
+}
 phase_loop4() { mflow $NGPU; NO_VERIFY=1 flow $NGPU 590; }  # both flows on all GPUs, with the pruning round
 phase_flows2() { mflow 2; NO_VERIFY=1 flow 2 400; }  # the model-guided and the exhaustive flow on 2 GPUs
 pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }
