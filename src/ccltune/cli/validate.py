@@ -115,6 +115,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
                                graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
                                warmup=args.warmup_iters, timeout_s=args.timeout)
+    settings.clock.add("start-up", time.perf_counter() - t_start)  # rendezvous, CUDA, NCCL library
     configs = [DEFAULT, CommConfig(rules_file=os.path.abspath(args.rules))]
     labels = [dict(config="default"), dict(config="rules")]
     env = (environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine="nccl",

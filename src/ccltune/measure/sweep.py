@@ -209,6 +209,9 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
                 wrong[i] = _check(engine, pt, bufs, lay, s) if s.check else 0
             with clock("estimate"):
                 est[i] = _estimate(engine, pt, bufs, s)
+    if est:  # ranks must agree on the call count: each configuration's slowest rank's estimate, in one exchange
+        with clock("estimate"):
+            est = dict(zip(est, ctx.allreduce_floats(list(est.values()), "max", "iteration count")))
     # One call count for every configuration, from the fastest estimate: each replay's fixed cost
     # (barrier, graph launch, sync) is then spread over the same number of calls, so it cannot make
     # one configuration look slower than another. A count per configuration from its own one-call
@@ -288,7 +291,7 @@ def _check(engine: Any, pt: Point, bufs: B.Buffers, lay: Any, s: SweepSettings) 
 
 
 def _estimate(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> float:
-    """Warm-up calls, then one call timed on the host clock (µs): the slowest rank's estimate."""
+    """Warm-up calls, then one call timed on the host clock (µs), on this rank."""
     with engine.stream_context():
         for _ in range(s.warmup):
             engine.launch(pt, bufs)
@@ -296,9 +299,7 @@ def _estimate(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> floa
         t0 = time.perf_counter()
         engine.launch(pt, bufs)
         engine.sync()
-        est_us = (time.perf_counter() - t0) * 1e6
-    # ranks must agree on the call count: take the slowest estimate
-    return engine.ctx.allreduce_floats([est_us], "max", "iteration count")[0]
+        return (time.perf_counter() - t0) * 1e6
 
 
 def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings, n: int) -> tuple[Any, int]:
