@@ -42,6 +42,23 @@ def test_correct_output_has_no_wrong_element(name, dtype):
 
 
 @pytest.mark.parametrize("name", ALL)
+def test_kept_expected_values_check_the_next_configuration_as_fresh_ones_would(name):
+    # a sweep checks every configuration of a size against one set of expected values
+    rank = _checked_rank(collectives.get(name))
+    coll, dt, lay = _point(name, rank)
+    bufs = _correct(coll, dt, lay, rank)
+    kept: dict = {}
+    assert B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0, kept) == 0
+    assert (0 in kept) == (lay.recv_elems > 0)
+    first = kept.get(0)
+    if lay.recv_elems:
+        bufs.recv[lay.recv_elems - 1] += 1  # the next configuration got one element wrong
+    got = B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0, kept)
+    assert got == B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0)
+    assert kept.get(0) is first  # not computed again
+
+
+@pytest.mark.parametrize("name", ALL)
 def test_one_corrupted_element_is_counted(name):
     rank = _checked_rank(collectives.get(name))
     coll, dt, lay = _point(name, rank)

@@ -60,12 +60,19 @@ def fill(torch: Any, bufs: Buffers, coll: Collective, rank: int, nranks: int, op
 
 
 def count_wrong(torch: Any, bufs: Buffers, coll: Collective, lay: Layout, dt: DType, rank: int,
-                nranks: int, op: str, root: int) -> int:
+                nranks: int, op: str, root: int, expected: dict[int, Any] | None = None) -> int:
     """Elements of the output that differ from the exact expected value (checked in pieces
-    of CHUNK elements, so the check needs little memory beyond the buffers)."""
+    of CHUNK elements, so the check needs little memory beyond the buffers). ``expected``, when
+    given, keeps each piece's expected values for the next check of the same point (a sweep checks
+    every configuration of a size against the same values)."""
     n, wrong = bufs.recv.numel(), 0
     for lo in range(0, n, CHUNK):
-        exp = coll.expected(torch, lay, rank, nranks, op, root, bufs.recv.device, part=(lo, lo + CHUNK))
+        if expected is not None and lo in expected:
+            exp = expected[lo]
+        else:
+            exp = coll.expected(torch, lay, rank, nranks, op, root, bufs.recv.device, part=(lo, lo + CHUNK))
+            if expected is not None:
+                expected[lo] = exp
         if exp is None:
             return 0
         wrong += _wrong(torch, bufs.recv[lo:lo + len(exp)], exp, coll, dt, op)
