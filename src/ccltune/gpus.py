@@ -11,6 +11,10 @@ machine (2026-11-22), before torchrun and every worker import torch again. So:
    ends at the first index that is not a device, a repeated one included);
 3. anything else (a ROCm build, no NVML, device UUIDs or MIG instances in the variable) asks
    torch, as before.
+
+One case reads differently from torch: NVML sees GPUs that torch's CUDA cannot use (a driver too
+old for torch's CUDA). The parent then picks the nccl engine, and the workers stop with the
+engine's own message (no usable CUDA GPU; `--engine gloo`) instead of running on the CPU unasked.
 """
 
 from __future__ import annotations
