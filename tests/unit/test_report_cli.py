@@ -153,3 +153,25 @@ def test_png_writes_every_figure(db, tmp_path):
     assert len(result.pngs) == n_figs == 12
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in result.pngs)
     assert result.pngs[0].name == "bench-01-allgather-bus-bandwidth.png"
+
+
+def test_sweep_and_validate_sections_show_where_the_time_went(tmp_path):
+    from ccltune.report.model import Table
+
+    path = tmp_path / "t.db"
+    phases = {"timed": {"seconds": 9.1, "count": 268}, "warm-up": {"seconds": 8.4, "count": 5},
+              "communicator init": {"seconds": 2.1, "count": 61, "part_of": "first call and warm-up"}}
+    with Store(path) as store:
+        for kind in ("sweep", "validate"):
+            rid = store.begin_run(kind, command=f"ccltune {kind} (test data)", env={"host": "node-a"})
+            store.finish_run(rid, "complete", {"wall_s": 43.2, "time": phases})
+        rid = store.begin_run("sweep", command="ccltune sweep (before 2026-11-22)", env={"host": "node-a"})
+        store.finish_run(rid, "complete", {"rows": 0})
+    secs = sections_of(path)
+    for sid, run_id in (("sweep", 1), ("validate", 2)):
+        (t,) = [b for b in secs[sid].blocks if isinstance(b, Table) and "time on rank 0" in b.caption]
+        assert t.caption == f"run {run_id}: time on rank 0, 43.2 s in all"
+        assert t.rows[0] == ["timed", "9.1", "268", "21%"]
+        assert t.rows[2][0] == "communicator init (in first call and warm-up)"
+    # a run without the record (older runs) shows no such table
+    assert sum("time on rank 0" in getattr(b, "caption", "") for b in secs["sweep"].blocks) == 1

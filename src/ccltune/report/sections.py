@@ -86,7 +86,27 @@ def sweep_section(inp: ReportInput) -> Section:
             s.blocks.append(Note(f"run {run.id} has no measurements.", "warn"))
         else:
             s.blocks.append(data.sweep_best(rows))
+        timing = _time_table(run)
+        s.blocks += [timing] if timing is not None else []
     return s if s.blocks else Section(s.id, s.title, [_none(inp, "sweep runs")])
+
+
+def _time_table(run: Run) -> Table | None:
+    """Where the run's time went on rank 0 (sweep and validate summaries since 2026-11-22), or None."""
+    phases = run.summary.get("time")
+    if not isinstance(phases, dict) or not phases:
+        return None
+    wall = run.summary.get("wall_s")
+    t = Table(["phase", "seconds", "count", "share of the run"], [],
+              caption=f"run {run.id}: time on rank 0" + (f", {wall:.1f} s in all" if isinstance(wall, (int, float)) else ""))
+    for name, v in phases.items():
+        if not isinstance(v, dict):
+            continue
+        secs = float(v.get("seconds") or 0.0)
+        label = name + (f" (in {v['part_of']})" if v.get("part_of") else "")
+        share = f"{100 * secs / wall:.0f}%" if isinstance(wall, (int, float)) and wall > 0 else ""
+        t.rows.append([label, f"{secs:.1f}", str(v.get("count", "")), share])
+    return t
 
 
 def _size_bounds(inp: ReportInput, rules: list[zones.Rule]) -> tuple[int, int]:
@@ -124,8 +144,10 @@ def validate_section(inp: ReportInput) -> Section:
         level = {"PASS": "good", "FAIL": "bad"}.get(verdict.upper(), "warn")
         s.blocks.append(Note(f"{_title(run)}: verdict {verdict}", level))
         points = data.validate_points(run.summary, inp.rows.get(run.id, []))
+        timing = _time_table(run)
         if not points:
             s.blocks.append(Note(f"run {run.id} has no speedups (no summary sizes, no default/rules pairs).", "warn"))
+            s.blocks += [timing] if timing is not None else []
             continue
         series = data.validate_series(points)
         for coll, line in series.items():
@@ -139,6 +161,7 @@ def validate_section(inp: ReportInput) -> Section:
                            f"{p.noise_pct:.1f}", "yes" if p.slower else ""])
             t.row_class.append("bad" if p.slower else ("good" if p.speedup > 1 + p.noise_pct / 100 else ""))
         s.blocks.append(t)
+        s.blocks += [timing] if timing is not None else []
     return s if s.blocks else Section(s.id, s.title, [_none(inp, "validate runs")])
 
 
