@@ -47,7 +47,10 @@ The loop the sweep runs::
      fractions of a microsecond that no trend predicts (2-GPU broadcast at 8-16 KB: 8, 16 and 32
      channels all 8-10% under the default, 8 the fastest). A sibling that wins too asks for its
      own next count in the next round, so the counts are climbed from the winner outwards, not
-     all measured at once (on the H200 data: the same decisions with 0-13% fewer points).
+     all measured at once (on the H200 data: the same decisions with 0-13% fewer points). The
+     counts climbed are those of the winner's own algorithm/protocol choice; on the full grid
+     (``sweep --grid full``) a forced pair winning at NCCL's count starts from its lowest and
+     highest counts (:func:`_siblings`).
 
    The A/A twin (NCCL's default on a second communicator) is measured at the anchors, then only
    around a size where some candidate beats the default before the A/A gap is counted (that
