@@ -23,6 +23,8 @@ repetitions; ``rows`` counts the stored rows (a refused configuration stores one
 ``model_points`` counts what the sweep would measure: a point asked for again (the default,
 measured again beside candidates asked for at its size in a later round) counts again, though
 the oracle has only one set of rows for it. The ratio is exhaustive points / model points.
+``timed_ratio`` counts the timed points alone (:func:`exhaustive_timed` / ``Replay.timed``): a
+configuration NCCL refuses times nothing, and both sweeps try it once, at the warm-up size.
 ``oracle_points`` (:func:`oracle_cost`) is a lower bound: what a search knowing in advance where
 the exhaustive rules go would still measure; ``oracle_ratio`` is the best ratio any search could
 reach on that data. ``capture`` (as ``ccltune tune`` reports it, :func:`ccltune.tune.derive.account_gain`): the
@@ -102,11 +104,20 @@ class Replay:
     again: int = 0  # points asked for again (the default beside later candidates): measured twice in a sweep
     free: int = 0  # points of a configuration refused earlier in the collective: recorded, not tried
 
+    refused_points: int = 0  # points whose configuration NCCL refused (no timing), first tries included
+
     @property
     def measured(self) -> int:
         """What a sweep measures: every point asked for, a point asked for again counting again, a
         refused configuration once."""
         return len(self.points) + self.again - self.free
+
+    @property
+    def timed(self) -> int:
+        """The timed points alone: ``measured`` without the refused configurations' tries, which
+        time nothing and are the same for an exhaustive sweep (each is tried once, at the
+        collective's warm-up size)."""
+        return len(self.points) + self.again - self.refused_points
 
 
 @dataclass
@@ -174,7 +185,7 @@ def replay(group: Group, *, initial: Callable[[Sequence[int]], Mapping[int, Any]
     points: set[Point] = set()
     rows: list[dict[str, Any]] = []
     todo: Mapping[int, Any] = initial(sizes)
-    rounds = again = free = 0
+    rounds = again = free = refused_points = 0
     refused: set[Candidate] = set()
     while todo:
         rounds += 1
@@ -190,11 +201,12 @@ def replay(group: Group, *, initial: Callable[[Sequence[int]], Mapping[int, Any]
                 points.add((size, cand))
                 rows.extend(oracle[(size, cand)])
                 if _refused(oracle[(size, cand)]):
+                    refused_points += 1
                     if cand in refused:
                         free += 1  # the sweep records it 'unavailable' without trying it again
                     refused.add(cand)
         todo = refine(rows, sizes, **refine_opts)
-    return Replay(points, rows, rounds, again, free)
+    return Replay(points, rows, rounds, again, free, refused_points)
 
 
 def _refused(rows: Sequence[Mapping[str, Any]]) -> bool:
@@ -206,6 +218,11 @@ def exhaustive_cost(group: Group) -> int:
     configuration NCCL refused (the sweep does not try it again for that collective)."""
     ok = sum(1 for rows in group.oracle.values() if not _refused(rows))
     return ok + len({c for (_, c), rows in group.oracle.items() if _refused(rows)})
+
+
+def exhaustive_timed(group: Group) -> int:
+    """The exhaustive sweep's timed points: ``exhaustive_cost`` without the refused configurations' tries."""
+    return sum(1 for rows in group.oracle.values() if not _refused(rows))
 
 
 def oracle_cost(group: Group, **derive_opts: Any) -> int:
@@ -270,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
           f"min_margin={args.min_margin:g}% isolated_margin={args.isolated_margin:g}% placement=out-of-place")
     head = (f"{'db':<32} {'collective':<15} {'nranks':>6} {'sizes':>5} {'exh_points':>10} {'exh_rows':>8} "
             f"{'model_points':>12} {'model_rows':>10} {'rounds':>6} {'ratio':>6} {'decisions_equal':>15} "
-            f"{'capture_exh_%':>13} {'capture_model_%':>15} {'oracle_points':>13} {'oracle_ratio':>12}")
+            f"{'capture_exh_%':>13} {'capture_model_%':>15} {'oracle_points':>13} {'oracle_ratio':>12} "
+            f"{'timed_ratio':>11}")
     print(head)
     bad, notes, n = False, [], 0
     for db in args.dbs:
@@ -286,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
             equal = len(c.sizes) - len(c.differing)
             print(f"{Path(db).name:<32} {g.collective:<15} {g.n_ranks:>6} {len(g.sizes):>5} {exh:>10} "
                   f"{len(g.rows):>8} {r.measured:>12} {len(r.rows):>10} {r.rounds:>6} {ratio:>5.2f}x "
-                  f"{f'{equal}/{len(c.sizes)}':>15} {_pct(c.capture[0]):>13} {_pct(c.capture[1]):>15} {oracle:>13} {exh / oracle:>11.2f}x")
+                  f"{f'{equal}/{len(c.sizes)}':>15} {_pct(c.capture[0]):>13} {_pct(c.capture[1]):>15} {oracle:>13} {exh / oracle:>11.2f}x"
+                  f" {exhaustive_timed(g) / max(r.timed, 1):>10.2f}x")
             for s in c.differing:
                 loss = c.loss[s]
                 notes.append(f"differs {Path(db).name} {g.collective} nranks={g.n_ranks} at {format_size(s)}B: "

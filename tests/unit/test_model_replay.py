@@ -86,6 +86,9 @@ def test_replay_measures_fewer_points_and_reaches_the_same_decisions(db: Path):
     assert mr.exhaustive_cost(group) == len(group.oracle) - sum(
         1 for (s, c) in group.oracle if c in refused) + len(refused)
     assert mr.exhaustive_cost(group) / r.measured >= MIN_RATIO
+    # the timed points leave out every try of a refused configuration, on both sides
+    assert r.timed == r.measured - 1 and mr.exhaustive_timed(group) == mr.exhaustive_cost(group) - len(refused)
+    assert r.timed == sum(1 for s, c in r.points if c not in refused) + r.again
     cmp = mr.compare(group, r.rows, objective="time", min_margin=0.02)
     assert cmp.differing == []
     assert cmp.exhaustive[SIZES[0]] == "ring/ll/default" and cmp.exhaustive[SIZES[-1]] == "no rule"
