@@ -8,7 +8,6 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from typing import Any
 
 from ccltune import collectives, environment, types
@@ -176,9 +175,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                         else {s: None for s in sizes})
                 if any((coll.name, s, c.label) not in done for s in requested for c in cands):
                     progress.step(f"{coll.name} {min(sizes)} B (warm-up, not stored)", advance=0)
-                    with settings.clock("warm-up"):
-                        S.warm_collective(engine, coll, min(sizes), [configs[c] for c in cands],
-                                          replace(settings, clock=S.Clock()), refused)
+                    S.warm_collective(engine, coll, min(sizes), [configs[c] for c in cands], settings, refused)
                 while todo:
                     for size, want in todo.items():
                         chosen = [c for c in cands if want is None or c in want]

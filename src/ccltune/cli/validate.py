@@ -8,7 +8,6 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from typing import Any
 
 from ccltune import collectives, environment, rules, types
@@ -161,9 +160,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
             for coll in colls:
                 if ctx.is_root:
                     print(f"validate: {coll.name} {min(sizes)} B (warm-up, not stored)", file=sys.stderr, flush=True)
-                with settings.clock("warm-up"):
-                    S.warm_collective(engine, coll, min(sizes), configs + list(arm_configs.values()),
-                                      replace(settings, clock=S.Clock()))
+                S.warm_collective(engine, coll, min(sizes), configs + list(arm_configs.values()), settings)
                 for size in sizes:
                     measure(coll, size)
             if store is not None:
