@@ -53,17 +53,18 @@ def launch_info(env: dict[str, str] | None = None) -> LaunchInfo:
     addr = env.get("MASTER_ADDR")
     port = _int(env, "MASTER_PORT") if "MASTER_PORT" in env else None
     if "RANK" in env and "WORLD_SIZE" in env:  # torchrun (also set by hand)
-        return LaunchInfo(_int(env, "RANK"), _int(env, "WORLD_SIZE"), _int(env, "LOCAL_RANK") if "LOCAL_RANK" in env else 0,
+        return _checked(("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"), LaunchInfo(_int(env, "RANK"), _int(env, "WORLD_SIZE"), _int(env, "LOCAL_RANK") if "LOCAL_RANK" in env else 0,
                           _int(env, "LOCAL_WORLD_SIZE") if "LOCAL_WORLD_SIZE" in env else _int(env, "WORLD_SIZE"),
-                          "torchrun" if "TORCHELASTIC_RUN_ID" in env else "env", addr, port)
+                          "torchrun" if "TORCHELASTIC_RUN_ID" in env else "env", addr, port))
     if "SLURM_PROCID" in env and "SLURM_NTASKS" in env:
         if addr is None:
             addr = _slurm_first_host(env)
         if port is None:  # every task of a job derives the same port
             port = 20000 + _int(env, "SLURM_JOB_ID") % 20000 if "SLURM_JOB_ID" in env else 29500
         local_n = env.get("SLURM_NTASKS_PER_NODE", "").split("(")[0]
-        return LaunchInfo(_int(env, "SLURM_PROCID"), _int(env, "SLURM_NTASKS"), _int(env, "SLURM_LOCALID") if "SLURM_LOCALID" in env else 0,
-                          int(local_n) if local_n.isdigit() else _int(env, "SLURM_NTASKS"), "slurm", addr, port)
+        return _checked(("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"), LaunchInfo(
+            _int(env, "SLURM_PROCID"), _int(env, "SLURM_NTASKS"), _int(env, "SLURM_LOCALID") if "SLURM_LOCALID" in env else 0,
+            int(local_n) if local_n.isdigit() else _int(env, "SLURM_NTASKS"), "slurm", addr, port))
     for rank_key, size_key, lrank_key, lsize_key in (
         ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
         ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
@@ -72,9 +73,25 @@ def launch_info(env: dict[str, str] | None = None) -> LaunchInfo:
             if addr is None or port is None:
                 raise UsageError("under mpirun, set MASTER_ADDR and MASTER_PORT (e.g. mpirun -x MASTER_ADDR=node0 "
                                  "-x MASTER_PORT=29500 ...): ccltune joins through torch.distributed's TCP store")
-            return LaunchInfo(_int(env, rank_key), _int(env, size_key), _int(env, lrank_key) if lrank_key in env else 0,
-                              _int(env, lsize_key) if lsize_key in env else _int(env, size_key), "mpirun", addr, port)
+            return _checked((rank_key, size_key, lrank_key, lsize_key), LaunchInfo(
+                _int(env, rank_key), _int(env, size_key), _int(env, lrank_key) if lrank_key in env else 0,
+                _int(env, lsize_key) if lsize_key in env else _int(env, size_key), "mpirun", addr, port))
     return LaunchInfo(0, 1, 0, 1, "single", addr, port)
+
+
+def _checked(names: tuple[str, str, str, str], info: LaunchInfo) -> LaunchInfo:
+    """``info`` when its numbers make a job: 0 <= rank < world size, 0 <= local rank < local world size
+    (``names``: the launcher's variables for those four, as the error names them)."""
+    rank, size, lrank, lsize = names
+    if info.world_size < 1:
+        raise UsageError(f"environment variable {size}={info.world_size} must be >= 1")
+    if not 0 <= info.rank < info.world_size:
+        raise UsageError(f"environment variable {rank}={info.rank} is not a rank of a job of "
+                         f"{size}={info.world_size} (0 to {info.world_size - 1})")
+    if info.local_world_size < 1 or not 0 <= info.local_rank < info.local_world_size:
+        raise UsageError(f"environment variables {lrank}={info.local_rank} and {lsize}={info.local_world_size} "
+                         "do not make a local rank (0 <= local rank < local size)")
+    return info
 
 
 def _slurm_first_host(env: dict[str, str]) -> str:

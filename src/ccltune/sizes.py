@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from ccltune.errors import UsageError
 
 _SIZE_RE = re.compile(r"^(\d+)\s*([KMGTkmgt]?)(?:[iI]?[bB])?$")
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+MAX_SIZE = 1 << 50  # 1 PiB: far beyond any GPU's memory, well inside every 64-bit count
 
 
 def parse_size(text: str, where: str = "size") -> int:
@@ -15,7 +17,10 @@ def parse_size(text: str, where: str = "size") -> int:
     m = _SIZE_RE.match(str(text).strip())
     if not m:
         raise UsageError(f"{where}: {text!r} is not a size (a whole number of bytes, optionally with K, M, G or T)")
-    return int(m.group(1)) * _SUFFIX[m.group(2).upper()]
+    size = int(m.group(1)) * _SUFFIX[m.group(2).upper()]
+    if size > MAX_SIZE:
+        raise UsageError(f"{where}: {text!r} is more than {format_size(MAX_SIZE)} bytes")
+    return size
 
 
 def format_size(n: int) -> str:
@@ -32,7 +37,7 @@ def size_series(min_bytes: int, max_bytes: int, *, factor: float = 0, increment:
     if min_bytes > max_bytes:
         raise UsageError(f"-b/--minbytes must be <= -e/--maxbytes, got {min_bytes} > {max_bytes}")
     if factor:
-        if factor < 2:
+        if not math.isfinite(factor) or factor < 2:
             raise UsageError(f"-f/--stepfactor must be >= 2, got {factor:g}")
     elif increment <= 0:
         raise UsageError(f"-i/--stepbytes must be > 0, got {increment}")

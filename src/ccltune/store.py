@@ -107,6 +107,7 @@ CREATE TABLE IF NOT EXISTS artifacts (
 );
 """
 
+RUN_KINDS = ("bench", "sweep", "tune", "validate", "import", "links", "topo", "doctor", "check")
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
 ROW_STATUSES = ("ok", "skipped", "waived", "error", "unavailable")
 
@@ -172,23 +173,54 @@ class Run:
 class Store:
     """A connection to the results database. Every write commits immediately."""
 
-    def __init__(self, path: str | os.PathLike[str] = DEFAULT_DB, *, create: bool = True):
+    def __init__(self, path: str | os.PathLike[str] = DEFAULT_DB, *, create: bool = True, readonly: bool = False):
+        """Open the database at ``path``; ``create``: make it when missing; ``readonly``: open it read-only
+        (commands that only read: nothing is written, and a read-only file can be read). A file that is
+        not a ccltune database (another program's SQLite file, or one of a newer schema) is refused
+        untouched."""
         self.path = Path(path)
-        if not create and not self.path.exists():
+        if self.path.is_dir():
+            raise UsageError(f"--db {str(self.path)!r} is a folder, not a database file")
+        if (readonly or not create) and not self.path.exists():
             raise UsageError(f"database {str(self.path)!r} does not exist (--db)")
         if self.path.parent and not self.path.parent.exists():
             raise UsageError(f"folder of database {str(self.path)!r} does not exist (--db)")
         try:
-            self.conn = sqlite3.connect(str(self.path), timeout=30.0)
+            if readonly:
+                self.conn = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, timeout=30.0)
+            else:
+                self.conn = sqlite3.connect(str(self.path), timeout=30.0)
             self.conn.row_factory = sqlite3.Row
-            self.conn.executescript(_SCHEMA)
-            self.conn.execute(
-                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
-            self.conn.commit()
+            self._check_kind(empty_ok=create and not readonly)
+            if not readonly:
+                self.conn.executescript(_SCHEMA)
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+                self.conn.commit()
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"{str(self.path)!r} is not a usable ccltune database (--db): {exc}") from None
+
+    def _check_kind(self, *, empty_ok: bool) -> None:
+        """Refuse, before anything is written, a file that is not a ccltune database of a schema this version reads."""
+        where = f"--db {str(self.path)!r}"
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            if empty_ok:
+                return
+            raise UsageError(f"{where} holds no ccltune data (an empty database)")
+        version = None
+        if "meta" in tables:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            version = row[0] if row else None
+        if version is None or "runs" not in tables:
+            shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:6])
+            raise UsageError(f"{where} is an SQLite database of another program (tables: {shown}), "
+                             "not a ccltune database; it was left as it is")
+        if not str(version).isdigit() or int(version) > SCHEMA_VERSION:
+            raise UsageError(f"{where} has schema version {version!r}, which this ccltune ({SCHEMA_VERSION}) "
+                             "does not read: it was written by a newer ccltune")
 
     # -- context manager -------------------------------------------------------------
     def __enter__(self) -> Store:
@@ -253,27 +285,51 @@ class Store:
         return [self._run(r) for r in self.conn.execute(q, (kind,) if kind else ())]
 
     def run(self, run_id: int) -> Run:
-        row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        in_range = -(1 << 63) <= run_id < 1 << 63  # SQLite's INTEGER; a larger id names no run
+        row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone() if in_range else None
         if row is None:
             known = [r["id"] for r in self.conn.execute("SELECT id FROM runs ORDER BY id")]
             hint = f"; runs in {str(self.path)!r}: {_ranges(known)}" if known else f"; {str(self.path)!r} has no runs"
             raise UsageError(f"no run {run_id}{hint}")
         return self._run(row)
 
+    def runs_in(self, ranges: Iterable[tuple[int, int]], flag: str = "--runs") -> list[int]:
+        """The run ids of ``ranges`` (inclusive (first, last) pairs, as :func:`ccltune.cli._common.parse_run_ids`
+        reads them), in order, without repeats; every id of every range must name a run."""
+        out: dict[int, None] = {}
+        for lo, hi in ranges:
+            if lo == hi:
+                out[self.run(lo).id] = None
+                continue
+            ids = [r[0] for r in self.conn.execute("SELECT id FROM runs WHERE id BETWEEN ? AND ? ORDER BY id",
+                                                   (max(lo, -(1 << 63)), min(hi, (1 << 63) - 1)))]
+            if len(ids) != hi - lo + 1:
+                have = set(ids)
+                missing = next(i for i in range(lo, hi + 1) if i not in have)
+                self.run(missing)  # raises, naming the runs there are
+            out.update(dict.fromkeys(ids))
+        return list(out)
+
     def latest_run(self, kind: str | None = None) -> Run | None:
         q = "SELECT * FROM runs" + (" WHERE kind = ?" if kind else "") + " ORDER BY id DESC LIMIT 1"
         row = self.conn.execute(q, (kind,) if kind else ()).fetchone()
         return self._run(row) if row else None
 
-    @staticmethod
-    def _run(row: sqlite3.Row) -> Run:
+    def _run(self, row: sqlite3.Row) -> Run:
         d = dict(row)
-        return Run(
-            args=json.loads(d.pop("args_json") or "{}"),
-            env=json.loads(d.pop("env_json") or "{}"),
-            summary=json.loads(d.pop("summary_json") or "{}"),
-            **d,
-        )
+
+        def column(name: str) -> dict[str, Any]:
+            text = d.pop(name) or "{}"
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = None
+            if not isinstance(value, dict):
+                raise UsageError(f"--db {str(self.path)!r}: run {d['id']}'s {name} is not a JSON object "
+                                 f"({text[:40]!r}): the database was damaged or edited by hand")
+            return value
+
+        return Run(args=column("args_json"), env=column("env_json"), summary=column("summary_json"), **d)
 
     # -- measurements ----------------------------------------------------------------
     def add_measurements(self, run_id: int, rows: Iterable[Measurement]) -> None:

@@ -4,6 +4,8 @@ every datatype and op that gloo supports, the table, the JSON records and the da
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -158,3 +160,18 @@ def test_series_warmup_gives_the_same_rows(run_bench, mode):
     assert key == [(r["collective"], r["size_bytes"], r["in_place"], r["status"]) for r in plain]
     ok = [r for r in recs if r["status"] == "ok"]
     assert len(ok) == len(size_series(8, 4096, factor=8)) * (2 + 2 + 1) and all(r["wrong"] == 0 for r in ok)
+
+
+def test_a_reader_that_goes_stops_the_table_not_the_run(tmp_path):
+    # `ccltune bench ... | head -3`: rank 0 drops the rest of its table and measures on
+    db = tmp_path / "b.db"
+    proc = subprocess.Popen([sys.executable, "-m", "ccltune", "bench", "all_reduce", "-b", "8", "-e", "64K",
+                             "--db", str(db)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = [proc.stdout.readline() for _ in range(3)]
+    proc.stdout.close()
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert first[0].startswith(b"# ccltune bench") and "Traceback" not in err and "BrokenPipe" not in err
+    run, rows = only_run(db)
+    assert run.status == "complete" and len(rows) == 2 * 14

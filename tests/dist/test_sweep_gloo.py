@@ -164,3 +164,30 @@ def test_kept_buffers_are_allocated_and_filled_once_and_stay_correct(tmp_path):
     assert ("all_gather", "kept", 1) in rows and ("all_reduce", "kept", 1) in rows
     assert got["counts"]["allocation"] == 2  # one per collective, not one per visit
     assert got["counts"]["fill"] == 1 + 3  # all_gather once; all_reduce (in place) every visit
+
+
+def test_resume_with_other_options_is_refused_before_any_process_starts(tmp_path):
+    db = tmp_path / "s.db"
+    args = ["all_reduce", "-b", "8", "-e", "64", "-f", "8", "--reps", "2", *DEFAULT_ONLY, "--db", str(db)]
+    assert subprocess.run(sweep_cmd(*args), cwd=tmp_path, capture_output=True, timeout=180).returncode == 0
+    _, before = only_run(db)
+    for extra, needle in ((["-d", "double"], "-d 'float', now 'double'"), (["--nproc", "3"], "2 ranks, now 3"),
+                          (["--resume", "5"], "no run 5; runs in")):
+        resume = [] if "--resume" in extra else ["--resume", "1"]
+        proc = subprocess.run(sweep_cmd(*args, *resume, *extra), cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count(needle) == 1 and "FAILED" not in proc.stderr, proc.stderr
+    run, rows = only_run(db)
+    assert run.status == "complete" and len(rows) == len(before)
+
+
+def test_a_sweep_that_timed_nothing_says_so_and_fails(tmp_path):
+    db = tmp_path / "s.db"
+    proc = subprocess.run(sweep_cmd("all_reduce", "-b", "1T", "-e", "1T", *DEFAULT_ONLY, "--db", str(db)),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("no point of run 1 was timed") == 1 and "skipped (out of memory" in proc.stderr
+    assert "FAILED" not in proc.stderr and "next: ccltune tune" not in proc.stdout
+    run, rows = only_run(db)
+    assert run.status == "complete" and [m.status for m in rows] == ["skipped"]

@@ -47,3 +47,20 @@ def test_no_launcher_is_a_single_process():
 def test_a_non_integer_rank_names_the_variable():
     with pytest.raises(UsageError, match="RANK='x'"):
         dist.launch_info({"RANK": "x", "WORLD_SIZE": "2"})
+
+
+@pytest.mark.parametrize("env, needle", [
+    ({"RANK": "5", "WORLD_SIZE": "2"}, "RANK=5 is not a rank of a job of WORLD_SIZE=2 (0 to 1)"),
+    ({"RANK": "-1", "WORLD_SIZE": "2"}, "RANK=-1 is not a rank"),
+    ({"RANK": "0", "WORLD_SIZE": "0"}, "WORLD_SIZE=0 must be >= 1"),
+    ({"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "2"},
+     "LOCAL_RANK=2 and LOCAL_WORLD_SIZE=2 do not make a local rank"),
+    ({"SLURM_PROCID": "16", "SLURM_NTASKS": "16", "MASTER_ADDR": "h"}, "SLURM_PROCID=16 is not a rank"),
+    ({"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"},
+     "OMPI_COMM_WORLD_RANK=2 is not a rank"),
+])
+def test_numbers_that_make_no_job_are_refused_naming_the_variable(env, needle):
+    # set by hand, a wrong RANK would otherwise wait out the whole rendezvous timeout
+    with pytest.raises(UsageError) as ei:
+        dist.launch_info(env)
+    assert needle in str(ei.value)

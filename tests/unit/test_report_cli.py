@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 import pytest
 
 from ccltune.cli import main
-from ccltune.cli.report import parse_run_ids
+from ccltune.cli._common import parse_run_ids
 from ccltune.errors import UsageError
 from ccltune.report import load, write_report
 from ccltune.report.model import Heatmap, LineChart, ZoneChart
@@ -126,9 +126,12 @@ def test_cli_missing_and_empty_database(tmp_path, capsys):
 
 
 def test_parse_run_ids():
-    assert parse_run_ids("3,4") == [3, 4] and parse_run_ids("2-4, 9") == [2, 3, 4, 9]
+    assert parse_run_ids("3,4") == [(3, 3), (4, 4)] and parse_run_ids("2-4, 9") == [(2, 4), (9, 9)]
     with pytest.raises(UsageError, match="backwards"):
         parse_run_ids("5-2")
+    for bad in ("3-", "-", "a-b", ","):
+        with pytest.raises(UsageError, match="--runs"):
+            parse_run_ids(bad)
 
 
 def test_png_without_matplotlib_is_a_clear_error(db, tmp_path, monkeypatch):

@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        _common.check_outputs(args)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("ccltune: interrupted", file=sys.stderr)
@@ -76,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     except CcltuneError as exc:
         print(f"ccltune: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader of a pipe went (`ccltune runs | head`): nothing more to say
+        _common.stdout_to_devnull()
         return 0
 
 

@@ -4,6 +4,7 @@ starting torchrun for --nproc, joining the job, choosing the engine, signals."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from ccltune import dist
@@ -56,6 +58,53 @@ def mark_virtual_nodes(env: dict[str, Any], k: int) -> None:
         env["platform"] = f"{env.get('platform', '')} (simulated {k} nodes)".strip()
 
 
+def parse_run_ids(text: str, flag: str = "--runs") -> list[tuple[int, int]]:
+    """'3,5-7' -> [(3, 3), (5, 7)]: inclusive ranges of run ids (``Store.runs_in`` resolves them)."""
+    out: list[tuple[int, int]] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        lo, sep, hi = part.partition("-")
+        try:
+            a, b = int(lo), int(hi) if sep else int(lo)
+        except ValueError:
+            raise UsageError(f"{flag}: {part!r} is not a run id or a range like 5-7 (in {text!r})") from None
+        if a > b:
+            raise UsageError(f"{flag}: range {part!r} runs backwards")
+        out.append((a, b))
+    if not out:
+        raise UsageError(f"{flag}: {text!r} names no run")
+    return out
+
+
+# Flags (argparse dest -> spelling) through which a command writes a file of its own
+OUTPUT_FLAGS = {"json": "--json", "json_path": "--json", "junit": "--junit", "out": "--out", "save_log": "--save-log"}
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every file the command will write, checked before it reads or measures anything: its folder
+    exists, it is not a folder, and it is not the results database (--db), which writing it would
+    replace with every run stored there."""
+    db = getattr(args, "db", None)
+    for dest, flag in OUTPUT_FLAGS.items():
+        path = getattr(args, dest, None)
+        if not isinstance(path, str) or not path:
+            continue
+        target = Path(path)
+        if target.is_dir():
+            raise UsageError(f"{flag}: {path!r} is a folder; give a file name")
+        folder = target.parent if str(target.parent) else Path(".")
+        if not folder.is_dir():
+            raise UsageError(f"{flag}: folder of {path!r} does not exist")
+        if db and _same_file(target, Path(db)):
+            raise UsageError(f"{flag} {path!r} is the results database (--db): writing it would replace every "
+                             "run stored there; choose another file")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.exists() and b.exists():
+        return os.path.samefile(a, b)
+    return a.resolve() == b.resolve()
+
+
 def add_db(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help="results database (default: %(default)s)")
 
@@ -91,20 +140,47 @@ def gpu_count() -> int:
     return visible_count()
 
 
+def check_timeout(seconds: float, flag: str = "--timeout") -> None:
+    """A finite number of seconds > 0: no run can be waited on for NaN or inf seconds."""
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise UsageError(f"{flag} must be > 0 seconds, got {seconds:g}")
+
+
+def check_nproc(nproc: int | None) -> None:
+    if nproc is not None and nproc < 1:
+        raise UsageError(f"--nproc must be >= 1, got {nproc}")
+
+
+NO_GPU_NOTE = "no GPU found: running on the CPU engine (gloo)"
+NOTE_ENV = "CCLTUNE_ENGINE_NOTE"
+
+
 def resolve_engine(args: argparse.Namespace) -> tuple[str, str | None]:
     """(engine, note): the note says when the CPU engine was chosen for lack of a GPU."""
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
-    if getattr(args, "buffers", None) and args.engine not in (None, "nccl"):
-        raise UsageError(f"--buffers {args.buffers} is for the nccl engine, not --engine {args.engine}")
+    check_timeout(args.timeout)
     if args.engine:
         if args.engine in ("nccl", "torch") and gpu_count() == 0:
             raise EngineUnavailable(f"--engine {args.engine} needs a CUDA/ROCm GPU and none is visible; "
                                     "use --engine gloo")
-        return args.engine, None
-    engine = default_engine()
-    note = "no GPU found: running on the CPU engine (gloo)" if engine == "gloo" else None
+        engine, note = args.engine, os.environ.get(NOTE_ENV) or None  # relaunch() passes the parent's note on
+    else:
+        engine = default_engine()
+        note = NO_GPU_NOTE if engine == "gloo" else None
+    chosen = f"--engine {args.engine}" if args.engine else f"the {engine} engine (no GPU is visible)"
+    for flag, value in (("--buffers", getattr(args, "buffers", None)), ("--nccl-lib", getattr(args, "nccl_lib", None))):
+        if value and engine != "nccl":
+            raise UsageError(f"{flag} {value} is for the nccl engine, not {chosen}")
     return engine, note
+
+
+def check_db(path: str) -> None:
+    """The results database a measuring command will write: a ccltune database (made when missing) that
+    this user may write."""
+    from ccltune.store import Store
+
+    Store(path).close()
+    if not os.access(path, os.W_OK):
+        raise UsageError(f"--db {path!r}: no permission to write it")
 
 
 def under_launcher() -> bool:
@@ -117,6 +193,7 @@ def job_size(args: argparse.Namespace, engine: str) -> int:
     if info.launcher != "single":
         return info.world_size
     if args.nproc is not None:
+        check_nproc(args.nproc)
         return args.nproc
     return gpu_count() if engine != "gloo" else 2
 
@@ -127,15 +204,18 @@ def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | No
     if under_launcher():
         return None
     nproc = job_size(args, engine)
-    if nproc < 1:
+    if nproc < 1:  # no GPU visible to the nccl or torch engine
         raise UsageError(f"--nproc must be >= 1, got {nproc}")
     if nproc == 1:
         return None
+    if getattr(args, "db", None):  # an unusable database is said once, before a process per GPU starts
+        check_db(args.db)
     child = _strip_nproc(argv) + ["--engine", engine]
     cmd = dist.torchrun_argv(nproc, child)
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", "1")
     env["CCLTUNE_COMMAND"] = "ccltune " + " ".join(argv)
+    env[NOTE_ENV] = NO_GPU_NOTE if engine == "gloo" and not getattr(args, "engine", None) else ""
     fd, outcome = tempfile.mkstemp(prefix="ccltune-outcome-")
     os.close(fd)
     env[OUTCOME_ENV] = outcome
@@ -276,9 +356,49 @@ def command_line(argv: list[str]) -> str:
 
 
 def quiet_other_ranks(ctx: dist.DistContext) -> None:
-    """Only rank 0 writes to stdout."""
+    """Only rank 0 writes to stdout; and it measures on when its reader goes (``ccltune bench | head``)."""
     if not ctx.is_root:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+    elif not isinstance(sys.stdout, _ReaderMayGo):
+        sys.stdout = _ReaderMayGo(sys.stdout)
+
+
+def stdout_to_devnull() -> None:
+    """Point file descriptor 1 at /dev/null: what is left to print (and Python's flush at exit) after
+    the reader of a pipe went is dropped, not raised as BrokenPipeError."""
+    fd = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(fd, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    finally:
+        os.close(fd)
+
+
+class _ReaderMayGo:
+    """Rank 0's stdout. When the reader of a pipe exits (``| head``), the table stops there and the
+    measurement goes on: its rows still reach the database, and the run ends as it would have."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def _gone(self) -> None:
+        stdout_to_devnull()
+        self._stream = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def fail_run_hook(db: str, run_id: int) -> Any:

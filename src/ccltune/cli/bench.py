@@ -87,6 +87,11 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("--symmetric registers ncclMemAlloc buffers; it cannot use --buffers torch")
     if engine_name != "nccl" and (args.symmetric or args.algo or args.proto or args.channels):
         raise UsageError("--symmetric, --algo, --proto and --channels need --engine nccl")
+    if plan.root >= (n := _common.job_size(args, engine_name)):  # before any process joins
+        raise UsageError(f"-r/--root must be < the number of ranks ({n}), got {plan.root}")
+    if engine_name == "gloo" and plan.graph:  # CUDA graphs need a GPU: said, and stored as eager
+        note = (f"{note}; " if note else "") + f"-G {plan.graph} ignored: the gloo engine runs eagerly"
+        plan.graph = 0
     rc = _common.relaunch(args, argv, engine_name)
     if rc is not None:
         return rc
@@ -95,8 +100,6 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note: str | None, argv: list[str]) -> int:
     ctx = _common.join(engine_name, plan.timeout_s)
-    if plan.root >= ctx.world_size:
-        raise UsageError(f"-r/--root must be < the number of ranks ({ctx.world_size}), got {plan.root}")
     _common.quiet_other_ranks(ctx)
     engine = None
     store = Store(args.db) if ctx.is_root else None

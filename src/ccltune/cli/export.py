@@ -44,8 +44,8 @@ def render(st: Store, run_id: int, fmt: str) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    with Store(args.db, create=False) as st:
-        if args.run == "latest":
+    with Store(args.db, readonly=True) as st:
+        if args.run.lower() == "latest":
             run = st.latest_run()
             if run is None:
                 raise UsageError(f"{args.db} has no runs")

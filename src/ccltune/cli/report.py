@@ -4,27 +4,14 @@ results database. See docs/report.md for what each section shows."""
 from __future__ import annotations
 
 import argparse
+import math
 
+from ccltune.cli._common import parse_run_ids
 from ccltune.errors import UsageError
 from ccltune.report.compare import DEFAULT_TOLERANCE_PCT
 from ccltune.store import DEFAULT_DB, Store
 
 DEFAULT_OUT = "ccltune-report.html"
-
-
-def parse_run_ids(text: str) -> list[int]:
-    """'3,4' or '3-5,9' -> [3, 4] / [3, 4, 5, 9]."""
-    ids: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        lo, sep, hi = part.partition("-")
-        try:
-            ids += list(range(int(lo), int(hi) + 1)) if sep else [int(part)]
-        except ValueError:
-            raise UsageError(f"--runs: {part!r} is not a run id or a range like 3-5 (in {text!r})") from None
-        if sep and int(hi) < int(lo):
-            raise UsageError(f"--runs: range {part!r} runs backwards")
-    return ids
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,8 +40,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ccltune.report import write_report
 
-    run_ids = [args.run] if args.run is not None else (parse_run_ids(args.runs) if args.runs else None)
-    with Store(args.db, create=False) as store:
+    ranges = [(args.run, args.run)] if args.run is not None else (parse_run_ids(args.runs) if args.runs else None)
+    if not math.isfinite(args.tolerance):
+        raise UsageError(f"--tolerance must be a number of percent, got {args.tolerance:g}")
+    with Store(args.db, readonly=True) as store:
+        run_ids = None if ranges is None else store.runs_in(ranges, "--run" if args.run is not None else "--runs")
         result = write_report(store, args.out, run_ids=run_ids,
                               compare=tuple(args.compare) if args.compare else None,
                               png_dir=args.png, tolerance_pct=args.tolerance)

@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from ccltune.cli._common import add_db
-from ccltune.store import Store
+from ccltune.errors import unknown_name
+from ccltune.store import RUN_KINDS, Store
 
 
 def register(sub: Any) -> None:
@@ -18,7 +19,9 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    with Store(args.db, create=False) as st:
+    if args.kind is not None and args.kind not in RUN_KINDS:
+        raise unknown_name("run kind", args.kind, RUN_KINDS, "--kind")
+    with Store(args.db, readonly=True) as st:
         runs = st.runs(args.kind)
         counts = dict(st.conn.execute("SELECT run_id, COUNT(*) FROM measurements GROUP BY run_id").fetchall())
     print(f"# {'id':>4}  {'kind':<9} {'status':<11} {'started':<24} {'rows':>6}  {'platform':<28} command")

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from typing import Any
 
 from ccltune import collectives, environment, types
 from ccltune.cli import _common
-from ccltune.errors import UsageError
+from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure import sweep as S
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Store
@@ -68,7 +70,8 @@ def _names(text: str, valid: tuple[str, ...], flag: str) -> list[str]:
     from ccltune.errors import unknown_name
 
     out = []
-    for t in filter(None, (x.strip().lower() for x in text.split(","))):
+    # rule files and NCCL_ALGO spell collnet_direct / CollNetDirect: one spelling for both here
+    for t in filter(None, (x.strip().lower().replace("_", "") for x in text.split(","))):
         if t not in valid:
             raise unknown_name(flag.lstrip("-").rstrip("s"), t, valid, flag)
         out.append(t)
@@ -90,6 +93,52 @@ def candidates(args: argparse.Namespace) -> list[Candidate]:
     return out
 
 
+def check_timing(args: argparse.Namespace) -> None:
+    """--target-us, --max-iters and -w (sweep's and validate's): a finite length, at least one call."""
+    if not (math.isfinite(args.target_us) and args.target_us > 0):
+        raise UsageError(f"--target-us must be a number of microseconds > 0, got {args.target_us:g}")
+    if args.max_iters < 1:
+        raise UsageError(f"--max-iters must be >= 1, got {args.max_iters}")
+    if args.warmup_iters < 0:
+        raise UsageError(f"-w/--warmup_iters must be >= 0, got {args.warmup_iters}")
+
+
+# what a resumed sweep must keep of the run it continues (besides its collectives, sizes and candidates)
+_RESUME_SAME = {"datatype": "-d", "op": "-o", "reps": "--reps", "target_us": "--target-us", "max_iters": "--max-iters",
+                "warmup_iters": "-w", "no_graph": "--no-graph", "mode": "--mode", "no_twin": "--no-twin",
+                "virtual_nodes": "--virtual-nodes"}
+
+
+def check_resume(run: Any, args: argparse.Namespace, world_size: int) -> None:
+    """--resume continues ``run`` only with what it measured: a sweep, on as many ranks, of the same
+    collectives, sizes, candidates and settings; else its rows would mix two different sweeps."""
+    if run.kind != "sweep":
+        raise UsageError(f"--resume {run.id}: run {run.id} is a {run.kind} run, not a sweep")
+    diffs = []
+    if run.world_size and run.world_size != world_size:
+        diffs.append(f"{run.world_size} ranks, now {world_size}")
+    old = argparse.Namespace(**{**vars(args), **run.args})
+    try:
+        before = validate_args(old)
+    except UsageError:
+        before = None
+    now = validate_args(args)
+    for i, what in enumerate(("collectives", "sizes", "candidates")):
+        a = None if before is None else before[i]
+        b = now[i]
+        if i == 0:
+            a, b = a and [c.name for c in a], [c.name for c in b]
+        if a != b:
+            diffs.append(f"other {what}")
+    for key, flag in _RESUME_SAME.items():
+        if key in run.args and run.args[key] != getattr(args, key, None):
+            diffs.append(f"{flag} {run.args[key]!r}, now {getattr(args, key, None)!r}")
+    if diffs:
+        raise UsageError(f"--resume {run.id}: this command is not the sweep run {run.id} was ({'; '.join(diffs)}); "
+                         f"resume with the run's own command (`ccltune runs` shows it) and --resume {run.id}, "
+                         "or start a new sweep")
+
+
 def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[Candidate]]:
     colls = collectives.select(args.collective)
     for c in colls:
@@ -100,6 +149,7 @@ def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[
                         factor=args.stepfactor)
     if args.reps < 1:
         raise UsageError(f"--reps must be >= 1, got {args.reps}")
+    check_timing(args)
     types.dtype(args.datatype)
     types.op(args.op)
     return colls, sizes, candidates(args)
@@ -113,6 +163,9 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"forced candidates (--algos/--protos/--channels) need the nccl engine (a GPU); "
                          f"the {engine_name} engine can only sweep its default: pass --algos '' --protos '' "
                          f"--channels ''" + (f" ({note})" if note else ""))
+    if args.resume is not None and not _common.under_launcher():  # before any process starts
+        with Store(args.db, create=False) as store:
+            check_resume(store.run(args.resume), args, _common.job_size(args, engine_name))
     rc = _common.relaunch(args, args._argv, engine_name)
     if rc is not None:
         return rc
@@ -160,7 +213,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
     done = {tuple(x) for x in json.loads(ctx.broadcast_bytes(blob, "points already measured"))}
     engine.on_fatal = _common.fail_run_hook(args.db, run_id) if run_id else None
     progress = _Progress(ctx.is_root, total=len(colls) * len(sizes))
-    status, n_rows = "failed", 0
+    status, n_rows, n_timed, untimed = "failed", 0, 0, Counter()
     try:
         with _common.terminate_as_interrupt():
             for coll in colls:
@@ -191,6 +244,9 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                             store.add_measurements(run_id, rows)
                             rows_so_far.extend(rows)
                         n_rows += len(rows)
+                        n_timed += sum(1 for r in rows if r.status == "ok")
+                        untimed.update(f"{r.status} ({r.note})" if r.note else r.status
+                                       for r in rows if r.status != "ok")
                     if args.mode != "model":
                         break
                     # every rank must plan the same next step: rank 0 plans, the others follow
@@ -223,9 +279,13 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
         if status == "complete":
             ctx.close()
     if ctx.is_root:
-        print(f"ccltune sweep: run {run_id} complete, {n_rows} rows in {args.db}; next: "
-              f"ccltune tune --db {args.db} --runs {run_id} --out rules.conf")
+        print(f"ccltune sweep: run {run_id} complete, {n_rows} rows in {args.db}"
+              + (f"; next: ccltune tune --db {args.db} --runs {run_id} --out rules.conf" if n_timed or not n_rows
+                 else ", none of them timed"))
         print(f"ccltune sweep: time on rank 0, {clock.line(wall)}")
+    if n_rows and not n_timed and ctx.is_root:  # every point skipped, waived or refused: nothing to tune from
+        why = "; ".join(f"{n} {what}" for what, n in untimed.most_common(3))
+        raise CheckFailed(f"no point of run {run_id} was timed, so it holds nothing to tune from: {why}")
     return 0
 
 
@@ -236,9 +296,7 @@ def _open_run(store: Store | None, args: argparse.Namespace, ctx: Any, engine: A
     if store is None:
         return None, done
     if args.resume is not None:
-        run = store.run(args.resume)
-        if run.kind != "sweep":
-            raise UsageError(f"--resume {args.resume}: run {args.resume} is a {run.kind} run, not a sweep")
+        check_resume(store.run(args.resume), args, ctx.world_size)
         for m in store.measurements(args.resume):
             done.add((m.collective, m.size_bytes, m.config))
         store.reopen_run(args.resume)

@@ -8,6 +8,7 @@ import shlex
 import sys
 
 from ccltune import __version__
+from ccltune.cli._common import parse_run_ids
 from ccltune.errors import UsageError
 from ccltune.rules import write_atomic
 from ccltune.store import DEFAULT_DB, Store
@@ -69,23 +70,6 @@ def failed_sizes(paths: list[str]) -> list[tuple[str, int, int, int]]:
     return out
 
 
-def parse_run_ids(text: str) -> list[int]:
-    """'3,5-7' -> [3, 5, 6, 7]."""
-    ids: list[int] = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        lo, _, hi = part.partition("-")
-        try:
-            a, b = int(lo), int(hi or lo)
-        except ValueError:
-            raise UsageError(f"--runs: {part!r} is not a run id or range (e.g. '3,5-7')") from None
-        if a > b:
-            raise UsageError(f"--runs: range {part!r} runs backwards")
-        ids.extend(range(a, b + 1))
-    if not ids:
-        raise UsageError(f"--runs: {text!r} names no run")
-    return ids
-
-
 def _percent(value: float, flag: str) -> float:
     if not 0 <= value < 100:
         raise UsageError(f"{flag} must be in [0, 100) percent, got {value:g}")
@@ -96,11 +80,11 @@ def run(args: argparse.Namespace) -> int:
     min_margin = _percent(args.min_margin, "--min-margin")
     isolated_margin = _percent(args.isolated_margin, "--isolated-margin")
     if not 0 <= args.min_gain_us < 1e6:
-        raise UsageError(f"--min-gain-us must be >= 0 microseconds, got {args.min_gain_us:g}")
+        raise UsageError(f"--min-gain-us must be at least 0 and under 1000000 microseconds, got {args.min_gain_us:g}")
     sm_tol = _percent(args.sm_tolerance, "--sm-tolerance")
     exclude = failed_sizes(args.exclude_failed)
     with Store(args.db, create=False) as store:
-        runs, rows = source_rows(store, parse_run_ids(args.runs) if args.runs else None)
+        runs, rows = source_rows(store, store.runs_in(parse_run_ids(args.runs)) if args.runs else None)
         result = derive(rows, objective=args.objective, sm_tolerance=sm_tol, min_margin=min_margin,
                         isolated_margin=isolated_margin, min_gain_us=args.min_gain_us, placement=args.placement,
                         exclude=exclude)

@@ -12,7 +12,7 @@ from typing import Any
 
 from ccltune import collectives, environment, rules, types
 from ccltune.cli import _common
-from ccltune.cli.sweep import engine_opts
+from ccltune.cli.sweep import check_timing, engine_opts
 from ccltune.errors import CheckFailed, DataError, UsageError
 from ccltune.files import write_text
 from ccltune.measure import sweep as S
@@ -64,6 +64,8 @@ def main(args: argparse.Namespace) -> int:
     colls = collectives.select(args.collective)
     sizes = size_series(parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes"),
                         factor=args.stepfactor)
+    if os.path.isdir(args.rules):
+        raise UsageError(f"RULES {args.rules!r} is a folder, not a rule file")
     if not os.path.isfile(args.rules):
         raise UsageError(f"rule file {args.rules!r} does not exist (RULES)")
     diags = rules.load(args.rules).diagnostics
@@ -74,6 +76,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--reps must be >= 2 to know the noise, got {args.reps}")
     if args.retest < 0:
         raise UsageError(f"--retest must be >= 0, got {args.retest}")
+    check_timing(args)
     if not 0 <= args.hard_limit < 100:
         raise UsageError(f"--hard-limit must be in [0, 100) percent, got {args.hard_limit:g}")
     types.dtype(args.datatype)
@@ -83,7 +86,8 @@ def main(args: argparse.Namespace) -> int:
     engine_name, _ = _common.resolve_engine(args)
     _common.check_virtual_nodes(args, engine_name)
     if engine_name != "nccl":
-        raise UsageError(f"validate needs the nccl engine (a GPU); got --engine {engine_name}")
+        raise UsageError("validate needs the nccl engine (a GPU); "
+                         + (f"got --engine {engine_name}" if args.engine else "no GPU is visible here"))
     _plugin_or_error()  # said once, before torchrun starts a process per GPU
     rc = _common.relaunch(args, args._argv, engine_name)
     if rc is not None:

@@ -12,7 +12,7 @@ from ccltune.collectives.reduce import COLLECTIVE as _reduce
 from ccltune.collectives.reduce_scatter import COLLECTIVE as _reduce_scatter
 from ccltune.collectives.scatter import COLLECTIVE as _scatter
 from ccltune.collectives.sendrecv import COLLECTIVE as _sendrecv
-from ccltune.errors import unknown_name
+from ccltune.errors import UsageError, unknown_name
 
 # nccl-tests' order
 REGISTRY: dict[str, Collective] = {c.name: c for c in (
@@ -45,6 +45,9 @@ def select(names: list[str] | str, where: str = "COLLECTIVE") -> list[Collective
                 c = get(part, where)
                 if c not in out:
                     out.append(c)
+    if not out:
+        raise UsageError(f"{where}: {' '.join(items)!r} names no collective; give one of "
+                         + ", ".join(REGISTRY) + ", or all")
     return out
 
 
