@@ -67,6 +67,70 @@ def test_bad_user_profiles_are_rejected_with_the_file_and_key(tmp_path, body, me
     assert "mine.toml" in str(info.value)
 
 
+_PROFILE = 'name = "x"\nworld_size = 4\n[[gate]]\ncollective = "all_reduce"\nsize = "512M"\nmin = 1.0\n'
+_MONO = '[monotonic]\ncollective = "all_reduce"\nfrom_size = "64M"\n'
+
+
+@pytest.mark.parametrize("extra, table, key, expected", [
+    (_MONO + 'tolerance = "abc"\n', "[monotonic]", "tolerance", "a number"),
+    (_MONO + 'in_place = "no"\n', "[monotonic]", "in_place", "a boolean"),  # "no" was read as true
+    (_MONO + "in_place = 0\n", "[monotonic]", "in_place", "a boolean"),
+    ('[bench]\nstep_factor = "x"\n', "[bench]", "step_factor", "an integer"),
+    ("[bench]\nstep_factor = 2.5\n", "[bench]", "step_factor", "an integer"),  # was cut to 2
+    ('[bench]\niters = "20"\n', "[bench]", "iters", "an integer"),
+    ("[bench]\nwarmup = true\n", "[bench]", "warmup", "an integer"),
+    ("[bench]\nmax_bytes = 1.5\n", "[bench]", "max_bytes", "a string or an integer"),
+    ('provisional = "no"\n', "", "provisional", "a boolean"),
+    ("description = 3\n", "", "description", "a string"),
+    ("gpu_match = true\n", "", "gpu_match", "a string"),
+])
+def test_every_profile_key_is_type_checked_naming_file_table_and_key(tmp_path, extra, table, key, expected):
+    body = _PROFILE + extra if table else extra + _PROFILE  # top-level keys go before the first table
+    p = tmp_path / "mine.toml"
+    p.write_text(body)
+    with pytest.raises(UsageError, match="wrong type") as info:
+        profiles.load_profile(str(p))
+    msg = str(info.value)
+    assert msg.startswith(str(p) + ": " + (table + ": " if table else "")), msg
+    assert f"'{key}'" in msg and f"expected {expected}" in msg
+
+
+@pytest.mark.parametrize("line, message", [
+    ('in_place = "no"', "'in_place' has the wrong type"), ("name = 5", "'name' has the wrong type"),
+    ('metric = 3', "'metric' has the wrong type"), ("min = nan", "'min' must be a finite number"),
+    ('min = "340"', "'min' has the wrong type"),
+])
+def test_gate_keys_are_type_checked(tmp_path, line, message):
+    p = tmp_path / "mine.toml"
+    base = _PROFILE.replace("min = 1.0\n", "") if line.startswith("min ") else _PROFILE
+    p.write_text(base + line + "\n")
+    with pytest.raises(UsageError, match=message) as info:
+        profiles.load_profile(str(p))
+    assert f"{p}: [[gate]] 1: " in str(info.value)
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("[bench]\nstep_factor = 1\n", "'step_factor' must be >= 2"), ("[bench]\niters = 0\n", "'iters' must be >= 1"),
+    ("[bench]\nwarmup = -1\n", "'warmup' must be >= 0"), (_MONO + "tolerance = 1\n", "'tolerance' must be in"),
+])
+def test_profile_counts_out_of_range(tmp_path, extra, message):
+    p = tmp_path / "mine.toml"
+    p.write_text(_PROFILE + extra)
+    with pytest.raises(UsageError, match=message):
+        profiles.load_profile(str(p))
+
+
+def test_profile_booleans_and_numbers_of_the_right_type_are_read():
+    prof = profiles.parse_profile(
+        {"name": "x", "world_size": 4, "provisional": True, "gpu_match": "H200",
+         "gate": [{"collective": "all_reduce", "size": 1 << 20, "min": 3, "in_place": False}],
+         "monotonic": {"collective": "all_reduce", "from_size": "1M", "tolerance": 0, "in_place": False},
+         "bench": {"step_factor": 4, "iters": 3, "warmup": 0}}, where="t")
+    assert prof.provisional and prof.gpu_match == "H200" and not prof.gates[0].in_place
+    assert prof.gates[0].min_value == 3.0 and prof.monotonic.tolerance == 0.0 and not prof.monotonic.in_place
+    assert (prof.bench.step_factor, prof.bench.iters, prof.bench.warmup) == (4, 3, 0)
+
+
 def test_gates_pass_fail_and_missing_point():
     prof = profiles.load_profile("h200-4")
     how = {"world_size": 4}
@@ -133,6 +197,78 @@ def test_bad_bench_json(tmp_path, content, message):
     p.write_text(content)
     with pytest.raises(UsageError, match=message):
         benchrun.read_bench_json(p)
+
+
+def _bad_json(tmp_path, *, env=None, record=None, index=3):
+    recs = _records(GOOD)
+    if record is not None:
+        recs[index] = {**recs[index], **record}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({"env": {"world_size": 4, **(env or {})}, "records": recs}))
+    return path
+
+
+@pytest.mark.parametrize("env, record, field, message", [
+    ({"world_size": "four"}, None, "env.world_size", 'must be an integer or null, got a string "four"'),
+    ({"world_size": 0}, None, "env.world_size", "must be a finite number >= 1"),
+    ({"graph": "yes"}, None, "env.graph", "must be an integer"),
+    (None, {"busbw_gbps": "fast"}, "records[3].busbw_gbps", 'must be a number or null, got a string "fast"'),
+    (None, {"busbw_gbps": float("nan")}, "records[3].busbw_gbps", "finite"),  # json writes NaN, reads it back
+    (None, {"busbw_gbps": float("inf")}, "records[3].busbw_gbps", "finite"),  # would pass every gate
+    (None, {"algbw_gbps": [1]}, "records[3].algbw_gbps", "got an array"),
+    (None, {"size_bytes": "512M"}, "records[3].size_bytes", "must be an integer"),
+    (None, {"size_bytes": 1.5}, "records[3].size_bytes", "must be an integer"),
+    (None, {"in_place": "false"}, "records[3].in_place", "must be true or false"),  # "false" read as true
+    (None, {"collective": 7}, "records[3].collective", "must be a string"),
+    (None, {"status": None}, "records[3].status", "must be a string, got null"),
+    (None, {"n_ranks": "4"}, "records[3].n_ranks", "must be an integer"),
+])
+def test_bench_json_fields_are_type_checked_naming_file_and_field(tmp_path, env, record, field, message):
+    path = _bad_json(tmp_path, env=env, record=record)
+    with pytest.raises(UsageError) as info:
+        benchrun.read_bench_json(path)
+    assert str(info.value).startswith(f"--from-json: {str(path)!r}: {field}: ")
+    assert message in str(info.value)
+
+
+def test_bench_json_env_and_records_must_be_objects(tmp_path):
+    p = tmp_path / "b.json"
+    p.write_text(json.dumps({"env": [], "records": []}))
+    with pytest.raises(UsageError, match="'env' must be an object, got an array"):
+        benchrun.read_bench_json(p)
+    p.write_text(json.dumps({"records": [_records({M: 1.0})[0], "x"]}))
+    with pytest.raises(UsageError, match=r"records\[1\] must be an object, got a string"):
+        benchrun.read_bench_json(p)
+    p.write_text(json.dumps({"records": [{"size_bytes": 1}]}))
+    with pytest.raises(UsageError, match=r"records\[0\] lacks 'collective'"):
+        benchrun.read_bench_json(p)
+
+
+@pytest.mark.parametrize("env, record, field", [
+    ({"world_size": "four"}, None, "env.world_size"), (None, {"busbw_gbps": "fast"}, "records[3].busbw_gbps"),
+])
+def test_cli_check_bad_bench_json_is_exit_2_without_traceback(tmp_path, capsys, env, record, field):
+    path = _bad_json(tmp_path, env=env, record=record)
+    assert main(["check", "--profile", "h200-4", "--from-json", str(path), "--db", str(tmp_path / "r.db")]) == 2
+    err = capsys.readouterr().err
+    assert f"--from-json: {str(path)!r}: {field}" in err and "Traceback" not in err
+
+
+def test_bench_json_with_null_bandwidths_and_no_env_is_read(tmp_path):
+    recs = _records(GOOD)
+    recs[0] = {**recs[0], "busbw_gbps": None, "algbw_gbps": None, "status": "skipped"}
+    p = tmp_path / "b.json"
+    p.write_text(json.dumps({"records": recs}))
+    env, records = benchrun.read_bench_json(p)
+    assert env == {} and len(records) == len(recs)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf"])
+def test_cli_check_bad_timeout_is_exit_2(tmp_path, capsys, value):
+    src = _bench_json(tmp_path, GOOD)
+    assert main(["check", "--profile", "h200-4", "--from-json", str(src), "--timeout", value,
+                 "--db", str(tmp_path / "r.db")]) == 2
+    assert f"--timeout must be > 0 seconds, got {value}" in capsys.readouterr().err
 
 
 def test_cli_check_from_json_passes_and_writes_junit_json_db(tmp_path, capsys):

@@ -155,3 +155,24 @@ def test_cli_doctor_bad_logs_are_usage_errors(tmp_path, capsys, path, message):
     assert main(["doctor", "--nccl-log", str(LOGS / path), "--db", str(tmp_path / "r.db")]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--nproc", "-1"], "--nproc must be >= 1, got -1"), (["--nproc", "0"], "--nproc must be >= 1, got 0"),
+    (["--timeout", "-5"], "--timeout must be > 0 seconds, got -5"),
+    (["--timeout", "0"], "--timeout must be > 0 seconds, got 0"),
+    (["--timeout", "nan"], "--timeout must be > 0 seconds, got nan"),
+    (["--nproc", "0", "--nccl-log", str(LOGS / "nccl_4gpu_p2p.log")], "--nproc must be >= 1, got 0"),
+])
+def test_cli_doctor_bad_nproc_and_timeout_are_usage_errors_before_any_work(tmp_path, capsys, monkeypatch,
+                                                                          flags, message):
+    def no_work(*args, **kwargs):
+        raise AssertionError("doctor did work before checking its flags")
+
+    monkeypatch.setattr(doctor, "run_doctor", no_work)
+    monkeypatch.setattr("ccltune.cli.doctor.read_log", no_work)
+    monkeypatch.setattr("ccltune.diagnose.sysconf.run_lspci", no_work)
+    assert main(["doctor", *flags, "--db", str(tmp_path / "r.db")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "r.db").exists()

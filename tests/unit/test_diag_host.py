@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ccltune.diagnose import amdsysfs, envrules, nvml, smitopo, sysconf, topo
+from ccltune.errors import UsageError
 
 FIX = Path(__file__).parent.parent / "fixtures" / "sysfs"
 AMD, GOOD = FIX / "amd-mi300x", FIX / "host-good"
@@ -47,10 +48,49 @@ def test_unreadable_proc_and_sys_are_waived(tmp_path, monkeypatch):
 
 
 def test_sys_root_prefers_flag_then_env(monkeypatch):
-    monkeypatch.setenv(sysconf.ROOT_ENV, "/from/env")
-    assert sysconf.sys_root(None) == Path("/from/env") and sysconf.sys_root("/flag") == Path("/flag")
+    monkeypatch.setenv(sysconf.ROOT_ENV, str(AMD))
+    assert sysconf.sys_root(None) == AMD and sysconf.sys_root(str(GOOD)) == GOOD
+    monkeypatch.setenv(sysconf.ROOT_ENV, "")  # set but empty is unset
+    assert sysconf.sys_root(None) == Path("/")
     monkeypatch.delenv(sysconf.ROOT_ENV)
     assert sysconf.sys_root(None) == Path("/")
+
+
+def test_sys_root_named_but_not_a_folder_is_a_usage_error(tmp_path, monkeypatch):
+    # under a missing root every check would be WAIVED and the host look clean
+    monkeypatch.delenv(sysconf.ROOT_ENV, raising=False)
+    missing, regular = tmp_path / "nonexistent", tmp_path / "file"
+    regular.write_text("x")
+    with pytest.raises(UsageError, match=r"--sysfs-root: '.*nonexistent' does not exist"):
+        sysconf.sys_root(str(missing))
+    with pytest.raises(UsageError, match=r"--sysfs-root: '.*file' is not a directory"):
+        sysconf.sys_root(str(regular))
+    with pytest.raises(UsageError, match="--sysfs-root: empty path"):
+        sysconf.sys_root("")
+    monkeypatch.setenv(sysconf.ROOT_ENV, str(missing))
+    with pytest.raises(UsageError, match=r"\$CCLTUNE_SYSFS_ROOT: '.*nonexistent' does not exist"):
+        sysconf.sys_root(None)
+    assert sysconf.sys_root(str(GOOD)) == GOOD  # the flag wins over a bad variable
+
+
+@pytest.mark.parametrize("argv, env, message", [
+    (["doctor", "--no-run", "--sysfs-root", "/nonexistent"], None, "--sysfs-root: '/nonexistent' does not exist"),
+    (["topo", "--sysfs-root", "/nonexistent"], None, "--sysfs-root: '/nonexistent' does not exist"),
+    (["doctor", "--no-run"], "/nonexistent", "$CCLTUNE_SYSFS_ROOT: '/nonexistent' does not exist"),
+    (["topo"], "/nonexistent", "$CCLTUNE_SYSFS_ROOT: '/nonexistent' does not exist"),
+    (["doctor", "--no-run", "--sysfs-root", str(FIX / "lspci_vvv_acs.txt")], None, "is not a directory"),
+])
+def test_cli_missing_sysfs_root_is_exit_2_not_a_pass(tmp_path, capsys, monkeypatch, argv, env, message):
+    from ccltune.cli import main
+
+    if env is None:
+        monkeypatch.delenv(sysconf.ROOT_ENV, raising=False)
+    else:
+        monkeypatch.setenv(sysconf.ROOT_ENV, env)
+    assert main([*argv, "--db", str(tmp_path / "r.db")]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and "Traceback" not in captured.err
+    assert "overall" not in captured.out and not (tmp_path / "r.db").exists()
 
 
 def test_acs_parse_redirect_clean_and_denied():
@@ -90,6 +130,74 @@ def test_ib_disable_depends_on_adapters():
     env = {"NCCL_IB_DISABLE": "1"}
     assert envrules.check_env(env, source="t", has_infiniband=True)[0].status == "WARN"
     assert envrules.check_env(env, source="t", has_infiniband=False)[0].status == "PASS"
+
+
+# C strtoll(text, &end, 0) as glibc answers it: (value, text left unread); None: ERANGE (NCCL's default)
+STRTOLL_CASES = [("16", 16, ""), ("0x100", 256, ""), ("0X1f", 31, ""), ("010", 8, ""), ("08", 0, "8"),
+                 ("0x", 0, "x"), ("4M", 4, "M"), (" 16 ", 16, " "), ("-0x10", -16, ""), ("+7", 7, ""),
+                 ("abc", 0, "abc"), ("1e3", 1, "e3"), ("- 5", 0, "- 5"), ("", 0, ""),
+                 ("99999999999999999999", None, ""), ("-9223372036854775808", -(1 << 63), "")]
+
+
+@pytest.mark.parametrize("text, value, rest", STRTOLL_CASES)
+def test_strtoll_reads_integers_as_nccl_does(text, value, rest):
+    assert envrules.strtoll(text) == (value, rest)
+
+
+def test_strtoll_agrees_with_the_c_library():
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        pytest.skip("no C library to compare with")
+    libc = ctypes.CDLL(name, use_errno=True)
+    libc.strtoll.restype = ctypes.c_longlong
+    libc.strtoll.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int]
+    for text, _, _ in STRTOLL_CASES + [("0x7fffffffffffffff", 0, ""), ("0777", 0, ""), ("\t-12ab", 0, "")]:
+        buf, end = ctypes.create_string_buffer(text.encode()), ctypes.c_char_p()  # buf outlives end
+        ctypes.set_errno(0)
+        n = libc.strtoll(buf, ctypes.byref(end), 0)
+        expected = (None, "") if ctypes.get_errno() else (n, end.value.decode())
+        assert envrules.strtoll(text) == expected, text
+
+
+@pytest.mark.parametrize("env, status, words", [
+    # integers as NCCL reads them (strtoll, base 0): 0x100 is a 256-byte buffer
+    ({"NCCL_BUFFSIZE": "0x100"}, "WARN", ["NCCL_BUFFSIZE=0x100", "NCCL reads 256", "4 MiB"]),
+    ({"NCCL_BUFFSIZE": "4M"}, "WARN", ["NCCL_BUFFSIZE='4M'", "not an integer", "uses 4;", "4 MiB"]),
+    ({"NCCL_MAX_NCHANNELS": "010"}, "WARN", ["NCCL reads 8", "fewer than 16 channels"]),
+    ({"NCCL_P2P_DISABLE": "0x1"}, "FAIL", ["NCCL_P2P_DISABLE=0x1", "NCCL reads 1", "peer-to-peer"]),
+    ({"NCCL_P2P_DISABLE": "1 and more"}, "FAIL", ["not an integer", "only '1'", "peer-to-peer"]),
+    ({"NCCL_IB_DISABLE": "2"}, "WARN", ["InfiniBand is off"]),
+    ({"NCCL_NVLS_ENABLE": "00"}, "PASS", ["NVLink SHARP"]),
+    # values NCCL cannot read: a finding naming the variable and the value
+    ({"NCCL_MAX_NCHANNELS": "abc"}, "WARN", ["NCCL_MAX_NCHANNELS='abc'", "not an integer", "uses 0"]),
+    ({"NCCL_SHM_DISABLE": "yes"}, "WARN", ["NCCL_SHM_DISABLE='yes'", "not an integer", "uses 0"]),
+    ({"NCCL_MAX_CTAS": "99999999999999999999"}, "WARN", ["out of the 64-bit integer range", "default"]),
+    ({"NCCL_P2P_LEVEL": "junk"}, "WARN", ["NCCL_P2P_LEVEL='junk'", "not a level", "LOC, NVL, PIX, PXB, PHB, SYS"]),
+    ({"NCCL_P2P_LEVEL": "loc"}, "WARN", ["names are upper case: LOC", "ignores it"]),  # NCCL's strcmp
+    ({"NCCL_P2P_LEVEL": "LOC"}, "FAIL", ["P2P level LOC"]),
+    ({"NCCL_P2P_LEVEL": "0"}, "FAIL", ["NCCL reads LOC", "P2P level LOC"]),  # the old numbering
+    ({"NCCL_P2P_LEVEL": "0x"}, "FAIL", ["not a level name or integer", "reads it as LOC"]),
+    ({"NCCL_NET_GDR_LEVEL": "phb!"}, "WARN", ["NCCL_NET_GDR_LEVEL='phb!'", "not a level"]),
+])
+def test_env_rules_read_values_as_nccl_does(env, status, words):
+    (f,) = envrules.check_env(env, source="test")
+    (var, value), = env.items()
+    assert (f.name, f.status) == (f"env:{var}", status) and f.fix
+    assert all(w in f.evidence for w in words), f.evidence
+    assert f.data["variable"] == var and f.data["value"] == value
+
+
+@pytest.mark.parametrize("var, value", [
+    ("NCCL_MAX_CTAS", "020"), ("NCCL_MAX_NCHANNELS", "0x20"), ("NCCL_BUFFSIZE", "0x800000"),
+    ("NCCL_BUFFSIZE", ""), ("NCCL_P2P_LEVEL", "SYS"), ("NCCL_P2P_LEVEL", "NVB"), ("NCCL_P2P_LEVEL", "XGMI"),
+    ("NCCL_P2P_LEVEL", "5"), ("NCCL_P2P_LEVEL", ""), ("NCCL_P2P_DISABLE", "0"), ("NCCL_IB_DISABLE", "0x0"),
+])
+def test_env_rules_leave_values_nccl_reads_as_harmless_alone(var, value):
+    (f,) = envrules.check_env({var: value}, source="test")
+    assert (f.name, f.status) == ("env", "PASS"), f.evidence
 
 
 def test_nvidia_smi_topo_matrix():

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from ccltune import environment
+from ccltune.cli._common import check_timeout
 from ccltune.diagnose import benchrun, gates, profiles
 from ccltune.diagnose.findings import Finding, exit_code, format_findings, overall
 from ccltune.diagnose.junit import to_junit
@@ -35,6 +36,7 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    check_timeout(args.timeout)
     if args.list_profiles:
         for name in profiles.builtin_names():
             prof = profiles.load_profile(name)

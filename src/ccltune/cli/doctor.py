@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from ccltune import environment
+from ccltune.cli import _common
 from ccltune.cli.topo import add_sysfs_root
 from ccltune.diagnose import doctor, sysconf
 from ccltune.diagnose.findings import exit_code, format_findings, overall
@@ -37,7 +38,14 @@ def register(sub: Any) -> None:
     p.set_defaults(func=main)
 
 
+def check_flags(args: argparse.Namespace) -> None:
+    """--nproc and --timeout, checked as ``bench`` checks them, before anything is read or run."""
+    _common.check_nproc(args.nproc)
+    _common.check_timeout(args.timeout)
+
+
 def main(args: argparse.Namespace) -> int:
+    check_flags(args)
     artifacts: dict[str, str] = {}
     if args.nccl_log:
         text = read_log(args.nccl_log)

@@ -9,6 +9,7 @@ such as NCCL_NVLS_ENABLE=0, carry over.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -76,12 +77,70 @@ def read_bench_json(path: str | Path, *, flag: str = "--from-json") -> tuple[dic
     if not isinstance(data, dict) or not isinstance(data.get("records"), list):
         raise UsageError(f"{flag}: {str(p)!r} is not a bench JSON file (needs an object with a 'records' list; "
                          "write one with `ccltune bench --json PATH`)")
-    bad = [i for i, r in enumerate(data["records"])
-           if not isinstance(r, dict) or "size_bytes" not in r or "collective" not in r]
-    if bad:
-        raise UsageError(f"{flag}: {str(p)!r}: record {bad[0]} lacks 'collective' or 'size_bytes'")
-    env = data.get("env") if isinstance(data.get("env"), dict) else {}
+    env = data.get("env", {})
+    problems = [_env_problem(env), *(_record_problem(i, r) for i, r in enumerate(data["records"]))]
+    problem = next((why for why in problems if why), None)
+    if problem:
+        raise UsageError(f"{flag}: {str(p)!r}: {problem}")
     return env, data["records"]
+
+
+# What check and doctor read from a bench JSON, and the JSON types each may have: a wrong one is bad
+# input, not a figure to convert (a string world size or bandwidth would otherwise crash the gates).
+_INT, _NUM, _STR, _BOOL = "an integer", "a number", "a string", "true or false"
+_ENV_FIELDS = {"world_size": (_INT, 1), "graph": (_INT, 0), "process_per_gpu": (_BOOL, None),
+               "engine": (_STR, None), "launcher": (_STR, None), "platform": (_STR, None),
+               "nccl_version": (_STR, None)}
+_RECORD_FIELDS = {"collective": (_STR, None), "size_bytes": (_INT, 0), "in_place": (_BOOL, None),
+                  "busbw_gbps": (_NUM, 0), "algbw_gbps": (_NUM, 0), "status": (_STR, None),
+                  "graph": (_INT, 0), "n_ranks": (_INT, 1)}
+_RECORD_REQUIRED = ("collective", "size_bytes")
+_RECORD_NULLABLE = ("busbw_gbps", "algbw_gbps")  # null: not measured (a skipped or failed point)
+
+
+def _env_problem(env: Any) -> str | None:
+    if not isinstance(env, dict):
+        return f"'env' must be an object, got {_json_type(env)}"
+    for key, (kind, low) in _ENV_FIELDS.items():
+        why = _value_problem(env[key], kind, low, nullable=True) if key in env else None
+        if why:
+            return f"env.{key}: {why}"
+    return None
+
+
+def _record_problem(i: int, record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return f"records[{i}] must be an object, got {_json_type(record)}"
+    missing = [key for key in _RECORD_REQUIRED if key not in record]
+    if missing:
+        return f"records[{i}] lacks {' and '.join(map(repr, missing))}"
+    for key, (kind, low) in _RECORD_FIELDS.items():
+        why = _value_problem(record[key], kind, low, nullable=key in _RECORD_NULLABLE) if key in record else None
+        if why:
+            return f"records[{i}].{key}: {why}"
+    return None
+
+
+def _value_problem(value: Any, kind: str, low: float | None, *, nullable: bool) -> str | None:
+    """Why ``value`` is not a JSON value of ``kind`` (>= ``low`` for numbers), or None when it is."""
+    if value is None:
+        return None if nullable else f"must be {kind}, got null"
+    if kind == _BOOL:
+        ok = isinstance(value, bool)
+    elif kind == _STR:
+        ok = isinstance(value, str)
+    else:
+        ok = isinstance(value, int if kind == _INT else (int, float)) and not isinstance(value, bool)
+    if not ok:
+        return f"must be {kind}{' or null' if nullable else ''}, got {_json_type(value)} {json.dumps(value)}"
+    if low is not None and not low <= value < math.inf:  # also NaN and Infinity, which Python's json reads
+        return f"must be a finite number >= {low}, got {value}"
+    return None
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")
 
 
 def run_bench(nproc: int, *, env_overrides: Mapping[str, str] | None = None, timeout_s: float = 600,

@@ -1,26 +1,108 @@
 """NCCL/RCCL environment variables that hurt performance: one table, one rule a row.
 
-Each rule names the variable, when its value is harmful, the status that earns, why, and
-the fix. RCCL reads the same ``NCCL_*`` names, so one table serves both. Applied to the
-process environment (``ccltune doctor``) or to the "X set by environment to Y" lines of a
-log (``ccltune doctor --nccl-log``).
+Each rule names the variable, how NCCL reads it, when its value is harmful, the status that
+earns, why, and the fix. RCCL reads the same ``NCCL_*`` names, so one table serves both.
+Applied to the process environment (``ccltune doctor``) or to the "X set by environment to Y"
+lines of a log (``ccltune doctor --nccl-log``).
+
+Values are read the way NCCL reads them, so a rule judges what NCCL will use: integers with
+C's ``strtoll(value, NULL, 0)`` (``0x100`` is 256, ``010`` is 8, ``4M`` is 4; out of range:
+NCCL's default), path levels by name or old-style number. A value NCCL cannot read whole is a
+finding of its own, which names the value NCCL uses instead.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ccltune.diagnose.findings import Finding
 
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+# C strtoll with base 0: leading white space, a sign, then 0x/0X hex, 0 octal, or decimal digits
+_STRTOLL = re.compile(r"[ \t\n\v\f\r]*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
 
-def _int_below(limit: int) -> Callable[[str], bool]:
-    def check(value: str) -> bool:
-        try:
-            return int(value) < limit
-        except ValueError:
-            return False
-    return check
+
+def strtoll(text: str) -> tuple[int | None, str]:
+    """C ``strtoll(text, &end, 0)``: (value, the text after what was read). No digits: (0, text);
+    out of the 64-bit range (ERANGE): (None, ''), where NCCL uses its default."""
+    m = _STRTOLL.match(text)
+    if not m:
+        return 0, text
+    sign, digits = m.groups()
+    if digits[:2] in ("0x", "0X"):
+        n = int(digits, 16)
+    elif digits.startswith("0"):
+        n = int(digits, 8)
+    else:
+        n = int(digits)
+    n = -n if sign == "-" else n
+    if not _INT64[0] <= n <= _INT64[1]:
+        return None, ""
+    return n, text[m.end():]
+
+
+def read_int(value: str) -> tuple[int | None, str]:
+    """(the integer NCCL uses, '' or what is wrong with ``value``), as NCCL's ncclLoadParam reads an
+    integer variable. None: NCCL uses its default (an empty or out-of-range value)."""
+    if value == "":
+        return None, ""  # NCCL treats an empty value as unset
+    n, rest = strtoll(value)
+    if n is None:
+        return None, "out of the 64-bit integer range: NCCL ignores it and uses its default"
+    if rest.strip():
+        read = f"only {value[:len(value) - len(rest)].strip()!r}" if len(rest) < len(value) else "no digits"
+        return n, f"not an integer; NCCL's strtoll reads {read}, so NCCL uses {n}"
+    return n, ""
+
+
+# The path level names NCCL accepts, up to SYS (its topoPathTypeStr; RCCL says XGMI for NVL; LOC,
+# NVL, PIX, PXB, PHB and SYS are the documented ones), matched case-sensitively, and the old
+# numbering 0..5 (larger is SYS).
+LEVELS = ("LOC", "NVL", "XGMI", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS")
+_DOCUMENTED_LEVELS = "LOC, NVL, PIX, PXB, PHB, SYS"
+_OLD_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
+
+
+def read_level(value: str) -> tuple[str | None, str]:
+    """(the path level NCCL uses, '' or what is wrong with ``value``), as NCCL's ncclGetLevel reads
+    NCCL_P2P_LEVEL and NCCL_NET_GDR_LEVEL. None: NCCL ignores the value and picks the level itself."""
+    if value == "" or value in LEVELS:
+        return value or None, ""
+    if value[0].isdigit() and value[0].isascii():
+        n, rest = strtoll(value)
+        if n is None or n >= 1 << 31:  # NCCL keeps strtol's result in an int
+            return None, "a number too large for NCCL's old level numbering (0-5): NCCL misreads it"
+        level = _OLD_LEVELS[min(n, len(_OLD_LEVELS) - 1)]  # NCCL: larger than 5 is 5 (SYS)
+        if not rest.strip():
+            return level, ""
+        return level, f"not a level name or integer; NCCL reads it as {level}"
+    hint = f" (names are upper case: {value.strip().upper()})" if value.strip().upper() in LEVELS else ""
+    return None, (f"not a level NCCL knows ({_DOCUMENTED_LEVELS} or 0-5){hint}: NCCL ignores it and picks "
+                  "the level itself")
+
+
+def _read_text(value: str) -> tuple[str, str]:
+    return value, ""
+
+
+_READERS: dict[str, Callable[[str], tuple[Any, str]]] = {"int": read_int, "level": read_level, "text": _read_text}
+_FORMS = {"int": "an integer (decimal, 0x hex or 0 octal)", "level": f"one of {_DOCUMENTED_LEVELS}",
+          "text": "a valid value"}
+
+
+def _int_below(limit: int) -> Callable[[int], bool]:
+    return lambda n: n < limit
+
+
+def _int_is(*values: int) -> Callable[[int], bool]:
+    return lambda n: n in values
+
+
+def _level_is(*levels: str) -> Callable[[str], bool]:
+    return lambda level: level in levels
 
 
 def _one_of(*values: str) -> Callable[[str], bool]:
@@ -35,22 +117,23 @@ def _any(value: str) -> bool:
 @dataclass(frozen=True)
 class EnvRule:
     var: str
-    matches: Callable[[str], bool]
+    matches: Callable[[Any], bool]  # on the value as NCCL reads it (see ``reads``)
     status: str  # the status a match earns
     why: str
     fix: str
+    reads: str = "text"  # how NCCL reads the variable: "int" (strtoll, base 0), "level" (a path level), "text"
 
 
 RULES: tuple[EnvRule, ...] = (
-    EnvRule("NCCL_P2P_DISABLE", _one_of("1"), "FAIL",
+    EnvRule("NCCL_P2P_DISABLE", _int_is(1), "FAIL",
             "peer-to-peer (NVLink/xGMI/PCIe) is off: GPUs exchange data through host memory",
-            "unset NCCL_P2P_DISABLE"),
-    EnvRule("NCCL_P2P_LEVEL", _one_of("LOC", "0"), "FAIL",
+            "unset NCCL_P2P_DISABLE", reads="int"),
+    EnvRule("NCCL_P2P_LEVEL", _level_is("LOC"), "FAIL",
             "P2P level LOC forbids peer-to-peer between any two GPUs",
-            "unset NCCL_P2P_LEVEL (or set SYS to allow P2P across the CPU interconnect)"),
-    EnvRule("NCCL_SHM_DISABLE", _one_of("1"), "WARN",
+            "unset NCCL_P2P_LEVEL (or set SYS to allow P2P across the CPU interconnect)", reads="level"),
+    EnvRule("NCCL_SHM_DISABLE", _int_is(1), "WARN",
             "shared memory is off: pairs without P2P fall back to the network transport",
-            "unset NCCL_SHM_DISABLE"),
+            "unset NCCL_SHM_DISABLE", reads="int"),
     EnvRule("NCCL_ALGO", _any, "WARN",
             "forces one algorithm for every collective and size; NCCL's own choice is best at most sizes",
             "unset NCCL_ALGO; use a tuner plugin (ccltune tune) for per-size choices"),
@@ -59,26 +142,26 @@ RULES: tuple[EnvRule, ...] = (
             "unset NCCL_PROTO; use a tuner plugin (ccltune tune) for per-size choices"),
     EnvRule("NCCL_MAX_NCHANNELS", _int_below(16), "WARN",
             "caps NCCL at fewer than 16 channels: large messages cannot reach the link bandwidth",
-            "unset NCCL_MAX_NCHANNELS, or measure counts with `ccltune doctor --nproc N`"),
+            "unset NCCL_MAX_NCHANNELS, or measure counts with `ccltune doctor --nproc N`", reads="int"),
     EnvRule("NCCL_MAX_CTAS", _int_below(16), "WARN",
             "caps NCCL at fewer than 16 CTAs (channels): large messages cannot reach the link bandwidth",
-            "unset NCCL_MAX_CTAS"),
+            "unset NCCL_MAX_CTAS", reads="int"),
     EnvRule("NCCL_BUFFSIZE", _int_below(1 << 22), "WARN",
             "buffers below the 4 MiB default lower large-message bandwidth",
-            "unset NCCL_BUFFSIZE"),
+            "unset NCCL_BUFFSIZE", reads="int"),
     EnvRule("NCCL_DEBUG", _one_of("INFO", "TRACE"), "WARN",
             "verbose logging slows communicator creation and floods the job's output",
             "unset NCCL_DEBUG or set NCCL_DEBUG=WARN outside diagnosis"),
-    EnvRule("NCCL_IB_DISABLE", _one_of("1"), "WARN",
+    EnvRule("NCCL_IB_DISABLE", lambda n: n != 0, "WARN",  # NCCL: any value but 0 turns IB off
             "InfiniBand is off: traffic between nodes goes over TCP sockets",
-            "unset NCCL_IB_DISABLE on hosts with InfiniBand adapters"),
-    EnvRule("NCCL_NET_GDR_LEVEL", _one_of("LOC", "0"), "WARN",
+            "unset NCCL_IB_DISABLE on hosts with InfiniBand adapters", reads="int"),
+    EnvRule("NCCL_NET_GDR_LEVEL", _level_is("LOC"), "WARN",
             "GPUDirect RDMA is off: network traffic is staged through host memory",
-            "unset NCCL_NET_GDR_LEVEL"),
-    EnvRule("NCCL_NVLS_ENABLE", _one_of("0"), "PASS",
+            "unset NCCL_NET_GDR_LEVEL", reads="level"),
+    EnvRule("NCCL_NVLS_ENABLE", _int_is(0), "PASS",
             "NVLink SHARP (multicast) is off; on this project's machines that is mandatory, "
             "elsewhere it can cost all_reduce bandwidth on NVSwitch systems",
-            "keep it on the project's machines; elsewhere unset it to let NCCL use NVLS"),
+            "keep it on the project's machines; elsewhere unset it to let NCCL use NVLS", reads="int"),
     EnvRule("CUDA_LAUNCH_BLOCKING", _one_of("1"), "FAIL",
             "every CUDA launch is synchronous: communication cannot overlap anything",
             "unset CUDA_LAUNCH_BLOCKING"),
@@ -96,14 +179,26 @@ def check_env(environ: Mapping[str, str], *, source: str, has_infiniband: bool |
     out = []
     for rule in RULES:
         value = environ.get(rule.var)
-        if value is None or not rule.matches(value):
+        if value is None:
+            continue
+        read, problem = _READERS[rule.reads](value)
+        harmful = read is not None and rule.matches(read)
+        data = {"variable": rule.var, "value": value, "source": source, "read_as": read}
+        if problem:  # NCCL misreads or ignores it: say so, and judge what NCCL uses instead
+            status = "FAIL" if harmful and rule.status == "FAIL" else "WARN"
+            evidence = f"{rule.var}={value!r} ({source}): {problem}" + (f"; {rule.why}" if harmful else "")
+            fix = f"set {rule.var} to {_FORMS[rule.reads]}, or unset it"
+            out.append(Finding(f"env:{rule.var}", status, evidence, fix, data=data))
+            continue
+        if not harmful:
             continue
         status = rule.status
         why = rule.why
         if rule.var == "NCCL_IB_DISABLE" and has_infiniband is False:
             status, why = "PASS", "no InfiniBand adapter on this host, so nothing is lost"
-        out.append(Finding(f"env:{rule.var}", status, f"{rule.var}={value} ({source}): {why}", rule.fix,
-                           data={"variable": rule.var, "value": value, "source": source}))
+        read_as = "" if str(read) == value.strip() else f"; NCCL reads {read}"
+        out.append(Finding(f"env:{rule.var}", status, f"{rule.var}={value} ({source}{read_as}): {why}", rule.fix,
+                           data=data))
     if not out:
         out.append(Finding("env", "PASS", f"no harmful NCCL/RCCL variable in {source} "
                            f"({len(RULES)} rules checked)", data={"source": source}))

@@ -18,6 +18,7 @@ the bench sweep that measures them. Built-ins live in ``ccltune/diagnose/profile
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -121,40 +122,45 @@ def parse_profile(data: dict[str, Any], *, where: str) -> Profile:
     world_size = _get(data, "world_size", int, where)
     if world_size < 1:
         raise UsageError(f"{where}: world_size must be >= 1, got {world_size}")
+    description = _get(data, "description", str, where, default="")
+    gpu_match = _get(data, "gpu_match", str, where, default=None)
+    provisional = _get(data, "provisional", bool, where, default=False)
     raw_gates = data.get("gate")
     if not isinstance(raw_gates, list) or not raw_gates:
         raise UsageError(f"{where}: needs at least one [[gate]] table")
-    gates = tuple(_gate(g, f"{where}: gate {i + 1}") for i, g in enumerate(raw_gates))
+    gates = tuple(_gate(g, f"{where}: [[gate]] {i + 1}") for i, g in enumerate(raw_gates))
     mono = _monotonic(data["monotonic"], f"{where}: [monotonic]") if "monotonic" in data else None
     sizes = [g.size_bytes for g in gates] + ([mono.from_bytes] if mono else [])
     bench = _bench(data.get("bench", {}), f"{where}: [bench]", default_min=min(sizes), default_max=max(sizes))
-    return Profile(name=name, description=str(data.get("description", "")), world_size=world_size, gates=gates,
-                   bench=bench, monotonic=mono, gpu_match=data.get("gpu_match"),
-                   provisional=bool(data.get("provisional", False)), source=where)
+    return Profile(name=name, description=description, world_size=world_size, gates=gates, bench=bench,
+                   monotonic=mono, gpu_match=gpu_match, provisional=provisional, source=where)
 
 
 def _gate(g: Any, where: str) -> Gate:
     if not isinstance(g, dict):
         raise UsageError(f"{where}: must be a table")
     _known(g, _GATE_KEYS, where)
-    metric = g.get("metric", "busbw_gbps")
+    metric = _get(g, "metric", str, where, default="busbw_gbps")
     if metric not in METRICS:
-        raise unknown_name("metric", str(metric), METRICS, where=where)
+        raise unknown_name("metric", metric, METRICS, where=where)
     minimum = _get(g, "min", (int, float), where)
+    if not math.isfinite(minimum):
+        raise UsageError(f"{where}: 'min' must be a finite number, got {minimum}")
     collective = _get(g, "collective", str, where)
-    return Gate(name=str(g.get("name") or f"{collective}_{metric}"), collective=collective,
+    return Gate(name=_get(g, "name", str, where, default="") or f"{collective}_{metric}", collective=collective,
                 size_bytes=parse_size(_get(g, "size", (str, int), where), f"{where}: size"),
-                in_place=bool(g.get("in_place", True)), metric=metric, min_value=float(minimum))
+                in_place=_get(g, "in_place", bool, where, default=True), metric=metric, min_value=float(minimum))
 
 
 def _monotonic(m: Any, where: str) -> Monotonic:
     if not isinstance(m, dict):
         raise UsageError(f"{where}: must be a table")
     _known(m, _MONO_KEYS, where)
-    tolerance = float(m.get("tolerance", 0.05))
+    tolerance = float(_get(m, "tolerance", (int, float), where, default=0.05))
     if not 0 <= tolerance < 1:
-        raise UsageError(f"{where}: tolerance must be in [0, 1), got {tolerance}")
-    return Monotonic(collective=_get(m, "collective", str, where), in_place=bool(m.get("in_place", True)),
+        raise UsageError(f"{where}: 'tolerance' must be in [0, 1), got {tolerance}")
+    return Monotonic(collective=_get(m, "collective", str, where),
+                     in_place=_get(m, "in_place", bool, where, default=True),
                      from_bytes=parse_size(_get(m, "from_size", (str, int), where), f"{where}: from_size"),
                      tolerance=tolerance)
 
@@ -163,11 +169,16 @@ def _bench(b: Any, where: str, *, default_min: int, default_max: int) -> BenchPl
     if not isinstance(b, dict):
         raise UsageError(f"{where}: must be a table")
     _known(b, _BENCH_KEYS, where)
-    lo = parse_size(b.get("min_bytes", default_min), f"{where}: min_bytes")
-    hi = parse_size(b.get("max_bytes", default_max), f"{where}: max_bytes")
+    lo = parse_size(_get(b, "min_bytes", (str, int), where, default=default_min), f"{where}: min_bytes")
+    hi = parse_size(_get(b, "max_bytes", (str, int), where, default=default_max), f"{where}: max_bytes")
     if lo > hi:
         raise UsageError(f"{where}: min_bytes must be <= max_bytes, got {lo} > {hi}")
-    return BenchPlan(lo, hi, int(b.get("step_factor", 2)), int(b.get("iters", 20)), int(b.get("warmup", 5)))
+    counts = {key: _get(b, key, int, where, default=default) for key, default in
+              (("step_factor", 2), ("iters", 20), ("warmup", 5))}
+    for key, low in (("step_factor", 2), ("iters", 1), ("warmup", 0)):  # bench's own -f, -n, -w limits
+        if counts[key] < low:
+            raise UsageError(f"{where}: {key!r} must be >= {low}, got {counts[key]}")
+    return BenchPlan(lo, hi, counts["step_factor"], counts["iters"], counts["warmup"])
 
 
 def _known(table: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
@@ -176,12 +187,23 @@ def _known(table: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
             raise UsageError(f"{where}: unknown key {key!r}{did_you_mean(key, keys)}; valid: {', '.join(keys)}")
 
 
-def _get(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+_MISSING = object()
+_KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean (true or false)"}
+
+
+def _get(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str, default: Any = _MISSING) -> Any:
+    """``table[key]``, of TOML type ``kind`` (a boolean only where ``kind`` is bool); ``default`` when absent,
+    UsageError when absent without a default or of another type."""
     if key not in table:
-        raise UsageError(f"{where}: missing {key!r}")
+        if default is _MISSING:
+            raise UsageError(f"{where}: missing {key!r}")
+        return default
     value = table[key]
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise UsageError(f"{where}: {key!r} has the wrong type ({type(value).__name__}): {value!r}")
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        expected = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds if not (k is int and float in kinds))
+        raise UsageError(f"{where}: {key!r} has the wrong type ({type(value).__name__}): {value!r}; "
+                         f"expected {expected}")
     return value
 
 

@@ -2,7 +2,8 @@
 
 Every reader takes ``root``, the folder that stands for ``/`` (``--sysfs-root`` or
 ``CCLTUNE_SYSFS_ROOT``, so tests use fake trees). A file that cannot be read makes its check
-WAIVED with the reason; nothing here raises.
+WAIVED with the reason; nothing here raises but ``sys_root``, for a root the user named that is
+not a folder.
 """
 
 from __future__ import annotations
@@ -14,13 +15,35 @@ import subprocess
 from pathlib import Path
 
 from ccltune.diagnose.findings import Finding
+from ccltune.errors import UsageError
 
 ROOT_ENV = "CCLTUNE_SYSFS_ROOT"
 
 
 def sys_root(cli_value: str | None = None) -> Path:
-    """``--sysfs-root``, else $CCLTUNE_SYSFS_ROOT, else /."""
-    return Path(cli_value or os.environ.get(ROOT_ENV) or "/")
+    """``--sysfs-root``, else $CCLTUNE_SYSFS_ROOT, else /.
+
+    A root given by the flag or the variable must be an existing folder (UsageError naming which):
+    under a mistyped one every file would be missing and every check WAIVED, which reads as a clean
+    host. / is taken as it is: a real host may lack parts of /sys and /proc.
+    """
+    if cli_value is not None:
+        return _given_root(cli_value, "--sysfs-root")
+    env_value = os.environ.get(ROOT_ENV)
+    if env_value:  # set but empty counts as unset, as for most variables
+        return _given_root(env_value, f"${ROOT_ENV}")
+    return Path("/")
+
+
+def _given_root(value: str, where: str) -> Path:
+    if not value:
+        raise UsageError(f"{where}: empty path; give the folder that stands for /")
+    path = Path(value)
+    if not path.exists():
+        raise UsageError(f"{where}: {value!r} does not exist")
+    if not path.is_dir():
+        raise UsageError(f"{where}: {value!r} is not a directory")
+    return path
 
 
 def read_text(root: Path, rel: str) -> tuple[str | None, str]:
