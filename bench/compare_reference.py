@@ -38,12 +38,12 @@ def load_any(path: str) -> list[tuple[str, bool, dict[int, tuple[float, float]]]
         return [(coll, False, rows)]
     from ccltune.tune.importer import parse  # nccl-tests' own output
 
-    parsed = parse(text, path)
     out = []
-    for in_place in (False, True):
-        rows = {r.size_bytes: (r.time_us, r.busbw_gbps) for r in parsed.rows
-                if bool(r.in_place) == in_place and r.status == "ok" and r.time_us}
-        out.append((parsed.collective, in_place, rows))
+    for parsed in parse(text, path):  # a file may hold several runs, each of its own collective
+        for in_place in (False, True):
+            rows = {r.size_bytes: (r.time_us, r.busbw_gbps) for r in parsed.rows
+                    if bool(r.in_place) == in_place and r.status == "ok" and r.time_us}
+            out.append((parsed.collective, in_place, rows))
     return out
 
 

@@ -1,9 +1,11 @@
-"""``ccltune import nccl-tests FILE...``: store nccl-tests output as measurements of one configuration."""
+"""``ccltune import nccl-tests FILE...``: store nccl-tests output (each run in each file) as measurements of one
+configuration."""
 
 from __future__ import annotations
 
 import argparse
 import shlex
+from collections import Counter
 from pathlib import Path
 
 from ccltune import __version__
@@ -31,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     n.add_argument("--proto", default=None, help=f"protocol forced in that run ({', '.join(PROTOCOLS)})")
     n.add_argument("--channels", type=int, default=None, help="channel count forced in that run")
     n.add_argument("--nranks", type=int, default=None, help="ranks, when the file lists no '#  Rank' lines")
-    n.add_argument("--collective", default=None, help="collective, when the file header and name do not say")
+    n.add_argument("--collective", default=None,
+                   help="collective (one), when the file header and name do not say; must agree with a header")
     n.set_defaults(func=run)
 
 
@@ -58,8 +61,9 @@ def _read(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     cand = candidate_from_args(args)
-    parsed: list[Parsed] = [parse(_read(f), f, candidate=cand, collective=args.collective, nranks=args.nranks)
-                            for f in args.files]
+    # every file is parsed before the database is opened: bad input stores nothing
+    parsed: list[Parsed] = [p for f in args.files
+                            for p in parse(_read(f), f, candidate=cand, collective=args.collective, nranks=args.nranks)]
     models = {g for p in parsed for g in p.gpus}
     if len(models) > 1:
         raise UsageError(f"the files ran on different GPU models ({', '.join(sorted(models))}); import them"
@@ -84,8 +88,10 @@ def run(args: argparse.Namespace) -> int:
         store.finish_run(run_id, "complete", {"rows": sum(len(p.rows) for p in parsed), "config": cand.label})
     print(f"# run {run_id} (import) in {args.db}: config {cand.label}, platform {env['platform']}")
     print(f"# {'file':<40} {'collective':<15} {'n_ranks':>7} {'sizes':>5} {'rows':>5} {'not_ok':>6}")
+    runs_in = Counter(p.path for p in parsed)
     for p in parsed:
         bad = sum(m.status != "ok" for m in p.rows)
-        print(f"  {p.path:<40} {p.collective:<15} {p.n_ranks:>7} {len({m.size_bytes for m in p.rows}):>5}"
+        where = f"{p.path}:{p.line}" if runs_in[p.path] > 1 else p.path  # a file of several runs: one line each
+        print(f"  {where:<40} {p.collective:<15} {p.n_ranks:>7} {len({m.size_bytes for m in p.rows}):>5}"
               f" {len(p.rows):>5} {bad:>6}")
     return 0

@@ -14,21 +14,34 @@ Supported inputs:
   holding ``time`` (or ``cpu_time``) µs, ``alg_bw``, ``bus_bw``, ``nwrong`` (null = unchecked)),
   and ``average_bus_bandwidth`` at the end (its absence = truncated).
 
+A text file may hold several runs (``cat all_reduce.txt all_gather.txt``): a run's preamble
+(``# nccl-tests version``, ``# Collective test starting``, ``# nThread``, the device list) or column
+header after the previous run's table starts the next run, and each run's rows take their facts
+(collective, nRanks, graph, NCCL version) from their own header only.
+
 The collective comes from ``# Collective test starting: all_reduce_perf`` (or the JSON argv),
-else from the file name, else ``--collective``; nRanks from the ``#  Rank N ...`` device lines
-(nNodes = distinct host names). ``N/A`` in ``#wrong`` means unchecked; ``#wrong`` > 0 stores the
-row with status 'error' so it never feeds a rule. In-place rows get ``in_place=True``.
+else ``--collective``, else the file name (a file of one run only); ``--collective`` that
+contradicts the header is refused. nRanks from the ``#  Rank N ...`` device lines (nNodes =
+distinct host names). ``N/A`` in ``#wrong`` means unchecked; ``#wrong`` > 0 stores the row with
+status 'error' so it never feeds a rule. A time of ``nan`` (or ``N/A``) is stored the same way,
+as unmeasured, and so is a time of 0 on a 0-byte row (rounded). A value nccl-tests never prints
+(a negative size or count, a time of ``inf``, below 0 or 0 on a row with bytes, a negative or
+infinite bandwidth or #wrong, a root outside the ranks) and, in JSON, a field of the wrong type
+refuse the whole file, naming the file and the line or the field's path: nothing is stored.
+In-place rows get ``in_place=True``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune import collectives
-from ccltune.errors import UsageError
+from ccltune.errors import UsageError, unknown_name
 from ccltune.store import Measurement
 from ccltune.tune.derive import Candidate
 
@@ -36,13 +49,19 @@ _START_RE = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _RANK_RE = re.compile(r"^#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
 _GRAPH_RE = re.compile(r"\bgraph:\s*(\d+)")
 _VERSION_RE = re.compile(r"nccl-library=(\d+)")
+_RUN_START_RE = re.compile(r"^#\s*(nccl-tests version\b|Collective test starting:|nThread\s|Using devices)")
 _FOOTER = "# Avg bus bandwidth"
 _TIME_COLS = ("time", "cputime")
+_UNMEASURED = ("n/a", "nan")  # what nccl-tests prints for a value it has not got
+# what a time, bandwidth ('bw') or #wrong must be, for error messages
+_EXPECT = {"time": "a positive number of microseconds", "bw": "a non-negative number",
+           "wrong": "a non-negative integer"}
+_INT64_MAX = (1 << 63) - 1  # the database's integers
 
 
 @dataclass
 class Parsed:
-    """One imported file: its rows and what it says about the run."""
+    """One nccl-tests run: its rows and what its header says (a text file may hold several runs)."""
 
     path: str
     collective: str
@@ -52,6 +71,11 @@ class Parsed:
     gpus: list[str] = field(default_factory=list)  # model name per rank, when listed
     hosts: list[str] = field(default_factory=list)
     nccl_version: str | None = None
+    line: int = 1  # where the run starts in its file
+
+
+class _Bad(Exception):
+    """A cell nccl-tests would never print; the message names it, the caller adds file and line."""
 
 
 def _fail(path: str, line: int | None, why: str) -> UsageError:
@@ -63,76 +87,162 @@ def _nccl_version(code: int) -> str:
     return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
 
 
-def _collective(program: str | None, path: str, override: str | None) -> str:
-    if override:
-        return collectives.get(override, "--collective").name
+def _lookup(name: str, where: str) -> str:
+    """A collective's registry name. Offers no 'all': a run measures one collective."""
+    if name.strip().lower() != "all":
+        try:
+            return collectives.get(name, where).name
+        except UsageError:
+            pass
+    raise unknown_name("collective", name, collectives.REGISTRY, where)
+
+
+def _collective(program: str | None, source: str, where: str, override: str | None, by_name: str | None) -> str:
+    """The run's collective: the program that ``source`` (the header, at ``where``) names, else
+    ``--collective``, else the file name ``by_name`` (None when the file holds several runs).
+    ``--collective`` must agree with a header that names a known collective."""
+    forced = _lookup(override, "--collective") if override else None
     if program:
-        return collectives.get(program.rsplit("/", 1)[-1], f"{path} header").name
-    stem = path.rsplit("/", 1)[-1].lower()
-    for c in sorted(collectives.REGISTRY, key=len, reverse=True):  # reduce_scatter before reduce
-        if c in stem:
-            return c
-    raise _fail(path, None, "cannot tell the collective (no 'Collective test starting' line, none in the"
-                            " file name); pass --collective")
+        try:
+            named = _lookup(program.rsplit("/", 1)[-1], f"{where} ({source})")
+        except UsageError:
+            if forced:  # a program ccltune does not know (a renamed binary): --collective says
+                return forced
+            raise
+        if forced and forced != named:
+            raise UsageError(f"{where}: --collective {override}, but {source} says {program}")
+        return named
+    if forced:
+        return forced
+    if by_name:
+        stem = by_name.rsplit("/", 1)[-1].lower()
+        for c in sorted(collectives.REGISTRY, key=len, reverse=True):  # reduce_scatter before reduce
+            if c in stem:
+                return c
+        raise UsageError(f"{where}: cannot tell the collective (no 'Collective test starting' line, none in the"
+                         " file name); pass --collective")
+    raise UsageError(f"{where}: no 'Collective test starting' line, and the file holds several runs, so its name"
+                     " cannot tell the collective; pass --collective")
 
 
-def _ranks(path: str, ranks: dict[int, tuple[str, str]], nranks: int | None) -> tuple[int, int]:
+def _ranks(path: str, line: int | None, ranks: dict[int, tuple[str, str]], nranks: int | None) -> tuple[int, int]:
     if nranks is not None:
         if ranks and len(ranks) != nranks:
-            raise _fail(path, None, f"--nranks {nranks} but the file lists {len(ranks)} ranks")
+            raise _fail(path, line, f"--nranks {nranks} but the file lists {len(ranks)} ranks")
         return nranks, len({h for h, _ in ranks.values()}) or 1
     if not ranks:
-        raise _fail(path, None, "no '#  Rank N ...' device lines; pass --nranks")
+        raise _fail(path, line, "no '#  Rank N ...' device lines; pass --nranks")
     return len(ranks), len({h for h, _ in ranks.values()})
 
 
-def _number(text: str | None) -> float | None:
-    """A table cell or JSON value: None for N/A, null or 'nan'."""
-    if text is None or str(text).strip().lower() in ("n/a", "nan"):
+def _possible(value: float | None, kind: str, size: int) -> bool:
+    """Whether nccl-tests could print ``value`` as a time, bandwidth ('bw') or #wrong of a row of
+    ``size`` bytes. None (unmeasured) always could."""
+    if value is None:
+        return True
+    if not math.isfinite(value) or value < 0:
+        return False
+    if kind == "time":
+        return value > 0 or size == 0  # only an empty transfer can round to 0.00 us
+    return kind != "wrong" or (value == int(value) and value <= _INT64_MAX)
+
+
+def _int_cell(cell: str, what: str, low: int = 0, high: int = _INT64_MAX) -> int:
+    """A size, count or root cell: an integer in low..high."""
+    try:
+        value: int | None = int(cell)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        expect = f"-1 or a rank in 0..{high}" if low == -1 else "a non-negative integer"
+        raise _Bad(f"bad {what} {cell!r}: must be {expect}")
+    return value
+
+
+def _number_cell(cell: str, what: str, kind: str, size: int) -> float | None:
+    """A time, bandwidth or #wrong cell: None for N/A or nan (printf may write '-nan')."""
+    if cell.lower().lstrip("+-") in _UNMEASURED:
         return None
-    return float(text)
+    try:
+        value: float | None = float(cell)
+    except ValueError:
+        value = None
+    if value is None or not _possible(value, kind, size):
+        raise _Bad(f"bad {what} {cell!r}: must be {_EXPECT[kind]}")
+    return value
 
 
-def _row(collective: str, size: int, count: int, dtype: str, redop: str, root: str, n_ranks: int,
+def _row(collective: str, size: int, count: int, dtype: str, redop: str, root: int, n_ranks: int,
          n_nodes: int, cand: Candidate, graph: int, in_place: bool, time_us: float | None,
          algbw: float | None, busbw: float | None, wrong: float | None) -> Measurement:
     status, note = "ok", None
-    if time_us is None or time_us <= 0:
+    if time_us is None:
         status, note = "error", "time N/A"
+    elif time_us <= 0:  # an empty transfer, rounded
+        status, note = "error", "time 0"
     elif wrong:
         status, note = "error", f"#wrong {wrong:g}"
-    root_i = int(root)
     return Measurement(
-        collective, size, count, dtype, None if redop in ("none", "-") else redop, None if root_i < 0 else root_i,
+        collective, size, count, dtype, None if redop in ("none", "-") else redop, None if root < 0 else root,
         in_place, n_ranks, time_us=time_us, algbw_gbps=algbw, busbw_gbps=busbw,
         wrong=None if wrong is None else int(wrong), status=status, note=note, n_nodes=n_nodes,
         algo=cand.algo, proto=cand.proto, channels=cand.channels, config=cand.label, graph=graph,
     )
 
 
+def _is_columns(line: str) -> bool:
+    return line.startswith("#") and line[1:].split()[:2] == ["size", "count"]
+
+
+def _split_runs(text: str) -> list[list[tuple[int, str]]]:
+    """The non-blank lines (number, text), one list per run: after a run's column header, a
+    preamble line, a device line or another column header starts the next run."""
+    runs: list[list[tuple[int, str]]] = [[]]
+    table = False
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        if table and line.startswith("#") and (_RUN_START_RE.match(line) or _RANK_RE.match(line)
+                                               or _is_columns(line)):
+            runs.append([])
+            table = False
+        table = table or _is_columns(line)
+        runs[-1].append((lineno, line))
+    return runs
+
+
 def parse_text(text: str, path: str, *, candidate: Candidate = Candidate(), collective: str | None = None,
-               nranks: int | None = None) -> Parsed:
-    """Parse nccl-tests' text output. Raises UsageError naming ``path:line`` on bad content."""
-    program = None
+               nranks: int | None = None) -> list[Parsed]:
+    """Parse nccl-tests' text output: one Parsed per run in the file, in order (one, unless runs were
+    concatenated). Raises UsageError naming ``path:line`` on bad content; nothing is returned then."""
+    runs = _split_runs(text)
+    return [_parse_run(lines, path, candidate, collective, nranks, len(runs) > 1) for lines in runs]
+
+
+def _parse_run(lines: list[tuple[int, str]], path: str, candidate: Candidate, collective: str | None,
+               nranks: int | None, several: bool) -> Parsed:
+    """One run's lines (see ``_split_runs``). ``several``: the file holds more runs, so errors about
+    the whole run name its first line, and the file name does not tell the collective."""
+    first = lines[0][0] if lines else 1
+    at = first if several else None
+    program, program_line = None, 0
     ranks: dict[int, tuple[str, str]] = {}
     graph, version = 0, None
     blocks: list[int] | None = None  # column index where each (time, algbw, busbw, #wrong) block starts
     ncols = 0
     table: list[tuple[int, list[str]]] = []
     footer = False
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.rstrip()
-        if not line.strip():
-            continue
+    for lineno, line in lines:
         if line.startswith("#"):
             if m := _START_RE.match(line):
-                program = m.group(1)
+                program, program_line = m.group(1), lineno
             elif m := _RANK_RE.match(line):
                 ranks[int(m.group(1))] = (m.group(2), m.group(3).strip())
             elif line.startswith(_FOOTER):
                 footer = True
-            cols = line[1:].split()
-            if cols[:2] == ["size", "count"]:
+            if _is_columns(line):
+                cols = line[1:].split()
                 blocks = [i for i, c in enumerate(cols) if c in _TIME_COLS]
                 if len(blocks) != 2 or any(cols[b + 1:b + 4] != ["algbw", "busbw", "#wrong"] for b in blocks):
                     raise _fail(path, lineno, "unrecognised column header (expected size count type redop root,"
@@ -150,72 +260,189 @@ def parse_text(text: str, path: str, *, candidate: Candidate = Candidate(), coll
             raise _fail(path, lineno, f"expected {ncols} columns, got {len(cells)} (truncated line?)")
         table.append((lineno, cells))
     if blocks is None:
-        raise _fail(path, None, "no nccl-tests column header ('#  size  count  type ...'): not nccl-tests output?")
+        raise _fail(path, at, "no nccl-tests column header ('#  size  count  type ...'): not nccl-tests output?"
+                              + (" (a run that stopped before its table?)" if several else ""))
     if not table:
-        raise _fail(path, None, "no result rows")
+        raise _fail(path, at, "no result rows")
     if not footer:
         raise _fail(path, table[-1][0], f"truncated: no '{_FOOTER}' footer after the last row")
-    coll = _collective(program, path, collective)
-    n_ranks, n_nodes = _ranks(path, ranks, nranks)
+    line = program_line if program else at  # where the collective is (or should be) said
+    coll = _collective(program, "the header", f"{path}:{line}" if line else path, collective,
+                       None if several else path)
+    n_ranks, n_nodes = _ranks(path, at, ranks, nranks)
     rows = []
     for lineno, cells in table:
         try:
-            size, count = int(cells[0]), int(cells[1])
+            size, count = _int_cell(cells[0], "size"), _int_cell(cells[1], "count")
+            root = _int_cell(cells[4], "root", -1, n_ranks - 1)
             for b, in_place in zip(blocks, (False, True)):
-                t, alg, bus, wrong = (_number(c) for c in cells[b:b + 4])
-                rows.append(_row(coll, size, count, cells[2], cells[3], cells[4], n_ranks, n_nodes, candidate,
+                place = "in-place" if in_place else "out-of-place"
+                t, alg, bus, wrong = (_number_cell(c, f"{place} {name}", kind, size) for c, name, kind in
+                                      zip(cells[b:b + 4], ("time", "algbw", "busbw", "#wrong"),
+                                          ("time", "bw", "bw", "wrong")))
+                rows.append(_row(coll, size, count, cells[2], cells[3], root, n_ranks, n_nodes, candidate,
                                  graph, in_place, t, alg, bus, wrong))
-        except ValueError as exc:
-            raise _fail(path, lineno, f"bad number: {exc}") from None
+        except _Bad as exc:
+            raise _fail(path, lineno, str(exc)) from None
     return Parsed(path, coll, n_ranks, n_nodes, rows, [g for _, (_, g) in sorted(ranks.items())],
-                  sorted({h for h, _ in ranks.values()}), version)
+                  sorted({h for h, _ in ranks.values()}), version, first)
+
+
+# --- -J JSON: every field read is checked, an error names the file and the field's path ---
+
+
+def _show(value: Any) -> str:
+    """A JSON value as the file spells it, cut short."""
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class _Json:
+    """Checked reads from one -J document: a missing field or a value of the wrong type raises
+    UsageError naming the file and the field's path (``config.devices[0].rank``)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, field: str, expect: str, value: Any) -> UsageError:
+        return UsageError(f'{self.path}: "{field}" must be {expect}, got {_show(value)}')
+
+    def get(self, obj: dict[str, Any], key: str, at: str, expect: str, ok: Callable[[Any], bool],
+            required: bool = False) -> Any:
+        """``obj[key]`` (``at`` is obj's path) when ``ok`` says it is ``expect``; None when absent
+        (or null) and not ``required``."""
+        field = f"{at}.{key}" if at else key
+        if key not in obj or (obj[key] is None and not required):
+            if required:
+                raise UsageError(f'{self.path}: "{field}" is missing')
+            return None
+        if not ok(obj[key]):
+            raise self.fail(field, expect, obj[key])
+        return obj[key]
+
+    def integer(self, obj: dict[str, Any], key: str, at: str, required: bool = False,
+                low: int | None = None) -> int | None:
+        """An integer (``low`` or more: the database's 64-bit range)."""
+        value = self.get(obj, key, at, "an integer", _is_int, required)
+        if value is not None and low is not None and not low <= value <= _INT64_MAX:
+            raise self.fail(f"{at}.{key}" if at else key, "a non-negative integer", value)
+        return value
+
+    def number(self, obj: dict[str, Any], key: str, at: str, kind: str, size: int,
+               required: bool = False) -> float | None:
+        """A time, bandwidth ('bw') or #wrong of a ``size``-byte row: None for null, and for a time
+        or bandwidth of "nan" (how nccl-tests writes NaN)."""
+        field = f"{at}.{key}"
+        if key not in obj:
+            if required:
+                raise UsageError(f'{self.path}: "{field}" is missing')
+            return None
+        value = obj[key]
+        if kind != "wrong" and (isinstance(value, str) and value.lower() == "nan"
+                                or isinstance(value, float) and math.isnan(value)):
+            return None
+        if value is None:
+            return None
+        try:
+            number = float(value) if _is_number(value) else None
+        except OverflowError:  # an integer beyond any float
+            number = None
+        if number is None or not _possible(number, kind, size):
+            raise self.fail(field, _EXPECT[kind] + (" or null" if kind == "wrong" else ', "nan" or null'), value)
+        return number
 
 
 def parse_json(text: str, path: str, *, candidate: Candidate = Candidate(), collective: str | None = None,
                nranks: int | None = None) -> Parsed:
-    """Parse nccl-tests' ``-J`` JSON. Raises UsageError naming ``path`` (and line) on bad content."""
+    """Parse nccl-tests' ``-J`` JSON (one run). Raises UsageError naming ``path`` (and line, or the
+    field's path) on bad content."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _fail(path, exc.lineno, f"not valid JSON ({exc.msg}); a truncated -J file?") from None
+        hint = "several -J files joined? import each file" if exc.msg == "Extra data" else "a truncated -J file?"
+        raise _fail(path, exc.lineno, f"not valid JSON ({exc.msg}); {hint}") from None
+    except RecursionError:
+        raise _fail(path, None, "not nccl-tests -J output (nested too deeply)") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise _fail(path, None, "not nccl-tests -J output (no 'results' list)")
     if "average_bus_bandwidth" not in doc:
         raise _fail(path, None, "truncated: no 'average_bus_bandwidth' after the results")
-    args = doc.get("args") or []
-    cfg = doc.get("config") or {}
-    ranks = {int(d["rank"]): (str(d.get("hostname")), str(d.get("device_info", "")).strip())
-             for d in cfg.get("devices") or [] if isinstance(d, dict) and "rank" in d}
-    coll = _collective(args[0] if args else None, path, collective)
-    n_ranks, n_nodes = _ranks(path, ranks, nranks)
-    graph = 1 if int(cfg.get("graph") or 0) > 0 else 0
+    js = _Json(path)
+    args = js.get(doc, "args", "", "a list of strings", lambda v: isinstance(v, list)) or []
+    program = args[0] if args else None  # only the program name is read
+    if program is not None and not isinstance(program, str):
+        raise js.fail("args[0]", "a string", program)
+    cfg = js.get(doc, "config", "", "an object", lambda v: isinstance(v, dict)) or {}
+    graph = 1 if (js.integer(cfg, "graph", "config") or 0) > 0 else 0
+    ranks: dict[int, tuple[str, str]] = {}
+    for i, dev in enumerate(js.get(cfg, "devices", "config", "a list", lambda v: isinstance(v, list)) or []):
+        at = f"config.devices[{i}]"
+        if not isinstance(dev, dict):
+            raise js.fail(at, "an object", dev)
+        rank = js.integer(dev, "rank", at, required=True, low=0)
+        host = js.get(dev, "hostname", at, "a string", lambda v: isinstance(v, str), required=True)
+        info = js.get(dev, "device_info", at, "a string", lambda v: isinstance(v, str)) or ""
+        ranks[rank] = (host, info.strip())
+    version = js.integer(doc, "nccl_version", "", low=0)
+    coll = _collective(program, '"args[0]"', path, collective, path)
+    n_ranks, n_nodes = _ranks(path, None, ranks, nranks)
     rows = []
     for i, res in enumerate(doc["results"]):
-        try:
-            for key, in_place in (("out_of_place", False), ("in_place", True)):
-                blk = res.get(key)
-                if blk is None:
-                    continue
-                t = _number(blk.get("time", blk.get("cpu_time")))
-                rows.append(_row(coll, int(res["size"]), int(res["count"]), str(res["type"]), str(res["redop"]),
-                                 str(res["root"]).strip(), n_ranks, n_nodes, candidate, graph, in_place, t,
-                                 _number(blk.get("alg_bw")), _number(blk.get("bus_bw")), _number(blk.get("nwrong"))))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise _fail(path, None, f"results[{i}]: bad or missing field ({exc!r})") from None
+        at = f"results[{i}]"
+        if not isinstance(res, dict):
+            raise js.fail(at, "an object", res)
+        size = js.integer(res, "size", at, required=True, low=0)
+        count = js.integer(res, "count", at, required=True, low=0)
+        dtype = js.get(res, "type", at, "a string", lambda v: isinstance(v, str), required=True)
+        redop = js.get(res, "redop", at, "a string", lambda v: isinstance(v, str), required=True)
+        root = _json_root(js, res, at, n_ranks)
+        for key, in_place in (("out_of_place", False), ("in_place", True)):
+            blk = js.get(res, key, at, "an object or null", lambda v: isinstance(v, dict))
+            if blk is None:
+                continue
+            where = f"{at}.{key}"
+            tkey = "cpu_time" if "time" not in blk and "cpu_time" in blk else "time"  # -C: CPU time
+            t = js.number(blk, tkey, where, "time", size, required=True)
+            alg, bus = js.number(blk, "alg_bw", where, "bw", size), js.number(blk, "bus_bw", where, "bw", size)
+            rows.append(_row(coll, size, count, dtype, redop, root, n_ranks, n_nodes, candidate, graph, in_place,
+                             t, alg, bus, js.number(blk, "nwrong", where, "wrong", size)))
     if not rows:
         raise _fail(path, None, "no result rows")
-    version = doc.get("nccl_version")
     return Parsed(path, coll, n_ranks, n_nodes, rows, [g for _, (_, g) in sorted(ranks.items())],
-                  sorted({h for h, _ in ranks.values()}), _nccl_version(version) if isinstance(version, int) else None)
+                  sorted({h for h, _ in ranks.values()}), None if version is None else _nccl_version(version))
 
 
-def parse(text: str, path: str, **kw: Any) -> Parsed:
-    """Text or JSON, by content (JSON starts with '{')."""
-    return (parse_json if text.lstrip().startswith("{") else parse_text)(text, path, **kw)
+def _json_root(js: _Json, res: dict[str, Any], at: str, n_ranks: int) -> int:
+    """``root``: nccl-tests writes it as a string ("    -1"); an integer is taken too."""
+    value = js.get(res, "root", at, "", lambda v: True, required=True)
+    root = value if _is_int(value) else None
+    if isinstance(value, str):
+        try:
+            root = int(value)  # int() skips the padding
+        except ValueError:
+            pass
+    if root is None or not -1 <= root < n_ranks:
+        raise js.fail(f"{at}.root", f"-1 or a rank in 0..{n_ranks - 1}", value)
+    return root
+
+
+def parse(text: str, path: str, **kw: Any) -> list[Parsed]:
+    """Text or JSON, by content (JSON starts with '{'): the runs in the file, in order."""
+    if text.lstrip().startswith("{"):
+        return [parse_json(text, path, **kw)]
+    return parse_text(text, path, **kw)
 
 
 def number_reps(parsed: list[Parsed]) -> None:
-    """Give repeated (collective, size, placement, config) points rep 0, 1, 2... across files."""
+    """Give repeated (collective, size, placement, config) points rep 0, 1, 2... across runs and files."""
     seen: dict[tuple[Any, ...], int] = {}
     for p in parsed:
         for m in p.rows:
