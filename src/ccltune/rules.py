@@ -412,25 +412,15 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     write_text(path, text, flag="rule file")
 
 def parse_platform_args(pairs: Iterable[str]) -> PlatformFacts:
-    """``--platform key=value`` options into facts. Raises UsageError on a bad pair."""
-    got: dict[str, str] = {}
+    """``--platform key=value`` options into facts, each pair checked as a rule file's platform field
+    is (the same keys, values and duplicates refused). Raises UsageError on a bad pair."""
+    pairs = list(pairs)
     for pair in pairs:
-        key, eq, val = pair.partition("=")
-        key = _ascii_lower(_trim(key))
-        if not eq or not key or not _trim(val):
+        if "=" not in pair:
             raise UsageError(f"--platform expects key=value, got {pair!r}")
-        if key not in PLATFORM_KEYS:
-            raise UsageError(f"unknown --platform key {key!r}; valid: {', '.join(PLATFORM_KEYS)}")
-        got[key] = _trim(val)
-    ranks = None
-    if "nvlranks" in got:
-        ranks = _int_field(got["nvlranks"], 1, _INT_MAX)
-        if ranks is None or ranks < 1:
-            raise UsageError(f"--platform nvlranks must be a positive integer, got {got['nvlranks']!r}")
-    domains = None
-    if "nvldomains" in got:
-        domains = _int_field(got["nvldomains"], 1, _INT_MAX)
-        if domains is None or domains < 1:
-            raise UsageError(f"--platform nvldomains must be a positive integer, got {got['nvldomains']!r}")
-    return PlatformFacts(gpu=got.get("gpu"), nvl_domains=domains, min_ranks_per_nvl_domain=ranks,
-                         max_ranks_per_nvl_domain=ranks, partition=got.get("partition"), nps=got.get("nps"))
+    try:
+        p = _parse_platform(pairs, 0)
+    except ValueError as exc:
+        raise UsageError(f"--platform: {str(exc).removeprefix('platform: ')}") from None
+    return PlatformFacts(gpu=p.gpu, nvl_domains=p.nvl_domains, min_ranks_per_nvl_domain=p.nvl_ranks,
+                         max_ranks_per_nvl_domain=p.nvl_ranks, partition=p.partition, nps=p.nps)

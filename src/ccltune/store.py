@@ -173,18 +173,19 @@ class Run:
 class Store:
     """A connection to the results database. Every write commits immediately."""
 
-    def __init__(self, path: str | os.PathLike[str] = DEFAULT_DB, *, create: bool = True, readonly: bool = False):
+    def __init__(self, path: str | os.PathLike[str] = DEFAULT_DB, *, create: bool = True, readonly: bool = False,
+                 flag: str = "--db"):
         """Open the database at ``path``; ``create``: make it when missing; ``readonly``: open it read-only
         (commands that only read: nothing is written, and a read-only file can be read). A file that is
         not a ccltune database (another program's SQLite file, or one of a newer schema) is refused
-        untouched."""
-        self.path = Path(path)
+        untouched. ``flag`` names where the path came from in errors."""
+        self.path, self.flag = Path(path), flag
         if self.path.is_dir():
-            raise UsageError(f"--db {str(self.path)!r} is a folder, not a database file")
+            raise UsageError(f"{flag} {str(self.path)!r} is a folder, not a database file")
         if (readonly or not create) and not self.path.exists():
-            raise UsageError(f"database {str(self.path)!r} does not exist (--db)")
+            raise UsageError(f"database {str(self.path)!r} does not exist ({flag})")
         if self.path.parent and not self.path.parent.exists():
-            raise UsageError(f"folder of database {str(self.path)!r} does not exist (--db)")
+            raise UsageError(f"folder of database {str(self.path)!r} does not exist ({flag})")
         try:
             if readonly:
                 self.conn = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, timeout=30.0)
@@ -200,11 +201,11 @@ class Store:
                 )
                 self.conn.commit()
         except sqlite3.DatabaseError as exc:
-            raise UsageError(f"{str(self.path)!r} is not a usable ccltune database (--db): {exc}") from None
+            raise UsageError(f"{str(self.path)!r} is not a usable ccltune database ({flag}): {exc}") from None
 
     def _check_kind(self, *, empty_ok: bool) -> None:
         """Refuse, before anything is written, a file that is not a ccltune database of a schema this version reads."""
-        where = f"--db {str(self.path)!r}"
+        where = f"{self.flag} {str(self.path)!r}"
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not tables:
             if empty_ok:
@@ -325,7 +326,7 @@ class Store:
             except ValueError:
                 value = None
             if not isinstance(value, dict):
-                raise UsageError(f"--db {str(self.path)!r}: run {d['id']}'s {name} is not a JSON object "
+                raise UsageError(f"{self.flag} {str(self.path)!r}: run {d['id']}'s {name} is not a JSON object "
                                  f"({text[:40]!r}): the database was damaged or edited by hand")
             return value
 

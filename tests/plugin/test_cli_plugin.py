@@ -39,7 +39,23 @@ def test_check_with_platform(capsys: pytest.CaptureFixture[str]) -> None:
     assert "10 rules loaded, 1 lines rejected" in out
     assert "5 rules apply to platform gpu=NVIDIA H100 PCIe" in out  # 1 before sections, 2 H100, 2 after "*"
     assert main(["plugin", "check", path, "--platform", "color=red"]) == 2
-    assert "unknown --platform key 'color'" in capsys.readouterr().err
+    assert "--platform: unknown key 'color'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("pairs, needle", [
+    (["nps=NPS3"], "--platform: nps 'NPS3' is not one of NPS1, NPS2, NPS4"),
+    (["partition=abc"], "--platform: partition 'abc' is not one of SPX"),
+    (["gpu=a", "gpu=b"], "--platform: duplicate key 'gpu'"),
+    (["nvlranks=0"], "--platform: nvlranks '0' is not a positive integer"),
+    (["h200"], "--platform expects key=value, got 'h200'"),
+])
+def test_platform_facts_are_checked_as_a_rule_files_platform_field(capsys, pairs, needle) -> None:
+    # a value the rule parser refuses can match no rule: said, not counted as "0 rules apply"
+    argv = ["plugin", "check", str(FIXTURES / "platforms.conf")]
+    for p in pairs:
+        argv += ["--platform", p]
+    assert main(argv) == 2
+    assert needle in capsys.readouterr().err
 
 
 def test_check_unreadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -197,3 +197,28 @@ def test_sweep_accepts_the_rule_files_spelling_of_collnet():
 
     got = candidates(_args(algos="collnet_direct,CollNetChain", protos="simple"))
     assert [c.algo for c in got if c.algo] == ["collnetdirect", "collnetchain"]
+
+
+def test_more_processes_than_gpus_is_refused_for_the_gpu_engines(monkeypatch):
+    monkeypatch.setattr(_common, "gpu_count", lambda: 2)
+    for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(UsageError, match="--nproc 4: one process per GPU, and 2 GPUs are visible here"):
+        _common.job_size(argparse.Namespace(nproc=4), "nccl")
+    assert _common.job_size(argparse.Namespace(nproc=2), "torch") == 2
+    assert _common.job_size(argparse.Namespace(nproc=4), "gloo") == 4
+
+
+def test_messages_name_the_flag_the_user_gave(tmp_path, capsys):
+    rules = tmp_path / "r.conf"
+    rules.write_text("# no rules\n")
+    assert main(["plugin", "verify", str(rules), "--from-log", str(tmp_path / "nope.log")]) == 2
+    assert "--from-log: " in capsys.readouterr().err
+    assert main(["links", "--latency-iters", "0", "--db", str(tmp_path / "l.db")]) == 2
+    assert "--latency-iters must be >= 1, got 0" in capsys.readouterr().err
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE foo (a)").connection.commit()
+    from ccltune.validate.capture import arms_from_db
+
+    with pytest.raises(UsageError, match="^--best-from '.*other.db' is an SQLite database of another program"):
+        arms_from_db(str(other), 1, 1, None)

@@ -194,6 +194,8 @@ def job_size(args: argparse.Namespace, engine: str) -> int:
         return info.world_size
     if args.nproc is not None:
         check_nproc(args.nproc)
+        if engine != "gloo" and args.nproc > (n := gpu_count()):  # NCCL refuses two ranks on one GPU
+            raise UsageError(f"--nproc {args.nproc}: one process per GPU, and {n} GPUs are visible here")
         return args.nproc
     return gpu_count() if engine != "gloo" else 2
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ccltune import rules, tuner_plugin
 from ccltune.errors import RuleFileError, UsageError
-from ccltune.cli._common import gpu_count
+from ccltune.cli._common import check_nproc, check_timeout, gpu_count
 from ccltune.sizes import format_size, parse_size
 from ccltune.tune.derive import PLUGIN_COLLECTIVES
 
@@ -103,7 +103,7 @@ def _verify(args: argparse.Namespace) -> int:
     facts = rules.parse_platform_args(args.platform) if args.platform else None
     sizes = None
     if args.from_log:
-        text = read_log(args.from_log)
+        text = read_log(args.from_log, "--from-log")
         source = args.from_log
     else:
         colls = _verify_collectives(args.collective, ruleset)
@@ -112,6 +112,8 @@ def _verify(args: argparse.Namespace) -> int:
             raise UsageError(f"-b {args.minbytes} is larger than -e {args.maxbytes}")
         if args.stepfactor < 2:
             raise UsageError(f"-f/--stepfactor must be >= 2, got {args.stepfactor}")
+        check_nproc(args.nproc)
+        check_timeout(args.timeout)
         nproc = args.nproc or _gpu_count()
         env = {**tuner_plugin.nccl_env(args.file), "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,TUNING"}
         print(f"plugin verify: {', '.join(colls)} {format_size(lo)}..{format_size(hi)} on {nproc} GPUs with "

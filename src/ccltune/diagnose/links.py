@@ -56,8 +56,10 @@ class LinkPlan:
     def __post_init__(self) -> None:
         if self.size_bytes <= 0 or self.size_bytes % 16:
             raise UsageError(f"--size must be a positive multiple of 16 bytes, got {self.size_bytes}")
-        if self.iters < 1 or self.warmup < 0 or self.latency_iters < 1:
-            raise UsageError(f"--iters must be >= 1 and --warmup >= 0, got {self.iters} and {self.warmup}")
+        for flag, value, least in (("--iters", self.iters, 1), ("--warmup", self.warmup, 0),
+                                   ("--latency-iters", self.latency_iters, 1)):
+            if value < least:
+                raise UsageError(f"{flag} must be >= {least}, got {value}")
         for m in self.methods:
             if m not in METHODS:
                 raise UsageError(f"unknown method {m!r}; valid: {', '.join(METHODS)}")

@@ -141,25 +141,25 @@ class NcclLog:
     nccl_lines: int = 0
 
 
-def read_log(path: str | Path) -> str:
+def read_log(path: str | Path, flag: str = "--nccl-log") -> str:
     """The text of a log file. Raises UsageError for a missing, unreadable or binary file."""
     p = Path(path)
     try:
         data = p.read_bytes()
     except FileNotFoundError:
-        raise UsageError(f"--nccl-log: {str(p)!r} does not exist") from None
+        raise UsageError(f"{flag}: {str(p)!r} does not exist") from None
     except IsADirectoryError:
-        raise UsageError(f"--nccl-log: {str(p)!r} is a folder, not a log file") from None
+        raise UsageError(f"{flag}: {str(p)!r} is a folder, not a log file") from None
     except PermissionError:
-        raise UsageError(f"--nccl-log: no permission to read {str(p)!r}") from None
+        raise UsageError(f"{flag}: no permission to read {str(p)!r}") from None
     except OSError as exc:
-        raise UsageError(f"--nccl-log: cannot read {str(p)!r}: {exc.strerror}") from None
+        raise UsageError(f"{flag}: cannot read {str(p)!r}: {exc.strerror}") from None
     nul = data.find(b"\x00")
     if nul >= 0:
-        raise UsageError(f"--nccl-log: {str(p)!r} is binary, not a text log (NUL byte at offset {nul})")
+        raise UsageError(f"{flag}: {str(p)!r} is binary, not a text log (NUL byte at offset {nul})")
     text = data.decode("utf-8", errors="replace")
     if text.count("\ufffd") > max(16, len(text) // 100):
-        raise UsageError(f"--nccl-log: {str(p)!r} is not UTF-8 text (more than 1% undecodable bytes)")
+        raise UsageError(f"{flag}: {str(p)!r} is not UTF-8 text (more than 1% undecodable bytes)")
     return text
 
 

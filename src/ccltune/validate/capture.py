@@ -67,11 +67,8 @@ def arms_from_db(path: str, n_ranks: int, n_nodes: int, gpu: str | None, placeme
     """:func:`best_arms` of the sweep/import runs in the database at ``path`` (``--best-from``)."""
     if not os.path.isfile(path):
         raise UsageError(f"--best-from {path!r}: no such database (a `ccltune sweep` database)")
-    try:
-        with Store(path, create=False) as store:
-            _runs, rows = source_rows(store, where=f"--best-from {path}")
-    except UsageError as exc:
-        raise UsageError(f"--best-from: {exc}") from None
+    with Store(path, readonly=True, flag="--best-from") as store:
+        _runs, rows = source_rows(store, where=f"--best-from {path}")
     return best_arms(derive(rows, placement=placement), n_ranks, n_nodes, gpu)
 
 
