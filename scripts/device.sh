@@ -430,6 +430,19 @@ phase_gpuall() {  # every GPU test, and the parent's GPU count (no torch) agains
   step "pytest -m gpu tests/gpu"
   timeout 420 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider > "$OUT/gpu-all.txt" 2>&1; echo "rc=$?"; tail -5 "$OUT/gpu-all.txt"; pack
 }
+phase_badinput() {  # the audit's fixes where a GPU changes the path: pipe closed early, ranks vs GPUs, doctor's reading
+  step "bench | head -3 on the nccl engine: the run completes"
+  local D="$OUT/bad.db"
+  python3 -m ccltune bench all_reduce -b 8 -e 64M --db "$D" | head -3; echo "pipe rc=${PIPESTATUS[0]}"
+  python3 -m ccltune runs --db "$D" | tail -1
+  step "refused before any process starts"
+  ct 60 bench all_reduce -r 5 --db "$D" 2>&1 | tail -1
+  ct 60 bench all_reduce --nproc $((NGPU + 1)) --db "$D" 2>&1 | tail -1
+  ct 60 sweep all_reduce -e 1K --resume 1 --db "$D" 2>&1 | tail -1
+  step "doctor reads NCCL_BUFFSIZE=0x100 as NCCL does"
+  NCCL_BUFFSIZE=0x100 ct 120 doctor --no-run --db "$D" 2>&1 | grep -i "buffsize" | head -3
+  pack
+}
 phase_grid() {  # both flows over the whole algorithm x protocol x channels grid (sweep --grid full), and its GPU test
   step "GPU test of --grid full"
   timeout 120 python3 -m pytest -m gpu tests/gpu/test_bench_gpu.py -k full_grid -q -p no:cacheprovider 2>&1 | tail -2
