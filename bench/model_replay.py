@@ -37,8 +37,12 @@ of its ``--collective`` list (a sweep measures one collective at a time), or whe
 every size of the run's -b/-e/-f series; its configurations must also be the same at every
 size. Other groups are listed as skipped.
 
-Exit status: 0 when every group's decisions are equal and every ratio is >= ``--min-ratio``
-(3); 1 otherwise; 2 when no group could be replayed.
+Each database ends with an ``(all)`` row: the points of its whole sweep (every collective
+together), which is what a sweep measures and what the issue's ">= 3x fewer measurements" counts;
+the per-collective rows show where the savings are.
+
+Exit status: 0 when every group's decisions are equal and every database's ``(all)`` ratio is
+>= ``--min-ratio`` (3); 1 otherwise; 2 when no group could be replayed.
 """
 
 from __future__ import annotations
@@ -213,16 +217,22 @@ def _refused(rows: Sequence[Mapping[str, Any]]) -> bool:
     return not any(r["status"] == "ok" for r in rows)
 
 
+def _swept(point: Point) -> bool:
+    """Whether the exhaustive sweep measures this point today: not a candidate at a 0-byte size (data
+    from before 2026-11-22 has them; the sweep now measures only NCCL's default and its twin there)."""
+    size, cand = point
+    return size > 0 or cand.is_default or cand.twin
+
+
 def exhaustive_cost(group: Group) -> int:
-    """What the exhaustive sweep measured: every point with a timing, plus one attempt per
+    """What the exhaustive sweep measures: every point with a timing, plus one attempt per
     configuration NCCL refused (the sweep does not try it again for that collective)."""
-    ok = sum(1 for rows in group.oracle.values() if not _refused(rows))
-    return ok + len({c for (_, c), rows in group.oracle.items() if _refused(rows)})
+    return exhaustive_timed(group) + len({c for (_, c), rows in group.oracle.items() if _refused(rows)})
 
 
 def exhaustive_timed(group: Group) -> int:
     """The exhaustive sweep's timed points: ``exhaustive_cost`` without the refused configurations' tries."""
-    return sum(1 for rows in group.oracle.values() if not _refused(rows))
+    return sum(1 for p, rows in group.oracle.items() if _swept(p) and not _refused(rows))
 
 
 def oracle_cost(group: Group, **derive_opts: Any) -> int:
@@ -294,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     for db in args.dbs:
         groups, skipped = load_groups(db)
         notes.extend(f"skipped {s}" for s in skipped)
+        total = {"exh": 0, "model": 0, "exh_timed": 0, "model_timed": 0, "equal": 0, "sizes": 0}
         for g in groups:
             n += 1
             r = replay(g, initial=initial, min_margin=opts["min_margin"], isolated_margin=opts["isolated_margin"])
@@ -311,14 +322,24 @@ def main(argv: list[str] | None = None) -> int:
                 notes.append(f"differs {Path(db).name} {g.collective} nranks={g.n_ranks} at {format_size(s)}B: "
                              f"exhaustive {c.exhaustive[s]}, model {c.replayed[s]}"
                              + ("" if loss is None else f" (model's choice {100 * loss:+.1f}% time)"))
-            bad |= bool(c.differing) or ratio < args.min_ratio
+            bad |= bool(c.differing)
+            for key, value in (("exh", exh), ("model", r.measured), ("exh_timed", exhaustive_timed(g)),
+                               ("model_timed", r.timed), ("equal", equal), ("sizes", len(c.sizes))):
+                total[key] += value
+        if groups:  # the sweep's measurements: every collective of the database's sweep together
+            ratio = total["exh"] / total["model"]
+            timed = total["exh_timed"] / max(total["model_timed"], 1)
+            decisions = f"{total['equal']}/{total['sizes']}"
+            print(f"{Path(db).name:<32} {'(all)':<15} {'':>6} {'':>5} {total['exh']:>10} {'':>8} {total['model']:>12} "
+                  f"{'':>10} {'':>6} {ratio:>5.2f}x {decisions:>15} {'':>13} {'':>15} {'':>13} {'':>12} {timed:>10.2f}x")
+            bad |= ratio < args.min_ratio
     for note in notes:
         print(f"# {note}")
     if not n:
         print("# no complete group to replay", file=sys.stderr)
         return 2
-    print(f"# {'FAIL' if bad else 'PASS'}: {n} groups; pass needs equal decisions at every size and ratio >= "
-          f"{args.min_ratio:g}x")
+    print(f"# {'FAIL' if bad else 'PASS'}: {n} groups; pass needs equal decisions at every size and, over each "
+          f"database's whole sweep (the '(all)' rows), ratio >= {args.min_ratio:g}x")
     return 1 if bad else 0
 
 

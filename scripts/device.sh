@@ -443,6 +443,12 @@ phase_badinput() {  # the audit's fixes where a GPU changes the path: pipe close
   NCCL_BUFFSIZE=0x100 ct 120 doctor --no-run --db "$D" 2>&1 | grep -i "buffsize" | head -3
   pack
 }
+phase_zero() {  # a 0-byte size: the sweep times only NCCL's default (and its twin) there
+  step "exhaustive full-grid sweep of all_gather 8-64 B on $NGPU GPUs: rows per size"
+  ct 120 sweep all_gather -b 8 -e 64 --grid full --reps 2 --nproc $NGPU --db "$OUT/zero.db" | tail -1
+  python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); print(c.execute("SELECT size_bytes, COUNT(DISTINCT config), GROUP_CONCAT(DISTINCT config) FROM measurements GROUP BY size_bytes").fetchall())' "$OUT/zero.db"
+  pack
+}
 phase_grid() {  # both flows over the whole algorithm x protocol x channels grid (sweep --grid full), and its GPU test
   step "GPU test of --grid full"
   timeout 120 python3 -m pytest -m gpu tests/gpu/test_bench_gpu.py -k full_grid -q -p no:cacheprovider 2>&1 | tail -2

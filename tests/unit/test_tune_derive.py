@@ -336,3 +336,17 @@ def test_an_aa_gap_inside_the_twins_own_spread_does_not_bar_a_win():
     assert aa_margin(*transient[2]) == 0.0
     assert all(w is None for w, _ in decide_sizes(steady).values())            # 10% < the 19% steady gap
     assert all(w == Candidate("ring", "ll128") for w, _ in decide_sizes(transient).values())
+
+
+def test_a_zero_byte_size_gets_no_rule_and_corroborates_none():
+    # 8 B of float all_gather on 4 ranks is 0 B: NCCL launches nothing, any "win" there is noise
+    sizes = [0, 16, 32]
+    times = {"default": {0: [0.10, 0.10, 0.10], 16: [10.0, 10.0, 10.0], 32: [10.0, 10.0, 10.0]},
+             "ring/ll/-": {0: [0.05, 0.05, 0.05], 16: [9.5, 9.5, 9.5], 32: [10.0, 10.0, 10.0]}}
+    (group,) = derive(rows_for(times)).groups
+    assert [d.size_bytes for d in group.decisions] == sizes
+    assert all(d.winner is None for d in group.decisions)  # 16 B's 5% needs the isolated margin: 0 B is no neighbour
+    times["ring/ll/-"][16] = [8.5, 8.5, 8.5]  # 15%: a win on its own
+    (group,) = derive(rows_for(times)).groups
+    assert [d.winner is not None for d in group.decisions] == [False, True, False]
+    assert group.rules[0].min_bytes == 1  # the range still starts past 0 B

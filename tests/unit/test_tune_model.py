@@ -251,3 +251,20 @@ def test_refine_climbs_a_forced_pairs_channel_counts_from_both_ends():
     assert r4 in at4 and r32 in at4 and r8 not in at4 and r16 not in at4 and s8 not in at4
     rows += _rows({DEFAULT: {4 * MB: 100.0}, r4: {4 * MB: 130.0}, r32: {4 * MB: 75.0}})
     assert r16 in plan_refine(rows, FIVE).get(4 * MB, [])  # 32 won: its next count down
+
+
+def test_a_zero_byte_size_is_no_anchor_and_gets_the_default_only():
+    # 8 B of float all_gather on 4 ranks is stored as 0 B: its 0.1 us sits on no alpha-beta line, and
+    # a segment from it predicted every candidate 88x faster than the default at the next sizes
+    sizes = [0] + SIZES[1:]
+    assert anchors(sizes) == [SIZES[i] for i in (1, 14, 27)]
+    plan = plan_initial(sizes)
+    assert plan[0] == [DEFAULT] and plan[SIZES[1]] is None
+    at = anchors(sizes)
+    dflt = {s: 10.0 + s / 300e3 for s in sizes if s}
+    dflt[0] = 0.1
+    times = {DEFAULT: dflt, TWIN: {s: dflt[s] for s in at}, SIMPLE: {s: 0.9 * dflt[s] for s in at}}
+    times[SIMPLE][0] = 0.05  # as if a candidate had been timed at 0 B
+    todo = plan_refine(_rows(times), sizes)
+    assert set(todo.get(0, [])) <= {DEFAULT, TWIN}  # the twin may go there: its gap is in 16 B's margin
+    assert SIZES[2] in todo and SIMPLE in todo[SIZES[2]]  # the walk from the 16 B anchor goes up, not to 0 B

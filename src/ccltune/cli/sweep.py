@@ -233,7 +233,8 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                     for size, want in todo.items():
                         chosen = [c for c in cands if want is None or c in want]
                         stored = coll.layout(size, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes
-                        chosen = [c for c in chosen if (coll.name, stored, c.label) not in done]
+                        chosen = [c for c in chosen if (coll.name, stored, c.label) not in done
+                                  and (stored > 0 or c.is_default or c.twin)]  # 0 B: nothing to tune (derive)
                         progress.step(f"{coll.name} {size} B")
                         if not chosen:
                             continue

@@ -34,6 +34,12 @@ two neighbouring sizes, and it must beat the faster of the default and the twin 
 (A gap inside the noise is a transient in one side's rounds, which the noise term of every
 comparison already covers.)
 The twin never makes a rule.
+
+A *0-byte* size (a layout rounding a tiny size down: 8 B of float all_gather on 4 ranks is 0 B
+a rank) moves no data: NCCL launches nothing that an algorithm, protocol or channel count could
+change (its candidates time like the default, 0.1 µs in a CUDA graph), and its time sits on no
+alpha-beta line. Candidates there make no rule and corroborate none; the default and the twin
+still count (the twin's A/A gap enters its neighbour's margin).
 """
 
 from __future__ import annotations
@@ -392,7 +398,7 @@ def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, 
                      " needs the isolated margin")
     points = {}
     for size in sizes:
-        stats = {c: point_stats(t) for c, t in by_size[size].items()}
+        stats = {c: point_stats(t) for c, t in by_size[size].items() if size > 0 or c.is_default or c.twin}
         points[size] = (stats.pop(DEFAULT), stats)
     gaps = {s: g for s in sizes if (g := aa_gap(*points[s])) is not None}
     if gaps:

@@ -38,10 +38,12 @@ The loop the sweep runs::
    - **adjacent**: ``c`` beats the default (ordinary margin) at a neighbouring size. A win is so
      measured outwards size by size until it stops: the extent of a region of wins and the
      corroboration of a small win rest on the same neighbouring measurements as in an
-     exhaustive sweep. The walk goes on past up to two sizes where ``c`` is faster than the
-     default but within the noise, within two sizes of a win (on 4 H200s, 32 channels won
+     exhaustive sweep. The walk goes on past up to three sizes where ``c`` is faster than the
+     default but within the noise, within three sizes of a win (on 4 H200s, 32 channels won
      all_reduce at 16-64 MB and 256 MB-1 GB; 128 MB, 2.9% faster inside a 4.4% margin, had
-     stopped the walk from 1 GB; all_gather had two such sizes, 64 and 128 MB); or
+     stopped the walk from 1 GB; all_gather had two such sizes, 64 and 128 MB; on the full grid,
+     all_gather's 32 channels won at 8-32 MB and 512 MB, and 64-256 MB were 1.7-2.2% faster
+     inside the margin: a walk of two sizes stopped at 64 MB, one short); or
    - **sibling**: the next lower or next higher channel count beats the default at ``s``. NCCL's
      own channel choice is then off there, and the counts' times at small sizes differ by
      fractions of a microsecond that no trend predicts (2-GPU broadcast at 8-16 KB: 8, 16 and 32
@@ -143,7 +145,7 @@ def crossing(a: AlphaBeta, b: AlphaBeta) -> float | None:
 def anchors(sizes: Iterable[int], stride: int = STRIDE) -> list[int]:
     """Where every configuration is measured first: the smallest and the largest size and, spread
     evenly between them, as few more as keep consecutive anchors at most ``stride`` sizes apart."""
-    s = sorted(set(sizes))
+    s = sorted(x for x in set(sizes) if x > 0) or sorted(set(sizes))  # a 0-byte size models nothing
     if stride < 1:
         raise ValueError(f"stride must be >= 1, got {stride}")
     if len(s) < 2:
@@ -179,7 +181,8 @@ def default_trend(default: Mapping[int, PointStats], sizes: Sequence[int]) -> di
     for i, s in enumerate(sizes):
         if s not in default:
             continue
-        nb = [default[sizes[j]].median_us for j in (i - 1, i + 1) if 0 <= j < len(sizes) and sizes[j] in default]
+        nb = [default[sizes[j]].median_us for j in (i - 1, i + 1)
+              if 0 <= j < len(sizes) and sizes[j] in default and sizes[j] > 0]  # 0 B: NCCL launches nothing
         out[s] = math.sqrt(nb[0] * nb[1]) if len(nb) == 2 else default[s].median_us
     return out
 
@@ -292,9 +295,11 @@ def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin
             if not c.is_default and beats(d, p, min_margin)}
     index = {s: i for i, s in enumerate(universe)}
     for s, d in dflt.items():
+        if s == 0:  # a 0-byte call: no candidate makes a rule there (derive's module doc)
+            continue
         i = index.get(s)
-        near = [] if i is None else [universe[j] for j in (i - 1, i + 1) if 0 <= j < len(universe)]
-        near2 = [] if i is None else [universe[j] for j in (i - 2, i - 1, i + 1, i + 2) if 0 <= j < len(universe)]
+        near = [] if i is None else [universe[j] for j in (i - 1, i + 1) if 0 <= j < len(universe) and universe[j] > 0]
+        near3 = [] if i is None else [universe[j] for j in range(i - 3, i + 4) if j != i and 0 <= j < len(universe)]
         for c in configs:  # predicted to beat the default by the margin a win here needs
             p = None if (s, c) in tried else predict(c, per_cand.get(c, {}), dflt, trend, s, min_margin)
             if p is None:
@@ -306,9 +311,9 @@ def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin
         for c, p in stats[s].items():  # a win here: measured at the neighbouring sizes too
             if c.is_default or c.twin:
                 continue
-            # ... and past up to two sizes where it is faster but within the noise, within two sizes
-            # of a win: a region of wins with noisy sizes inside is measured to its real end
-            bridge = (s, c) not in wins and gain(d, p) > 0 and any((n, c) in wins for n in near2)
+            # ... and past up to three sizes where it is faster but within the noise, within three
+            # sizes of a win: a region of wins with noisy sizes inside is measured to its real end
+            bridge = (s, c) not in wins and gain(d, p) > 0 and any((n, c) in wins for n in near3)
             if (s, c) in wins or bridge:
                 for n in near:
                     if (n, c) not in tried:
