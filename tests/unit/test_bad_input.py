@@ -163,6 +163,10 @@ def test_resume_continues_only_the_same_sweep():
         (_Run(), _args(datatype="double"), 2, "-d 'float', now 'double'"),
         (_Run(), _args(reps=3), 2, "--reps 5, now 3"),
     ]
+    before_grid = _Run(algos="ring", protos="ll", channels="8")
+    del before_grid.args["grid"]  # a run from before --grid measured the two axes
+    cases.append((before_grid, _args(algos="ring", protos="ll", channels="8", grid="full"), 2, "other candidates"))
+    check_resume(before_grid, _args(algos="ring", protos="ll", channels="8", grid="axes"), 2)
     for run, args, n, needle in cases:
         with pytest.raises(UsageError) as ei:
             check_resume(run, args, n)
