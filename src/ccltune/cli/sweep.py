@@ -164,7 +164,7 @@ def main(args: argparse.Namespace) -> int:
                          f"the {engine_name} engine can only sweep its default: pass --algos '' --protos '' "
                          f"--channels ''" + (f" ({note})" if note else ""))
     if args.resume is not None and not _common.under_launcher():  # before any process starts
-        with Store(args.db, create=False) as store:
+        with Store(args.db, readonly=True) as store:
             check_resume(store.run(args.resume), args, _common.job_size(args, engine_name))
     rc = _common.relaunch(args, args._argv, engine_name)
     if rc is not None:
