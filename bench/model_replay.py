@@ -68,6 +68,7 @@ from ccltune.tune.derive import (
     candidate_of,
     derive,
     gpu_model,
+    tunable,
 )
 from ccltune.tune.stats import median
 
@@ -220,8 +221,7 @@ def _refused(rows: Sequence[Mapping[str, Any]]) -> bool:
 def _swept(point: Point) -> bool:
     """Whether the exhaustive sweep measures this point today: not a candidate at a 0-byte size (data
     from before 2026-11-22 has them; the sweep now measures only NCCL's default and its twin there)."""
-    size, cand = point
-    return size > 0 or cand.is_default or cand.twin
+    return tunable(*point)
 
 
 def exhaustive_cost(group: Group) -> int:

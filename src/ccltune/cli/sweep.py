@@ -18,7 +18,7 @@ from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure import sweep as S
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Store
-from ccltune.tune.derive import TWIN, Candidate
+from ccltune.tune.derive import TWIN, Candidate, tunable
 
 ALGOS = ("tree", "ring", "pat", "collnetdirect", "collnetchain", "nvls", "nvlstree")
 PROTOS = ("ll", "ll128", "simple")
@@ -109,6 +109,12 @@ _RESUME_SAME = {"datatype": "-d", "op": "-o", "reps": "--reps", "target_us": "--
                 "virtual_nodes": "--virtual-nodes"}
 
 
+def _measures(args: argparse.Namespace) -> dict[str, Any]:
+    """What a sweep's rows are of: its collectives, sizes and candidates."""
+    colls, sizes, cands = validate_args(args)
+    return {"collectives": [c.name for c in colls], "sizes": sizes, "candidates": cands}
+
+
 def check_resume(run: Any, args: argparse.Namespace, world_size: int) -> None:
     """--resume continues ``run`` only with what it measured: a sweep, on as many ranks, of the same
     collectives, sizes, candidates and settings; else its rows would mix two different sweeps."""
@@ -117,19 +123,12 @@ def check_resume(run: Any, args: argparse.Namespace, world_size: int) -> None:
     diffs = []
     if run.world_size and run.world_size != world_size:
         diffs.append(f"{run.world_size} ranks, now {world_size}")
-    old = argparse.Namespace(**{**vars(args), "grid": "axes", **run.args})  # runs before --grid: the axes
+    now = _measures(args)
     try:
-        before = validate_args(old)
-    except UsageError:
+        before = _measures(argparse.Namespace(**{**vars(args), "grid": "axes", **run.args}))  # runs before --grid: axes
+    except UsageError:  # recorded by another ccltune version, with values this one refuses
         before = None
-    now = validate_args(args)
-    for i, what in enumerate(("collectives", "sizes", "candidates")):
-        a = None if before is None else before[i]
-        b = now[i]
-        if i == 0:
-            a, b = a and [c.name for c in a], [c.name for c in b]
-        if a != b:
-            diffs.append(f"other {what}")
+    diffs += [f"other {what}" for what in now if before is None or before[what] != now[what]]
     for key, flag in _RESUME_SAME.items():
         if key in run.args and run.args[key] != getattr(args, key, None):
             diffs.append(f"{flag} {run.args[key]!r}, now {getattr(args, key, None)!r}")
@@ -233,8 +232,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                     for size, want in todo.items():
                         chosen = [c for c in cands if want is None or c in want]
                         stored = coll.layout(size, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes
-                        chosen = [c for c in chosen if (coll.name, stored, c.label) not in done
-                                  and (stored > 0 or c.is_default or c.twin)]  # 0 B: nothing to tune (derive)
+                        chosen = [c for c in chosen if (coll.name, stored, c.label) not in done and tunable(stored, c)]
                         progress.step(f"{coll.name} {size} B")
                         if not chosen:
                             continue

@@ -318,6 +318,12 @@ def _record(row: Any) -> Mapping[str, Any]:
     return row.to_record() if hasattr(row, "to_record") else row
 
 
+def tunable(size_bytes: int, cand: Candidate) -> bool:
+    """Whether ``cand`` is worth timing at ``size_bytes``: NCCL's default and its twin always; a candidate
+    only where bytes move (at 0 B NCCL launches nothing a choice could change; module doc)."""
+    return size_bytes > 0 or cand.is_default or cand.twin
+
+
 def candidate_of(row: Mapping[str, Any]) -> Candidate:
     if row.get("config") == TWIN_LABEL:
         return TWIN
@@ -398,7 +404,7 @@ def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, 
                      " needs the isolated margin")
     points = {}
     for size in sizes:
-        stats = {c: point_stats(t) for c, t in by_size[size].items() if size > 0 or c.is_default or c.twin}
+        stats = {c: point_stats(t) for c, t in by_size[size].items() if tunable(size, c)}
         points[size] = (stats.pop(DEFAULT), stats)
     gaps = {s: g for s in sizes if (g := aa_gap(*points[s])) is not None}
     if gaps:
