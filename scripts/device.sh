@@ -487,6 +487,54 @@ flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five
 }
 phase_tune4() { flow $NGPU 590; }
 phase_tune2() { flow 2 400; }
+phase_capture() {  # real artifacts for parsers: nccl-tests of three versions, NCCL logs, a DDP job's COLL log and trace
+  step capture: nccl-tests builds
+  local W=$OUT/cap; mkdir -p $W/ncclt $W/logs $W/ddp $W/onegpu
+  for v in v2.19.6 v2.17.10 v2.13.13; do
+    NCCL_TESTS_DIR=$PWD/.cache/ncclt-src/$v COLLS="${NT_COLLS:-all_reduce all_gather sendrecv alltoall broadcast reduce_scatter}" \
+      bash bench/nccl_tests_build.sh > "$W/ncclt/build-$v.log" 2>&1; echo "build $v rc=$?"; tail -2 "$W/ncclt/build-$v.log"
+  done
+  step capture: nccl-tests outputs on one GPU
+  local B=.cache/ncclt-src/v2.19.6/build
+  ($B/all_reduce_perf -h || true) > $W/ncclt/help-v2.19.6.txt 2>&1
+  for v in v2.19.6 v2.17.10 v2.13.13; do
+    local b=.cache/ncclt-src/$v/build
+    [ -x $b/all_reduce_perf ] || continue
+    timeout 60 $b/all_reduce_perf -b 8 -e 128M -f 4 -g 1 > $W/ncclt/ar-eager-$v.txt 2>&1; echo "$v eager rc=$?"
+    timeout 60 $b/all_reduce_perf -b 8 -e 128M -f 4 -g 1 -G 10 > $W/ncclt/ar-graph-$v.txt 2>&1; echo "$v graph rc=$?"
+    timeout 60 mpirun --allow-run-as-root -np 1 -x NCCL_NVLS_ENABLE=0 $b/all_gather_perf -b 1K -e 1M -f 8 -g 1 > $W/ncclt/ag-mpi-$v.txt 2>&1; echo "$v mpi rc=$?"
+  done
+  timeout 60 $B/all_reduce_perf -b 8 -e 1M -f 32 -g 1 -J $W/ncclt/ar-v2.19.6.json > $W/ncclt/ar-json-v2.19.6.txt 2>&1; echo "json rc=$?"
+  timeout 60 $B/all_reduce_perf -b 8 -e 1M -f 32 -g 1 -I 1 -K 2 > $W/ncclt/ar-periter-v2.19.6.txt 2>&1; echo "periter rc=$?"
+  timeout 60 $B/all_reduce_perf -b 8 -e 1M -f 32 -g 1 -I 1 -J $W/ncclt/ar-periter-v2.19.6.json > /dev/null 2>&1; echo "periter json rc=$?"
+  timeout 60 $B/all_reduce_perf -b 8 -e 1M -f 32 -g 1 -S 1 -C 1 > $W/ncclt/ar-ts-cpu-v2.19.6.txt 2>&1; echo "ts rc=$?"
+  timeout 60 $B/all_reduce_perf -b 8 -e 1M -f 32 -g 1 -c 0 -M 1 > $W/ncclt/ar-nocheck-mem-v2.19.6.txt 2>&1; echo "nocheck rc=$?"
+  timeout 60 $B/all_reduce_perf -b 1K -e 1K -g 1 -o all -d all > $W/ncclt/ar-alltypes-v2.19.6.txt 2>&1; echo "alltypes rc=$?"
+  timeout 60 $B/all_reduce_perf -b 1.5M -e 6M -i 1M -f 1 -g 1 -R 1 -u 4 > $W/ncclt/ar-step-v2.19.6.txt 2>&1; echo "step rc=$?"
+  for c in sendrecv alltoall broadcast reduce_scatter all_gather; do timeout 60 $B/${c}_perf -b 8 -e 1M -f 32 -g 1 > $W/ncclt/$c-v2.19.6.txt 2>&1; done
+  NCCL_TESTS_MIN_BW=100000 timeout 60 $B/all_reduce_perf -b 1M -e 1M -g 1 > $W/ncclt/ar-minbw-v2.19.6.txt 2>&1; echo "minbw rc=$? (nccl-tests exit status with NCCL_TESTS_MIN_BW unmet)"
+  step capture: NCCL INIT/ENV log of a one-GPU bench, and doctor on it
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING NCCL_DEBUG_FILE=$W/logs/bench-1gpu.%h.%p.log \
+    timeout 90 python3 -m ccltune bench all_reduce -b 8 -e 1M -f 32 -G 10 --db "$DB" > $W/onegpu/bench-G10.txt 2>&1; echo "bench rc=$?"
+  NCCL_DEBUG=INFO timeout 90 python3 -m ccltune bench all_reduce -b 8 -e 64K -f 32 --db "$DB" > $W/logs/bench-1gpu-stdout.log 2>&1; echo "bench info rc=$?"
+  for f in $W/logs/bench-1gpu.*.log; do timeout 60 python3 -m ccltune doctor --nccl-log "$f" > $W/onegpu/doctor-on-log.txt 2>&1; echo "doctor rc=$?"; break; done
+  timeout 120 python3 -m ccltune doctor > $W/onegpu/doctor.txt 2>&1; echo "doctor rc=$?"
+  timeout 120 python3 -m ccltune check > $W/onegpu/check.txt 2>&1; echo "check rc=$?"
+  timeout 120 python3 -m ccltune links --db "$DB" > $W/onegpu/links.txt 2>&1; echo "links rc=$?"
+  timeout 120 python3 -m ccltune sweep all_reduce -b 8 -e 64K -f 32 --db "$W/onegpu/sweep.db" > $W/onegpu/sweep.txt 2>&1; echo "sweep rc=$?"
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING NCCL_TUNER_PLUGIN=$PWD/plugin/build/libnccl-tuner-ccltune.so CCLTUNE_RULES=$PWD/tests/fixtures/rules/basic.conf \
+    timeout 60 python3 -m ccltune bench all_reduce -b 64K -e 64K -G 5 --db "$DB" > $W/logs/plugin-1gpu.log 2>&1; echo "plugin rc=$?"
+  step capture: DDP transformer on one GPU, COLL log and torch traces
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL NCCL_DEBUG_FILE=$W/ddp/coll-ddp-1gpu.%h.%p.log timeout 180 torchrun --nproc-per-node 1 examples/train_transformer.py \
+    --mode ddp --layers 4 --width 1024 --heads 8 --seq 256 --batch 4 --steps 6 --warmup 2 --profile-dir $W/ddp/trace-json --profile-steps 2 > $W/ddp/train-ddp.txt 2>&1; echo "ddp rc=$?"; tail -3 $W/ddp/train-ddp.txt
+  timeout 180 torchrun --nproc-per-node 1 examples/train_transformer.py --mode ddp --layers 4 --width 1024 --heads 8 --seq 256 --batch 4 \
+    --steps 4 --warmup 2 --profile-dir $W/ddp/trace-gz --profile-steps 2 --gzip > $W/ddp/train-ddp-gz.txt 2>&1; echo "ddp gz rc=$?"
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL timeout 180 torchrun --nproc-per-node 1 examples/train_transformer.py --mode ddp --layers 2 --width 512 --heads 8 --seq 128 \
+    --steps 2 --warmup 1 > $W/ddp/coll-ddp-stdout.log 2>&1; echo "ddp stdout rc=$?"
+  timeout 180 torchrun --nproc-per-node 1 examples/train_transformer.py --mode ddp --steps 10 --warmup 3 > $W/ddp/train-ddp-full.txt 2>&1; echo "ddp full rc=$?"; tail -1 $W/ddp/train-ddp-full.txt
+  ls -la $W/*/ | head -80
+  (cd $OUT && tar czf $RESULT/capture.tgz cap)
+}
 phase_refs() {
   step reference comparison after aligning the start of timing
   [ -x bench/reference/build/nccl_ref ] || bench/reference/build.sh > "$OUT/ref-build.log" 2>&1
