@@ -45,7 +45,7 @@ def _half(m: Measurement) -> str:
     if m.status != "ok" or m.time_us is None:
         label = {"waived": "N/A", "skipped": "skip", "unavailable": "N/A"}.get(m.status, "err")
         return f"  {label:>7}  {label:>6}  {label:>6}  {label:>5}"
-    wrong = f"{m.wrong:5d}" if m.wrong is not None else "  n/c"  # not checked
+    wrong = f"{m.wrong:5d}" if m.wrong is not None else "  N/A"  # not checked (-c 0), as nccl-tests prints it
     return f"  {_time(m.time_us)}  {m.algbw_gbps:6.2f}  {m.busbw_gbps:6.2f}  {wrong}"
 
 
