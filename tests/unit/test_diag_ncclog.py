@@ -90,14 +90,14 @@ def test_rccl_mi300x_log():
     assert overall(check_log(log)) == "PASS"
 
 
-def test_tuner_plugin_threads_and_warnings():
-    log = _log("nccl_tuner_plugin.log")
-    assert log.tuner_plugin == "/opt/ccltune/lib/libnccl-tuner-ccltune.so"
+def test_tuner_plugin_loaded():
+    log = _log("nccl_tuner_plugin.log")  # real: NCCL 2.28.9 on one H100 with ccltune's plugin
+    assert log.tuner_plugin.endswith("libnccl-tuner-ccltune.so")
+    assert [p.rules for p in log.plugin_loads] == [8, 8] and log.plugin_loads[0].gpu == "NVIDIA H100 80GB HBM3"
     found = _by_name(check_log(log))
     assert found["log:tuner"].status == "PASS" and "libnccl-tuner-ccltune" in found["log:tuner"].evidence
-    assert found["log:processes"].data["layout"] == "threads"
-    assert found["log:warnings"].status == "WARN" and found["log:warnings"].value == 1
-    assert found["env:NCCL_ALGO"].status == "WARN"
+    assert found["log:processes"].data["layout"] == "process-per-gpu"
+    assert found["log:warnings"].status == "PASS"
 
 
 def test_tuner_requested_but_not_loaded_warns():
