@@ -10,18 +10,6 @@ from ccltune import collectives, dist
 from ccltune.cli import _common, main
 
 
-@pytest.fixture
-def no_launch(monkeypatch, tmp_path):
-    """Fail loudly if the command gets as far as starting torchrun or joining a job."""
-    def boom(*a, **k):
-        raise AssertionError("a process was started or a job joined before the input was checked")
-
-    monkeypatch.setattr(_common.subprocess, "Popen", boom)
-    monkeypatch.setattr(dist, "init", boom)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _bench(capsys, tmp_path, *args):
     db = tmp_path / "t.db"
     t0 = time.monotonic()

@@ -4,23 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ccltune import dist
 from ccltune.cli import _common, main
 from ccltune.errors import DataError
 from ccltune.tune.derive import gpu_model
-
-
-@pytest.fixture
-def no_launch(monkeypatch, tmp_path):
-    def boom(*a, **k):
-        raise AssertionError("a process was started or a job joined before the input was checked")
-
-    monkeypatch.setattr(_common.subprocess, "Popen", boom)
-    monkeypatch.setattr(dist, "init", boom)
-    for var in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 @pytest.mark.parametrize("flags", [[], ["--nproc", "1"]])
