@@ -30,6 +30,7 @@ _COMMANDS = [
     "doctor",
     "check",
     "report",
+    "workload",
 ]
 
 
