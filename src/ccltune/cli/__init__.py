@@ -31,6 +31,7 @@ _COMMANDS = [
     "check",
     "report",
     "workload",
+    "rules",
 ]
 
 
