@@ -333,7 +333,7 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: Candidate, co
                 ncols = blocks[-1] + 4
             if g := _GRAPH_RE.search(line):
                 graph = 1 if int(g.group(1)) > 0 else 0
-            if v := _VERSION_RE.search(line):
+            if (v := _VERSION_RE.search(line)) and int(v.group(1)):  # 0: no NCCL (ccltune's gloo engine)
                 version = _nccl_version(int(v.group(1)))
             continue
         if _meta(line, env) or footer or _NOISE_RE.search(line):
@@ -486,7 +486,7 @@ def parse_json(text: str, path: str, *, candidate: Candidate = Candidate(), coll
                                               "bus_id": js.get(dev, "device_hex", at, "a string",
                                                                lambda v: isinstance(v, str)),
                                               "name": info})
-    version = js.integer(doc, "nccl_version", "", low=0)
+    version = js.integer(doc, "nccl_version", "", low=0) or None
     coll = _collective(program, '"args[0]"', path, collective, path)
     n_ranks, n_nodes = _ranks(path, None, shape, nranks)
     env["tool"] = "nccl-tests"
