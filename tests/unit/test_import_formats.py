@@ -109,3 +109,15 @@ def test_unknown_gpu_is_not_cpu_and_gpu_sets_it(tmp_path, capsys):
     assert main(["import", "nccl-tests", str(RCCL / "rccl-tests-2024-03_all_gather_g8.txt"), "--db", str(db2),
                  "--gpu", "NVIDIA H100"]) == 2
     assert "but the files name AMD Instinct MI300X" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("version", ["2.13.13", "2.17.10", "2.19.6"])
+def test_real_nccl_tests_versions(version):
+    [p] = parse_text((NCCLT / f"ar-eager-v{version}.txt").read_text(), "all_reduce.txt")  # 2.13: no "starting" line
+    assert (p.collective, p.n_ranks, p.nccl_version, p.env["tool_version"]) == ("all_reduce", 1, "2.28.9", version)
+    assert p.gpus == ["NVIDIA H100 80GB HBM3"] and all(m.status == "ok" for m in p.rows)
+
+
+def test_real_mpi_run():
+    [p] = parse_text((NCCLT / "ag-mpi-v2.19.6.txt").read_text(), "f")
+    assert (p.collective, p.n_ranks, p.gpus) == ("all_gather", 1, ["NVIDIA H100 80GB HBM3"])
