@@ -114,7 +114,9 @@ def test_unknown_gpu_is_not_cpu_and_gpu_sets_it(tmp_path, capsys):
 @pytest.mark.parametrize("version", ["2.13.13", "2.17.10", "2.19.6"])
 def test_real_nccl_tests_versions(version):
     [p] = parse_text((NCCLT / f"ar-eager-v{version}.txt").read_text(), "all_reduce.txt")  # 2.13: no "starting" line
-    assert (p.collective, p.n_ranks, p.nccl_version, p.env["tool_version"]) == ("all_reduce", 1, "2.28.9", version)
+    said = version != "2.13.13"  # 2.13 prints no version line: neither its own nor NCCL's
+    assert (p.collective, p.n_ranks, p.nccl_version, p.env.get("tool_version")) == (
+        "all_reduce", 1, "2.28.9" if said else None, version if said else None)
     assert p.gpus == ["NVIDIA H100 80GB HBM3"] and all(m.status == "ok" for m in p.rows)
 
 
