@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from ccltune import __version__
+from ccltune.cli import import_links
 from ccltune.environment import platform_name
 from ccltune.errors import UsageError, unknown_name
 from ccltune.rules import ALGORITHMS, MAX_CHANNELS, PROTOCOLS
@@ -18,7 +19,7 @@ from ccltune.tune.importer import Parsed, number_reps, parse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import", help="store results of other benchmarks (nccl-tests) as a run",
+    p = sub.add_parser("import", help="store results of other benchmarks (nccl-tests, TransferBench, nvbandwidth) as a run",
                        description="Store measurements made by other tools as a run of kind 'import'.")
     src = p.add_subparsers(dest="source", metavar="SOURCE", required=True)
     n = src.add_parser(
@@ -36,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     n.add_argument("--collective", default=None,
                    help="collective (one), when the file header and name do not say; must agree with a header")
     n.set_defaults(func=run)
+    import_links.register(src)  # transferbench, nvbandwidth: link matrices, stored as links runs
 
 
 def candidate_from_args(args: argparse.Namespace) -> Candidate:
