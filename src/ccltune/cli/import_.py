@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ccltune import __version__
 from ccltune.cli import import_links
+from ccltune.cli.import_links import read_file as _read
 from ccltune.environment import platform_name
 from ccltune.errors import UsageError, unknown_name
 from ccltune.rules import ALGORITHMS, MAX_CHANNELS, PROTOCOLS
@@ -52,13 +53,6 @@ def candidate_from_args(args: argparse.Namespace) -> Candidate:
     if args.nranks is not None and args.nranks < 1:
         raise UsageError(f"--nranks must be >= 1, got {args.nranks}")
     return Candidate(algo, proto, args.channels)
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -41,7 +41,8 @@ def register(src: argparse._SubParsersAction) -> None:
         p.set_defaults(func=run, source=name)
 
 
-def _read(path: str) -> str:
+def read_file(path: str) -> str:
+    """A file given to ``ccltune import``, as text; a UsageError naming it when it cannot be read."""
     try:
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.threshold <= 1:
         raise UsageError(f"--threshold must be in (0, 1], got {args.threshold}")
     parse = _SOURCES[args.source][0]
-    found = parse(_read(args.file), args.file)  # parsed before the database is opened: bad input stores nothing
+    found = parse(read_file(args.file), args.file)  # parsed before the database is opened: bad input stores nothing
     names = found.gpu_names or ([args.gpu] * found.n_gpus if args.gpu else [])
     gpus = [{"index": i, "name": n} for i, n in enumerate(names)]
     env: dict[str, Any] = {"ccltune_version": __version__, "world_size": found.n_gpus, "n_nodes": 1, "gpus": gpus,
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
                                  args={k: v for k, v in vars(args).items() if k != "func"})
         store.add_links(run_id, found.rows)
         store.add_findings(run_id, [f.to_record() for f in findings])
-        store.add_artifact(run_id, f"{args.source}.txt", _read(args.file))
+        store.add_artifact(run_id, f"{args.source}.txt", read_file(args.file))
         store.finish_run(run_id, "complete", summary)
     print(f"# run {run_id} (links, imported from {found.tool} {found.version or ''}".rstrip() + f") in {args.db}: "
           f"{found.n_gpus} GPUs, {len(found.rows)} links, tests {', '.join(found.tests)}")
