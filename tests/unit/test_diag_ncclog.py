@@ -81,10 +81,10 @@ def test_network_between_gpus_of_one_node_fails():
 
 def test_rccl_mi300x_log():
     log = _log("rccl_mi300x_8gpu.log")
-    assert (log.library, log.version) == ("RCCL", "2.22.3-HEAD:cb8f3f6")
-    assert log.coll_channels == 56 and log.nranks == 8
+    assert (log.library, log.version) == ("RCCL", "2.21.5-HEAD:0cbce2a")
+    assert log.coll_channels == 16 and log.nranks == 8
     assert {e.transport for e in log.edges} == {"P2P/IPC"}  # "comm 0x.. nRanks 08" stripped
-    assert log.edges[0].src_dev == "c000"
+    assert log.edges[0].src_dev == "5000"  # RCCL prints the bus id there
     assert log.trees and "comm" not in log.trees[0]
     assert log.rings[0] == list(range(8))  # trailing "comm 0x.. nRanks 08" stripped
     assert overall(check_log(log)) == "PASS"

@@ -11,6 +11,8 @@ from typing import Any
 from pathlib import Path
 
 from ccltune import __version__
+from ccltune.cli import import_links
+from ccltune.cli.import_links import read_file as _read
 from ccltune.environment import platform_name
 from ccltune.errors import UsageError, unknown_name
 from ccltune.rules import ALGORITHMS, MAX_CHANNELS, PROTOCOLS
@@ -20,7 +22,7 @@ from ccltune.tune.importer import Parsed, number_reps, parse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import", help="store results of other benchmarks (nccl-tests) as a run",
+    p = sub.add_parser("import", help="store results of other benchmarks (nccl-tests, TransferBench, nvbandwidth) as a run",
                        description="Store measurements made by other tools as a run of kind 'import'.")
     src = p.add_subparsers(dest="source", metavar="SOURCE", required=True)
     n = src.add_parser(
@@ -40,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     n.add_argument("--collective", default=None,
                    help="collective (one), when the file header and name do not say; must agree with a header")
     n.set_defaults(func=run)
+    import_links.register(src)  # transferbench, nvbandwidth: link matrices, stored as links runs
 
 
 def candidate_from_args(args: argparse.Namespace) -> Candidate:
@@ -54,13 +57,6 @@ def candidate_from_args(args: argparse.Namespace) -> Candidate:
     if args.nranks is not None and args.nranks < 1:
         raise UsageError(f"--nranks must be >= 1, got {args.nranks}")
     return Candidate(algo, proto, args.channels)
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _joined(parsed: list[Parsed], key: str) -> str | None:

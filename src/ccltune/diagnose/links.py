@@ -177,6 +177,9 @@ class _Rig:
         self.blocks = [torch.cuda.get_device_properties(d).multi_processor_count * BLOCKS_PER_SM for d in range(n)]
 
     def load_kernel(self) -> str | None:
+        if getattr(getattr(self.torch, "version", None), "hip", None):  # ROCm PyTorch: torch.cuda is HIP; cupy's kernel is CUDA C
+            return ("the SM copy kernel is compiled with cupy for CUDA: on ROCm only the copy engine (ce) is "
+                    "measured here; for the GFX-kernel matrix run TransferBench a2a and `ccltune import transferbench`")
         try:
             import cupy
             import numpy  # pointer arguments are passed as numpy.uint64
