@@ -14,6 +14,8 @@
 #   SIZES           the size flags of both      (default: -b 8 -e 1M -f 32 -n 1000 -w 50)
 #   REPS            runs of each program a mode (default: 3)
 #   GRAPH           the -G of the graph mode    (default: 10)
+#   MODES           which modes                 (default: eager graph)
+#   PIN             a prefix for both programs  (e.g. "taskset -c 0-7"; default: none)
 # Needs: one GPU, nvcc and mpicc (bench/nccl_tests_build.sh), ccltune's native/ and plugin/
 # built (make -C native; make -C plugin), PYTHONPATH=src. NCCL_NVLS_ENABLE=0 and friends are
 # set here as scripts/device.sh sets them.
@@ -29,6 +31,8 @@ COLLS="${COLLS:-all_reduce sendrecv}"
 SIZES="${SIZES:--b 8 -e 1M -f 32 -n 1000 -w 50}"
 REPS="${REPS:-3}"
 GRAPH="${GRAPH:-10}"
+MODES="${MODES:-eager graph}"
+PIN="${PIN:-}"
 mkdir -p "$OUTDIR"
 
 missing=0; for c in $COLLS; do [ -x "$B/${c}_perf" ] || missing=1; done
@@ -39,21 +43,21 @@ fi
 
 nt() {  # nccl-tests, one run of every collective: $1 mode dir, $2 run, $3 extra flags
   for c in $COLLS; do
-    timeout 120 mpirun --allow-run-as-root --bind-to none -np 1 -x NCCL_NVLS_ENABLE "$B/${c}_perf" $SIZES -g 1 $3 \
+    $PIN timeout 120 mpirun --allow-run-as-root --bind-to none -np 1 -x NCCL_NVLS_ENABLE "$B/${c}_perf" $SIZES -g 1 $3 \
       > "$1/ncclt-$2-$c.txt" 2>&1 || echo "nccl-tests $c run $2 failed: $(tail -2 "$1/ncclt-$2-$c.txt")"
   done
 }
 cc() {  # ccltune bench, every collective in one run
-  timeout 240 python3 -m ccltune bench $COLLS $SIZES $3 --nproc 1 --db "$1/ccltune.db" --json "$1/ccl-$2.json" \
+  $PIN timeout 240 python3 -m ccltune bench $COLLS $SIZES $3 --nproc 1 --db "$1/ccltune.db" --json "$1/ccl-$2.json" \
     > "$1/ccl-$2.txt" 2>&1 || echo "ccltune run $2 failed: $(tail -3 "$1/ccl-$2.txt")"
 }
-for mode in eager graph; do
+for mode in $MODES; do
   W="$OUTDIR/$mode"; mkdir -p "$W"; rm -f "$W"/ncclt-*.txt "$W"/ccl-*.json
   flags=""; [ $mode = graph ] && flags="-G $GRAPH"
   t0=$(date +%s)
   for r in $(seq 1 "$REPS"); do
     if [ $((r % 2)) = 1 ]; then nt "$W" $r "$flags"; cc "$W" $r "$flags"; else cc "$W" $r "$flags"; nt "$W" $r "$flags"; fi
   done
-  echo "## $mode ($([ $mode = graph ] && echo "-G $GRAPH" || echo "no -G")): $REPS runs each, $(( $(date +%s) - t0 )) s; $SIZES"
+  echo "## $mode ($([ $mode = graph ] && echo "-G $GRAPH" || echo "no -G")): $REPS runs each, $(( $(date +%s) - t0 )) s; $SIZES${PIN:+; under $PIN}"
   python3 "$HERE/compare_repeated.py" "$W" | tee "$W/compare.txt"
 done
