@@ -16,6 +16,7 @@
 #   GRAPH           the -G of the graph mode    (default: 10)
 #   MODES           which modes                 (default: eager graph)
 #   PIN             a prefix for both programs  (e.g. "taskset -c 0-7"; default: none)
+#   CCLTUNE_FLAGS   more flags for ccltune      (e.g. "--warmup-mode nccl-tests"; default: none)
 # Needs: one GPU, nvcc and mpicc (bench/nccl_tests_build.sh), ccltune's native/ and plugin/
 # built (make -C native; make -C plugin), PYTHONPATH=src. NCCL_NVLS_ENABLE=0 and friends are
 # set here as scripts/device.sh sets them.
@@ -33,6 +34,7 @@ REPS="${REPS:-3}"
 GRAPH="${GRAPH:-10}"
 MODES="${MODES:-eager graph}"
 PIN="${PIN:-}"
+CCLTUNE_FLAGS="${CCLTUNE_FLAGS:-}"
 mkdir -p "$OUTDIR"
 
 missing=0; for c in $COLLS; do [ -x "$B/${c}_perf" ] || missing=1; done
@@ -48,7 +50,7 @@ nt() {  # nccl-tests, one run of every collective: $1 mode dir, $2 run, $3 extra
   done
 }
 cc() {  # ccltune bench, every collective in one run
-  $PIN timeout 240 python3 -m ccltune bench $COLLS $SIZES $3 --nproc 1 --db "$1/ccltune.db" --json "$1/ccl-$2.json" \
+  $PIN timeout 240 python3 -m ccltune bench $COLLS $SIZES $3 $CCLTUNE_FLAGS --nproc 1 --db "$1/ccltune.db" --json "$1/ccl-$2.json" \
     > "$1/ccl-$2.txt" 2>&1 || echo "ccltune run $2 failed: $(tail -3 "$1/ccl-$2.txt")"
 }
 for mode in $MODES; do
@@ -58,6 +60,6 @@ for mode in $MODES; do
   for r in $(seq 1 "$REPS"); do
     if [ $((r % 2)) = 1 ]; then nt "$W" $r "$flags"; cc "$W" $r "$flags"; else cc "$W" $r "$flags"; nt "$W" $r "$flags"; fi
   done
-  echo "## $mode ($([ $mode = graph ] && echo "-G $GRAPH" || echo "no -G")): $REPS runs each, $(( $(date +%s) - t0 )) s; $SIZES${PIN:+; under $PIN}"
+  echo "## $mode ($([ $mode = graph ] && echo "-G $GRAPH" || echo "no -G")): $REPS runs each, $(( $(date +%s) - t0 )) s; $SIZES${PIN:+; under $PIN}${CCLTUNE_FLAGS:+; ccltune $CCLTUNE_FLAGS}"
   python3 "$HERE/compare_repeated.py" "$W" | tee "$W/compare.txt"
 done
