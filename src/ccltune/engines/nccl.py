@@ -25,7 +25,7 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ccltune.engines.base import CudaEngine, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
@@ -260,15 +260,22 @@ class NcclEngine(CudaEngine):
     def issue(self, pt: Point, bufs: Buffers, calls: int, *, step: bool = True) -> None:
         self._run(pt, bufs, 0, calls, step=step)
 
-    def _run(self, pt: Point, bufs: Buffers, first: int, calls: int, *, step: bool) -> None:
-        """Calls ``first`` .. ``first + calls - 1`` on the current stream (the capture stream in a
-        CUDA graph), call i ``bufs.shift(i)`` bytes into the buffers when ``step``."""
+    def series(self, pt: Point, bufs: Buffers, calls: int, *, step: bool = True) -> Callable[[], None]:
+        s = self._series(pt, bufs, step)  # on the stream current now (the caller's stream context)
+        return lambda: self.loop.run(s, 0, calls)
+
+    def _series(self, pt: Point, bufs: Buffers, step: bool) -> Any:
+        """The launch loop's description of ``pt`` on the current stream (the capture stream in a
+        CUDA graph): call i ``bufs.shift(i)`` bytes into the buffers when ``step``."""
         stream = self.torch.cuda.current_stream(self.device).cuda_stream
-        s = self.loop.series(pt.coll, pt.lay, pt.root, self.ctx.rank, self.ctx.world_size,
-                             send=bufs.send.data_ptr(), recv=bufs.recv.data_ptr(), dtype=pt.dt.nccl,
-                             op=OPS[pt.op], comm=self.comm(pt.config), stream=stream,
-                             shift_bytes=bufs.shift_bytes if step else 0, shift_steps=bufs.steps if step else 1)
-        self.loop.run(s, first, calls)
+        return self.loop.series(pt.coll, pt.lay, pt.root, self.ctx.rank, self.ctx.world_size,
+                                send=bufs.send.data_ptr(), recv=bufs.recv.data_ptr(), dtype=pt.dt.nccl,
+                                op=OPS[pt.op], comm=self.comm(pt.config), stream=stream,
+                                shift_bytes=bufs.shift_bytes if step else 0, shift_steps=bufs.steps if step else 1)
+
+    def _run(self, pt: Point, bufs: Buffers, first: int, calls: int, *, step: bool) -> None:
+        """Calls ``first`` .. ``first + calls - 1`` of ``pt``'s series."""
+        self.loop.run(self._series(pt, bufs, step), first, calls)
 
     def start_together(self, config: Any = None) -> None:
         super().start_together(config)

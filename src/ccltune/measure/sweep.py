@@ -311,7 +311,7 @@ def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings, n: int) 
     torch = engine.torch
     with engine.stream_context():
         if not (s.graph and engine.supports_graph):  # eager: the nccl engine issues the n calls from C
-            return (lambda: engine.issue(pt, bufs, n, step=False), n)
+            return (engine.series(pt, bufs, n, step=False), n)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=engine.stream, capture_error_mode=engine.capture_mode):
             engine.issue(pt, bufs, n, step=False)
