@@ -42,7 +42,8 @@ def register(sub: Any) -> None:
     p.add_argument("-r", "--root", type=int, default=0, help="root rank of broadcast, reduce, gather, scatter")
     p.add_argument("-c", "--check", type=int, default=1, choices=(0, 1), help="check every result exactly")
     p.add_argument("-G", "--cudagraph", type=int, default=0, metavar="N",
-                   help="capture the timed calls in a CUDA graph and launch it N times (0: eager)")
+                   help="capture the timed calls in a CUDA graph and launch it N times (0: eager; the nccl engine "
+                        "then issues them from C, one Python call per series)")
     p.add_argument("-a", "--average", choices=AVERAGES, default="avg",
                    help="how per-rank times are combined")
     p.add_argument("--symmetric", action="store_true",
