@@ -16,7 +16,7 @@ def no_launch(monkeypatch, tmp_path):
     def boom(*a, **k):
         raise AssertionError("a process was started or a job joined before the input was checked")
 
-    monkeypatch.setattr(_common.subprocess, "Popen", boom)
+    monkeypatch.setattr(dist.subprocess, "Popen", boom)
     monkeypatch.setattr(dist, "init", boom)
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -119,7 +119,7 @@ def test_relaunch_passes_the_engine_and_drops_nproc(monkeypatch):
         seen["cmd"], seen["env"] = cmd, env
         return FakeProc()
 
-    monkeypatch.setattr(_common.subprocess, "Popen", popen)
+    monkeypatch.setattr(dist.subprocess, "Popen", popen)
     for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
         monkeypatch.delenv(var, raising=False)
     args = type("A", (), {"nproc": 3})()
@@ -133,4 +133,4 @@ def test_relaunch_passes_the_engine_and_drops_nproc(monkeypatch):
 
 @pytest.mark.parametrize("rc, code", [(0, 0), (1, 1), (-2, 130), (-15, 143), (3, 3)])
 def test_exit_code_of_a_signalled_launcher(rc, code):
-    assert _common._exit_code(rc) == code
+    assert dist._exit_code(rc) == code

@@ -10,7 +10,6 @@ from typing import Any
 
 from ccltune import environment
 from ccltune.cli import _common
-from ccltune.cli.topo import add_sysfs_root
 from ccltune.diagnose import doctor, sysconf
 from ccltune.diagnose.findings import exit_code, format_findings, overall
 from ccltune.diagnose.logcheck import check_log
@@ -33,7 +32,7 @@ def register(sub: Any) -> None:
                    help="GPUs to run the collective on (default: all present)")
     p.add_argument("--no-run", action="store_true", help="skip the collective runs (host and environment checks only)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="seconds each collective run may take")
-    add_sysfs_root(p)
+    _common.add_sysfs_root(p)
     add_output_flags(p)
     p.set_defaults(func=main)
 

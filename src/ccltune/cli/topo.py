@@ -10,7 +10,8 @@ from ccltune import environment
 from ccltune.diagnose import topo
 from ccltune.diagnose.findings import exit_code, format_findings, overall
 from ccltune.diagnose.record import add_output_flags, record_run, write_json
-from ccltune.diagnose.sysconf import ROOT_ENV, sys_root
+from ccltune.cli import _common
+from ccltune.diagnose.sysconf import sys_root
 
 
 def register(sub: Any) -> None:
@@ -20,14 +21,9 @@ def register(sub: Any) -> None:
                     "(nvidia-ml-py), `nvidia-smi topo -m`, AMD sysfs. Without a GPU it says so (WAIVED, exit 0). "
                     "Exit 1 when a check FAILs (e.g. NVSwitch fabric not complete).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    add_sysfs_root(p)
+    _common.add_sysfs_root(p)
     add_output_flags(p)
     p.set_defaults(func=main)
-
-
-def add_sysfs_root(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sysfs-root", metavar="DIR", default=None,
-                   help=f"folder standing for / when reading sys/ and proc/ (default: ${ROOT_ENV} or /)")
 
 
 def render(t: topo.Topology) -> str:
