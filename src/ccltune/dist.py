@@ -1,4 +1,5 @@
-"""Launcher environment, launching (``--nproc``), process-group setup and teardown, timeouts.
+"""Launcher environment, process-group setup and teardown, timeouts. Nothing else (starting a
+job for ``--nproc`` is ``ccltune.launch``).
 
 ccltune runs one process per GPU, started by an existing launcher: torchrun (one node, or
 several with its rendezvous), Slurm's srun, or mpirun. This module reads who we are from
@@ -13,8 +14,6 @@ import datetime
 import os
 import socket
 import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -204,11 +203,13 @@ class DistContext:
         except Exception:  # noqa: BLE001 - the store may have died with rank 0
             return []
 
-    def close(self) -> None:
-        """Leave together (after a clean run): no rank tears gloo down under another's feet."""
+    def close(self, together: bool = True) -> None:
+        """Leave: after a clean run together (no rank tears gloo down under another's feet); after an
+        interrupt at once (the others may be gone or stopping)."""
         if self.dist is not None and self.dist.is_initialized():
             try:
-                self.barrier("teardown")
+                if together:
+                    self.barrier("teardown")
                 self.dist.destroy_process_group()
             except Exception:  # noqa: BLE001 - teardown after a failure
                 pass
@@ -272,109 +273,3 @@ def lost_local_ranks(info: LaunchInfo) -> list[int]:
 
 def under_launcher() -> bool:
     return launch_info().launcher != "single"
-
-
-def relaunch(argv: list[str], nproc: int, engine: str, env: dict[str, str]) -> int:
-    """Run ``ccltune ARGV --engine ENGINE`` as ``nproc`` processes under torchrun (``--nproc`` and
-    ``--engine`` dropped from ``argv``: the parent resolved both once), with ``env`` added to this
-    process's environment. Returns the job's exit code."""
-    cmd = torchrun_argv(nproc, worker_argv(argv, engine))
-    env = {**os.environ, **env}
-    env.setdefault("OMP_NUM_THREADS", "1")
-    fd, outcome = tempfile.mkstemp(prefix="ccltune-outcome-")
-    os.close(fd)
-    env[OUTCOME_ENV] = outcome
-    try:
-        proc = subprocess.Popen(cmd, env=env)
-        interrupted = False
-        while True:  # Ctrl-C reaches the workers through torchrun; wait for them to finish
-            try:
-                rc = _exit_code(proc.wait())
-                if interrupted and rc != 0:
-                    return 130
-                return outcome_code(outcome, rc)
-            except KeyboardInterrupt:
-                interrupted = True
-    finally:
-        os.unlink(outcome)
-
-
-# A worker started by relaunch() whose command ends in a failed check (a FAIL verdict, wrong
-# results) writes its exit code to this file and exits 0: the check has said what failed, and a
-# non-zero worker would make torchrun print its own failure report (a "Root Cause" block naming
-# the rank, pid and a missing traceback) under it. relaunch() returns the code written.
-OUTCOME_ENV = "CCLTUNE_OUTCOME_FILE"
-
-
-def hand_over(code: int) -> int:
-    """The exit code for a worker whose check failed: 0 after writing ``code`` for relaunch() to
-    return, when relaunch() started this worker; else ``code`` itself."""
-    path = os.environ.get(OUTCOME_ENV)
-    if not path:
-        return code
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(str(code))
-    except OSError:
-        return code
-    return 0
-
-
-def outcome_code(path: str, rc: int) -> int:
-    """The job's exit code: torchrun's, or, when every worker exited 0, the code a worker handed over."""
-    if rc != 0:
-        return rc
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read().strip()
-    except OSError:
-        return rc
-    return int(text) if text.isdigit() else rc
-
-
-def _exit_code(rc: int) -> int:
-    return 128 - rc if rc < 0 else rc
-
-
-def worker_argv(argv: list[str], engine: str) -> list[str]:
-    """A worker's arguments: the user's, without --nproc and --engine, and the engine resolved once."""
-    return _drop_option(_drop_option(argv, "--nproc"), "--engine") + ["--engine", engine]
-
-
-def _drop_option(argv: list[str], name: str) -> list[str]:
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == name:
-            skip = True
-        elif not a.startswith(name + "="):
-            out.append(a)
-    return out
-
-
-def torchrun_argv(nproc: int, module_args: list[str]) -> list[str]:
-    """``python -m ccltune.dist --standalone --nproc-per-node N -m ccltune ARGS``: torchrun."""
-    return [sys.executable, "-m", "ccltune.dist", "--standalone", f"--nproc-per-node={nproc}",
-            "-m", "ccltune", *module_args]
-
-
-def _torchrun(argv: list[str]) -> int:
-    """torchrun, with its failure report but without its own Python traceback: a worker that
-    failed or Ctrl-C is the news, not the frames of torch.distributed.run."""
-    from torch.distributed.elastic.multiprocessing.api import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.run import main
-
-    try:
-        main(argv)
-    except ChildFailedError as exc:
-        print(str(exc).strip("\n"), file=sys.stderr)
-        return 1
-    except SignalException as exc:
-        return 128 + int(exc.sigval)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_torchrun(sys.argv[1:]))

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from ccltune import __version__
-from ccltune import dist
+from ccltune import launch
 from ccltune.cli import _common
 from ccltune.errors import EXIT_CODES, CcltuneError, CheckFailed, Interrupted
 
@@ -59,6 +60,8 @@ def exit_code_table() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # a worker of torchrun: it goes when torchrun goes
+        launch.die_with_parent()
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
@@ -74,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         return Interrupted.exit_code
     except CheckFailed as exc:  # the check ran and said what failed: not a fault of this process
         print(f"ccltune: error: {exc}", file=sys.stderr)
-        return dist.hand_over(exc.exit_code)
+        return launch.hand_over(exc.exit_code)
     except CcltuneError as exc:
         print(f"ccltune: error: {exc}", file=sys.stderr)
         return exc.exit_code

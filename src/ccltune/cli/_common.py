@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ccltune import dist
+from ccltune import dist, launch
 from ccltune.engines import ENGINES, default_engine
 from ccltune.errors import EngineUnavailable, UsageError
 from ccltune.store import DEFAULT_DB
@@ -189,7 +189,7 @@ def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | No
     if getattr(args, "db", None):  # an unusable database is said once, before a process per GPU starts
         check_db(args.db)
     note = NO_GPU_NOTE if engine == "gloo" and not getattr(args, "engine", None) else ""
-    return dist.relaunch(argv, nproc, engine, {"CCLTUNE_COMMAND": "ccltune " + " ".join(argv), NOTE_ENV: note})
+    return launch.relaunch(argv, nproc, engine, {"CCLTUNE_COMMAND": "ccltune " + " ".join(argv), NOTE_ENV: note})
 
 
 def check_timing(args: argparse.Namespace) -> None:

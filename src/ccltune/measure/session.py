@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ccltune import dist, environment
+from ccltune import dist, environment, launch
 from ccltune.errors import DataError, DistError, Interrupted, UsageError
 from ccltune.store import Store
 
@@ -51,6 +51,7 @@ class Session:
         self.clock: Any = None
         self.on_finished: list[Callable[[Store, int], None]] = []
         self._error: BaseException | None = None
+        self._message: Callable[[], str] = lambda: "interrupted"
 
     # -- the run's beginning ------------------------------------------------------------------
     def __enter__(self) -> Session:
@@ -82,6 +83,7 @@ class Session:
     def begin(self, args: dict[str, Any], env: dict[str, Any]) -> int | None:
         """Rank 0: a new run in the database, marked failed by the watchdog if a rank hangs."""
         if self.store is not None:
+            env = {**env, "processes": launch.job_processes()}  # to tell a run left running from a live one
             self.run_id = self.store.begin_run(self.kind, command=command_line(self.argv), env=env, args=args,
                                                engine=self.engine_name)
             self._watch()
@@ -90,11 +92,13 @@ class Session:
     def resume(self, run_id: int) -> None:
         """Rank 0: continue the stored run ``run_id`` (status running again)."""
         if self.store is not None:
-            self.store.reopen_run(run_id)
+            self.store.reopen_run(run_id, launch.job_processes())
             self.run_id = run_id
             self._watch()
 
     def _watch(self) -> None:
+        if self.run_id is not None:
+            launch.note_run(self.db, self.run_id)  # the launcher finishes the run if this process cannot
         if self.engine is not None and self.run_id is not None:
             self.engine.on_fatal = fail_run_hook(self.db, self.run_id)
 
@@ -105,6 +109,7 @@ class Session:
         ``interrupted`` (rank 0 says ``interrupted_message()``, the exit code is 130) unless a peer
         died, which is raised as a DistError naming it."""
         assert self.ctx is not None
+        self._message = interrupted_message
         try:
             with terminate_as_interrupt():
                 yield
@@ -118,10 +123,15 @@ class Session:
         return self.status == "interrupted"
 
     # -- the run's end -----------------------------------------------------------------------------
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
         self._error = exc
+        stopped = False
         if exc is not None:
             self.status = "failed"
+            # the launcher was told to stop, and a peer that went first broke a collective: a stop
+            stopped = isinstance(exc, (Exception, KeyboardInterrupt)) and launch.stop_requested()
+            if stopped:
+                self.status, self._error = "interrupted", None
         try:
             self._teardown_engine()
         finally:
@@ -129,7 +139,12 @@ class Session:
                 self._finish()
             finally:
                 if self.status != "failed" and self.ctx is not None:
-                    self.ctx.close()
+                    self.ctx.close(together=self.status == "complete")
+        if stopped and self.ctx is not None:
+            self.exit_code = Interrupted.exit_code
+            if self.ctx.is_root:
+                print(f"ccltune: {self._message()}", file=sys.stderr)
+        return stopped
 
     def _teardown_engine(self) -> None:
         engine = self.engine
@@ -276,25 +291,36 @@ class _ReaderMayGo:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM: a launcher stopping this rank (a cancel, or torchrun after a peer died)."""
+    """SIGTERM or SIGHUP: a launcher stopping this rank (a cancel, or torchrun after a peer died)."""
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM (srun/mpirun cancelling, torchrun stopping the job) acts like Ctrl-C."""
+    """SIGTERM and SIGHUP (srun/mpirun cancelling, torchrun stopping the job, a closed terminal) act
+    like Ctrl-C. One stop is enough: after it, these signals are ignored, so the teardown that
+    follows stores the run whole (the launcher kills what does not end in time)."""
     def handler(signum: int, frame: Any) -> None:
-        raise Terminated
+        for s in _STOPS:
+            signal.signal(s, signal.SIG_IGN)
+        raise KeyboardInterrupt if signum == signal.SIGINT else Terminated
 
-    old = signal.signal(signal.SIGTERM, handler)
+    old = {s: signal.signal(s, handler) for s in _STOPS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for s, h in old.items():
+            if signal.getsignal(s) is not signal.SIG_IGN:  # a stop came: it stays ignored
+                signal.signal(s, h)
 
 
 def peer_death(ctx: dist.DistContext, exc: BaseException) -> DistError | None:
     """An interrupt that is really a peer's death (torchrun's SIGTERM after a worker exited),
     as an error naming the rank and host that died; None for a real interrupt."""
+    if launch.stop_requested():  # the launcher was told to stop: the others go too
+        return None
     lost = dist.lost_local_ranks(ctx.info) if isinstance(exc, Terminated) else []
     if not lost:
         return None
