@@ -3,7 +3,8 @@
 The layers, lowest first; a module may import its own layer and any below it:
 
   base      ccltune (the package: its version), errors
-  core      sizes, types, files, gpus, environment, collectives, rules, store, dist, launch, tuner_plugin, output
+  core      sizes, types, files, gpus, environment, collectives, rules, store, dist, launch, tuner_plugin, output,
+            builtlib
   engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
   measure   measure/  (timing points and sizes, the run's lifecycle: measure.session)
   analysis  tune/, validate/, diagnose/  (sweeps, rules, verdicts, checks)
@@ -21,7 +22,7 @@ import ccltune
 LAYERS = [
     ("base", {"errors"}),
     ("core", {"sizes", "types", "files", "gpus", "environment", "collectives", "rules", "store", "dist",
-              "tuner_plugin", "output", "launch"}),
+              "tuner_plugin", "output", "launch", "builtlib"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),
     ("analysis", {"tune", "validate", "diagnose"}),

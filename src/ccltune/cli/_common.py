@@ -206,3 +206,11 @@ def check_timing(args: argparse.Namespace) -> None:
 def args_record(args: argparse.Namespace) -> dict[str, Any]:
     """The command's arguments as a run records them."""
     return {k: v for k, v in vars(args).items() if k not in ("func", "_argv")}
+
+
+def read_input(path: str) -> str:
+    """A file named on the command line, as text; a UsageError naming it when it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None

@@ -11,8 +11,7 @@ from typing import Any
 from pathlib import Path
 
 from ccltune import __version__
-from ccltune.cli import import_links
-from ccltune.cli.import_links import read_file as _read
+from ccltune.cli import _common, import_links
 from ccltune.environment import platform_name
 from ccltune.errors import UsageError, unknown_name
 from ccltune.rules import ALGORITHMS, MAX_CHANNELS, PROTOCOLS
@@ -96,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     cand = candidate_from_args(args)
     # every file is parsed before the database is opened: bad input stores nothing
     parsed: list[Parsed] = [p for f in args.files
-                            for p in parse(_read(f), f, candidate=cand, collective=args.collective, nranks=args.nranks)]
+                            for p in parse(_common.read_input(f), f, candidate=cand, collective=args.collective, nranks=args.nranks)]
     models = {g for p in parsed for g in p.gpus}
     if args.gpu is not None and not args.gpu.strip():
         raise UsageError("--gpu must name a GPU model, got an empty string")

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ccltune import __version__
+from ccltune.cli import _common
 from ccltune.diagnose import linkmath, nvbandwidth, transferbench
 from ccltune.diagnose.findings import format_findings
+from ccltune.diagnose import linkimport
 from ccltune.diagnose.linkimport import ImportedLinks
 from ccltune.environment import platform_name
 from ccltune.errors import UsageError
@@ -41,19 +43,11 @@ def register(src: argparse._SubParsersAction) -> None:
         p.set_defaults(func=run, source=name)
 
 
-def read_file(path: str) -> str:
-    """A file given to ``ccltune import``, as text; a UsageError naming it when it cannot be read."""
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.threshold <= 1:
         raise UsageError(f"--threshold must be in (0, 1], got {args.threshold}")
     parse = _SOURCES[args.source][0]
-    found = parse(read_file(args.file), args.file)  # parsed before the database is opened: bad input stores nothing
+    found = parse(_common.read_input(args.file), args.file)  # parsed before the database is opened: bad input stores nothing
     names = found.gpu_names or ([args.gpu] * found.n_gpus if args.gpu else [])
     gpus = [{"index": i, "name": n} for i, n in enumerate(names)]
     env: dict[str, Any] = {"ccltune_version": __version__, "world_size": found.n_gpus, "n_nodes": 1, "gpus": gpus,
@@ -62,13 +56,13 @@ def run(args: argparse.Namespace) -> int:
                            "files": [str(Path(args.file).resolve())]}
     env["command"] = "ccltune " + shlex.join(["import", args.source, args.file, "--db", str(args.db)]
                                              + (["--gpu", args.gpu] if args.gpu else []))
-    summary, findings = analyze_stored(found.rows, found.summary(), threshold=args.threshold)
+    summary, findings = linkimport.analyze_stored(found.rows, found.summary(), threshold=args.threshold)
     with Store(args.db) as store:
         run_id = store.begin_run("links", command=env["command"], env=env, engine=found.tool,
                                  args={k: v for k, v in vars(args).items() if k != "func"})
         store.add_links(run_id, found.rows)
         store.add_findings(run_id, [f.to_record() for f in findings])
-        store.add_artifact(run_id, f"{args.source}.txt", read_file(args.file))
+        store.add_artifact(run_id, f"{args.source}.txt", _common.read_input(args.file))
         store.finish_run(run_id, "complete", summary)
     print(f"# run {run_id} (links, imported from {found.tool} {found.version or ''}".rstrip() + f") in {args.db}: "
           f"{found.n_gpus} GPUs, {len(found.rows)} links, tests {', '.join(found.tests)}")
@@ -79,11 +73,3 @@ def run(args: argparse.Namespace) -> int:
     print(format_findings(findings, title="slowest-link checks"))
     print(f"# show it: ccltune links --run {run_id} --db {args.db}")
     return 0
-
-
-def analyze_stored(rows: list[dict[str, Any]], imported: dict[str, Any], *, threshold: float
-                   ) -> tuple[dict[str, Any], list[Any]]:
-    """The analysis a links run keeps in its summary, with the tool's facts beside it."""
-    summary, findings = linkmath.analyze(rows, threshold=threshold, decimals=imported.get("printed_decimals") or {})
-    summary.update(imported)
-    return summary, findings
