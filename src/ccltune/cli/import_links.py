@@ -13,7 +13,6 @@ from ccltune import __version__
 from ccltune.cli import _common
 from ccltune.diagnose import linkmath, nvbandwidth, transferbench
 from ccltune.diagnose.findings import format_findings
-from ccltune.diagnose import linkimport
 from ccltune.diagnose.linkimport import ImportedLinks
 from ccltune.environment import platform_name
 from ccltune.errors import UsageError
@@ -56,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
                            "files": [str(Path(args.file).resolve())]}
     env["command"] = "ccltune " + shlex.join(["import", args.source, args.file, "--db", str(args.db)]
                                              + (["--gpu", args.gpu] if args.gpu else []))
-    summary, findings = linkimport.analyze_stored(found.rows, found.summary(), threshold=args.threshold)
+    summary, findings = linkmath.analyze_stored(found.rows, found.summary(), threshold=args.threshold)
     with Store(args.db) as store:
         run_id = store.begin_run("links", command=env["command"], env=env, engine=found.tool,
                                  args={k: v for k, v in vars(args).items() if k != "func"})

@@ -39,20 +39,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=main)
 
 
-def render_matrix(rows: list[dict[str, Any]], n: int, method: str, direction: str, key: str = "bandwidth_gbps",
-                  decimals: int = 2) -> str:
-    cells = {(r["src"], r["dst"]): r[key] for r in rows
-             if r["method"] == method and r["direction"] == direction and r.get(key) is not None}
-    unit = "us" if key == "latency_us" else "GB/s"
-    width = max(9, decimals + 7)
-    lines = [f"# {method} {direction} ({unit}), row = source, column = destination",
-             "src\\dst" + "".join(f"{d:>{width}}" for d in range(n))]
-    for s in range(n):
-        lines.append(f"{s:>7}" + "".join(f"{'-' if (s, d) not in cells else f'{cells[(s, d)]:.{decimals}f}':>{width}}"
-                                         for d in range(n)))
-    return "\n".join(lines)
-
-
 def render_summary(summary: dict[str, Any]) -> str:
     lines = ["# slowest-link analysis: bound = slowest outgoing link x peers (capped by the all-to-all aggregate)"]
     for name, s in summary["series"].items():
@@ -112,8 +98,8 @@ def main(args: argparse.Namespace) -> int:
         for method in plan.methods:
             for direction in ("uni", "bidir", "all2all"):
                 if any(r["method"] == method and r["direction"] == direction for r in run.rows):
-                    print(render_matrix(run.rows, run.n_gpus, method, direction))
-        print(render_matrix(run.rows, run.n_gpus, "ce", "latency", key="latency_us"))
+                    print(linkshow.render_matrix(run.rows, run.n_gpus, method, direction))
+        print(linkshow.render_matrix(run.rows, run.n_gpus, "ce", "latency", key="latency_us"))
         print(render_summary(summary))
     summary["elapsed_s"] = run.elapsed_s
     summary["command_s"] = time.monotonic() - started

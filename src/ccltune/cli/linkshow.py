@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ccltune.diagnose.linkimport import analyze_stored
+from ccltune.diagnose.linkmath import analyze_stored
 from ccltune.diagnose.findings import format_findings
 from ccltune.diagnose.record import write_json
 from ccltune.errors import UsageError
@@ -39,9 +39,22 @@ def show(args: argparse.Namespace) -> int:
     return 0
 
 
-def render(run: Any, rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
-    from ccltune.cli.links import render_matrix  # one matrix layout for measured and stored runs
+def render_matrix(rows: list[dict[str, Any]], n: int, method: str, direction: str, key: str = "bandwidth_gbps",
+                  decimals: int = 2) -> str:
+    """One matrix layout for measured and stored links runs: rows are sources, columns destinations."""
+    cells = {(r["src"], r["dst"]): r[key] for r in rows
+             if r["method"] == method and r["direction"] == direction and r.get(key) is not None}
+    unit = "us" if key == "latency_us" else "GB/s"
+    width = max(9, decimals + 7)
+    lines = [f"# {method} {direction} ({unit}), row = source, column = destination",
+             "src\\dst" + "".join(f"{d:>{width}}" for d in range(n))]
+    for s in range(n):
+        lines.append(f"{s:>7}" + "".join(f"{'-' if (s, d) not in cells else f'{cells[(s, d)]:.{decimals}f}':>{width}}"
+                                         for d in range(n)))
+    return "\n".join(lines)
 
+
+def render(run: Any, rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     n = max((max(r["src"], r["dst"]) + 1 for r in rows), default=0)
     source = summary.get("source") or "ccltune links"
     version = f" {summary['tool_version']}" if summary.get("tool_version") else ""

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ccltune.diagnose import linkmath
 from ccltune.errors import UsageError
 
 
@@ -75,11 +74,3 @@ def check_square(rows: list[dict[str, Any]], where: str) -> int:
     if min(min(r["src"], r["dst"]) for r in rows) < 0:
         raise UsageError(f"{where}: negative GPU index")
     return max(max(r["src"], r["dst"]) for r in rows) + 1
-
-
-def analyze_stored(rows: list[dict[str, Any]], imported: dict[str, Any], *, threshold: float
-                   ) -> tuple[dict[str, Any], list[Any]]:
-    """The analysis a links run keeps in its summary, with the tool's facts beside it."""
-    summary, findings = linkmath.analyze(rows, threshold=threshold, decimals=imported.get("printed_decimals") or {})
-    summary.update(imported)
-    return summary, findings

@@ -120,3 +120,12 @@ def _series(m: Mapping[Pair, float], threshold: float, aggregate: Mapping[int, f
         if ratios:
             series["nvlink_ratio"] = statistics.median(ratios)
     return series
+
+
+
+def analyze_stored(rows: list[dict[str, Any]], imported: dict[str, Any], *, threshold: float
+                   ) -> tuple[dict[str, Any], list[Any]]:
+    """The analysis a links run keeps in its summary, with the tool's facts beside it."""
+    summary, findings = analyze(rows, threshold=threshold, decimals=imported.get("printed_decimals") or {})
+    summary.update(imported)
+    return summary, findings
