@@ -11,7 +11,7 @@ import pytest
 
 from ccltune import collectives
 from ccltune.sizes import size_series
-from dist_helpers import ROW_FIELDS, only_run
+from dist_helpers import ROW_FIELDS, bench_many, only_run
 
 ALL = list(collectives.REGISTRY)
 SIZES = ["-b", "8", "-e", "4K", "-f", "8"]
@@ -106,12 +106,26 @@ CASES = [(op, dt) for op in ("sum", "prod", "min", "max") for dt in ("int32", "f
 CASES += [("sum", "bfloat16"), ("max", "half"), ("prod", "int8"), ("sum", "uint8"), ("min", "double")]
 
 
+@pytest.fixture(scope="module")
+def ops_and_datatypes(tmp_path_factory):
+    """Every case of CASES as its own bench command line, all in one torchrun job (a launch
+    costs seconds; the cases only differ in -o and -d): {case: (stdout, db, json)}."""
+    tmp = tmp_path_factory.mktemp("ops")
+    runs, files = [], {}
+    for op, dtype in CASES:
+        db, js = tmp / f"{op}-{dtype}.db", tmp / f"{op}-{dtype}.json"
+        runs.append(["all_reduce,reduce_scatter,reduce,broadcast", "-b", "64", "-e", "1K", "-f", "16", *FAST,
+                     "-o", op, "-d", dtype, "-r", "1", "--db", str(db), "--json", str(js)])
+        files[(op, dtype)] = (db, js)
+    outs = bench_many(2, runs, tmp)
+    return {case: (out, *files[case]) for case, out in zip(CASES, outs)}
+
+
 @pytest.mark.parametrize("op, dtype", CASES)
-def test_ops_and_datatypes(run_bench, op, dtype):
-    proc, db, js = run_bench("all_reduce,reduce_scatter,reduce,broadcast", "-b", "64", "-e", "1K", "-f", "16",
-                             *FAST, "-o", op, "-d", dtype, "-r", "1", "--nproc", "2")
-    assert proc.returncode == 0, proc.stderr
-    rows = table(proc.stdout)
+def test_ops_and_datatypes(ops_and_datatypes, op, dtype):
+    stdout, db, js = ops_and_datatypes[(op, dtype)]
+    rows = table(stdout)
+    assert list(rows) == ["all_reduce", "reduce_scatter", "reduce", "broadcast"]
     assert all(c[2] == dtype for cells in rows.values() for c in cells)
     assert [c[3] for c in rows["all_reduce"]] == [op, op] and [c[4] for c in rows["broadcast"]] == ["1", "1"]
     for name, cells in rows.items():
