@@ -159,17 +159,25 @@ def test_single_process_runs_and_waives(run_bench):
     assert run.status == "complete" and run.world_size == 1 and len(stored) == len(recs)
 
 
+@pytest.fixture(scope="module")
+def warmup_modes(tmp_path_factory):
+    """One torchrun job: the same bench with each --warmup-mode, then without: {mode or None: (db, json)}."""
+    tmp = tmp_path_factory.mktemp("warmup")
+    args = ["all_gather,reduce_scatter,sendrecv", "-b", "8", "-e", "4K", "-f", "8", *FAST]
+    modes = ["series", "nccl-tests", None]
+    files = {m: (tmp / f"{m or 'plain'}.db", tmp / f"{m or 'plain'}.json") for m in modes}
+    bench_many(2, [[*args, *(["--warmup-mode", m] if m else []), "--db", str(files[m][0]), "--json", str(files[m][1])]
+                   for m in modes], tmp)
+    return files
+
+
 @pytest.mark.parametrize("mode", ["series", "nccl-tests"])
-def test_series_warmup_gives_the_same_rows(run_bench, mode):
+def test_series_warmup_gives_the_same_rows(warmup_modes, mode):
     """nccl-tests' warm-up over the whole series first: same rows, every result still exact."""
-    args = ("all_gather,reduce_scatter,sendrecv", "-b", "8", "-e", "4K", "-f", "8", *FAST, "--nproc", "2")
-    proc, db, js = run_bench(*args, "--warmup-mode", mode)
-    assert proc.returncode == 0, proc.stderr
+    db, js = warmup_modes[mode]
     recs = json.loads(js.read_text())["records"]
     assert only_run(db)[0].args["warmup_mode"] == mode
-    proc2, _db2, js2 = run_bench(*args)
-    assert proc2.returncode == 0, proc2.stderr
-    plain = json.loads(js2.read_text())["records"]
+    plain = json.loads(warmup_modes[None][1].read_text())["records"]
     key = [(r["collective"], r["size_bytes"], r["in_place"], r["status"]) for r in recs]
     assert key == [(r["collective"], r["size_bytes"], r["in_place"], r["status"]) for r in plain]
     ok = [r for r in recs if r["status"] == "ok"]

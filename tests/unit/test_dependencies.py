@@ -9,6 +9,7 @@ to another source on purpose (the reason is written here)."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from dataclasses import dataclass
@@ -104,9 +105,10 @@ def _uses(path: Path, root: Path = ROOT) -> list[Use]:
     return uses
 
 
-def _third_party() -> list[Use]:
-    return [u for p in sorted(SRC.rglob("*.py")) for u in _uses(p)
-            if u.module not in sys.stdlib_module_names and u.module != "ccltune"]
+@functools.cache
+def _third_party() -> tuple[Use, ...]:
+    return tuple(u for p in sorted(SRC.rglob("*.py")) for u in _uses(p)
+            if u.module not in sys.stdlib_module_names and u.module != "ccltune")
 
 
 def _names(reqs: list[str]) -> set[str]:
