@@ -5,28 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ccltune import rules
-from ccltune.errors import EngineUnavailable
+from ccltune import libraries, rules
 
 LIBRARY_NAME = "libnccl-tuner-ccltune.so"
-_PACKAGE_DIR = Path(__file__).resolve().parent
-
-
-def _candidates() -> list[Path]:
-    # 1. the wheel's copy, next to the package; 2. `make -C plugin` in a source checkout
-    return [_PACKAGE_DIR / "lib" / LIBRARY_NAME, _PACKAGE_DIR.parents[1] / "plugin" / "build" / LIBRARY_NAME]
 
 
 def library_path() -> Path:
-    """Absolute path of the built plugin. Raises EngineUnavailable (with how to build it)."""
-    for cand in _candidates():
-        if cand.is_file():
-            return cand
-    tried = ", ".join(str(c) for c in _candidates())
-    raise EngineUnavailable(
-        f"the ccltune tuner plugin is not built (looked for {tried}); "
-        "build it with `make -C plugin` in the source tree, or `pip install .` to ship it in the package"
-    )
+    """Absolute path of the built plugin, wherever the install put it (ccltune.libraries).
+    Raises EngineUnavailable (with how to build it)."""
+    return libraries.find(LIBRARY_NAME, source_builds=("plugin/build",))
 
 
 def nccl_env(rule_file: str | os.PathLike[str] | None = None) -> dict[str, str]:
