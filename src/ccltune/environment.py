@@ -40,6 +40,16 @@ def detect_launcher(environ: dict[str, str] | None = None) -> str | None:
     return None
 
 
+def _rendezvous() -> str | None:
+    """How the job's rendezvous address was chosen when ccltune chose it (mpirun on one node), else None."""
+    from ccltune import dist
+
+    try:
+        return dist.launch_info().rendezvous
+    except Exception:  # noqa: BLE001 - a bad launcher variable is reported where the job joins
+        return None
+
+
 def loaded_library(fragment: str) -> str | None:
     """Absolute path of the first mapped shared object whose file name contains ``fragment``."""
     try:
@@ -134,6 +144,7 @@ def collect(*, world_size: int | None = None, n_nodes: int | None = None, engine
         "world_size": world_size,
         "n_nodes": n_nodes,
         "launcher": detect_launcher(),
+        "rendezvous": _rendezvous(),
         "command": shlex.join(["ccltune", *(sys.argv[1:] if argv is None else argv)]),
         "variables": comm_env(),
         "nccl_version": None,

@@ -7,17 +7,21 @@ import re
 
 from ccltune.errors import UsageError
 
-_SIZE_RE = re.compile(r"^(\d+)\s*([KMGTkmgt]?)(?:[iI]?[bB])?$")
+# nccl-tests' grammar (common.cu parsesize: a number, fractional allowed, then K, M or G; binary),
+# plus T and a trailing B/iB
+_SIZE_RE = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*([KMGTkmgt]?)(?:[iI]?[bB])?$")
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 MAX_SIZE = 1 << 50  # 1 PiB: far beyond any GPU's memory, well inside every 64-bit count
 
 
 def parse_size(text: str, where: str = "size") -> int:
-    """'64K' -> 65536. Raises UsageError naming ``where`` (e.g. '-b/--minbytes')."""
+    """'64K' -> 65536, '1.5M' -> 1572864 (nccl-tests truncates a fraction of a byte). Raises
+    UsageError naming ``where`` (e.g. '-b/--minbytes')."""
     m = _SIZE_RE.match(str(text).strip())
     if not m:
-        raise UsageError(f"{where}: {text!r} is not a size (a whole number of bytes, optionally with K, M, G or T)")
-    size = int(m.group(1)) * _SUFFIX[m.group(2).upper()]
+        raise UsageError(f"{where}: {text!r} is not a size (a number of bytes, optionally with K, M, G or T)")
+    unit = _SUFFIX[m.group(2).upper()]
+    size = int(m.group(1)) * unit if m.group(1).isdigit() else int(float(m.group(1)) * unit)
     if size > MAX_SIZE:
         raise UsageError(f"{where}: {text!r} is more than {format_size(MAX_SIZE)} bytes")
     return size
@@ -33,12 +37,15 @@ def format_size(n: int) -> str:
 
 
 def size_series(min_bytes: int, max_bytes: int, *, factor: float = 0, increment: int = 0) -> list[int]:
-    """The sizes nccl-tests visits: multiply by ``factor`` when > 1, else add ``increment``."""
+    """The sizes nccl-tests visits: multiply by ``factor`` when > 1, else (0 or 1, as nccl-tests'
+    ``-f 1``) add ``increment``."""
     if min_bytes > max_bytes:
         raise UsageError(f"-b/--minbytes must be <= -e/--maxbytes, got {min_bytes} > {max_bytes}")
+    if factor == 1:
+        factor = 0
     if factor:
         if not math.isfinite(factor) or factor < 2:
-            raise UsageError(f"-f/--stepfactor must be >= 2, got {factor:g}")
+            raise UsageError(f"-f/--stepfactor must be >= 2 (or 0 or 1: step by -i), got {factor:g}")
     elif increment <= 0:
         raise UsageError(f"-i/--stepbytes must be > 0, got {increment}")
     out, size = [], min_bytes

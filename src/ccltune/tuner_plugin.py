@@ -5,15 +5,26 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ccltune import libraries, rules
+from ccltune import builtlib, rules
+from ccltune.errors import EngineUnavailable
 
 LIBRARY_NAME = "libnccl-tuner-ccltune.so"
 
 
+def _candidates() -> list[Path]:
+    return builtlib.candidates(LIBRARY_NAME, "plugin")
+
+
 def library_path() -> Path:
-    """Absolute path of the built plugin, wherever the install put it (ccltune.libraries).
-    Raises EngineUnavailable (with how to build it)."""
-    return libraries.find(LIBRARY_NAME, source_builds=("plugin/build",))
+    """Absolute path of the built plugin. Raises EngineUnavailable (with how to build it)."""
+    found = builtlib.first_existing(_candidates())
+    if found is not None:
+        return found
+    tried = ", ".join(str(c) for c in _candidates())
+    raise EngineUnavailable(
+        f"the ccltune tuner plugin is not built (looked for {tried}); "
+        "build it with `make -C plugin` in the source tree, or `pip install .` to ship it in the package"
+    )
 
 
 def nccl_env(rule_file: str | os.PathLike[str] | None = None) -> dict[str, str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from plugin_build import LIB, REPO, make
 
-from ccltune import libraries, tuner_plugin
+from ccltune import tuner_plugin
 from ccltune.cli import main
 from ccltune.errors import EngineUnavailable
 
@@ -83,7 +83,7 @@ def test_plugin_path_finds_make_build(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_plugin_path_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(libraries, "candidates", lambda name, source_builds: [tmp_path / name])
+    monkeypatch.setattr(tuner_plugin, "_candidates", lambda: [tmp_path / LIB])
     with pytest.raises(EngineUnavailable, match="make -C plugin"):
         tuner_plugin.library_path()
     assert main(["plugin", "path"]) == EngineUnavailable.exit_code

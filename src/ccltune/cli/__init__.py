@@ -30,6 +30,8 @@ _COMMANDS = [
     "doctor",
     "check",
     "report",
+    "workload",
+    "rules",
 ]
 
 

@@ -160,8 +160,14 @@ def main(args: argparse.Namespace) -> int:
     _common.check_virtual_nodes(args, engine_name)
     if engine_name != "nccl" and len(cands) > 1:
         raise UsageError(f"forced candidates (--algos/--protos/--channels) need the nccl engine (a GPU); "
-                         f"the {engine_name} engine can only sweep its default: pass --algos '' --protos '' "
-                         f"--channels ''" + (f" ({note})" if note else ""))
+                         f"the {engine_name} engine can time only the library's default, so its sweep yields "
+                         f"no rules for `ccltune tune` (only timings, for `ccltune report`): to time that anyway, "
+                         f"pass --algos '' --protos '' --channels ''" + (f" ({note})" if note else ""))
+    if (ranks := _common.job_size(args, engine_name)) < 2:  # before any process starts or file is written
+        raise UsageError(f"a sweep needs at least 2 ranks, this job has {ranks} rank"
+                         f"{'' if ranks == 1 else 's'} ({_common.gpu_count()} GPU(s) visible): on one rank NCCL "
+                         "selects no algorithm, so there is nothing to sweep; time one GPU with `ccltune bench`, "
+                         "or sweep with --nproc N >= 2 on a machine with 2 or more GPUs")
     if args.resume is not None and not _common.under_launcher():  # before any process starts
         with Store(args.db, readonly=True) as store:
             check_resume(store.run(args.resume), args, _common.job_size(args, engine_name))
@@ -278,9 +284,14 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
         if status == "complete":
             ctx.close()
     if ctx.is_root:
-        print(f"ccltune sweep: run {run_id} complete, {n_rows} rows in {args.db}"
-              + (f"; next: ccltune tune --db {args.db} --runs {run_id} --out rules.conf" if n_timed or not n_rows
-                 else ", none of them timed"))
+        if engine_name != "nccl":
+            after = (f"; the {engine_name} engine timed only its default, so there are no rules to derive: "
+                     f"see the timings with `ccltune report --db {args.db}`")
+        elif n_timed or not n_rows:
+            after = f"; next: ccltune tune --db {args.db} --runs {run_id} --out rules.conf"
+        else:
+            after = ", none of them timed"
+        print(f"ccltune sweep: run {run_id} complete, {n_rows} rows in {args.db}{after}")
         print(f"ccltune sweep: time on rank 0, {clock.line(wall)}")
     if n_rows and not n_timed and ctx.is_root:  # every point skipped, waived or refused: nothing to tune from
         why = "; ".join(f"{n} {what}" for what, n in untimed.most_common(3))

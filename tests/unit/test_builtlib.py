@@ -1,4 +1,4 @@
-"""ccltune.libraries.find: a built C library is found wherever an install put it.
+"""ccltune.builtlib: a built C library is found wherever an install put it.
 
 The layouts are built by hand in a temporary folder, as pip and scikit-build-core write
 them (RECORD, direct_url.json); tests/plugin/test_editable_install.py does a real
@@ -9,10 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-from ccltune import libraries
-from ccltune.errors import EngineUnavailable
+from ccltune import builtlib
 
 LIB = "libexample.so"
 
@@ -45,45 +42,35 @@ def test_editable_install_finds_the_library_in_site_packages(tmp_path):
     pkg = _checkout(tmp_path / "repo")
     site = tmp_path / "site"
     _dist(site, ["_editable_skbc_ccltune.pth", f"ccltune/lib/{LIB}"], editable_of=tmp_path / "repo")
-    got = libraries.candidates(LIB, package_dir=pkg, search_path=[str(site)])
-    assert got[-1] == (site / "ccltune" / "lib" / LIB).resolve()
-    assert [p for p in got if p.is_file()] == [got[-1]]
+    got = builtlib.candidates(LIB, "plugin", package_dir=pkg, search_path=[str(site)])
+    assert builtlib.first_existing(got) == (site / "ccltune" / "lib" / LIB).resolve()
 
 
 def test_an_editable_install_of_another_checkout_is_not_used(tmp_path):
     pkg = _checkout(tmp_path / "repo")
     site = tmp_path / "site"
     _dist(site, [f"ccltune/lib/{LIB}"], editable_of=tmp_path / "elsewhere")
-    assert libraries.installed(LIB, pkg, [str(site)]) == []
+    assert builtlib.installed(LIB, pkg, [str(site)]) == []
 
 
 def test_a_wheel_install_is_used_only_for_its_own_package(tmp_path):
     site = tmp_path / "site"
     _dist(site, ["ccltune/__init__.py", f"ccltune/lib/{LIB}"])
-    assert libraries.installed(LIB, (site / "ccltune").resolve(), [str(site)]) == [(site / "ccltune/lib" / LIB).resolve()]
+    assert builtlib.installed(LIB, (site / "ccltune").resolve(), [str(site)]) == [(site / "ccltune/lib" / LIB).resolve()]
     # a checkout run with PYTHONPATH=src while some other ccltune wheel is installed: not that one's library
-    assert libraries.installed(LIB, _checkout(tmp_path / "repo"), [str(site)]) == []
+    assert builtlib.installed(LIB, _checkout(tmp_path / "repo"), [str(site)]) == []
 
 
-def test_order_next_to_the_package_then_the_checkouts_build_then_the_distribution(tmp_path):
+def test_order_next_to_the_package_then_the_distribution_then_the_checkouts_build(tmp_path):
     pkg = _checkout(tmp_path / "repo")
     site = tmp_path / "site"
     _dist(site, [f"ccltune/lib/{LIB}"], editable_of=tmp_path / "repo")
-    got = libraries.candidates(LIB, ("native/build", "plugin/build"), package_dir=pkg, search_path=[str(site)])
-    repo = tmp_path / "repo"
-    assert got == [pkg / "lib" / LIB, repo / "native/build" / LIB, repo / "plugin/build" / LIB,
-                   (site / "ccltune/lib" / LIB).resolve()]
-
-
-def test_find_returns_the_first_that_exists_or_says_how_to_build(tmp_path, monkeypatch):
-    a, b = tmp_path / "a" / LIB, tmp_path / "b" / LIB
-    monkeypatch.setattr(libraries, "candidates", lambda name, source_builds: [a, b])
-    with pytest.raises(EngineUnavailable, match=rf"{LIB} is not built \(looked for {a}, {b}\).*`make -C native`"):
-        libraries.find(LIB, ("native/build",))
-    b.parent.mkdir()
-    b.write_bytes(b"")
-    assert libraries.find(LIB) == b
+    got = builtlib.candidates(LIB, "native", package_dir=pkg, search_path=[str(site)])
+    assert got == [pkg / "lib" / LIB, (site / "ccltune/lib" / LIB).resolve(), tmp_path / "repo/native/build" / LIB]
 
 
 def test_no_distribution_installed(tmp_path):
-    assert libraries.installed(LIB, _checkout(tmp_path / "repo"), [str(tmp_path / "empty")]) == []
+    pkg = _checkout(tmp_path / "repo")
+    assert builtlib.installed(LIB, pkg, [str(tmp_path / "empty")]) == []
+    assert builtlib.candidates(LIB, "plugin", package_dir=pkg, search_path=[]) == [
+        pkg / "lib" / LIB, tmp_path / "repo/plugin/build" / LIB]
