@@ -129,6 +129,35 @@ def launcher(tmp_path):
     lau.cleanup()
 
 
+def bench_many(nproc: int, runs: list[list[str]], cwd: Path, timeout: float = 120) -> list[str]:
+    """Run several bench command lines in ONE torchrun job of ``nproc`` gloo processes
+    (bench_many.py); returns each run's stdout (rank 0). Every run must exit 0."""
+    script = Path(__file__).with_name("bench_many.py")
+    assert all(" " not in a for argv in runs for a in argv), runs
+    proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+                             str(script), *(" ".join(["bench", *argv]) for argv in runs)],
+                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for pid in sorted(descendants(proc.pid), reverse=True):   # the workers too, by id
+            os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        raise AssertionError(f"bench_many did not end within {timeout:g}s: {stdout[-2000:]}{stderr[-3000:]}") from None
+    assert proc.returncode == 0, stdout[-2000:] + stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    out, rest = [], stdout
+    for i in range(len(runs)):
+        marker = f"# bench_many: run {i} exit "
+        head, sep, rest = rest.partition(marker)
+        assert sep, f"run {i} printed no end marker: {stdout[-2000:]}"
+        rc, _, rest = rest.partition("\n")
+        assert rc == "0", f"run {i} ({' '.join(runs[i])}) exited {rc}"
+        out.append(head)
+    return out
+
+
 @pytest.fixture
 def run_bench(tmp_path):
     """Run bench to the end; returns (CompletedProcess, db path, json path)."""

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from dist_helpers import alive, count_rows, descendants, only_run
 
 DEFAULT_ONLY = ["--algos", "", "--protos", "", "--channels", ""]
@@ -72,6 +73,7 @@ def test_candidates_need_the_nccl_engine(tmp_path):
     assert not (tmp_path / "x.db").exists()
 
 
+@pytest.mark.slow   # two launches and a Ctrl-C: about 10 s on 2 cores
 def test_interrupted_sweep_resumes_where_it_stopped(tmp_path):
     db = tmp_path / "s.db"
     args = ["all_reduce", "-b", "8", "-e", "1M", "-f", "2", "--reps", "2", *DEFAULT_ONLY, "--db", str(db)]

@@ -143,7 +143,8 @@ def test_png_without_matplotlib_is_a_clear_error(db, tmp_path, monkeypatch):
         return real_import(name, *args, **kw)
 
     monkeypatch.setattr(builtins, "__import__", no_mpl)
-    with Store(db, create=False) as store, pytest.raises(UsageError, match="--png needs matplotlib"):
+    needs = r"--png needs matplotlib.*pip install .ccltune\[png\]."
+    with Store(db, create=False) as store, pytest.raises(UsageError, match=needs):
         write_report(store, tmp_path / "r.html", png_dir=tmp_path / "png")
     assert not (tmp_path / "r.html").exists()
 

@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(without --runs/--run the page then shows runs A and B only)")
     p.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE_PCT, metavar="PCT",
                    help="--compare: slowdown in percent that counts as a regression (default: %(default)s)")
-    p.add_argument("--png", metavar="DIR", help="also write every plot as a PNG file here (needs matplotlib)")
+    p.add_argument("--png", metavar="DIR", help="also write every plot as a PNG file here (needs matplotlib: pip install 'ccltune[png]')")
     p.set_defaults(func=run)
 
 

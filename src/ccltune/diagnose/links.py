@@ -176,6 +176,8 @@ class _Rig:
         self.dst = {(s, d): torch.zeros(size, dtype=torch.uint8, device=f"cuda:{d}") for s, d in self.pairs}
         self.streams: dict[Any, Any] = {}
         self.kernel: Any = None
+        self.cupy: Any = None   # cupy and numpy, set by load_kernel: the SM copy kernel's modules
+        self.numpy: Any = None
         self.cp_streams: dict[int, Any] = {}
         self.blocks = [torch.cuda.get_device_properties(d).multi_processor_count * BLOCKS_PER_SM for d in range(n)]
 
@@ -188,6 +190,7 @@ class _Rig:
             import numpy  # pointer arguments are passed as numpy.uint64
         except ImportError:
             return "cupy is not installed: the SM copy kernel needs it (pip install cupy-cuda12x / cupy-cuda13x)"
+        self.cupy, self.numpy = cupy, numpy
         try:
             self.kernel = cupy.RawKernel(_KERNEL, "copy_int4")
             with cupy.cuda.Device(0):  # compile and launch once (zero elements) to fail early, outside timing
@@ -233,9 +236,7 @@ class _Rig:
             with self.torch.cuda.stream(stream), self.torch.cuda.stream(fence):
                 dst.copy_(src)
             return
-        import cupy
-        import numpy
-
+        cupy, numpy = self.cupy, self.numpy   # an "sm" transfer is planned only once load_kernel succeeded
         dev = t.runner
         with cupy.cuda.Device(dev):
             if stream.cuda_stream not in self.cp_streams:

@@ -20,7 +20,7 @@ def require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise UsageError("--png needs matplotlib, which is not installed here (pip install matplotlib); "
+        raise UsageError("--png needs matplotlib, which is not installed here (pip install 'ccltune[png]'); "
                          "the HTML report itself does not need it") from None
 
 
