@@ -22,7 +22,9 @@ from ccltune.tune.derive import (
     derive,
 )
 from ccltune.tune.emit import describe_platform, render
+from ccltune.tune import weighted
 from ccltune.tune.source import source_rows
+from ccltune.workload import model as wl_model
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,6 +53,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exclude-failed", action="append", default=[], metavar="VALIDATE_JSON",
                    help="no rule at the sizes that failed in this `ccltune validate --json` verdict (NCCL "
                         "decides there); repeatable")
+    p.add_argument("--workload", default=None, metavar="W.json",
+                   help="judge the rules by this workload (`ccltune workload import`): rules only at its exact "
+                        "sizes, weighted by its calls; prints the predicted communication time per step "
+                        "(docs/workload.md)")
+    p.add_argument("--min-share", type=float, default=0.1, metavar="PCT",
+                   help="with --workload: drop a rule that saves less than this share of the predicted default "
+                        "communication time per step (percent)")
     p.set_defaults(func=run)
 
 
@@ -93,20 +102,35 @@ def run(args: argparse.Namespace) -> int:
                     f" placement={args.placement}"
                     + (f" sm_tolerance={args.sm_tolerance:g}%" if args.objective == "sm" else ""))
         source = f"runs {', '.join(f'{r.id} ({r.kind} {r.started_at})' for r in runs)} of {args.db}"
-        text = render(result.sections(), source=source, settings=settings, notes=result.notes)
+        plans = None
+        if args.workload:
+            plans, sections, notes = _for_workload(args, result, rows)
+            source += f", judged by workload {args.workload}"
+            settings += f" min_share={args.min_share:g}%"
+        else:
+            sections, notes = result.sections(), result.notes
+        text = render(sections, source=source, settings=settings, notes=notes)
         write_atomic(args.out, text)
         command = "ccltune " + shlex.join(["tune", "--db", str(args.db), "--out", str(args.out),
                                            "--objective", args.objective, "--placement", args.placement,
-                                           *[a for p in args.exclude_failed for a in ("--exclude-failed", p)]])
+                                           *[a for p in args.exclude_failed for a in ("--exclude-failed", p)],
+                                           *(["--workload", args.workload, "--min-share", f"{args.min_share:g}"]
+                                             if args.workload else [])])
         tune_run = store.begin_run("tune", command=command, args={k: v for k, v in vars(args).items() if k != "func"},
                                    env={"ccltune_version": __version__,
                                         "platform": "; ".join(map(describe_platform, result.sections()))})
         store.add_artifact(tune_run, "rules", text)
         summary = _report(result)
-        store.finish_run(tune_run, "complete", {"source_runs": [r.id for r in runs], "groups": summary})
-    n_rules = sum(len(g.rules) for g in result.groups)
-    print(f"# wrote {n_rules} rules in {len(result.sections())} platform sections to {args.out}"
+        store.finish_run(tune_run, "complete", {"source_runs": [r.id for r in runs], "groups": summary,
+                                                **({"workload": args.workload, "predictions": [
+                                                    weighted.summary(p) for p in plans]} if plans else {})})
+    n_rules = sum(len(r) for r in sections.values())
+    print(f"# wrote {n_rules} rules in {len(sections)} platform sections to {args.out}"
           f" (stored as artifact 'rules' of run {tune_run})")
+    if plans is not None:
+        for p in plans:
+            print("\n".join(weighted.lines(p)))
+        return 0
     print(f"# {'group':<44} {'rules':>5} {'capture_%':>9} slower_sizes")
     for key, s in summary.items():
         cap = "-" if s["capture"] is None else f"{100 * s['capture']:.1f}"
@@ -114,6 +138,23 @@ def run(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"# note: {note}", file=sys.stderr)
     return 0
+
+
+def _for_workload(args: argparse.Namespace, result: Derivation, rows: list[dict]
+                  ) -> tuple[list[weighted.WorkloadPlan], dict, list[str]]:
+    """The rules and predictions judged by ``--workload`` (docs/workload.md)."""
+    wl = wl_model.load(args.workload)
+    dtypes: dict[tuple[str, str, int, int], set[str]] = {}
+    for r in rows:
+        dtypes.setdefault((r["gpu"], r["collective"], int(r["n_ranks"]), int(r.get("n_nodes") or 1)),
+                          set()).add(r.get("dtype") or "")
+    plans = weighted.plan(wl, result, min_share=_percent(args.min_share, "--min-share"), dtypes=dtypes)
+    sections: dict = {}
+    for p in plans:
+        for rule in p.rules:
+            sections.setdefault(rule.platform, []).append(rule)
+    notes = [*result.notes, *(n for p in plans for n in p.notes)]
+    return plans, sections, notes
 
 
 def _report(result: Derivation) -> dict[str, dict]:

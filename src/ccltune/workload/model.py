@@ -202,6 +202,18 @@ def _need(d: dict[str, Any], name: str, kinds: type | tuple[type, ...], where: s
     return v
 
 
+def load(path: str) -> Workload:
+    """Read a workload file; an unreadable or wrong file is a UsageError naming it."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a workload file (not UTF-8 text)") from None
+    return from_json(text, path)
+
+
 def from_json(text: str, path: str) -> Workload:
     """Parse a workload file; a wrong schema, version or field names the file and entry."""
     try:
