@@ -21,6 +21,8 @@ phase_info() {
 phase_build() {
   step build plugin
   if [ -f plugin/Makefile ]; then make -C plugin -j8 >"$OUT/plugin-build.log" 2>&1; echo "plugin build rc=$?"; tail -3 "$OUT/plugin-build.log"; fi
+  step build launch loop  # the nccl engine refuses to run without it
+  make -C native -j8 >"$OUT/native-build.log" 2>&1; echo "native build rc=$?"; tail -3 "$OUT/native-build.log"
 }
 phase_smoke() {
   step smoke
@@ -84,6 +86,19 @@ phase_diag() {
   ct 30 topo --db "$DB" | head -30
   ct 120 doctor --db "$DB" --json "$OUT/doctor.json" | tail -30
   ct 90 check --profile h200-4 --db "$DB" --json "$OUT/check.json" | tail -12; pack
+}
+phase_eager() {  # issue 24, one GPU: the eager launch loop (native/) in bench, sweep and validate; then nccl-tests vs ccltune, eager and -G 10
+  phase_build
+  step eager smoke: every collective, an NCCL refusal, sweep and validate without graphs
+  ct 120 bench all -b 8 -e 1M -f 32 -n 100 --nproc 1 --db "$DB" | grep -vE "^(Warning|$)"
+  ct 60 bench all_gather -b 1M -e 1M --algo tree --proto LL --nproc 1 --db "$DB" | grep -E "^ +[0-9]|error"
+  ct 180 sweep all_reduce -b 1K -e 1M -f 32 --reps 3 --algos ring,tree --protos ll,simple --channels 8 --no-graph --nproc 1 --db "$OUT/eager.db" | tail -6
+  ct 30 tune --db "$OUT/eager.db" --out "$OUT/eager_rules.conf" | tail -3
+  ct 120 validate "$OUT/eager_rules.conf" all_reduce -b 1K -e 1M -f 32 --reps 3 --no-graph --nproc 1 --db "$OUT/eager.db" 2>&1 | grep -v "Warning\|capture_end" | tail -12
+  pack
+  step nccl-tests vs ccltune bench, eager and -G 10, three runs each, alternating
+  bash bench/eager_vs_ncclt.sh "$OUT/eager-vs-ncclt"
+  pack
 }
 phase_sweepsmoke() {
   step sweep smoke

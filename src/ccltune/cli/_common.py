@@ -112,8 +112,9 @@ def add_db(p: argparse.ArgumentParser) -> None:
 def add_launch(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("processes and engine")
     g.add_argument("--engine", choices=ENGINES, default=None,
-                   help="nccl: NCCL's C API (default with GPUs); torch: torch.distributed/ProcessGroupNCCL; "
-                        "gloo: CPU (default without GPUs)")
+                   help="nccl: NCCL's C API, eager calls issued from C as nccl-tests issues them (default "
+                        "with GPUs); torch: torch.distributed/ProcessGroupNCCL, each call from Python, what a "
+                        "PyTorch program sees; gloo: CPU (default without GPUs)")
     g.add_argument("--nproc", type=int, default=None, metavar="N",
                    help="start N processes on this node with torchrun (default: one per GPU, 2 on the CPU "
                         "engine). Not needed under torchrun, srun or mpirun")

@@ -60,7 +60,8 @@ def register(p: argparse.ArgumentParser) -> None:
     a("-T", dest="timeout", type=float, default=argparse.SUPPRESS, metavar="S",
       help="as --timeout: seconds before a stuck collective or a dead peer fails the run")
     a("-G", "--cudagraph", type=_int("-G/--cudagraph"), default=0, metavar="N",
-      help="capture the timed calls in a CUDA graph and launch it N times (0: eager)")
+      help="capture the timed calls in a CUDA graph and launch it N times (0: eager; the nccl engine "
+           "then issues them from C, one Python call per series)")
     a("-C", "--report_cputime", type=_int("-C/--report_cputime"), default=0, choices=(0, 1),
       help="1: report CPU time instead of GPU time")
     a("-S", "--report_timestamps", type=_int("-S/--report_timestamps"), default=0, choices=(0, 1),

@@ -29,6 +29,19 @@ class Layout:
     inplace_offsets: tuple[int, int] | None
 
 
+@dataclass(frozen=True)
+class NcclOp:
+    """One NCCL operation of a collective's call. The datatype, reduction op, element count
+    (``Layout.count``), communicator and stream are the whole call's; an operation adds its entry
+    point, its root or peer, and where its blocks start in the send and receive buffers."""
+
+    fn: str            # NCCL entry point: ncclAllReduce, ncclAllGather, ncclReduceScatter,
+                       # ncclBroadcast, ncclReduce, ncclSend, ncclRecv
+    peer: int = 0      # root (ncclBroadcast, ncclReduce) or peer (ncclSend, ncclRecv)
+    send_off: int = 0  # bytes from the start of the send buffer
+    recv_off: int = 0  # bytes from the start of the receive buffer
+
+
 def input_values(torch: Any, rank: int, nranks: int, index: Any, op: str | None) -> Any:
     """int64 input of ``rank`` at element indices ``index`` (an int64 tensor)."""
     if op in ("sum", None):
@@ -67,6 +80,7 @@ class Collective:
     rooted: ClassVar[bool] = False      # takes a root
     per_rank_count: ClassVar[bool] = False  # size = count * nranks * elem
     formula: ClassVar[str] = ""         # busbw formula, for --help and docs
+    grouped: ClassVar[bool] = False     # its NCCL operations go inside ncclGroupStart/ncclGroupEnd
 
     def bus_factor(self, nranks: int) -> float:
         raise NotImplementedError
@@ -84,8 +98,9 @@ class Collective:
         raise NotImplementedError
 
     # how each engine runs it ------------------------------------------------------
-    def run_nccl(self, lib: Any, comm: Any, send: int, recv: int, lay: Layout, dt: int, op: int,
-                 root: int, stream: int, rank: int, nranks: int) -> None:
+    def nccl_ops(self, lay: Layout, root: int, rank: int, nranks: int) -> list[NcclOp]:
+        """The NCCL operations of one call on ``rank`` (the nccl engine's launch loop issues them,
+        inside one group when ``grouped``)."""
         raise NotImplementedError
 
     def run_torch(self, dist: Any, send: Any, recv: Any, lay: Layout, op: Any, root: int,

@@ -10,7 +10,10 @@ directions at once, all pairs at once (all-to-all), and small-copy latency.
   vector accesses, grid-stride, 4 loads in flight per thread, 4 blocks per SM (cupy RawKernel).
 - Timing: CUDA events on each transfer's stream, ``warmup`` untimed then the median of
   ``iters``; concurrent transfers start together behind a short sleep kernel on each device,
-  so launching them from Python does not stagger them.
+  so launching them from Python does not stagger them. The copies do not go through the nccl
+  engine's launch loop in C (engines/series.py): they are CUDA copies and kernels, not NCCL
+  calls, and the bandwidth rows time ``BURST`` copies of 256 MB (milliseconds each) where a
+  launch's microseconds do not show; the small-copy latency rows do include one Python launch.
 - Every copy is checked: sources hold ``src + 1`` in every byte, destinations are compared.
 """
 

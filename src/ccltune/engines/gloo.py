@@ -1,4 +1,6 @@
-"""The CPU engine: torch.distributed's gloo backend, so every command runs without a GPU."""
+"""The CPU engine: torch.distributed's gloo backend, so every command runs without a GPU. Each call
+is issued from Python through torch.distributed, what a PyTorch program sees (no launch loop in C:
+gloo's own per-call cost is tens of us, and its times say how the tool runs, not how NCCL does)."""
 
 from __future__ import annotations
 

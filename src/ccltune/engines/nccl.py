@@ -1,4 +1,6 @@
-"""The nccl engine: NCCL's C API called directly (ctypes), as nccl-tests does.
+"""The nccl engine: NCCL's C API called directly, as nccl-tests does: set-up through ctypes,
+the calls of a point through the launch loop in C (engines/series.py, ``native/``), so an eager
+series costs the host what nccl-tests' loop costs it, not Python's 8-11 us per call.
 
 Buffers come from ``ncclMemAlloc`` by default, as nccl-tests allocates them with NCCL >= 2.19
 (in a CUDA graph NCCL then registers them and reaches peers' buffers directly: on 4 H200s
@@ -23,10 +25,11 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ccltune.engines.base import CudaEngine, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
+from ccltune.engines.series import Loop
 from ccltune.errors import EngineUnavailable
 from ccltune.measure.bench import SERIES_MODES
 from ccltune.measure.buffers import Buffers
@@ -88,6 +91,7 @@ class NcclEngine(CudaEngine):
         if not torch.cuda.is_available():
             raise EngineUnavailable("the nccl engine needs a CUDA GPU; use --engine gloo on this machine")
         self.lib = NcclLib(find_library(getattr(opts, "nccl_lib", None)))
+        self.loop = Loop(self.lib)  # before anything else: without the built loop the engine cannot time
         self.symmetric = bool(getattr(opts, "symmetric", False))
         if self.symmetric and not (self.lib.has("ncclMemAlloc") and self.lib.has("ncclCommWindowRegister")):
             raise EngineUnavailable(f"--symmetric needs NCCL >= 2.27 (ncclMemAlloc, ncclCommWindowRegister); "
@@ -245,14 +249,33 @@ class NcclEngine(CudaEngine):
             self.lib.call("ncclCommWindowDeregister", comm, win)
 
     # -- calls ------------------------------------------------------------------------
+    # Every NCCL call of a point goes through the launch loop (engines/series.py), the single
+    # first call as the timed series: one ctypes call per series, not per NCCL call.
     def launch(self, pt: Point, bufs: Buffers) -> None:
-        self.launch_at(pt, bufs, 0)
+        self._run(pt, bufs, 0, 1, step=False)
 
     def launch_at(self, pt: Point, bufs: Buffers, i: int) -> None:
+        self._run(pt, bufs, i, 1, step=True)
+
+    def issue(self, pt: Point, bufs: Buffers, calls: int, *, step: bool = True) -> None:
+        self._run(pt, bufs, 0, calls, step=step)
+
+    def series(self, pt: Point, bufs: Buffers, calls: int, *, step: bool = True) -> Callable[[], None]:
+        s = self._series(pt, bufs, step)  # on the stream current now (the caller's stream context)
+        return lambda: self.loop.run(s, 0, calls)
+
+    def _series(self, pt: Point, bufs: Buffers, step: bool) -> Any:
+        """The launch loop's description of ``pt`` on the current stream (the capture stream in a
+        CUDA graph): call i ``bufs.shift(i)`` bytes into the buffers when ``step``."""
         stream = self.torch.cuda.current_stream(self.device).cuda_stream
-        off = bufs.shift(i)
-        pt.coll.run_nccl(self.lib, self.comm(pt.config), bufs.send.data_ptr() + off, bufs.recv.data_ptr() + off,
-                         pt.lay, pt.dt.nccl, OPS[pt.op], pt.root, stream, self.ctx.rank, self.ctx.world_size)
+        return self.loop.series(pt.coll, pt.lay, pt.root, self.ctx.rank, self.ctx.world_size,
+                                send=bufs.send.data_ptr(), recv=bufs.recv.data_ptr(), dtype=pt.dt.nccl,
+                                op=OPS[pt.op], comm=self.comm(pt.config), stream=stream,
+                                shift_bytes=bufs.shift_bytes if step else 0, shift_steps=bufs.steps if step else 1)
+
+    def _run(self, pt: Point, bufs: Buffers, first: int, calls: int, *, step: bool) -> None:
+        """Calls ``first`` .. ``first + calls - 1`` of ``pt``'s series."""
+        self.loop.run(self._series(pt, bufs, step), first, calls)
 
     def start_together(self, config: Any = None) -> None:
         super().start_together(config)

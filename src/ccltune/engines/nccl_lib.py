@@ -141,13 +141,17 @@ class NcclLib:
             raise EngineUnavailable(f"{name} is not in {self.path} (NCCL {getattr(self, 'version', '?')})")
         rc = fn(*args)
         if rc not in (NCCL_SUCCESS, NCCL_IN_PROGRESS):
-            detail = self._err(rc).decode(errors="replace")
-            if self._last is not None:
-                last = self._last(None)
-                if last:
-                    detail += f": {last.decode(errors='replace')}"
-            raise NcclError(name, rc, detail)
+            raise self.error(name, rc)
         return rc
+
+    def error(self, call: str, rc: int) -> NcclError:
+        """``call``'s failure with NCCL's message for ``rc`` (and its last error, when NCCL keeps one)."""
+        detail = self._err(rc).decode(errors="replace")
+        if self._last is not None:
+            last = self._last(None)
+            if last:
+                detail += f": {last.decode(errors='replace')}"
+        return NcclError(call, rc, detail)
 
     # -- helpers ----------------------------------------------------------------------
     def unique_id(self) -> bytes:

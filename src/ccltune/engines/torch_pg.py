@@ -1,5 +1,7 @@
 """The torch engine: torch.distributed with ProcessGroupNCCL, what a PyTorch program sees,
-eager or captured in a CUDA graph."""
+eager or captured in a CUDA graph. Eager calls are issued one by one from Python, as a training
+script issues them, so eager times include Python's and ProcessGroupNCCL's host cost per call
+(tens of us); the nccl engine issues its eager series from C instead (engines/series.py)."""
 
 from __future__ import annotations
 

@@ -89,8 +89,7 @@ def warm(engine: Engine, pt: Point, bufs: B.Buffers, calls: int, timeout_s: floa
         try:
             engine.prepare(pt, bufs)
             with engine.stream_context():  # the stream engine.sync() waits for: the buffers outlive the calls
-                for _ in range(calls):
-                    engine.launch(pt, bufs)
+                engine.issue(pt, bufs, calls, step=False)
             engine.sync()
         except Exception as exc:  # noqa: BLE001 - the point itself reports the failure
             err = str(exc) or type(exc).__name__

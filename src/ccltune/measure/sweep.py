@@ -299,8 +299,7 @@ def _check(engine: Any, pt: Point, bufs: B.Buffers, lay: Any, s: SweepSettings,
 def _estimate(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> float:
     """Warm-up calls, then one call timed on the host clock (µs), on this rank."""
     with engine.stream_context():
-        for _ in range(s.warmup):
-            engine.launch(pt, bufs)
+        engine.issue(pt, bufs, s.warmup, step=False)
         engine.sync()
         t0 = time.perf_counter()
         engine.launch(pt, bufs)
@@ -312,12 +311,11 @@ def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings, n: int) 
     """(graph or None, calls per replay): ``n`` calls in one replay."""
     torch = engine.torch
     with engine.stream_context():
-        if not (s.graph and engine.supports_graph):
-            return (lambda: [engine.launch(pt, bufs) for _ in range(n)], n)
+        if not (s.graph and engine.supports_graph):  # eager: the nccl engine issues the n calls from C
+            return (engine.series(pt, bufs, n, step=False), n)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=engine.stream, capture_error_mode=engine.capture_mode):
-            for _ in range(n):
-                engine.launch(pt, bufs)
+            engine.issue(pt, bufs, n, step=False)
         graph.replay()
         engine.sync()
         return (graph.replay, n)

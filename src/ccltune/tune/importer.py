@@ -217,6 +217,10 @@ def _number_cell(cell: str, what: str, kind: str, size: int) -> float | None:
         value: float | None = float(cell)
     except ValueError:
         value = None
+    if kind == "time" and value == 0:
+        # the table's 0.00 (%.2f): under 5 ns a call, e.g. one rank's in-place call in a CUDA graph,
+        # which NCCL turns into nothing (fixtures/nccl-tests/*inplace_zero.txt); kept as "time 0"
+        return value
     if value is None or not _possible(value, kind, size):
         raise _Bad(f"bad {what} {cell!r}: must be {_EXPECT[kind]}")
     return value
