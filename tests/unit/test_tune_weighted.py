@@ -187,3 +187,30 @@ def test_cli_tune_workload_bad_file_names_it(tmp_path, capsys) -> None:
     out = tmp_path / "rules.conf"
     assert main(["tune", "--db", str(db), "--out", str(out), "--workload", str(bad)]) == 2
     assert f"{bad}: not a workload file" in capsys.readouterr().err and not out.exists()
+
+
+def test_cli_tune_under_load_uses_loaded_runs_and_says_where_winners_differ(tmp_path, capsys) -> None:
+    from ccltune.cli import main
+    from ccltune.rules import load
+    from ccltune.store import Measurement, Store
+
+    idle = {"default": {s: pts(100.0) for s in SIZES}, "ring/simple/-": {s: pts(70.0) for s in SIZES}}
+    db = _db(tmp_path, idle)
+    loaded = {"default": {s: pts(100.0) for s in SIZES}, "tree/ll/-": {s: pts(70.0) for s in SIZES}}
+    with Store(db) as st:  # a second sweep, under load
+        run = st.begin_run("sweep", command="test", env={"gpus": [{"name": "NVIDIA H100 80GB HBM3"}] * 4},
+                           args={"under_load": 8192})
+        st.add_measurements(run, [Measurement("all_reduce", r["size_bytes"], 1, "float", "sum", None, False, 4,
+                                              time_us=r["time_us"], algo=r["algo"], proto=r["proto"],
+                                              config=r["config"], rep=r["rep"], graph=1) for r in rows(loaded)])
+        st.finish_run(run, "complete")
+    out = tmp_path / "r.conf"
+    assert main(["tune", "--db", str(db), "--out", str(out)]) == 0  # idle runs only
+    assert {r.algo for r in load(out).rules} == {"ring"}
+    assert main(["tune", "--db", str(db), "--out", str(out), "--under-load", "8192"]) == 0
+    text = capsys.readouterr().out
+    assert {r.algo for r in load(out).rules} == {"tree"}
+    assert "under load (matrix 8192) vs idle: the winner differs at 3 of 3 sizes" in text
+    assert "idle ring/simple/default, under load tree/ll/default" in text
+    assert main(["tune", "--db", str(db), "--out", str(out), "--under-load", "4096"]) == 2
+    assert "runs under load: matrix 8192" in capsys.readouterr().err

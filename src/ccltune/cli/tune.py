@@ -22,8 +22,8 @@ from ccltune.tune.derive import (
     derive,
 )
 from ccltune.tune.emit import describe_platform, render
-from ccltune.tune import weighted
-from ccltune.tune.source import source_rows
+from ccltune.tune import loadcmp, weighted
+from ccltune.tune.source import SOURCE_KINDS, source_rows
 from ccltune.workload import model as wl_model
 
 
@@ -60,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-share", type=float, default=0.1, metavar="PCT",
                    help="with --workload: drop a rule that saves less than this share of the predicted default "
                         "communication time per step (percent)")
+    p.add_argument("--under-load", type=int, default=None, metavar="M",
+                   help="derive from the runs swept with --under-load M (default: the idle runs only); when idle "
+                        "runs are there too, print where the winners differ")
     p.set_defaults(func=run)
 
 
@@ -93,10 +96,13 @@ def run(args: argparse.Namespace) -> int:
     sm_tol = _percent(args.sm_tolerance, "--sm-tolerance")
     exclude = failed_sizes(args.exclude_failed)
     with Store(args.db, create=False) as store:
-        runs, rows = source_rows(store, store.runs_in(parse_run_ids(args.runs)) if args.runs else None)
-        result = derive(rows, objective=args.objective, sm_tolerance=sm_tol, min_margin=min_margin,
-                        isolated_margin=isolated_margin, min_gain_us=args.min_gain_us, placement=args.placement,
-                        exclude=exclude)
+        opts = dict(objective=args.objective, sm_tolerance=sm_tol, min_margin=min_margin,
+                    isolated_margin=isolated_margin, min_gain_us=args.min_gain_us, placement=args.placement,
+                    exclude=exclude)
+        runs, rows, idle_rows = _load_split(store, args)
+        result = derive(rows, **opts)
+        load_notes = (loadcmp.lines(*loadcmp.winner_changes(derive(idle_rows, **opts), result), args.under_load)
+                      if idle_rows else [])
         settings = (f"objective={args.objective} min_margin={args.min_margin:g}%"
                     f" isolated_margin={args.isolated_margin:g}% min_gain={args.min_gain_us:g}us"
                     f" placement={args.placement}"
@@ -127,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
     n_rules = sum(len(r) for r in sections.values())
     print(f"# wrote {n_rules} rules in {len(sections)} platform sections to {args.out}"
           f" (stored as artifact 'rules' of run {tune_run})")
+    print("\n".join(load_notes)) if load_notes else None
     if plans is not None:
         for p in plans:
             print("\n".join(weighted.lines(p)))
@@ -138,6 +145,29 @@ def run(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"# note: {note}", file=sys.stderr)
     return 0
+
+
+def _load_split(store: Store, args: argparse.Namespace) -> tuple[list, list[dict], list[dict]]:
+    """(runs, rows) measured under ``--under-load`` (idle when not given), and the idle rows to compare
+    with when a load was asked for. Runs of the other kind are left out, never mixed in."""
+    if args.runs:
+        candidates = [store.run(i) for i in store.runs_in(parse_run_ids(args.runs))]
+    else:
+        candidates = [r for r in store.runs() if r.kind in SOURCE_KINDS]
+    loads = {r.id: (r.args or {}).get("under_load") for r in candidates}
+    if not loads:
+        return (*source_rows(store, None), [])  # says there is nothing to tune from
+    mine = [i for i, m in loads.items() if m == args.under_load]
+    if not mine:
+        have = sorted({str(m) for m in loads.values() if m is not None})
+        raise UsageError(f"--under-load {args.under_load}: no sweep or import run measured under that load"
+                         + (f" (runs under load: matrix {', '.join(have)})" if have else " (no run under load)")
+                         if args.under_load is not None else
+                         "every run given was swept under load: pass --under-load M to tune from them")
+    runs, rows = source_rows(store, mine)
+    idle = [i for i, m in loads.items() if m is None]
+    idle_rows = source_rows(store, idle)[1] if args.under_load is not None and idle else []
+    return runs, rows, idle_rows
 
 
 def _for_workload(args: argparse.Namespace, result: Derivation, rows: list[dict]
