@@ -81,3 +81,74 @@ def test_one_rank_is_waived_and_the_entries_come_from_rows() -> None:
     assert v.status == "WAIVED" and v.ratio is None and v.default.median_us == pytest.approx(20.25)
     text = "\n".join(R.lines(v, wl, "captured"))
     assert "WAIVED: NCCL does no tuning with one rank" in text and "20.2" in text
+
+
+class _Ctx:
+    rank, is_root, n_nodes, world_size = 0, True, 1, 1
+
+    def allreduce_floats(self, values, op, what):
+        return list(values)
+
+    def barrier(self, what):
+        pass
+
+
+class _Engine:
+    """Records every call: (collective, size, config); 'waives' alltoall."""
+
+    name = "fake"
+    device = "cpu"
+
+    def __init__(self):
+        import torch
+
+        from ccltune.engines.base import Engine
+
+        self.torch, self.ctx, self.calls = torch, _Ctx(), []
+        self._base = Engine
+        self.on_fatal = None
+
+    def waive_reason(self, pt):
+        return "no alltoall here" if pt.coll.name == "alltoall" else None
+
+    def alloc(self, pt):
+        return None
+
+    def arrange(self, pt, bufs):
+        pass
+
+    def stream_context(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def start_together(self, config=None):
+        pass
+
+    def launch(self, pt, bufs):
+        self.calls.append((pt.coll.name, pt.lay.size_bytes, pt.config))
+
+    def sync(self):
+        pass
+
+    def abort(self):
+        pass
+
+
+def test_rounds_issue_the_sequence_per_arm_on_each_arms_communicators() -> None:
+    from ccltune.measure import replay as M
+
+    wl = Workload([Entry(Key("all_reduce", 64, 1, "float", 16), 3), Entry(Key("broadcast", 32, 1, "int32", 8), 1),
+                   Entry(Key("alltoall", 16, 1, "float", 4), 1)], [], steps=1,
+                  order=[(1, 0, 1), (0, 1, 2), (2, 0, 1), (0, 1, 1)])
+    eng = _Engine()
+    seq, _ = plan.sequence(wl, [0, 1, 2], "captured")
+    items, notes = M.prepare(eng, [e.key for e in wl.entries], seq)
+    assert [(it.entry, it.comm, it.calls) for it in items] == [(1, 0, 1), (0, 1, 2), (0, 1, 1)]
+    assert notes == ["alltoall 16 B: not replayed (no alltoall here)"]
+    got = M.rounds(eng, items, {"default": lambda c: ("default", c), "rules": lambda c: ("rules", c)}, 2, 10.0)
+    assert {a: len(t) for a, t in got.items()} == {"default": 2, "rules": 2}
+    one = [("broadcast", 32, ("default", 0))] + [("all_reduce", 64, ("default", 1))] * 3
+    assert eng.calls[:4] == one  # the untimed round of the default, in captured order
+    assert len(eng.calls) == 4 * 2 * 3  # (1 untimed + 2 timed rounds) x 2 arms
+    assert eng.calls[12:16] == [(c, s, ("rules", k)) for c, s, (_, k) in one]  # round 1 starts with the rules
