@@ -1,4 +1,5 @@
-"""Launcher environment, process-group setup and teardown, timeouts. Nothing else.
+"""Launcher environment, process-group setup and teardown, timeouts. Nothing else (starting a
+job for ``--nproc`` is ``ccltune.launch``).
 
 ccltune runs one process per GPU, started by an existing launcher: torchrun (one node, or
 several with its rendezvous), Slurm's srun, or mpirun. This module reads who we are from
@@ -13,7 +14,6 @@ import datetime
 import os
 import socket
 import subprocess
-import sys
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -230,11 +230,13 @@ class DistContext:
         except Exception:  # noqa: BLE001 - the store may have died with rank 0
             return []
 
-    def close(self) -> None:
-        """Leave together (after a clean run): no rank tears gloo down under another's feet."""
+    def close(self, together: bool = True) -> None:
+        """Leave: after a clean run together (no rank tears gloo down under another's feet); after an
+        interrupt at once (the others may be gone or stopping)."""
         if self.dist is not None and self.dist.is_initialized():
             try:
-                self.barrier("teardown")
+                if together:
+                    self.barrier("teardown")
                 self.dist.destroy_process_group()
             except Exception:  # noqa: BLE001 - teardown after a failure
                 pass
@@ -296,28 +298,5 @@ def lost_local_ranks(info: LaunchInfo) -> list[int]:
     return [r for r in range(base, base + info.local_world_size) if r not in alive]
 
 
-def torchrun_argv(nproc: int, module_args: list[str]) -> list[str]:
-    """``python -m ccltune.dist --standalone --nproc-per-node N -m ccltune ARGS``: torchrun."""
-    return [sys.executable, "-m", "ccltune.dist", "--standalone", f"--nproc-per-node={nproc}",
-            "-m", "ccltune", *module_args]
-
-
-def _torchrun(argv: list[str]) -> int:
-    """torchrun, with its failure report but without its own Python traceback: a worker that
-    failed or Ctrl-C is the news, not the frames of torch.distributed.run."""
-    from torch.distributed.elastic.multiprocessing.api import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.run import main
-
-    try:
-        main(argv)
-    except ChildFailedError as exc:
-        print(str(exc).strip("\n"), file=sys.stderr)
-        return 1
-    except SignalException as exc:
-        return 128 + int(exc.sigval)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_torchrun(sys.argv[1:]))
+def under_launcher() -> bool:
+    return launch_info().launcher != "single"

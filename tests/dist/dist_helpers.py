@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ccltune.launch import descendants
 from ccltune.store import Store
 
 ROW_FIELDS = ("collective", "size_bytes", "count", "dtype", "op", "root", "in_place", "time_us", "algbw_gbps",
@@ -24,29 +25,6 @@ ROW_FIELDS = ("collective", "size_bytes", "count", "dtype", "op", "root", "in_pl
 
 def bench_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "ccltune", "bench", *args]
-
-
-def _children() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        kids.setdefault(ppid, []).append(int(pid))
-    return kids
-
-
-def descendants(pid: int) -> list[int]:
-    kids, out, todo = _children(), [], [pid]
-    while todo:
-        for child in kids.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 def _rank_of(pid: int) -> int | None:

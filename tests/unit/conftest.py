@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ccltune import dist
-from ccltune.cli import _common
+from ccltune import dist, launch
 
 
 @pytest.fixture
@@ -15,7 +14,7 @@ def no_launch(monkeypatch, tmp_path):
     def boom(*a, **k):
         raise AssertionError("a process was started or a job joined before the input was checked")
 
-    monkeypatch.setattr(_common.subprocess, "Popen", boom)
+    monkeypatch.setattr(launch.subprocess, "Popen", boom)
     monkeypatch.setattr(dist, "init", boom)
     for var in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):
         monkeypatch.delenv(var, raising=False)

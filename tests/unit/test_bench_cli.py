@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from ccltune import collectives, dist
+from ccltune import collectives, dist, launch
 from ccltune.cli import _common, main
 
 
@@ -100,14 +100,19 @@ def test_relaunch_passes_the_engine_and_drops_nproc(monkeypatch):
     seen = {}
 
     class FakeProc:
-        def wait(self):
+        pid = -1
+
+        def wait(self, timeout=None):
             return 0
 
-    def popen(cmd, env):
-        seen["cmd"], seen["env"] = cmd, env
+        def poll(self):
+            return 0
+
+    def popen(cmd, env, **kw):
+        seen["cmd"], seen["env"], seen["kw"] = cmd, env, kw
         return FakeProc()
 
-    monkeypatch.setattr(_common.subprocess, "Popen", popen)
+    monkeypatch.setattr(launch.subprocess, "Popen", popen)
     for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
         monkeypatch.delenv(var, raising=False)
     args = type("A", (), {"nproc": 3})()
@@ -117,8 +122,9 @@ def test_relaunch_passes_the_engine_and_drops_nproc(monkeypatch):
     assert "--nproc-per-node=3" in cmd and "--standalone" in cmd
     assert cmd[cmd.index("ccltune"):] == ["ccltune", "bench", "all", "-n", "2", "--engine", "gloo"]
     assert seen["env"]["CCLTUNE_COMMAND"] == "ccltune " + " ".join(argv)
+    assert seen["kw"] == {"start_new_session": True}  # the job is one unit, apart from the terminal
 
 
 @pytest.mark.parametrize("rc, code", [(0, 0), (1, 1), (-2, 130), (-15, 143), (3, 3)])
 def test_exit_code_of_a_signalled_launcher(rc, code):
-    assert _common._exit_code(rc) == code
+    assert launch._exit_code(rc) == code

@@ -11,9 +11,10 @@ from typing import Any
 
 from ccltune import __version__, collectives, environment, ncclt_json, output, types
 from ccltune.cli import _common, bench_options
-from ccltune.errors import CheckFailed, DistError, UsageError
+from ccltune.errors import CheckFailed, UsageError
 from ccltune.files import write_text
 from ccltune.measure import bench
+from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Measurement, Store
 
@@ -89,53 +90,26 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note: str | None, argv: list[str]) -> int:
-    ctx = _common.join(engine_name, plan.timeout_s)
-    _common.quiet_other_ranks(ctx)
-    engine = None
-    store = Store(args.db) if ctx.is_root else None
-    run_id, rows, status = None, [], "failed"
-    printer = None
-    try:
-        with _common.terminate_as_interrupt():
-            engine = _common.make_engine(engine_name, ctx, args)
+    rows: list[Measurement] = []
+    with Session("bench", engine_name, db=args.db, argv=argv, timeout_s=plan.timeout_s) as s:
+        s.summary = lambda: {"rows": len(rows), "wrong": _wrong_total(rows)}
+        if args.json:
+            s.on_finished.append(lambda store, run_id: _write_json(args.json, store.run(run_id).env, rows))
+        with s.running(lambda: f"interrupted; {len(rows)} rows kept in {args.db}"
+                       + (f" (run {s.run_id})" if s.run_id else "")):
+            engine = s.start_engine(args)
             if plan.algo or plan.proto or plan.channels:
                 from ccltune.engines.nccl import CommConfig
 
                 plan.config = CommConfig(plan.algo, plan.proto, plan.channels)
                 plan.config_label = plan.config.label
-            info = engine.info()
-            env = environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine=engine_name,
-                                      nccl=info, hosts=ctx.hosts, argv=argv)
-            if store is not None:
-                run_id = store.begin_run("bench", command=_common.command_line(argv), env=env,
-                                         args=_args_record(args), engine=engine_name)
-                engine.on_fatal = _common.fail_run_hook(args.db, run_id)
-            printer = _Printer(store, run_id, rows, plan, enabled=ctx.is_root, args=args)
-            printer.preamble(ctx, env, engine_name, note)
+            env = s.environment()
+            s.begin(_common.args_record(args), env)
+            printer = _Printer(s.store, s.run_id, rows, plan, enabled=s.is_root, args=args)
+            printer.preamble(s.ctx, env, engine_name, note)
             bench.run(engine, plan, printer.start, printer.row, printer.end)
-            status = "complete"
-    except KeyboardInterrupt as exc:
-        code = _common.interrupted(ctx, exc, f"interrupted; {len(rows)} rows kept in {args.db}"
-                                   + (f" (run {run_id})" if run_id else ""))
-        status = "interrupted"
-        return code
-    except DistError:
-        status = "failed"
-        raise
-    finally:
-        if engine is not None:
-            try:  # after a failure, abort: destroying a communicator on a faulted GPU can hang
-                engine.abort() if status == "failed" and engine.name == "nccl" else engine.close()
-            except Exception:  # noqa: BLE001 - teardown after a failure
-                pass
-        if store is not None and run_id is not None:
-            checked = [m.wrong for m in rows if m.wrong is not None]
-            store.finish_run(run_id, status, {"rows": len(rows), "wrong": sum(checked) if checked else None})
-            if args.json:
-                _write_json(args.json, store.run(run_id).env, rows)
-            store.close()
-        if status != "failed":
-            ctx.close()
+    if s.interrupted:
+        return s.exit_code
     wrong = sum(m.wrong or 0 for m in rows)
     if wrong:
         raise CheckFailed(f"{wrong} wrong elements (see #wrong): the collective library returned wrong results")
@@ -174,8 +148,10 @@ def _devices(ctx: Any, env: dict[str, Any], engine: str) -> list[output.Device]:
     return out
 
 
-def _args_record(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: v for k, v in vars(args).items() if k not in ("func", "_argv")}
+def _wrong_total(rows: list[Measurement]) -> int | None:
+    """Wrong elements over the checked rows; None when nothing was checked (-c 0), as nccl-tests prints N/A."""
+    checked = [m.wrong for m in rows if m.wrong is not None]
+    return sum(checked) if checked else None
 
 
 def _write_json(path: str, env: dict[str, Any], rows: list[Measurement]) -> None:

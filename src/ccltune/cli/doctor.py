@@ -10,7 +10,6 @@ from typing import Any
 
 from ccltune import environment
 from ccltune.cli import _common
-from ccltune.cli.topo import _read, add_sysfs_root
 from ccltune.diagnose import amdsmi, doctor, sysconf, topo
 from ccltune.diagnose.findings import exit_code, format_findings, overall
 from ccltune.diagnose.logcheck import check_log
@@ -37,7 +36,7 @@ def register(sub: Any) -> None:
                    help="GPUs to run the collective on (default: all present)")
     p.add_argument("--no-run", action="store_true", help="skip the collective runs (host and environment checks only)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="seconds each collective run may take")
-    add_sysfs_root(p)
+    _common.add_sysfs_root(p)
     add_output_flags(p)
     p.set_defaults(func=main)
 
@@ -56,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
         log = parse_log(text)
         if log.library == "RCCL":
             root = sysconf.sys_root(args.sysfs_root)
-            node = (topo.from_amdsmi(amdsmi.parse([(_read(f), f) for f in args.from_amd_smi]))
+            node = (topo.from_amdsmi(amdsmi.parse(amdsmi.read_saved(args.from_amd_smi)))
                     if args.from_amd_smi else topo.discover(root))
             capable = doctor.rank_p2p_capable(text, doctor.p2p_capable_from(node)) if doctor.is_amd(node) else None
             findings = check_log(log, p2p_capable=capable) + doctor.rccl_findings(text, log, node, None, root)

@@ -10,7 +10,8 @@ from ccltune import environment
 from ccltune.diagnose import amdsmi, topo
 from ccltune.diagnose.findings import exit_code, format_findings, overall
 from ccltune.diagnose.record import add_output_flags, record_run, write_json
-from ccltune.diagnose.sysconf import ROOT_ENV, sys_root
+from ccltune.cli import _common
+from ccltune.diagnose.sysconf import sys_root
 from ccltune.errors import UsageError
 
 
@@ -22,17 +23,12 @@ def register(sub: Any) -> None:
                     "Without a GPU it says so (WAIVED, exit 0). "
                     "Exit 1 when a check FAILs (e.g. NVSwitch fabric not complete).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    add_sysfs_root(p)
+    _common.add_sysfs_root(p)
     p.add_argument("--from-amd-smi", action="append", metavar="FILE", default=None,
                    help="read saved `amd-smi topology --json` and/or `amd-smi static --asic --partition --numa "
                         "--json` output instead of asking this host (give the flag once per file)")
     add_output_flags(p)
     p.set_defaults(func=main)
-
-
-def add_sysfs_root(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sysfs-root", metavar="DIR", default=None,
-                   help=f"folder standing for / when reading sys/ and proc/ (default: ${ROOT_ENV} or /)")
 
 
 def render(t: topo.Topology) -> str:
@@ -61,21 +57,13 @@ def render(t: topo.Topology) -> str:
     return "\n".join(lines)
 
 
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise UsageError(f"--from-amd-smi: cannot read {path}: {exc.strerror or exc}") from None
-
-
 def _s(value: Any) -> str:
     return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def main(args: argparse.Namespace) -> int:
     if args.from_amd_smi:
-        texts = [(_read(f), f) for f in args.from_amd_smi]
+        texts = amdsmi.read_saved(args.from_amd_smi)
         t = topo.from_amdsmi(amdsmi.parse(texts))
         if not t.gpus:
             raise UsageError(f"--from-amd-smi: no GPU in {', '.join(args.from_amd_smi)}")

@@ -116,3 +116,15 @@ def run() -> list[tuple[str, str]] | None:
             return None
         out.append((done.stdout, "amd-smi " + " ".join(args)))
     return out
+
+
+def read_saved(paths: list[str]) -> list[tuple[str, str]]:
+    """(text, path) of each saved amd-smi output named with --from-amd-smi."""
+    out = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                out.append((fh.read(), path))
+        except OSError as exc:
+            raise UsageError(f"--from-amd-smi: cannot read {path}: {exc.strerror or exc}") from None
+    return out

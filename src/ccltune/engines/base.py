@@ -20,8 +20,27 @@ from typing import Any, Callable
 
 from ccltune.collectives.base import Collective, Layout
 from ccltune.dist import DistContext
-from ccltune.measure.buffers import Alloc, Buffers
 from ccltune.types import DType
+
+
+@dataclass
+class Buffers:
+    """A point's send and receive buffers, laid out above the engine (``measure.buffers``)."""
+
+    send: Any
+    recv: Any
+    keep: tuple[Any, ...] = ()   # allocations the views point into
+    # Timed call i works ``shift_bytes * (i % steps)`` bytes further into the allocations, as
+    # nccl-tests' calls step through its buffers of the largest size (steps 1: always the start)
+    shift_bytes: int = 0
+    steps: int = 1
+    filled: bool = False  # the input holds exact values (an out-of-place call never writes it)
+
+    def shift(self, i: int) -> int:
+        return self.shift_bytes * (i % self.steps)
+
+
+Alloc = Callable[[int], Any]
 
 
 @dataclass

@@ -7,8 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ccltune.engines.base import Engine, Point
-from ccltune.measure.buffers import Buffers
+from ccltune.engines.base import Buffers, Engine, Point
 
 _UNSUPPORTED_OPS = {"avg": "gloo has no AVG reduction"}
 # torch.distributed's API for these is in-place only

@@ -31,8 +31,7 @@ from ccltune.engines.base import CudaEngine, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
 from ccltune.engines.series import Loop
 from ccltune.errors import EngineUnavailable
-from ccltune.measure.bench import SERIES_MODES
-from ccltune.measure.buffers import Buffers
+from ccltune.engines.base import Buffers
 from ccltune.types import OPS
 
 
@@ -101,11 +100,10 @@ class NcclEngine(CudaEngine):
         if buffers in ("ncclmem", "ncclmem-max") and not self.lib.has("ncclMemAlloc"):
             raise EngineUnavailable(f"--buffers {buffers} needs NCCL >= 2.19 (ncclMemAlloc); "
                                     f"{self.lib.path} is NCCL {self.lib.version}")
-        # `bench` lays its buffers out as nccl-tests does (one pair at the largest size, which the
-        # calls step through); so do the series warm-ups, which run on them. Sweeps and validate
-        # give every size a pair of its own.
-        nccl_tests_way = (getattr(opts, "buffers_default", None) == "ncclmem-max"
-                          or getattr(opts, "warmup_mode", "point") in SERIES_MODES)
+        # The layout is the command's choice (``opts.buffers_default``): `bench` lays its buffers out
+        # as nccl-tests does (one pair at the largest size, which the calls and the series warm-ups
+        # step through); sweeps and validate give every size a pair of its own.
+        nccl_tests_way = getattr(opts, "buffers_default", None) == "ncclmem-max"
         wanted = buffers or (("ncclmem-max" if nccl_tests_way else "ncclmem") if self.lib.has("ncclMemAlloc")
                              else "torch")
         self.buffers = "ncclmem" if self.symmetric else wanted

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ccltune.engines.base import CudaEngine, Point
+from ccltune.engines.base import Buffers, CudaEngine, Point
 from ccltune.engines.gloo import torch_api_waiver
-from ccltune.measure.buffers import Buffers
 
 
 class TorchEngine(CudaEngine):

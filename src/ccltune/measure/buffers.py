@@ -5,31 +5,13 @@ Works on any torch device (CUDA tensors for nccl/torch engines, CPU for gloo).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ccltune.collectives.base import Collective, Layout, input_values
+from ccltune.engines.base import Alloc, Buffers  # noqa: F401 - what engines take, laid out here
 from ccltune.types import DType
 
 POISON = 123  # not an input value, exact in every datatype: unwritten output shows up
-
-
-@dataclass
-class Buffers:
-    send: Any
-    recv: Any
-    keep: tuple[Any, ...] = ()   # allocations the views point into
-    # Timed call i works ``shift_bytes * (i % steps)`` bytes further into the allocations, as
-    # nccl-tests' calls step through its buffers of the largest size (steps 1: always the start)
-    shift_bytes: int = 0
-    steps: int = 1
-    filled: bool = False  # the input holds exact values (an out-of-place call never writes it)
-
-    def shift(self, i: int) -> int:
-        return self.shift_bytes * (i % self.steps)
-
-
-Alloc = Callable[[int], Any]
 
 
 def make(torch: Any, lay: Layout, dt: DType, in_place: bool, device: Any, alloc: Alloc | None = None) -> Buffers:
