@@ -24,7 +24,7 @@ LAYERS = [
               "tuner_plugin", "output", "launch"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),
-    ("analysis", {"tune", "validate", "diagnose"}),
+    ("analysis", {"tune", "validate", "diagnose", "workload"}),
     ("report", {"report"}),
     ("cli", {"cli", "__main__"}),
 ]
