@@ -4,11 +4,10 @@ against the rules (docs/workload.md)."""
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
-from ccltune import rules
 from ccltune.cli import _common
+from ccltune.cli.validate import check_rule_file
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
@@ -42,12 +41,7 @@ def main(args: argparse.Namespace) -> int:
     if args.iters < 2:
         raise UsageError(f"--iters must be >= 2 to know the noise, got {args.iters}")
     if args.rules is not None:
-        if not os.path.isfile(args.rules):
-            raise UsageError(f"--rules {args.rules!r}: no such rule file")
-        diags = rules.load(args.rules).diagnostics
-        if diags:
-            raise UsageError(f"--rules {args.rules} has rejected lines: "
-                             + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))
+        check_rule_file(args.rules, "--rules")
     engine_name, _ = _common.resolve_engine(args)
     check_load(args.under_load, engine_name)
     rc = _common.relaunch(args, args._argv, engine_name)
