@@ -107,7 +107,7 @@ CREATE TABLE IF NOT EXISTS artifacts (
 );
 """
 
-RUN_KINDS = ("bench", "sweep", "tune", "validate", "import", "links", "topo", "doctor", "check")
+RUN_KINDS = ("bench", "sweep", "tune", "validate", "replay", "import", "links", "topo", "doctor", "check")
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
 ROW_STATUSES = ("ok", "skipped", "waived", "error", "unavailable")
 

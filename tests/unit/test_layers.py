@@ -25,7 +25,7 @@ LAYERS = [
               "tuner_plugin", "output", "launch", "builtlib", "ncclt_json"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),
-    ("analysis", {"tune", "validate", "diagnose"}),
+    ("analysis", {"tune", "validate", "diagnose", "workload"}),
     ("report", {"report"}),
     ("cli", {"cli", "__main__"}),
 ]

@@ -172,3 +172,26 @@ def test_workload_file_errors(tmp_path: Path) -> None:
         model.from_json(p.read_text(), str(p))
     with pytest.raises(UsageError, match="not a workload file"):
         model.from_json("{}", "x.json")
+
+
+@pytest.mark.parametrize("path", [LOG, TRACE_GZ], ids=["coll-log", "trace"])
+def test_order_of_one_rank_is_kept_and_round_trips(path: Path) -> None:
+    wl = importer.import_files([path])
+    per_entry = Counter()
+    for i, comm, n in wl.order:
+        per_entry[i] += n
+        assert comm == 0  # one communicator in this job
+    assert [per_entry[i] for i in range(len(wl.entries))] == [e.calls for e in wl.entries]
+    first = wl.entries[wl.order[0][0]].key
+    if path == LOG:  # DDP's first call: the all_gather of its rank check, then the parameter broadcasts
+        assert (first.collective, first.size_bytes) == ("all_gather", 8)
+    back = model.from_json(model.to_json(wl, {}), "w.json")
+    assert back.order == wl.order
+
+
+def test_bad_order_is_refused_naming_the_file() -> None:
+    wl = importer.import_files([TRACE])
+    doc = json.loads(model.to_json(wl, {}))
+    doc["order"] = [[len(wl.entries), 0, 1]]
+    with pytest.raises(UsageError, match="w.json: field 'order'"):
+        model.from_json(json.dumps(doc), "w.json")

@@ -26,6 +26,7 @@ _COMMANDS = [
     "sweep",
     "tune",
     "validate",
+    "replay",
     "import_",
     "links",
     "topo",

@@ -58,14 +58,7 @@ def main(args: argparse.Namespace) -> int:
     colls = collectives.select(args.collective)
     sizes = size_series(parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes"),
                         factor=args.stepfactor)
-    if os.path.isdir(args.rules):
-        raise UsageError(f"RULES {args.rules!r} is a folder, not a rule file")
-    if not os.path.isfile(args.rules):
-        raise UsageError(f"rule file {args.rules!r} does not exist (RULES)")
-    diags = rules.load(args.rules).diagnostics
-    if diags:
-        raise UsageError(f"{args.rules} has rejected lines (ccltune plugin check {args.rules}): "
-                         + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))
+    check_rule_file(args.rules, "RULES")
     if args.reps < 2:
         raise UsageError(f"--reps must be >= 2 to know the noise, got {args.reps}")
     if args.retest < 0:
@@ -87,6 +80,18 @@ def main(args: argparse.Namespace) -> int:
     if rc is not None:
         return rc
     return _run(args, colls, sizes)
+
+
+def check_rule_file(path: str, flag: str) -> None:
+    """A rule file that exists and has no rejected line (validate's RULES, replay's --rules)."""
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path!r} is a folder, not a rule file")
+    if not os.path.isfile(path):
+        raise UsageError(f"rule file {path!r} does not exist ({flag})")
+    diags = rules.load(path).diagnostics
+    if diags:
+        raise UsageError(f"{path} has rejected lines (ccltune plugin check {path}): "
+                         + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))
 
 
 def _plugin_or_error() -> None:

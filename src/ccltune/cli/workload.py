@@ -56,12 +56,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    path = Path(args.workload)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read it ({exc.strerror})") from None
-    wl = model.from_json(text, str(path))
+    wl = model.load(args.workload)
     est = None
     if args.db is not None:
         from ccltune.store import Store

@@ -45,6 +45,7 @@ class CommConfig:
     rules_file: str | None = None    # tuned rules for the plugin
     align: bool = False              # the one-channel communicator that lines ranks up (never measured)
     twin: bool = False               # NCCL's default again, on a second communicator (sweep's A/A control)
+    instance: int = 0                # replay: one communicator per captured communicator (same label)
 
     @property
     def label(self) -> str:

@@ -87,6 +87,7 @@ class RankRecord:
     steps: int | None = None     # ProfilerStep annotations seen (traces)
     overflow_calls: int = 0      # capture: calls the plugin's table could not key
     overflow_bytes: int = 0
+    order: list[tuple[Key, str]] = field(default_factory=list)  # (key, communicator) per call, in issue order
 
 
 @dataclass
@@ -109,6 +110,9 @@ class Workload:
     warnings: list[str] = field(default_factory=list)
     overflow_calls: int = 0
     overflow_bytes: int = 0
+    # the calls of one source rank in issue order, run-length encoded: (entry index, communicator
+    # index, repeat); empty when no source gives an order (capture files count, they keep no order)
+    order: list[tuple[int, int, int]] = field(default_factory=list)
 
     def by_bytes(self) -> list[Entry]:
         """Entries by share of bytes moved, largest first."""
@@ -125,7 +129,7 @@ def combine(records: list[RankRecord]) -> list[RankRecord]:
             out[(r.kind, r.rank_id)] = RankRecord(r.source, r.kind, r.rank_id, Counter(r.calls),
                                                   {k: _copy(t) for k, t in r.timing.items()},
                                                   {k: Counter(v) for k, v in r.variants.items()},
-                                                  r.steps, r.overflow_calls, r.overflow_bytes)
+                                                  r.steps, r.overflow_calls, r.overflow_bytes, list(r.order))
             continue
         if r.source not in acc.source.split(", "):
             acc.source += f", {r.source}"
@@ -137,6 +141,7 @@ def combine(records: list[RankRecord]) -> list[RankRecord]:
         acc.steps = max(filter(None, (acc.steps, r.steps)), default=None)
         acc.overflow_calls += r.overflow_calls
         acc.overflow_bytes += r.overflow_bytes
+        acc.order += r.order  # one rank's lines spread over files: in the order the files were given
     return list(out.values())
 
 
@@ -167,7 +172,24 @@ def merge(ranks: list[RankRecord], warnings: list[str] | None = None) -> Workloa
                   overflow_calls=max((r.overflow_calls for r in ranks), default=0),
                   overflow_bytes=max((r.overflow_bytes for r in ranks), default=0))
     wl.entries = wl.by_bytes()
+    wl.order = encode_order(wl.entries, max((r.order for r in ranks), key=len, default=[]))
     return wl
+
+
+def encode_order(entries: list[Entry], order: list[tuple[Key, str]]) -> list[tuple[int, int, int]]:
+    """One rank's calls as (entry index, communicator index, repeat) runs. Communicators are
+    numbered by first appearance (a log's comm pointer, a trace's process group name: labels
+    of one process, meaningless to another)."""
+    index = {e.key: i for i, e in enumerate(entries)}
+    comms: dict[str, int] = {}
+    out: list[tuple[int, int, int]] = []
+    for key, comm in order:
+        item = (index[key], comms.setdefault(comm, len(comms)))
+        if out and out[-1][:2] == item:
+            out[-1] = (*item, out[-1][2] + 1)
+        else:
+            out.append((*item, 1))
+    return out
 
 
 def to_json(wl: Workload, header: dict[str, Any]) -> str:
@@ -189,7 +211,7 @@ def to_json(wl: Workload, header: dict[str, Any]) -> str:
         entries.append(d)
     doc = {"schema": SCHEMA, "version": VERSION, **header, "steps": wl.steps, "sources": wl.sources,
            "warnings": wl.warnings, "overflow_calls": wl.overflow_calls, "overflow_bytes": wl.overflow_bytes,
-           "entries": entries}
+           "entries": entries, **({"order": [list(o) for o in wl.order]} if wl.order else {})}
     return json.dumps(doc, indent=1) + "\n"
 
 
@@ -200,6 +222,18 @@ def _need(d: dict[str, Any], name: str, kinds: type | tuple[type, ...], where: s
     if not isinstance(v, kinds) or isinstance(v, bool):
         raise UsageError(f"{where}: field {name!r} has the wrong type ({type(v).__name__}: {v!r})")
     return v
+
+
+def load(path: str) -> Workload:
+    """Read a workload file; an unreadable or wrong file is a UsageError naming it."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a workload file (not UTF-8 text)") from None
+    return from_json(text, path)
 
 
 def from_json(text: str, path: str) -> Workload:
@@ -243,4 +277,14 @@ def from_json(text: str, path: str) -> Workload:
     steps = doc.get("steps")
     return Workload(entries, list(doc.get("sources") or []), steps if isinstance(steps, int) else None,
                     list(doc.get("warnings") or []), int(doc.get("overflow_calls") or 0),
-                    int(doc.get("overflow_bytes") or 0))
+                    int(doc.get("overflow_bytes") or 0), _order(doc.get("order") or [], len(entries), path))
+
+
+def _order(raw: Any, n_entries: int, path: str) -> list[tuple[int, int, int]]:
+    ok = isinstance(raw, list) and all(
+        isinstance(o, list) and len(o) == 3 and all(isinstance(x, int) and not isinstance(x, bool) for x in o)
+        and 0 <= o[0] < n_entries and o[1] >= 0 and o[2] >= 1 for o in raw)
+    if not ok:
+        raise UsageError(f"{path}: field 'order' must be a list of [entry index < {n_entries}, communicator >= 0, "
+                         "repeat >= 1]")
+    return [tuple(o) for o in raw]

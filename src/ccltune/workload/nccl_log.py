@@ -58,6 +58,7 @@ def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
     around it are kept."""
     nnodes: dict[tuple[str, str], int] = {}
     ranks: dict[str, Counter[Key]] = {}
+    order: dict[str, list[tuple[Key, str]]] = {}
     warnings: list[str] = []
     lines = text.split("\n")
     for no, line in enumerate(lines, start=1):
@@ -89,4 +90,5 @@ def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
         key = Key(coll.name, count * size * (n if coll.per_rank_count else 1), n, name, count,
                   nnodes.get((rank, m["comm"])))
         ranks.setdefault(rank, Counter())[key] += 1
-    return [RankRecord(path, "nccl-log", rank, calls) for rank, calls in ranks.items()], warnings
+        order.setdefault(rank, []).append((key, m["comm"]))
+    return [RankRecord(path, "nccl-log", rank, calls, order=order[rank]) for rank, calls in ranks.items()], warnings

@@ -95,16 +95,20 @@ def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
     rank_id = _rank(doc, path)
     calls: Counter[Key] = Counter()
     timing: dict[Key, Timing] = {}
+    order: list[tuple[Key, str]] = []
+    # in the order the calls began (a trace's events need not be sorted)
+    comms.sort(key=lambda ie: (ie[1].get("ts") if isinstance(ie[1].get("ts"), (int, float)) else 0, ie[0]))
     for i, e in comms:
         where = f"{path}: traceEvents[{i}] (record_param_comms)"
         key = _key(e.get("args") or {}, where, warnings)
         if key is None:
             continue
         calls[key] += 1
+        order.append((key, str((e.get("args") or {}).get("Process Group Name", ""))))
         ext = (e.get("args") or {}).get("External id")
         if ext in kernel_us:
             timing.setdefault(key, Timing()).add(kernel_us[ext])
-    return RankRecord(path, "torch-trace", rank_id, calls, timing, steps=len(steps) or None), warnings
+    return RankRecord(path, "torch-trace", rank_id, calls, timing, steps=len(steps) or None, order=order), warnings
 
 
 def _rank(doc: dict[str, Any], path: str) -> str:

@@ -1,0 +1,30 @@
+"""`ccltune replay` on the gloo engine (CPU): the default only, WAIVED, what it cannot reproduce listed,
+the run stored as kind 'replay' with plain rows per arm and round."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from ccltune.store import Store
+from ccltune.workload.model import Entry, Key, Workload, to_json
+
+
+def test_replay_on_gloo_replays_the_default_and_lists_what_it_cannot(tmp_path):
+    wl = Workload([Entry(Key("all_reduce", 4096, 2, "float", 1024), 4), Entry(Key("broadcast", 64, 2, "int64", 8), 1),
+                   Entry(Key("all_reduce", 256, 4, "float", 64), 2)], [], steps=2,
+                  order=[(1, 0, 1), (0, 0, 2), (2, 1, 1), (0, 0, 2), (2, 1, 1)])
+    w = tmp_path / "w.json"
+    w.write_text(to_json(wl, {}))
+    db = tmp_path / "r.db"
+    proc = subprocess.run([sys.executable, "-m", "ccltune", "replay", str(w), "--engine", "gloo", "--nproc", "2",
+                           "--iters", "3", "--db", str(db)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "# WAIVED: the gloo engine has no tuner plugin" in out and "NCCL default" in out
+    assert "# not replayed: all_reduce 256 B x2: captured on 4 ranks, this launch has 2" in out
+    with Store(db, readonly=True) as st:
+        (run,) = st.runs()
+    assert run.kind == "replay" and run.status == "complete"
+    assert [r["arm"] for r in run.summary["rounds"]] == ["default"] * 3
+    assert run.summary["status"] == "WAIVED" and run.summary["skipped"][0]["entry"] == 2
