@@ -197,7 +197,7 @@ def engine_opts(args: argparse.Namespace, workdir: str) -> argparse.Namespace:
 
 def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[Candidate],
               engine_name: str = "nccl") -> int:
-    from ccltune.engines.nccl import CommConfig
+    from ccltune.engines.nccl import CommConfig, library
     from ccltune.tune import model
 
     t_start = time.perf_counter()
@@ -210,6 +210,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                                graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
                                warmup=args.warmup_iters, timeout_s=args.timeout)
     settings.clock.add("start-up", time.perf_counter() - t_start)  # rendezvous, CUDA, NCCL library
+    cands = library.sweep_candidates(getattr(engine, "facts", None), cands)  # what the loaded library can run
     configs = {c: CommConfig(c.algo, c.proto, c.channels, twin=c.twin) for c in cands}
     store = Store(args.db) if ctx.is_root else None
     run_id, done = _open_run(store, args, ctx, engine, engine_name)
