@@ -64,16 +64,7 @@
 
 #include "ccltune_tuner_abi.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                     \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      failures++;                                                            \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                 \
-      printf(__VA_ARGS__);                                                   \
-      printf("\n");                                                          \
-    }                                                                        \
-  } while (0)
+#include "check.h"
 
 static char logbuf[8192];
 static size_t loglen;
