@@ -15,10 +15,11 @@
  *       NCCL_NUM_ALGORITHMS_V5 bumped 7 -> 8 for NCCL_ALGO_DIRECT_A2A; bwRatio appended to
  *       ncclTunerConstants_v5_t. ROCm/rccl src/include/plugin/tuner/tuner_v5.h @212d8267 and
  *       nccl_tuner.h @5db32621: the 7-algorithm tables (TREE 0 .. PAT 6), bwRatio appended.
- *  [I]  ROCm/rccl src/init.cc (2.21.5, commit 0cbce2a7, after tag rocm-6.2.2) and the
- *       RCCL init.cc of [L]'s era: topo->ll128Enabled |= rcclParamLL128ForceEnable()
- *       (RCCL_LL128_FORCE_ENABLE); src/include/param.h: RCCL_PARAM caches its value on the
- *       first read, once per process.
+ *  [I]  ROCm/rccl src/init.cc (2.21.5, commit 0cbce2a7, after tag rocm-6.2.2):
+ *       topo->ll128Enabled |= rcclParamLL128ForceEnable() (RCCL_LL128_FORCE_ENABLE; the
+ *       same line appears in later RCCL init.cc versions the search index holds, commits not
+ *       named there); src/include/param.h: RCCL_PARAM caches its value on the first read,
+ *       once per process.
  *  [V2] ROCm/rccl 0cbce2a7 (RCCL 2.21.5): src/misc/tuner.cc looks up only
  *       "ncclTunerPlugin_v2" (src/include/nccl_tuner.h); src/enqueue.cc getTunerInfo calls
  *       v2 getCollInfo with algorithm/protocol UNDEF and nChannels 0 and uses a returned
