@@ -13,6 +13,8 @@ Communicators are created per configuration (``CommConfig``) so one process can 
 NCCL's own choice with forced candidates side by side:
 - algorithm/protocol: NCCL_ALGO/NCCL_PROTO are read at each ncclCommInitRank, so they are
   set in the environment around that call only (NCCL then refuses what it cannot run);
+- library-specific variables (engines/library.py): on RCCL an LL128 candidate's communicator is
+  made with RCCL_LL128_FORCE_ENABLE=1, which RCCL reads once per process;
 - channels and tuned rules: through the ccltune tuner plugin, loaded once per process;
   each communicator's plugin instance reads the rule file named by CCLTUNE_RULES at its
   init, so a communicator made with an empty rule file is NCCL's default.
@@ -27,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from ccltune.engines import library
 from ccltune.engines.base import CudaEngine, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
 from ccltune.engines.series import Loop
@@ -92,6 +95,8 @@ class NcclEngine(CudaEngine):
             raise EngineUnavailable("the nccl engine needs a CUDA GPU; use --engine gloo on this machine")
         self.lib = NcclLib(find_library(getattr(opts, "nccl_lib", None)))
         self.loop = Loop(self.lib)  # before anything else: without the built loop the engine cannot time
+        self.facts = library.facts_of(self.lib)  # NCCL or RCCL, detected once
+        self.comm_env = library.CommEnv(self.facts)
         self.symmetric = bool(getattr(opts, "symmetric", False))
         if self.symmetric and not (self.lib.has("ncclMemAlloc") and self.lib.has("ncclCommWindowRegister")):
             raise EngineUnavailable(f"--symmetric needs NCCL >= 2.27 (ncclMemAlloc, ncclCommWindowRegister); "
@@ -121,7 +126,8 @@ class NcclEngine(CudaEngine):
         self._pool: list[Any] = []  # --buffers ncclmem-max: [send, recv] (uint8 tensors), allocated once
 
     def info(self) -> dict[str, Any]:
-        return {"version": self.lib.version, "library": self.lib.path, "symmetric": self.symmetric,
+        return {"version": self.lib.version, "library": self.lib.path, "flavor": self.facts.kind,
+                "symmetric": self.symmetric,
                 "buffers": self.buffers,
                 "tuner_plugin": os.environ.get("NCCL_TUNER_PLUGIN")}
 
@@ -142,7 +148,8 @@ class NcclEngine(CudaEngine):
         with _env(NCCL_ALGO=cfg.algo or os.environ.get("NCCL_ALGO"),
                   NCCL_PROTO=cfg.proto or os.environ.get("NCCL_PROTO"),
                   CCLTUNE_RULES=rules or os.environ.get("CCLTUNE_RULES"),
-                  NCCL_TUNER_CONFIG_FILE=None if rules else os.environ.get("NCCL_TUNER_CONFIG_FILE")):
+                  NCCL_TUNER_CONFIG_FILE=None if rules else os.environ.get("NCCL_TUNER_CONFIG_FILE"),
+                  **self.comm_env.for_comm(cfg.proto, cfg.label)):  # RCCL: LL128 needs RCCL_LL128_FORCE_ENABLE
             with self.torch.cuda.device(self.device):
                 t0 = time.perf_counter()
                 try:

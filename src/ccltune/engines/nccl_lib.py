@@ -135,6 +135,14 @@ class NcclLib:
     def has(self, name: str) -> bool:
         return name in self._fns
 
+    def exports(self, symbol: str) -> bool:
+        """Whether the library exports ``symbol`` at all (declared for calling or not)."""
+        try:
+            getattr(self.lib, symbol)
+        except AttributeError:
+            return False
+        return True
+
     def call(self, name: str, *args: object) -> int:
         fn = self._fns.get(name)
         if fn is None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccltune.engines import library
 from ccltune.measure import sweep as S
 from ccltune.measure.session import Session, plugin_options
 from ccltune.tune.derive import Candidate, tunable
@@ -67,6 +68,7 @@ def run(plan: SweepPlan, session: Session, engine_opts: Any,
         engine = s.start_engine(plugin_options(engine_opts, workdir) if s.engine_name == "nccl" else engine_opts)
         settings.clock.add("start-up", time.perf_counter() - t_start)  # rendezvous, CUDA, NCCL library
         s.clock = settings.clock
+        plan.candidates = library.sweep_candidates(getattr(engine, "facts", None), plan.candidates)  # what it can run
         configs = {c: CommConfig(c.algo, c.proto, c.channels, twin=c.twin) for c in plan.candidates}
         done = _open_run(s, plan)
         res.run_id = s.run_id
