@@ -64,6 +64,8 @@ class Collective:
     nccl_tests_name: ClassVar[str]      # e.g. all_reduce_perf
     tuner_func: ClassVar[int | None] = None  # ncclFunc_t id seen by a tuner plugin, if tuned
     reduces: ClassVar[bool] = False     # takes a reduction op
+    # nccl-tests runs it once per -o op and prints the op (sendrecv), though nothing is reduced
+    loops_ops: ClassVar[bool] = False
     rooted: ClassVar[bool] = False      # takes a root
     per_rank_count: ClassVar[bool] = False  # size = count * nranks * elem
     formula: ClassVar[str] = ""         # busbw formula, for --help and docs
@@ -73,6 +75,11 @@ class Collective:
 
     def layout(self, size_bytes: int, elem: int, nranks: int, rank: int) -> Layout:
         raise NotImplementedError
+
+    @property
+    def op_column(self) -> bool:
+        """The table's redop column names the op (else 'none'), and '-o all' loops over ops."""
+        return self.reduces or self.loops_ops
 
     def input_op(self, op: str) -> str | None:
         return op if self.reduces else None

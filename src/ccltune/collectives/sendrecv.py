@@ -10,6 +10,7 @@ class SendRecv(Collective):
     name = "sendrecv"
     nccl_tests_name = "sendrecv_perf"
     formula = "1"
+    loops_ops = True  # sendrecv_perf prints the -o op in its redop column
 
     bus_factor = staticmethod(unit_factor)
 

@@ -54,7 +54,7 @@ def to_measurement(pt: Point, out: point.Outcome, nranks: int, n_nodes: int, pla
     coll, lay = pt.coll, pt.lay
     m = Measurement(
         collective=coll.name, size_bytes=lay.size_bytes, count=lay.count, dtype=pt.dt.name,
-        op=pt.op if coll.reduces else None, root=pt.root if coll.rooted else None,
+        op=pt.op if coll.op_column else None, root=pt.root if coll.rooted else None,
         in_place=pt.in_place, n_ranks=nranks, n_nodes=n_nodes, status=out.status, note=out.note,
         algo=plan.algo, proto=plan.proto, channels=plan.channels, config=plan.config_label,
         graph=pt.graph, rep=rep,
