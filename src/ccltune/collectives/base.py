@@ -31,8 +31,8 @@ class Layout:
 
 def input_values(torch: Any, rank: int, nranks: int, index: Any, op: str | None) -> Any:
     """int64 input of ``rank`` at element indices ``index`` (an int64 tensor)."""
-    if op in ("sum", None):
-        mod = 8 if op == "sum" else 101   # data movement: a prime period exposes shifts
+    if op in ("sum", "mulsum", None):
+        mod = 8 if op in ("sum", "mulsum") else 101   # data movement: a prime period exposes shifts
         return (index * 3 + rank * 5) % mod
     if op == "avg":                       # multiples of n: the exact average is an integer
         return ((index + rank) % 4) * nranks
@@ -42,11 +42,16 @@ def input_values(torch: Any, rank: int, nranks: int, index: Any, op: str | None)
 
 
 def reduce_inputs(torch: Any, nranks: int, index: Any, op: str) -> Any:
-    """int64 exact reduction over all ranks' inputs at ``index``."""
-    acc = input_values(torch, 0, nranks, index, op)
+    """int64 exact reduction over all ranks' inputs at ``index`` (mulsum: each input times its
+    rank's scalar, then summed)."""
+    from ccltune.types import mulsum_scalar
+
+    acc = input_values(torch, 0, nranks, index, op) * (mulsum_scalar(0) if op == "mulsum" else 1)
     for r in range(1, nranks):
         x = input_values(torch, r, nranks, index, op)
-        if op in ("sum", "avg"):
+        if op == "mulsum":
+            acc = acc + x * mulsum_scalar(r)
+        elif op in ("sum", "avg"):
             acc = acc + x
         elif op == "prod":
             acc = acc * x
