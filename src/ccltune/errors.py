@@ -55,6 +55,14 @@ class CheckFailed(CcltuneError):
     exit_code = 1
 
 
+class MinBandwidthFailed(CheckFailed):
+    """NCCL_TESTS_MIN_BW not met. Exit status 7, as nccl-tests exits (testNumResults: its main
+    returns run()'s result, and run() returns testNumResults when the average bus bandwidth is below
+    0.9 x NCCL_TESTS_MIN_BW or any value was wrong; the real 2.19.6 capture exited 7)."""
+
+    exit_code = 7
+
+
 def did_you_mean(value: str, valid: Iterable[str]) -> str:
     """A ' (did you mean X?)' suffix for an unknown name, or '' when nothing is close."""
     close = difflib.get_close_matches(value, list(valid), n=1, cutoff=0.6)
