@@ -55,6 +55,14 @@ class CheckFailed(CcltuneError):
     exit_code = 1
 
 
+class MinBandwidthFailed(CheckFailed):
+    """NCCL_TESTS_MIN_BW not met. Exit status 7, as nccl-tests exits (testNumResults: its main
+    returns run()'s result, and run() returns testNumResults when the average bus bandwidth is below
+    0.9 x NCCL_TESTS_MIN_BW or any value was wrong; the real 2.19.6 capture exited 7)."""
+
+    exit_code = 7
+
+
 # Every command's exit codes, in one table (scripts/gen_cli_docs.py prints it in docs/cli.md)
 EXIT_CODES = {
     0: "success: the command ran and every check passed (PASS, WARN or WAIVED)",
@@ -63,6 +71,7 @@ EXIT_CODES = {
     UsageError.exit_code: "bad input (a flag, a name, a file); nothing was measured",
     DistError.exit_code: "a rank died, hung or could not join (the message names the rank and host)",
     EngineUnavailable.exit_code: "the engine cannot run here (no GPU, no NCCL library, no plugin)",
+    MinBandwidthFailed.exit_code: "NCCL_TESTS_MIN_BW not met by the average bus bandwidth (as nccl-tests exits)",
     Interrupted.exit_code: "interrupted (Ctrl-C, SIGTERM, SIGHUP): every row measured is kept, "
                            "the run is marked interrupted",
 }

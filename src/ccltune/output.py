@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ccltune.measure.periter import IterStats
 from ccltune.store import Measurement
 
 NCCL_TESTS_VERSION = "2.19.6"  # the nccl-tests whose output this module reproduces
@@ -121,8 +122,8 @@ def float_cell(value: float, width: int) -> str:
 
 
 def _wrong_cell(m: Measurement) -> str:
-    if m.wrong is None:
-        return "   N/A"
+    if m.wrong is None:  # '    N/A' after busbw: one column narrower than a count (util.cu)
+        return "  N/A"
     return "%6s" % ("%g" % m.wrong)
 
 
@@ -134,13 +135,27 @@ def _half(m: Measurement) -> str:
             f"  {float_cell(m.busbw_gbps or 0.0, 6)}  {_wrong_cell(m)}")
 
 
-def row(oop: Measurement | None, ip: Measurement, *, timestamp: str | None = None) -> str:
-    """writeBenchmarkLinePreamble + one body per placement (+ the -S timestamp after in-place)."""
+def _per_iter(s: IterStats | None) -> str:
+    """writePerIterReport: i_min, i_max, i_p99 (us) and i_cv% after a placement's block."""
+    if s is None:  # a placement not measured: blanks keep the columns
+        return "  %7s  %7s  %7s  %7s" % ("", "", "", "")
+    return "".join("  " + float_cell(v, 7) for v in (s.min_us, s.max_us, s.p99_us, s.cv_pct))
+
+
+def row(oop: Measurement | None, ip: Measurement, *, timestamp: str | None = None,
+        per_iter: tuple[IterStats | None, IterStats | None] | None = None) -> str:
+    """writeBenchmarkLinePreamble + one body per placement (+ with -I its per-iteration cells,
+    + the -S timestamp after in-place)."""
     m = oop or ip
     redop = m.op if m.op else "none"
     root = m.root if m.root is not None else -1
     line = "%12d  %12d  %8s  %6s  %6s" % (m.size_bytes, m.count, m.dtype, redop, "%6i" % root)
-    line += (_half(oop) if oop is not None else _NO_OOP) + _half(ip)
+    line += _half(oop) if oop is not None else _NO_OOP
+    if per_iter is not None and oop is not None:
+        line += _per_iter(per_iter[0])
+    line += _half(ip)
+    if per_iter is not None:
+        line += _per_iter(per_iter[1])
     if timestamp is not None:
         line += "%21s" % timestamp
     return line
@@ -167,10 +182,11 @@ def min_bw_ok(avg: float, min_bw: float | None) -> bool | None:
 
 
 def footer(rows: Sequence[Measurement], program_name: str, *, min_bw: float | None = None,
-           memory: str | None = None) -> list[str]:
-    """writeResultFooter (+ writeMemInfo with -M, + finalizeFooter)."""
+           memory: str | None = None, avg: float | None = None) -> list[str]:
+    """writeResultFooter (+ writeMemInfo with -M, + finalizeFooter). ``avg``: the average bus
+    bandwidth when known better than from ``rows`` (an imported table's rounded cells)."""
     wrong = sum(m.wrong or 0 for m in rows if m.status == "ok")
-    avg = avg_busbw(rows)
+    avg = avg_busbw(rows) if avg is None else avg
     verdict = {None: "", True: "OK", False: "FAILED"}[min_bw_ok(avg, min_bw)]
     lines = ["# %-20s : %d %s" % ("Out of bounds values", wrong, "FAILED" if wrong else "OK"),
              "# %-20s : %s %s" % ("Avg bus bandwidth", _g(avg), verdict),

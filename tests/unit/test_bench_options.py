@@ -60,15 +60,14 @@ def test_timeout_average_root_codes_and_strtol_integers():
     (["-R", "2"], "gloo", "-R/--local_register 2: the gloo engine has no symmetric windows"),
     (["-R", "1"], "nccl", "-R/--local_register 1: the nccl engine does not register buffers locally"),
     (["-m", "4"], "nccl", "-m/--agg_iters 4: the nccl engine supports only 1"),
-    (["-N", "0"], "torch", "-N/--run_cycles 0: the torch engine supports only 1"),
+    (["-N", "0"], "torch", "-N/--run_cycles must be >= 1, got 0"),
     (["-z", "1"], "nccl", "-z/--blocking 1: the nccl engine times calls back to back"),
     (["-y", "1"], "nccl", "-y/--stream_null 1: the nccl engine supports only 0"),
     (["-C", "1"], "nccl", "-C/--report_cputime 1"), (["-u", "1"], "nccl", "-u/--unalign 1"),
     (["-M", "1"], "nccl", "-M/--memory 1"), (["-I", "1"], "nccl", "-I/--per_iter_timing 1"),
     (["-D", "1"], "nccl", "-D/--device_implementation 1"), (["-x", "1"], "nccl", "-x/--cta_policy 1"),
     (["-K", "2"], "nccl", "-K/--per_iter_skip 2 needs -I 1"),
-    (["-o", "all"], "nccl", "-o/--op all"), (["-d", "all"], "nccl", "-d/--datatype all"),
-    (["-r", "all"], "nccl", "-r/--root all"), (["-c", "-1"], "nccl", "-c/--check must be >= 0"),
+    (["-c", "-1"], "nccl", "-c/--check must be >= 0"),
 ])
 def test_what_the_engine_cannot_honour_is_refused_by_name(argv, engine, needle):
     with pytest.raises(UsageError) as ei:
@@ -96,3 +95,21 @@ def test_min_bw(monkeypatch):
     monkeypatch.setenv("NCCL_TESTS_MIN_BW", "fast")
     with pytest.raises(UsageError, match="NCCL_TESTS_MIN_BW must be a number"):
         bench_options.min_bw()
+
+
+def test_all_loops_every_datatype_op_and_root_in_nccl_tests_order():
+    """-d all -o all -r all: one run, each collective looping as its nccl-tests program does
+    (datatypes, then ops for those that print one, then roots for rooted ones); -N repeats."""
+    from ccltune import collectives, types
+    from ccltune.measure.bench import BenchPlan, variants
+
+    plan = BenchPlan(collectives=[], sizes=[8], dtype=types.dtype("int8"), op="sum", root=0, iters=1, warmup=0,
+                     graph=0, check=2, average="avg", timeout_s=1, dtypes=types.dtypes("all"), ops=types.ops("all"),
+                     all_roots=True, cycles=2)
+    ar, bc, sr, ag = (collectives.REGISTRY[c] for c in ("all_reduce", "broadcast", "sendrecv", "all_gather"))
+    got = [(v.dtype.name, v.op) for v in variants(plan, ar, 4)]
+    assert len(got) == 12 * 6 and got[:7] == [("int8", o) for o in types.ops("all")] + [("uint8", "sum")]
+    assert [(v.dtype.name, v.root) for v in variants(plan, bc, 3)][:4] == [("int8", 0), ("int8", 1), ("int8", 2),
+                                                                            ("uint8", 0)]
+    assert len(variants(plan, sr, 4)) == 72 and len(variants(plan, ag, 4)) == 12  # sendrecv prints its op
+    assert bench_options.root("all") is None and bench_options.root("ALL") is None

@@ -75,3 +75,23 @@ def test_nccl_tests_size_grammar():
 
 def test_step_factor_one_steps_by_increment():
     assert size_series(8, 32, factor=1, increment=8) == [8, 16, 24, 32]
+
+
+@pytest.mark.parametrize("text", ["1.5M", " 8", "8 ", "64KiB", "0x10", "", "1e3", "１２"])
+def test_rule_grammar_is_the_plugins(text):
+    """One parse_size, two grammars: the rule-file grammar is the C plugin's (digits, one suffix,
+    an optional B), stricter than nccl-tests' command-line grammar, because the plugin reads the
+    same rule file inside NCCL and must not drop a line that Python accepted."""
+    from ccltune.sizes import RULE_FILE
+
+    with pytest.raises(ValueError, match="invalid size"):
+        parse_size(text, "minbytes", grammar=RULE_FILE)
+
+
+def test_both_grammars_agree_on_plain_sizes():
+    from ccltune.sizes import RULE_FILE
+
+    for text in ("8", "64K", "1m", "2GB", "3t", "4096b"):
+        assert parse_size(text, grammar=RULE_FILE) == parse_size(text)
+    with pytest.raises(ValueError, match="does not fit in 64 bits"):
+        parse_size("99999999999T", grammar=RULE_FILE)

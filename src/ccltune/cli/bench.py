@@ -11,7 +11,7 @@ from typing import Any
 
 from ccltune import __version__, collectives, environment, ncclt_json, output, types
 from ccltune.cli import _common, bench_options
-from ccltune.errors import CheckFailed, UsageError
+from ccltune.errors import CheckFailed, MinBandwidthFailed, UsageError
 from ccltune.files import write_text
 from ccltune.measure import bench
 from ccltune.measure.session import Session
@@ -59,11 +59,14 @@ def _plan(args: argparse.Namespace) -> bench.BenchPlan:
         raise UsageError(f"-G/--cudagraph must be >= 0, got {args.cudagraph}")
     if args.channels is not None and not 1 <= args.channels <= 64:
         raise UsageError(f"--channels must be between 1 and 64, got {args.channels}")
+    dtypes, ops = types.dtypes(args.datatype), types.ops(args.op)
     return bench.BenchPlan(
-        collectives=colls, sizes=sizes, dtype=types.dtype(args.datatype), op=types.op(args.op),
-        root=root, iters=args.iters, warmup=args.warmup_iters, graph=args.cudagraph,
-        check=bool(args.check), average=bench_options.average(args.average), timeout_s=args.timeout,
-        algo=args.algo, proto=args.proto, channels=args.channels, warmup_mode=args.warmup_mode)
+        collectives=colls, sizes=sizes, dtype=dtypes[0], op=ops[0], root=0 if root is None else root,
+        iters=args.iters, warmup=args.warmup_iters, graph=args.cudagraph,
+        check=args.check, average=bench_options.average(args.average), timeout_s=args.timeout,
+        algo=args.algo, proto=args.proto, channels=args.channels, warmup_mode=args.warmup_mode,
+        dtypes=dtypes if len(dtypes) > 1 else [], ops=ops if len(ops) > 1 else [], all_roots=root is None,
+        cycles=args.run_cycles)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -114,7 +117,7 @@ def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note
     if wrong:
         raise CheckFailed(f"{wrong} wrong elements (see #wrong): the collective library returned wrong results")
     if printer is not None and printer.failed:
-        raise CheckFailed("; ".join(printer.failed))
+        raise MinBandwidthFailed("; ".join(printer.failed))
     return 0
 
 
@@ -219,12 +222,11 @@ class _Printer:
         path = self.args.output_file
         if len(self.plan.collectives) > 1:
             path = f"{path}.{coll.name}"
-        oop = {(m.size_bytes, m.count): m for m in rows if not m.in_place}
-        pairs = [(oop.get((m.size_bytes, m.count)), m) for m in rows if m.in_place]
+        pairs = list(zip(rows[0::2], rows[1::2]))  # rows arrive as (out-of-place, in-place) pairs
         doc = ncclt_json.document(self.header(coll), pairs, argv=[output.program(coll.name), *self.args._argv[1:]],
                                   environ=[f"{k}={v}" for k, v in os.environ.items() if k.startswith(_JSON_ENV)], start_time=self.started,
                                   end_time=time.strftime(output.TIME_FORMAT), iters=self.plan.iters, min_bw=min_bw)
-        write_text(path, json.dumps(doc, indent=2), flag="-J/--output_file")
+        write_text(path, ncclt_json.dumps(doc), flag="-J/--output_file")
 
     def start(self, coll: Any) -> None:
         self.started = time.strftime(output.TIME_FORMAT)

@@ -11,6 +11,7 @@ class SendRecv(Collective):
     nccl_tests_name = "sendrecv_perf"
     formula = "1"
     grouped = True
+    loops_ops = True  # sendrecv_perf prints the -o op in its redop column
 
     bus_factor = staticmethod(unit_factor)
 

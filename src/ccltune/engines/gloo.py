@@ -9,7 +9,8 @@ from typing import Any
 
 from ccltune.engines.base import Buffers, Engine, Point
 
-_UNSUPPORTED_OPS = {"avg": "gloo has no AVG reduction"}
+_UNSUPPORTED_OPS = {"avg": "gloo has no AVG reduction",
+                    "mulsum": "gloo has no pre-multiplied sum (mulsum is NCCL's ncclRedOpCreatePreMulSum)"}
 # torch.distributed's API for these is in-place only
 IN_PLACE_ONLY = ("all_reduce", "broadcast", "reduce")
 IN_PLACE_ONLY_REASON = "torch.distributed's API is in-place only for this collective"
@@ -41,6 +42,8 @@ class GlooEngine(Engine):
     def waive_reason(self, pt: Point) -> str | None:
         if pt.coll.reduces and pt.op in _UNSUPPORTED_OPS:
             return _UNSUPPORTED_OPS[pt.op]
+        if pt.dt.min_sm:
+            return f"the gloo engine has no {pt.dt.name} (FP8 needs NCCL >= 2.24 on an sm_90+ GPU: --engine nccl)"
         return torch_api_waiver(pt, self.ctx.world_size)
 
     def launch(self, pt: Point, bufs: Buffers) -> None:

@@ -35,7 +35,7 @@ from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
 from ccltune.engines.series import Loop
 from ccltune.errors import EngineUnavailable
 from ccltune.engines.base import Buffers
-from ccltune.types import OPS
+from ccltune.types import OPS, mulsum_scalar
 
 
 @dataclass(frozen=True)
@@ -124,12 +124,37 @@ class NcclEngine(CudaEngine):
         self._windows: list[tuple[Any, Any]] = []
         self._align: Any = None
         self._pool: list[Any] = []  # --buffers ncclmem-max: [send, recv] (uint8 tensors), allocated once
+        self._premul: dict[tuple[CommConfig, int], int] = {}  # mulsum op handles, per communicator and datatype
+        major, minor = torch.cuda.get_device_capability(self.device)
+        self.sm = major * 10 + minor
 
     def info(self) -> dict[str, Any]:
         return {"version": self.lib.version, "library": self.lib.path, "flavor": self.facts.kind,
                 "symmetric": self.symmetric,
                 "buffers": self.buffers,
                 "tuner_plugin": os.environ.get("NCCL_TUNER_PLUGIN")}
+
+    def waive_reason(self, pt: Point) -> str | None:
+        dt = pt.dt
+        if dt.min_nccl and self.lib.version_code < dt.min_nccl:
+            return f"{dt.name} needs NCCL >= {dt.min_nccl // 10000}.{dt.min_nccl // 100 % 100}; this is NCCL {self.lib.version}"
+        if dt.min_sm and self.sm < dt.min_sm:
+            return f"{dt.name} needs an sm_{dt.min_sm}+ GPU (NCCL reduces FP8 on Hopper and newer); this is sm_{self.sm}"
+        return None
+
+    def _op(self, pt: Point, comm: Any) -> int:
+        """ncclRedOp_t of ``pt.op``; mulsum: a pre-multiplied sum with this rank's scalar, made once
+        per communicator and datatype (ncclRedOpCreatePreMulSum, the scalar held on the host)."""
+        if OPS[pt.op] is not None:
+            return OPS[pt.op]
+        key = (pt.config or DEFAULT, pt.dt.nccl)
+        if key not in self._premul:
+            scalar = self.torch.tensor([mulsum_scalar(self.ctx.rank)], dtype=getattr(self.torch, pt.dt.torch_name))
+            raw = ctypes.create_string_buffer(scalar.view(self.torch.uint8).numpy().tobytes(), 16)
+            handle = ctypes.c_int()
+            self.lib.call("ncclRedOpCreatePreMulSum", ctypes.byref(handle), raw, pt.dt.nccl, 1, comm)  # 1: ncclScalarHostImmediate
+            self._premul[key] = handle.value
+        return self._premul[key]
 
     # -- communicators ----------------------------------------------------------------
     def comm(self, cfg: CommConfig | None) -> Any:
@@ -173,11 +198,13 @@ class NcclEngine(CudaEngine):
         process's exit: an abort took 0.8 s on 4 H200s, and a sweep of the five collectives
         refuses 27 of them (22 s of a 65 s sweep). The configuration gets a new communicator
         when it is next used (another collective); one that never connected holds little memory."""
+        self._premul = {k: v for k, v in self._premul.items() if k[0] != cfg}
         comm = self.comms.pop(cfg, None)
         if comm is not None:
             self._parked.append(comm)
 
     def drop_comm(self, cfg: CommConfig, abort: bool = False) -> None:
+        self._premul = {k: v for k, v in self._premul.items() if k[0] != cfg}  # die with their communicator
         comm = self.comms.pop(cfg, None)
         if comm is not None:
             t0 = time.perf_counter()
@@ -274,9 +301,10 @@ class NcclEngine(CudaEngine):
         """The launch loop's description of ``pt`` on the current stream (the capture stream in a
         CUDA graph): call i ``bufs.shift(i)`` bytes into the buffers when ``step``."""
         stream = self.torch.cuda.current_stream(self.device).cuda_stream
+        comm = self.comm(pt.config)
         return self.loop.series(pt.coll, pt.lay, pt.root, self.ctx.rank, self.ctx.world_size,
                                 send=bufs.send.data_ptr(), recv=bufs.recv.data_ptr(), dtype=pt.dt.nccl,
-                                op=OPS[pt.op], comm=self.comm(pt.config), stream=stream,
+                                op=self._op(pt, comm), comm=comm, stream=stream,
                                 shift_bytes=bufs.shift_bytes if step else 0, shift_steps=bufs.steps if step else 1)
 
     def _run(self, pt: Point, bufs: Buffers, first: int, calls: int, *, step: bool) -> None:
@@ -304,6 +332,7 @@ class NcclEngine(CudaEngine):
             except NcclError:
                 pass
         self.comms.clear()
+        self._premul.clear()
 
     def close(self) -> None:
         self._pool = []

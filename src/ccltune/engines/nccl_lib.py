@@ -58,6 +58,8 @@ _SIGNATURES: dict[str, list[type]] = {
     "ncclReduceScatter": [_vp, _vp, _sz, _int, _int, _vp, _vp],
     "ncclSend": [_vp, _sz, _int, _int, _vp, _vp],
     "ncclRecv": [_vp, _sz, _int, _int, _vp, _vp],
+    "ncclRedOpCreatePreMulSum": [ctypes.POINTER(_int), _vp, _int, _int, _vp],
+    "ncclRedOpDestroy": [_int, _vp],
     "ncclGroupStart": [],
     "ncclGroupEnd": [],
     "ncclMemAlloc": [ctypes.POINTER(_vp), _sz],

@@ -27,6 +27,8 @@ class TorchEngine(CudaEngine):
         return {"backend": "nccl", "version": ".".join(map(str, v)) if v else None}
 
     def waive_reason(self, pt: Point) -> str | None:
+        if pt.op == "mulsum" and pt.coll.reduces:
+            return "the torch engine does not run mulsum (NCCL's pre-multiplied sum): --engine nccl does"
         return torch_api_waiver(pt, self.ctx.world_size)
 
     def launch(self, pt: Point, bufs: Buffers) -> None:

@@ -114,7 +114,7 @@ def waive_reason(engine: Engine, pt: Point) -> str | None:
     return engine.waive_reason(pt)
 
 
-def measure(engine: Engine, pt: Point, *, check: bool, average: str, timeout_s: float) -> Outcome:
+def measure(engine: Engine, pt: Point, *, check: int, average: str, timeout_s: float) -> Outcome:
     reason = waive_reason(engine, pt)
     if reason:
         return Outcome("waived", note=reason)
@@ -129,7 +129,21 @@ def measure(engine: Engine, pt: Point, *, check: bool, average: str, timeout_s: 
         del bufs
 
 
-def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average: str,
+def _check(engine: Engine, pt: Point, bufs: B.Buffers) -> tuple[float, float]:
+    """One check: fill, one call, count this rank's wrong elements; (wrong, 1.0 if unchecked)."""
+    torch, ctx = engine.torch, engine.ctx
+    B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+    engine.launch(pt, bufs)
+    engine.sync()
+    try:  # local work only: a rank that runs out of memory here leaves nobody waiting
+        return float(B.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.rank, ctx.world_size, pt.op, pt.root)), 0.0
+    except (RuntimeError, MemoryError) as exc:
+        if not is_oom(str(exc)):
+            raise
+        return 0.0, 1.0
+
+
+def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: int, average: str,
              timeout_s: float) -> Outcome:
     torch, ctx = engine.torch, engine.ctx
     oom = None
@@ -160,17 +174,10 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average
             engine.sync()
             seconds = engine.time_point(pt, bufs)
             wrong, unchecked = 0.0, 0.0
-            if check:
-                B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
-                engine.launch(pt, bufs)
-                engine.sync()
-                try:  # local work only: a rank that runs out of memory here leaves nobody waiting
-                    wrong = float(B.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.rank, ctx.world_size,
-                                                pt.op, pt.root))
-                except (RuntimeError, MemoryError) as exc:
-                    if not is_oom(str(exc)):
-                        raise
-                    unchecked = 1.0
+            for _ in range(int(check)):  # -c N: N checks, up to the first that finds wrong values (nccl-tests)
+                wrong, unchecked = _check(engine, pt, bufs)
+                if int(check) > 1 and ctx.allreduce_floats([wrong + unchecked], "sum", "check pass")[0]:
+                    break
         except DistError:
             raise
         except Exception as exc:  # noqa: BLE001
