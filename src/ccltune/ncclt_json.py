@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ccltune import output
-from ccltune.measure.periter import IterStats
+from ccltune.periter import IterStats
 from ccltune.store import Measurement
 
 SCHEMA_VERSION = 3

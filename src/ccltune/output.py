@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ccltune.measure.periter import IterStats
+from ccltune.periter import IterStats
 from ccltune.store import Measurement
 
 NCCL_TESTS_VERSION = "2.19.6"  # the nccl-tests whose output this module reproduces

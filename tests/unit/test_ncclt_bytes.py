@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ccltune import ncclt_json, output
-from ccltune.measure import periter
+from ccltune import periter
 from ccltune.tune.importer import parse
 
 V = Path(__file__).parent.parent / "fixtures" / "nccl-tests" / "v2.19.6"

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ccltune import dist, launch
+from ccltune import dist, launch, rules
 from ccltune.engines import ENGINES, default_engine
 from ccltune.errors import EngineUnavailable, UsageError
 from ccltune.store import DEFAULT_DB
@@ -214,3 +214,15 @@ def read_input(path: str) -> str:
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def check_rule_file(path: str, flag: str) -> None:
+    """A rule file that exists and has no rejected line (validate's RULES, replay's --rules)."""
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path!r} is a folder, not a rule file")
+    if not os.path.isfile(path):
+        raise UsageError(f"rule file {path!r} does not exist ({flag})")
+    diags = rules.load(path).diagnostics
+    if diags:
+        raise UsageError(f"{path} has rejected lines (ccltune plugin check {path}): "
+                         + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))

@@ -7,7 +7,6 @@ import argparse
 from typing import Any
 
 from ccltune.cli import _common
-from ccltune.cli.validate import check_rule_file
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
@@ -41,7 +40,7 @@ def main(args: argparse.Namespace) -> int:
     if args.iters < 2:
         raise UsageError(f"--iters must be >= 2 to know the noise, got {args.iters}")
     if args.rules is not None:
-        check_rule_file(args.rules, "--rules")
+        _common.check_rule_file(args.rules, "--rules")
     engine_name, _ = _common.resolve_engine(args)
     check_load(args.under_load, engine_name)
     rc = _common.relaunch(args, args._argv, engine_name)

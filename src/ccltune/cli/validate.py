@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
-from ccltune import collectives, rules, types
+from ccltune import collectives, types
 from ccltune.cli import _common
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.files import write_text
@@ -58,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
     colls = collectives.select(args.collective)
     sizes = size_series(parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes"),
                         factor=args.stepfactor)
-    check_rule_file(args.rules, "RULES")
+    _common.check_rule_file(args.rules, "RULES")
     if args.reps < 2:
         raise UsageError(f"--reps must be >= 2 to know the noise, got {args.reps}")
     if args.retest < 0:
@@ -80,18 +79,6 @@ def main(args: argparse.Namespace) -> int:
     if rc is not None:
         return rc
     return _run(args, colls, sizes)
-
-
-def check_rule_file(path: str, flag: str) -> None:
-    """A rule file that exists and has no rejected line (validate's RULES, replay's --rules)."""
-    if os.path.isdir(path):
-        raise UsageError(f"{flag} {path!r} is a folder, not a rule file")
-    if not os.path.isfile(path):
-        raise UsageError(f"rule file {path!r} does not exist ({flag})")
-    diags = rules.load(path).diagnostics
-    if diags:
-        raise UsageError(f"{path} has rejected lines (ccltune plugin check {path}): "
-                         + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))
 
 
 def _plugin_or_error() -> None:

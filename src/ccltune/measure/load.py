@@ -97,7 +97,7 @@ class MatrixLoad:
             raise RuntimeError(f"--under-load {self.m}: the matrix multiply failed: {self.error}") from self.error
         flops = 2.0 * self.m ** 3 * self.done
         return {"matrix": self.m, "multiplies": self.done, "seconds": round(secs, 3),
-                "tflops": round(flops / secs / 1e12, 3) if secs > 0 else None}
+                "tflops": float(f"{flops / secs / 1e12:.4g}") if secs > 0 else None}  # 4 significant digits: a CPU rate is tiny
 
     def __enter__(self) -> MatrixLoad:
         return self.start()
