@@ -100,9 +100,9 @@ def _gaps(rows: list[Row], metric: str) -> list[tuple[float, str]]:
         if r.get("status") == "ok" and v is not None and v > 0:
             good.add(size)
         elif r.get("status") != "ok":
-            why[size].add(str(r.get("status")))
+            why[size].add(f"status {r.get('status')}")
         else:
-            why[size].add("no value" if v is None else f"{v:g} (not drawable on a log axis)")
+            why[size].add("no value" if v is None else f"{v:g}, below a log axis")
     return [(float(s), ", ".join(sorted(w))) for s, w in sorted(why.items()) if s not in good]
 
 

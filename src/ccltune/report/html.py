@@ -28,7 +28,7 @@ section{background:#fff;border:1px solid #ddd;border-radius:6px;margin:16px 0;pa
 section h2{font-size:17px;margin:8px 0 10px}
 .figs{display:flex;flex-wrap:wrap;gap:12px}
 figure{margin:0;border:1px solid #eee;border-radius:4px;flex:1 1 540px;max-width:780px}
-figure svg{display:block;width:100%;height:auto}
+figure>svg{display:block;width:100%;height:auto}
 table{border-collapse:collapse;font-size:12.5px;margin:8px 0;max-width:100%}
 caption{text-align:left;font-weight:600;padding:4px 0}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
@@ -46,7 +46,7 @@ input.tg,input.pick{display:none}
 .legend{display:flex;flex-wrap:wrap;gap:2px 14px;padding:2px 10px 8px;font-size:12.5px}
 .legend label,.picker label{cursor:pointer;user-select:none;white-space:nowrap}
 .legend label:hover,.picker label:hover{text-decoration:underline}
-.legend svg{vertical-align:middle;margin-right:4px}
+.legend svg{display:inline;vertical-align:middle;margin-right:4px;width:24px;height:12px}
 .legend .more{color:#666}
 .fignote{font-size:12px;color:#6b4e00;margin:0 10px 8px}
 .picker{font-size:13px;margin:6px 0;padding:6px 10px;background:#f7f8fa;border:1px solid #e3e6ea;border-radius:4px}
@@ -109,7 +109,7 @@ def render_chart(c: LineChart) -> str:
         if s.gaps:
             shown = ", ".join(f"{size_label(x)} ({why})" for x, why in s.gaps[:6])
             more = f" and {len(s.gaps) - 6} more" if len(s.gaps) > 6 else ""
-            gaps.append(f"{s.label}: no value at {shown}{more}")
+            gaps.append(f"{s.label}: not drawn at {shown}{more}")
     extra = len(c.series) - c.max_visible
     if extra > 0:
         entries.append(f'<span class="more">{extra} more series hidden: click a faded entry to show it</span>')
@@ -190,15 +190,16 @@ def picker(groups: list[tuple[str, str, str]]) -> str:
 
 
 def render_page(sections: list[Section], *, title: str, subtitle: str, footer: str,
-                groups: list[tuple[str, str, str]] = (), nav_groups: list[tuple[str, list[str]]] = ()) -> str:
-    """``groups``: the run picker's entries; ``nav_groups``: (heading, section ids) for the
-    navigation bar (default: every section)."""
+                groups: list[tuple[str, str, str]] = (),
+                nav_groups: list[tuple[str, list[tuple[str, str]]]] = ()) -> str:
+    """``groups``: the run picker's entries; ``nav_groups``: (heading, [(section id, label)])
+    for the navigation bar (default: every section by its title)."""
     global _fig_ids
     _fig_ids = itertools.count(1)
-    titles = {s.id: s.title.split(":")[0] for s in sections}
-    nav_groups = list(nav_groups) or [("", [s.id for s in sections])]
-    nav = "".join((f"<b>{escape(h)}</b>" if h else "")
-                  + "".join(f'<a href="#{escape(i)}">{escape(titles[i])}</a>' for i in ids if i in titles)
+    have = {s.id for s in sections}
+    nav_groups = list(nav_groups) or [("", [(s.id, s.title) for s in sections])]
+    nav = "".join((f"<b>{escape(h)}:</b>" if h else "")
+                  + "".join(f'<a href="#{escape(i)}">{escape(label)}</a>' for i, label in ids if i in have)
                   for h, ids in nav_groups)
     body = "".join(render_section(s) for s in sections)
     n_series = max((len(b.series) for s in sections for b in s.blocks if isinstance(b, LineChart)), default=0)

@@ -41,7 +41,7 @@ class LineChart:
     y_log: bool = True
     ref_y: float | None = None  # a horizontal reference line (1.0 for ratios)
     ref_band: tuple[float, float] | None = None  # a shaded tolerance band
-    ref_label: str = ""  # names ref_y on the plot (the slowest-link ceiling)
+    refs: list[tuple[float, str]] = field(default_factory=list)  # labelled lines: slowest-link ceilings
     max_visible: int = 8  # series beyond these are listed but hidden until picked
 
 

@@ -15,8 +15,10 @@ from ccltune.store import Run
 
 SECTION_IDS = ("verdict", "bench", "links", "rules", "validate", "sweep", "doctor", "runs", "env", "compare")
 # (heading, section ids) of the navigation bar: the page answers in this order
-NAV_GROUPS = (("Verdict", ["verdict"]), ("Against the hardware", ["bench", "links"]),
-              ("Tuning", ["rules", "validate", "sweep"]), ("Details", ["doctor", "runs", "env", "compare"]))
+NAV_GROUPS = (("Verdict", [("verdict", "cards")]),
+              ("Against the hardware", [("bench", "busbw"), ("links", "links")]),
+              ("Tuning", [("rules", "rules"), ("validate", "validation"), ("sweep", "sweep")]),
+              ("Details", [("doctor", "findings"), ("runs", "runs"), ("env", "environment"), ("compare", "compare")]))
 _NOT_BENCH = {"sweep", "validate", "links", "doctor", "topo", "tune"}
 _MAX_SIZE = 1 << 40  # rule ranges open to "any size" are drawn up to here
 
@@ -91,20 +93,17 @@ def verdict_section(inp: ReportInput) -> Section:
     return s
 
 
-def _ceiling_for(inp: ReportInput, runs: list[Run]) -> tuple[float, str] | None:
-    """The slowest-link ceiling to draw on all_reduce plots: the latest links run on the node of
-    the latest drawn measurement run (else of its GPU model)."""
-    if not runs:
-        return None
-    key = verdict.node_key(runs[0])
+def _ceilings(inp: ReportInput, runs: list[Run]) -> list[tuple[float, str]]:
+    """Slowest-link ceilings to draw on the all_reduce plots: for each node of the drawn
+    measurement runs, its latest links run (else one of the same GPU model and count)."""
     links = [r for r in inp.runs if r.kind == "links" and verdict.link_ceiling(r)]
-    same = [r for r in links if verdict.node_key(r) == key] or \
-           [r for r in links if key and verdict.node_key(r) and verdict.node_key(r)[1] == key[1]]
-    if not same:
-        return None
-    run = same[-1]
-    c = verdict.link_ceiling(run)
-    return c, f"slowest-link ceiling {c:.1f} GB/s (links run {run.id})"
+    out: dict[int, tuple[float, str]] = {}
+    for r in runs:
+        run = verdict.links_for(r, links)
+        if run is not None and run.id not in out:
+            c = verdict.link_ceiling(run)
+            out[run.id] = (c, f"ceiling {c:.1f} GB/s: {verdict.node_text(run)} (links run {run.id})")
+    return list(out.values())
 
 
 def bench_section(inp: ReportInput) -> Section:
@@ -116,15 +115,15 @@ def bench_section(inp: ReportInput) -> Section:
     if not bw and not tm:
         return Section(s.id, s.title, [_none(inp, "measurements of NCCL's default (bench or import runs)")])
     s.blocks.append(Picker(picker_groups(inp)))
-    ceiling = _ceiling_for(inp, runs)
     s.blocks.append(Note("Median over repetitions, NCCL's default configuration; one colour per run, in-place "
                          "dashed. A run of fewer than 3 sizes is drawn as points. Click a legend entry to hide or "
-                         "show its line." + (f" The all_reduce plots carry the {ceiling[1]}." if ceiling else "")))
+                         "show its line. The all_reduce plots carry the slowest-link ceiling (dash-dot) of each "
+                         "node whose links are stored, measured or imported."))
     for coll in sorted(set(bw) | set(tm)):
         if coll in bw:
-            ref = ceiling if ceiling and verdict.is_all_reduce(coll) else None
-            s.blocks.append(LineChart(f"{coll}: bus bandwidth", "message size", "busbw GB/s", bw[coll],
-                                      ref_y=ref[0] if ref else None, ref_label=ref[1] if ref else ""))
+            mine = sorted({ln.group for ln in bw[coll]})
+            refs = _ceilings(inp, [r for r in runs if f"r{r.id}" in mine]) if verdict.is_all_reduce(coll) else []
+            s.blocks.append(LineChart(f"{coll}: bus bandwidth", "message size", "busbw GB/s", bw[coll], refs=refs))
     for coll in sorted(tm):
         s.blocks.append(LineChart(f"{coll}: time", "message size", "time us", tm[coll]))
     return s

@@ -58,7 +58,7 @@ def y_range(chart: LineChart) -> tuple[float, float, list[float]]:
     """(lo, hi, ticks) of the value axis; shared with png.py."""
     vals = [v for s in chart.series for v in (*s.ys, *(s.lo or []), *(s.hi or []))]
     if chart.y_log:
-        vals += [chart.ref_y] if chart.ref_y and vals else []
+        vals += [v for v, _ in chart.refs] if vals else []
         lo, hi = axes.log_bounds(vals)
         return lo, hi, axes.log_ticks(lo, hi)
     extra = [chart.ref_y] if chart.ref_y is not None else []
@@ -82,7 +82,7 @@ def plottable(chart: LineChart) -> LineChart:
     series = []
     for s in chart.series:
         idx = [i for i, (x, y) in enumerate(zip(s.xs, s.ys)) if keep(x, y)]
-        lost = [(x, f"{y:g} cannot be drawn on a log axis") for x, y in zip(s.xs, s.ys) if not keep(x, y) and x > 0]
+        lost = [(x, f"{y:g}, below a log axis") for x, y in zip(s.xs, s.ys) if not keep(x, y) and x > 0]
         pick = (lambda v: None if v is None else [v[i] for i in idx])
         series.append(replace(s, xs=pick(s.xs), ys=pick(s.ys), lo=pick(s.lo), hi=pick(s.hi), marked=pick(s.marked),
                               gaps=sorted(s.gaps + lost)))
@@ -116,12 +116,16 @@ def line_chart(chart: LineChart) -> str:
         out.append(_text(_LEFT - 6, y + 4, axes.value_label(t), "end"))
     if chart.ref_y is not None and y_lo <= chart.ref_y <= y_hi:
         y = sy(chart.ref_y)
-        tip = f"<title>{escape(chart.ref_label)}</title>" if chart.ref_label else ""
-        out.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="{REF_COLOR}" '
-                   f'stroke-width="{1.6 if chart.ref_label else 1}" stroke-dasharray="6,4">{tip}</line>')
-        if chart.ref_label:
-            out.append(_text(right - 6, y - 6, chart.ref_label, "end", ' font-size="11" fill="#222" '
-                             'paint-order="stroke" stroke="#fafafa" stroke-width="3"'))
+        out.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="{REF_COLOR}" stroke-dasharray="6,4"/>')
+    for k, (v, label) in enumerate(chart.refs):  # ceilings: a labelled line each
+        if not y_lo <= v <= y_hi:
+            continue
+        y = sy(v)
+        out.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="{REF_COLOR}" stroke-width="1.6" '
+                   f'stroke-dasharray="8,3,2,3"><title>{escape(label)}</title></line>')
+        above = k % 2 == 0 and y - 18 > _TOP
+        out.append(_text(right - 6, y - 5 if above else y + 13, label, "end",
+                         ' font-size="11" fill="#222" paint-order="stroke" stroke="#fafafa" stroke-width="3"'))
     out.append(_text((_LEFT + right) / 2, bottom + 34, chart.x_label))
     out.append(_text(16, (_TOP + bottom) / 2, chart.y_label, extra=f' transform="rotate(-90 16 {(_TOP + bottom) / 2:.1f})"'))
     for i, s in enumerate(chart.series):
@@ -132,14 +136,18 @@ def line_chart(chart: LineChart) -> str:
 
 def segments(s: Series) -> list[list[tuple[float, float]]]:
     """The series' points cut into runs that no gap falls inside: a line never crosses a size
-    that was run without a value. Fewer than 3 points in all: no line, points only."""
+    that was run without a value, nor a stretch of sizes the run skipped (a step over 4x the
+    run's usual size step, and over 16x). Fewer than 3 points in all: no line, points only."""
     pts = sorted(zip(s.xs, s.ys))
     if len(pts) < 3:
         return []
     gaps = sorted(g for g, _ in s.gaps)
+    steps = sorted(b[0] / a[0] for a, b in zip(pts, pts[1:]) if a[0] > 0)
+    usual = steps[len(steps) // 2] if steps else 2.0
     out: list[list[tuple[float, float]]] = [[pts[0]]]
     for prev, cur in zip(pts, pts[1:]):
-        if any(prev[0] < g < cur[0] for g in gaps):
+        jump = prev[0] > 0 and cur[0] / prev[0] > max(16.0, 4 * usual)
+        if jump or any(prev[0] < g < cur[0] for g in gaps):
             out.append([])
         out[-1].append(cur)
     return [seg for seg in out if len(seg) > 1]
@@ -165,7 +173,7 @@ def _series(i: int, s: Series, sx: _Scale, sy: _Scale, unit: str, bottom: float)
                    + (' stroke="#fff"' if alone else "") + f'><title>{escape(tip)}</title></circle>')
     for x, why in s.gaps:  # a cross on the size axis: run at this size, nothing to draw
         cx, cy = sx(x), bottom - 6
-        tip = f"{s.label}: no value at {axes.size_label(x)} ({why})"
+        tip = f"{s.label}: not drawn at {axes.size_label(x)} ({why})"
         out.append(f'<path d="M{cx - 4:.1f},{cy - 4:.1f}l8,8m0,-8l-8,8" stroke="{color}" stroke-width="2">'
                    f'<title>{escape(tip)}</title></path>')
     out.append("</g>")

@@ -40,6 +40,22 @@ def node_key(run: Any) -> tuple[str, str] | None:
     return host or "unknown host", model or "no GPU"
 
 
+def node_text(run: Any) -> str:
+    """'node-a, 8 x NVIDIA H100' of a run."""
+    names = gpu_names(run.env.get("gpus"))
+    return ", ".join(p for p in (host_text(run), f"{len(names)} x {names[0]}" if names else "") if p)
+
+
+def links_for(run: Any, links: list[Any]) -> Any | None:
+    """The links run whose ceiling applies to ``run``: the latest on its node, else the latest
+    on a node of the same GPU model and count (links runs with a ceiling only)."""
+    key, n = node_key(run), len(gpu_names(run.env.get("gpus")))
+    same = [r for r in links if node_key(r) == key]
+    if not same and key is not None:
+        same = [r for r in links if node_key(r) and node_key(r)[1] == key[1] and len(gpu_names(r.env.get("gpus"))) == n]
+    return same[-1] if same else None
+
+
 def is_all_reduce(collective: str) -> bool:
     return collective.replace("_", "").lower() == "allreduce"
 
@@ -62,11 +78,8 @@ def cards(runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
         key = node_key(r)
         if key is not None:
             nodes[key].append(r)
-    links_by_model: dict[str, list[Any]] = defaultdict(list)
-    for (host, model), rs in nodes.items():
-        links_by_model[model] += [r for r in rs if r.kind == "links"]
-    out = [_card(key, sorted(rs, key=lambda r: r.id), findings, peaks, links_by_model[key[1]])
-           for key, rs in nodes.items()]
+    links = sorted((r for r in runs if r.kind == "links"), key=lambda r: r.id)
+    out = [_card(key, sorted(rs, key=lambda r: r.id), findings, peaks, links) for key, rs in nodes.items()]
     order = {"bad": 0, "warn": 1, "info": 2, "good": 3}
     return sorted(out, key=lambda c: (order.get(c.level, 2), c.title))
 
@@ -77,7 +90,7 @@ def _latest(runs: list[Any], *kinds: str) -> Any | None:
 
 
 def _card(key: tuple[str, str], runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
-          peaks: Mapping[int, Mapping[str, float]], model_links: list[Any]) -> Card:
+          peaks: Mapping[int, Mapping[str, float]], links: list[Any]) -> Card:
     host, model = key
     count = max((len(gpu_names(r.env.get("gpus"))) for r in runs), default=0)
     kinds: dict[str, int] = defaultdict(int)
@@ -87,7 +100,7 @@ def _card(key: tuple[str, str], runs: list[Any], findings: Mapping[int, list[Map
     card.subtitle += f" · runs {ids_text([r.id for r in runs])} (" + ", ".join(
         f"{n} {k}" for k, n in sorted(kinds.items())) + ")"
     health = _health(runs, findings, card)
-    _ceiling(runs, peaks, model_links, card)
+    _ceiling(runs, peaks, links, card)
     tuned = _tuning(runs, card)
     _workload(runs, card)
     levels = [health, tuned]
@@ -141,19 +154,15 @@ def link_ceiling(run: Any) -> float | None:
     return ceiling_gbps(run.summary)
 
 
-def _ceiling(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], model_links: list[Any], card: Card) -> None:
-    links = _latest([r for r in runs if link_ceiling(r)], "links")
-    where = ""
-    if links is None:  # no links run on this host: one of the same GPU model, named as such
-        others = [r for r in model_links if link_ceiling(r)]
-        links = others[-1] if others else None
-        where = f" on {host_text(links) or 'another host'}" if links is not None else ""
+def _ceiling(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], all_links: list[Any], card: Card) -> None:
     got = achieved_all_reduce(runs, peaks)
     if got is not None:
         card.figures.append((f"all_reduce busbw, best (run {got[1]})", f"{got[0]:.1f} GB/s"))
+    links = links_for(runs[-1], [r for r in all_links if link_ceiling(r)])
     if links is None:
         return
     ceiling = link_ceiling(links)
+    where = "" if node_key(links) == node_key(runs[-1]) else f" on {host_text(links) or 'another host'}"
     card.figures.append((f"slowest-link ceiling (links run {links.id}{where})", f"{ceiling:.1f} GB/s"))
     if got is not None:
         card.figures.append(("of the ceiling reached", f"{100 * got[0] / ceiling:.0f}%"))
