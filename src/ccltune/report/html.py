@@ -28,7 +28,7 @@ section{background:#fff;border:1px solid #ddd;border-radius:6px;margin:16px 0;pa
 section h2{font-size:17px;margin:8px 0 10px}
 .figs{display:flex;flex-wrap:wrap;gap:12px}
 figure{margin:0;border:1px solid #eee;border-radius:4px;flex:1 1 540px;max-width:780px}
-figure>svg{display:block;width:100%;height:auto}
+figure>svg{display:block;width:100%;height:auto}figure.fixed{flex:0 1 auto}figure.fixed>svg{width:auto;max-width:100%}
 table{border-collapse:collapse;font-size:12.5px;margin:8px 0;max-width:100%}
 caption{text-align:left;font-weight:600;padding:4px 0}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
@@ -96,9 +96,11 @@ def render_chart(c: LineChart) -> str:
     series past ``max_visible`` start hidden. Gaps are named under the legend."""
     fig = next(_fig_ids)
     boxes, entries, gaps = [], [], []
+    shown = 0
     for i, s in enumerate(c.series):
         sid = f"f{fig}s{i + 1}"
-        hidden = i >= c.max_visible
+        hidden = shown >= c.max_visible and not s.emphasis  # NCCL's default is always shown
+        shown += not hidden
         boxes.append(f'<input type="checkbox" class="tg" id="{sid}"{" checked" if hidden else ""}>')
         color, width, dash = svg.series_style(i, s)
         group = f" g-{escape(s.group)}" if s.group else ""
@@ -107,10 +109,10 @@ def render_chart(c: LineChart) -> str:
         entries.append(f'<label for="{sid}" class="l{i + 1}{group}" title="click to show or hide">'
                        f'{_swatch(color, width, dash, n < 3)}{escape(s.label)}{escape(what)}</label>')
         if s.gaps:
-            shown = ", ".join(f"{size_label(x)} ({why})" for x, why in s.gaps[:6])
+            where = ", ".join(f"{size_label(x)} ({why})" for x, why in s.gaps[:6])
             more = f" and {len(s.gaps) - 6} more" if len(s.gaps) > 6 else ""
-            gaps.append(f"{s.label}: not drawn at {shown}{more}")
-    extra = len(c.series) - c.max_visible
+            gaps.append(f"{s.label}: not drawn at {where}{more}")
+    extra = len(c.series) - shown
     if extra > 0:
         entries.append(f'<span class="more">{extra} more series hidden: click a faded entry to show it</span>')
     note = ""
@@ -132,7 +134,7 @@ def render_block(b: Block) -> str:
     if isinstance(b, LineChart):
         return render_chart(b)
     if isinstance(b, (Heatmap, ZoneChart)):
-        return f"<figure>{svg.render(b)}</figure>"
+        return f'<figure class="fixed">{svg.render(b)}</figure>'
     if isinstance(b, Card):
         return render_card(b)
     if isinstance(b, Picker):
