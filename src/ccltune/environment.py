@@ -18,6 +18,10 @@ from ccltune import __version__
 
 ENV_PREFIXES = ("NCCL_", "RCCL_", "TORCH_NCCL_", "CCLTUNE_", "HSA_", "HIP_VISIBLE", "CUDA_VISIBLE",
                 "NVSHMEM_", "TORCH_SYMM_MEM_")
+# Variables ccltune sets for its own worker processes (cli/_common.py, launch.py): plumbing,
+# not the user's environment, so never recorded or shown as such.
+INTERNAL_VARIABLES = frozenset({"CCLTUNE_COMMAND", "CCLTUNE_ENGINE_NOTE", "CCLTUNE_OUTCOME_FILE",
+                                "CCLTUNE_RUN_FILE", "CCLTUNE_STOP_FILE", "CCLTUNE_PARENT_PID"})
 # Variables that identify how the processes were started (see ccltune.dist for their use).
 LAUNCHER_MARKERS = (
     ("torchrun", "TORCHELASTIC_RUN_ID"),
@@ -29,7 +33,7 @@ LAUNCHER_MARKERS = (
 
 def comm_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     environ = dict(os.environ if environ is None else environ)
-    return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES)}
+    return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in INTERNAL_VARIABLES}
 
 
 def detect_launcher(environ: dict[str, str] | None = None) -> str | None:
@@ -114,7 +118,7 @@ def _pci_bus_id(torch: Any, index: int) -> str | None:
 def platform_name(gpus: list[dict[str, Any]], world_size: int | None, n_nodes: int | None) -> str:
     """A short platform key such as 'NVIDIA H200 x4' or 'cpu x2'."""
     model = gpus[0]["name"] if gpus else "cpu"
-    n = world_size or 1
+    n = world_size or len(gpus) or 1  # a node-wide command (links, doctor) has no world: its GPUs
     nodes = f" {n_nodes} nodes" if n_nodes and n_nodes > 1 else ""
     return f"{model} x{n}{nodes}"
 
