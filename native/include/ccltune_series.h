@@ -6,8 +6,9 @@
  * series. It links against nothing: NCCL's entry points are passed in as function pointers,
  * taken from the libnccl (or librccl) the caller already loaded, so one build serves any NCCL.
  *
- * A call of the series is one or more NCCL operations ("steps"); several steps are issued
- * inside ncclGroupStart/ncclGroupEnd (alltoall, gather, scatter, sendrecv). Call i works
+ * A call of the series is one or more NCCL operations ("steps"); several steps, or send/recv steps,
+ * are issued inside ncclGroupStart/ncclGroupEnd (sendrecv; alltoall, gather and scatter before
+ * NCCL 2.28, which has one entry point for each). Call i works
  * shift_bytes * (i % shift_steps) bytes further into both buffers, as nccl-tests' calls step
  * through buffers of the largest size. Timing stays with the caller (host clock or events around
  * the series), so results compare with the Python path they replace.
@@ -18,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CCLTUNE_SERIES_ABI 1 /* bumped whenever a struct below changes */
+#define CCLTUNE_SERIES_ABI 2 /* bumped whenever a struct or the kinds below change (2: alltoall, gather, scatter) */
 
 /* Which NCCL signature a step's entry point has (the step's fn is cast to it). */
 enum ccltune_step_kind {
@@ -29,14 +30,17 @@ enum ccltune_step_kind {
   CCLTUNE_REDUCE = 4,         /* ncclReduce(send, recv, count, dt, op, root, comm, stream) */
   CCLTUNE_SEND = 5,           /* ncclSend(send, count, dt, peer, comm, stream) */
   CCLTUNE_RECV = 6,           /* ncclRecv(recv, count, dt, peer, comm, stream) */
-  CCLTUNE_KINDS = 7
+  CCLTUNE_ALLTOALL = 7,       /* ncclAlltoAll(send, recv, count, dt, comm, stream), NCCL >= 2.28 */
+  CCLTUNE_GATHER = 8,         /* ncclGather(send, recv, count, dt, root, comm, stream), NCCL >= 2.28 */
+  CCLTUNE_SCATTER = 9,        /* ncclScatter(send, recv, count, dt, root, comm, stream), NCCL >= 2.28 */
+  CCLTUNE_KINDS = 10
 };
 
 /* One NCCL operation of a call. */
 struct ccltune_step {
   void* fn;          /* the NCCL entry point of `kind` */
   int32_t kind;      /* enum ccltune_step_kind */
-  int32_t peer;      /* root (broadcast, reduce) or peer (send, recv); unused otherwise */
+  int32_t peer;      /* root (broadcast, reduce, gather, scatter) or peer (send, recv); unused otherwise */
   uint64_t send_off; /* bytes from the send base (the step's own block: alltoall, scatter) */
   uint64_t recv_off; /* bytes from the recv base */
 };

@@ -8,8 +8,8 @@
 #define NCCL_IN_PROGRESS 7
 
 typedef int (*coll_op_fn)(const void*, void*, size_t, int, int, void*, void*);      /* AllReduce, ReduceScatter */
-typedef int (*coll_fn)(const void*, void*, size_t, int, void*, void*);              /* AllGather */
-typedef int (*rooted_fn)(const void*, void*, size_t, int, int, void*, void*);       /* Broadcast */
+typedef int (*coll_fn)(const void*, void*, size_t, int, void*, void*);              /* AllGather, AlltoAll */
+typedef int (*rooted_fn)(const void*, void*, size_t, int, int, void*, void*);       /* Broadcast, Gather, Scatter */
 typedef int (*rooted_op_fn)(const void*, void*, size_t, int, int, int, void*, void*); /* Reduce */
 typedef int (*send_fn)(const void*, size_t, int, int, void*, void*);                /* Send */
 typedef int (*recv_fn)(void*, size_t, int, int, void*, void*);                      /* Recv */
@@ -26,8 +26,11 @@ static int issue(const struct ccltune_series* s, const struct ccltune_step* st, 
     case CCLTUNE_REDUCE_SCATTER:
       return ((coll_op_fn)st->fn)(sb, rb, n, s->datatype, s->op, s->comm, s->stream);
     case CCLTUNE_ALL_GATHER:
+    case CCLTUNE_ALLTOALL:
       return ((coll_fn)st->fn)(sb, rb, n, s->datatype, s->comm, s->stream);
     case CCLTUNE_BROADCAST:
+    case CCLTUNE_GATHER:
+    case CCLTUNE_SCATTER:
       return ((rooted_fn)st->fn)(sb, rb, n, s->datatype, st->peer, s->comm, s->stream);
     case CCLTUNE_REDUCE:
       return ((rooted_op_fn)st->fn)(sb, rb, n, s->datatype, s->op, st->peer, s->comm, s->stream);

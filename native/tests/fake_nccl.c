@@ -23,6 +23,9 @@ EXPORT int ncclAllGather(const void* s, void* r, size_t n, int dt, void* c, void
 EXPORT int ncclReduceScatter(const void* s, void* r, size_t n, int dt, int op, void* c, void* st) { return rec("ReduceScatter", s, r, n, dt, op, -1, c, st); }
 EXPORT int ncclBroadcast(const void* s, void* r, size_t n, int dt, int root, void* c, void* st) { return rec("Broadcast", s, r, n, dt, -1, root, c, st); }
 EXPORT int ncclReduce(const void* s, void* r, size_t n, int dt, int op, int root, void* c, void* st) { return rec("Reduce", s, r, n, dt, op, root, c, st); }
+EXPORT int ncclAlltoAll(const void* s, void* r, size_t n, int dt, void* c, void* st) { return rec("AlltoAll", s, r, n, dt, -1, -1, c, st); }
+EXPORT int ncclGather(const void* s, void* r, size_t n, int dt, int root, void* c, void* st) { return rec("Gather", s, r, n, dt, -1, root, c, st); }
+EXPORT int ncclScatter(const void* s, void* r, size_t n, int dt, int root, void* c, void* st) { return rec("Scatter", s, r, n, dt, -1, root, c, st); }
 EXPORT int ncclSend(const void* s, size_t n, int dt, int peer, void* c, void* st) { return rec("Send", s, NULL, n, dt, -1, peer, c, st); }
 EXPORT int ncclRecv(void* r, size_t n, int dt, int peer, void* c, void* st) { return rec("Recv", NULL, r, n, dt, -1, peer, c, st); }
 EXPORT int ncclGroupStart(void) { return rec("GroupStart", NULL, NULL, 0, -1, -1, -1, NULL, NULL); }

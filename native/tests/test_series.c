@@ -22,7 +22,8 @@ static int failures, total;
 /* ---- the fake NCCL: a log of every operation ---- */
 #define MAXLOG 4096
 static struct rec {
-  char what;          /* A allreduce, G allgather, S reducescatter, B broadcast, R reduce, s send, r recv, ( ) group */
+  char what;          /* A allreduce, G allgather, S reducescatter, B broadcast, R reduce, s send, r recv, ( ) group,
+                         T alltoall, g gather, c scatter */
   const void *send;
   void *recv;
   size_t count;
@@ -42,6 +43,9 @@ static int fAllGather(const void* s, void* r, size_t n, int dt, void* c, void* s
 static int fReduceScatter(const void* s, void* r, size_t n, int dt, int op, void* c, void* st) { return rec('S', s, r, n, dt, op, -1, c, st); }
 static int fBroadcast(const void* s, void* r, size_t n, int dt, int root, void* c, void* st) { return rec('B', s, r, n, dt, -1, root, c, st); }
 static int fReduce(const void* s, void* r, size_t n, int dt, int op, int root, void* c, void* st) { return rec('R', s, r, n, dt, op, root, c, st); }
+static int fAlltoAll(const void* s, void* r, size_t n, int dt, void* c, void* st) { return rec('T', s, r, n, dt, -1, -1, c, st); }
+static int fGather(const void* s, void* r, size_t n, int dt, int root, void* c, void* st) { return rec('g', s, r, n, dt, -1, root, c, st); }
+static int fScatter(const void* s, void* r, size_t n, int dt, int root, void* c, void* st) { return rec('c', s, r, n, dt, -1, root, c, st); }
 static int fSend(const void* s, size_t n, int dt, int peer, void* c, void* st) { return rec('s', s, NULL, n, dt, -1, peer, c, st); }
 static int fRecv(void* r, size_t n, int dt, int peer, void* c, void* st) { return rec('r', NULL, r, n, dt, -1, peer, c, st); }
 static int fStart(void) { return rec('(', NULL, NULL, 0, -1, -1, -1, NULL, NULL); }
@@ -74,6 +78,9 @@ static void test_each_kind(void) {
     {"reduce_scatter", {(void*)fReduceScatter, CCLTUNE_REDUCE_SCATTER, 0, 0, 0}, 'S', 1, 0},
     {"broadcast root 1", {(void*)fBroadcast, CCLTUNE_BROADCAST, 1, 0, 0}, 'B', 0, 1},
     {"reduce root 1", {(void*)fReduce, CCLTUNE_REDUCE, 1, 0, 0}, 'R', 1, 1},
+    {"alltoall (NCCL >= 2.28)", {(void*)fAlltoAll, CCLTUNE_ALLTOALL, 0, 0, 0}, 'T', 0, 0},
+    {"gather root 1 (NCCL >= 2.28)", {(void*)fGather, CCLTUNE_GATHER, 1, 0, 0}, 'g', 0, 1},
+    {"scatter root 1 (NCCL >= 2.28)", {(void*)fScatter, CCLTUNE_SCATTER, 1, 0, 0}, 'c', 0, 1},
   };
   for (size_t k = 0; k < sizeof K / sizeof K[0]; k++) {
     reset();

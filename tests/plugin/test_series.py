@@ -17,6 +17,7 @@ from plugin_build import REPO, run
 
 from ccltune import builtlib
 from ccltune.collectives import REGISTRY, get
+from ccltune.collectives.base import NcclOp
 from ccltune.engines import series
 from ccltune.engines.nccl_lib import NcclError, NcclLib
 from ccltune.errors import EngineUnavailable
@@ -72,13 +73,12 @@ def loop(built: Path, monkeypatch: pytest.MonkeyPatch):
 SEND, RECV, COMM, STREAM = 0x100000, 0x900000, 0xC0, 0x5E
 
 
-def _expected(coll, lay, root, rank, nranks, calls, shift=0, steps=1) -> list[str]:
-    """The fake's log lines for ``calls`` calls, from the collective's own nccl_ops."""
+def _expected(ops, lay, calls, shift=0, steps=1) -> list[str]:
+    """The fake's log lines for ``calls`` calls of ``ops`` (one call's NcclOps)."""
     out = []
     for i in range(calls):
         base = shift * (i % steps)
-        ops = coll.nccl_ops(lay, root, rank, nranks)
-        grouped = coll.grouped or len(ops) > 1
+        grouped = series.grouped(ops)
         if grouped:
             out.append("GroupStart 0 0 0 -1 -1 -1 0 0")
         for o in ops:
@@ -86,7 +86,7 @@ def _expected(coll, lay, root, rank, nranks, calls, shift=0, steps=1) -> list[st
             s = 0 if name == "Recv" else SEND + base + o.send_off
             r = 0 if name == "Send" else RECV + base + o.recv_off
             op = 2 if name in ("AllReduce", "ReduceScatter", "Reduce") else -1
-            peer = o.peer if name in ("Broadcast", "Reduce", "Send", "Recv") else -1
+            peer = o.peer if name in ("Broadcast", "Reduce", "Gather", "Scatter", "Send", "Recv") else -1
             out.append(f"{name} {s:x} {r:x} {lay.count} 7 {op} {peer} {COMM:x} {STREAM:x}")
         if grouped:
             out.append("GroupEnd 0 0 0 -1 -1 -1 0 0")
@@ -95,16 +95,41 @@ def _expected(coll, lay, root, rank, nranks, calls, shift=0, steps=1) -> list[st
 
 @pytest.mark.parametrize("name", list(REGISTRY))
 @pytest.mark.parametrize("rank", [0, 1])
-def test_binding_issues_each_collective(loop, name: str, rank: int) -> None:
-    """3 ranks, root 1, 4 calls stepping through 2 buffer steps: exactly the collective's operations."""
+@pytest.mark.parametrize("nccl", [22809, 22703], ids=["nccl-2.28", "nccl-2.27"])
+def test_binding_issues_each_collective(loop, name: str, rank: int, nccl: int) -> None:
+    """3 ranks, root 1, 4 calls stepping through 2 buffer steps: exactly the collective's operations;
+    alltoall, gather and scatter as NCCL's own call from 2.28 on (as nccl-tests 2.19 issues them), as
+    grouped send/recv before."""
     lp, fake = loop
+    if nccl < series.WHOLE_CALLS_FROM:
+        lp.nccl.version_code = nccl
+        lp = series.Loop(lp.nccl)
     coll, nranks = get(name), 3
     lay = coll.layout(3 * 4 * 24, 4, nranks, rank)
     s = lp.series(coll, lay, 1, rank, nranks, send=SEND, recv=RECV, dtype=7, op=2, comm=ctypes.c_void_p(COMM),
                   stream=STREAM, shift_bytes=4096, shift_steps=2)
     fake.fake_reset(-1, 0)
     lp.run(s, 0, 4)
-    assert fake.fake_log().decode().splitlines() == _expected(coll, lay, 1, rank, nranks, 4, 4096, 2)
+    ops = coll.nccl_ops(lay, 1, rank, nranks)
+    if coll.nccl_call and nccl >= series.WHOLE_CALLS_FROM:
+        ops = [NcclOp(coll.nccl_call, 1)]
+        assert coll.nccl_call in {"ncclAlltoAll", "ncclGather", "ncclScatter"}
+    assert fake.fake_log().decode().splitlines() == _expected(ops, lay, 4, 4096, 2)
+    if nccl < series.WHOLE_CALLS_FROM or coll.nccl_call is None:
+        assert lp.operations(coll, lay, 1, rank, nranks) == coll.nccl_ops(lay, 1, rank, nranks)
+
+
+def test_whole_calls_are_not_grouped(loop) -> None:
+    """ncclAlltoAll/ncclGather/ncclScatter are issued bare, as nccl-tests calls them; send/recv in a group."""
+    lp, fake = loop
+    for name, want in [("alltoall", "AlltoAll"), ("gather", "Gather"), ("scatter", "Scatter")]:
+        coll = get(name)
+        lay = coll.layout(64, 4, 2, 0)
+        s = lp.series(coll, lay, 0, 0, 2, send=SEND, recv=RECV, dtype=7, op=2, comm=COMM, stream=STREAM)
+        fake.fake_reset(-1, 0)
+        lp.run(s, 0, 2)
+        assert [line.split()[0] for line in fake.fake_log().decode().splitlines()] == [want, want]
+    assert series.grouped([NcclOp("ncclSend", 0)]) and not series.grouped([NcclOp("ncclGather", 0)])
 
 
 def test_binding_resumes_at_a_call_index(loop) -> None:

@@ -1,7 +1,8 @@
 """alltoall: rank r sends block p of its buffer to rank p and receives block p from rank p.
 
 size = the whole buffer (n * count * elem). busbw = algbw * (n-1)/n: n-1 of the n blocks
-leave each rank. Run as grouped send/recv, as nccl-tests does; no in-place form.
+leave each rank. Run as nccl-tests runs it: ncclAlltoAll on NCCL >= 2.28, grouped send/recv before;
+no in-place form.
 """
 
 from ccltune.collectives.base import Collective, NcclOp, arange, blocked_layout, input_values, ring_factor
@@ -12,7 +13,7 @@ class AllToAll(Collective):
     nccl_tests_name = "alltoall_perf"
     per_rank_count = True
     formula = "(n-1)/n"
-    grouped = True
+    nccl_call = "ncclAlltoAll"
 
     bus_factor = staticmethod(ring_factor)
 

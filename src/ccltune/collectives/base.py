@@ -36,8 +36,9 @@ class NcclOp:
     point, its root or peer, and where its blocks start in the send and receive buffers."""
 
     fn: str            # NCCL entry point: ncclAllReduce, ncclAllGather, ncclReduceScatter,
-                       # ncclBroadcast, ncclReduce, ncclSend, ncclRecv
-    peer: int = 0      # root (ncclBroadcast, ncclReduce) or peer (ncclSend, ncclRecv)
+                       # ncclBroadcast, ncclReduce, ncclSend, ncclRecv (NCCL >= 2.28: ncclAlltoAll,
+                       # ncclGather, ncclScatter, see Collective.nccl_call)
+    peer: int = 0      # root (ncclBroadcast, ncclReduce, ncclGather, ncclScatter) or peer (ncclSend, ncclRecv)
     send_off: int = 0  # bytes from the start of the send buffer
     recv_off: int = 0  # bytes from the start of the receive buffer
 
@@ -87,7 +88,10 @@ class Collective:
     rooted: ClassVar[bool] = False      # takes a root
     per_rank_count: ClassVar[bool] = False  # size = count * nranks * elem
     formula: ClassVar[str] = ""         # busbw formula, for --help and docs
-    grouped: ClassVar[bool] = False     # its NCCL operations go inside ncclGroupStart/ncclGroupEnd
+    # NCCL >= 2.28's one entry point for the whole call (ncclAlltoAll, ncclGather, ncclScatter, each
+    # with ncclBroadcast's or ncclAllGather's arguments), which nccl-tests 2.19 calls when built
+    # against it; ``nccl_ops`` then give the grouped send/recv of older NCCL (engines/series.py)
+    nccl_call: ClassVar[str | None] = None
 
     def bus_factor(self, nranks: int) -> float:
         raise NotImplementedError
@@ -112,7 +116,7 @@ class Collective:
     # how each engine runs it ------------------------------------------------------
     def nccl_ops(self, lay: Layout, root: int, rank: int, nranks: int) -> list[NcclOp]:
         """The NCCL operations of one call on ``rank`` (the nccl engine's launch loop issues them,
-        inside one group when ``grouped``)."""
+        inside one group when there are several or they are send/recv)."""
         raise NotImplementedError
 
     def run_torch(self, dist: Any, send: Any, recv: Any, lay: Layout, op: Any, root: int,

@@ -1,7 +1,8 @@
 """gather: the root ends with all ranks' buffers concatenated in rank order.
 
 size = the root's whole output (n * count * elem). busbw = algbw * (n-1)/n: the root
-receives the n-1 blocks it did not have. Grouped send/recv, as nccl-tests; no in-place.
+receives the n-1 blocks it did not have. As nccl-tests: ncclGather on NCCL >= 2.28, grouped
+send/recv before; no in-place.
 """
 
 from ccltune.collectives.base import Collective, NcclOp, arange, blocked_layout, input_values, ring_factor
@@ -13,7 +14,7 @@ class Gather(Collective):
     rooted = True
     per_rank_count = True
     formula = "(n-1)/n"
-    grouped = True
+    nccl_call = "ncclGather"
 
     bus_factor = staticmethod(ring_factor)
 

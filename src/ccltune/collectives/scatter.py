@@ -1,7 +1,8 @@
 """scatter: rank r ends with block r of the root's buffer.
 
 size = the root's whole input (n * count * elem). busbw = algbw * (n-1)/n: the root
-sends the n-1 blocks it does not keep. Grouped send/recv, as nccl-tests; no in-place.
+sends the n-1 blocks it does not keep. As nccl-tests: ncclScatter on NCCL >= 2.28, grouped
+send/recv before; no in-place.
 """
 
 from ccltune.collectives.base import Collective, NcclOp, arange, blocked_layout, input_values, ring_factor
@@ -13,7 +14,7 @@ class Scatter(Collective):
     rooted = True
     per_rank_count = True
     formula = "(n-1)/n"
-    grouped = True
+    nccl_call = "ncclScatter"
 
     bus_factor = staticmethod(ring_factor)
 

@@ -10,7 +10,6 @@ class SendRecv(Collective):
     name = "sendrecv"
     nccl_tests_name = "sendrecv_perf"
     formula = "1"
-    grouped = True
     loops_ops = True  # sendrecv_perf prints the -o op in its redop column
 
     bus_factor = staticmethod(unit_factor)

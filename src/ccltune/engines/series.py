@@ -6,6 +6,12 @@ than NCCL's own time per call at latency-bound sizes, so eager tables showed Pyt
 loop takes NCCL's entry points from the library the engine already loaded (no link against
 NCCL: one build serves any NCCL or RCCL) and each collective's operations from its
 ``nccl_ops`` (collectives/), so the C side knows signatures, not collectives.
+
+alltoall, gather and scatter are one call of NCCL's own entry point from NCCL 2.28 on
+(``Collective.nccl_call``), as nccl-tests 2.19 issues them when built against it; before, the
+grouped send/recv of ``nccl_ops``. On one H100 (NCCL 2.28.9) the grouped form took 10-12 us a call
+where nccl-tests' ncclScatter/ncclGather/ncclAlltoAll took 5-7: ccltune then measured another
+sequence of NCCL calls than nccl-tests.
 """
 
 from __future__ import annotations
@@ -14,16 +20,24 @@ import ctypes
 from typing import Any
 
 from ccltune import builtlib
-from ccltune.collectives.base import Collective, Layout
+from ccltune.collectives.base import Collective, Layout, NcclOp
 from ccltune.engines.nccl_lib import NcclLib
 from ccltune.errors import EngineUnavailable
 
 LIBRARY_NAME = "libccltune-series.so"
-ABI = 1  # CCLTUNE_SERIES_ABI in native/include/ccltune_series.h
+ABI = 2  # CCLTUNE_SERIES_ABI in native/include/ccltune_series.h
 INVALID = -1  # CCLTUNE_SERIES_INVALID
 # enum ccltune_step_kind: the NCCL signature of each entry point the loop can issue
 KINDS = {"ncclAllReduce": 0, "ncclAllGather": 1, "ncclReduceScatter": 2, "ncclBroadcast": 3,
-         "ncclReduce": 4, "ncclSend": 5, "ncclRecv": 6}
+         "ncclReduce": 4, "ncclSend": 5, "ncclRecv": 6, "ncclAlltoAll": 7, "ncclGather": 8, "ncclScatter": 9}
+WHOLE_CALLS_FROM = 22800  # NCCL 2.28.0 added ncclAlltoAll, ncclGather and ncclScatter (Collective.nccl_call)
+P2P = ("ncclSend", "ncclRecv")
+
+
+def grouped(ops: list[NcclOp]) -> bool:
+    """Whether one call's operations go inside ncclGroupStart/ncclGroupEnd: several of them, or
+    send/recv (nccl-tests groups a gather's lone send on a non-root rank too)."""
+    return len(ops) > 1 or any(o.fn in P2P for o in ops)
 
 _vp, _i32, _i64, _u64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64
 
@@ -80,11 +94,21 @@ class Loop:
         self.run_fn = library().ccltune_series_run
         self.fns = {name: ctypes.cast(getattr(nccl.lib, name), _vp).value
                     for name in [*KINDS, "ncclGroupStart", "ncclGroupEnd"] if hasattr(nccl.lib, name)}
+        # the whole-call entry points this library offers (none before NCCL 2.28; RCCL's numbering is
+        # NCCL's, and an RCCL that has them takes the same arguments)
+        self.whole_calls = frozenset(self.fns) if nccl.version_code >= WHOLE_CALLS_FROM else frozenset()
+
+    def operations(self, coll: Collective, lay: Layout, root: int, rank: int, nranks: int) -> list[NcclOp]:
+        """One call of ``coll`` on ``rank``: NCCL's own entry point where this NCCL has it, else the
+        collective's ``nccl_ops``."""
+        if coll.nccl_call and coll.nccl_call in self.whole_calls:
+            return [NcclOp(coll.nccl_call, root)]
+        return coll.nccl_ops(lay, root, rank, nranks)
 
     def series(self, coll: Collective, lay: Layout, root: int, rank: int, nranks: int, *, send: int, recv: int,
                dtype: int, op: int, comm: Any, stream: int, shift_bytes: int = 0, shift_steps: int = 1) -> Series:
         """One call of ``coll`` as the loop issues it (``send``/``recv``: the base pointers of call 0)."""
-        ops = coll.nccl_ops(lay, root, rank, nranks)
+        ops = self.operations(coll, lay, root, rank, nranks)
         steps = (Step * len(ops))()
         for st, o in zip(steps, ops):
             if o.fn not in self.fns:
@@ -92,7 +116,7 @@ class Loop:
             st.fn, st.kind, st.peer, st.send_off, st.recv_off = self.fns[o.fn], KINDS[o.fn], o.peer, o.send_off, o.recv_off
         s = Series(send=send, recv=recv, count=lay.count, datatype=dtype, op=op, comm=getattr(comm, "value", comm),
                    stream=stream,
-                   steps=steps, nsteps=len(ops), grouped=int(coll.grouped or len(ops) > 1),
+                   steps=steps, nsteps=len(ops), grouped=int(grouped(ops)),
                    group_start=self.fns.get("ncclGroupStart"), group_end=self.fns.get("ncclGroupEnd"),
                    shift_bytes=shift_bytes, shift_steps=max(1, shift_steps))
         s._ops = ops  # the step array and names live as long as the series
