@@ -121,3 +121,15 @@ def test_unchecked_rows_round_trip_as_null_through_store_export_and_report(tmp_p
     assert '"wrong": null' in capsys.readouterr().out
     assert main(["export", str(rid), "--db", str(db), "--format", "csv"]) == 0
     assert main(["report", "--db", str(db), "--out", str(tmp_path / "rep")]) == 0
+
+
+@pytest.mark.parametrize("max_bytes, want", [(0, 256 * 1024), (1 << 20, 1 << 20)])
+def test_bench_reserves_minus_e_bytes_as_nccl_tests_allocates_them(max_bytes, want):
+    """-b 8 -e 1M -f 32 ends at 256 KB; nccl-tests still allocates 1 MB and steps through it."""
+    eng, asked = _CopyEngine(), []
+    eng.reserve = asked.append
+    plan = bench.BenchPlan(collectives=[collectives.REGISTRY["all_reduce"]], sizes=[8, 256, 8192, 256 * 1024],
+                           dtype=dtype("float"), op="sum", root=0, iters=2, warmup=0, graph=0, check=0,
+                           average="avg", timeout_s=5, warm_first=False, placements=(False,), max_bytes=max_bytes)
+    bench.run(eng, plan)
+    assert asked == [want]

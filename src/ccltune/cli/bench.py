@@ -66,7 +66,7 @@ def _plan(args: argparse.Namespace) -> bench.BenchPlan:
         check=args.check, average=bench_options.average(args.average), timeout_s=args.timeout,
         algo=args.algo, proto=args.proto, channels=args.channels, warmup_mode=args.warmup_mode,
         dtypes=dtypes if len(dtypes) > 1 else [], ops=ops if len(ops) > 1 else [], all_roots=root is None,
-        cycles=args.run_cycles)
+        cycles=args.run_cycles, max_bytes=hi)
 
 
 def main(args: argparse.Namespace) -> int:

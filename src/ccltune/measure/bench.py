@@ -52,6 +52,9 @@ class BenchPlan:
     ops: list[str] = field(default_factory=list)        # empty: ``op`` only
     all_roots: bool = False
     cycles: int = 1
+    # -e: nccl-tests allocates its buffers at this many bytes and steps each size's calls through
+    # them (steps = -e // size), also where the last size is smaller (-b 8 -e 1M -f 32 ends at 256 KB)
+    max_bytes: int = 0
 
 
 def variants(plan: BenchPlan, coll: Collective, nranks: int) -> list[BenchPlan]:
@@ -121,10 +124,12 @@ def run(engine: Engine, plan: BenchPlan,
         on_end: Callable[[Collective, list[Measurement]], None] = lambda c, rows: None) -> list[Measurement]:
     ctx = engine.ctx
     everything: list[Measurement] = []
-    # the largest buffer any point of the run needs (an engine allocating once per run sizes it here)
-    engine.reserve(max((dt.size * max(lay.send_elems, lay.recv_elems)
+    # the largest buffer any point of the run needs, or -e where larger (an engine allocating once per
+    # run sizes it here, as nccl-tests allocates -e bytes)
+    engine.reserve(max([dt.size * max(lay.send_elems, lay.recv_elems)
                         for coll in plan.collectives for size in plan.sizes for dt in plan.dtypes or [plan.dtype]
-                        for lay in [coll.layout(size, dt.size, ctx.world_size, ctx.rank)]), default=0))
+                        for lay in [coll.layout(size, dt.size, ctx.world_size, ctx.rank)]]
+                       + [plan.max_bytes if plan.sizes else 0], default=0))
     if plan.collectives and plan.sizes and plan.warm_first:
         # The run's very first point pays one-time costs (lazy kernel loading, the first graph
         # instantiation, GPU clocks leaving idle): 12.7 us against 7.9 for all_reduce 8 B on 4
