@@ -3,14 +3,15 @@
 # (ABBA order: nccl-tests, ccltune, ccltune, nccl-tests, ...), REPS runs of each, then
 # bench/compare_repeated.py per mode: both medians, their ratio (ccltune / nccl-tests) per size,
 # and each program's run-to-run spread (slowest / fastest run - 1). The eager rows show whether
-# ccltune's launch loop (native/) issues calls as cheaply as nccl-tests' own loop.
+# ccltune's launch loop (native/) issues calls as cheaply as nccl-tests' own loop. Results and how
+# to read them: docs/performance.md, "Eager calls issued from C" (five runs: REPS=5).
 #
 #   bench/eager_vs_ncclt.sh OUTDIR
 #
 # Environment:
 #   NCCL_TESTS_DIR  nccl-tests source tree     (default: <repo>/.cache/ncclt-src/v2.19.6)
 #   NCCLT_BUILD     where it is built           (default: <repo>/.cache/ncclt-build-v2.19.6)
-#   COLLS           collectives                 (default: all_reduce sendrecv)
+#   COLLS           collectives                 (default: the nine)
 #   SIZES           the size flags of both      (default: -b 8 -e 1M -f 32 -n 1000 -w 50)
 #   REPS            runs of each program a mode (default: 3)
 #   GRAPH           the -G of the graph mode    (default: 10)
@@ -28,7 +29,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export PYTHONPATH="$REPO/src${PYTHONPATH:+:$PYTHONPATH}"
 SRC="${NCCL_TESTS_DIR:-$REPO/.cache/ncclt-src/v2.19.6}"
 B="${NCCLT_BUILD:-$REPO/.cache/ncclt-build-$(basename "$SRC")}"
-COLLS="${COLLS:-all_reduce sendrecv}"
+COLLS="${COLLS:-all_reduce all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv}"
 SIZES="${SIZES:--b 8 -e 1M -f 32 -n 1000 -w 50}"
 REPS="${REPS:-3}"
 GRAPH="${GRAPH:-10}"

@@ -9,9 +9,9 @@ NCCL: one build serves any NCCL or RCCL) and each collective's operations from i
 
 alltoall, gather and scatter are one call of NCCL's own entry point from NCCL 2.28 on
 (``Collective.nccl_call``), as nccl-tests 2.19 issues them when built against it; before, the
-grouped send/recv of ``nccl_ops``. On one H100 (NCCL 2.28.9) the grouped form took 10-12 us a call
-where nccl-tests' ncclScatter/ncclGather/ncclAlltoAll took 5-7: ccltune then measured another
-sequence of NCCL calls than nccl-tests.
+grouped send/recv of ``nccl_ops``. On one H100 (NCCL 2.28.9, one rank) the grouped form took
+10.5-11.6 us a call where nccl-tests' ncclScatter/ncclGather/ncclAlltoAll took 5.3-7.3: ccltune
+measured other NCCL calls than nccl-tests. With NCCL's own call the two agree (docs/performance.md).
 """
 
 from __future__ import annotations
