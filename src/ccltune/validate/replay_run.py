@@ -12,7 +12,7 @@ from typing import Any
 from ccltune import types
 from ccltune.measure import replay as M
 from ccltune.measure import sweep as S
-from ccltune.measure.load import MatrixLoad
+from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
 from ccltune.validate import replay as R
 from ccltune.workload import plan as WP
@@ -84,12 +84,10 @@ def run(plan: ReplayPlan, session: Session, engine_opts: Any) -> ReplayResult:
         with s.running(lambda: "replay interrupted; nothing judged"):
             items, notes = M.prepare(engine, [e.key for e in wl.entries], seq)
             res.notes += notes
-            load = MatrixLoad(engine.torch, engine.device, plan.under_load).start() if plan.under_load else None
-            try:
+            with Loaded(engine, plan.under_load) as load:
                 res.rounds = M.rounds(engine, items, arms, plan.reps, session.timeout_s) if items else {}
                 per_entry = M.entry_rows(engine, items, arms, _entry_settings(plan, session.timeout_s))
-            finally:
-                res.load = load.stop() if load is not None else None
+            res.load = load.result
             if s.store is not None:
                 for got in per_entry.values():
                     s.store.add_measurements(s.run_id, got)
