@@ -213,6 +213,9 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
             print(f"# not swept: {k.entry.key.collective} {k.entry.key.size_bytes} B x{k.entry.calls}: {k.reason}")
         if res.load:
             print(f"# under load: {res.load}")
+        if workload is not None and not res.rows:  # the node count, known once the job ran, left nothing
+            raise UsageError(f"--workload {args.workload}: nothing this launch can sweep (the reasons above); "
+                             f"run {res.run_id} holds no rows")
         if engine_name != "nccl":
             after = (f"; the {engine_name} engine timed only its default, so there are no rules to derive: "
                      f"see the timings with `ccltune report --db {args.db}`")
