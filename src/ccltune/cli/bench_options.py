@@ -151,6 +151,8 @@ def check(args: argparse.Namespace, engine: str) -> list[str]:
     notes += _schedule(args, engine)
     for flag, value, off in (("-y/--stream_null", args.stream_null, 0), ("-M/--memory", args.memory, 0),
                              ("-x/--cta_policy", args.cta_policy, None), ("-R/--local_register", args.local_register, 0)):
+        if flag == "-R/--local_register" and value == 2:
+            continue  # symmetric windows: below
         if value != off:
             _can(flag, value, engine)
     if args.unalign < 0:
@@ -169,6 +171,11 @@ def check(args: argparse.Namespace, engine: str) -> list[str]:
         raise UsageError(f"-c/--check must be >= 0, got {args.check}")
     if args.parallel_init:
         notes.append("-p 1: each process creates its own communicator, concurrently")
+    for var in ("NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_SPLIT"):  # not yet: each group needs its own communicator
+        if os.environ.get(var):
+            raise _refuse(var, os.environ[var], engine, "runs one communicator over every process: parallel "
+                                                        "groups (nccl-tests' MPI split by color) are not supported "
+                                                        "yet; unset " + var)
     device = os.environ.get("NCCL_TESTS_DEVICE")
     if device:
         _can("NCCL_TESTS_DEVICE", device, engine)
