@@ -149,5 +149,7 @@ def test_missing_library_says_how_to_build(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_candidates_cover_wheel_editable_and_source_tree() -> None:
     paths = builtlib.candidates(series.LIBRARY_NAME, "native")
     assert paths[0].parent.name == "lib" and paths[0].parent.parent.name == "ccltune"
-    assert paths[-1] == REPO / "native" / "build" / series.LIBRARY_NAME
+    # the source tree's build folder, two levels above the package (src/ccltune -> the checkout);
+    # where ccltune is installed (CI), that is two levels above site-packages/ccltune
+    assert paths[-1] == Path(builtlib.__file__).resolve().parents[2] / "native" / "build" / series.LIBRARY_NAME
     assert len(paths) == len(set(paths))
