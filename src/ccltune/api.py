@@ -320,7 +320,8 @@ def _call(command: str, positionals: list[Any], options: dict[str, Any]) -> tupl
     run_id = _new_run_id(db, command, before, caller)
     if code and not (command == "validate" and code == CheckFailed.exit_code and run_id is not None):
         if error is None:
-            message = "; ".join(caller.errors) if caller and caller.errors else f"ccltune {command} exited with code {code}"
+            message = "; ".join(caller.errors) if caller and caller.errors else (
+                f"ccltune {command} exited with code {code}" + (f": {caller.last_words}" if caller and caller.last_words else ""))
             error = error_for_exit_code(code, message)
         error.run_id = run_id
         raise error

@@ -42,12 +42,14 @@ class Caller:
     """A job started for a caller in Python (``ccltune.api``) rather than a terminal. The job's
     output is copied, line by line, to ``stdout`` and ``stderr`` (text streams; ``stdout`` None
     drops the table), so it shows where the caller reads (a notebook's cell). ``relaunch`` fills in
-    ``run_id`` (the run rank 0 began, when it began one) and ``errors`` (the job's error messages)."""
+    ``run_id`` (the run rank 0 began, when it began one), ``errors`` (the job's error messages) and
+    ``last_words`` (its last line on stderr, for a job that died without an error message)."""
 
     stdout: Any = None
     stderr: Any = None
     run_id: int | None = None
     errors: list[str] = field(default_factory=list)
+    last_words: str = ""
 
 
 ERROR_PREFIX = "ccltune: error: "   # how the CLI starts an error message (cli.main)
@@ -89,7 +91,7 @@ class _Job:
         self.proc = subprocess.Popen(cmd, env=env, start_new_session=True, **pipes)
         self.copies = [] if caller is None else [
             _copy_lines(self.proc.stdout, caller.stdout, None),
-            _copy_lines(self.proc.stderr, caller.stderr, caller.errors)]
+            _copy_lines(self.proc.stderr, caller.stderr, caller)]
 
     def run(self) -> int:
         """Wait for the job; a stop signal meanwhile stops it, within GRACE_S. Returns its exit status."""
@@ -140,14 +142,16 @@ class _Job:
             self.proc.wait()
 
 
-def _copy_lines(source: Any, sink: Any, errors: list[str] | None) -> threading.Thread:
+def _copy_lines(source: Any, sink: Any, caller: Caller | None) -> threading.Thread:
     """Copy a pipe of the job to ``sink`` (None: drop it) line by line, keeping the CLI's error
-    messages in ``errors``; in a thread, so that neither pipe fills and stops the job."""
+    messages and the last line in ``caller``; in a thread, so that neither pipe fills and stops the job."""
     def pump() -> None:
         for raw in iter(source.readline, b""):
             line = raw.decode(errors="replace")
-            if errors is not None and line.startswith(ERROR_PREFIX):
-                errors.append(line[len(ERROR_PREFIX):].rstrip("\n"))
+            if caller is not None and line.strip():
+                caller.last_words = line.strip()
+                if line.startswith(ERROR_PREFIX):
+                    caller.errors.append(line[len(ERROR_PREFIX):].rstrip("\n"))
             if sink is not None:
                 with contextlib.suppress(Exception):  # a sink closed meanwhile: the job goes on
                     sink.write(line)

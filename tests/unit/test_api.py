@@ -176,12 +176,22 @@ def test_a_job_copies_its_output_and_keeps_its_errors():
     proc = subprocess.Popen([sys.executable, "-c", "import sys; print('table'); "
                              "print('ccltune: error: it broke', file=sys.stderr)"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err, errors = io.StringIO(), io.StringIO(), []
-    threads = [launch._copy_lines(proc.stdout, out, None), launch._copy_lines(proc.stderr, err, errors)]
+    out, err, caller = io.StringIO(), io.StringIO(), launch.Caller()
+    threads = [launch._copy_lines(proc.stdout, out, None), launch._copy_lines(proc.stderr, err, caller)]
     proc.wait()
     for t in threads:
         t.join(5)
-    assert out.getvalue() == "table\n" and errors == ["it broke"] and "it broke" in err.getvalue()
+    assert out.getvalue() == "table\n" and caller.errors == ["it broke"] and "it broke" in err.getvalue()
+
+
+def test_a_job_that_dies_without_a_word_is_said_by_its_last_line(tmp_path, monkeypatch):
+    def job(argv, nproc, engine, env, caller=None):
+        caller.last_words = "ModuleNotFoundError: No module named 'torch'"
+        return 1
+
+    monkeypatch.setattr(launch, "relaunch", job)
+    with pytest.raises(CheckFailed, match="exited with code 1: ModuleNotFoundError: No module named 'torch'"):
+        ccltune.bench("all_reduce", engine="gloo", nproc=2, db=str(tmp_path / "x.db"), quiet=True)
 
 
 def test_results_read_back_from_the_database(tmp_path):
