@@ -79,7 +79,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def add_sysfs_root(p: argparse.ArgumentParser) -> None:
-    from ccltune.diagnose.sysconf import ROOT_ENV
+    from ccltune.diagnose.probes.sysfs import ROOT_ENV
 
     p.add_argument("--sysfs-root", metavar="DIR", default=None,
                    help=f"folder standing for / when reading sys/ and proc/ (default: ${ROOT_ENV} or /)")
