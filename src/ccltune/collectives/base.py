@@ -13,7 +13,7 @@ scaling by 1/n rounds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,3 @@ def arange(torch: Any, n: int, device: Any, start: int = 0, part: tuple[int, int
     ``part`` = [lo, hi) only, when given)."""
     lo, hi = (0, n) if part is None else (min(part[0], n), min(part[1], n))
     return torch.arange(start + lo, start + hi, dtype=torch.int64, device=device)
-
-
-Runner = Callable[..., None]
