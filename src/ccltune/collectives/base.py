@@ -57,7 +57,7 @@ def input_values(torch: Any, rank: int, nranks: int, index: Any, op: str | None)
 def reduce_inputs(torch: Any, nranks: int, index: Any, op: str) -> Any:
     """int64 exact reduction over all ranks' inputs at ``index`` (mulsum: each input times its
     rank's scalar, then summed)."""
-    from ccltune.types import mulsum_scalar
+    from ccltune.datatypes import mulsum_scalar
 
     acc = input_values(torch, 0, nranks, index, op) * (mulsum_scalar(0) if op == "mulsum" else 1)
     for r in range(1, nranks):

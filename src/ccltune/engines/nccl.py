@@ -35,7 +35,7 @@ from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
 from ccltune.engines.series import Loop
 from ccltune.errors import EngineUnavailable
 from ccltune.engines.base import Buffers
-from ccltune.types import OPS, mulsum_scalar
+from ccltune.datatypes import OPS, mulsum_scalar
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class CommConfig:
         return f"{self.algo or 'default'}/{self.proto or 'default'}/{self.channels or 'default'}".lower()
 
 
-DEFAULT = CommConfig()
+BASELINE = CommConfig()  # sets nothing: NCCL chooses
 ALIGN = CommConfig(align=True)
 
 
@@ -147,7 +147,7 @@ class NcclEngine(CudaEngine):
         per communicator and datatype (ncclRedOpCreatePreMulSum, the scalar held on the host)."""
         if OPS[pt.op] is not None:
             return OPS[pt.op]
-        key = (pt.config or DEFAULT, pt.dt.nccl)
+        key = (pt.config or BASELINE, pt.dt.nccl)
         if key not in self._premul:
             scalar = self.torch.tensor([mulsum_scalar(self.ctx.rank)], dtype=getattr(self.torch, pt.dt.torch_name))
             raw = ctypes.create_string_buffer(scalar.view(self.torch.uint8).numpy().tobytes(), 16)
@@ -158,7 +158,7 @@ class NcclEngine(CudaEngine):
 
     # -- communicators ----------------------------------------------------------------
     def comm(self, cfg: CommConfig | None) -> Any:
-        cfg = cfg or DEFAULT
+        cfg = cfg or BASELINE
         if cfg not in self.comms:
             self.comms[cfg] = self._make_comm(cfg)
         return self.comms[cfg]

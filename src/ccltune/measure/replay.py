@@ -19,11 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ccltune import collectives, types
+from ccltune import collectives, datatypes
 from ccltune.engines.base import Point, Watchdog
 from ccltune.errors import UsageError
-from ccltune.measure import buffers as B
-from ccltune.measure import point as P
+from ccltune.measure import buffers
+from ccltune.measure import point as measure_point
 
 
 @dataclass
@@ -52,7 +52,7 @@ def prepare(engine: Any, keys: Sequence[Any], seq: Sequence[tuple[int, int, int]
             points[i] = _point(engine, keys[i], op, fallback_dtype, notes)
             if points[i] is not None:
                 pt, bufs = points[i]
-                B.fill(engine.torch, bufs, pt.coll, ctx.rank, ctx.world_size, op)
+                buffers.fill(engine.torch, bufs, pt.coll, ctx.rank, ctx.world_size, op)
         if points[i] is not None:
             items.append(Item(i, comm, n, *points[i]))
     return items, notes
@@ -61,10 +61,10 @@ def prepare(engine: Any, keys: Sequence[Any], seq: Sequence[tuple[int, int, int]
 def _point(engine: Any, k: Any, op: str, fallback: str, notes: list[str]) -> tuple[Point, Any] | None:
     coll = collectives.REGISTRY[k.collective]
     try:
-        dt = types.dtype(k.datatype or fallback)
+        dt = datatypes.dtype(k.datatype or fallback)
     except UsageError:
         notes.append(f"{k.collective} {k.size_bytes} B: datatype {k.datatype} replayed as {fallback}")
-        dt = types.dtype(fallback)
+        dt = datatypes.dtype(fallback)
     lay = coll.layout(k.size_bytes, dt.size, engine.ctx.world_size, engine.ctx.rank)
     pt = Point(coll, lay, dt, op, 0, False, 1, 0, 0, None)
     if engine.waive_reason(pt) and lay.inplace_offsets is not None:
@@ -73,7 +73,7 @@ def _point(engine: Any, k: Any, op: str, fallback: str, notes: list[str]) -> tup
     if why:
         notes.append(f"{k.collective} {k.size_bytes} B: not replayed ({why})")
         return None
-    bufs, skipped = P.allocate(engine, pt)
+    bufs, skipped = measure_point.allocate(engine, pt)
     if skipped is not None:
         notes.append(f"{k.collective} {k.size_bytes} B: not replayed ({skipped.note})")
         return None

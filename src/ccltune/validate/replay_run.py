@@ -9,10 +9,10 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccltune.measure import replay as M
+from ccltune.measure import replay as measure_replay
 from ccltune.measure.load import MatrixLoad
 from ccltune.measure.session import Session, plugin_options
-from ccltune.validate import replay as R
+from ccltune.validate import replay as replay_plan
 from ccltune.workload import plan as WP
 from ccltune.workload.model import Workload
 
@@ -29,7 +29,7 @@ class ReplayPlan:
 
 @dataclass
 class ReplayResult:
-    verdict: R.ReplayVerdict | None = None
+    verdict: replay_plan.ReplayVerdict | None = None
     rounds: dict[str, list[float]] = field(default_factory=dict)
     skipped: list[WP.Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -80,18 +80,18 @@ def run(plan: ReplayPlan, session: Session, engine_opts: Any) -> ReplayResult:
                 s.store.add_artifact(s.run_id, "rules", fh.read())
         s.summary = lambda: _summary(res)
         with s.running(lambda: "replay interrupted; nothing judged"):
-            items, notes = M.prepare(engine, [e.key for e in wl.entries], seq)
+            items, notes = measure_replay.prepare(engine, [e.key for e in wl.entries], seq)
             res.notes += notes
             load = MatrixLoad(engine.torch, engine.device, plan.under_load).start() if plan.under_load else None
             try:
-                res.rounds = M.rounds(engine, items, arms, plan.reps, session.timeout_s) if items else {}
+                res.rounds = measure_replay.rounds(engine, items, arms, plan.reps, session.timeout_s) if items else {}
             finally:
                 res.load = load.stop() if load is not None else None
             if s.is_root and res.rounds:
                 steps = wl.steps
-                rounds = {a: R.per_step(t, steps) for a, t in res.rounds.items()}
+                rounds = {a: replay_plan.per_step(t, steps) for a, t in res.rounds.items()}
                 res.rounds = rounds
-                res.verdict = R.verdict(rounds, steps, [], waived)
+                res.verdict = replay_plan.verdict(rounds, steps, [], waived)
     return res
 
 
