@@ -78,6 +78,13 @@ def _same_file(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
+def add_under_load(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--under-load", type=int, default=None, metavar="M",
+                   help="while collectives are timed, run an M x M bf16 matrix multiply back to back on a second "
+                        "stream of each rank's GPU, so configurations compete for SMs as in training (recorded "
+                        "with the run; `ccltune tune --under-load M` derives from such runs). Not on gloo")
+
+
 def add_sysfs_root(p: argparse.ArgumentParser) -> None:
     from ccltune.diagnose.probes.sysfs import ROOT_ENV
 

@@ -16,6 +16,7 @@ from typing import Any
 from ccltune import rules
 from ccltune.errors import DataError, UsageError
 from ccltune.measure import sweep as measure_sweep
+from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
 from ccltune.tune.derive import Candidate
 from ccltune.validate import capture as validate_capture
@@ -33,6 +34,7 @@ class ABPlan:
     hard_limit_pct: float = 2.0
     retest: int = 1
     best_from: str | None = None      # a sweep database: its best candidate as a third arm
+    under_load: int | None = None     # --under-load M: a MatrixLoad runs while the sizes are measured
     args: dict[str, Any] = field(default_factory=dict)  # recorded with the run
 
 
@@ -46,6 +48,7 @@ class ABResult:
     summary: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
     unjudged: DataError | None = None  # nothing comparable was measured
+    load: dict[str, Any] | None = None  # --under-load: what the load achieved
 
 
 def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callable[[], None]) -> ABResult:
@@ -94,20 +97,22 @@ def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callab
 
         s.summary = lambda: _summary(s, res, arms, t_start, settings)
         with s.running(lambda: f"validate interrupted; {len(res.rows)} rows kept in {s.db}"):
-            for coll in plan.collectives:
-                if s.is_root:
-                    print(f"validate: {coll.name} {min(plan.sizes)} B (warm-up, not stored)", file=sys.stderr,
-                          flush=True)
-                measure_sweep.warm_collective(engine, coll, min(plan.sizes), configs + list(arm_configs.values()),
-                                              settings)
-                for size in plan.sizes:
-                    measure(coll, size)
-            if s.store is not None:
-                try:
-                    res.verdict = judge(res.rows)
-                except DataError as exc:  # nothing comparable was measured: said after the teardown
-                    res.unjudged = exc
-            _retest(plan, s, res, judge, measure)
+            with Loaded(engine, plan.under_load) as load:
+                for coll in plan.collectives:
+                    if s.is_root:
+                        print(f"validate: {coll.name} {min(plan.sizes)} B (warm-up, not stored)", file=sys.stderr,
+                              flush=True)
+                    measure_sweep.warm_collective(engine, coll, min(plan.sizes), configs + list(arm_configs.values()),
+                                                  settings)
+                    for size in plan.sizes:
+                        measure(coll, size)
+                if s.store is not None:
+                    try:
+                        res.verdict = judge(res.rows)
+                    except DataError as exc:  # nothing comparable was measured: said after the teardown
+                        res.unjudged = exc
+                _retest(plan, s, res, judge, measure)
+            res.load = load.result
     return res
 
 
@@ -137,7 +142,8 @@ def _summary(s: Session, res: ABResult, arms: dict[Any, Any], t_start: float,
     res.capture = validate_capture.capture(res.rows) if arms else None
     if res.capture is not None:
         res.summary["capture"] = res.capture.to_dict()
-    res.summary.update(wall_s=round(res.wall_s, 3), time=settings.clock.summary())
+    res.summary.update(wall_s=round(res.wall_s, 3), time=settings.clock.summary(),
+                       **({"under_load": res.load} if res.load else {}))
     return res.summary
 
 
