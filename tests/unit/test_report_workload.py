@@ -21,7 +21,8 @@ def _run(i: int, kind: str, summary: dict) -> Run:
 
 
 def _replay() -> Run:
-    ents = [replay_plan.EntryTime(0, "all_reduce", 33587200, 14, point_stats([400.0, 401.0, 402.0]), point_stats([300.0] * 3)),
+    ents = [replay_plan.EntryTime(0, "all_reduce", 33587200, 14, point_stats([400.0, 401.0, 402.0]),
+                                  point_stats([300.0] * 3)),
             replay_plan.EntryTime(3, "broadcast", 1120, 1, point_stats([20.0, 21.0, 22.0]), point_stats([21.0] * 3))]
     rounds = {"default": [2820.0, 2830.0, 2840.0], "rules": [2120.0, 2130.0, 2140.0]}
     v = replay_plan.verdict(rounds, 2, ents)
