@@ -87,7 +87,7 @@ def add_under_load(p: argparse.ArgumentParser) -> None:
 
 
 def add_sysfs_root(p: argparse.ArgumentParser) -> None:
-    from ccltune.diagnose.sysconf import ROOT_ENV
+    from ccltune.diagnose.probes.sysfs import ROOT_ENV
 
     p.add_argument("--sysfs-root", metavar="DIR", default=None,
                    help=f"folder standing for / when reading sys/ and proc/ (default: ${ROOT_ENV} or /)")

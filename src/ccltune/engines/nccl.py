@@ -36,7 +36,7 @@ from ccltune.engines import gpurt
 from ccltune.engines.series import Loop, Schedule
 from ccltune.errors import EngineUnavailable
 from ccltune.engines.base import Buffers
-from ccltune.types import OPS, mulsum_scalar
+from ccltune.datatypes import OPS, mulsum_scalar
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class CommConfig:
         return f"{self.algo or 'default'}/{self.proto or 'default'}/{self.channels or 'default'}".lower()
 
 
-DEFAULT = CommConfig()
+BASELINE = CommConfig()  # sets nothing: NCCL chooses
 ALIGN = CommConfig(align=True)
 
 
@@ -159,7 +159,7 @@ class NcclEngine(CudaEngine):
         per communicator and datatype (ncclRedOpCreatePreMulSum, the scalar held on the host)."""
         if OPS[pt.op] is not None:
             return OPS[pt.op]
-        key = (pt.config or DEFAULT, pt.dt.nccl)
+        key = (pt.config or BASELINE, pt.dt.nccl)
         if key not in self._premul:
             scalar = self.torch.tensor([mulsum_scalar(self.ctx.rank)], dtype=getattr(self.torch, pt.dt.torch_name))
             raw = ctypes.create_string_buffer(scalar.view(self.torch.uint8).numpy().tobytes(), 16)
@@ -173,7 +173,7 @@ class NcclEngine(CudaEngine):
         self.comm(config)
 
     def comm(self, cfg: CommConfig | None) -> Any:
-        cfg = cfg or DEFAULT
+        cfg = cfg or BASELINE
         if cfg not in self.comms:
             self.comms[cfg] = self._make_comm(cfg)
         return self.comms[cfg]
