@@ -12,13 +12,12 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from ccltune import dist
+from ccltune import dist, files
 from ccltune.engines import ENGINES, default_engine
 from ccltune.errors import DistError, EngineUnavailable, Interrupted, UsageError
-from ccltune.store import DEFAULT_DB
+from ccltune.store import DEFAULT_DB, check_path
 
 
 def add_virtual_nodes(p: argparse.ArgumentParser) -> None:
@@ -79,30 +78,28 @@ def parse_run_ids(text: str, flag: str = "--runs") -> list[tuple[int, int]]:
 OUTPUT_FLAGS = {"json": "--json", "json_path": "--json", "junit": "--junit", "out": "--out", "save_log": "--save-log"}
 
 
+# Flags (argparse dest -> spelling) naming a file the command reads: no output may be one of them
+INPUT_FLAGS = {"db": "--db", "from_json": "--from-json", "nccl_log": "--nccl-log", "from_log": "--from-log",
+               "rules": "RULES", "file": "RULES", "files": "FILE", "exclude_failed": "--exclude-failed",
+               "profile": "--profile", "best_from": "--best-from"}
+
+
 def check_outputs(args: argparse.Namespace) -> None:
-    """Every file the command will write, checked before it reads or measures anything: its folder
-    exists, it is not a folder, and it is not the results database (--db), which writing it would
-    replace with every run stored there."""
-    db = getattr(args, "db", None)
+    """Every file the command will write, checked before it reads or measures anything
+    (:func:`ccltune.files.check_output`): a name the file system can hold, its folder there, not a
+    folder, not a file the command reads (the results database above all: writing it would replace
+    every run stored there), and no two outputs the same file. The results database itself is
+    checked too (:func:`ccltune.store.check_path`): a command that measures first must not find
+    out after the measurement that it cannot store it."""
+    if getattr(args, "db", None):
+        check_path(args.db)
+    taken = {("the results database (--db)" if flag == "--db" else f"the input {flag}"): getattr(args, dest)
+             for dest, flag in INPUT_FLAGS.items() if getattr(args, dest, None)}
     for dest, flag in OUTPUT_FLAGS.items():
         path = getattr(args, dest, None)
-        if not isinstance(path, str) or not path:
-            continue
-        target = Path(path)
-        if target.is_dir():
-            raise UsageError(f"{flag}: {path!r} is a folder; give a file name")
-        folder = target.parent if str(target.parent) else Path(".")
-        if not folder.is_dir():
-            raise UsageError(f"{flag}: folder of {path!r} does not exist")
-        if db and _same_file(target, Path(db)):
-            raise UsageError(f"{flag} {path!r} is the results database (--db): writing it would replace every "
-                             "run stored there; choose another file")
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    if a.exists() and b.exists():
-        return os.path.samefile(a, b)
-    return a.resolve() == b.resolve()
+        if isinstance(path, str) and path:
+            files.check_output(path, flag, taken)
+            taken[f"the output {flag}"] = path
 
 
 def add_db(p: argparse.ArgumentParser) -> None:

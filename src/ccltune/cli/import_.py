@@ -11,6 +11,7 @@ from pathlib import Path
 from ccltune import __version__
 from ccltune.environment import platform_name
 from ccltune.errors import UsageError, unknown_name
+from ccltune.files import read_bytes
 from ccltune.rules import ALGORITHMS, MAX_CHANNELS, PROTOCOLS
 from ccltune.store import DEFAULT_DB, Store
 from ccltune.tune.derive import Candidate
@@ -53,10 +54,7 @@ def candidate_from_args(args: argparse.Namespace) -> Candidate:
 
 
 def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return read_bytes(path, "FILE").decode("utf-8", errors="replace")
 
 
 def run(args: argparse.Namespace) -> int:

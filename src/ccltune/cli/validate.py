@@ -10,10 +10,10 @@ import tempfile
 import time
 from typing import Any
 
-from ccltune import collectives, environment, rules, types
+from ccltune import collectives, environment, files, rules, types
 from ccltune.cli import _common
 from ccltune.cli.sweep import check_timing, engine_opts
-from ccltune.errors import CheckFailed, DataError, UsageError
+from ccltune.errors import CheckFailed, DataError, RuleFileError, UsageError
 from ccltune.files import write_text
 from ccltune.measure import sweep as S
 from ccltune.sizes import parse_size, size_series
@@ -64,11 +64,11 @@ def main(args: argparse.Namespace) -> int:
     colls = collectives.select(args.collective)
     sizes = size_series(parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes"),
                         factor=args.stepfactor)
-    if os.path.isdir(args.rules):
-        raise UsageError(f"RULES {args.rules!r} is a folder, not a rule file")
-    if not os.path.isfile(args.rules):
-        raise UsageError(f"rule file {args.rules!r} does not exist (RULES)")
-    diags = rules.load(args.rules).diagnostics
+    args.rules, args._argv = files.regular_copy(args.rules, "RULES", args._argv)  # <(cat r.conf) read once
+    try:
+        diags = rules.load(args.rules, "RULES").diagnostics
+    except RuleFileError as exc:
+        raise UsageError(str(exc)) from None
     if diags:
         raise UsageError(f"{args.rules} has rejected lines (ccltune plugin check {args.rules}): "
                          + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))
