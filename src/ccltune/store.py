@@ -399,6 +399,10 @@ class Store:
             out.append(Measurement(**d))
         return out
 
+    def count_measurements(self, run_id: int) -> int:
+        """How many rows run ``run_id`` holds."""
+        return self.conn.execute("SELECT COUNT(*) FROM measurements WHERE run_id = ?", (run_id,)).fetchone()[0]
+
     def measurement_rows(self, run_ids: Iterable[int]) -> list[dict[str, Any]]:
         """Measurements with their run id, as plain dicts (for analyses spanning runs)."""
         ids = list(run_ids)

@@ -213,6 +213,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
     engine.on_fatal = _common.fail_run_hook(args.db, run_id) if run_id else None
     progress = _Progress(ctx.is_root, total=len(colls) * len(sizes))
     status, n_rows, n_timed, untimed = "failed", 0, 0, Counter()
+    kept = store.count_measurements(run_id) if store is not None and args.resume is not None else 0  # resumed
     try:
         with _common.terminate_as_interrupt():
             for coll in colls:
@@ -261,7 +262,7 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
                     keep.clear()
             status = "complete"
     except KeyboardInterrupt as exc:
-        code = _common.interrupted(ctx, exc, f"sweep interrupted; {n_rows} rows kept in {args.db}; "
+        code = _common.interrupted(ctx, exc, f"sweep interrupted; {kept + n_rows} rows kept in {args.db}; "
                                              f"resume with --resume {run_id}")
         status = "interrupted"
         return code
@@ -271,14 +272,14 @@ def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cand
         S.close_timed(engine, clock)
         wall = time.perf_counter() - t_start
         if store is not None and run_id is not None:
-            store.finish_run(run_id, status, {"rows": n_rows, "mode": args.mode,
+            store.finish_run(run_id, status, {"rows": kept + n_rows, "mode": args.mode,
                                               "virtual_nodes": args.virtual_nodes,
                                               "wall_s": round(wall, 3), "time": clock.summary()})
             store.close()
         if status == "complete":
             ctx.close()
     if ctx.is_root:
-        print(f"ccltune sweep: run {run_id} complete, {n_rows} rows in {args.db}"
+        print(f"ccltune sweep: run {run_id} complete, {kept + n_rows} rows in {args.db}"
               + (f"; next: ccltune tune --db {args.db} --runs {run_id} --out rules.conf" if n_timed or not n_rows
                  else ", none of them timed"))
         print(f"ccltune sweep: time on rank 0, {clock.line(wall)}")
