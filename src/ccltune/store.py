@@ -184,6 +184,9 @@ def _check_file(path: Path, flag: str, *, must_exist: bool, write: bool) -> None
         st = path.stat()
     except FileNotFoundError:
         st = None
+    except PermissionError:
+        raise UsageError(f"{flag} {shown(path)}: no permission to reach it (a folder on its path is closed "
+                         "to this user)") from None
     except OSError as exc:
         raise UsageError(f"{flag} {shown(path)}: {exc.strerror}") from None
     if st is None:
@@ -192,7 +195,7 @@ def _check_file(path: Path, flag: str, *, must_exist: bool, write: bool) -> None
         folder = path.parent if str(path.parent) else Path(".")
         if not folder.is_dir():
             raise UsageError(f"folder of database {shown(path)} does not exist ({flag})")
-        if not os.access(folder, os.W_OK | os.X_OK):
+        if write and not os.access(folder, os.W_OK | os.X_OK):
             raise UsageError(f"{flag} {shown(path)}: no permission to create a file in {shown(folder)}")
         return
     if stat.S_ISDIR(st.st_mode):
