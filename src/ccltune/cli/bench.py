@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
     p.add_argument("-b", "--minbytes", default="8", help="smallest size (K/M/G suffixes)")
     p.add_argument("-e", "--maxbytes", default="32M", help="largest size")
     p.add_argument("-f", "--stepfactor", type=float, default=2, help="multiply the size by this (>= 2); 0 to use -i")
-    p.add_argument("-i", "--stepbytes", default="0", help="add this many bytes when -f is 0")
+    p.add_argument("-i", "--stepbytes", default="0", help="add this many bytes when -f is 0 (a series holds at most 10000 sizes)")
     p.add_argument("-n", "--iters", type=int, default=20, help="timed calls per size")
     p.add_argument("-w", "--warmup_iters", type=int, default=5, help="untimed calls right before each size is timed (and with the series warm-up modes, also at "
                         "every size before the first is timed)")
