@@ -26,12 +26,18 @@ PATH_MAX = 4096  # bytes in a whole path (Linux)
 MAX_INPUT_BYTES = 64 << 20  # an input text file larger than this is not a rule file, log or JSON of ours
 
 
+def escape(text: str) -> str:
+    """``text`` with every character that is not printable (control bytes, escape sequences, bytes
+    that were not UTF-8) written as a Python escape: safe to print to a terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def shown(path: str | os.PathLike[str] | bytes, limit: int = 120) -> str:
     """``path`` quoted for a message: non-printable characters and bytes that are not UTF-8 escaped,
     a long path shortened in the middle."""
     text = os.fsdecode(path) if not isinstance(path, str) else path
     raw = os.fsencode(text).decode("utf-8", "backslashreplace")
-    raw = "".join(c if c.isprintable() and c != "'" else repr(c)[1:-1] if c != "'" else "\\'" for c in raw)
+    raw = escape(raw).replace("'", "\\'")
     if len(raw) > limit:
         return f"'{raw[:limit // 2]}...{raw[-limit // 4:]}' ({len(os.fsencode(text))} bytes)"
     return f"'{raw}'"
@@ -40,7 +46,7 @@ def shown(path: str | os.PathLike[str] | bytes, limit: int = 120) -> str:
 def printable(text: str, limit: int = 200) -> str:
     """One line of ``text`` for a message: control characters escaped, at most ``limit`` characters."""
     line = text.splitlines()[0] if text.strip() else text
-    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line[:limit])
+    out = escape(line[:limit])
     return out + ("..." if len(line) > limit or len(text.splitlines()) > 1 else "")
 
 

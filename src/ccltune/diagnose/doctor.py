@@ -86,7 +86,8 @@ def run_doctor(root: Path, *, lspci: str | None, environ: Mapping[str, str], npr
     """All checks. ``log`` receives progress lines (the CLI prints them to stderr)."""
     res = DoctorResult()
     res.findings += sysconf.host_checks(root, lspci)
-    res.findings += check_env(environ, source="this environment", has_infiniband=sysconf.has_infiniband(root))
+    res.findings += check_env(environ, source="this environment", has_infiniband=sysconf.has_infiniband(root),
+                              files_here=True)
     topology = res.topology = topo_mod.discover(root)
     present = len(topology.gpus)
     res.findings.append(topo_mod.findings(topology)[0])
