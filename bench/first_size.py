@@ -7,7 +7,8 @@ sweep run): NCCL's default median (us) and its spread ((max - min) / median), th
 (median of the twin / median of the default: 1.00 when two communicators of NCCL's own choice
 agree) and the best forced candidate's median over the default's. A first size paying one-time
 costs shows as a large spread, an A/A ratio far from 1 and candidates that "beat" the default
-there by as much as the twin does (bench/data/iters: the sweeps of 2026-11-22 01:53).
+there by as much as the twin does (the sweeps of 2026-11-22 01:53, bench/data/iters in git
+history: ``git archive da923a0 bench/data/iters | tar x``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """Replay `ccltune sweep --mode model` against exhaustive sweep data used as an oracle.
 
-    python bench/model_replay.py [DB ...]        # default: the H200 sweeps under bench/data
+    python bench/model_replay.py DB [DB ...]
+
+The H200 sweeps this was written against left the tree after commit da923a0; they stay in git
+history (``git archive da923a0 bench/data | tar x``: bench/data/h200x4-sweep-allreduce.sqlite,
+h200x2-sweep.sqlite, h200x4-sweep-ag-rs.sqlite and the later flows, docs/performance.md).
 
 For every (database, collective, nRanks, nNodes) group of a sweep run whose sizes are complete,
 the model-guided loop of ``ccltune sweep --mode model`` (:mod:`ccltune.tune.model`) runs as the
@@ -72,9 +76,6 @@ from ccltune.tune.derive import (
 )
 from ccltune.tune.stats import median
 
-DATA = Path(__file__).resolve().parent / "data"
-DEFAULT_DBS = [DATA / "h200x4-sweep-allreduce.sqlite", DATA / "h200x2-sweep.sqlite",
-               DATA / "h200x4-sweep-ag-rs.sqlite"]
 Point = tuple[int, Candidate]  # (size_bytes, configuration)
 
 
@@ -283,7 +284,7 @@ def _pct(x: float | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("dbs", nargs="*", default=[str(d) for d in DEFAULT_DBS], help="ccltune results databases")
+    p.add_argument("dbs", nargs="+", help="ccltune results databases (exhaustive sweeps)")
     p.add_argument("--min-margin", type=float, default=2.0, metavar="PCT", help="as `ccltune tune --min-margin`")
     p.add_argument("--isolated-margin", type=float, default=100 * ISOLATED_MARGIN, metavar="PCT",
                    help="as `ccltune tune --isolated-margin`")

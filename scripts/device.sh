@@ -12,6 +12,19 @@ NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
 step() { echo; echo "=== $* ($(date +%T))"; }
 run() { local t=$1; shift; local s=$(date +%s%N); timeout -k 5 "$t" "$@"; local rc=$?; echo "--- rc=$rc wall=$(( ($(date +%s%N) - s) / 1000000 ))ms: $*"; return 0; }
 ct() { run "$1" python3 -m ccltune "${@:2}"; }
+# Phases that validate against stored sweeps (--best-from) read them from $BENCH_DATA: the
+# measurements left the tree after commit da923a0 and stay in git history. Unpack them with
+#   git archive da923a0 bench/data | tar x -C /tmp/raw   and run with BENCH_DATA=/tmp/raw/bench/data
+need_bench_data() {
+  local f
+  for f in "$@"; do
+    if [ -z "${BENCH_DATA:-}" ] || [ ! -f "$BENCH_DATA/$f" ]; then
+      echo "device.sh: this phase needs $f of the stored measurements: git archive da923a0 bench/data | tar x -C DIR," \
+           "then BENCH_DATA=DIR/bench/data scripts/device.sh PHASE" >&2
+      return 1
+    fi
+  done
+}
 
 phase_info() {
   step info
@@ -21,6 +34,8 @@ phase_info() {
 phase_build() {
   step build plugin
   if [ -f plugin/Makefile ]; then make -C plugin -j8 >"$OUT/plugin-build.log" 2>&1; echo "plugin build rc=$?"; tail -3 "$OUT/plugin-build.log"; fi
+  step build launch loop  # the nccl engine refuses to run without it
+  make -C native -j8 >"$OUT/native-build.log" 2>&1; echo "native build rc=$?"; tail -3 "$OUT/native-build.log"
 }
 phase_smoke() {
   step smoke
@@ -84,6 +99,19 @@ phase_diag() {
   ct 30 topo --db "$DB" | head -30
   ct 120 doctor --db "$DB" --json "$OUT/doctor.json" | tail -30
   ct 90 check --profile h200-4 --db "$DB" --json "$OUT/check.json" | tail -12; pack
+}
+phase_eager() {  # issue 24, one GPU: the eager launch loop (native/) in bench, sweep and validate; then nccl-tests vs ccltune, eager and -G 10
+  phase_build
+  step eager smoke: every collective, an NCCL refusal, sweep and validate without graphs
+  ct 120 bench all -b 8 -e 1M -f 32 -n 100 --nproc 1 --db "$DB" | grep -vE "^(Warning|$)"
+  ct 60 bench all_gather -b 1M -e 1M --algo tree --proto LL --nproc 1 --db "$DB" | grep -E "^ +[0-9]|error"
+  ct 180 sweep all_reduce -b 1K -e 1M -f 32 --reps 3 --algos ring,tree --protos ll,simple --channels 8 --no-graph --nproc 1 --db "$OUT/eager.db" | tail -6
+  ct 30 tune --db "$OUT/eager.db" --out "$OUT/eager_rules.conf" | tail -3
+  ct 120 validate "$OUT/eager_rules.conf" all_reduce -b 1K -e 1M -f 32 --reps 3 --no-graph --nproc 1 --db "$OUT/eager.db" 2>&1 | grep -v "Warning\|capture_end" | tail -12
+  pack
+  step nccl-tests vs ccltune bench, eager and -G 10, three runs each, alternating
+  bash bench/eager_vs_ncclt.sh "$OUT/eager-vs-ncclt"
+  pack
 }
 phase_sweepsmoke() {
   step sweep smoke
@@ -311,11 +339,12 @@ phase_armtest() {  # the GPU tests of validate's third arm and retest
   timeout 200 python3 -m pytest -m gpu tests/gpu/test_bench_gpu.py -k "third_arm or retest" -q -p no:cacheprovider > "$OUT/gpu-arm.txt" 2>&1; echo "rc=$?"; tail -5 "$OUT/gpu-arm.txt"
 }
 phase_cap4() {  # validates with the sweep's best candidates as a third arm: capture inside one run
+  need_bench_data h200x4-flow2.sqlite h200x4-modelflow2.sqlite || return 1
   step "validate the pruned exhaustive rules of 2026-11-22 (flow2, --exclude-failed) with --best-from"
-  ct 300 validate docs/results/h200x4-flow2-pruned-rules.conf -b 8 -e 1G -f 2 --reps 7 --best-from bench/data/h200x4-flow2.sqlite --nproc $NGPU --db "$OUT/cap4.db" --json "$OUT/cap4-flow2-pruned.json" > "$OUT/cap4-flow2-pruned.txt" 2>&1
+  ct 300 validate docs/results/h200x4-flow2-pruned-rules.conf -b 8 -e 1G -f 2 --reps 7 --best-from "$BENCH_DATA"/h200x4-flow2.sqlite --nproc $NGPU --db "$OUT/cap4.db" --json "$OUT/cap4-flow2-pruned.json" > "$OUT/cap4-flow2-pruned.txt" 2>&1
   grep -v "^validate:\|Warning\|capture_end" "$OUT/cap4-flow2-pruned.txt" | grep -v "no rule applies" | tail -40; pack
   step "validate the model flow's rules of 2026-11-22 with --best-from"
-  ct 300 validate docs/results/h200x4-modelflow2-rules.conf -b 8 -e 1G -f 2 --reps 7 --best-from bench/data/h200x4-modelflow2.sqlite --nproc $NGPU --db "$OUT/cap4m.db" --json "$OUT/cap4-modelflow2.json" > "$OUT/cap4-modelflow2.txt" 2>&1
+  ct 300 validate docs/results/h200x4-modelflow2-rules.conf -b 8 -e 1G -f 2 --reps 7 --best-from "$BENCH_DATA"/h200x4-modelflow2.sqlite --nproc $NGPU --db "$OUT/cap4m.db" --json "$OUT/cap4-modelflow2.json" > "$OUT/cap4-modelflow2.txt" 2>&1
   grep -v "^validate:\|Warning\|capture_end" "$OUT/cap4-modelflow2.txt" | grep -v "no rule applies" | tail -40; pack
 }
 phase_rs1m() {  # reduce_scatter out-of-place 1 MB: ccltune 2.9% under nccl-tests twice; ABBA, then graph registration off
@@ -333,9 +362,10 @@ phase_rs1m() {  # reduce_scatter out-of-place 1 MB: ccltune 2.9% under nccl-test
   pack
 }
 phase_cap4b() {  # the same two rule sets re-derived with the A/A gap counted beyond its noise (aa_margin)
+  need_bench_data h200x4-flow2.sqlite h200x4-modelflow2.sqlite || return 1
   for r in flow2:h200x4-flow2 modelflow2:h200x4-modelflow2; do
     step "validate docs/results/${r%%:*} aamargin rules with --best-from"
-    ct 300 validate docs/results/h200x4-${r%%:*}-aamargin-rules.conf -b 8 -e 1G -f 2 --reps 7 --best-from bench/data/${r##*:}.sqlite --nproc $NGPU --db "$OUT/cap4b.db" --json "$OUT/cap4b-${r%%:*}.json" > "$OUT/cap4b-${r%%:*}.txt" 2>&1
+    ct 300 validate docs/results/h200x4-${r%%:*}-aamargin-rules.conf -b 8 -e 1G -f 2 --reps 7 --best-from "$BENCH_DATA"/${r##*:}.sqlite --nproc $NGPU --db "$OUT/cap4b.db" --json "$OUT/cap4b-${r%%:*}.json" > "$OUT/cap4b-${r%%:*}.txt" 2>&1
     grep -v "^validate:\|Warning\|capture_end" "$OUT/cap4b-${r%%:*}.txt" | grep "FAIL\|retest\|verdict\|capture:" | tail -12; pack
   done
 }
@@ -383,10 +413,11 @@ phase_gpusweep() {  # the GPU tests of sweep, tune and validate (one call count 
   timeout 240 python3 -m pytest -m gpu tests/gpu/test_bench_gpu.py -k "${GPU_K:-sweep or validate or refused}" -q -p no:cacheprovider > "$OUT/gpu-sweep.txt" 2>&1; echo "rc=$?"; tail -4 "$OUT/gpu-sweep.txt"; pack
 }
 phase_reval5() {  # the flow5 rules (02:19-02:26) validated a second time, each with its sweep's best candidates
+  need_bench_data h200x4-flow5.sqlite h200x4-modelflow5.sqlite h200x2-flow5.sqlite || return 1
   for r in h200x4-flow5:4 h200x4-modelflow5:4 h200x2-flow5:2; do
     local f=${r%%:*} n=${r##*:} V=""; [ "$n" != "$NGPU" ] && V="CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1)))"
-    step "validate docs/results/$f-rules.conf again, --best-from bench/data/$f.sqlite"
-    env $V timeout -k 5 100 python3 -m ccltune validate docs/results/$f-rules.conf -b 8 -e 1G -f 2 --reps 7 --best-from bench/data/$f.sqlite --nproc $n --db "$OUT/reval5.db" --json "$OUT/reval5-$f.json" > "$OUT/reval5-$f.txt" 2>&1; echo "validate rc=$?"
+    step "validate docs/results/$f-rules.conf again, --best-from $BENCH_DATA/$f.sqlite"
+    env $V timeout -k 5 100 python3 -m ccltune validate docs/results/$f-rules.conf -b 8 -e 1G -f 2 --reps 7 --best-from "$BENCH_DATA"/$f.sqlite --nproc $n --db "$OUT/reval5.db" --json "$OUT/reval5-$f.json" > "$OUT/reval5-$f.txt" 2>&1; echo "validate rc=$?"
     grep "^# verdict\|^# capture: the rules\|FAIL" "$OUT/reval5-$f.txt" | head -6; pack
   done
 }

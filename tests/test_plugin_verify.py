@@ -83,9 +83,9 @@ def test_cli_from_log_exit_codes_and_json(tmp_path, capsys):
 def test_cli_log_without_tuning_lines_is_an_error(tmp_path, capsys):
     rules = tmp_path / "r.conf"
     rules.write_text(RULES)
-    log = Path(__file__).parent / "fixtures" / "logs" / "nccl_4gpu_p2p.log"
+    log = Path(__file__).parent / "fixtures" / "logs" / "nccl_truncated.log"  # real, cut before any call
     assert main(["plugin", "verify", str(rules), "--from-log", str(log)]) == 1
-    assert "no TUNING lines" in capsys.readouterr().out
+    assert "no TUNING lines" in capsys.readouterr().err  # an error, on stderr
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -1,7 +1,8 @@
 /* NCCL/RCCL tuner entry points (v2..v6). The only exported symbols are the five const
- * ncclTunerPlugin_vN structs. init loads and compiles the rule file for one communicator;
- * getCollInfo only reads that compiled context: no allocation, locking or logging, and it
- * returns ncclSuccess on every path (NCCL fails the collective otherwise). */
+ * ncclTunerPlugin_vN structs. init loads and compiles the rule file for one communicator
+ * and, with CCLTUNE_CAPTURE set, opens its capture table (capture.c); getCollInfo counts
+ * the call and reads the compiled rules: no allocation, locking or logging, and it returns
+ * ncclSuccess on every path (NCCL fails the collective otherwise). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "ccltune_tuner_abi.h"
+#include "capture.h"
 #include "rules.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -46,17 +48,20 @@ static const char* rule_file(void) {
   return access("nccl_tuner.conf", F_OK) == 0 ? "nccl_tuner.conf" : NULL;
 }
 
-/* Never fails: a missing or bad file leaves *ctx NULL and NCCL's choices untouched. */
-static ncclResult_t init_common(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger,
-                                const int* nvl3, void** ctx) {
-  if (!ctx) return ncclSuccess;
-  *ctx = NULL;
+/* One communicator's context: its compiled rules and its capture table (either may be NULL). */
+typedef struct {
+  ccl_comm* rules;
+  ccl_capture* capture;
+} plugin_ctx;
+
+/* Never fails: a missing or bad file gives NULL and leaves NCCL's choices untouched. */
+static ccl_comm* load_rules(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger, const int* nvl3) {
   const char* path = rule_file();
   if (!path) {
     LOG(logger, NCCL_LOG_INFO,
         "ccltune tuner: no rule file (NCCL_TUNER_CONFIG_FILE, CCLTUNE_RULES, ./nccl_tuner.conf); "
         "NCCL's choices are left unchanged");
-    return ncclSuccess;
+    return NULL;
   }
   ccl_ruleset rs;
   memset(&rs, 0, sizeof rs);
@@ -67,7 +72,7 @@ static ncclResult_t init_common(size_t nRanks, size_t nNodes, ncclDebugLogger_t 
     LOG(logger, NCCL_LOG_WARN, "ccltune tuner: cannot read rule file %s (%s); NCCL's choices are left unchanged",
         path, ccl_file_problem(rc));
     ccl_ruleset_free(&rs);
-    return ncclSuccess;
+    return NULL;
   }
   ccl_platform plat;
   ccl_platform_detect(&plat);
@@ -87,14 +92,33 @@ static ncclResult_t init_common(size_t nRanks, size_t nNodes, ncclDebugLogger_t 
           rs.nRejected > FIRST_REJECTED ? "; ..." : "", path);
   }
   ccl_ruleset_free(&rs);
-  *ctx = comm;
+  return comm;
+}
+
+/* Never fails; *ctx stays NULL when there is neither a rule to apply nor a capture. */
+static ncclResult_t init_common(uint64_t commId, int hasCommId, size_t nRanks, size_t nNodes,
+                                ncclDebugLogger_t logger, const int* nvl3, void** ctx) {
+  if (!ctx) return ncclSuccess;
+  *ctx = NULL;
+  ccl_comm* rules = load_rules(nRanks, nNodes, logger, nvl3);
+  ccl_capture* capture = ccl_capture_open(commId, hasCommId, nRanks, nNodes, logger);
+  if (!rules && !capture) return ncclSuccess;
+  plugin_ctx* p = malloc(sizeof *p);
+  if (!p) {
+    LOG(logger, NCCL_LOG_WARN, "ccltune tuner: out of memory; NCCL's choices are left unchanged");
+    ccl_comm_free(rules);
+    ccl_capture_close(capture);
+    return ncclSuccess;
+  }
+  p->rules = rules;
+  p->capture = capture;
+  *ctx = p;
   return ncclSuccess;
 }
 
 static ncclResult_t init_v5(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes,
                             ncclDebugLogger_t logger, ncclNvlDomainInfo_v5_t* nvl,
                             ncclTunerConstants_v5_t* constants) {
-  (void)commId;
   (void)constants; /* read-only by design: ccltune tunes choices, not NCCL's model */
   int nvl3[3];
   if (nvl) {
@@ -102,15 +126,20 @@ static ncclResult_t init_v5(void** ctx, uint64_t commId, size_t nRanks, size_t n
     nvl3[1] = nvl->minRanksPerNvlDomain;
     nvl3[2] = nvl->maxRanksPerNvlDomain;
   }
-  return init_common(nRanks, nNodes, logger, nvl ? nvl3 : NULL, ctx);
+  return init_common(commId, 1, nRanks, nNodes, logger, nvl ? nvl3 : NULL, ctx);
 }
 
 static ncclResult_t init_v2(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger, void** ctx) {
-  return init_common(nRanks, nNodes, logger, NULL, ctx);
+  return init_common(0, 0, nRanks, nNodes, logger, NULL, ctx);
 }
 
+/* A capture that cannot be written is logged, not returned: NCCL would fail commDestroy. */
 static ncclResult_t finalize(void* ctx) {
-  ccl_comm_free(ctx);
+  plugin_ctx* p = ctx;
+  if (!p) return ncclSuccess;
+  ccl_capture_close(p->capture);
+  ccl_comm_free(p->rules);
+  free(p);
   return ncclSuccess;
 }
 
@@ -118,8 +147,10 @@ static void apply(void* ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps, flo
                   int numAlgo, int numProto, int regBuff, int* nChannels) {
   int cell, ch;
   float* t = (float*)table; /* NCCL passes a contiguous float[numAlgo][numProto] */
-  if (!ctx) return;
-  if (!ccl_comm_decide(ctx, (int)coll, nBytes, numPipeOps, regBuff, t, numAlgo, numProto, 1,
+  const plugin_ctx* p = ctx;
+  if (!p) return;
+  ccl_capture_record(p->capture, (int)coll, nBytes, numPipeOps, regBuff);
+  if (!ccl_comm_decide(p->rules, (int)coll, nBytes, numPipeOps, regBuff, t, numAlgo, numProto, 1,
                        &cell, &ch))
     return;
   if (cell >= 0) t[cell] = 0.0f;
@@ -147,14 +178,17 @@ static ncclResult_t getCollInfo_v2(void* ctx, ncclFunc_t coll, size_t nBytes, in
                                    int* nChannels) {
   float t[CCLT_NUM_ALGOS][CCLT_NUM_PROTOS];
   int cell, ch;
-  if (!ctx) return ncclSuccess;
+  const plugin_ctx* pc = ctx;
+  if (!pc) return ncclSuccess;
+  ccl_capture_record(pc->capture, (int)coll, nBytes, numPipeOps, -1);
+  if (!pc->rules) return ncclSuccess;
   for (int a = 0; a < CCLT_NUM_ALGOS; a++) {
     int ok = 1;
     if (a == CCLT_ALGO_COLLNET_DIRECT || a == CCLT_ALGO_COLLNET_CHAIN) ok = collNetSupport;
     if (a == CCLT_ALGO_NVLS || a == CCLT_ALGO_NVLS_TREE) ok = nvlsSupport;
     for (int p = 0; p < CCLT_NUM_PROTOS; p++) t[a][p] = ok ? 1.0f : CCLT_COST_IGNORE;
   }
-  if (!ccl_comm_decide(ctx, (int)coll, nBytes, numPipeOps, -1, &t[0][0], CCLT_NUM_ALGOS,
+  if (!ccl_comm_decide(pc->rules, (int)coll, nBytes, numPipeOps, -1, &t[0][0], CCLT_NUM_ALGOS,
                        CCLT_NUM_PROTOS, 0, &cell, &ch))
     return ncclSuccess;
   if (cell >= 0 && algorithm && protocol) {

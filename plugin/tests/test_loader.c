@@ -14,16 +14,7 @@
 
 #include "ccltune_tuner_abi.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                     \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      failures++;                                                            \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                 \
-      printf(__VA_ARGS__);                                                   \
-      printf("\n");                                                          \
-    }                                                                        \
-  } while (0)
+#include "check.h"
 
 /* ---- logger capture ---- */
 static char logbuf[16384];

@@ -1,4 +1,5 @@
-"""Launcher environment, process-group setup and teardown, timeouts. Nothing else.
+"""Launcher environment, process-group setup and teardown, timeouts. Nothing else (starting a
+job for ``--nproc`` is ``ccltune.launch``).
 
 ccltune runs one process per GPU, started by an existing launcher: torchrun (one node, or
 several with its rendezvous), Slurm's srun, or mpirun. This module reads who we are from
@@ -13,8 +14,8 @@ import datetime
 import os
 import socket
 import subprocess
-import sys
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,8 @@ class LaunchInfo:
     launcher: str          # torchrun, slurm, mpirun, single
     master_addr: str | None
     master_port: int | None
+    rendezvous: str | None = None  # how ccltune chose master_addr/port when the launcher did not say
+
 
     @property
     def n_nodes(self) -> int:
@@ -70,13 +73,37 @@ def launch_info(env: dict[str, str] | None = None) -> LaunchInfo:
         ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
     ):
         if rank_key in env and size_key in env:
+            size = _int(env, size_key)
+            local = _int(env, lsize_key) if lsize_key in env else None
+            note = None
+            if (addr is None or port is None) and local == size:
+                addr, port, note = _one_node_rendezvous(env, addr, port, size_key, lsize_key, size)
             if addr is None or port is None:
-                raise UsageError("under mpirun, set MASTER_ADDR and MASTER_PORT (e.g. mpirun -x MASTER_ADDR=node0 "
-                                 "-x MASTER_PORT=29500 ...): ccltune joins through torch.distributed's TCP store")
+                raise UsageError("under mpirun on several nodes, set MASTER_ADDR and MASTER_PORT (e.g. mpirun -x "
+                                 "MASTER_ADDR=node0 -x MASTER_PORT=29500 ...): ccltune joins through "
+                                 "torch.distributed's TCP store")
             return _checked((rank_key, size_key, lrank_key, lsize_key), LaunchInfo(
-                _int(env, rank_key), _int(env, size_key), _int(env, lrank_key) if lrank_key in env else 0,
-                _int(env, lsize_key) if lsize_key in env else _int(env, size_key), "mpirun", addr, port))
+                _int(env, rank_key), size, _int(env, lrank_key) if lrank_key in env else 0,
+                local if local is not None else size, "mpirun", addr, port, note))
     return LaunchInfo(0, 1, 0, 1, "single", addr, port)
+
+
+# What names one mpirun job, the same in every rank: Open MPI 5 (PRRTE), Open MPI 4 (ORTE), MPICH's Hydra
+_JOB_KEYS = ("PMIX_NAMESPACE", "OMPI_MCA_orte_hnp_uri", "OMPI_MCA_ess_base_jobid", "PMI_KVSNAME")
+
+
+def _one_node_rendezvous(env: dict[str, str], addr: str | None, port: int | None, size_key: str, lsize_key: str,
+                         size: int) -> tuple[str, int, str]:
+    """(address, port, why) when every rank of an mpirun job is on this node: 127.0.0.1 and a port in
+    [20000, 40000) every rank derives alike from the job's name (else from their common parent, the
+    launcher's daemon), as Slurm's job id gives one. What the user set is kept."""
+    key = next((k for k in _JOB_KEYS if env.get(k)), None)
+    seed, source = (env[key], key) if key else (str(os.getppid()), "the launcher's process id")
+    derived = 20000 + zlib.crc32(seed.encode()) % 20000
+    addr = addr or "127.0.0.1"
+    port = port if port is not None else derived
+    return addr, port, (f"{addr}:{port}: every rank is on this node ({lsize_key} = {size_key} = {size}), so "
+                        f"MASTER_ADDR defaults to 127.0.0.1 and MASTER_PORT to a port derived from {source}")
 
 
 def _checked(names: tuple[str, str, str, str], info: LaunchInfo) -> LaunchInfo:
@@ -203,11 +230,13 @@ class DistContext:
         except Exception:  # noqa: BLE001 - the store may have died with rank 0
             return []
 
-    def close(self) -> None:
-        """Leave together (after a clean run): no rank tears gloo down under another's feet."""
+    def close(self, together: bool = True) -> None:
+        """Leave: after a clean run together (no rank tears gloo down under another's feet); after an
+        interrupt at once (the others may be gone or stopping)."""
         if self.dist is not None and self.dist.is_initialized():
             try:
-                self.barrier("teardown")
+                if together:
+                    self.barrier("teardown")
                 self.dist.destroy_process_group()
             except Exception:  # noqa: BLE001 - teardown after a failure
                 pass
@@ -269,28 +298,5 @@ def lost_local_ranks(info: LaunchInfo) -> list[int]:
     return [r for r in range(base, base + info.local_world_size) if r not in alive]
 
 
-def torchrun_argv(nproc: int, module_args: list[str]) -> list[str]:
-    """``python -m ccltune.dist --standalone --nproc-per-node N -m ccltune ARGS``: torchrun."""
-    return [sys.executable, "-m", "ccltune.dist", "--standalone", f"--nproc-per-node={nproc}",
-            "-m", "ccltune", *module_args]
-
-
-def _torchrun(argv: list[str]) -> int:
-    """torchrun, with its failure report but without its own Python traceback: a worker that
-    failed or Ctrl-C is the news, not the frames of torch.distributed.run."""
-    from torch.distributed.elastic.multiprocessing.api import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.run import main
-
-    try:
-        main(argv)
-    except ChildFailedError as exc:
-        print(str(exc).strip("\n"), file=sys.stderr)
-        return 1
-    except SignalException as exc:
-        return 128 + int(exc.sigval)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_torchrun(sys.argv[1:]))
+def under_launcher() -> bool:
+    return launch_info().launcher != "single"

@@ -18,6 +18,10 @@ from ccltune import __version__
 
 ENV_PREFIXES = ("NCCL_", "RCCL_", "TORCH_NCCL_", "CCLTUNE_", "HSA_", "HIP_VISIBLE", "CUDA_VISIBLE",
                 "NVSHMEM_", "TORCH_SYMM_MEM_")
+# Variables ccltune sets for its own worker processes (cli/_common.py, launch.py): plumbing,
+# not the user's environment, so never recorded or shown as such.
+INTERNAL_VARIABLES = frozenset({"CCLTUNE_COMMAND", "CCLTUNE_ENGINE_NOTE", "CCLTUNE_OUTCOME_FILE",
+                                "CCLTUNE_RUN_FILE", "CCLTUNE_STOP_FILE", "CCLTUNE_PARENT_PID"})
 # Variables that identify how the processes were started (see ccltune.dist for their use).
 LAUNCHER_MARKERS = (
     ("torchrun", "TORCHELASTIC_RUN_ID"),
@@ -29,7 +33,7 @@ LAUNCHER_MARKERS = (
 
 def comm_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     environ = dict(os.environ if environ is None else environ)
-    return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES)}
+    return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in INTERNAL_VARIABLES}
 
 
 def detect_launcher(environ: dict[str, str] | None = None) -> str | None:
@@ -38,6 +42,16 @@ def detect_launcher(environ: dict[str, str] | None = None) -> str | None:
         if marker in environ:
             return name
     return None
+
+
+def _rendezvous() -> str | None:
+    """How the job's rendezvous address was chosen when ccltune chose it (mpirun on one node), else None."""
+    from ccltune import dist
+
+    try:
+        return dist.launch_info().rendezvous
+    except Exception:  # noqa: BLE001 - a bad launcher variable is reported where the job joins
+        return None
 
 
 def loaded_library(fragment: str) -> str | None:
@@ -104,7 +118,7 @@ def _pci_bus_id(torch: Any, index: int) -> str | None:
 def platform_name(gpus: list[dict[str, Any]], world_size: int | None, n_nodes: int | None) -> str:
     """A short platform key such as 'NVIDIA H200 x4' or 'cpu x2'."""
     model = gpus[0]["name"] if gpus else "cpu"
-    n = world_size or 1
+    n = world_size or len(gpus) or 1  # a node-wide command (links, doctor) has no world: its GPUs
     nodes = f" {n_nodes} nodes" if n_nodes and n_nodes > 1 else ""
     return f"{model} x{n}{nodes}"
 
@@ -134,6 +148,7 @@ def collect(*, world_size: int | None = None, n_nodes: int | None = None, engine
         "world_size": world_size,
         "n_nodes": n_nodes,
         "launcher": detect_launcher(),
+        "rendezvous": _rendezvous(),
         "command": shlex.join(["ccltune", *(sys.argv[1:] if argv is None else argv)]),
         "variables": comm_env(),
         "nccl_version": None,

@@ -1,5 +1,5 @@
-"""Typed errors. Library code raises these; only ``ccltune.cli.main`` turns them into
-messages and exit codes (one place, see EXIT_CODES)."""
+"""Typed errors and exit codes. Library code raises these; only ``ccltune.cli.main`` turns them into
+messages and exit codes (one table, EXIT_CODES; a verdict's status maps through ``verdict_exit_code``)."""
 
 from __future__ import annotations
 
@@ -53,6 +53,36 @@ class CheckFailed(CcltuneError):
     """Measured results are wrong or a gate failed (``#wrong`` > 0, a FAIL verdict)."""
 
     exit_code = 1
+
+
+class MinBandwidthFailed(CheckFailed):
+    """NCCL_TESTS_MIN_BW not met. Exit status 7, as nccl-tests exits (testNumResults: its main
+    returns run()'s result, and run() returns testNumResults when the average bus bandwidth is below
+    0.9 x NCCL_TESTS_MIN_BW or any value was wrong; the real 2.19.6 capture exited 7)."""
+
+    exit_code = 7
+
+
+# Every command's exit codes, in one table (scripts/gen_cli_docs.py prints it in docs/cli.md)
+EXIT_CODES = {
+    0: "success: the command ran and every check passed (PASS, WARN or WAIVED)",
+    CheckFailed.exit_code: "a check failed (a FAIL or ERROR verdict, #wrong > 0, rejected rule lines), "
+                           "or the data needed is missing",
+    UsageError.exit_code: "bad input (a flag, a name, a file); nothing was measured",
+    DistError.exit_code: "a rank died, hung or could not join (the message names the rank and host)",
+    EngineUnavailable.exit_code: "the engine cannot run here (no GPU, no NCCL library, no plugin)",
+    MinBandwidthFailed.exit_code: "NCCL_TESTS_MIN_BW not met by the average bus bandwidth (as nccl-tests exits)",
+    Interrupted.exit_code: "interrupted (Ctrl-C, SIGTERM, SIGHUP): every row measured is kept, "
+                           "the run is marked interrupted",
+}
+
+# How a verdict's statuses (PASS/WARN/WAIVED/FAIL/ERROR, or a check's own) end a command
+_FAILING = frozenset({"FAIL", "ERROR", "NOT APPLIED"})
+
+
+def verdict_exit_code(statuses: Iterable[str]) -> int:
+    """The exit code of a command whose result is a verdict: 1 when any status failed, else 0."""
+    return CheckFailed.exit_code if any(s in _FAILING for s in statuses) else 0
 
 
 def did_you_mean(value: str, valid: Iterable[str]) -> str:

@@ -15,13 +15,14 @@ from pathlib import Path
 
 from ccltune.errors import RuleFileError, UsageError
 from ccltune.files import read_bytes, write_text
+from ccltune.sizes import RULE_FILE, parse_size
+from ccltune.sizes import echo as _echo
 
 MAX_LINE_BYTES = 1024
 MAX_CHANNELS = 64
 MAX_RULE_FILE_BYTES = 16 << 20  # the plugin refuses a larger rule file (docs/plugin.md); so does ccltune
 ANY = -1  # wildcard for n_nodes, n_ranks, num_pipe_ops, reg_buff
 DEFAULT = "default"  # algo/proto: keep NCCL's choice
-_ECHO_MAX = 40  # bytes of an offending value quoted in a reason
 
 COLLECTIVES = ("broadcast", "reduce", "allgather", "reducescatter", "allreduce")
 ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
@@ -32,8 +33,6 @@ MEMORY_PARTITIONS = ("NPS1", "NPS2", "NPS4")
 
 _COLL_ALIASES = {"all_gather": "allgather", "reduce_scatter": "reducescatter", "all_reduce": "allreduce"}
 _ALGO_ALIASES = {"collnetdirect": "collnet_direct", "collnetchain": "collnet_chain", "nvlstree": "nvls_tree"}
-_SUFFIX_SHIFT = {"k": 10, "m": 20, "g": 30, "t": 40}
-_U64_MAX = (1 << 64) - 1
 _INT_MAX = (1 << 31) - 1
 
 
@@ -171,34 +170,8 @@ def _ascii_lower(s: str) -> str:
     return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in s)
 
 
-def _echo(value: str) -> str:
-    raw = value.encode("utf-8", "surrogateescape")
-    out = "".join(chr(b) if 0x20 <= b <= 0x7E else f"\\x{b:02x}" for b in raw[:_ECHO_MAX])
-    return out + ("..." if len(raw) > _ECHO_MAX else "")
-
-
 def _trim(s: str) -> str:
     return s.strip(" \t")
-
-
-def parse_size(text: str, name: str = "size") -> int:
-    """'64K' -> 65536. Raises ValueError with the plugin's reason."""
-    s = text
-    i = 0
-    while i < len(s) and "0" <= s[i] <= "9":
-        i += 1
-    digits, rest = s[:i], s[i:]
-    shift = 0
-    if rest[:1] and rest[0].lower() in _SUFFIX_SHIFT:
-        shift, rest = _SUFFIX_SHIFT[rest[0].lower()], rest[1:]
-    if rest[:1] in ("B", "b"):
-        rest = rest[1:]
-    if not digits or rest:
-        raise ValueError(f"{name}: invalid size '{_echo(text)}' (expected digits with optional K, M, G or T suffix)")
-    value = int(digits) << shift
-    if value > _U64_MAX:
-        raise ValueError(f"{name}: size '{_echo(text)}' does not fit in 64 bits")
-    return value
 
 
 def _int_field(text: str, lo: int, hi: int) -> int | None:
@@ -252,8 +225,8 @@ def parse_rule_fields(f: list[str], line: int = 0, platform: Platform = ANY_PLAT
     coll = _COLL_ALIASES.get(_ascii_lower(f[0]), _ascii_lower(f[0]))
     if coll not in COLLECTIVES:
         raise ValueError(f"unknown collective '{_echo(f[0])}' (valid: {', '.join(COLLECTIVES)})")
-    lo = parse_size(f[1], "minbytes")
-    hi = parse_size(f[2], "maxbytes")
+    lo = parse_size(f[1], "minbytes", grammar=RULE_FILE)
+    hi = parse_size(f[2], "maxbytes", grammar=RULE_FILE)
     if lo > hi:
         raise ValueError(f"minbytes {lo} > maxbytes {hi}")
     algo = _ALGO_ALIASES.get(_ascii_lower(f[3]), _ascii_lower(f[3]))

@@ -7,19 +7,47 @@ import re
 
 from ccltune.errors import UsageError
 
-_SIZE_RE = re.compile(r"^(\d+)\s*([KMGTkmgt]?)(?:[iI]?[bB])?$")
+# Two grammars, one function. NCCL_TESTS: what users type on a command line or in a profile, as
+# nccl-tests' parsesize reads it (common.cu: a number, fractional allowed, then K, M or G; binary),
+# plus T and a trailing B/iB, spaces around. RULE_FILE: what the C tuner plugin's parser accepts in a
+# rule file (plugin/src: ASCII digits, one K/M/G/T, an optional B, nothing else, up to 2^64-1).
+# The rule-file grammar must stay stricter: the plugin reads the same file inside NCCL, in C, and a
+# rule that Python accepted but C rejected would be dropped at run time, silently changing what a
+# tuned job runs (tests/unit/test_sizes.py::test_rule_grammar_is_the_plugins shows the differences).
+NCCL_TESTS, RULE_FILE = "nccl-tests", "rule-file"
+_GRAMMARS = {NCCL_TESTS: re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([KMGTkmgt]?)(?:[iI]?[bB])?"),
+             RULE_FILE: re.compile(r"([0-9]+)([KMGTkmgt]?)[bB]?")}
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 MAX_SIZE = 1 << 50  # 1 PiB: far beyond any GPU's memory, well inside every 64-bit count
 MAX_SIZES = 10_000  # sizes one series may hold (docs/cli.md); -f 0 -i 1 -e 100M would make 10^8
+U64_MAX = (1 << 64) - 1  # the plugin's size_t limit
+_ECHO_MAX = 40  # bytes of an offending value quoted in a reason (as the plugin)
 
 
-def parse_size(text: str, where: str = "size") -> int:
-    """'64K' -> 65536. Raises UsageError naming ``where`` (e.g. '-b/--minbytes')."""
-    m = _SIZE_RE.match(str(text).strip())
+def echo(value: str) -> str:
+    """A value as the C plugin echoes it in a message: printable ASCII kept, other bytes as \\xNN,
+    cut after 40 bytes."""
+    raw = value.encode("utf-8", "surrogateescape")
+    out = "".join(chr(b) if 0x20 <= b <= 0x7E else f"\\x{b:02x}" for b in raw[:_ECHO_MAX])
+    return out + ("..." if len(raw) > _ECHO_MAX else "")
+
+
+def parse_size(text: str, where: str = "size", *, grammar: str = NCCL_TESTS) -> int:
+    """'64K' -> 65536, '1.5M' -> 1572864 (nccl-tests truncates a fraction of a byte).
+
+    NCCL_TESTS raises UsageError naming ``where`` (e.g. '-b/--minbytes'); RULE_FILE raises
+    ValueError with the C plugin's own reason, which a rule file's 'file:line: reason' carries."""
+    rule = grammar == RULE_FILE
+    m = _GRAMMARS[grammar].fullmatch(str(text) if rule else str(text).strip())
     if not m:
-        raise UsageError(f"{where}: {text!r} is not a size (a whole number of bytes, optionally with K, M, G or T)")
-    size = int(m.group(1)) * _SUFFIX[m.group(2).upper()]
-    if size > MAX_SIZE:
+        if rule:
+            raise ValueError(f"{where}: invalid size '{echo(text)}' (expected digits with optional K, M, G or T suffix)")
+        raise UsageError(f"{where}: {text!r} is not a size (a number of bytes, optionally with K, M, G or T)")
+    unit = _SUFFIX[m.group(2).upper()]
+    size = int(m.group(1)) * unit if m.group(1).isdigit() else int(float(m.group(1)) * unit)
+    if rule and size > U64_MAX:
+        raise ValueError(f"{where}: size '{echo(text)}' does not fit in 64 bits")
+    if not rule and size > MAX_SIZE:
         raise UsageError(f"{where}: {text!r} is more than {format_size(MAX_SIZE)} bytes")
     return size
 
@@ -34,12 +62,15 @@ def format_size(n: int) -> str:
 
 
 def size_series(min_bytes: int, max_bytes: int, *, factor: float = 0, increment: int = 0) -> list[int]:
-    """The sizes nccl-tests visits: multiply by ``factor`` when > 1, else add ``increment``."""
+    """The sizes nccl-tests visits: multiply by ``factor`` when > 1, else (0 or 1, as nccl-tests'
+    ``-f 1``) add ``increment``."""
     if min_bytes > max_bytes:
         raise UsageError(f"-b/--minbytes must be <= -e/--maxbytes, got {min_bytes} > {max_bytes}")
+    if factor == 1:
+        factor = 0
     if factor:
-        if not (math.isfinite(factor) and factor >= 2):
-            raise UsageError(f"-f/--stepfactor must be >= 2, got {factor:g}")
+        if not math.isfinite(factor) or factor < 2:
+            raise UsageError(f"-f/--stepfactor must be >= 2 (or 0 or 1: step by -i), got {factor:g}")
         if factor > MAX_SIZE:
             raise UsageError(f"-f/--stepfactor must be <= {MAX_SIZE} (the largest size), got {factor:g}")
     elif increment <= 0:

@@ -109,7 +109,7 @@ CREATE TABLE IF NOT EXISTS artifacts (
 );
 """
 
-RUN_KINDS = ("bench", "sweep", "tune", "validate", "import", "links", "topo", "doctor", "check")
+RUN_KINDS = ("bench", "sweep", "tune", "validate", "replay", "import", "links", "topo", "doctor", "check")
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
 ROW_STATUSES = ("ok", "skipped", "waived", "error", "unavailable")
 
@@ -173,6 +173,29 @@ class Run:
     args: dict[str, Any] = field(default_factory=dict)
     env: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
+    note: str = ""  # what the reader should know of the status (a run of another host)
+
+
+# A run found 'running' whose processes are all gone is shown as this (it is never stored)
+ABANDONED = "abandoned"
+
+
+def _liveness(processes: Any) -> tuple[str, str]:
+    """(status, note) of a run stored as running, from the host and processes it recorded
+    (``launch.job_processes``): abandoned when they are all gone from this host."""
+    import socket
+
+    from ccltune import launch
+
+    if not isinstance(processes, dict) or not isinstance(processes.get("pids"), dict):
+        return "running", ""  # recorded by an older ccltune: nothing to judge by
+    host = processes.get("host")
+    if host != socket.gethostname():
+        return "running", f"running on host {host}: whether its processes live cannot be judged from here"
+    pids = processes["pids"]
+    if any(launch.alive(int(pid), start) for pid, start in pids.items() if str(pid).isdigit()):
+        return "running", ""
+    return ABANDONED, f"its processes ({', '.join(map(str, pids))}) are gone; it never finished"
 
 
 def _check_file(path: Path, flag: str, *, must_exist: bool, write: bool) -> None:
@@ -318,9 +341,23 @@ class Store:
         )
         self.conn.commit()
 
-    def reopen_run(self, run_id: int) -> None:
-        """Mark a run 'running' again (``sweep --resume`` continues it)."""
+    def finish_if_running(self, run_id: int, status: str, summary: Mapping[str, Any]) -> int | None:
+        """Finish a run its own processes left running (the launcher's last word): ``summary`` with
+        its row count. Returns that count, or None when the run was finished already."""
+        rows = self.conn.execute("SELECT COUNT(*) FROM measurements WHERE run_id = ?", (run_id,)).fetchone()[0]
+        cur = self.conn.execute(
+            "UPDATE runs SET status = ?, finished_at = ?, summary_json = ? WHERE id = ? AND status = 'running'",
+            (status, _now(), json.dumps({"rows": rows, **summary}, default=str), run_id))
+        self.conn.commit()
+        return rows if cur.rowcount else None
+
+    def reopen_run(self, run_id: int, processes: Mapping[str, Any] | None = None) -> None:
+        """Mark a run 'running' again (``sweep --resume`` continues it), by ``processes`` now."""
         self.conn.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,))
+        if processes is not None:
+            env = self.run(run_id).env
+            self.conn.execute("UPDATE runs SET env_json = ? WHERE id = ?",
+                              (json.dumps({**env, "processes": dict(processes)}, default=str), run_id))
         self.conn.commit()
 
     def runs(self, kind: str | None = None) -> list[Run]:
@@ -372,7 +409,10 @@ class Store:
                                  f"({text[:40]!r}): the database was damaged or edited by hand")
             return value
 
-        return Run(args=column("args_json"), env=column("env_json"), summary=column("summary_json"), **d)
+        run = Run(args=column("args_json"), env=column("env_json"), summary=column("summary_json"), **d)
+        if run.status == "running":
+            run.status, run.note = _liveness(run.env.get("processes"))
+        return run
 
     # -- measurements ----------------------------------------------------------------
     def add_measurements(self, run_id: int, rows: Iterable[Measurement]) -> None:

@@ -5,23 +5,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ccltune import rules
+from ccltune import builtlib, rules
 from ccltune.errors import EngineUnavailable
 
 LIBRARY_NAME = "libnccl-tuner-ccltune.so"
-_PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def _candidates() -> list[Path]:
-    # 1. the wheel's copy, next to the package; 2. `make -C plugin` in a source checkout
-    return [_PACKAGE_DIR / "lib" / LIBRARY_NAME, _PACKAGE_DIR.parents[1] / "plugin" / "build" / LIBRARY_NAME]
+    return builtlib.candidates(LIBRARY_NAME, "plugin")
 
 
 def library_path() -> Path:
     """Absolute path of the built plugin. Raises EngineUnavailable (with how to build it)."""
-    for cand in _candidates():
-        if cand.is_file():
-            return cand
+    found = builtlib.first_existing(_candidates())
+    if found is not None:
+        return found
     tried = ", ".join(str(c) for c in _candidates())
     raise EngineUnavailable(
         f"the ccltune tuner plugin is not built (looked for {tried}); "

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ccltune.launch import descendants
 from ccltune.store import Store
 
 ROW_FIELDS = ("collective", "size_bytes", "count", "dtype", "op", "root", "in_place", "time_us", "algbw_gbps",
@@ -24,29 +25,6 @@ ROW_FIELDS = ("collective", "size_bytes", "count", "dtype", "op", "root", "in_pl
 
 def bench_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "ccltune", "bench", *args]
-
-
-def _children() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        kids.setdefault(ppid, []).append(int(pid))
-    return kids
-
-
-def descendants(pid: int) -> list[int]:
-    kids, out, todo = _children(), [], [pid]
-    while todo:
-        for child in kids.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 def _rank_of(pid: int) -> int | None:
@@ -149,6 +127,35 @@ def launcher(tmp_path):
     lau = Launcher(tmp_path)
     yield lau
     lau.cleanup()
+
+
+def bench_many(nproc: int, runs: list[list[str]], cwd: Path, timeout: float = 120) -> list[str]:
+    """Run several bench command lines in ONE torchrun job of ``nproc`` gloo processes
+    (bench_many.py); returns each run's stdout (rank 0). Every run must exit 0."""
+    script = Path(__file__).with_name("bench_many.py")
+    assert all(" " not in a for argv in runs for a in argv), runs
+    proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+                             str(script), *(" ".join(["bench", *argv]) for argv in runs)],
+                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for pid in sorted(descendants(proc.pid), reverse=True):   # the workers too, by id
+            os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        raise AssertionError(f"bench_many did not end within {timeout:g}s: {stdout[-2000:]}{stderr[-3000:]}") from None
+    assert proc.returncode == 0, stdout[-2000:] + stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    out, rest = [], stdout
+    for i in range(len(runs)):
+        marker = f"# bench_many: run {i} exit "
+        head, sep, rest = rest.partition(marker)
+        assert sep, f"run {i} printed no end marker: {stdout[-2000:]}"
+        rc, _, rest = rest.partition("\n")
+        assert rc == "0", f"run {i} ({' '.join(runs[i])}) exited {rc}"
+        out.append(head)
+    return out
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ import signal
 import threading
 import time
 
+import pytest
+
 from dist_helpers import alive, count_rows, only_run, wait_rows, worker
 
 TIMEOUT_S = 5
@@ -103,3 +105,59 @@ def test_ctrl_c_keeps_rows_and_marks_the_run_interrupted(launcher, tmp_path):
     assert f"ccltune: interrupted; {len(rows)} rows kept in {db} (run {run.id})" in text
     assert text.count("ccltune: interrupted") == 1   # rank 0 speaks for the job
     assert not any(alive(p) for p in launcher.seen)
+
+
+def _job_gone_within(pids: list[int], seconds: float) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+def _only_ccltune_lines(text: str) -> None:
+    """Nothing but ccltune's own lines: no torchrun report, warning or C++ abort message."""
+    others = [line for line in text.splitlines() if line.strip() and not line.startswith("ccltune")]
+    assert not others, text
+    assert "terminate called" not in text and "Root Cause" not in text and "Traceback" not in text
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP", "SIGKILL"])
+def test_stopping_ccltune_stops_the_whole_job_within_5_s(launcher, tmp_path, sig):
+    """kill (TERM), Ctrl-C (INT), a closed terminal (HUP) or kill -9 of the ccltune process: torchrun
+    and every worker are gone within 5 s, every row measured is kept and the run's status is final.
+    (Before: the workers ran on under PID 1 after TERM, HUP and KILL, and the run stayed 'running'.)"""
+    proc, err, db, before = _start(launcher, tmp_path)
+    job = launcher.note(proc)
+    assert len(job) >= 3  # torchrun and two workers
+    os.kill(proc.pid, getattr(signal, sig))
+    left = _job_gone_within(job, 5.0)
+    assert not left, f"{sig}: processes of the job still alive 5 s later: {left}"
+    proc.wait(timeout=5)
+    text = err.join()
+    run, rows = only_run(db)
+    assert len(rows) >= before
+    if sig == "SIGKILL":  # the parent said nothing; rank 0 finished the run, or it is seen abandoned
+        assert run.status in ("interrupted", "abandoned"), run
+    else:
+        assert proc.returncode == 130, text
+        assert run.status == "interrupted" and run.summary["rows"] == len(rows) == count_rows(db)
+        assert f"ccltune: interrupted; {len(rows)} rows kept in {db} (run {run.id})" in text
+    _only_ccltune_lines(text)
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", pytest.param("SIGSTOP", marks=pytest.mark.slow)])
+def test_rank_0_killed_or_stopped_the_parent_finishes_the_run(launcher, tmp_path, sig):
+    """Rank 0 writes the run; when it is killed (or stopped, so the others give up after --timeout)
+    the parent marks the run failed, keeps the rows, says it in ccltune's words and exits 3."""
+    proc, err, db, before = _start(launcher, tmp_path)
+    victim = worker(proc.pid, 0)
+    os.kill(victim, getattr(signal, sig))
+    proc.wait(timeout=TIMEOUT_S + 25)
+    text = err.join()
+    assert proc.returncode == 3, text
+    run, rows = only_run(db)
+    assert run.status == "failed" and len(rows) >= before and run.summary["rows"] == len(rows)
+    assert f"ccltune: run {run.id} failed; {len(rows)} rows kept in {db}" in text
+    assert "rank 0 on host " in text
+    _only_ccltune_lines(text)
+    assert not any(alive(p) for p in launcher.seen)  # the stopped rank too: killed, not left stopped

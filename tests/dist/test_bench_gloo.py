@@ -4,6 +4,7 @@ every datatype and op that gloo supports, the table, the JSON records and the da
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ import pytest
 
 from ccltune import collectives
 from ccltune.sizes import size_series
-from dist_helpers import ROW_FIELDS, only_run
+from dist_helpers import ROW_FIELDS, bench_many, only_run
 
 ALL = list(collectives.REGISTRY)
 SIZES = ["-b", "8", "-e", "4K", "-f", "8"]
@@ -27,7 +28,7 @@ def table(stdout: str) -> dict[str, list[list[str]]]:
     current = None
     for line in stdout.splitlines():
         if line.startswith("# Collective test starting: "):
-            current = line.split(": ", 1)[1]
+            current = line.split(": ", 1)[1].removesuffix("_perf")
             out[current] = []
         elif line.strip() and not line.startswith("#"):
             assert current is not None, line
@@ -63,8 +64,9 @@ def test_every_collective(run_bench, nproc):
             assert (int(c[0]), int(c[1]), c[2]) == (lay.size_bytes, lay.count, "float")
             check_cells(name, c)
     assert proc.stdout.count("# Out of bounds values : 0 OK") == len(ALL)
-    assert f"# ccltune bench: engine gloo, {nproc} processes (CPU)" in proc.stdout
-    assert all(f"Rank {r:2d} Group  0 on " in proc.stdout for r in range(nproc))
+    assert "nccl-headers=0 nccl-library=0 ccltune=" in proc.stdout and " engine=gloo" in proc.stdout
+    assert all(re.search(rf"#  Rank {r:2d} Group  0 Pid +\d+ on +\S+ device +\d+ \[0000:00:00\] cpu", proc.stdout)
+               for r in range(nproc))
 
     # the JSON records: one per (collective, size, placement), busbw = algbw * factor
     data = json.loads(js.read_text())
@@ -74,7 +76,7 @@ def test_every_collective(run_bench, nproc):
         assert set(ROW_FIELDS) <= set(r)
         coll = collectives.get(r["collective"])
         assert r["dtype"] == "float" and r["n_ranks"] == nproc
-        assert r["op"] == ("sum" if coll.reduces else None)
+        assert r["op"] == ("sum" if coll.reduces or coll.loops_ops else None)  # sendrecv_perf prints its -o op
         assert r["root"] == (0 if coll.rooted else None)
         if r["status"] == "ok":
             assert r["wrong"] == 0 and r["time_us"] > 0
@@ -106,12 +108,24 @@ CASES = [(op, dt) for op in ("sum", "prod", "min", "max") for dt in ("int32", "f
 CASES += [("sum", "bfloat16"), ("max", "half"), ("prod", "int8"), ("sum", "uint8"), ("min", "double")]
 
 
+@pytest.fixture(scope="module")
+def ops_and_datatypes(tmp_path_factory):
+    """Every case of CASES as its own bench command line, all in one torchrun job (a launch
+    costs seconds; the cases only differ in -o and -d), and -o avg: {case: (stdout, db, json)}."""
+    tmp = tmp_path_factory.mktemp("ops")
+    cases = {(op, dtype): ["all_reduce,reduce_scatter,reduce,broadcast", "-b", "64", "-e", "1K", "-f", "16", *FAST,
+                           "-o", op, "-d", dtype, "-r", "1"] for op, dtype in CASES}
+    cases[("avg", "float")] = ["all_reduce,all_gather", "-b", "64", "-e", "64", *FAST, "-o", "avg"]
+    files = {case: (tmp / f"{case[0]}-{case[1]}.db", tmp / f"{case[0]}-{case[1]}.json") for case in cases}
+    outs = bench_many(2, [[*argv, "--db", str(files[c][0]), "--json", str(files[c][1])] for c, argv in cases.items()], tmp)
+    return {case: (out, *files[case]) for case, out in zip(cases, outs)}
+
+
 @pytest.mark.parametrize("op, dtype", CASES)
-def test_ops_and_datatypes(run_bench, op, dtype):
-    proc, db, js = run_bench("all_reduce,reduce_scatter,reduce,broadcast", "-b", "64", "-e", "1K", "-f", "16",
-                             *FAST, "-o", op, "-d", dtype, "-r", "1", "--nproc", "2")
-    assert proc.returncode == 0, proc.stderr
-    rows = table(proc.stdout)
+def test_ops_and_datatypes(ops_and_datatypes, op, dtype):
+    stdout, db, js = ops_and_datatypes[(op, dtype)]
+    rows = table(stdout)
+    assert list(rows) == ["all_reduce", "reduce_scatter", "reduce", "broadcast"]
     assert all(c[2] == dtype for cells in rows.values() for c in cells)
     assert [c[3] for c in rows["all_reduce"]] == [op, op] and [c[4] for c in rows["broadcast"]] == ["1", "1"]
     for name, cells in rows.items():
@@ -126,10 +140,9 @@ def test_ops_and_datatypes(run_bench, op, dtype):
     assert only_run(db)[0].status == "complete"
 
 
-def test_avg_is_waived_on_gloo_not_failed(run_bench):
-    proc, db, js = run_bench("all_reduce,all_gather", "-b", "64", "-e", "64", *FAST, "-o", "avg", "--nproc", "2")
-    assert proc.returncode == 0, proc.stderr
-    assert "WAIVED: gloo has no AVG reduction" in proc.stdout
+def test_avg_is_waived_on_gloo_not_failed(ops_and_datatypes):
+    stdout, db, js = ops_and_datatypes[("avg", "float")]   # its run exited 0 (bench_many checks)
+    assert "WAIVED: gloo has no AVG reduction" in stdout
     recs = json.loads(js.read_text())["records"]
     assert {r["status"] for r in recs if r["collective"] == "all_reduce"} == {"waived"}
     assert {r["status"] for r in recs if r["collective"] == "all_gather"} == {"ok"}   # avg only matters to reductions
@@ -145,17 +158,25 @@ def test_single_process_runs_and_waives(run_bench):
     assert run.status == "complete" and run.world_size == 1 and len(stored) == len(recs)
 
 
+@pytest.fixture(scope="module")
+def warmup_modes(tmp_path_factory):
+    """One torchrun job: the same bench with each --warmup-mode, then without: {mode or None: (db, json)}."""
+    tmp = tmp_path_factory.mktemp("warmup")
+    args = ["all_gather,reduce_scatter,sendrecv", "-b", "8", "-e", "4K", "-f", "8", *FAST]
+    modes = ["series", "nccl-tests", None]
+    files = {m: (tmp / f"{m or 'plain'}.db", tmp / f"{m or 'plain'}.json") for m in modes}
+    bench_many(2, [[*args, *(["--warmup-mode", m] if m else []), "--db", str(files[m][0]), "--json", str(files[m][1])]
+                   for m in modes], tmp)
+    return files
+
+
 @pytest.mark.parametrize("mode", ["series", "nccl-tests"])
-def test_series_warmup_gives_the_same_rows(run_bench, mode):
+def test_series_warmup_gives_the_same_rows(warmup_modes, mode):
     """nccl-tests' warm-up over the whole series first: same rows, every result still exact."""
-    args = ("all_gather,reduce_scatter,sendrecv", "-b", "8", "-e", "4K", "-f", "8", *FAST, "--nproc", "2")
-    proc, db, js = run_bench(*args, "--warmup-mode", mode)
-    assert proc.returncode == 0, proc.stderr
+    db, js = warmup_modes[mode]
     recs = json.loads(js.read_text())["records"]
     assert only_run(db)[0].args["warmup_mode"] == mode
-    proc2, _db2, js2 = run_bench(*args)
-    assert proc2.returncode == 0, proc2.stderr
-    plain = json.loads(js2.read_text())["records"]
+    plain = json.loads(warmup_modes[None][1].read_text())["records"]
     key = [(r["collective"], r["size_bytes"], r["in_place"], r["status"]) for r in recs]
     assert key == [(r["collective"], r["size_bytes"], r["in_place"], r["status"]) for r in plain]
     ok = [r for r in recs if r["status"] == "ok"]
@@ -172,6 +193,6 @@ def test_a_reader_that_goes_stops_the_table_not_the_run(tmp_path):
     with proc.stderr:
         err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0, err
-    assert first[0].startswith(b"# ccltune bench") and "Traceback" not in err and "BrokenPipe" not in err
+    assert first[0].startswith(b"# nccl-tests version") and "Traceback" not in err and "BrokenPipe" not in err
     run, rows = only_run(db)
     assert run.status == "complete" and len(rows) == 2 * 14

@@ -1,5 +1,5 @@
-"""The C harnesses: white-box parser/matcher tests and the dlopen loader test, each built
-plain and with sanitizers; plus the exported symbol table."""
+"""The C harnesses: white-box parser/matcher tests, the dlopen loader test and the RCCL-shaped
+harness, each built plain and with sanitizers; plus the exported symbol table."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from plugin_build import LIB, run
+from plugin_build import LIB, REPO, run
 
 EXPORTS = {f"ncclTunerPlugin_v{v}" for v in (2, 3, 4, 5, 6)}
 TOOLCHAIN_SYMBOLS = {"_init", "_fini", "_edata", "_end", "__bss_start"}
@@ -33,6 +33,20 @@ def test_loader(build) -> None:
     assert "OK: 0 failure(s)" in proc.stdout
     for version in ("ncclTunerPlugin_v6", "ncclTunerPlugin_v5", "v4", "v3"):
         assert f"-- {version} cost-table calls" in proc.stdout
+
+
+def test_rccl_shaped(build) -> None:
+    """The plugin called as RCCL calls it (plugin/tests/test_rccl.c names the RCCL sources):
+    loader order, 7- and 8-column tables with RCCL's IGNORE cells, CPX/NPS4 sections."""
+    fixtures = REPO / "tests" / "fixtures" / "sysfs"
+    proc = run([build / "test_rccl", build / LIB, fixtures / "amd-mi300x", fixtures / "amd-mi300x-cpx"],
+               env={**os.environ, **SAN_ENV})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "OK: 0 failure(s)" in proc.stdout
+    assert "runtime error" not in proc.stderr  # UBSan
+    for line in ("RCCL loader picks ncclTunerPlugin_v6", "MI300X CPX/NPS4, 64 ranks, 8 algorithms",
+                 "RCCL 2.21.5: ncclTunerPlugin_v2"):
+        assert line in proc.stdout
 
 
 def test_exports_exactly_the_tuner_structs(c_build) -> None:

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from ccltune import dist, launch
 from ccltune.cli import _common, main
 from ccltune.cli.sweep import check_resume
 from ccltune.errors import UsageError
@@ -189,7 +190,7 @@ def test_resume_continues_only_the_same_sweep():
 ])
 def test_values_refused_before_any_work(tmp_path, monkeypatch, capsys, argv, needle):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(_common.subprocess, "Popen", lambda *a, **k: pytest.fail("a process was started"))
+    monkeypatch.setattr(launch.subprocess, "Popen", lambda *a, **k: pytest.fail("a process was started"))
     _db(tmp_path / "x.db")
     assert main(argv + ["--db", "x.db"]) == 2
     err = capsys.readouterr().err

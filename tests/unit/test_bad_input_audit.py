@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import faulthandler
 import hashlib
+import importlib
 import json
 import os
 import signal
@@ -52,6 +53,10 @@ def _db(path: Path, kind: str = "bench") -> None:
 def world(tmp_path_factory):
     """The files the cases name: good ones, and every wrong kind of file."""
     d = tmp_path_factory.mktemp("audit")
+    try:  # the first command that imports torch would pay its seconds inside the hang limit
+        importlib.import_module("torch")
+    except ImportError:
+        pass
     _db(d / "good.db")
     _db(d / "text.db")
     con = sqlite3.connect(d / "text.db")
@@ -72,6 +77,8 @@ def world(tmp_path_factory):
     (d / "l.log").write_text((FIXTURES / "logs" / "nccl_tuner_plugin.log").read_text())
     (d / "b.json").write_text(json.dumps({"env": {}, "records": []}))
     (d / "x").write_text("x\n")
+    assert main(["workload", "import", str(FIXTURES / "workload" / "coll-ddp-1gpu.vm.4029.log"),
+                 "--out", str(d / "w.json")]) == 0  # a real workload file, from a real COLL log
     return d
 
 
@@ -143,7 +150,8 @@ BAD_OUT = [  # (an output path, what the error names)
     ("good.db", "good.db"),
 ]
 
-READERS = [["runs"], ["export", "1"], ["report", "--out", "r.html"], ["tune", "--out", "t.conf"]]
+READERS = [["runs"], ["export", "1"], ["report", "--out", "r.html"], ["tune", "--out", "t.conf"],
+           ["workload", "show", "w.json"]]
 SWEEP = ["sweep", "--algos", "", "--protos", "", "--channels", ""]  # what the CPU engine can sweep
 MEASURERS = [["bench", "all_reduce"], SWEEP, ["validate", "rules.conf"], ["links"], ["topo"],
              ["doctor", "--no-run"], ["import", "nccl-tests", str(FIXTURES / "nccl-tests" / "all_gather_default.txt")]]
@@ -153,6 +161,7 @@ OUTPUT_FLAGS = [
     ["validate", "rules.conf", "--junit", "{p}"], ["topo", "--json", "{p}"], ["doctor", "--no-run", "--json", "{p}"],
     ["check", "--from-json", "b.json", "--json", "{p}"], ["check", "--from-json", "b.json", "--junit", "{p}"],
     ["plugin", "verify", "r.conf", "--from-log", "l.log", "--json", "{p}"], ["links", "--json", "{p}"],
+    ["workload", "import", "l.log", "--out", "{p}"],
 ]
 SIZES = [  # (size flags, needle) for bench, sweep and validate
     (["-f", "1e308"], "1e+308"),
@@ -175,8 +184,9 @@ def _cases() -> list[tuple[list[str], str]]:
     cases.append((["export", "1", "--db", "text.db"], "'lots'"))
     for cmd in MEASURERS:
         cases += [(cmd + ["--db", v], n) for v, n in BAD_DB]
-    for cmd in OUTPUT_FLAGS:  # (plugin has no --db: good.db is an ordinary file there)
-        cases += [([a.format(p=v) for a in cmd], n) for v, n in BAD_OUT if cmd[0] != "plugin" or v != "good.db"]
+    for cmd in OUTPUT_FLAGS:  # (plugin and workload have no --db: good.db is an ordinary file there)
+        cases += [([a.format(p=v) for a in cmd], n) for v, n in BAD_OUT
+                  if cmd[0] not in ("plugin", "workload") or v != "good.db"]
     for cmd in (["bench", "all_reduce"], SWEEP, ["validate", "rules.conf"]):
         cases += [(cmd + flags, n) for flags, n in SIZES]
     cases += [
@@ -273,6 +283,42 @@ def _cases() -> list[tuple[list[str], str]]:
         (["links", "-n", "0"], "0"),
         (["links", "--method", "warp"], "warp"),
         (["links", "--threshold", "nan"], "nan"),
+        (["replay", "missing.json"], "missing.json"),
+        (["replay", "garbage.bin"], "garbage.bin"),
+        (["replay", "fifo"], "fifo"),
+        (["replay", "dir"], "dir"),
+        (["replay", "empty"], "empty"),
+        (["replay", LONG_NAME], LONG_NAME[:40]),
+        (["replay", "w.json", "--rules", "garbage.bin"], "garbage.bin"),
+        (["replay", "w.json", "--rules", "fifo"], "fifo"),
+        (["replay", "w.json", "--rules", "missing.conf"], "missing.conf"),
+        (["replay", "w.json", "--iters", "0"], "0"),
+        (["workload", "import", "missing.log", "--out", "w2.json"], "missing.log"),
+        (["workload", "import", "fifo", "--out", "w2.json"], "fifo"),
+        (["workload", "import", "dir", "--out", "w2.json"], "dir"),
+        (["workload", "import", "garbage.bin", "--out", "w2.json"], "garbage.bin"),
+        (["workload", "import", "l.log", "--out", "l.log"], "l.log"),
+        (["workload", "import", "l.log", "--steps", "-1", "--out", "w2.json"], "-1"),
+        (["workload", "show", "missing.json"], "missing.json"),
+        (["workload", "show", "garbage.bin"], "garbage.bin"),
+        (["workload", "show", "fifo"], "fifo"),
+        (["workload", "show", "dir"], "dir"),
+        (["workload", "show", "empty"], "empty"),
+        (["workload", "show", "b.json"], "b.json"),
+        (["rules", "explain", "missing.conf"], "missing.conf"),
+        (["rules", "explain", "fifo"], "fifo"),
+        (["rules", "explain", "dir"], "dir"),
+        (["rules", "explain", "/dev/zero"], "/dev/zero"),
+        (["rules", "explain", "rules.conf", "--nranks", "0"], "0"),
+        (["rules", "explain", "rules.conf", "--collective", "allreduc"], "allreduc"),
+        (["import", "transferbench", "missing.txt"], "missing.txt"),
+        (["import", "transferbench", "garbage.bin"], "garbage.bin"),
+        (["import", "transferbench", "fifo"], "fifo"),
+        (["import", "transferbench", "empty"], "empty"),
+        (["import", "nvbandwidth", "missing.txt"], "missing.txt"),
+        (["import", "nvbandwidth", "garbage.bin"], "garbage.bin"),
+        (["import", "nvbandwidth", "fifo"], "fifo"),
+        (["import", "nvbandwidth", "dir"], "dir"),
         (["import", "nccl-tests", "missing.txt"], "missing.txt"),
         (["import", "nccl-tests", "garbage.bin"], "garbage.bin"),
         (["import", "nccl-tests", "fifo"], "fifo"),
@@ -296,7 +342,7 @@ def test_the_audit_has_at_least_254_cases():
 def test_bad_input_is_refused_cleanly(world, monkeypatch, capsys, argv, needle):
     monkeypatch.chdir(world)
     before = _snapshot(world)
-    if argv[0] != "plugin" and "--db" not in argv:
+    if argv[0] not in ("plugin", "rules") and argv[:2] != ["workload", "import"] and "--db" not in argv:
         argv = argv + ["--db", "good.db"]
     if argv[0] == "check" and "--profile" not in argv:  # this machine matches no built-in profile
         argv = argv + ["--profile", "h200-4"]

@@ -1,4 +1,6 @@
-"""bench/capture.py and bench/compare_repeated.py on data they were written for (bench/data)."""
+"""bench/capture.py, compare_repeated.py and first_size.py on the data they were written for:
+trimmed copies of H200 measurements under tests/fixtures/bench (trim.py there says how they
+were cut from bench/data as of commit da923a0)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "bench" / "data"
+DATA = ROOT / "tests" / "fixtures" / "bench"
 
 
 def _load(name: str):
@@ -37,6 +39,7 @@ def test_capture_on_the_sweep_is_whole_where_tune_places_rules(capsys):
     tune = {g: v for (g, lv), v in rows.items() if lv == "tune" and v[0] != "0"}
     assert tune and all(95.0 <= float(v[2]) <= 100.0 for v in tune.values())
     assert float(rows[("ALL", "tune")][2]) >= 99.0
+    assert float(rows[("all_gather n=4", "tune")][2]) < 100.0   # the 32 KB case above
     # looser readings of noise count at least the sizes the stricter ones count
     n = {lv: int(v[0]) for (g, lv), v in rows.items() if g == "ALL"}
     assert n["point"] >= n["aa"] >= n["aa+0.5us"] >= n["tune"] > 0
@@ -55,7 +58,7 @@ def test_capture_reads_a_rule_file(tmp_path, capsys):
 
 def test_compare_repeated_medians_and_verdicts(tmp_path, capsys):
     cr = _load("compare_repeated")
-    src = DATA / "ncclt" / "inter"
+    src = DATA / "inter"
     # all_reduce of the first two repeats of phase inter
     for r in (1, 2):
         (tmp_path / f"ncclt-{r}-all_reduce.txt").write_text((src / f"ncclt-{r}-all_reduce.txt").read_text())
@@ -74,7 +77,7 @@ def test_compare_repeated_medians_and_verdicts(tmp_path, capsys):
 
 def test_first_size_shows_the_first_sizes_of_each_collective(capsys):
     fs = _load("first_size")
-    assert fs.main([str(DATA / "iters" / "s-each-0.sqlite"), "--sizes", "2"]) == 0
+    assert fs.main([str(DATA / "iters-s-each-0.sqlite"), "--sizes", "2"]) == 0
     lines = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
     assert [(r[1], r[2]) for r in lines] == [("all_reduce", "8"), ("all_reduce", "16"), ("reduce", "8"), ("reduce", "16")]
     # the stored sweep of 01:53 (a call count per configuration, no warm-up size): reduce's first

@@ -12,7 +12,7 @@ from ccltune.errors import UsageError
 def test_dtypes_match_ncclDataType_t_and_torch():
     assert {d.name: d.nccl for d in types.DTYPES.values()} == {
         "int8": 0, "uint8": 1, "int32": 2, "uint32": 3, "int64": 4, "uint64": 5,
-        "half": 6, "float": 7, "double": 8, "bfloat16": 9}
+        "half": 6, "float": 7, "double": 8, "bfloat16": 9, "f8e4m3": 10, "f8e5m2": 11}
     for d in types.DTYPES.values():
         t = getattr(torch, d.torch_name)
         assert torch.empty(0, dtype=t).element_size() == d.size, d.name
@@ -20,7 +20,7 @@ def test_dtypes_match_ncclDataType_t_and_torch():
 
 
 def test_ops_match_ncclRedOp_t():
-    assert types.OPS == {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
+    assert types.OPS == {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4, "mulsum": None}  # made per comm
 
 
 @pytest.mark.parametrize("alias, name", [("fp16", "half"), ("float16", "half"), ("bf16", "bfloat16"),
@@ -57,3 +57,31 @@ def test_unknown_op(text, suggestion):
 
 def test_op_is_case_insensitive():
     assert types.op("MAX") == "max"
+
+
+@pytest.mark.parametrize("coll", ["all_reduce", "reduce_scatter", "reduce"])
+def test_every_type_and_op_is_checked_exactly(coll):
+    """mulsum, f8e4m3 and f8e5m2 included: the right result gives 0 wrong, one changed element 1."""
+    import torch
+
+    from ccltune import collectives, types
+    from ccltune.measure import buffers as B
+
+    c = collectives.REGISTRY[coll]
+    for d in types.DTYPES.values():
+        for op in types.OPS:
+            lay = c.layout(4096, d.size, 4, 0)
+            exp = c.expected(torch, lay, 0, 4, op, 0, "cpu")
+            bad = exp.clone()
+            bad[0] += 50
+            for value, wrong in ((exp, 0), (bad, 1)):
+                got = B.Buffers(torch.empty(1), value.to(getattr(torch, d.torch_name)))
+                assert B.count_wrong(torch, got, c, lay, d, 0, 4, op, 0) == wrong, (d.name, op)
+
+
+def test_all_values_in_nccl_tests_order():
+    from ccltune import types
+
+    assert [d.name for d in types.dtypes("all")][-3:] == ["bfloat16", "f8e4m3", "f8e5m2"]
+    assert types.ops("ALL") == ["sum", "prod", "max", "min", "avg", "mulsum"]
+    assert types.mulsum_scalar(0) == 1 and types.mulsum_scalar(3) == 2

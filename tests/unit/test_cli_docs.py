@@ -35,3 +35,42 @@ def test_readme_commands_exist():
     blocks = readme.split("```")[1::2]  # the fenced command blocks
     used = {line.split()[1] for b in blocks for line in b.splitlines() if line.startswith("ccltune ")}
     assert used and used <= names, used - names
+
+
+def test_the_exit_code_table_is_documented():
+    """One table of exit codes (errors.EXIT_CODES), in --help and so in docs/cli.md."""
+    from ccltune.cli import exit_code_table
+    from ccltune.errors import EXIT_CODES
+
+    text = DOC.read_text(encoding="utf-8")
+    assert exit_code_table() in text, "docs/cli.md is stale (python scripts/gen_cli_docs.py)"
+    assert {0, 1, 2, 3, 4, 130} <= set(EXIT_CODES)
+
+
+def test_no_function_in_cli_is_longer_than_60_lines():
+    """Commands parse, plan, call and render; the work is below the CLI."""
+    import ast
+
+    import ccltune.cli
+
+    long = []
+    for path in sorted(Path(ccltune.cli.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > 60:
+                    long.append(f"{path.name}:{node.lineno} {node.name} ({n} lines)")
+    assert not long, long
+
+
+def test_workload_walkthrough_commands_parse():
+    """docs/workload.md's concrete commands (those without [optional] parts) are ones ccltune accepts."""
+    import shlex
+
+    text = (DOC.parent / "workload.md").read_text(encoding="utf-8")
+    lines = [ln.split("#")[0].strip() for b in text.split("```")[1::2] for ln in b.splitlines()]
+    cmds = [ln for ln in lines if ln.startswith("ccltune ") and "[" not in ln and "..." not in ln]
+    assert len(cmds) >= 6, cmds
+    parser = build_parser()
+    for c in cmds:
+        parser.parse_args(shlex.split(c)[1:])

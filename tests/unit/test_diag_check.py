@@ -337,4 +337,5 @@ def test_profile_detection_by_gpu_name_and_count():
 def test_cli_list_profiles(capsys):
     assert main(["check", "--list-profiles"]) == 0
     out = capsys.readouterr().out
-    assert "mi300x-8" in out and "h200-4" in out and "(provisional)" not in out
+    assert "mi300x-8" in out and "h200-4" in out and "h100-8" in out and "a100-8" in out
+    assert "(provisional)" not in out.split("h200-4")[1].splitlines()[0]  # measured, not provisional

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ccltune.cli import main
-from ccltune.cli.links import render_matrix
+from ccltune.cli.linkshow import render_matrix
 from ccltune.diagnose import linkmath, links
 from ccltune.errors import UsageError
 

@@ -196,7 +196,6 @@ ROW = "     1048576         65536     float    none      -1    12.50   83.89   6
     ("    12.50 ", "      inf ", "bad out-of-place time 'inf': must be a positive number of microseconds"),
     ("    12.50 ", "     -inf ", "bad out-of-place time '-inf': must be a positive number"),
     ("    12.50 ", "    -3.00 ", "bad out-of-place time '-3.00': must be a positive number"),
-    ("    12.50 ", "     0.00 ", "bad out-of-place time '0.00': must be a positive number"),
     ("    12.10 ", "      inf ", "bad in-place time 'inf'"),
     ("     1048576 ", "    -1048576 ", "bad size '-1048576': must be a non-negative integer"),
     ("         65536 ", "        -65536 ", "bad count '-65536': must be a non-negative integer"),
@@ -334,3 +333,12 @@ def test_collective_all_is_not_offered(tmp_path, capsys):
     assert valid.split(", ")[-1] == "sendrecv" and "all" not in valid.split(", ")
     with pytest.raises(UsageError, match=r"did you mean 'all_gather'\?\); valid: all_reduce, .*, sendrecv$"):
         parse_text(read("all_gather_default.txt"), "f", collective="all_gathr")
+
+
+def test_time_printed_zero_is_kept_unmeasured() -> None:
+    """Real nccl-tests 2.19.6 output (one H100, -G 10): one rank's in-place all_reduce is a no-op and
+    prints 0.00 us at every size; the file imports, those rows are errors ("time 0"), the others ok."""
+    (run,) = parse_text(read("all_reduce_graph_1rank_inplace_zero.txt"), "z.txt")
+    inplace = [r for r in run.rows if r.in_place]
+    assert [(r.size_bytes, r.status, r.note) for r in inplace] == [(s, "error", "time 0") for s in (8, 256, 8192, 262144)]
+    assert [r.time_us for r in run.rows if not r.in_place] == [1.03, 1.22, 1.21, 1.41]

@@ -1,98 +1,108 @@
-"""nccl-tests' text table: the same header, the same column positions, N/A cells, footer."""
+"""nccl-tests' text table, byte for byte: a real nccl-tests 2.19.0 output (whose util.cu print
+statements 2.19.6 keeps) is rebuilt from its own numbers with a fixed environment, and read back
+by a small column-position reader written from nccl-tests' format."""
 
 from __future__ import annotations
 
-import re
+import json
 from pathlib import Path
 
-from ccltune import output
+import pytest
+
+from ccltune import ncclt_json, output
 from ccltune.store import Measurement
+from ccltune.tune.importer import parse, parse_text
 
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "nccl-tests" / "all_gather_default.txt"
-
-
-def _ok(size=1048576, time_us=12.5, busbw=62.91, wrong=0, in_place=False):
-    return Measurement(collective="all_gather", size_bytes=size, count=size // 16, dtype="float", op=None, root=None,
-                       in_place=in_place, n_ranks=4, time_us=time_us, algbw_gbps=size / time_us / 1e3,
-                       busbw_gbps=busbw, wrong=wrong)
+REAL = Path(__file__).parent.parent / "fixtures" / "nccl-tests" / "ncclt-2.19.0_all_reduce_h200x4.txt"
 
 
-def _waived(size=1048576, in_place=True, status="waived", note="no in-place form"):
-    return Measurement(collective="all_gather", size_bytes=size, count=size // 16, dtype="float", op=None,
-                       root=None, in_place=in_place, n_ranks=4, status=status, note=note)
+def _rows(text: str) -> list[tuple[Measurement, Measurement]]:
+    """The real file's rows as ccltune's records."""
+    [p] = parse_text(text, "all_reduce")
+    it = iter(p.rows)
+    return list(zip(it, it))
 
 
-def _ends(line):
-    return [m.end() for m in re.finditer(r"\S+", line)]
+def _header(real_lines: list[str]) -> output.Header:
+    devices = [output.Device(rank=r, pid=pid, host="vm", device=r, bus_id=f"0000:00:{r + 6:02x}", name="NVIDIA H200")
+               for r, pid in enumerate((3943, 3944, 3945, 3949))]
+    return output.Header(program="all_reduce_perf", min_bytes=8, max_bytes=1073741824, step_factor=2, step_bytes=0,
+                         warmup=1, iters=20, graph=10, nccl_code=22809, devices=devices)
 
 
-def _header_ends():
-    return _ends(output._HEAD[1])[1:]   # without the leading '#'
+def test_table_is_nccl_tests_byte_for_byte():
+    text = REAL.read_text()
+    real = text.splitlines()[1:]  # without the fixture's own comment line
+    h = _header(real)
+    pairs = _rows(text)
+    ours = (output.preamble(h) + output.header() + [output.row(o, i) for o, i in pairs]
+            + output.footer([m for pair in pairs for m in pair], "all_reduce_perf"))
+    assert ours[0] == "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809 ccltune"
+    assert real[0] == "# nccl-tests version 2.19.0 nccl-headers=22809 nccl-library=22809"
+    avg = ours.index("# Avg bus bandwidth    : 207.809 ")  # the fixture's rows are trimmed: its average is not
+    assert real[avg] == "# Avg bus bandwidth    : 104.372 "  # of these 5 sizes but of all 28
+    assert ours[1:avg] + ours[avg + 1:] == real[1:avg] + real[avg + 1:len(ours)]  # every other byte
+    assert real[len(ours):] == [""]  # writeErrors' empty line is the caller's
 
 
-def test_header_is_nccl_tests_header():
-    lines = FIXTURE.read_text().splitlines()
-    start = lines.index(output._HEAD[0])
-    assert tuple(lines[start:start + 3]) == output._HEAD
-    assert output.header("all_gather") == ["# Collective test starting: all_gather", *output._HEAD]
+def test_float_cells_shrink_their_decimals():
+    assert output.float_cell(999.994, 6) == "999.99"
+    assert output.float_cell(1234.5678, 6) == "1234.6"
+    assert output.float_cell(123456.7, 6) == "123457"
+    assert output.float_cell(12345678.0, 6) == " 1e+07"
+    assert output.float_cell(12345.678, 7) == "12345.7"
+    assert output.float_cell(4547.32, 7) == "4547.32"
 
 
-def test_row_values_end_under_their_column_names():
-    row = output.row(_ok(), _ok(time_us=12.1, busbw=64.99, in_place=True))
-    assert row.split() == ["1048576", "65536", "float", "none", "-1", "12.50", "83.89", "62.91", "0",
-                           "12.10", "86.66", "64.99", "0"]
-    assert _ends(row) == _header_ends()
+def test_na_wrong_timestamps_and_memory():
+    m = Measurement("all_reduce", 8, 2, "float", "sum", None, False, 2, time_us=7.91, algbw_gbps=0.0,
+                    busbw_gbps=1500.0, wrong=None)
+    row = output.row(m, m, timestamp="2026-01-02 03:04:05")
+    assert row.endswith("   N/A  2026-01-02 03:04:05") and "  1500.0  " in row
+    assert output.header(timestamps=True)[2].endswith("#wrong           timestamp")
+    assert output.memory_line(3 << 20, 5 << 30, 512) == (
+        "Initialization 3.00 MB | User-Allocated 5.00 GB | Collective 512 B | Total  5.00 GB")
+    assert output.footer([m], "x", min_bw=2000)[1] == "# Avg bus bandwidth    : 1500 FAILED"
+    assert output.footer([m], "x", min_bw=1600)[1] == "# Avg bus bandwidth    : 1500 OK"
 
 
-def test_wide_values_still_line_up():
-    big = 1 << 33
-    row = output.row(_ok(size=big, time_us=123456.0, busbw=123.4), _ok(size=big, time_us=9999.9, in_place=True))
-    assert row.split()[5] == "123456" and row.split()[9] == "9999.9"
-    assert _ends(row) == _header_ends()
+def _read_table(text: str) -> list[dict[str, float]]:
+    """A dashboard's reader, from nccl-tests' format only: data rows are the lines not starting
+    with '#'; columns by position: size count type redop root, time algbw busbw #wrong twice."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        c = line.split()
+        out.append({"size": int(c[0]), "oop_time": float(c[5]), "oop_busbw": float(c[7]),
+                    "ip_time": float(c[9]), "ip_busbw": float(c[11])})
+    return out
 
 
-def test_op_and_root_cells():
-    m = _ok()
-    m.op, m.root = "max", 3
-    assert output.row(m, m).split()[3:5] == ["max", "3"]
+def test_reader_gets_the_records_numbers_and_import_round_trips(tmp_path):
+    text = REAL.read_text()
+    pairs = _rows(text)
+    h = _header(text.splitlines())
+    table = "\n".join(output.preamble(h) + output.header() + [output.row(o, i) for o, i in pairs]
+                      + output.footer([m for p in pairs for m in p], "all_reduce_perf")) + "\n"
+    assert _read_table(table) == [{"size": o.size_bytes, "oop_time": o.time_us, "oop_busbw": o.busbw_gbps,
+                                   "ip_time": i.time_us, "ip_busbw": i.busbw_gbps} for o, i in pairs]
+    doc = ncclt_json.document(h, pairs, argv=["all_reduce_perf", "-b", "8"], environ=["NCCL_DEBUG=WARN"],
+                              start_time="2026-01-02 03:04:05", end_time="2026-01-02 03:04:06", iters=20)
+    js = json.dumps(doc)
+    got = [(r["size"], r["out_of_place"]["time"], r["in_place"]["bus_bw"]) for r in json.loads(js)["results"]]
+    assert got == [(o.size_bytes, o.time_us, i.busbw_gbps) for o, i in pairs]
+    for name, content in (("t.txt", table), ("t.json", js)):
+        [p] = parse(content, name)
+        assert [(m.size_bytes, m.in_place, m.time_us, m.busbw_gbps) for m in p.rows] == [
+            (m.size_bytes, m.in_place, m.time_us, m.busbw_gbps) for pair in pairs for m in pair]
+        assert (p.n_ranks, p.nccl_version, set(p.gpus)) == (4, "2.28.9", {"NVIDIA H200"})
 
 
-def test_na_cells_line_up_and_notes_explain_them():
-    oop, ip = _ok(), _waived()
-    row = output.row(oop, ip)
-    assert row.split()[9:] == ["N/A"] * 4
-    assert _ends(row) == _header_ends()
-    assert output.notes(oop, ip) == ["#  from 1048576 B, in-place: WAIVED: no in-place form"]
-
-
-def test_skipped_and_error_cells():
-    skip = _waived(status="skipped", note="out of memory", in_place=False)
-    err = _waived(status="error", note="boom")
-    row = output.row(skip, err)
-    assert row.split()[5:] == ["skip"] * 4 + ["err"] * 4
-    assert _ends(row) == _header_ends()
-    assert [n.split(": ", 1)[1] for n in output.notes(skip, err)] == ["SKIPPED: out of memory", "ERROR: boom"]
-
-
-def test_footer_averages_busbw_of_measured_cells_only():
-    rows = [_ok(busbw=1.0), _ok(busbw=2.0, in_place=True), _ok(busbw=6.0), _waived()]
-    assert output.footer(rows) == ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 3 ", "#"]
-
-
-def test_footer_counts_wrong_elements():
-    rows = [_ok(wrong=2), _ok(wrong=3, in_place=True)]
-    assert output.footer(rows)[0] == "# Out of bounds values : 5 FAILED"
-
-
-def test_footer_of_nothing_measured():
-    assert output.footer([_waived()])[:2] == ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 0 "]
-
-
-def test_preamble_names_every_rank_and_the_sizes():
-    lines = output.preamble(nranks=2, min_bytes=8, max_bytes=4096, step="8(factor)", warmup=1, iters=3, check=True,
-                            graph=0, engine="gloo", devices=["Rank  0 Group  0 on h cpu", "Rank  1 Group  0 on h cpu"])
-    assert lines[0] == "# ccltune bench: engine gloo, 2 processes (CPU)"
-    assert "minBytes 8 maxBytes 4096 step: 8(factor) warmup iters: 1 iters: 3" in lines[1]
-    assert "validation: 1 graph: 0" in lines[1]
-    assert "#  Rank  1 Group  0 on h cpu" in lines
-    assert all(line.startswith("#") for line in lines)
+@pytest.mark.parametrize("status", ["waived", "skipped", "error"])
+def test_unmeasured_cells_keep_the_columns(status):
+    ok = Measurement("all_reduce", 8, 2, "float", "sum", None, False, 2, time_us=7.91, algbw_gbps=0.0,
+                     busbw_gbps=0.0, wrong=0)
+    bad = Measurement("all_reduce", 8, 2, "float", "sum", None, True, 2, status=status, note="why")
+    assert len(output.row(ok, bad)) == len(output.row(ok, ok))
+    assert output.notes(ok, bad) == [f"#  from 8 B, in-place: {status.upper()}: why"]

@@ -57,18 +57,19 @@ def test_line_chart_svg_has_points_ticks_band_and_marks():
                marked=[False, True, False])
     root = _parse(svg.line_chart(LineChart("t & t", "size", "ratio", [s], y_log=False, ref_y=1.0,
                                            ref_band=(0.97, 1.03))))
-    circles = root.findall(f"{NS}circle")
+    circles = list(root.iter(f"{NS}circle"))
     assert len(circles) == 3
     assert [c.get("fill") for c in circles].count(svg.ALARM) == 1
-    assert root.findall(f"{NS}polygon"), "error band missing"
+    assert list(root.iter(f"{NS}polygon")), "error band missing"
     texts = [t.text for t in root.iter(f"{NS}text")]
-    assert "1K" in texts and "16K" in texts and "t & t" in texts and "a<b>" in texts
+    assert "1K" in texts and "16K" in texts and "t & t" in texts  # the legend is HTML (test_report_page)
     assert "4K, 0.9 ratio (flagged)" in circles[1].find(f"{NS}title").text
 
 
 def test_default_series_is_emphasised():
     assert svg.series_style(0, Series("default", [], [], emphasis=True))[:2] == (svg.DEFAULT_COLOR, 3.0)
-    assert svg.series_style(len(svg.PALETTE), Series("x", [], []))[2] == "5,3"  # second round: dashed
+    assert svg.series_style(len(svg.PALETTE), Series("x", [], []))[2] == "2,2"  # second round: dotted
+    assert svg.series_style(0, Series("x", [], [], dashed=True))[2] == "6,3"  # in-place: dashed
 
 
 def test_heatmap_svg_marks_one_cell_and_skips_empty_ones():
@@ -97,4 +98,7 @@ def test_log_charts_drop_points_a_log_axis_cannot_show():
                                                    hi=[1.5, 0.1, 2.5])])
     kept = svg.plottable(chart).series[0]
     assert kept.xs == [16] and kept.ys == [2.0] and kept.lo == [1.5] and kept.hi == [2.5]
-    assert "<polyline" in svg.line_chart(chart)  # renders instead of raising on log(0)
+    assert kept.gaps == [(8, "0, below a log axis")]  # a gap, not dropped
+    page = svg.line_chart(chart)  # renders instead of raising on log(0)
+    assert "<circle" in page and "<polyline" not in page  # one point left: a point, no line
+    assert "not drawn at 8B (0, below a log axis)" in page

@@ -1,9 +1,13 @@
-"""The report in a real browser: headless Chromium loads it without console messages,
-shows every section, and takes a screenshot (also copied to /tmp/ccltune-report.png for a
-person to look at). Skipped only when Chromium is not installed."""
+"""The report in a real browser: headless Chromium loads it without console messages or
+requests, shows every section, and a script appended to a copy of the page (the report
+itself has none) reads what a person sees: the verdict cards and their numbers, a legend
+entry hiding and showing its series, the run picker, legend entries that fit. Screenshots
+are copied to /tmp/ccltune-report*.png for a person to look at. Skipped only when Chromium
+is not installed."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -15,6 +19,7 @@ import pytest
 from ccltune.cli import main
 from ccltune.report.sections import SECTION_IDS
 from ccltune.store import Store
+from report_db import mixed_store
 from test_report_synthetic import fill_store
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -84,11 +89,51 @@ def test_report_in_headless_chromium(tmp_path):
         assert len(text.strip()) > 40, f"section {sid!r} is empty"
         assert "No " not in text[:80] or sid == "compare", f"section {sid!r} shows no data: {text[:120]!r}"
     assert "10 of 56 points regress" in sections.text["compare"]
-    assert dom.stdout.count("<svg") == page.read_text().count("<svg") == 14  # every plot parsed
+    assert dom.stdout.count("<svg") == page.read_text().count("<svg")  # every plot parsed
+
+
+# Appended to a copy of the page: what a reader sees, as JSON in <body data-probe>.
+_PROBE = """<script>
+const out = {};
+out.cards = [...document.querySelectorAll('.card')].map(c => c.innerText);
+const shown = el => getComputedStyle(el).display !== 'none';
+const fig = document.querySelector('#bench figure');
+const g = fig.querySelector('svg g.s1'), label = fig.querySelector('.legend label.l1');
+out.before = shown(g); label.click(); out.after = shown(g); label.click(); out.again = shown(g);
+const pick = document.querySelector('.picker label');
+const run = document.getElementById(pick.htmlFor).id.replace('pick-', '');
+pick.click();
+out.picked = [...document.querySelectorAll('#bench g.' + run)].map(shown);
+pick.click();
+out.cut = [...document.querySelectorAll('.legend label')].filter(l => l.scrollWidth > l.clientWidth + 1
+    || l.getBoundingClientRect().right > l.closest('figure').getBoundingClientRect().right + 1).map(l => l.innerText);
+out.resources = performance.getEntriesByType('resource').map(e => e.name);
+document.body.dataset.probe = JSON.stringify(out);
+</script>"""
+
+
+def test_mixed_database_reads_in_chromium(tmp_path):
+    db, page = tmp_path / "mixed.db", tmp_path / "report.html"
+    mixed_store(db)
+    assert main(["report", "--db", str(db), "--out", str(page)]) == 0
+    html = page.read_text()
+    assert "<script" not in html and not re.search(r"(src|href)=\"(https?:)?//", html)  # nothing to fetch
+    probe = tmp_path / "probe.html"
+    probe.write_text(html.replace("</body>", _PROBE + "</body>"))
+    dom = chromium(tmp_path, probe, "--dump-dom")
+    assert dom.returncode == 0 and console_lines(dom.stderr) == []
+    found = json.loads(re.search(r'data-probe="([^"]*)"', dom.stdout).group(1).replace("&quot;", '"')
+                       .replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
+    node_a = next(c for c in found["cards"] if c.startswith("node-a"))
+    assert "Not healthy" in node_a and "400.0 GB/s" in node_a and "90%" in node_a and "1.079x" in node_a
+    mi300x = next(c for c in found["cards"] if "MI300X" in c)
+    assert "316.5 GB/s" in mi300x  # the imported TransferBench matrix's ceiling, 45.21 x 7
+    assert (found["before"], found["after"], found["again"]) == (True, False, True)
+    assert found["picked"] and not any(found["picked"])  # the picker hides that run on every plot
+    assert found["cut"] == [] and found["resources"] == []
 
     shot = tmp_path / "report.png"
-    run = chromium(tmp_path, page, f"--screenshot={shot}")
+    run = chromium(tmp_path, page, f"--screenshot={shot}", "--window-size=1400,9000")
     assert run.returncode == 0 and console_lines(run.stderr) == []
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000  # a blank page compresses far smaller
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     shutil.copyfile(shot, SCREENSHOT_COPY)

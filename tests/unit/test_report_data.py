@@ -27,8 +27,8 @@ def test_curves_one_line_per_run_and_only_the_default_config():
             row(8, 1.0, 99.0, config="ring/ll/16"), row(8, 5.0, 3.0, coll="allgather")]
     bw = data.curves(rows, "busbw_gbps")
     assert sorted(bw) == ["allgather", "allreduce"]
-    assert [(s.label, s.xs, s.ys) for s in bw["allreduce"]] == [("run 1", [8.0, 16.0], [1.0, 2.0]),
-                                                                ("run 2", [8.0], [1.5])]
+    assert [(s.label, s.xs, s.ys) for s in bw["allreduce"]] == [("run 2", [8.0], [1.5]),  # the latest first
+                                                                ("run 1", [8.0, 16.0], [1.0, 2.0])]
     assert [s.label for s in bw["allgather"]] == ["run 1"]
 
 
@@ -109,13 +109,13 @@ def test_link_heatmaps_one_per_method_and_direction():
     ce, sm = data.link_heatmaps(links(), {})
     assert ce.title == "CE copy, unidirectional" and sm.title == "SM copy, bidirectional"
     assert ce.values[2][0] == 50.0 and ce.values[0][0] is None
-    assert ce.mark is None and sm.mark == (0, 1)  # the overall slowest is the sm one
+    assert ce.mark == (2, 0) and sm.mark == (0, 1)  # each matrix marks its own slowest link
 
 
 def test_link_heatmaps_mark_the_runs_own_slowest():
     slowest = {"src": 2, "dst": 0, "method": "ce", "direction": "uni", "bandwidth_gbps": 50.0}
     ce, sm = data.link_heatmaps(links(), {"slowest": slowest})
-    assert ce.mark == (2, 0) and sm.mark is None
+    assert ce.mark == (2, 0) and sm.mark == (0, 1)
     assert data.slowest_link([], {}) is None
 
 

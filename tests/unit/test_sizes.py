@@ -16,7 +16,7 @@ def test_parse_size(text, value):
     assert parse_size(text) == value
 
 
-@pytest.mark.parametrize("text", ["", "abc", "-1", "1.5K", "1X", "K", "1KK", "0x10", "1e3"])
+@pytest.mark.parametrize("text", ["", "abc", "-1", "1X", "K", "1KK", "0x10", "1e3"])
 def test_parse_size_rejects_and_names_flag_and_value(text):
     with pytest.raises(UsageError) as ei:
         parse_size(text, "-b/--minbytes")
@@ -57,11 +57,41 @@ def test_series_non_integer_factor():
 
 @pytest.mark.parametrize("kwargs, needle", [
     (dict(min_bytes=64, max_bytes=8, factor=2), "-b/--minbytes must be <= -e/--maxbytes, got 64 > 8"),
-    (dict(min_bytes=8, max_bytes=64, factor=1.5), "-f/--stepfactor must be >= 2, got 1.5"),
+    (dict(min_bytes=8, max_bytes=64, factor=1.5), "-f/--stepfactor must be >= 2 (or 0 or 1: step by -i), got 1.5"),
     (dict(min_bytes=8, max_bytes=64, factor=0, increment=0), "-i/--stepbytes must be > 0, got 0"),
-    (dict(min_bytes=8, max_bytes=64, factor=-2), "-f/--stepfactor must be >= 2, got -2"),
+    (dict(min_bytes=8, max_bytes=64, factor=-2), "-f/--stepfactor must be >= 2 (or 0 or 1: step by -i), got -2"),
 ])
 def test_series_errors(kwargs, needle):
     with pytest.raises(UsageError) as ei:
         size_series(**kwargs)
     assert needle in str(ei.value)
+
+
+def test_nccl_tests_size_grammar():
+    """nccl-tests' parsesize: a fraction before a binary suffix, truncated to whole bytes."""
+    assert parse_size("1.5M") == 1572864 and parse_size("0.5K") == 512 and parse_size(".5k") == 512
+    assert parse_size("1.7") == 1
+
+
+def test_step_factor_one_steps_by_increment():
+    assert size_series(8, 32, factor=1, increment=8) == [8, 16, 24, 32]
+
+
+@pytest.mark.parametrize("text", ["1.5M", " 8", "8 ", "64KiB", "0x10", "", "1e3", "１２"])
+def test_rule_grammar_is_the_plugins(text):
+    """One parse_size, two grammars: the rule-file grammar is the C plugin's (digits, one suffix,
+    an optional B), stricter than nccl-tests' command-line grammar, because the plugin reads the
+    same rule file inside NCCL and must not drop a line that Python accepted."""
+    from ccltune.sizes import RULE_FILE
+
+    with pytest.raises(ValueError, match="invalid size"):
+        parse_size(text, "minbytes", grammar=RULE_FILE)
+
+
+def test_both_grammars_agree_on_plain_sizes():
+    from ccltune.sizes import RULE_FILE
+
+    for text in ("8", "64K", "1m", "2GB", "3t", "4096b"):
+        assert parse_size(text, grammar=RULE_FILE) == parse_size(text)
+    with pytest.raises(ValueError, match="does not fit in 64 bits"):
+        parse_size("99999999999T", grammar=RULE_FILE)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ccltune.cli.validate import coverage
+from ccltune.validate.ab import coverage
 from ccltune.validate.verdict import verdict
 
 RULES = """\

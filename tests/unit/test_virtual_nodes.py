@@ -8,6 +8,7 @@ import pytest
 from ccltune.cli import _common
 from ccltune.dist import DistContext, LaunchInfo
 from ccltune.errors import UsageError
+from ccltune.measure import session
 
 
 def ctx(rank, world, hosts=None):
@@ -21,7 +22,7 @@ def test_consecutive_ranks_share_a_host_id_and_the_job_counts_k_nodes(monkeypatc
         monkeypatch.delenv("NCCL_HOSTID", raising=False)
         c = ctx(rank, 4)
         assert c.n_nodes == 1
-        _common.apply_virtual_nodes(c, 2)
+        session.apply_virtual_nodes(c, 2)
         assert c.n_nodes == 2
         ids.append(os.environ["NCCL_HOSTID"])
     assert ids[0] == ids[1] != ids[2] == ids[3]
@@ -30,15 +31,15 @@ def test_consecutive_ranks_share_a_host_id_and_the_job_counts_k_nodes(monkeypatc
 def test_one_virtual_node_changes_nothing(monkeypatch):
     monkeypatch.delenv("NCCL_HOSTID", raising=False)
     c = ctx(0, 4)
-    _common.apply_virtual_nodes(c, 1)
+    session.apply_virtual_nodes(c, 1)
     assert c.n_nodes == 1 and "NCCL_HOSTID" not in os.environ
 
 
 def test_k_must_divide_the_ranks_and_split_one_host():
     with pytest.raises(UsageError, match="--virtual-nodes 3 does not divide 4 ranks"):
-        _common.apply_virtual_nodes(ctx(0, 4), 3)
+        session.apply_virtual_nodes(ctx(0, 4), 3)
     with pytest.raises(UsageError, match="already spans 2 hosts"):
-        _common.apply_virtual_nodes(ctx(0, 4, ["a", "a", "b", "b"]), 2)
+        session.apply_virtual_nodes(ctx(0, 4, ["a", "a", "b", "b"]), 2)
     with pytest.raises(UsageError, match="--virtual-nodes must be >= 1, got 0"):
         _common.check_virtual_nodes(SimpleNamespace(virtual_nodes=0, nproc=4), "nccl")
 
@@ -56,8 +57,8 @@ def test_k_is_checked_against_the_job_before_any_process_starts(monkeypatch):
 
 def test_the_run_record_says_the_nodes_were_simulated():
     env = {"platform": "NVIDIA H200 x4"}
-    _common.mark_virtual_nodes(env, 2)
+    session.mark_virtual_nodes(env, 2)
     assert env == {"platform": "NVIDIA H200 x4 (simulated 2 nodes)", "virtual_nodes": 2}
     same = {"platform": "NVIDIA H200 x4"}
-    _common.mark_virtual_nodes(same, 1)
+    session.mark_virtual_nodes(same, 1)
     assert same == {"platform": "NVIDIA H200 x4"}

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from ccltune import __version__
+from ccltune import launch
 from ccltune.cli import _common
-from ccltune.errors import CcltuneError, CheckFailed, Interrupted
+from ccltune.errors import EXIT_CODES, CcltuneError, CheckFailed, Interrupted
 
 # module name under ccltune.cli, in the order --help lists them
 _COMMANDS = [
@@ -24,12 +26,15 @@ _COMMANDS = [
     "sweep",
     "tune",
     "validate",
+    "replay",
     "import_",
     "links",
     "topo",
     "doctor",
     "check",
     "report",
+    "workload",
+    "rules",
 ]
 
 
@@ -43,21 +48,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ccltune",
         description="Measure, diagnose, tune and validate NCCL/RCCL collectives.",
+        epilog=exit_code_table(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ccltune {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in _COMMANDS:
-        try:
-            mod = importlib.import_module(f"ccltune.cli.{name}")
-        except ModuleNotFoundError as exc:  # a command still being written
-            if exc.name == f"ccltune.cli.{name}":
-                continue
-            raise
-        mod.register(sub)
+        importlib.import_module(f"ccltune.cli.{name}").register(sub)
     return parser
 
 
+def exit_code_table() -> str:
+    """Every command's exit codes (errors.EXIT_CODES), as --help and docs/cli.md show them."""
+    return "exit codes (every command):\n" + "\n".join(f"  {code:>3}  {what}" for code, what in EXIT_CODES.items())
+
+
 def main(argv: list[str] | None = None) -> int:
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # a worker of torchrun: it goes when torchrun goes
+        launch.die_with_parent()
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
@@ -73,12 +80,14 @@ def main(argv: list[str] | None = None) -> int:
         return Interrupted.exit_code
     except CheckFailed as exc:  # the check ran and said what failed: not a fault of this process
         print(f"ccltune: error: {exc}", file=sys.stderr)
-        return _common.hand_over(exc.exit_code)
+        return launch.hand_over(exc.exit_code)
     except CcltuneError as exc:
         print(f"ccltune: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:  # the reader of a pipe went (`ccltune runs | head`): nothing more to say
-        _common.stdout_to_devnull()
+        from ccltune.measure.session import stdout_to_devnull
+
+        stdout_to_devnull()
         return 0
 
 

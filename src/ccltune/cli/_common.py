@@ -1,22 +1,17 @@
-"""Pieces shared by the commands that measure (bench, sweep, validate): launch options,
-starting torchrun for --nproc, joining the job, choosing the engine, signals."""
+"""Argument helpers shared by the commands: launch options and their checks, the engine chosen from
+them, output files, run ids. The run itself is ``measure.session``; launching is ``dist``."""
 
 from __future__ import annotations
 
 import argparse
 import math
 import os
-import signal
-import subprocess
-import sys
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from ccltune import dist, files
+from ccltune import dist, files, launch, rules
 from ccltune.engines import ENGINES, default_engine
-from ccltune.errors import DistError, EngineUnavailable, Interrupted, UsageError
+from ccltune.errors import EngineUnavailable, RuleFileError, UsageError
 from ccltune.store import DEFAULT_DB, check_path
 
 
@@ -34,27 +29,6 @@ def check_virtual_nodes(args: argparse.Namespace, engine: str) -> None:
     n = job_size(args, engine)
     if k > 1 and n >= 1 and n % k:
         raise UsageError(f"--virtual-nodes {k} does not divide the job's {n} processes")
-
-
-def apply_virtual_nodes(ctx: Any, k: int) -> None:
-    """Before any communicator exists: make NCCL see ``k`` nodes of consecutive ranks on this host
-    (a host id per group, NCCL_HOSTID), and record them as the job's nodes (rows, rules)."""
-    if k <= 1:
-        return
-    if ctx.n_nodes > 1:
-        raise UsageError(f"--virtual-nodes {k}: the job already spans {ctx.n_nodes} hosts; virtual nodes "
-                         "split one host")
-    if ctx.world_size % k:
-        raise UsageError(f"--virtual-nodes {k} does not divide {ctx.world_size} ranks")
-    os.environ["NCCL_HOSTID"] = f"ccltune-virtual-node-{ctx.rank * k // ctx.world_size}"
-    ctx.virtual_nodes = k
-
-
-def mark_virtual_nodes(env: dict[str, Any], k: int) -> None:
-    """Say in a run's environment record that its nodes were simulated."""
-    if k > 1:
-        env["virtual_nodes"] = k
-        env["platform"] = f"{env.get('platform', '')} (simulated {k} nodes)".strip()
 
 
 def parse_run_ids(text: str, flag: str = "--runs") -> list[tuple[int, int]]:
@@ -102,6 +76,20 @@ def check_outputs(args: argparse.Namespace) -> None:
             taken[f"the output {flag}"] = path
 
 
+def add_under_load(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--under-load", type=int, default=None, metavar="M",
+                   help="while collectives are timed, run an M x M bf16 matrix multiply back to back on a second "
+                        "stream of each rank's GPU, so configurations compete for SMs as in training (recorded "
+                        "with the run; `ccltune tune --under-load M` derives from such runs). Not on gloo")
+
+
+def add_sysfs_root(p: argparse.ArgumentParser) -> None:
+    from ccltune.diagnose.sysconf import ROOT_ENV
+
+    p.add_argument("--sysfs-root", metavar="DIR", default=None,
+                   help=f"folder standing for / when reading sys/ and proc/ (default: ${ROOT_ENV} or /)")
+
+
 def add_db(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help="results database (default: %(default)s)")
 
@@ -109,8 +97,9 @@ def add_db(p: argparse.ArgumentParser) -> None:
 def add_launch(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("processes and engine")
     g.add_argument("--engine", choices=ENGINES, default=None,
-                   help="nccl: NCCL's C API (default with GPUs); torch: torch.distributed/ProcessGroupNCCL; "
-                        "gloo: CPU (default without GPUs)")
+                   help="nccl: NCCL's C API, eager calls issued from C as nccl-tests issues them (default "
+                        "with GPUs); torch: torch.distributed/ProcessGroupNCCL, each call from Python, what a "
+                        "PyTorch program sees; gloo: CPU (default without GPUs)")
     g.add_argument("--nproc", type=int, default=None, metavar="N",
                    help="start N processes on this node with torchrun (default: one per GPU, 2 on the CPU "
                         "engine). Not needed under torchrun, srun or mpirun")
@@ -180,10 +169,6 @@ def check_db(path: str) -> None:
         raise UsageError(f"--db {path!r}: no permission to write it")
 
 
-def under_launcher() -> bool:
-    return dist.launch_info().launcher != "single"
-
-
 def job_size(args: argparse.Namespace, engine: str) -> int:
     """How many processes the job will have: the launcher's world size, else what relaunch() starts."""
     info = dist.launch_info()
@@ -200,7 +185,7 @@ def job_size(args: argparse.Namespace, engine: str) -> int:
 def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | None:
     """Start torchrun for --nproc (or the default count) unless already launched.
     Returns the exit code of the job, or None to run in this process."""
-    if under_launcher():
+    if dist.under_launcher():
         return None
     nproc = job_size(args, engine)
     if nproc < 1:  # no GPU visible to the nccl or torch engine
@@ -209,205 +194,37 @@ def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | No
         return None
     if getattr(args, "db", None):  # an unusable database is said once, before a process per GPU starts
         check_db(args.db)
-    child = _strip_nproc(argv) + ["--engine", engine]
-    cmd = dist.torchrun_argv(nproc, child)
-    env = dict(os.environ)
-    env.setdefault("OMP_NUM_THREADS", "1")
-    env["CCLTUNE_COMMAND"] = "ccltune " + " ".join(argv)
-    env[NOTE_ENV] = NO_GPU_NOTE if engine == "gloo" and not getattr(args, "engine", None) else ""
-    fd, outcome = tempfile.mkstemp(prefix="ccltune-outcome-")
-    os.close(fd)
-    env[OUTCOME_ENV] = outcome
+    note = NO_GPU_NOTE if engine == "gloo" and not getattr(args, "engine", None) else ""
+    return launch.relaunch(argv, nproc, engine, {"CCLTUNE_COMMAND": "ccltune " + " ".join(argv), NOTE_ENV: note})
+
+
+def check_timing(args: argparse.Namespace) -> None:
+    """--target-us, --max-iters and -w (sweep's and validate's): a finite length, at least one call."""
+    if not (math.isfinite(args.target_us) and args.target_us > 0):
+        raise UsageError(f"--target-us must be a number of microseconds > 0, got {args.target_us:g}")
+    if args.max_iters < 1:
+        raise UsageError(f"--max-iters must be >= 1, got {args.max_iters}")
+    if args.warmup_iters < 0:
+        raise UsageError(f"-w/--warmup_iters must be >= 0, got {args.warmup_iters}")
+
+
+def args_record(args: argparse.Namespace) -> dict[str, Any]:
+    """The command's arguments as a run records them."""
+    return {k: v for k, v in vars(args).items() if k not in ("func", "_argv")}
+
+
+def read_input(path: str, flag: str = "FILE") -> str:
+    """A file named on the command line, as text (a regular file or a pipe such as ``<(cat f)``); a
+    UsageError naming ``flag`` and the file when it cannot be read (:func:`ccltune.files.read_bytes`)."""
+    return files.read_bytes(path, flag).decode("utf-8", errors="replace")
+
+
+def check_rule_file(path: str, flag: str) -> None:
+    """A rule file that can be read and has no rejected line (validate's RULES, replay's --rules)."""
     try:
-        proc = subprocess.Popen(cmd, env=env)
-        interrupted = False
-        while True:  # Ctrl-C reaches the workers through torchrun; wait for them to finish
-            try:
-                rc = _exit_code(proc.wait())
-                if interrupted and rc != 0:
-                    return Interrupted.exit_code
-                return outcome_code(outcome, rc)
-            except KeyboardInterrupt:
-                interrupted = True
-    finally:
-        os.unlink(outcome)
-
-
-# A worker started by relaunch() whose command ends in a failed check (a FAIL verdict, wrong
-# results) writes its exit code to this file and exits 0: the check has said what failed, and a
-# non-zero worker would make torchrun print its own failure report (a "Root Cause" block naming
-# the rank, pid and a missing traceback) under it. relaunch() returns the code written.
-OUTCOME_ENV = "CCLTUNE_OUTCOME_FILE"
-
-
-def hand_over(code: int) -> int:
-    """The exit code for a worker whose check failed: 0 after writing ``code`` for relaunch() to
-    return, when relaunch() started this worker; else ``code`` itself."""
-    path = os.environ.get(OUTCOME_ENV)
-    if not path:
-        return code
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(str(code))
-    except OSError:
-        return code
-    return 0
-
-
-def outcome_code(path: str, rc: int) -> int:
-    """The job's exit code: torchrun's, or, when every worker exited 0, the code a worker handed over."""
-    if rc != 0:
-        return rc
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read().strip()
-    except OSError:
-        return rc
-    return int(text) if text.isdigit() else rc
-
-
-def _exit_code(rc: int) -> int:
-    return 128 - rc if rc < 0 else rc
-
-
-def _strip_nproc(argv: list[str]) -> list[str]:
-    """argv without --nproc and --engine (the parent resolves both once)."""
-    return _drop_option(_drop_option(argv, "--nproc"), "--engine")
-
-
-def _drop_option(argv: list[str], name: str) -> list[str]:
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == name:
-            skip = True
-        elif not a.startswith(name + "="):
-            out.append(a)
-    return out
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM: a launcher stopping this rank (a cancel, or torchrun after a peer died)."""
-
-
-@contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM (srun/mpirun cancelling, torchrun stopping the job) acts like Ctrl-C."""
-    def handler(signum: int, frame: Any) -> None:
-        raise Terminated
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
-def peer_death(ctx: dist.DistContext, exc: BaseException) -> DistError | None:
-    """An interrupt that is really a peer's death (torchrun's SIGTERM after a worker exited),
-    as an error naming the rank and host that died; None for a real interrupt."""
-    lost = dist.lost_local_ranks(ctx.info) if isinstance(exc, Terminated) else []
-    if not lost:
-        return None
-    who = ", ".join(f"rank {r} on host {ctx.host_of(r)}" for r in lost)
-    return DistError(f"{who} exited (killed or crashed); the launcher stopped rank {ctx.rank} "
-                     f"on {ctx.host_of(ctx.rank)}")
-
-
-def interrupted(ctx: dist.DistContext, exc: BaseException, message: str) -> int:
-    """Ctrl-C or a launcher's SIGTERM: raise the peer's death as an error if that is what it
-    was, else rank 0 says what was kept; the exit code is 130."""
-    dead = peer_death(ctx, exc)
-    if dead is not None:
-        raise dead from None
-    if ctx.is_root:
-        print(f"ccltune: {message}", file=sys.stderr)
-    return 130
-
-
-def make_engine(name: str, ctx: dist.DistContext, opts: Any) -> Any:
-    if name == "gloo":
-        from ccltune.engines.gloo import GlooEngine
-
-        return GlooEngine(ctx, opts)
-    if name == "torch":
-        from ccltune.engines.torch_pg import TorchEngine
-
-        return TorchEngine(ctx, opts)
-    from ccltune.engines.nccl import NcclEngine
-
-    return NcclEngine(ctx, opts)
-
-
-def join(engine: str, timeout: float) -> dist.DistContext:
-    device = None
-    if engine == "torch":
-        import torch
-
-        info = dist.launch_info()
-        device = torch.device("cuda", info.local_rank % max(torch.cuda.device_count(), 1))
-    return dist.init(timeout, with_nccl=engine == "torch", device=device)
-
-
-def command_line(argv: list[str]) -> str:
-    return os.environ.get("CCLTUNE_COMMAND") or "ccltune " + " ".join(argv)
-
-
-def quiet_other_ranks(ctx: dist.DistContext) -> None:
-    """Only rank 0 writes to stdout; and it measures on when its reader goes (``ccltune bench | head``)."""
-    if not ctx.is_root:
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
-    elif not isinstance(sys.stdout, _ReaderMayGo):
-        sys.stdout = _ReaderMayGo(sys.stdout)
-
-
-def stdout_to_devnull() -> None:
-    """Point file descriptor 1 at /dev/null: what is left to print (and Python's flush at exit) after
-    the reader of a pipe went is dropped, not raised as BrokenPipeError."""
-    fd = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(fd, sys.__stdout__.fileno() if sys.__stdout__ else 1)
-    finally:
-        os.close(fd)
-
-
-class _ReaderMayGo:
-    """Rank 0's stdout. When the reader of a pipe exits (``| head``), the table stops there and the
-    measurement goes on: its rows still reach the database, and the run ends as it would have."""
-
-    def __init__(self, stream: Any):
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        try:
-            return self._stream.write(text)
-        except BrokenPipeError:
-            self._gone()
-            return len(text)
-
-    def flush(self) -> None:
-        try:
-            self._stream.flush()
-        except BrokenPipeError:
-            self._gone()
-
-    def _gone(self) -> None:
-        stdout_to_devnull()
-        self._stream = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-def fail_run_hook(db: str, run_id: int) -> Any:
-    """For the watchdog thread: mark the run failed through its own connection."""
-    def hook(message: str) -> None:
-        from ccltune.store import Store
-
-        try:
-            with Store(db) as st:
-                st.finish_run(run_id, "failed", {"error": message})
-        except Exception:  # noqa: BLE001 - the process is about to exit anyway
-            pass
-    return hook
+        diags = rules.load(path, flag).diagnostics
+    except RuleFileError as exc:
+        raise UsageError(str(exc)) from None
+    if diags:
+        raise UsageError(f"{path} has rejected lines (ccltune plugin check {path}): "
+                         + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from typing import Any
 
-from ccltune import collectives, environment, output, types
-from ccltune.cli import _common
-from ccltune.errors import CheckFailed, DistError, UsageError
+from ccltune import __version__, collectives, environment, ncclt_json, output, types
+from ccltune.cli import _common, bench_options
+from ccltune.errors import CheckFailed, MinBandwidthFailed, UsageError
 from ccltune.files import write_text
 from ccltune.measure import bench
-from ccltune.measure.point import AVERAGES
+from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Measurement, Store
 
@@ -24,27 +26,13 @@ def register(sub: Any) -> None:
                     "COLLECTIVE: " + ", ".join(collectives.REGISTRY) + ", or all.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("collective", nargs="+", metavar="COLLECTIVE", help="collective(s), comma or space separated, or 'all'")
-    p.add_argument("-b", "--minbytes", default="8", help="smallest size (K/M/G suffixes)")
-    p.add_argument("-e", "--maxbytes", default="32M", help="largest size")
-    p.add_argument("-f", "--stepfactor", type=float, default=2, help="multiply the size by this (>= 2); 0 to use -i")
-    p.add_argument("-i", "--stepbytes", default="0", help="add this many bytes when -f is 0 (a series holds at most 10000 sizes)")
-    p.add_argument("-n", "--iters", type=int, default=20, help="timed calls per size")
-    p.add_argument("-w", "--warmup_iters", type=int, default=5, help="untimed calls right before each size is timed (and with the series warm-up modes, also at "
-                        "every size before the first is timed)")
+    bench_options.register(p)
     p.add_argument("--warmup-mode", choices=bench.WARMUP_MODES, default="point",
                    help="point: the -w calls at each size right before it is timed, timing after the graph's "
                         "first launch; series: also, as nccl-tests 2.19 does, -w calls at every size from -b to -e "
                         "(step x2) before the first size is timed; nccl-tests: series, and with -G the graph's "
-                        "first launch timed too, as nccl-tests times it (on 4 H200s with -G 10 this made some sizes "
-                        "under 64 KB up to 0.6 us slower than nccl-tests' own figures; point matches them closer)")
-    p.add_argument("-d", "--datatype", default="float", help="float, half, bfloat16, double, int8, uint8, int32, uint32, int64, uint64")
-    p.add_argument("-o", "--op", default="sum", help="sum, prod, min, max, avg")
-    p.add_argument("-r", "--root", type=int, default=0, help="root rank of broadcast, reduce, gather, scatter")
-    p.add_argument("-c", "--check", type=int, default=1, choices=(0, 1), help="check every result exactly")
-    p.add_argument("-G", "--cudagraph", type=int, default=0, metavar="N",
-                   help="capture the timed calls in a CUDA graph and launch it N times (0: eager)")
-    p.add_argument("-a", "--average", choices=AVERAGES, default="avg",
-                   help="how per-rank times are combined")
+                        "first launch timed too, as nccl-tests times it (with -G this can time sizes under 64 KB "
+                        "slower than nccl-tests' own figures; point matches them closer)")
     p.add_argument("--symmetric", action="store_true",
                    help="nccl engine: buffers from ncclMemAlloc registered as symmetric windows (NCCL >= 2.27)")
     p.add_argument("--algo", default=None, help="nccl engine: force NCCL_ALGO for this run's communicator")
@@ -59,6 +47,7 @@ def register(sub: Any) -> None:
 def _plan(args: argparse.Namespace) -> bench.BenchPlan:
     """Every user value checked here, before any process or GPU is touched."""
     colls = collectives.select(args.collective)
+    root = bench_options.root(args.root)
     lo, hi = parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes")
     step = parse_size(args.stepbytes, "-i/--stepbytes")
     sizes = size_series(lo, hi, factor=args.stepfactor, increment=step)
@@ -68,21 +57,26 @@ def _plan(args: argparse.Namespace) -> bench.BenchPlan:
         raise UsageError(f"-w/--warmup_iters must be >= 0, got {args.warmup_iters}")
     if args.cudagraph < 0:
         raise UsageError(f"-G/--cudagraph must be >= 0, got {args.cudagraph}")
-    if args.root < 0:
-        raise UsageError(f"-r/--root must be >= 0, got {args.root}")
     if args.channels is not None and not 1 <= args.channels <= 64:
         raise UsageError(f"--channels must be between 1 and 64, got {args.channels}")
+    dtypes, ops = types.dtypes(args.datatype), types.ops(args.op)
     return bench.BenchPlan(
-        collectives=colls, sizes=sizes, dtype=types.dtype(args.datatype), op=types.op(args.op),
-        root=args.root, iters=args.iters, warmup=args.warmup_iters, graph=args.cudagraph,
-        check=bool(args.check), average=args.average, timeout_s=args.timeout,
-        algo=args.algo, proto=args.proto, channels=args.channels, warmup_mode=args.warmup_mode)
+        collectives=colls, sizes=sizes, dtype=dtypes[0], op=ops[0], root=0 if root is None else root,
+        iters=args.iters, warmup=args.warmup_iters, graph=args.cudagraph,
+        check=args.check, average=bench_options.average(args.average), timeout_s=args.timeout,
+        algo=args.algo, proto=args.proto, channels=args.channels, warmup_mode=args.warmup_mode,
+        dtypes=dtypes if len(dtypes) > 1 else [], ops=ops if len(ops) > 1 else [], all_roots=root is None,
+        cycles=args.run_cycles)
 
 
 def main(args: argparse.Namespace) -> int:
     argv = args._argv
     plan = _plan(args)
     engine_name, note = _common.resolve_engine(args)
+    rows_notes = bench_options.check(args, engine_name)
+    bench_options.min_bw()  # a bad NCCL_TESTS_MIN_BW fails here, before any process starts
+    if rows_notes:
+        note = "; ".join(([note] if note else []) + rows_notes)
     if args.symmetric and args.buffers == "torch":
         raise UsageError("--symmetric registers ncclMemAlloc buffers; it cannot use --buffers torch")
     if engine_name != "nccl" and (args.symmetric or args.algo or args.proto or args.channels):
@@ -99,60 +93,68 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note: str | None, argv: list[str]) -> int:
-    ctx = _common.join(engine_name, plan.timeout_s)
-    _common.quiet_other_ranks(ctx)
-    engine = None
-    store = Store(args.db) if ctx.is_root else None
-    run_id, rows, status = None, [], "failed"
-    try:
-        with _common.terminate_as_interrupt():
-            engine = _common.make_engine(engine_name, ctx, args)
+    rows: list[Measurement] = []
+    with Session("bench", engine_name, db=args.db, argv=argv, timeout_s=plan.timeout_s) as s:
+        s.summary = lambda: {"rows": len(rows), "wrong": _wrong_total(rows)}
+        if args.json:
+            s.on_finished.append(lambda store, run_id: _write_json(args.json, store.run(run_id).env, rows))
+        with s.running(lambda: f"interrupted; {len(rows)} rows kept in {args.db}"
+                       + (f" (run {s.run_id})" if s.run_id else "")):
+            engine = s.start_engine(args)
             if plan.algo or plan.proto or plan.channels:
                 from ccltune.engines.nccl import CommConfig
 
                 plan.config = CommConfig(plan.algo, plan.proto, plan.channels)
                 plan.config_label = plan.config.label
-            info = engine.info()
-            env = environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine=engine_name,
-                                      nccl=info, hosts=ctx.hosts, argv=argv)
-            if store is not None:
-                run_id = store.begin_run("bench", command=_common.command_line(argv), env=env,
-                                         args=_args_record(args), engine=engine_name)
-                engine.on_fatal = _common.fail_run_hook(args.db, run_id)
-            printer = _Printer(store, run_id, rows, plan, enabled=ctx.is_root)
-            printer.preamble(ctx, env, engine_name, note)
+            env = s.environment()
+            s.begin(_common.args_record(args), env)
+            printer = _Printer(s.store, s.run_id, rows, plan, enabled=s.is_root, args=args)
+            printer.preamble(s.ctx, env, engine_name, note)
             bench.run(engine, plan, printer.start, printer.row, printer.end)
-            status = "complete"
-    except KeyboardInterrupt as exc:
-        code = _common.interrupted(ctx, exc, f"interrupted; {len(rows)} rows kept in {args.db}"
-                                   + (f" (run {run_id})" if run_id else ""))
-        status = "interrupted"
-        return code
-    except DistError:
-        status = "failed"
-        raise
-    finally:
-        if engine is not None:
-            try:  # after a failure, abort: destroying a communicator on a faulted GPU can hang
-                engine.abort() if status == "failed" and engine.name == "nccl" else engine.close()
-            except Exception:  # noqa: BLE001 - teardown after a failure
-                pass
-        if store is not None and run_id is not None:
-            wrong = sum(m.wrong or 0 for m in rows)
-            store.finish_run(run_id, status, {"rows": len(rows), "wrong": wrong})
-            if args.json:
-                _write_json(args.json, store.run(run_id).env, rows)
-            store.close()
-        if status != "failed":
-            ctx.close()
+    if s.interrupted:
+        return s.exit_code
     wrong = sum(m.wrong or 0 for m in rows)
     if wrong:
         raise CheckFailed(f"{wrong} wrong elements (see #wrong): the collective library returned wrong results")
+    if printer is not None and printer.failed:
+        raise MinBandwidthFailed("; ".join(printer.failed))
     return 0
 
 
-def _args_record(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: v for k, v in vars(args).items() if k not in ("func", "_argv")}
+_JSON_ENV = ("NCCL_", "CUDA_", "CCLTUNE_", "TORCH_NCCL_")  # -J's "env": these, not every variable
+
+
+def _version_code(version: str | None) -> int:
+    """'2.28.9' -> 22809 (NCCL_VERSION_CODE); 0 without NCCL."""
+    try:
+        major, minor, patch = (int(x) for x in str(version).split(".")[:3])
+    except ValueError:
+        return 0
+    return major * 10000 + minor * 100 + patch
+
+
+def _devices(ctx: Any, env: dict[str, Any], engine: str) -> list[output.Device]:
+    """One '#  Rank' line per rank: every rank adds its Pid and local device index (one collective)."""
+    n = ctx.world_size
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    mine = [0.0] * (2 * n)
+    mine[ctx.rank], mine[n + ctx.rank] = float(os.getpid()), float(local)
+    both = ctx.allreduce_floats(mine, "sum", "the device list") if n > 1 else mine
+    gpus = env.get("gpus") or []
+    out = []
+    for r in range(n):
+        dev = int(both[n + r])
+        gpu = gpus[dev % len(gpus)] if gpus and engine != "gloo" else None
+        out.append(output.Device(rank=r, pid=int(both[r]), host=ctx.host_of(r), device=dev,
+                                 bus_id=(gpu or {}).get("pci_bus_id") or "0000:00:00",
+                                 name=gpu["name"] if gpu else "cpu"))
+    return out
+
+
+def _wrong_total(rows: list[Measurement]) -> int | None:
+    """Wrong elements over the checked rows; None when nothing was checked (-c 0), as nccl-tests prints N/A."""
+    checked = [m.wrong for m in rows if m.wrong is not None]
+    return sum(checked) if checked else None
 
 
 def _write_json(path: str, env: dict[str, Any], rows: list[Measurement]) -> None:
@@ -163,8 +165,15 @@ class _Printer:
     """Rank 0: prints nccl-tests' table as rows arrive and commits each row."""
 
     def __init__(self, store: Store | None, run_id: int | None, rows: list[Measurement], plan: bench.BenchPlan,
-                 enabled: bool):
+                 enabled: bool, args: argparse.Namespace):
         self.store, self.run_id, self.rows, self.plan, self.enabled = store, run_id, rows, plan, enabled
+        self.args = args
+        self.devices: list[output.Device] = []
+        self.extra: list[str] = []
+        self.env: dict[str, Any] = {}
+        self.engine = ""
+        self.failed: list[str] = []  # NCCL_TESTS_MIN_BW verdicts
+        self.started = ""
         self.progress = None
         self.task = None
         if enabled and sys.stderr.isatty():
@@ -185,27 +194,44 @@ class _Printer:
             print(line, flush=True)
 
     def preamble(self, ctx: Any, env: dict[str, Any], engine: str, note: str | None) -> None:
-        gpus = env.get("gpus") or []
-        devices = [f"Rank {r:2d} Group  0 on {ctx.host_of(r)} "
-                   f"{('device ' + str(gpus[r % len(gpus)]['index']) + ' ' + gpus[r % len(gpus)]['name']) if gpus else 'cpu'}"
-                   for r in range(ctx.world_size)]
-        extra = [f"NCCL {env['nccl_version']} ({env['nccl_library']})"] if env.get("nccl_version") else []
-        extra.append(f"warm-up mode {self.plan.warmup_mode}"
-                     + (f", buffers {env['buffers']}" if env.get("buffers") else ""))
-        if note:
-            extra.insert(0, note)
-            if self.enabled:
-                print(f"ccltune: {note}", file=sys.stderr)
-        p = self.plan
-        step = f"{p.sizes[1] // p.sizes[0] if len(p.sizes) > 1 and p.sizes[0] else 2}(factor)"
-        for line in output.preamble(nranks=ctx.world_size, min_bytes=p.sizes[0], max_bytes=p.sizes[-1], step=step,
-                                    warmup=p.warmup, iters=p.iters, check=p.check, graph=p.graph, engine=engine,
-                                    devices=devices, extra=extra):
-            self._print(line)
+        """Every rank takes part (the Pid and device of each rank are gathered); rank 0 prints."""
+        self.devices = _devices(ctx, env, engine)
+        self.engine, self.env = engine, env
+        self.extra = [note] if note else []
+        if note and self.enabled:
+            print(f"ccltune: {note}", file=sys.stderr)
+        if env.get("nccl_version"):
+            self.extra.append(f"NCCL {env['nccl_version']} ({env.get('nccl_library')})")
+        if self.plan.warmup_mode != "point" or env.get("buffers"):
+            self.extra.append(f"warm-up mode {self.plan.warmup_mode}"
+                              + (f", buffers {env['buffers']}" if env.get("buffers") else ""))
+
+    def header(self, coll: Any) -> output.Header:
+        p, a = self.plan, self.args
+        factor = int(a.stepfactor) if a.stepfactor > 1 else 1
+        return output.Header(
+            program=output.program(coll.name), min_bytes=p.sizes[0], max_bytes=p.sizes[-1], step_factor=factor,
+            step_bytes=parse_size(a.stepbytes, "-i/--stepbytes"), warmup=p.warmup, iters=p.iters,
+            agg_iters=a.agg_iters, check=a.check, graph=p.graph, unalign=a.unalign,
+            threads=a.nthreads or 1, gpus=a.ngpus or 1, parallel_init=bool(a.parallel_init),
+            nccl_code=_version_code(self.env.get("nccl_version")),
+            tool=f"ccltune={__version__} engine={self.engine}", devices=self.devices, notes=self.extra)
+
+    def write_json(self, coll: Any, rows: list[Measurement], min_bw: float | None) -> None:
+        """-J FILE: nccl-tests' JSON of this collective (FILE.<collective> when the run has several)."""
+        path = self.args.output_file
+        if len(self.plan.collectives) > 1:
+            path = f"{path}.{coll.name}"
+        pairs = list(zip(rows[0::2], rows[1::2]))  # rows arrive as (out-of-place, in-place) pairs
+        doc = ncclt_json.document(self.header(coll), pairs, argv=[output.program(coll.name), *self.args._argv[1:]],
+                                  environ=[f"{k}={v}" for k, v in os.environ.items() if k.startswith(_JSON_ENV)], start_time=self.started,
+                                  end_time=time.strftime(output.TIME_FORMAT), iters=self.plan.iters, min_bw=min_bw)
+        write_text(path, ncclt_json.dumps(doc), flag="-J/--output_file")
 
     def start(self, coll: Any) -> None:
+        self.started = time.strftime(output.TIME_FORMAT)
         self.seen: set[str] = set()
-        for line in output.header(coll.name):
+        for line in output.preamble(self.header(coll)) + output.header(timestamps=bool(self.args.report_timestamps)):
             self._print(line)
         if self.progress is not None:
             self.progress.update(self.task, description=coll.name)
@@ -216,7 +242,8 @@ class _Printer:
         self.rows.extend((oop, ip))
         if self.store is not None and self.run_id is not None:
             self.store.add_measurements(self.run_id, (oop, ip))
-        self._print(output.row(oop, ip))
+        stamp = time.strftime(output.TIME_FORMAT) if self.args.report_timestamps else None
+        self._print(output.row(oop, ip, timestamp=stamp))
         for line in output.notes(oop, ip):
             key = line.split(": ", 1)[1]   # one note per reason and collective
             if key not in self.seen:
@@ -226,7 +253,15 @@ class _Printer:
             self.progress.advance(self.task)
 
     def end(self, coll: Any, rows: list[Measurement]) -> None:
-        for line in output.footer([m for m in self.rows if m.collective == coll.name]):
+        mine = [m for m in self.rows if m.collective == coll.name]
+        for line in output.footer(mine, output.program(coll.name), min_bw=bench_options.min_bw()):
             self._print(line)
+        self._print("")  # writeErrors: an empty line when NCCL reports no error
+        min_bw = bench_options.min_bw()
+        if self.enabled and output.min_bw_ok(output.avg_busbw(mine), min_bw) is False:
+            self.failed.append(f"{coll.name}: average bus bandwidth {output.avg_busbw(mine):g} GB/s is below"
+                               f" 0.9 x NCCL_TESTS_MIN_BW ({min_bw:g})")
+        if self.enabled and self.args.output_file:
+            self.write_json(coll, mine, min_bw)
         if self.progress is not None and coll is self.plan.collectives[-1]:
             self.progress.stop()

@@ -10,8 +10,7 @@ from typing import Any
 
 from ccltune import environment
 from ccltune.cli import _common
-from ccltune.cli.topo import add_sysfs_root
-from ccltune.diagnose import doctor, sysconf
+from ccltune.diagnose import amdsmi, doctor, sysconf, topo
 from ccltune.diagnose.findings import exit_code, format_findings, overall
 from ccltune.diagnose.logcheck import check_log
 from ccltune.diagnose.ncclog import parse_log, read_log
@@ -28,12 +27,16 @@ def register(sub: Any) -> None:
                     "--nccl-log FILE analyses a log you already have (NCCL or RCCL) and runs nothing. "
                     "Exit 1 when a check FAILs or ERRORs, 0 otherwise (WARN and WAIVED included), 2 on bad input.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--nccl-log", metavar="FILE", help="only analyse this NCCL_DEBUG=INFO log")
+    p.add_argument("--nccl-log", metavar="FILE", help="only analyse this NCCL_DEBUG=INFO log (NCCL or RCCL)")
+    p.add_argument("--from-amd-smi", action="append", metavar="FILE", default=None,
+                   help="with --nccl-log of an RCCL job: the node's saved `amd-smi topology --json` / `amd-smi static "
+                        "--asic --partition --numa --json` output (GPU count, xGMI links, NUMA nodes); give it once "
+                        "per file; without it the node is read from this host")
     p.add_argument("--nproc", type=int, default=None, metavar="N",
                    help="GPUs to run the collective on (default: all present)")
     p.add_argument("--no-run", action="store_true", help="skip the collective runs (host and environment checks only)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="seconds each collective run may take")
-    add_sysfs_root(p)
+    _common.add_sysfs_root(p)
     add_output_flags(p)
     p.set_defaults(func=main)
 
@@ -49,7 +52,15 @@ def main(args: argparse.Namespace) -> int:
     artifacts: dict[str, str] = {}
     if args.nccl_log:
         text = read_log(args.nccl_log)
-        findings = check_log(parse_log(text))
+        log = parse_log(text)
+        if log.library == "RCCL":
+            root = sysconf.sys_root(args.sysfs_root)
+            node = (topo.from_amdsmi(amdsmi.parse(amdsmi.read_saved(args.from_amd_smi)))
+                    if args.from_amd_smi else topo.discover(root))
+            capable = doctor.rank_p2p_capable(text, doctor.p2p_capable_from(node)) if doctor.is_amd(node) else None
+            findings = check_log(log, p2p_capable=capable) + doctor.rccl_findings(text, log, node, None, root)
+        else:
+            findings = check_log(log)
         title = f"ccltune doctor --nccl-log {args.nccl_log}"
         artifacts["nccl-log"] = text
     else:

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from ccltune import environment
+from ccltune.cli import linkshow
 from ccltune.diagnose import linkmath, links, nvml
 from ccltune.diagnose.findings import Finding, exit_code, format_findings, overall
 from ccltune.diagnose.record import add_output_flags, record_run, write_json
@@ -31,20 +32,11 @@ def register(sub: Any) -> None:
     p.add_argument("--latency-iters", type=int, default=100, help="4-byte copies per pair for latency (median)")
     p.add_argument("--method", default="ce,sm-read,sm-write", help="comma-separated: " + ", ".join(links.METHODS))
     p.add_argument("--threshold", type=float, default=0.8, help="flag links below this fraction of their median")
+    p.add_argument("--run", type=int, default=None, metavar="N",
+                   help="show stored links run N (measured, or imported from TransferBench/nvbandwidth) instead "
+                        "of measuring: matrix, per GPU slowest link and bound, node ceiling, slow links")
     add_output_flags(p)
     p.set_defaults(func=main)
-
-
-def render_matrix(rows: list[dict[str, Any]], n: int, method: str, direction: str, key: str = "bandwidth_gbps") -> str:
-    cells = {(r["src"], r["dst"]): r[key] for r in rows
-             if r["method"] == method and r["direction"] == direction and r.get(key) is not None}
-    unit = "us" if key == "latency_us" else "GB/s"
-    lines = [f"# {method} {direction} ({unit}), row = source, column = destination",
-             "src\\dst" + "".join(f"{d:>9}" for d in range(n))]
-    for s in range(n):
-        lines.append(f"{s:>7}" + "".join(f"{'-' if (s, d) not in cells else f'{cells[(s, d)]:.2f}':>9}"
-                                         for d in range(n)))
-    return "\n".join(lines)
 
 
 def render_summary(summary: dict[str, Any]) -> str:
@@ -80,6 +72,8 @@ def _nvlink_limits(run: links.LinkRun) -> dict[tuple[int, int], float]:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.run is not None:
+        return linkshow.show(args)
     started = time.monotonic()
     plan = links.LinkPlan(size_bytes=parse_size(args.size, "-s/--size"), iters=args.iters, warmup=args.warmup,
                           latency_iters=args.latency_iters,
@@ -104,8 +98,8 @@ def main(args: argparse.Namespace) -> int:
         for method in plan.methods:
             for direction in ("uni", "bidir", "all2all"):
                 if any(r["method"] == method and r["direction"] == direction for r in run.rows):
-                    print(render_matrix(run.rows, run.n_gpus, method, direction))
-        print(render_matrix(run.rows, run.n_gpus, "ce", "latency", key="latency_us"))
+                    print(linkshow.render_matrix(run.rows, run.n_gpus, method, direction))
+        print(linkshow.render_matrix(run.rows, run.n_gpus, "ce", "latency", key="latency_us"))
         print(render_summary(summary))
     summary["elapsed_s"] = run.elapsed_s
     summary["command_s"] = time.monotonic() - started

@@ -7,7 +7,7 @@ from typing import Any
 from pathlib import Path
 
 from ccltune import rules, tuner_plugin
-from ccltune.errors import RuleFileError, UsageError
+from ccltune.errors import CheckFailed, DataError, RuleFileError, UsageError, verdict_exit_code
 from ccltune.cli._common import check_nproc, check_timeout, gpu_count
 from ccltune.sizes import format_size, parse_size, size_series
 from ccltune.tune.derive import PLUGIN_COLLECTIVES
@@ -85,13 +85,11 @@ def _check(args: argparse.Namespace) -> int:
     if facts is not None:
         n = sum(1 for r in ruleset.rules if r.platform.matches(facts))
         print(f"{n} rules apply to platform {','.join(args.platform)}")
-    return 1 if ruleset.diagnostics else 0
+    return RuleFileError.exit_code if ruleset.diagnostics else 0
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ccltune.diagnose import benchrun
-    from ccltune.diagnose.ncclog import parse_log, read_log
-    from ccltune.files import write_text
+    from ccltune.diagnose.ncclog import parse_log
     from ccltune.tune.verify import verify
 
     try:
@@ -101,37 +99,11 @@ def _verify(args: argparse.Namespace) -> int:
     for d in ruleset.diagnostics:
         print(f"warning: {d} (the plugin skips this line too)")
     facts = rules.parse_platform_args(args.platform) if args.platform else None
-    sizes = None
-    if args.from_log:
-        text = read_log(args.from_log, "--from-log")
-        source = args.from_log
-    else:
-        colls = _verify_collectives(args.collective, ruleset)
-        lo, hi = parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes")
-        if lo > hi:
-            raise UsageError(f"-b {args.minbytes} is larger than -e {args.maxbytes}")
-        size_series(lo, hi, factor=args.stepfactor)  # refuses a bad -f and too many sizes
-        check_nproc(args.nproc)
-        check_timeout(args.timeout)
-        nproc = args.nproc or _gpu_count()
-        env = {**tuner_plugin.nccl_env(args.file), "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,TUNING"}
-        print(f"plugin verify: {', '.join(colls)} {format_size(lo)}..{format_size(hi)} on {nproc} GPUs with "
-              f"NCCL_TUNER_CONFIG_FILE={env['NCCL_TUNER_CONFIG_FILE']}", flush=True)
-        run = benchrun.run_bench(nproc, env_overrides=env, timeout_s=args.timeout, collective=colls,
-                                 min_bytes=lo, max_bytes=hi, step_factor=args.stepfactor, iters=1, warmup=1)
-        text, source = run.output, "the run"
-        if args.save_log:
-            write_text(args.save_log, text, flag="--save-log")
-        if run.error:
-            print(f"ccltune: error: {run.error}")
-            return 1
-        sizes = {(PLUGIN_COLLECTIVES[r["collective"]], int(r["size_bytes"])) for r in run.records
-                 if r.get("collective") in PLUGIN_COLLECTIVES}
+    text, source, sizes = _verify_log(args, ruleset)
     log = parse_log(text)
     if not log.choices:
-        print(f"ccltune: error: {source} has no TUNING lines ('<Coll>: N Bytes -> Algo A proto P ...'): "
-              "run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING (NCCL >= 2.19 prints them)")
-        return 1
+        raise DataError(f"{source} has no TUNING lines ('<Coll>: N Bytes -> Algo A proto P ...'): "
+                        "run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING (NCCL >= 2.19 prints them)")
     n_ranks = log.nranks or args.nproc
     if not n_ranks:
         raise UsageError(f"{source} says nothing of the communicator size (no 'comm ... nRanks N' line); "
@@ -151,7 +123,37 @@ def _verify(args: argparse.Namespace) -> int:
         from ccltune.diagnose.record import write_json
         write_json(args.json_path, {"rules": str(Path(args.file).resolve()), "n_ranks": n_ranks, "n_nodes": n_nodes,
                                     "plugin_loaded": load is not None, "checks": [c.to_dict() for c in checks]})
-    return 1 if any(c.status == "NOT APPLIED" for c in checks) or not checks else 0
+    return verdict_exit_code([c.status for c in checks] or ["FAIL"])  # no check at all: nothing verified
+
+
+def _verify_log(args: argparse.Namespace, ruleset: rules.RuleSet) -> tuple[str, str, set[tuple[str, int]] | None]:
+    """(the NCCL log, where it came from, the sizes run): --from-log, or a bench run with the rules."""
+    from ccltune.diagnose import benchrun
+    from ccltune.diagnose.ncclog import read_log
+    from ccltune.files import write_text
+
+    if args.from_log:
+        return read_log(args.from_log, "--from-log"), args.from_log, None
+    colls = _verify_collectives(args.collective, ruleset)
+    lo, hi = parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes")
+    if lo > hi:
+        raise UsageError(f"-b {args.minbytes} is larger than -e {args.maxbytes}")
+    size_series(lo, hi, factor=args.stepfactor)  # refuses a bad -f and too many sizes
+    check_nproc(args.nproc)
+    check_timeout(args.timeout)
+    nproc = args.nproc or _gpu_count()
+    env = {**tuner_plugin.nccl_env(args.file), "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,TUNING"}
+    print(f"plugin verify: {', '.join(colls)} {format_size(lo)}..{format_size(hi)} on {nproc} GPUs with "
+          f"NCCL_TUNER_CONFIG_FILE={env['NCCL_TUNER_CONFIG_FILE']}", flush=True)
+    run = benchrun.run_bench(nproc, env_overrides=env, timeout_s=args.timeout, collective=colls,
+                             min_bytes=lo, max_bytes=hi, step_factor=args.stepfactor, iters=1, warmup=1)
+    if args.save_log:
+        write_text(args.save_log, run.output, flag="--save-log")
+    if run.error:
+        raise CheckFailed(run.error)
+    sizes = {(PLUGIN_COLLECTIVES[r["collective"]], int(r["size_bytes"])) for r in run.records
+             if r.get("collective") in PLUGIN_COLLECTIVES}
+    return run.output, "the run", sizes
 
 
 def _verify_collectives(given: list[str] | None, ruleset: rules.RuleSet) -> list[str]:

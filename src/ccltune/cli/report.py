@@ -18,9 +18,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "report",
         help="write an HTML report of runs in the results database",
-        description="Write one self-contained HTML page (inline SVG plots, works offline): busbw and time "
-                    "against size, sweep candidates against NCCL's default, tuned rules as size zones, "
-                    "validation speedups, link heatmap, doctor findings, each run's environment.",
+        description="Write one self-contained HTML page (inline SVG plots, no script, works offline): a "
+                    "verdict per node (health, busbw against the slowest-link ceiling, what tuning gained), "
+                    "busbw against size with the ceiling, link heatmaps, tuned rules as size zones, "
+                    "validation speedups, sweep candidates, findings, runs and what differs between them.",
     )
     p.add_argument("--db", default=DEFAULT_DB, help="results database to read (default: %(default)s)")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE.html", help="the page to write, atomically (default: %(default)s)")
@@ -28,12 +29,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     which.add_argument("--runs", metavar="IDS",
                        help="runs to show, e.g. 3,4 or 2-5 (default: all runs)")
     which.add_argument("--run", type=int, metavar="N", help="show one run")
+    p.add_argument("--latest", type=int, metavar="N",
+                   help="draw the latest N runs in full and summarise the older ones in one table "
+                        "(default: 12, or every run named by --runs/--run)")
     p.add_argument("--compare", type=int, nargs=2, metavar=("A", "B"),
                    help="put run B next to run A, per size; a ratio below 1 - tolerance is a regression "
                         "(without --runs/--run the page then shows runs A and B only)")
     p.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE_PCT, metavar="PCT",
                    help="--compare: slowdown in percent that counts as a regression (default: %(default)s)")
-    p.add_argument("--png", metavar="DIR", help="also write every plot as a PNG file here (needs matplotlib)")
+    p.add_argument("--png", metavar="DIR", help="also write every plot as a PNG file here (needs matplotlib: pip install 'ccltune[png]')")
     p.set_defaults(func=run)
 
 
@@ -47,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         run_ids = None if ranges is None else store.runs_in(ranges, "--run" if args.run is not None else "--runs")
         result = write_report(store, args.out, run_ids=run_ids,
                               compare=tuple(args.compare) if args.compare else None,
-                              png_dir=args.png, tolerance_pct=args.tolerance)
+                              png_dir=args.png, tolerance_pct=args.tolerance, latest=args.latest)
     n_figs = sum(len(s.figures()) for s in result.sections)
     print(f"wrote {result.path}: {len(result.run_ids)} run(s), {n_figs} plot(s)")
     if result.pngs:

@@ -28,6 +28,9 @@ def main(args: argparse.Namespace) -> int:
     for r in runs:
         print(f"  {r.id:>4}  {r.kind:<9} {r.status:<11} {r.started_at:<24} {counts.get(r.id, 0):>6}  "
               f"{(r.platform or '-'):<28} {r.command}")
+    for r in runs:
+        if r.note:
+            print(f"# run {r.id} {r.status}: {r.note}")
     if not runs:
         print(f"# no runs in {args.db}")
     return 0

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import os
 import sys
-import tempfile
-import time
-from collections import Counter
 from typing import Any
 
-from ccltune import collectives, environment, types
+from ccltune import collectives, dist, types
 from ccltune.cli import _common
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure import sweep as S
+from ccltune.measure.load import check as check_load
+from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Store
-from ccltune.tune.derive import TWIN, Candidate, tunable
+from ccltune.tune import sweep_run
+from ccltune.tune.derive import TWIN, Candidate
 
 ALGOS = ("tree", "ring", "pat", "collnetdirect", "collnetchain", "nvls", "nvlstree")
 PROTOS = ("ll", "ll128", "simple")
@@ -59,6 +56,11 @@ def register(sub: Any) -> None:
     p.add_argument("--no-twin", action="store_true",
                    help="do not measure NCCL's default a second time on another communicator (the A/A control "
                         "whose gap every candidate must beat; see docs/tuning.md)")
+    p.add_argument("--workload", default=None, metavar="W.json",
+                   help="sweep exactly this workload's (collective, size) points (`ccltune workload import`) that "
+                        "this launch can reproduce, instead of -b/-e/-f; the others are listed with the reason. "
+                        "Collectives named restrict it (docs/workload.md)")
+    _common.add_under_load(p)
     _common.add_virtual_nodes(p)
     p.add_argument("--resume", type=int, default=None, metavar="RUN", help="continue an interrupted sweep run")
     _common.add_db(p)
@@ -93,20 +95,10 @@ def candidates(args: argparse.Namespace) -> list[Candidate]:
     return out
 
 
-def check_timing(args: argparse.Namespace) -> None:
-    """--target-us, --max-iters and -w (sweep's and validate's): a finite length, at least one call."""
-    if not (math.isfinite(args.target_us) and args.target_us > 0):
-        raise UsageError(f"--target-us must be a number of microseconds > 0, got {args.target_us:g}")
-    if args.max_iters < 1:
-        raise UsageError(f"--max-iters must be >= 1, got {args.max_iters}")
-    if args.warmup_iters < 0:
-        raise UsageError(f"-w/--warmup_iters must be >= 0, got {args.warmup_iters}")
-
-
 # what a resumed sweep must keep of the run it continues (besides its collectives, sizes and candidates)
 _RESUME_SAME = {"datatype": "-d", "op": "-o", "reps": "--reps", "target_us": "--target-us", "max_iters": "--max-iters",
                 "warmup_iters": "-w", "no_graph": "--no-graph", "mode": "--mode", "no_twin": "--no-twin",
-                "virtual_nodes": "--virtual-nodes"}
+                "virtual_nodes": "--virtual-nodes", "workload": "--workload", "under_load": "--under-load"}
 
 
 def _measures(args: argparse.Namespace) -> dict[str, Any]:
@@ -148,7 +140,7 @@ def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[
                         factor=args.stepfactor)
     if args.reps < 1:
         raise UsageError(f"--reps must be >= 1, got {args.reps}")
-    check_timing(args)
+    _common.check_timing(args)
     types.dtype(args.datatype)
     types.op(args.op)
     return colls, sizes, candidates(args)
@@ -158,11 +150,19 @@ def main(args: argparse.Namespace) -> int:
     colls, sizes, cands = validate_args(args)
     engine_name, note = _common.resolve_engine(args)
     _common.check_virtual_nodes(args, engine_name)
+    check_load(args.under_load, engine_name)
     if engine_name != "nccl" and len(cands) > 1:
         raise UsageError(f"forced candidates (--algos/--protos/--channels) need the nccl engine (a GPU); "
-                         f"the {engine_name} engine can only sweep its default: pass --algos '' --protos '' "
-                         f"--channels ''" + (f" ({note})" if note else ""))
-    if args.resume is not None and not _common.under_launcher():  # before any process starts
+                         f"the {engine_name} engine can time only the library's default, so its sweep yields "
+                         f"no rules for `ccltune tune` (only timings, for `ccltune report`): to time that anyway, "
+                         f"pass --algos '' --protos '' --channels ''" + (f" ({note})" if note else ""))
+    if (ranks := _common.job_size(args, engine_name)) < 2:  # before any process starts or file is written
+        raise UsageError(f"a sweep needs at least 2 ranks, this job has {ranks} rank"
+                         f"{'' if ranks == 1 else 's'} ({_common.gpu_count()} GPU(s) visible): on one rank NCCL "
+                         "selects no algorithm, so there is nothing to sweep; time one GPU with `ccltune bench`, "
+                         "or sweep with --nproc N >= 2 on a machine with 2 or more GPUs")
+    workload = _workload(args, colls, ranks) if args.workload else None
+    if args.resume is not None and not dist.under_launcher():  # before any process starts
         with Store(args.db, readonly=True) as store:
             check_resume(store.run(args.resume), args, _common.job_size(args, engine_name))
     rc = _common.relaunch(args, args._argv, engine_name)
@@ -170,147 +170,68 @@ def main(args: argparse.Namespace) -> int:
         return rc
     if engine_name == "nccl" and not args.no_twin and len(cands) > 1:
         cands = [*cands, TWIN]
-    return run_sweep(args, colls, sizes, cands, engine_name)
+    return _run(args, colls, sizes, cands, engine_name, workload)
 
 
-def engine_opts(args: argparse.Namespace, workdir: str) -> argparse.Namespace:
-    """Engine options: the plugin (for channels and rules) and an empty rule file for the default."""
-    from ccltune import tuner_plugin
-
-    opts = argparse.Namespace(**vars(args))
-    opts.workdir = workdir
-    try:
-        opts.plugin_path = str(tuner_plugin.library_path())
-    except Exception:  # noqa: BLE001 - without the plugin, channels go through min/maxCTAs
-        opts.plugin_path = None
-    opts.empty_rules = os.path.join(workdir, "empty.conf")
-    with open(opts.empty_rules, "w", encoding="utf-8") as fh:
-        fh.write("# ccltune: no rules (NCCL's default)\n")
-    return opts
+# -b/-e/-f as the parser gives them when not typed: --workload replaces them
+_SIZE_DEFAULTS = {"minbytes": ("-b", "8"), "maxbytes": ("-e", "1G"), "stepfactor": ("-f", 2)}
 
 
-def run_sweep(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[Candidate],
-              engine_name: str = "nccl") -> int:
-    from ccltune.engines.nccl import CommConfig
-    from ccltune.tune import model
+def _workload(args: argparse.Namespace, colls: list[Any], ranks: int) -> Any:
+    """The workload of --workload, checked before any process starts: no -b/-e/-f beside it, and at
+    least one point this launch can sweep (the node count is checked once the job runs)."""
+    from ccltune.workload import model
+    from ccltune.workload import plan as WP
 
-    t_start = time.perf_counter()
-    ctx = _common.join(engine_name, args.timeout)
-    _common.quiet_other_ranks(ctx)
-    _common.apply_virtual_nodes(ctx, args.virtual_nodes)
-    workdir = tempfile.mkdtemp(prefix="ccltune-sweep-")
-    engine = _common.make_engine(engine_name, ctx, engine_opts(args, workdir) if engine_name == "nccl" else args)
+    given = [flag for key, (flag, default) in _SIZE_DEFAULTS.items() if getattr(args, key) != default]
+    if given:
+        raise UsageError(f"--workload sweeps the workload's own sizes; {', '.join(given)} do not apply with it")
+    wl = model.load(args.workload)
+    points, skipped = WP.sweep_points(wl, ranks, None, types.dtype(args.datatype), [c.name for c in colls])
+    if not points:
+        raise UsageError(f"--workload {args.workload}: nothing this launch can sweep: "
+                         + "; ".join(f"{s.entry.key.collective} {s.entry.key.size_bytes} B: {s.reason}"
+                                     for s in skipped[:5]) + (f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else ""))
+    return wl
+
+
+def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[Candidate],
+         engine_name: str, workload: Any = None) -> int:
     settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
                                graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
                                warmup=args.warmup_iters, timeout_s=args.timeout)
-    settings.clock.add("start-up", time.perf_counter() - t_start)  # rendezvous, CUDA, NCCL library
-    configs = {c: CommConfig(c.algo, c.proto, c.channels, twin=c.twin) for c in cands}
-    store = Store(args.db) if ctx.is_root else None
-    run_id, done = _open_run(store, args, ctx, engine, engine_name)
-    # every rank must skip the same points: rank 0 read them from the database
-    blob = json.dumps(sorted(done)).encode() if ctx.is_root else None
-    done = {tuple(x) for x in json.loads(ctx.broadcast_bytes(blob, "points already measured"))}
-    engine.on_fatal = _common.fail_run_hook(args.db, run_id) if run_id else None
-    progress = _Progress(ctx.is_root, total=len(colls) * len(sizes))
-    status, n_rows, n_timed, untimed = "failed", 0, 0, Counter()
-    kept = store.count_measurements(run_id) if store is not None and args.resume is not None else 0  # resumed
-    try:
-        with _common.terminate_as_interrupt():
-            for coll in colls:
-                rows_so_far = [m for m in (store.measurements(run_id, collective=coll.name) if store else [])]
-                refused: S.Refused = {}  # NCCL refuses a forced candidate per collective, not per size
-                keep = S.BufferCache() if args.mode == "model" else None  # sizes are visited again in later rounds
-                # the model plans in the sizes the rows are stored under (the layout may round them)
-                requested: dict[int, int] = {}
-                for s in sizes:
-                    requested.setdefault(coll.layout(s, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes, s)
-                todo = ({requested[s]: c for s, c in model.plan_initial(requested).items()} if args.mode == "model"
-                        else {s: None for s in sizes})
-                if any((coll.name, s, c.label) not in done for s in requested for c in cands):
-                    progress.step(f"{coll.name} {min(sizes)} B (warm-up, not stored)", advance=0)
-                    S.warm_collective(engine, coll, min(sizes), [configs[c] for c in cands], settings, refused)
-                while todo:
-                    for size, want in todo.items():
-                        chosen = [c for c in cands if want is None or c in want]
-                        stored = coll.layout(size, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes
-                        chosen = [c for c in chosen if (coll.name, stored, c.label) not in done and tunable(stored, c)]
-                        progress.step(f"{coll.name} {size} B")
-                        if not chosen:
-                            continue
-                        labels = [dict(algo=c.algo, proto=c.proto, channels=c.channels, config=c.label) for c in chosen]
-                        rows = S.measure_size(engine, coll, size, [configs[c] for c in chosen], labels, settings,
-                                              refused, keep)
-                        if store is not None:
-                            store.add_measurements(run_id, rows)
-                            rows_so_far.extend(rows)
-                        n_rows += len(rows)
-                        n_timed += sum(1 for r in rows if r.status == "ok")
-                        untimed.update(f"{r.status} ({r.note})" if r.note else r.status
-                                       for r in rows if r.status != "ok")
-                    if args.mode != "model":
-                        break
-                    # every rank must plan the same next step: rank 0 plans, the others follow
-                    with settings.clock("planning"):
-                        plan = model.plan_refine(rows_so_far, list(requested)) if ctx.is_root else None
-                        blob = json.dumps({str(s): (None if c is None else [x.label for x in c])
-                                           for s, c in plan.items()}).encode() if plan is not None else None
-                        decoded = json.loads(ctx.broadcast_bytes(blob, "sweep plan"))
-                    by_label = {c.label: c for c in cands}
-                    todo = {requested[int(s)]: (None if v is None else [by_label[x] for x in v if x in by_label])
-                            for s, v in decoded.items()}
-                if keep is not None:
-                    keep.clear()
-            status = "complete"
-    except KeyboardInterrupt as exc:
-        code = _common.interrupted(ctx, exc, f"sweep interrupted; {kept + n_rows} rows kept in {args.db}; "
-                                             f"resume with --resume {run_id}")
-        status = "interrupted"
-        return code
-    finally:
-        progress.close()
-        clock = settings.clock
-        S.close_timed(engine, clock)
-        wall = time.perf_counter() - t_start
-        if store is not None and run_id is not None:
-            store.finish_run(run_id, status, {"rows": kept + n_rows, "mode": args.mode,
-                                              "virtual_nodes": args.virtual_nodes,
-                                              "wall_s": round(wall, 3), "time": clock.summary()})
-            store.close()
-        if status == "complete":
-            ctx.close()
-    if ctx.is_root:
-        print(f"ccltune sweep: run {run_id} complete, {kept + n_rows} rows in {args.db}"
-              + (f"; next: ccltune tune --db {args.db} --runs {run_id} --out rules.conf" if n_timed or not n_rows
-                 else ", none of them timed"))
-        print(f"ccltune sweep: time on rank 0, {clock.line(wall)}")
-    if n_rows and not n_timed and ctx.is_root:  # every point skipped, waived or refused: nothing to tune from
-        why = "; ".join(f"{n} {what}" for what, n in untimed.most_common(3))
-        raise CheckFailed(f"no point of run {run_id} was timed, so it holds nothing to tune from: {why}")
+    plan = sweep_run.SweepPlan(colls, sizes, cands, settings, mode=args.mode, resume=args.resume,
+                               args=_common.args_record(args), workload=workload, under_load=args.under_load,
+                               check_resume=lambda run, world_size: check_resume(run, args, world_size))
+    session = Session("sweep", engine_name, db=args.db, argv=args._argv, timeout_s=args.timeout,
+                      virtual_nodes=args.virtual_nodes)
+    res = sweep_run.run(plan, session, args, progress=_Progress)
+    if session.interrupted:
+        return session.exit_code
+    if session.is_root:
+        for k in res.skipped:
+            print(f"# not swept: {k.entry.key.collective} {k.entry.key.size_bytes} B x{k.entry.calls}: {k.reason}")
+        if res.load:
+            print(f"# under load: {res.load}")
+        if workload is not None and not res.rows:  # the node count, known once the job ran, left nothing
+            raise UsageError(f"--workload {args.workload}: nothing this launch can sweep (the reasons above); "
+                             f"run {res.run_id} holds no rows")
+        if engine_name != "nccl":
+            after = (f"; the {engine_name} engine timed only its default, so there are no rules to derive: "
+                     f"see the timings with `ccltune report --db {args.db}`")
+        elif res.timed or not res.rows:
+            after = f"; next: ccltune tune --db {args.db} --runs {res.run_id} --out rules.conf"
+        else:
+            after = ", none of them timed"
+        print(f"ccltune sweep: run {res.run_id} complete, {res.kept + res.rows} rows in {args.db}{after}")
+        print(f"ccltune sweep: time on rank 0, {settings.clock.line(res.wall_s)}")
+    if res.rows and not res.timed and session.is_root:  # every point skipped, waived or refused: nothing to tune from
+        why = "; ".join(f"{n} {what}" for what, n in res.untimed.most_common(3))
+        raise CheckFailed(f"no point of run {res.run_id} was timed, so it holds nothing to tune from: {why}")
     return 0
 
 
-def _open_run(store: Store | None, args: argparse.Namespace, ctx: Any, engine: Any,
-              engine_name: str) -> tuple[int | None, set]:
-    """A new sweep run, or the one named by --resume with the points it already has."""
-    done: set[tuple[str, int, str]] = set()
-    if store is None:
-        return None, done
-    if args.resume is not None:
-        check_resume(store.run(args.resume), args, ctx.world_size)
-        for m in store.measurements(args.resume):
-            done.add((m.collective, m.size_bytes, m.config))
-        store.reopen_run(args.resume)
-        return args.resume, done
-    env = environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine=engine_name,
-                              nccl=engine.info(), hosts=ctx.hosts, argv=args._argv)
-    _common.mark_virtual_nodes(env, args.virtual_nodes)
-    run_id = store.begin_run("sweep", command=_common.command_line(args._argv), env=env,
-                             args={k: v for k, v in vars(args).items() if k not in ("func", "_argv")},
-                             engine=engine_name)
-    return run_id, done
-
-
-class _Progress:
+class _Progress(sweep_run.Progress):
     def __init__(self, enabled: bool, total: int):
         self.bar = None
         if enabled and sys.stderr.isatty():

@@ -7,27 +7,28 @@ import json
 from typing import Any
 
 from ccltune import environment
-from ccltune.diagnose import topo
+from ccltune.diagnose import amdsmi, topo
 from ccltune.diagnose.findings import exit_code, format_findings, overall
 from ccltune.diagnose.record import add_output_flags, record_run, write_json
-from ccltune.diagnose.sysconf import ROOT_ENV, sys_root
+from ccltune.cli import _common
+from ccltune.diagnose.sysconf import sys_root
+from ccltune.errors import UsageError
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "topo", help="GPUs, per-pair links (NVLink / xGMI / PCIe level), NUMA, NVSwitch fabric, MIG, AMD partitions",
         description="Show how the GPUs of this host are connected. Sources, first that answers: NVML "
-                    "(nvidia-ml-py), `nvidia-smi topo -m`, AMD sysfs. Without a GPU it says so (WAIVED, exit 0). "
+                    "(nvidia-ml-py), `nvidia-smi topo -m`, `amd-smi topology/static --json`, AMD sysfs (KFD). "
+                    "Without a GPU it says so (WAIVED, exit 0). "
                     "Exit 1 when a check FAILs (e.g. NVSwitch fabric not complete).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    add_sysfs_root(p)
+    _common.add_sysfs_root(p)
+    p.add_argument("--from-amd-smi", action="append", metavar="FILE", default=None,
+                   help="read saved `amd-smi topology --json` and/or `amd-smi static --asic --partition --numa "
+                        "--json` output instead of asking this host (give the flag once per file)")
     add_output_flags(p)
     p.set_defaults(func=main)
-
-
-def add_sysfs_root(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sysfs-root", metavar="DIR", default=None,
-                   help=f"folder standing for / when reading sys/ and proc/ (default: ${ROOT_ENV} or /)")
 
 
 def render(t: topo.Topology) -> str:
@@ -42,7 +43,8 @@ def render(t: topo.Topology) -> str:
         lines.append(f"  {g.index:>3}  {g.name[:24]:<24} {g.bus_id or '-':<13} {_s(g.numa_node):>4}  "
                      f"{(g.cpu_affinity or '-')[:12]:<12} {_s(g.nvlinks):>7} {_s(g.nvlink_gbps):>9}  "
                      f"{g.fabric or '-':<10} {g.mig or '-':<4} {part}")
-    lines.append("# links: NV<n> = n NVLink links, XGMI, or PCIe path PIX < PXB < PHB < NODE < SYS")
+    lines.append("# links: NV<n> = n NVLink links, XGMI (+h: h hops), or PCIe path PIX < PXB < PHB < NODE < SYS"
+                 " (PCIE from amd-smi); NOP2P = no P2P access")
     width = max(6, *(len(c) + 2 for row in t.links for c in row))
     lines.append("      " + "".join(f"{'GPU' + str(j):<{width}}" for j in range(len(t.gpus))))
     for i, row in enumerate(t.links):
@@ -60,7 +62,13 @@ def _s(value: Any) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    t = topo.discover(sys_root(args.sysfs_root))
+    if args.from_amd_smi:
+        texts = amdsmi.read_saved(args.from_amd_smi)
+        t = topo.from_amdsmi(amdsmi.parse(texts))
+        if not t.gpus:
+            raise UsageError(f"--from-amd-smi: no GPU in {', '.join(args.from_amd_smi)}")
+    else:
+        t = topo.discover(sys_root(args.sysfs_root))
     found = topo.findings(t)
     print(render(t))
     print(format_findings(found, title="ccltune topo checks"))

@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
-import tempfile
-import time
 from typing import Any
 
-from ccltune import collectives, environment, files, rules, types
+from ccltune import collectives, files, types
 from ccltune.cli import _common
-from ccltune.cli.sweep import check_timing, engine_opts
-from ccltune.errors import CheckFailed, DataError, RuleFileError, UsageError
+from ccltune.errors import CheckFailed, UsageError
 from ccltune.files import write_text
 from ccltune.measure import sweep as S
+from ccltune.measure.load import check as check_load
+from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
-from ccltune.store import Store
-from ccltune.tune.derive import Candidate
+from ccltune.validate import ab, junit
 from ccltune.validate import capture as C
-from ccltune.validate import junit
-from ccltune.validate import verdict as V
 
 
 def register(sub: Any) -> None:
@@ -54,6 +48,7 @@ def register(sub: Any) -> None:
                         "and report the share of its gain the rules capture")
     p.add_argument("--json", default=None, metavar="PATH", help="verdict as JSON")
     p.add_argument("--junit", default=None, metavar="PATH", help="verdict as JUnit XML (one testcase per size)")
+    _common.add_under_load(p)
     _common.add_virtual_nodes(p)
     _common.add_db(p)
     _common.add_launch(p)
@@ -65,18 +60,12 @@ def main(args: argparse.Namespace) -> int:
     sizes = size_series(parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes"),
                         factor=args.stepfactor)
     args.rules, args._argv = files.regular_copy(args.rules, "RULES", args._argv)  # <(cat r.conf) read once
-    try:
-        diags = rules.load(args.rules, "RULES").diagnostics
-    except RuleFileError as exc:
-        raise UsageError(str(exc)) from None
-    if diags:
-        raise UsageError(f"{args.rules} has rejected lines (ccltune plugin check {args.rules}): "
-                         + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))
+    _common.check_rule_file(args.rules, "RULES")
     if args.reps < 2:
         raise UsageError(f"--reps must be >= 2 to know the noise, got {args.reps}")
     if args.retest < 0:
         raise UsageError(f"--retest must be >= 0, got {args.retest}")
-    check_timing(args)
+    _common.check_timing(args)
     if not 0 <= args.hard_limit < 100:
         raise UsageError(f"--hard-limit must be in [0, 100) percent, got {args.hard_limit:g}")
     types.dtype(args.datatype)
@@ -85,6 +74,7 @@ def main(args: argparse.Namespace) -> int:
         C.arms_from_db(args.best_from, 1, 1, None)
     engine_name, _ = _common.resolve_engine(args)
     _common.check_virtual_nodes(args, engine_name)
+    check_load(args.under_load, engine_name)
     if engine_name != "nccl":
         raise UsageError("validate needs the nccl engine (a GPU); "
                          + (f"got --engine {engine_name}" if args.engine else "no GPU is visible here"))
@@ -105,138 +95,33 @@ def _plugin_or_error() -> None:
 
 
 def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
-    from ccltune.engines.nccl import DEFAULT, CommConfig
-
-    t_start = time.perf_counter()
-    ctx = _common.join("nccl", args.timeout)
-    _common.quiet_other_ranks(ctx)
-    _common.apply_virtual_nodes(ctx, args.virtual_nodes)  # as the sweep whose rules are validated
-    opts = engine_opts(args, tempfile.mkdtemp(prefix="ccltune-validate-"))
-    if not opts.plugin_path:
-        _plugin_or_error()
-    engine = _common.make_engine("nccl", ctx, opts)
     settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
                                graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
                                warmup=args.warmup_iters, timeout_s=args.timeout)
-    settings.clock.add("start-up", time.perf_counter() - t_start)  # rendezvous, CUDA, NCCL library
-    configs = [DEFAULT, CommConfig(rules_file=os.path.abspath(args.rules))]
-    labels = [dict(config="default"), dict(config="rules")]
-    env = (environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine="nccl",
-                               nccl=engine.info(), hosts=ctx.hosts, argv=args._argv) if ctx.is_root else {})
-    _common.mark_virtual_nodes(env, args.virtual_nodes)
-    gpu = (env.get("gpus") or [{}])[0].get("name") if ctx.is_root else None
-    try:
-        arms = _best_arms(args, ctx, gpu)
-    except (UsageError, DataError):
-        engine.close()
-        raise
-    # in one order on every rank (a set's order is not: string hashes differ between processes), as
-    # the warm-up calls them in turn on every rank
-    arm_configs = {c: CommConfig(c.algo, c.proto, c.channels) for c in sorted(set(arms.values()), key=Candidate.sort_key)}
-    store = Store(args.db) if ctx.is_root else None
-    run_id = None
-    if store is not None:
-        run_id = store.begin_run("validate", command=_common.command_line(args._argv), env=env,
-                                 args={k: v for k, v in vars(args).items() if k not in ("func", "_argv")}, engine="nccl")
-        store.add_artifact(run_id, "rules", open(args.rules, encoding="utf-8").read())
-        engine.on_fatal = _common.fail_run_hook(args.db, run_id)
-    rows, status, result, unjudged = [], "failed", None, None
-
-    def judge(got: list[Any]) -> Any:
-        return V.verdict(got, hard_slowdown=args.hard_limit / 100, covered=coverage(args.rules, gpu))
-
-    def measure(coll: Any, size: int, note: str | None = None) -> list[Any]:
-        if ctx.is_root:
-            print(f"validate: {coll.name} {size} B{' (' + note + ')' if note else ''}", file=sys.stderr, flush=True)
-        stored = coll.layout(size, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes
-        best = arms.get((coll.name, ctx.world_size, ctx.n_nodes, stored))
-        extra = ([arm_configs[best]], [C.arm_label(best)]) if best is not None else ([], [])
-        got = S.measure_size(engine, coll, size, configs + extra[0], labels + extra[1], settings)
-        for m in got:
-            m.note = m.note or note
-        rows.extend(got)
-        if store is not None:
-            store.add_measurements(run_id, got)
-        return got
-
-    try:
-        with _common.terminate_as_interrupt():
-            for coll in colls:
-                if ctx.is_root:
-                    print(f"validate: {coll.name} {min(sizes)} B (warm-up, not stored)", file=sys.stderr, flush=True)
-                S.warm_collective(engine, coll, min(sizes), configs + list(arm_configs.values()), settings)
-                for size in sizes:
-                    measure(coll, size)
-            if store is not None:
-                try:
-                    result = judge(rows)
-                except DataError as exc:  # nothing comparable was measured: said after the teardown
-                    unjudged = exc
-            by_name = {c.name: c for c in colls}
-            for attempt in range(1, args.retest + 1):
-                # rank 0 judges; every rank measures what it names again
-                failing = ([[s.collective, s.size_bytes] for s in result.sizes if s.status == "FAIL"]
-                           if result is not None else None)
-                failing = json.loads(ctx.broadcast_bytes(json.dumps(failing).encode() if ctx.is_root else None,
-                                                         "sizes to measure again"))
-                if not failing:
-                    break
-                again = [m for name, size in failing for m in measure(by_name[name], size, f"retest {attempt}")]
-                if result is not None:
-                    result = V.retested(result, judge(again))
-            status = "complete"
-    except KeyboardInterrupt as exc:
-        code = _common.interrupted(ctx, exc, f"validate interrupted; {len(rows)} rows kept in {args.db}")
-        status = "interrupted"
-        return code
-    finally:
-        S.close_timed(engine, settings.clock)
-        wall = time.perf_counter() - t_start
-        if store is not None and status != "complete":
-            store.finish_run(run_id, status, {"rows": len(rows)})
-        if status == "complete":
-            ctx.close()
-    if unjudged is not None:
-        raise unjudged
-    if store is None or result is None:
+    plan = ab.ABPlan(args.rules, colls, sizes, settings, hard_limit_pct=args.hard_limit, retest=args.retest,
+                     best_from=args.best_from, under_load=args.under_load, args=_common.args_record(args))
+    session = Session("validate", "nccl", db=args.db, argv=args._argv, timeout_s=args.timeout,
+                      virtual_nodes=args.virtual_nodes)  # virtual nodes as the sweep whose rules are validated
+    res = ab.run(plan, session, args, require_plugin=_plugin_or_error)
+    if session.interrupted:
+        return session.exit_code
+    if res.unjudged is not None:
+        raise res.unjudged
+    if res.verdict is None:
         return 0
-    summary = result.to_dict()
-    cap = C.capture(rows) if arms else None
-    if cap is not None:
-        summary["capture"] = cap.to_dict()
-    summary.update(wall_s=round(wall, 3), time=settings.clock.summary())
-    store.finish_run(run_id, "complete", summary)
-    store.close()
-    _print(result, args)
-    if cap is not None:
-        _print_capture(cap, args.best_from)
-    print(f"# time on rank 0: {settings.clock.line(wall)}")
+    _print(res.verdict, args)
+    if res.capture is not None:
+        _print_capture(res.capture, args.best_from)
+    if res.load:
+        print(f"# under load: {res.load}")
+    print(f"# time on rank 0: {settings.clock.line(res.wall_s)}")
     if args.json:
-        write_text(args.json, json.dumps(summary, indent=1, default=str), flag="--json")
+        write_text(args.json, json.dumps(res.summary, indent=1, default=str), flag="--json")
     if args.junit:
-        write_text(args.junit, junit.to_junit(result), flag="--junit")
-    if result.status != "PASS":
-        raise CheckFailed(f"validate: {result.status}: rules in {args.rules} made some size slower (see above)")
+        write_text(args.junit, junit.to_junit(res.verdict), flag="--junit")
+    if res.verdict.status != "PASS":
+        raise CheckFailed(f"validate: {res.verdict.status}: rules in {args.rules} made some size slower (see above)")
     return 0
-
-
-def _best_arms(args: argparse.Namespace, ctx: Any, gpu: str | None) -> dict[Any, Any]:
-    """The third arm's candidate per (collective, n_ranks, n_nodes, size), the same on every rank:
-    rank 0 reads --best-from and sends what it found (an error there stops every rank)."""
-    if not args.best_from:
-        return {}
-    blob = None
-    if ctx.is_root:
-        try:
-            found = C.arms_from_db(args.best_from, ctx.world_size, ctx.n_nodes, gpu)
-            blob = json.dumps({"arms": [[*k, c.algo, c.proto, c.channels] for k, c in found.items()]})
-        except (UsageError, DataError) as exc:
-            blob = json.dumps({"error": str(exc), "usage": isinstance(exc, UsageError)})
-    got = json.loads(ctx.broadcast_bytes(blob.encode() if blob is not None else None, "best arms"))
-    if "error" in got:
-        raise (UsageError if got["usage"] else DataError)(got["error"])
-    return {(coll, int(n), int(nn), int(size)): Candidate(algo, proto, ch)
-            for coll, n, nn, size, algo, proto, ch in got["arms"]}
 
 
 def _print_capture(cap: Any, source: str) -> None:
@@ -248,18 +133,6 @@ def _print_capture(cap: Any, source: str) -> None:
               f"  captured {100 * s.captured:5.1f}%")
     if cap.ratio is not None:
         print(f"# capture: the rules kept {100 * cap.ratio:.1f}% of the available gain (sum over those sizes)")
-
-
-def coverage(path: str, gpu: str | None) -> Any:
-    """covered(collective, n_ranks, n_nodes, size) by the rules in ``path``, as the plugin
-    would see it on this machine (graph-captured calls report regBuff=1)."""
-    ruleset = rules.load(path)
-    facts = rules.PlatformFacts(gpu=gpu)
-
-    def covered(collective: str, n_ranks: int, n_nodes: int, size: int) -> bool:
-        q = rules.Query(collective.replace("_", ""), size, n_ranks, n_nodes, reg_buff=1, platform=facts)
-        return rules.match(ruleset, q).rule is not None
-    return covered
 
 
 def _print(result: Any, args: argparse.Namespace) -> None:

@@ -4,7 +4,7 @@ size = the whole output (n * count * elem). busbw = algbw * (n-1)/n: each rank r
 the n-1 blocks it did not have.
 """
 
-from ccltune.collectives.base import Collective, arange, blocked_layout, input_values, ring_factor
+from ccltune.collectives.base import Collective, NcclOp, arange, blocked_layout, input_values, ring_factor
 
 
 class AllGather(Collective):
@@ -24,8 +24,8 @@ class AllGather(Collective):
         c = max(lay.count, 1)
         return input_values(torch, j // c, nranks, j % c, None)
 
-    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
-        lib.call("ncclAllGather", send, recv, lay.count, dt, comm, stream)
+    def nccl_ops(self, lay, root, rank, nranks):
+        return [NcclOp("ncclAllGather")]
 
     def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
         # torch 2.12 renamed it; the GPU machines run 2.11

@@ -4,7 +4,7 @@ busbw = algbw * 2(n-1)/n: a ring reduce-scatter then all-gather moves 2(n-1)/n o
 buffer through each rank's slowest link (docs/busbw.md derives it).
 """
 
-from ccltune.collectives.base import Collective, all_reduce_factor, arange, reduce_inputs, simple_layout
+from ccltune.collectives.base import Collective, NcclOp, all_reduce_factor, arange, reduce_inputs, simple_layout
 
 
 class AllReduce(Collective):
@@ -22,8 +22,8 @@ class AllReduce(Collective):
     def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
         return reduce_inputs(torch, nranks, arange(torch, lay.count, device, part=part), op)
 
-    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
-        lib.call("ncclAllReduce", send, recv, lay.count, dt, op, comm, stream)
+    def nccl_ops(self, lay, root, rank, nranks):
+        return [NcclOp("ncclAllReduce")]
 
     def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
         dist.all_reduce(recv, op=op)  # torch's API is in-place only

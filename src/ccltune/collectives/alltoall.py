@@ -4,7 +4,7 @@ size = the whole buffer (n * count * elem). busbw = algbw * (n-1)/n: n-1 of the 
 leave each rank. Run as grouped send/recv, as nccl-tests does; no in-place form.
 """
 
-from ccltune.collectives.base import Collective, arange, blocked_layout, input_values, ring_factor
+from ccltune.collectives.base import Collective, NcclOp, arange, blocked_layout, input_values, ring_factor
 
 
 class AllToAll(Collective):
@@ -12,6 +12,7 @@ class AllToAll(Collective):
     nccl_tests_name = "alltoall_perf"
     per_rank_count = True
     formula = "(n-1)/n"
+    grouped = True
 
     bus_factor = staticmethod(ring_factor)
 
@@ -23,13 +24,12 @@ class AllToAll(Collective):
         c = max(lay.count, 1)
         return input_values(torch, j // c, nranks, rank * lay.count + j % c, None)
 
-    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
+    def nccl_ops(self, lay, root, rank, nranks):
         nbytes = lay.size_bytes // nranks
-        lib.call("ncclGroupStart")
+        ops = []
         for p in range(nranks):
-            lib.call("ncclSend", send + p * nbytes, lay.count, dt, p, comm, stream)
-            lib.call("ncclRecv", recv + p * nbytes, lay.count, dt, p, comm, stream)
-        lib.call("ncclGroupEnd")
+            ops += [NcclOp("ncclSend", p, send_off=p * nbytes), NcclOp("ncclRecv", p, recv_off=p * nbytes)]
+        return ops
 
     def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
         dist.all_to_all_single(recv, send)

@@ -29,10 +29,23 @@ class Layout:
     inplace_offsets: tuple[int, int] | None
 
 
+@dataclass(frozen=True)
+class NcclOp:
+    """One NCCL operation of a collective's call. The datatype, reduction op, element count
+    (``Layout.count``), communicator and stream are the whole call's; an operation adds its entry
+    point, its root or peer, and where its blocks start in the send and receive buffers."""
+
+    fn: str            # NCCL entry point: ncclAllReduce, ncclAllGather, ncclReduceScatter,
+                       # ncclBroadcast, ncclReduce, ncclSend, ncclRecv
+    peer: int = 0      # root (ncclBroadcast, ncclReduce) or peer (ncclSend, ncclRecv)
+    send_off: int = 0  # bytes from the start of the send buffer
+    recv_off: int = 0  # bytes from the start of the receive buffer
+
+
 def input_values(torch: Any, rank: int, nranks: int, index: Any, op: str | None) -> Any:
     """int64 input of ``rank`` at element indices ``index`` (an int64 tensor)."""
-    if op in ("sum", None):
-        mod = 8 if op == "sum" else 101   # data movement: a prime period exposes shifts
+    if op in ("sum", "mulsum", None):
+        mod = 8 if op in ("sum", "mulsum") else 101   # data movement: a prime period exposes shifts
         return (index * 3 + rank * 5) % mod
     if op == "avg":                       # multiples of n: the exact average is an integer
         return ((index + rank) % 4) * nranks
@@ -42,11 +55,16 @@ def input_values(torch: Any, rank: int, nranks: int, index: Any, op: str | None)
 
 
 def reduce_inputs(torch: Any, nranks: int, index: Any, op: str) -> Any:
-    """int64 exact reduction over all ranks' inputs at ``index``."""
-    acc = input_values(torch, 0, nranks, index, op)
+    """int64 exact reduction over all ranks' inputs at ``index`` (mulsum: each input times its
+    rank's scalar, then summed)."""
+    from ccltune.types import mulsum_scalar
+
+    acc = input_values(torch, 0, nranks, index, op) * (mulsum_scalar(0) if op == "mulsum" else 1)
     for r in range(1, nranks):
         x = input_values(torch, r, nranks, index, op)
-        if op in ("sum", "avg"):
+        if op == "mulsum":
+            acc = acc + x * mulsum_scalar(r)
+        elif op in ("sum", "avg"):
             acc = acc + x
         elif op == "prod":
             acc = acc * x
@@ -64,15 +82,23 @@ class Collective:
     nccl_tests_name: ClassVar[str]      # e.g. all_reduce_perf
     tuner_func: ClassVar[int | None] = None  # ncclFunc_t id seen by a tuner plugin, if tuned
     reduces: ClassVar[bool] = False     # takes a reduction op
+    # nccl-tests runs it once per -o op and prints the op (sendrecv), though nothing is reduced
+    loops_ops: ClassVar[bool] = False
     rooted: ClassVar[bool] = False      # takes a root
     per_rank_count: ClassVar[bool] = False  # size = count * nranks * elem
     formula: ClassVar[str] = ""         # busbw formula, for --help and docs
+    grouped: ClassVar[bool] = False     # its NCCL operations go inside ncclGroupStart/ncclGroupEnd
 
     def bus_factor(self, nranks: int) -> float:
         raise NotImplementedError
 
     def layout(self, size_bytes: int, elem: int, nranks: int, rank: int) -> Layout:
         raise NotImplementedError
+
+    @property
+    def op_column(self) -> bool:
+        """The table's redop column names the op (else 'none'), and '-o all' loops over ops."""
+        return self.reduces or self.loops_ops
 
     def input_op(self, op: str) -> str | None:
         return op if self.reduces else None
@@ -84,8 +110,9 @@ class Collective:
         raise NotImplementedError
 
     # how each engine runs it ------------------------------------------------------
-    def run_nccl(self, lib: Any, comm: Any, send: int, recv: int, lay: Layout, dt: int, op: int,
-                 root: int, stream: int, rank: int, nranks: int) -> None:
+    def nccl_ops(self, lay: Layout, root: int, rank: int, nranks: int) -> list[NcclOp]:
+        """The NCCL operations of one call on ``rank`` (the nccl engine's launch loop issues them,
+        inside one group when ``grouped``)."""
         raise NotImplementedError
 
     def run_torch(self, dist: Any, send: Any, recv: Any, lay: Layout, op: Any, root: int,

@@ -3,7 +3,7 @@
 busbw = algbw: a pipelined chain moves the whole buffer through every link once.
 """
 
-from ccltune.collectives.base import Collective, arange, input_values, simple_layout, unit_factor
+from ccltune.collectives.base import Collective, NcclOp, arange, input_values, simple_layout, unit_factor
 
 
 class Broadcast(Collective):
@@ -21,8 +21,8 @@ class Broadcast(Collective):
     def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
         return input_values(torch, root, nranks, arange(torch, lay.count, device, part=part), None)
 
-    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
-        lib.call("ncclBroadcast", send, recv, lay.count, dt, root, comm, stream)
+    def nccl_ops(self, lay, root, rank, nranks):
+        return [NcclOp("ncclBroadcast", root)]
 
     def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
         dist.broadcast(recv, src=root)  # torch's API is in-place only

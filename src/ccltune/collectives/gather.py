@@ -4,7 +4,7 @@ size = the root's whole output (n * count * elem). busbw = algbw * (n-1)/n: the 
 receives the n-1 blocks it did not have. Grouped send/recv, as nccl-tests; no in-place.
 """
 
-from ccltune.collectives.base import Collective, arange, blocked_layout, input_values, ring_factor
+from ccltune.collectives.base import Collective, NcclOp, arange, blocked_layout, input_values, ring_factor
 
 
 class Gather(Collective):
@@ -13,6 +13,7 @@ class Gather(Collective):
     rooted = True
     per_rank_count = True
     formula = "(n-1)/n"
+    grouped = True
 
     bus_factor = staticmethod(ring_factor)
 
@@ -26,14 +27,10 @@ class Gather(Collective):
         c = max(lay.count, 1)
         return input_values(torch, j // c, nranks, j % c, None)
 
-    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
+    def nccl_ops(self, lay, root, rank, nranks):
         nbytes = lay.size_bytes // nranks
-        lib.call("ncclGroupStart")
-        if rank == root:
-            for p in range(nranks):
-                lib.call("ncclRecv", recv + p * nbytes, lay.count, dt, p, comm, stream)
-        lib.call("ncclSend", send, lay.count, dt, root, comm, stream)
-        lib.call("ncclGroupEnd")
+        recvs = [NcclOp("ncclRecv", p, recv_off=p * nbytes) for p in range(nranks)] if rank == root else []
+        return [*recvs, NcclOp("ncclSend", root)]
 
     def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
         chunks = list(recv.chunk(nranks)) if rank == root else None

@@ -3,7 +3,7 @@
 busbw = algbw: a pipelined chain moves the whole buffer through every link once.
 """
 
-from ccltune.collectives.base import Collective, arange, reduce_inputs, simple_layout, unit_factor
+from ccltune.collectives.base import Collective, NcclOp, arange, reduce_inputs, simple_layout, unit_factor
 
 
 class Reduce(Collective):
@@ -24,8 +24,8 @@ class Reduce(Collective):
             return None
         return reduce_inputs(torch, nranks, arange(torch, lay.count, device, part=part), op)
 
-    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
-        lib.call("ncclReduce", send, recv, lay.count, dt, op, root, comm, stream)
+    def nccl_ops(self, lay, root, rank, nranks):
+        return [NcclOp("ncclReduce", root)]
 
     def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
         dist.reduce(recv, dst=root, op=op)  # torch's API is in-place only

@@ -4,7 +4,7 @@ size = the whole input (n * count * elem). busbw = algbw * (n-1)/n: each rank se
 n-1 blocks that others own (a ring moves them through every link once).
 """
 
-from ccltune.collectives.base import Collective, arange, blocked_layout, reduce_inputs, ring_factor
+from ccltune.collectives.base import Collective, NcclOp, arange, blocked_layout, reduce_inputs, ring_factor
 
 
 class ReduceScatter(Collective):
@@ -23,8 +23,8 @@ class ReduceScatter(Collective):
     def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
         return reduce_inputs(torch, nranks, arange(torch, lay.count, device, rank * lay.count, part), op)
 
-    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
-        lib.call("ncclReduceScatter", send, recv, lay.count, dt, op, comm, stream)
+    def nccl_ops(self, lay, root, rank, nranks):
+        return [NcclOp("ncclReduceScatter")]
 
     def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
         # torch 2.12 renamed it; the GPU machines run 2.11

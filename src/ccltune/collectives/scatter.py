@@ -4,7 +4,7 @@ size = the root's whole input (n * count * elem). busbw = algbw * (n-1)/n: the r
 sends the n-1 blocks it does not keep. Grouped send/recv, as nccl-tests; no in-place.
 """
 
-from ccltune.collectives.base import Collective, arange, blocked_layout, input_values, ring_factor
+from ccltune.collectives.base import Collective, NcclOp, arange, blocked_layout, input_values, ring_factor
 
 
 class Scatter(Collective):
@@ -13,6 +13,7 @@ class Scatter(Collective):
     rooted = True
     per_rank_count = True
     formula = "(n-1)/n"
+    grouped = True
 
     bus_factor = staticmethod(ring_factor)
 
@@ -22,14 +23,10 @@ class Scatter(Collective):
     def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
         return input_values(torch, root, nranks, arange(torch, lay.count, device, rank * lay.count, part), None)
 
-    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
+    def nccl_ops(self, lay, root, rank, nranks):
         nbytes = lay.size_bytes // nranks
-        lib.call("ncclGroupStart")
-        if rank == root:
-            for p in range(nranks):
-                lib.call("ncclSend", send + p * nbytes, lay.count, dt, p, comm, stream)
-        lib.call("ncclRecv", recv, lay.count, dt, root, comm, stream)
-        lib.call("ncclGroupEnd")
+        sends = [NcclOp("ncclSend", p, send_off=p * nbytes) for p in range(nranks)] if rank == root else []
+        return [*sends, NcclOp("ncclRecv", root)]
 
     def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
         chunks = list(send.chunk(nranks)) if rank == root else None

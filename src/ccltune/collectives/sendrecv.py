@@ -3,13 +3,15 @@
 busbw = algbw: every link carries the whole buffer once. No in-place form.
 """
 
-from ccltune.collectives.base import Collective, arange, input_values, simple_layout, unit_factor
+from ccltune.collectives.base import Collective, NcclOp, arange, input_values, simple_layout, unit_factor
 
 
 class SendRecv(Collective):
     name = "sendrecv"
     nccl_tests_name = "sendrecv_perf"
     formula = "1"
+    grouped = True
+    loops_ops = True  # sendrecv_perf prints the -o op in its redop column
 
     bus_factor = staticmethod(unit_factor)
 
@@ -19,11 +21,8 @@ class SendRecv(Collective):
     def expected(self, torch, lay, rank, nranks, op, root, device, part=None):
         return input_values(torch, (rank - 1) % nranks, nranks, arange(torch, lay.count, device, part=part), None)
 
-    def run_nccl(self, lib, comm, send, recv, lay, dt, op, root, stream, rank, nranks):
-        lib.call("ncclGroupStart")
-        lib.call("ncclSend", send, lay.count, dt, (rank + 1) % nranks, comm, stream)
-        lib.call("ncclRecv", recv, lay.count, dt, (rank - 1) % nranks, comm, stream)
-        lib.call("ncclGroupEnd")
+    def nccl_ops(self, lay, root, rank, nranks):
+        return [NcclOp("ncclSend", (rank + 1) % nranks), NcclOp("ncclRecv", (rank - 1) % nranks)]
 
     def run_torch(self, dist, send, recv, lay, op, root, rank, nranks, in_place):
         ops = [dist.P2POp(dist.isend, send, (rank + 1) % nranks),

@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ccltune.diagnose import benchrun, sysconf
+from ccltune.diagnose import benchrun, rcclog, sysconf
 from ccltune.diagnose import topo as topo_mod
 from ccltune.diagnose.envrules import check_env
 from ccltune.diagnose.findings import Finding
 from ccltune.diagnose.logcheck import check_log
-from ccltune.diagnose.ncclog import parse_log
+from ccltune.diagnose.ncclog import NcclLog, parse_log
 
 CHANNEL_VARIANTS = (8, 16, 24, 32)
 CHANNEL_SIZE = 128 << 20  # the gains from a channel count show from 16 MB up
@@ -43,7 +43,50 @@ def p2p_capable_from(topology: topo_mod.Topology) -> Callable[[int, int], bool]:
     except Exception:  # noqa: BLE001 - no CUDA, a broken driver: use the labels
         pass
     links = topology.links
-    return lambda a, b: a < len(links) and b < len(links) and (links[a][b].startswith("NV") or links[a][b] == "XGMI")
+    return lambda a, b: a < len(links) and b < len(links) and links[a][b].startswith(("NV", "XGMI"))
+
+
+def is_amd(topology: topo_mod.Topology | None) -> bool:
+    return topology is not None and topology.source in ("amd-smi", "amd-sysfs") and bool(topology.gpus)
+
+
+def rccl_findings(text: str, log: NcclLog, topology: topo_mod.Topology | None, environ: Mapping[str, str] | None,
+                  root: Path) -> list[Finding]:
+    """The AMD checks of an RCCL log: MSCCL/MSCCL++/LL128, NCCL_MIN_NCHANNELS on part of an xGMI node, each
+    rank's core against its GPU's NUMA node, and HSA_FORCE_FINE_GRAIN_PCIE on PCIe-only GPUs. ``environ``:
+    the job's environment when known (a live run); a log alone records only the RCCL_/NCCL_ variables."""
+    facts = rcclog.parse(text)
+    out = rcclog.feature_findings(facts)
+    amd = topology if is_amd(topology) else None
+    labels = [c for i, row in enumerate(amd.links) for j, c in enumerate(row) if i != j] if amd else []
+    env = {**log.env, **(environ or {})}
+    used = facts.local_ranks or log.nranks or len(facts.cores)
+    if amd and used:
+        out.append(rcclog.min_channels_finding(used, len(amd.gpus), any(c.startswith("XGMI") for c in labels), env,
+                                               log.coll_channels))
+    else:
+        out.append(Finding("rccl:min_nchannels", "WAIVED", "the node's GPUs are unknown: give --from-amd-smi or run on "
+                           "the node"))
+    by_bus = {rcclog.bus_to_int(g.bus_id): g for g in (amd.gpus if amd else []) if g.bus_id}
+
+    def gpu_numa(dev: int, bus: str) -> int | None:
+        g = by_bus.get(int(bus, 16)) or (amd.gpus[dev] if amd and dev < len(amd.gpus) else None)
+        return g.numa_node if g else None
+
+    out.append(rcclog.affinity_finding(facts, gpu_numa, rcclog.node_cpus(root)))
+    pcie_only = bool(labels) and not any(c.startswith("XGMI") for c in labels)
+    if environ is None and pcie_only:
+        out.append(Finding("rccl:fine_grain_pcie", "WAIVED", "PCIe-only AMD GPUs, but a log does not record "
+                           "HSA_FORCE_FINE_GRAIN_PCIE: check the job's environment sets it to 1"))
+    else:
+        out.append(rcclog.fine_grain_finding(pcie_only, environ or {}))
+    return out
+
+
+def rank_p2p_capable(text: str, capable: Callable[[int, int], bool]) -> Callable[[int, int], bool]:
+    """RCCL puts bus ids, not devices, in an edge's brackets, so logcheck passes ranks: map them to devices."""
+    devices = rcclog.parse(text).devices
+    return lambda a, b: capable(devices.get(a, a), devices.get(b, b))
 
 
 def p2p_level_finding(before_gbps: float | None, after_gbps: float | None, shm_left: int | None) -> Finding:
@@ -91,6 +134,10 @@ def run_doctor(root: Path, *, lspci: str | None, environ: Mapping[str, str], npr
     topology = res.topology = topo_mod.discover(root)
     present = len(topology.gpus)
     res.findings.append(topo_mod.findings(topology)[0])
+    if is_amd(topology):
+        labels = [c for i, row in enumerate(topology.links) for j, c in enumerate(row) if i != j]
+        res.findings.append(rcclog.fine_grain_finding(bool(labels) and not any(c.startswith("XGMI") for c in labels),
+                                                      environ))
     if present == 0:
         why = "no GPU found"
     elif not run:
@@ -103,21 +150,27 @@ def run_doctor(root: Path, *, lspci: str | None, environ: Mapping[str, str], npr
         res.findings += [Finding("transport", "WAIVED", why), Finding("channels", "WAIVED", why)]
         return res
     used = nproc or present
-    _transport(res, used, p2p_capable_from(topology), timeout_s, log)
+    _transport(res, used, p2p_capable_from(topology), timeout_s, log, environ, root)
     res.findings.append(_channels(used, present, timeout_s, log))
     return res
 
 
 def _transport(res: DoctorResult, used: int, p2p_capable: Callable[[int, int], bool], timeout_s: float,
-               log: Callable[[str], None]) -> None:
+               log: Callable[[str], None], environ: Mapping[str, str], root: Path) -> None:
     log(f"doctor: running all_reduce on {used} GPUs with NCCL_DEBUG=INFO ...")
     first = benchrun.run_bench(used, env_overrides=benchrun.DEBUG_ENV, timeout_s=timeout_s)
     res.artifacts["nccl-debug.log"] = first.output
     if first.error:
         res.findings.append(Finding("transport", "ERROR", first.error, "run the command in data.argv by hand",
                                     data={"argv": first.argv}))
-    found = check_log(parse_log(first.output), p2p_capable=p2p_capable)
+    parsed = parse_log(first.output)
+    if parsed.library == "RCCL":
+        p2p_capable = rank_p2p_capable(first.output, p2p_capable)
+    found = check_log(parsed, p2p_capable=p2p_capable)
     res.findings += found
+    if parsed.library == "RCCL":
+        res.findings += [f for f in rccl_findings(first.output, parsed, res.topology, environ, root)
+                         if f.name not in ("rccl:fine_grain_pcie", "rccl:min_nchannels")]
     transport = next((f for f in found if f.name == "log:transport"), None)
     if first.error or transport is None or not transport.data.get("shm_pairs_p2p_capable"):
         return

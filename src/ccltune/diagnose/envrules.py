@@ -177,9 +177,9 @@ RULES: tuple[EnvRule, ...] = (
             "GPUDirect RDMA is off: network traffic is staged through host memory",
             "unset NCCL_NET_GDR_LEVEL", reads="level"),
     EnvRule("NCCL_NVLS_ENABLE", _int_is(0), "PASS",
-            "NVLink SHARP (multicast) is off; on this project's machines that is mandatory, "
-            "elsewhere it can cost all_reduce bandwidth on NVSwitch systems",
-            "keep it on the project's machines; elsewhere unset it to let NCCL use NVLS", reads="int"),
+            "NVLink SHARP (multicast) is off: on NVSwitch systems that support it this can cost all_reduce "
+            "bandwidth; it is needed where multicast is unavailable (some virtual machines and fabrics)",
+            "unset NCCL_NVLS_ENABLE unless this machine cannot use NVLS", reads="int"),
     EnvRule("CUDA_LAUNCH_BLOCKING", _one_of("1"), "FAIL",
             "every CUDA launch is synchronous: communication cannot overlap anything",
             "unset CUDA_LAUNCH_BLOCKING"),

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ccltune.errors import verdict_exit_code
 from ccltune.files import escape
 
 STATUSES = ("PASS", "WARN", "FAIL", "WAIVED", "ERROR")
@@ -54,7 +55,7 @@ def overall(findings: Iterable[Finding]) -> str:
 
 def exit_code(findings: Iterable[Finding]) -> int:
     """1 when any finding FAILed or ERRORed, else 0 (WARN and WAIVED do not fail CI)."""
-    return 1 if any(f.status in FAILING for f in findings) else 0
+    return verdict_exit_code(f.status for f in findings)
 
 
 def format_findings(findings: Iterable[Finding], *, title: str) -> str:

@@ -12,9 +12,18 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ccltune.diagnose import linkmath
 from ccltune.diagnose.findings import Finding
-from ccltune.diagnose.profiles import Gate, Monotonic, Profile
+from ccltune.diagnose.profiles import BenchPlan, Gate, Monotonic, Profile
+from ccltune.errors import UsageError
 from ccltune.sizes import format_size
+
+# A profile derived from the machine's own links: all_reduce in-place busbw at LINK_GATE_BYTES must reach
+# RING_FRACTION of the ring ceiling (linkmath: the smallest over the GPUs of slowest link x peers, capped by
+# the GPU's all-to-all aggregate). 85%: NCCL's protocol overhead and the ring's own pipeline cost the rest
+# (on NVSwitch systems NCCL's ring busbw is about 90% of the measured copy bandwidth).
+RING_FRACTION = 0.85
+LINK_GATE_BYTES = 1 << 30
 
 Record = Mapping[str, Any]
 
@@ -60,9 +69,43 @@ def evaluate(profile: Profile, records: Sequence[Record], how: Mapping[str, Any]
         return [Finding("world_size", "ERROR", reason, f"measure with {profile.world_size} GPUs or pick another "
                         "--profile", data=dict(how))] + waive_all(profile, reason)
     out = [_gate(g, records, provisional=profile.provisional) for g in profile.gates]
-    if profile.monotonic:
-        out.append(check_monotonic(profile.monotonic, records))
+    if how.get("process_per_gpu") is False:  # the figures assume one process per GPU (nccl-tests -g 1)
+        out.insert(0, Finding("process_per_gpu", "ERROR", "measured with one process driving several GPUs; "
+                              f"profile {profile.name}'s figures are for one process per GPU",
+                              "measure with one process per GPU (torchrun, mpirun -np N, nccl-tests -g 1)"))
+    if profile.monotonic:  # up to the profile's own largest size: a run measured further is judged as far
+        out.append(check_monotonic(profile.monotonic, records, up_to=profile.bench.max_bytes))
     return out
+
+
+def link_profile(rows: Sequence[Record], *, world_size: int, where: str,
+                 fraction: float = RING_FRACTION) -> Profile | None:
+    """A profile whose one gate is ``fraction`` of the ring ceiling of a links run's ``rows`` (None when the
+    rows give no ceiling: one GPU, no bandwidth measured)."""
+    if not 0 < fraction <= 1:
+        raise UsageError(f"--ring-fraction must be in (0, 1], got {fraction}")
+    summary, _ = linkmath.analyze(rows)
+    ceiling = summary.get("ring_ceiling_gbps")
+    if not ceiling:
+        return None
+    gate = Gate(name=f"all_reduce_busbw_{format_size(LINK_GATE_BYTES)}", collective="all_reduce",
+                size_bytes=LINK_GATE_BYTES, in_place=True, metric="busbw_gbps",
+                min_value=round(fraction * ceiling, 1))
+    return Profile(name="links", world_size=world_size, gates=(gate,), source=where,
+                   description=f"gate from the link measurement ({where}): {fraction:.0%} of the ring ceiling "
+                               f"{ceiling:.1f} GB/s (slowest link x peers, capped by the all-to-all aggregate)",
+                   bench=BenchPlan(64 << 20, LINK_GATE_BYTES),
+                   monotonic=Monotonic("all_reduce", True, 64 << 20, 0.05))
+
+
+def profile_misfit(profile: Profile, gpu_model: str | None, world_size: int | None) -> str | None:
+    """Why ``profile`` is not for a run of ``world_size`` GPUs of ``gpu_model`` (None: it fits, or cannot tell)."""
+    why = []
+    if profile.gpu_match and gpu_model and profile.gpu_match.lower() not in gpu_model.lower():
+        why.append(f"GPU model {gpu_model!r}, the profile's is {profile.gpu_match!r}")
+    if world_size and world_size != profile.world_size:
+        why.append(f"{world_size} GPUs, the profile's {profile.world_size}")
+    return "; ".join(why) or None
 
 
 def waive_all(profile: Profile, reason: str) -> list[Finding]:
@@ -87,10 +130,10 @@ def _gate(gate: Gate, records: Sequence[Record], *, provisional: bool) -> Findin
                    "" if ok else "run `ccltune doctor` for what limits it", value=value, data=data)
 
 
-def check_monotonic(rule: Monotonic, records: Sequence[Record]) -> Finding:
-    """FAIL where busbw at a size falls more than ``tolerance`` below the best smaller size."""
+def check_monotonic(rule: Monotonic, records: Sequence[Record], up_to: int | None = None) -> Finding:
+    """FAIL where busbw at a size (up to ``up_to`` bytes) falls more than ``tolerance`` below the best smaller size."""
     points = {s: v for s, v in _points(records, rule.collective, rule.in_place, "busbw_gbps").items()
-              if s >= rule.from_bytes}
+              if s >= rule.from_bytes and (up_to is None or s <= up_to)}
     label = f"{rule.collective} busbw from {format_size(rule.from_bytes)}"
     if len(points) < 2:
         return Finding("monotonic", "WAIVED", f"{label}: {len(points)} sizes measured, need 2")

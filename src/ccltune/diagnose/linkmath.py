@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ccltune.diagnose.findings import Finding
+from ccltune.diagnose.linkimport import times
 
 Pair = tuple[int, int]
 
@@ -38,16 +39,20 @@ def slow_links(m: Mapping[Pair, float], threshold: float) -> list[dict[str, Any]
     return sorted(slow, key=lambda x: x["gbps"])
 
 
-def per_gpu_bounds(m: Mapping[Pair, float], aggregate: Mapping[int, float] | None = None) -> list[dict[str, Any]]:
-    """For each GPU: its slowest outgoing link, peers, slowest x peers, capped by its measured aggregate."""
+def per_gpu_bounds(m: Mapping[Pair, float], aggregate: Mapping[int, float] | None = None,
+                   decimals: int | None = None) -> list[dict[str, Any]]:
+    """For each GPU: its slowest outgoing link, peers, slowest x peers (capped by its measured aggregate) and
+    the plain sum of its links. ``decimals``: the figures were printed with that many (an imported run):
+    products and sums are rounded to it, as the tool would print them."""
     out = []
     for g in sorted({s for s, _ in m}):
         links = {d: v for (s, d), v in m.items() if s == g}
         peer = min(links, key=lambda d: links[d])
-        bound = links[peer] * len(links)
+        bound = times(links[peer], len(links), decimals)
+        total = sum(links.values()) if decimals is None else round(sum(links.values()), decimals)
         agg = (aggregate or {}).get(g)
         out.append({"gpu": g, "slowest_gbps": links[peer], "slowest_peer": peer, "peers": len(links),
-                    "bound_gbps": min(bound, agg) if agg else bound, "aggregate_gbps": agg})
+                    "bound_gbps": min(bound, agg) if agg else bound, "aggregate_gbps": agg, "sum_gbps": total})
     return out
 
 
@@ -60,8 +65,10 @@ def aggregate_per_gpu(m: Mapping[Pair, float]) -> dict[int, float]:
 
 
 def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
-            nvlink_limit: Mapping[Pair, float] | None = None) -> tuple[dict[str, Any], list[Finding]]:
-    """(summary, findings) of a link run. ``nvlink_limit``: per pair GB/s of one direction (NVML)."""
+            nvlink_limit: Mapping[Pair, float] | None = None,
+            decimals: Mapping[str, int] | None = None) -> tuple[dict[str, Any], list[Finding]]:
+    """(summary, findings) of a link run. ``nvlink_limit``: per pair GB/s of one direction (NVML).
+    ``decimals``: per series ("method/direction") the precision an importing tool printed with."""
     summary: dict[str, Any] = {"series": {}, "threshold": threshold}
     findings: list[Finding] = []
     methods = sorted({r["method"] for r in rows})
@@ -73,7 +80,8 @@ def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
             m = matrix(rows, method, direction)
             if not m:
                 continue
-            series = _series(m, threshold, agg if direction == "uni" else None, nvlink_limit)
+            series = _series(m, threshold, agg if direction == "uni" else None, nvlink_limit,
+                             (decimals or {}).get(f"{method}/{direction}"))
             summary["series"][f"{method}/{direction}"] = series
             if series["slow_links"]:
                 worst = series["slow_links"][0]
@@ -81,7 +89,8 @@ def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
                     f"links:{method}/{direction}", "WARN",
                     f"{len(series['slow_links'])} links below {threshold:g} x median {series['median_gbps']:.1f} GB/s; "
                     f"slowest {worst['src']}->{worst['dst']} {worst['gbps']:.1f} GB/s",
-                    "check the link: nvidia-smi nvlink -s / -e (errors), reseat or service the GPU/baseboard",
+                    "check the link: nvidia-smi nvlink -s / -e (NVIDIA) or amd-smi metric --xgmi-err (AMD) for errors; "
+                    "reseat or service the GPU/baseboard",
                     value=worst["gbps"], data={"slow_links": series["slow_links"]}))
             else:
                 ratio = f", {series['nvlink_ratio']:.0%} of the NVLink limit" if series.get("nvlink_ratio") else ""
@@ -89,6 +98,8 @@ def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
                                         f"median {series['median_gbps']:.1f} GB/s, min {series['min_gbps']:.1f}"
                                         f"{ratio}; no link below {threshold:g} x median", value=series["median_gbps"]))
     ceilings = [s["ring_ceiling_gbps"] for k, s in summary["series"].items() if k.endswith("/uni")]
+    if not ceilings:  # only the concurrent all-to-all was measured (TransferBench a2a): its bounds set the ceiling
+        ceilings = [s["ring_ceiling_gbps"] for k, s in summary["series"].items() if k.endswith("/all2all")]
     if ceilings:
         summary["ring_ceiling_gbps"] = max(ceilings)
     lat = [float(r["latency_us"]) for r in rows if r.get("latency_us") is not None]
@@ -98,9 +109,9 @@ def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
 
 
 def _series(m: Mapping[Pair, float], threshold: float, aggregate: Mapping[int, float] | None,
-            nvlink_limit: Mapping[Pair, float] | None) -> dict[str, Any]:
+            nvlink_limit: Mapping[Pair, float] | None, decimals: int | None = None) -> dict[str, Any]:
     values = list(m.values())
-    bounds = per_gpu_bounds(m, aggregate)
+    bounds = per_gpu_bounds(m, aggregate, decimals)
     series: dict[str, Any] = {"median_gbps": statistics.median(values), "min_gbps": min(values),
                               "max_gbps": max(values), "slow_links": slow_links(m, threshold), "per_gpu": bounds,
                               "ring_ceiling_gbps": min(b["bound_gbps"] for b in bounds)}
@@ -109,3 +120,12 @@ def _series(m: Mapping[Pair, float], threshold: float, aggregate: Mapping[int, f
         if ratios:
             series["nvlink_ratio"] = statistics.median(ratios)
     return series
+
+
+
+def analyze_stored(rows: list[dict[str, Any]], imported: dict[str, Any], *, threshold: float
+                   ) -> tuple[dict[str, Any], list[Any]]:
+    """The analysis a links run keeps in its summary, with the tool's facts beside it."""
+    summary, findings = analyze(rows, threshold=threshold, decimals=imported.get("printed_decimals") or {})
+    summary.update(imported)
+    return summary, findings

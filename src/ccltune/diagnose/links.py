@@ -10,7 +10,10 @@ directions at once, all pairs at once (all-to-all), and small-copy latency.
   vector accesses, grid-stride, 4 loads in flight per thread, 4 blocks per SM (cupy RawKernel).
 - Timing: CUDA events on each transfer's stream, ``warmup`` untimed then the median of
   ``iters``; concurrent transfers start together behind a short sleep kernel on each device,
-  so launching them from Python does not stagger them.
+  so launching them from Python does not stagger them. The copies do not go through the nccl
+  engine's launch loop in C (engines/series.py): they are CUDA copies and kernels, not NCCL
+  calls, and the bandwidth rows time ``BURST`` copies of 256 MB (milliseconds each) where a
+  launch's microseconds do not show; the small-copy latency rows do include one Python launch.
 - Every copy is checked: sources hold ``src + 1`` in every byte, destinations are compared.
 """
 
@@ -173,15 +176,21 @@ class _Rig:
         self.dst = {(s, d): torch.zeros(size, dtype=torch.uint8, device=f"cuda:{d}") for s, d in self.pairs}
         self.streams: dict[Any, Any] = {}
         self.kernel: Any = None
+        self.cupy: Any = None   # cupy and numpy, set by load_kernel: the SM copy kernel's modules
+        self.numpy: Any = None
         self.cp_streams: dict[int, Any] = {}
         self.blocks = [torch.cuda.get_device_properties(d).multi_processor_count * BLOCKS_PER_SM for d in range(n)]
 
     def load_kernel(self) -> str | None:
+        if getattr(getattr(self.torch, "version", None), "hip", None):  # ROCm PyTorch: torch.cuda is HIP; cupy's kernel is CUDA C
+            return ("the SM copy kernel is compiled with cupy for CUDA: on ROCm only the copy engine (ce) is "
+                    "measured here; for the GFX-kernel matrix run TransferBench a2a and `ccltune import transferbench`")
         try:
             import cupy
             import numpy  # pointer arguments are passed as numpy.uint64
         except ImportError:
             return "cupy is not installed: the SM copy kernel needs it (pip install cupy-cuda12x / cupy-cuda13x)"
+        self.cupy, self.numpy = cupy, numpy
         try:
             self.kernel = cupy.RawKernel(_KERNEL, "copy_int4")
             with cupy.cuda.Device(0):  # compile and launch once (zero elements) to fail early, outside timing
@@ -227,9 +236,7 @@ class _Rig:
             with self.torch.cuda.stream(stream), self.torch.cuda.stream(fence):
                 dst.copy_(src)
             return
-        import cupy
-        import numpy
-
+        cupy, numpy = self.cupy, self.numpy   # an "sm" transfer is planned only once load_kernel succeeded
         dev = t.runner
         with cupy.cuda.Device(dev):
             if stream.cuda_stream not in self.cp_streams:

@@ -172,6 +172,14 @@ def parse_log(text: str) -> NcclLog:
     return log
 
 
+def env_value(text: str) -> str:
+    """The value of a "X set by environment to V" line. NCCL's integer parameters (and some strings,
+    NCCL_COLLNET_ENABLE) end the sentence with a full stop ("NCCL_NVLS_ENABLE set by environment to 0."
+    in NCCL 2.28): it is not part of the value. Others (NCCL_PROTO, NCCL_ALGO) have none."""
+    value = text.strip()
+    return value[:-1] if value.endswith(".") else value
+
+
 def _unknown(text: str) -> str | None:
     return None if text in ("?", "") else text
 
@@ -202,7 +210,7 @@ def _parse_info(log: NcclLog, msg: str, m: re.Match[str], number: int) -> None:
     elif (u := _TUNER.search(msg)) and "internal" not in msg:
         log.tuner_plugin = (u["name"] or u["path"]).strip()
     elif v := _ENV.match(msg):
-        log.env[v["var"]] = v["val"].strip()
+        log.env[v["var"]] = env_value(v["val"])
     elif k := _COMM.search(msg):
         rank = int(k["rank"])
         log.nranks, log.nnodes = int(k["n"]), int(k["nodes"])

@@ -3,7 +3,9 @@
 
 Link labels, nvidia-smi's words: ``NV<n>`` (n NVLink links), ``XGMI`` (AMD), or the PCIe
 path: ``PIX`` (one switch) < ``PXB`` (several switches) < ``PHB`` (host bridge) < ``NODE``
-(across host bridges of one NUMA node) < ``SYS`` (across NUMA nodes).
+(across host bridges of one NUMA node) < ``SYS`` (across NUMA nodes). From amd-smi: ``XGMI`` or
+``PCIE`` with ``+<hops>`` when the pair is more than one hop apart (``XGMI+2``), ``NOP2P`` when
+amd-smi reports the pair's P2P access disabled.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccltune.diagnose import amdsysfs, nvml, smitopo
+from ccltune.diagnose import amdsmi, amdsysfs, nvml, smitopo
 from ccltune.diagnose.findings import Finding
 from ccltune.diagnose.sysconf import read_text
 
@@ -34,7 +36,7 @@ class GpuRow:
 
 @dataclass
 class Topology:
-    source: str  # "nvml", "nvidia-smi", "amd-sysfs" or "none"
+    source: str  # "nvml", "nvidia-smi", "amd-smi", "amd-sysfs" or "none"
     gpus: list[GpuRow] = field(default_factory=list)
     links: list[list[str]] = field(default_factory=list)  # links[i][j], "X" on the diagonal
     nvlink_limit_gbps: list[list[float | None]] = field(default_factory=list)  # per pair, one direction
@@ -46,7 +48,8 @@ class Topology:
 
 
 def discover(root: Path) -> Topology:
-    """NVML first, then nvidia-smi, then AMD sysfs; ``Topology('none')`` with notes when none sees a GPU."""
+    """NVML first, then nvidia-smi, then amd-smi, then AMD sysfs; ``Topology('none')`` with notes when none
+    sees a GPU."""
     notes = []
     nv = nvml.read_nvml()
     if nv is not None:
@@ -58,6 +61,12 @@ def discover(root: Path) -> Topology:
         if smi.gpus:
             return from_smi(smi)
     notes.append("nvidia-smi: not found or no GPU")
+    smi_json = amdsmi.run()
+    if smi_json is not None:
+        parsed = amdsmi.parse(smi_json)
+        if parsed.gpus:
+            return from_amdsmi(parsed, amdsysfs.read_amd(root))
+    notes.append("amd-smi: not found or no GPU")
     amd = amdsysfs.read_amd(root)
     if amd.gpus:
         return from_amd(amd)
@@ -105,6 +114,21 @@ def from_amd(amd: amdsysfs.AmdTopo) -> Topology:
     return Topology("amd-sysfs", rows, links, notes=amd.notes)
 
 
+def from_amdsmi(smi: amdsmi.AmdSmiTopo, sysfs: amdsysfs.AmdTopo | None = None) -> Topology:
+    """amd-smi's view; what it left unsaid (product, partition, NUMA) taken from sysfs by GPU index."""
+    side = (sysfs.gpus if sysfs else [])
+    rows = []
+    for i, g in enumerate(smi.gpus):
+        fs = side[i] if i < len(side) else None
+        rows.append(GpuRow(i, g.product or (fs.product if fs else None) or "AMD GPU", g.bdf,
+                           g.numa_node if g.numa_node is not None else (fs.numa_node if fs else None),
+                           compute_partition=g.compute_partition or (fs.compute_partition if fs else None),
+                           memory_partition=g.memory_partition or (fs.memory_partition if fs else None)))
+    ids = [g.index for g in smi.gpus]
+    links = [["X" if a == b else amdsmi.label(smi.links.get((a, b))) for b in ids] for a in ids]
+    return Topology("amd-smi", rows, links)
+
+
 def findings(topo: Topology) -> list[Finding]:
     """GPUs found, uniform links, NVSwitch fabric, MIG, AMD partitions, NUMA placement."""
     if not topo.gpus:
@@ -117,7 +141,7 @@ def findings(topo: Topology) -> list[Finding]:
                       what="NVSwitch fabric", fix="start nvidia-fabricmanager and wait for the fabric to complete"))
     out.append(_state("topo:mig", {g.index: g.mig for g in topo.gpus}, good="off", bad_status="WARN",
                       what="MIG mode", fix="NCCL cannot use P2P between MIG instances: nvidia-smi -mig 0"))
-    if topo.source == "amd-sysfs":
+    if topo.source in ("amd-sysfs", "amd-smi"):
         modes = {g.index: f"{g.compute_partition}/{g.memory_partition}" if g.compute_partition or g.memory_partition
                  else None for g in topo.gpus}
         out.append(_state("topo:partition", modes, good="SPX/NPS1", bad_status="WARN", what="compute/memory partition",
@@ -138,16 +162,24 @@ def _links(topo: Topology) -> Finding:
     if not pairs:
         return Finding("topo:links", "PASS", "one GPU: no links")
     kinds = sorted(set(pairs.values()))
-    fast = [k for k in kinds if k.startswith("NV") or k == "XGMI"]
+    fast = [k for k in kinds if k.startswith(("NV", "XGMI"))]
     if len(kinds) == 1:
         return Finding("topo:links", "PASS", f"every pair {kinds[0]}", data={"kinds": kinds})
-    best = max(fast, key=lambda k: int(k[2:]) if k[2:].isdigit() else 0) if fast else None
+    best = max(fast, key=_link_rank) if fast else None
     slow = sorted(p for p, k in pairs.items() if k != best and p[0] < p[1])
     shown = ", ".join(f"{i}-{j}:{pairs[(i, j)]}" for i, j in slow[:8])
     return Finding("topo:links", "WARN" if best else "PASS",
                    f"links differ ({', '.join(kinds)}); " + (f"pairs below {best}: {shown}" if best else "PCIe only"),
                    "a ring through a slower pair runs at its speed; check cabling/NVLink errors (nvidia-smi nvlink -s)"
                    if best else "", data={"kinds": kinds, "slow_pairs": slow})
+
+
+def _link_rank(label: str) -> int:
+    """Higher is faster: NV<n> by link count; XGMI by fewer hops (XGMI > XGMI+2)."""
+    if label.startswith("NV"):
+        return int(label[2:]) if label[2:].isdigit() else 0
+    hops = label.partition("+")[2]
+    return -int(hops) if hops.isdigit() else -1
 
 
 def _state(name: str, states: dict[int, str | None], *, good: str, bad_status: str, what: str, fix: str) -> Finding:

@@ -2,7 +2,9 @@
 
 Timing follows nccl-tests: ranks meet at a host barrier, a host clock starts, ``iters``
 calls are issued (or one CUDA graph holding ``iters`` calls is launched ``graph`` times),
-the stream is synchronised, and the elapsed time is divided by the number of calls.
+the stream is synchronised, and the elapsed time is divided by the number of calls. The nccl
+engine issues a series of calls from C (``Engine.issue``), as nccl-tests does; the torch
+engine issues each call from Python, as a PyTorch program does.
 """
 
 from __future__ import annotations
@@ -12,13 +14,33 @@ import os
 import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ccltune.collectives.base import Collective, Layout
 from ccltune.dist import DistContext
-from ccltune.measure.buffers import Alloc, Buffers
 from ccltune.types import DType
+
+
+@dataclass
+class Buffers:
+    """A point's send and receive buffers, laid out above the engine (``measure.buffers``)."""
+
+    send: Any
+    recv: Any
+    keep: tuple[Any, ...] = ()   # allocations the views point into
+    # Timed call i works ``shift_bytes * (i % steps)`` bytes further into the allocations, as
+    # nccl-tests' calls step through its buffers of the largest size (steps 1: always the start)
+    shift_bytes: int = 0
+    steps: int = 1
+    filled: bool = False  # the input holds exact values (an out-of-place call never writes it)
+
+    def shift(self, i: int) -> int:
+        return self.shift_bytes * (i % self.steps)
+
+
+Alloc = Callable[[int], Any]
 
 
 @dataclass
@@ -80,6 +102,22 @@ class Engine:
         """The ``i``-th call of a warm-up or timed series (engines that step through buffers
         override this)."""
         self.launch(pt, bufs)
+
+    def issue(self, pt: Point, bufs: Buffers, calls: int, *, step: bool = True) -> None:
+        """``calls`` calls of ``pt`` in a row: calls 0 .. calls-1 of its series (``launch_at``), or
+        with ``step`` False all on the buffers' start (``launch``). The nccl engine issues them from C
+        (engines/series.py); here, one Python call each, which is what a PyTorch program pays."""
+        for i in range(calls):
+            if step:
+                self.launch_at(pt, bufs, i)
+            else:
+                self.launch(pt, bufs)
+
+    def series(self, pt: Point, bufs: Buffers, calls: int, *, step: bool = True) -> Callable[[], None]:
+        """``issue(pt, bufs, calls, step=step)`` made ready before a clock starts: what the call
+        needs is prepared now (the nccl engine builds its launch loop's arguments), so the timed
+        region holds the calls and little else."""
+        return lambda: self.issue(pt, bufs, calls, step=step)
 
     def sync(self) -> None:
         pass
@@ -170,19 +208,17 @@ class CudaEngine(Engine):
     def stream_context(self) -> Any:
         return self.torch.cuda.stream(self.stream)
 
-    def _issue(self, pt: Point, bufs: Buffers, n: int) -> None:
-        for i in range(n):
-            self.launch_at(pt, bufs, i)
-
     def time_point(self, pt: Point, bufs: Buffers) -> float:
         torch = self.torch
         with torch.cuda.stream(self.stream):
-            self._issue(pt, bufs, pt.warmup)
+            self.issue(pt, bufs, pt.warmup)
             self.sync()
             if pt.graph and pt.lay.count > 0:  # nothing to capture for an empty buffer
                 graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, stream=self.stream, capture_error_mode=self.capture_mode):
-                    self._issue(pt, bufs, pt.iters)
+                with warnings.catch_warnings():  # a call that enqueues nothing is ours to report, not torch's
+                    warnings.filterwarnings("ignore", message="The CUDA Graph is empty")
+                    with torch.cuda.graph(graph, stream=self.stream, capture_error_mode=self.capture_mode):
+                        self.issue(pt, bufs, pt.iters)
                 if not pt.time_first_launch:
                     graph.replay()  # the first launch uploads the graph (and may set up what it reaches)
                     self.sync()
@@ -194,8 +230,9 @@ class CudaEngine(Engine):
                 elapsed = time.perf_counter() - t0
                 del graph
                 return elapsed / (pt.iters * pt.graph)
+            run = self.series(pt, bufs, pt.iters)
             self.start_together(pt.config)
             t0 = time.perf_counter()
-            self._issue(pt, bufs, pt.iters)
+            run()
             self.sync()
             return (time.perf_counter() - t0) / pt.iters

@@ -1,14 +1,16 @@
-"""The CPU engine: torch.distributed's gloo backend, so every command runs without a GPU."""
+"""The CPU engine: torch.distributed's gloo backend, so every command runs without a GPU. Each call
+is issued from Python through torch.distributed, what a PyTorch program sees (no launch loop in C:
+gloo's own per-call cost is tens of us, and its times say how the tool runs, not how NCCL does)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from ccltune.engines.base import Engine, Point
-from ccltune.measure.buffers import Buffers
+from ccltune.engines.base import Buffers, Engine, Point
 
-_UNSUPPORTED_OPS = {"avg": "gloo has no AVG reduction"}
+_UNSUPPORTED_OPS = {"avg": "gloo has no AVG reduction",
+                    "mulsum": "gloo has no pre-multiplied sum (mulsum is NCCL's ncclRedOpCreatePreMulSum)"}
 # torch.distributed's API for these is in-place only
 IN_PLACE_ONLY = ("all_reduce", "broadcast", "reduce")
 IN_PLACE_ONLY_REASON = "torch.distributed's API is in-place only for this collective"
@@ -40,6 +42,8 @@ class GlooEngine(Engine):
     def waive_reason(self, pt: Point) -> str | None:
         if pt.coll.reduces and pt.op in _UNSUPPORTED_OPS:
             return _UNSUPPORTED_OPS[pt.op]
+        if pt.dt.min_sm:
+            return f"the gloo engine has no {pt.dt.name} (FP8 needs NCCL >= 2.24 on an sm_90+ GPU: --engine nccl)"
         return torch_api_waiver(pt, self.ctx.world_size)
 
     def launch(self, pt: Point, bufs: Buffers) -> None:

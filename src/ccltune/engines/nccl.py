@@ -1,4 +1,6 @@
-"""The nccl engine: NCCL's C API called directly (ctypes), as nccl-tests does.
+"""The nccl engine: NCCL's C API called directly, as nccl-tests does: set-up through ctypes,
+the calls of a point through the launch loop in C (engines/series.py, ``native/``), so an eager
+series costs the host what nccl-tests' loop costs it, not Python's 8-11 us per call.
 
 Buffers come from ``ncclMemAlloc`` by default, as nccl-tests allocates them with NCCL >= 2.19
 (in a CUDA graph NCCL then registers them and reaches peers' buffers directly: on 4 H200s
@@ -11,6 +13,8 @@ Communicators are created per configuration (``CommConfig``) so one process can 
 NCCL's own choice with forced candidates side by side:
 - algorithm/protocol: NCCL_ALGO/NCCL_PROTO are read at each ncclCommInitRank, so they are
   set in the environment around that call only (NCCL then refuses what it cannot run);
+- library-specific variables (engines/library.py): on RCCL an LL128 candidate's communicator is
+  made with RCCL_LL128_FORCE_ENABLE=1, which RCCL reads once per process;
 - channels and tuned rules: through the ccltune tuner plugin, loaded once per process;
   each communicator's plugin instance reads the rule file named by CCLTUNE_RULES at its
   init, so a communicator made with an empty rule file is NCCL's default.
@@ -23,14 +27,15 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
+from ccltune.engines import library
 from ccltune.engines.base import CudaEngine, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
+from ccltune.engines.series import Loop
 from ccltune.errors import EngineUnavailable
-from ccltune.measure.bench import SERIES_MODES
-from ccltune.measure.buffers import Buffers
-from ccltune.types import OPS
+from ccltune.engines.base import Buffers
+from ccltune.types import OPS, mulsum_scalar
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,7 @@ class CommConfig:
     rules_file: str | None = None    # tuned rules for the plugin
     align: bool = False              # the one-channel communicator that lines ranks up (never measured)
     twin: bool = False               # NCCL's default again, on a second communicator (sweep's A/A control)
+    instance: int = 0                # replay: one communicator per captured communicator (same label)
 
     @property
     def label(self) -> str:
@@ -88,6 +94,9 @@ class NcclEngine(CudaEngine):
         if not torch.cuda.is_available():
             raise EngineUnavailable("the nccl engine needs a CUDA GPU; use --engine gloo on this machine")
         self.lib = NcclLib(find_library(getattr(opts, "nccl_lib", None)))
+        self.loop = Loop(self.lib)  # before anything else: without the built loop the engine cannot time
+        self.facts = library.facts_of(self.lib)  # NCCL or RCCL, detected once
+        self.comm_env = library.CommEnv(self.facts)
         self.symmetric = bool(getattr(opts, "symmetric", False))
         if self.symmetric and not (self.lib.has("ncclMemAlloc") and self.lib.has("ncclCommWindowRegister")):
             raise EngineUnavailable(f"--symmetric needs NCCL >= 2.27 (ncclMemAlloc, ncclCommWindowRegister); "
@@ -97,11 +106,10 @@ class NcclEngine(CudaEngine):
         if buffers in ("ncclmem", "ncclmem-max") and not self.lib.has("ncclMemAlloc"):
             raise EngineUnavailable(f"--buffers {buffers} needs NCCL >= 2.19 (ncclMemAlloc); "
                                     f"{self.lib.path} is NCCL {self.lib.version}")
-        # `bench` lays its buffers out as nccl-tests does (one pair at the largest size, which the
-        # calls step through); so do the series warm-ups, which run on them. Sweeps and validate
-        # give every size a pair of its own.
-        nccl_tests_way = (getattr(opts, "buffers_default", None) == "ncclmem-max"
-                          or getattr(opts, "warmup_mode", "point") in SERIES_MODES)
+        # The layout is the command's choice (``opts.buffers_default``): `bench` lays its buffers out
+        # as nccl-tests does (one pair at the largest size, which the calls and the series warm-ups
+        # step through); sweeps and validate give every size a pair of its own.
+        nccl_tests_way = getattr(opts, "buffers_default", None) == "ncclmem-max"
         wanted = buffers or (("ncclmem-max" if nccl_tests_way else "ncclmem") if self.lib.has("ncclMemAlloc")
                              else "torch")
         self.buffers = "ncclmem" if self.symmetric else wanted
@@ -116,11 +124,37 @@ class NcclEngine(CudaEngine):
         self._windows: list[tuple[Any, Any]] = []
         self._align: Any = None
         self._pool: list[Any] = []  # --buffers ncclmem-max: [send, recv] (uint8 tensors), allocated once
+        self._premul: dict[tuple[CommConfig, int], int] = {}  # mulsum op handles, per communicator and datatype
+        major, minor = torch.cuda.get_device_capability(self.device)
+        self.sm = major * 10 + minor
 
     def info(self) -> dict[str, Any]:
-        return {"version": self.lib.version, "library": self.lib.path, "symmetric": self.symmetric,
+        return {"version": self.lib.version, "library": self.lib.path, "flavor": self.facts.kind,
+                "symmetric": self.symmetric,
                 "buffers": self.buffers,
                 "tuner_plugin": os.environ.get("NCCL_TUNER_PLUGIN")}
+
+    def waive_reason(self, pt: Point) -> str | None:
+        dt = pt.dt
+        if dt.min_nccl and self.lib.version_code < dt.min_nccl:
+            return f"{dt.name} needs NCCL >= {dt.min_nccl // 10000}.{dt.min_nccl // 100 % 100}; this is NCCL {self.lib.version}"
+        if dt.min_sm and self.sm < dt.min_sm:
+            return f"{dt.name} needs an sm_{dt.min_sm}+ GPU (NCCL reduces FP8 on Hopper and newer); this is sm_{self.sm}"
+        return None
+
+    def _op(self, pt: Point, comm: Any) -> int:
+        """ncclRedOp_t of ``pt.op``; mulsum: a pre-multiplied sum with this rank's scalar, made once
+        per communicator and datatype (ncclRedOpCreatePreMulSum, the scalar held on the host)."""
+        if OPS[pt.op] is not None:
+            return OPS[pt.op]
+        key = (pt.config or DEFAULT, pt.dt.nccl)
+        if key not in self._premul:
+            scalar = self.torch.tensor([mulsum_scalar(self.ctx.rank)], dtype=getattr(self.torch, pt.dt.torch_name))
+            raw = ctypes.create_string_buffer(scalar.view(self.torch.uint8).numpy().tobytes(), 16)
+            handle = ctypes.c_int()
+            self.lib.call("ncclRedOpCreatePreMulSum", ctypes.byref(handle), raw, pt.dt.nccl, 1, comm)  # 1: ncclScalarHostImmediate
+            self._premul[key] = handle.value
+        return self._premul[key]
 
     # -- communicators ----------------------------------------------------------------
     def comm(self, cfg: CommConfig | None) -> Any:
@@ -139,7 +173,8 @@ class NcclEngine(CudaEngine):
         with _env(NCCL_ALGO=cfg.algo or os.environ.get("NCCL_ALGO"),
                   NCCL_PROTO=cfg.proto or os.environ.get("NCCL_PROTO"),
                   CCLTUNE_RULES=rules or os.environ.get("CCLTUNE_RULES"),
-                  NCCL_TUNER_CONFIG_FILE=None if rules else os.environ.get("NCCL_TUNER_CONFIG_FILE")):
+                  NCCL_TUNER_CONFIG_FILE=None if rules else os.environ.get("NCCL_TUNER_CONFIG_FILE"),
+                  **self.comm_env.for_comm(cfg.proto, cfg.label)):  # RCCL: LL128 needs RCCL_LL128_FORCE_ENABLE
             with self.torch.cuda.device(self.device):
                 t0 = time.perf_counter()
                 try:
@@ -163,11 +198,13 @@ class NcclEngine(CudaEngine):
         process's exit: an abort took 0.8 s on 4 H200s, and a sweep of the five collectives
         refuses 27 of them (22 s of a 65 s sweep). The configuration gets a new communicator
         when it is next used (another collective); one that never connected holds little memory."""
+        self._premul = {k: v for k, v in self._premul.items() if k[0] != cfg}
         comm = self.comms.pop(cfg, None)
         if comm is not None:
             self._parked.append(comm)
 
     def drop_comm(self, cfg: CommConfig, abort: bool = False) -> None:
+        self._premul = {k: v for k, v in self._premul.items() if k[0] != cfg}  # die with their communicator
         comm = self.comms.pop(cfg, None)
         if comm is not None:
             t0 = time.perf_counter()
@@ -245,14 +282,34 @@ class NcclEngine(CudaEngine):
             self.lib.call("ncclCommWindowDeregister", comm, win)
 
     # -- calls ------------------------------------------------------------------------
+    # Every NCCL call of a point goes through the launch loop (engines/series.py), the single
+    # first call as the timed series: one ctypes call per series, not per NCCL call.
     def launch(self, pt: Point, bufs: Buffers) -> None:
-        self.launch_at(pt, bufs, 0)
+        self._run(pt, bufs, 0, 1, step=False)
 
     def launch_at(self, pt: Point, bufs: Buffers, i: int) -> None:
+        self._run(pt, bufs, i, 1, step=True)
+
+    def issue(self, pt: Point, bufs: Buffers, calls: int, *, step: bool = True) -> None:
+        self._run(pt, bufs, 0, calls, step=step)
+
+    def series(self, pt: Point, bufs: Buffers, calls: int, *, step: bool = True) -> Callable[[], None]:
+        s = self._series(pt, bufs, step)  # on the stream current now (the caller's stream context)
+        return lambda: self.loop.run(s, 0, calls)
+
+    def _series(self, pt: Point, bufs: Buffers, step: bool) -> Any:
+        """The launch loop's description of ``pt`` on the current stream (the capture stream in a
+        CUDA graph): call i ``bufs.shift(i)`` bytes into the buffers when ``step``."""
         stream = self.torch.cuda.current_stream(self.device).cuda_stream
-        off = bufs.shift(i)
-        pt.coll.run_nccl(self.lib, self.comm(pt.config), bufs.send.data_ptr() + off, bufs.recv.data_ptr() + off,
-                         pt.lay, pt.dt.nccl, OPS[pt.op], pt.root, stream, self.ctx.rank, self.ctx.world_size)
+        comm = self.comm(pt.config)
+        return self.loop.series(pt.coll, pt.lay, pt.root, self.ctx.rank, self.ctx.world_size,
+                                send=bufs.send.data_ptr(), recv=bufs.recv.data_ptr(), dtype=pt.dt.nccl,
+                                op=self._op(pt, comm), comm=comm, stream=stream,
+                                shift_bytes=bufs.shift_bytes if step else 0, shift_steps=bufs.steps if step else 1)
+
+    def _run(self, pt: Point, bufs: Buffers, first: int, calls: int, *, step: bool) -> None:
+        """Calls ``first`` .. ``first + calls - 1`` of ``pt``'s series."""
+        self.loop.run(self._series(pt, bufs, step), first, calls)
 
     def start_together(self, config: Any = None) -> None:
         super().start_together(config)
@@ -275,6 +332,7 @@ class NcclEngine(CudaEngine):
             except NcclError:
                 pass
         self.comms.clear()
+        self._premul.clear()
 
     def close(self) -> None:
         self._pool = []

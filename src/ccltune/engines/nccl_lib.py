@@ -58,6 +58,8 @@ _SIGNATURES: dict[str, list[type]] = {
     "ncclReduceScatter": [_vp, _vp, _sz, _int, _int, _vp, _vp],
     "ncclSend": [_vp, _sz, _int, _int, _vp, _vp],
     "ncclRecv": [_vp, _sz, _int, _int, _vp, _vp],
+    "ncclRedOpCreatePreMulSum": [ctypes.POINTER(_int), _vp, _int, _int, _vp],
+    "ncclRedOpDestroy": [_int, _vp],
     "ncclGroupStart": [],
     "ncclGroupEnd": [],
     "ncclMemAlloc": [ctypes.POINTER(_vp), _sz],
@@ -135,19 +137,31 @@ class NcclLib:
     def has(self, name: str) -> bool:
         return name in self._fns
 
+    def exports(self, symbol: str) -> bool:
+        """Whether the library exports ``symbol`` at all (declared for calling or not)."""
+        try:
+            getattr(self.lib, symbol)
+        except AttributeError:
+            return False
+        return True
+
     def call(self, name: str, *args: object) -> int:
         fn = self._fns.get(name)
         if fn is None:
             raise EngineUnavailable(f"{name} is not in {self.path} (NCCL {getattr(self, 'version', '?')})")
         rc = fn(*args)
         if rc not in (NCCL_SUCCESS, NCCL_IN_PROGRESS):
-            detail = self._err(rc).decode(errors="replace")
-            if self._last is not None:
-                last = self._last(None)
-                if last:
-                    detail += f": {last.decode(errors='replace')}"
-            raise NcclError(name, rc, detail)
+            raise self.error(name, rc)
         return rc
+
+    def error(self, call: str, rc: int) -> NcclError:
+        """``call``'s failure with NCCL's message for ``rc`` (and its last error, when NCCL keeps one)."""
+        detail = self._err(rc).decode(errors="replace")
+        if self._last is not None:
+            last = self._last(None)
+            if last:
+                detail += f": {last.decode(errors='replace')}"
+        return NcclError(call, rc, detail)
 
     # -- helpers ----------------------------------------------------------------------
     def unique_id(self) -> bytes:

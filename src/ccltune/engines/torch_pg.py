@@ -1,13 +1,14 @@
 """The torch engine: torch.distributed with ProcessGroupNCCL, what a PyTorch program sees,
-eager or captured in a CUDA graph."""
+eager or captured in a CUDA graph. Eager calls are issued one by one from Python, as a training
+script issues them, so eager times include Python's and ProcessGroupNCCL's host cost per call
+(tens of us); the nccl engine issues its eager series from C instead (engines/series.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ccltune.engines.base import CudaEngine, Point
+from ccltune.engines.base import Buffers, CudaEngine, Point
 from ccltune.engines.gloo import torch_api_waiver
-from ccltune.measure.buffers import Buffers
 
 
 class TorchEngine(CudaEngine):
@@ -26,6 +27,8 @@ class TorchEngine(CudaEngine):
         return {"backend": "nccl", "version": ".".join(map(str, v)) if v else None}
 
     def waive_reason(self, pt: Point) -> str | None:
+        if pt.op == "mulsum" and pt.coll.reduces:
+            return "the torch engine does not run mulsum (NCCL's pre-multiplied sum): --engine nccl does"
         return torch_api_waiver(pt, self.ctx.world_size)
 
     def launch(self, pt: Point, bufs: Buffers) -> None:

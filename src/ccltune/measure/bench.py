@@ -6,7 +6,7 @@ Rank 0 hands each finished row to ``on_row`` (the CLI prints and stores it at on
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ccltune.collectives import Collective
@@ -35,7 +35,7 @@ class BenchPlan:
     iters: int
     warmup: int
     graph: int
-    check: bool
+    check: int  # -c: checks after each point's timed calls (0: none; N: N times, as nccl-tests)
     average: str
     timeout_s: float
     config: Any = None                       # engine configuration (None: NCCL's default)
@@ -47,6 +47,20 @@ class BenchPlan:
     warm_first: bool = True  # measure the run's first point once, unrecorded, before the loop
     warmup_mode: str = "point"  # 'series': nccl-tests' warm-up over the whole series first (WARMUP_MODES)
     extra: dict[str, Any] = field(default_factory=dict)
+    # -d all, -o all, -r all (nccl-tests' loops inside one run): every datatype, op, root; -N: cycles
+    dtypes: list[DType] = field(default_factory=list)   # empty: ``dtype`` only
+    ops: list[str] = field(default_factory=list)        # empty: ``op`` only
+    all_roots: bool = False
+    cycles: int = 1
+
+
+def variants(plan: BenchPlan, coll: Collective, nranks: int) -> list[BenchPlan]:
+    """One plan per (datatype, op, root) of a collective, in nccl-tests' order (datatypes, then ops,
+    then roots); ops only for a collective that takes one, roots only for a rooted one."""
+    dts = plan.dtypes or [plan.dtype]
+    ops = (plan.ops or [plan.op]) if coll.op_column else [plan.op]
+    roots = list(range(nranks)) if plan.all_roots and coll.rooted else [plan.root]
+    return [replace(plan, dtype=d, op=o, root=r) for d in dts for o in ops for r in roots]
 
 
 def to_measurement(pt: Point, out: point.Outcome, nranks: int, n_nodes: int, plan: BenchPlan,
@@ -54,7 +68,7 @@ def to_measurement(pt: Point, out: point.Outcome, nranks: int, n_nodes: int, pla
     coll, lay = pt.coll, pt.lay
     m = Measurement(
         collective=coll.name, size_bytes=lay.size_bytes, count=lay.count, dtype=pt.dt.name,
-        op=pt.op if coll.reduces else None, root=pt.root if coll.rooted else None,
+        op=pt.op if coll.op_column else None, root=pt.root if coll.rooted else None,
         in_place=pt.in_place, n_ranks=nranks, n_nodes=n_nodes, status=out.status, note=out.note,
         algo=plan.algo, proto=plan.proto, channels=plan.channels, config=plan.config_label,
         graph=pt.graph, rep=rep,
@@ -108,9 +122,9 @@ def run(engine: Engine, plan: BenchPlan,
     ctx = engine.ctx
     everything: list[Measurement] = []
     # the largest buffer any point of the run needs (an engine allocating once per run sizes it here)
-    engine.reserve(max((plan.dtype.size * max(lay.send_elems, lay.recv_elems)
-                        for coll in plan.collectives for size in plan.sizes
-                        for lay in [coll.layout(size, plan.dtype.size, ctx.world_size, ctx.rank)]), default=0))
+    engine.reserve(max((dt.size * max(lay.send_elems, lay.recv_elems)
+                        for coll in plan.collectives for size in plan.sizes for dt in plan.dtypes or [plan.dtype]
+                        for lay in [coll.layout(size, dt.size, ctx.world_size, ctx.rank)]), default=0))
     if plan.collectives and plan.sizes and plan.warm_first:
         # The run's very first point pays one-time costs (lazy kernel loading, the first graph
         # instantiation, GPU clocks leaving idle): 12.7 us against 7.9 for all_reduce 8 B on 4
@@ -119,21 +133,30 @@ def run(engine: Engine, plan: BenchPlan,
         point.measure(engine, first, check=False, average=plan.average, timeout_s=plan.timeout_s)
     for coll in plan.collectives:
         on_start(coll)
-        if plan.warmup_mode in SERIES_MODES:
-            warm_series(engine, plan, coll)
         rows: list[Measurement] = []
-        for size in plan.sizes:
-            pair = []
-            for in_place in (False, True):
-                pt = points(engine, plan, coll, size, in_place)
-                if in_place in plan.placements:
-                    out = point.measure(engine, pt, check=plan.check, average=plan.average,
-                                        timeout_s=plan.timeout_s)
-                else:
-                    out = point.Outcome("waived", note="placement not requested")
-                pair.append(to_measurement(pt, out, ctx.world_size, ctx.n_nodes, plan))
-            rows.extend(pair)
-            on_row(pair[0], pair[1])
+        for var in variants(plan, coll, ctx.world_size):
+            if var.warmup_mode in SERIES_MODES:
+                warm_series(engine, var, coll)
+            for _cycle in range(var.cycles):  # -N: the size loop again, as nccl-tests repeats it
+                rows.extend(_sizes(engine, var, coll, on_row))
         everything.extend(rows)
         on_end(coll, rows)
     return everything
+
+
+def _sizes(engine: Engine, plan: BenchPlan, coll: Collective,
+           on_row: Callable[[Measurement, Measurement], None]) -> list[Measurement]:
+    """Every size of one (datatype, op, root): out-of-place then in-place."""
+    ctx, rows = engine.ctx, []
+    for size in plan.sizes:
+        pair = []
+        for in_place in (False, True):
+            pt = points(engine, plan, coll, size, in_place)
+            if in_place in plan.placements:
+                out = point.measure(engine, pt, check=plan.check, average=plan.average, timeout_s=plan.timeout_s)
+            else:
+                out = point.Outcome("waived", note="placement not requested")
+            pair.append(to_measurement(pt, out, ctx.world_size, ctx.n_nodes, plan))
+        rows.extend(pair)
+        on_row(pair[0], pair[1])
+    return rows

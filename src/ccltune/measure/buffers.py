@@ -5,31 +5,13 @@ Works on any torch device (CUDA tensors for nccl/torch engines, CPU for gloo).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ccltune.collectives.base import Collective, Layout, input_values
+from ccltune.engines.base import Alloc, Buffers  # noqa: F401 - what engines take, laid out here
 from ccltune.types import DType
 
 POISON = 123  # not an input value, exact in every datatype: unwritten output shows up
-
-
-@dataclass
-class Buffers:
-    send: Any
-    recv: Any
-    keep: tuple[Any, ...] = ()   # allocations the views point into
-    # Timed call i works ``shift_bytes * (i % steps)`` bytes further into the allocations, as
-    # nccl-tests' calls step through its buffers of the largest size (steps 1: always the start)
-    shift_bytes: int = 0
-    steps: int = 1
-    filled: bool = False  # the input holds exact values (an out-of-place call never writes it)
-
-    def shift(self, i: int) -> int:
-        return self.shift_bytes * (i % self.steps)
-
-
-Alloc = Callable[[int], Any]
 
 
 def make(torch: Any, lay: Layout, dt: DType, in_place: bool, device: Any, alloc: Alloc | None = None) -> Buffers:
@@ -75,14 +57,23 @@ def count_wrong(torch: Any, bufs: Buffers, coll: Collective, lay: Layout, dt: DT
                 expected[lo] = exp
         if exp is None:
             return 0
-        wrong += _wrong(torch, bufs.recv[lo:lo + len(exp)], exp, coll, dt, op)
+        wrong += _wrong(torch, bufs.recv[lo:lo + len(exp)], exp, coll, dt, op, nranks)
     return wrong
 
 
-def _wrong(torch: Any, got: Any, exp: Any, coll: Collective, dt: DType, op: str) -> int:
+# FP8 keeps 3 (e4m3) or 2 (e5m2) mantissa bits: small integer sums are not all exact, and NCCL rounds
+# each partial sum to the datatype, so a result may be off by half an ulp per reduction step
+_F8_EPS = {"f8e4m3": 2.0 ** -3, "f8e5m2": 2.0 ** -2}
+
+
+def _wrong(torch: Any, got: Any, exp: Any, coll: Collective, dt: DType, op: str, nranks: int = 1) -> int:
     if dt.is_float:
         got64, exp64 = got.to(torch.float64), exp.to(torch.float64)
-        if op == "avg" and coll.reduces:  # NCCL scales by 1/n: rounding is unavoidable
+        if dt.name in _F8_EPS and coll.reduces:
+            bad = (got64 - exp64).abs() > max(nranks - 1, 1) * _F8_EPS[dt.name] / 2 * exp64.abs() + 1e-12
+        elif dt.name in _F8_EPS:  # moved, not reduced: the input's own rounding, exactly
+            bad = got64 != exp64.to(got.dtype).to(torch.float64)
+        elif op == "avg" and coll.reduces:  # NCCL scales by 1/n: rounding is unavoidable
             rtol = {"half": 1e-3, "bfloat16": 8e-3}.get(dt.name, 1e-6)
             bad = (got64 - exp64).abs() > rtol * exp64.abs() + 1e-12
         else:

@@ -89,8 +89,7 @@ def warm(engine: Engine, pt: Point, bufs: B.Buffers, calls: int, timeout_s: floa
         try:
             engine.prepare(pt, bufs)
             with engine.stream_context():  # the stream engine.sync() waits for: the buffers outlive the calls
-                for _ in range(calls):
-                    engine.launch(pt, bufs)
+                engine.issue(pt, bufs, calls, step=False)
             engine.sync()
         except Exception as exc:  # noqa: BLE001 - the point itself reports the failure
             err = str(exc) or type(exc).__name__
@@ -101,8 +100,22 @@ def warm(engine: Engine, pt: Point, bufs: B.Buffers, calls: int, timeout_s: floa
     return True
 
 
-def measure(engine: Engine, pt: Point, *, check: bool, average: str, timeout_s: float) -> Outcome:
-    reason = "no in-place form" if pt.in_place and pt.lay.inplace_offsets is None else engine.waive_reason(pt)
+# One rank in place: NCCL returns without moving a byte (an empty CUDA graph under -G), so a time
+# would be launch overhead and its "bandwidth" a meaningless millions of GB/s. Out of place it copies.
+ONE_RANK_IN_PLACE = "one rank in place: the collective has nothing to move, so no bandwidth to measure"
+
+
+def waive_reason(engine: Engine, pt: Point) -> str | None:
+    """Why ``pt`` is not measured here (None: it is), the same on every rank."""
+    if pt.in_place and pt.lay.inplace_offsets is None:
+        return "no in-place form"
+    if pt.in_place and engine.ctx.world_size == 1:
+        return ONE_RANK_IN_PLACE
+    return engine.waive_reason(pt)
+
+
+def measure(engine: Engine, pt: Point, *, check: int, average: str, timeout_s: float) -> Outcome:
+    reason = waive_reason(engine, pt)
     if reason:
         return Outcome("waived", note=reason)
     bufs, skipped = allocate(engine, pt)
@@ -116,7 +129,21 @@ def measure(engine: Engine, pt: Point, *, check: bool, average: str, timeout_s: 
         del bufs
 
 
-def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average: str,
+def _check(engine: Engine, pt: Point, bufs: B.Buffers) -> tuple[float, float]:
+    """One check: fill, one call, count this rank's wrong elements; (wrong, 1.0 if unchecked)."""
+    torch, ctx = engine.torch, engine.ctx
+    B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+    engine.launch(pt, bufs)
+    engine.sync()
+    try:  # local work only: a rank that runs out of memory here leaves nobody waiting
+        return float(B.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.rank, ctx.world_size, pt.op, pt.root)), 0.0
+    except (RuntimeError, MemoryError) as exc:
+        if not is_oom(str(exc)):
+            raise
+        return 0.0, 1.0
+
+
+def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: int, average: str,
              timeout_s: float) -> Outcome:
     torch, ctx = engine.torch, engine.ctx
     oom = None
@@ -147,17 +174,10 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average
             engine.sync()
             seconds = engine.time_point(pt, bufs)
             wrong, unchecked = 0.0, 0.0
-            if check:
-                B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
-                engine.launch(pt, bufs)
-                engine.sync()
-                try:  # local work only: a rank that runs out of memory here leaves nobody waiting
-                    wrong = float(B.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.rank, ctx.world_size,
-                                                pt.op, pt.root))
-                except (RuntimeError, MemoryError) as exc:
-                    if not is_oom(str(exc)):
-                        raise
-                    unchecked = 1.0
+            for _ in range(int(check)):  # -c N: N checks, up to the first that finds wrong values (nccl-tests)
+                wrong, unchecked = _check(engine, pt, bufs)
+                if int(check) > 1 and ctx.allreduce_floats([wrong + unchecked], "sum", "check pass")[0]:
+                    break
         except DistError:
             raise
         except Exception as exc:  # noqa: BLE001
@@ -166,6 +186,8 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: bool, average
         raise ctx.peer_failure(what, "timed out")
     t = _combine(engine, seconds, average)
     wrong_all, unchecked_all = ctx.allreduce_floats([wrong, unchecked], "sum", "check exchange")
+    if not check:  # -c 0: unknown, not "0 wrong" (nccl-tests prints N/A)
+        return Outcome("ok", time_us=t * 1e6, wrong=None)
     if unchecked_all:
         return Outcome("ok", time_us=t * 1e6, wrong=None, note="result not checked: out of memory while checking")
     return Outcome("ok", time_us=t * 1e6, wrong=int(wrong_all))

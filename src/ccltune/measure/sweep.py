@@ -208,7 +208,8 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
             continue
         with Watchdog(engine, s.timeout_s, what):
             with clock("check"):
-                wrong[i] = _check(engine, pt, bufs, lay, s, expected) if s.check else 0
+                if s.check:
+                    wrong[i] = _check(engine, pt, bufs, lay, s, expected)
             with clock("estimate"):
                 est[i] = _estimate(engine, pt, bufs, s)
     if est:  # ranks must agree on the call count: each configuration's slowest rank's estimate, in one exchange
@@ -238,7 +239,7 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
     wrong_all = ctx.allreduce_floats([float(wrong.get(i, 0)) for i in order], "sum", "check exchange")
     for i, w in zip(order, wrong_all):
         for rep, t in enumerate(times[i]):
-            rows.append(row(i, "ok", time_us=t * 1e6, wrong=int(w), rep=rep))
+            rows.append(row(i, "ok", time_us=t * 1e6, wrong=int(w) if s.check else None, rep=rep))
     graphs.clear()
     return rows
 
@@ -298,8 +299,7 @@ def _check(engine: Any, pt: Point, bufs: B.Buffers, lay: Any, s: SweepSettings,
 def _estimate(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> float:
     """Warm-up calls, then one call timed on the host clock (µs), on this rank."""
     with engine.stream_context():
-        for _ in range(s.warmup):
-            engine.launch(pt, bufs)
+        engine.issue(pt, bufs, s.warmup, step=False)
         engine.sync()
         t0 = time.perf_counter()
         engine.launch(pt, bufs)
@@ -311,12 +311,11 @@ def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings, n: int) 
     """(graph or None, calls per replay): ``n`` calls in one replay."""
     torch = engine.torch
     with engine.stream_context():
-        if not (s.graph and engine.supports_graph):
-            return (lambda: [engine.launch(pt, bufs) for _ in range(n)], n)
+        if not (s.graph and engine.supports_graph):  # eager: the nccl engine issues the n calls from C
+            return (engine.series(pt, bufs, n, step=False), n)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=engine.stream, capture_error_mode=engine.capture_mode):
-            for _ in range(n):
-                engine.launch(pt, bufs)
+            engine.issue(pt, bufs, n, step=False)
         graph.replay()
         engine.sync()
         return (graph.replay, n)

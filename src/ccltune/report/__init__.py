@@ -1,8 +1,9 @@
 """``ccltune report``: one self-contained HTML page from the results database.
 
 Pipeline: ``load`` reads runs and their rows from the Store (the only I/O on the
-database) -> ``sections.build_sections`` turns them into figures and tables (pure, via
-``data``, ``zones`` and ``compare``) -> ``html.render_page`` draws them as inline SVG ->
+database; rows only of the runs drawn in full) -> ``sections.build_sections`` turns them
+into verdict cards, figures and tables (pure, via ``verdict``, ``data``, ``zones`` and
+``compare``) -> ``html.render_page`` draws them as inline SVG ->
 ``write_report`` writes the page atomically; ``png.write_pngs`` draws the same figures
 with matplotlib for ``--png``.
 """
@@ -21,10 +22,11 @@ from ccltune.files import write_text
 from ccltune.report.compare import DEFAULT_TOLERANCE_PCT
 from ccltune.report.html import render_page
 from ccltune.report.model import Section
-from ccltune.report.sections import ReportInput, build_sections
+from ccltune.report.sections import NAV_GROUPS, ReportInput, build_sections, picker_groups
+from ccltune.report.verdict import ids_text
 from ccltune.store import Store
 
-__all__ = ["ReportResult", "load", "write_report", "DEFAULT_TOLERANCE_PCT"]
+__all__ = ["ReportResult", "load", "write_report", "DEFAULT_TOLERANCE_PCT", "DEFAULT_LATEST"]
 
 
 @dataclass
@@ -35,14 +37,22 @@ class ReportResult:
     pngs: list[Path]
 
 
+DEFAULT_LATEST = 12  # runs drawn in full when no --runs is given; older ones are summarised
+
+
 def load(store: Store, run_ids: list[int] | None = None, compare: tuple[int, int] | None = None,
-         tolerance_pct: float = DEFAULT_TOLERANCE_PCT) -> ReportInput:
+         tolerance_pct: float = DEFAULT_TOLERANCE_PCT, latest: int | None = None) -> ReportInput:
     """Everything the report shows, read from ``store``. ``run_ids`` None: every run
-    (only the compared two when ``compare`` is given). Unknown ids raise UsageError."""
+    (only the compared two when ``compare`` is given). Unknown ids raise UsageError.
+    ``latest``: how many of them (the latest) are drawn in full; default all of ``run_ids``,
+    else ``DEFAULT_LATEST``. Rows are read only for drawn runs; every run's best busbw per
+    collective comes from one aggregate query, so 1,000 runs stay small and fast."""
     if compare is not None and compare[0] == compare[1]:
         raise UsageError(f"--compare needs two different runs, got {compare[0]} twice")
     if tolerance_pct < 0:
         raise UsageError(f"--tolerance must be >= 0 (percent), got {tolerance_pct:g}")
+    if latest is not None and latest < 1:
+        raise UsageError(f"--latest must be >= 1 (runs drawn in full), got {latest}")
     if run_ids is None:
         runs = [store.run(i) for i in compare] if compare else store.runs()
         if not runs:
@@ -51,24 +61,48 @@ def load(store: Store, run_ids: list[int] | None = None, compare: tuple[int, int
     else:
         runs = [store.run(i) for i in dict.fromkeys(run_ids)]
     pair = (store.run(compare[0]), store.run(compare[1])) if compare else None
-    ids = sorted({r.id for r in runs} | set(compare or ()))
+    n_drawn = latest if latest is not None else (len(runs) if run_ids is not None or compare else DEFAULT_LATEST)
+    drawn = {r.id for r in sorted(runs, key=lambda r: -r.id)[:n_drawn]} | set(compare or ())
+    ids = sorted(drawn)
     rows: dict[int, list[dict]] = defaultdict(list)
     for row in store.measurement_rows(ids):
         rows[row["run_id"]].append(row)
+    every = {r.id for r in runs}
+    judged = {r.id for r in runs if r.kind in ("doctor", "check")} | set(ids)
     return ReportInput(
         runs=runs,
         rows=dict(rows),
         links={i: store.links(i) for i in ids},
-        findings={i: store.findings(i) for i in ids},
+        findings={i: f for i, f in _findings(store).items() if i in judged},
         artifacts={i: store.artifacts(i) for i in ids},
         compare=pair,
         tolerance_pct=tolerance_pct,
+        drawn=None if drawn >= every else drawn,
+        peaks={i: p for i, p in _peaks(store).items() if i in every},
     )
+
+
+def _peaks(store: Store) -> dict[int, dict[str, float]]:
+    """run id -> collective -> highest busbw (GB/s) of NCCL's default, 'ok' rows only."""
+    out: dict[int, dict[str, float]] = defaultdict(dict)
+    q = ("SELECT run_id, collective, MAX(busbw_gbps) FROM measurements WHERE status = 'ok' AND config = 'default' "
+         "AND busbw_gbps > 0 GROUP BY run_id, collective")
+    for run_id, coll, best in store.conn.execute(q):
+        out[run_id][coll] = best
+    return dict(out)
+
+
+def _findings(store: Store) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = defaultdict(list)
+    q = "SELECT run_id, name, status, evidence, fix, value FROM findings ORDER BY id"
+    for run_id, name, status, evidence, fix, value in store.conn.execute(q):
+        out[run_id].append({"name": name, "status": status, "evidence": evidence, "fix": fix, "value": value})
+    return dict(out)
 
 
 def write_report(store: Store, out: str | os.PathLike[str], *, run_ids: list[int] | None = None,
                  compare: tuple[int, int] | None = None, png_dir: str | os.PathLike[str] | None = None,
-                 tolerance_pct: float = DEFAULT_TOLERANCE_PCT) -> ReportResult:
+                 tolerance_pct: float = DEFAULT_TOLERANCE_PCT, latest: int | None = None) -> ReportResult:
     out = Path(out)
     if not out.parent.is_dir():
         raise UsageError(f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist")
@@ -76,15 +110,17 @@ def write_report(store: Store, out: str | os.PathLike[str], *, run_ids: list[int
         from ccltune.report import png  # raises UsageError when matplotlib is missing
 
         png.require_matplotlib()
-    inp = load(store, run_ids, compare, tolerance_pct)
+    inp = load(store, run_ids, compare, tolerance_pct, latest)
     sections = build_sections(inp)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S %z")
     ids = [r.id for r in inp.runs]
+    drawn = "" if inp.drawn is None else f"; the latest {len(inp.drawn)} drawn in full"
     page = render_page(
         sections,
         title="ccltune report",
-        subtitle=f"{len(ids)} run(s) from {store.path.name}: {', '.join(map(str, ids))}",
+        subtitle=f"{len(ids)} run(s) from {store.path.name}: {ids_text(sorted(ids))}{drawn}",
         footer=f"Generated by ccltune {__version__} from {store.path} on {stamp}.",
+        groups=picker_groups(inp), nav_groups=list(NAV_GROUPS),
     )
     write_text(out, page, flag="--out", mode=0o644)  # a report is meant to be shared
     pngs = png.write_pngs(sections, Path(png_dir)) if png_dir is not None else []

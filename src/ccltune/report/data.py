@@ -63,21 +63,47 @@ def _label(keys: tuple[str, ...], group: tuple, varying: list[str], base: str = 
     return ", ".join(parts) or "all"
 
 
-def curves(rows: Iterable[Row], metric: str) -> dict[str, list[Series]]:
+def curves(rows: Iterable[Row], metric: str, colors: Mapping[int, int] | None = None) -> dict[str, list[Series]]:
     """collective -> one line per run (and placement, dtype... where those differ) of
-    ``metric`` against size, using NCCL's default configuration only."""
+    ``metric`` against size, using NCCL's default configuration only; the latest run first.
+    ``colors``: run id -> palette index, so a run keeps its colour on every plot. A size a
+    line was run at without a drawable value (a row not 'ok', no value, 0 on the log axis)
+    is a gap, named in ``Series.gaps``."""
     by_coll: dict[str, list[Row]] = defaultdict(list)
-    for r in ok_rows(rows, metric):
-        if r.get("config", "default") == "default":
+    for r in rows:
+        if (r.get("config") or "default") == "default":
             by_coll[r["collective"]].append(r)
     out: dict[str, list[Series]] = {}
     for coll, crows in sorted(by_coll.items()):
         groups, varying = _split(crows, _CURVE_KEYS)
         if "run_id" not in varying:
             varying.insert(0, "run_id")
-        out[coll] = [_series(_label(_CURVE_KEYS, g, varying), medians(gr, metric))
-                     for g, gr in sorted(groups.items(), key=lambda kv: str(kv[0]))]
+        both = "in_place" in varying
+        lines = []
+        for g, gr in sorted(groups.items(), key=lambda kv: (-(kv[0][0] or 0), str(kv[0][1:]))):
+            s = _series(_label(_CURVE_KEYS, g, varying), {k: v for k, v in medians(gr, metric).items() if v > 0},
+                        gaps=_gaps(gr, metric), dashed=both and bool(g[1]), group=f"r{g[0]}",
+                        color=None if colors is None else colors.get(g[0]))
+            if s.xs or s.gaps:
+                lines.append(s)
+        if any(s.xs for s in lines):
+            out[coll] = lines
     return out
+
+
+def _gaps(rows: list[Row], metric: str) -> list[tuple[float, str]]:
+    """(size, why) for each size of ``rows`` with no positive 'ok' value of ``metric``."""
+    why: dict[int, set[str]] = defaultdict(set)
+    good: set[int] = set()
+    for r in rows:
+        size, v = int(r["size_bytes"]), r.get(metric)
+        if r.get("status") == "ok" and v is not None and v > 0:
+            good.add(size)
+        elif r.get("status") != "ok":
+            why[size].add(f"status {r.get('status')}")
+        else:
+            why[size].add("no value" if v is None else f"{v:g}, below a log axis")
+    return [(float(s), ", ".join(sorted(w))) for s, w in sorted(why.items()) if s not in good]
 
 
 def sweep_curves(rows: Iterable[Row], metric: str = "busbw_gbps") -> dict[str, list[Series]]:
@@ -202,8 +228,23 @@ def slowest_link(links: list[Row], summary: Mapping[str, Any]) -> Row | None:
     return min(measured, key=lambda r: r["bandwidth_gbps"]) if measured else None
 
 
+_DIRECTIONS = {"uni": "unidirectional", "bi": "bidirectional", "bidir": "bidirectional",
+               "all2all": "all links at once (all-to-all)"}
+
+
+def ceiling_gbps(summary: Mapping[str, Any]) -> float | None:
+    """The node's slowest-link ceiling of a links run (``ring_ceiling_gbps``, linkmath), or the
+    expected ceiling older runs recorded (``ceiling_gbps``)."""
+    for key in ("ring_ceiling_gbps", "ceiling_gbps"):
+        v = summary.get(key)
+        if isinstance(v, (int, float)) and v > 0:
+            return float(v)
+    return None
+
+
 def link_heatmaps(links: list[Row], summary: Mapping[str, Any]) -> list[Heatmap]:
-    """One bandwidth matrix (src rows, dst columns) per method and direction."""
+    """One bandwidth matrix (src rows, dst columns) per method and direction, its slowest link
+    marked (the run's own verdict where it names one in this matrix)."""
     slow = slowest_link(links, summary)
     groups: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for r in links:
@@ -216,12 +257,14 @@ def link_heatmaps(links: list[Row], summary: Mapping[str, Any]) -> list[Heatmap]
         for r in rs:
             if r.get("bandwidth_gbps") is not None:
                 values[idx[int(r["src"])]][idx[int(r["dst"])]] = float(r["bandwidth_gbps"])
-        mark = None
         if slow is not None and slow.get("method", method) == method \
                 and slow.get("direction", direction) == direction \
                 and slow.get("src") in idx and slow.get("dst") in idx:
             mark = (idx[slow["src"]], idx[slow["dst"]])
-        maps.append(Heatmap(f"{method.upper()} copy, {'bidirectional' if direction == 'bi' else 'unidirectional'}",
+        else:  # this matrix's own slowest link
+            own = slowest_link(rs, {})
+            mark = (idx[int(own["src"])], idx[int(own["dst"])]) if own is not None else None
+        maps.append(Heatmap(f"{method.upper()} copy, {_DIRECTIONS.get(direction, direction)}",
                             "src GPU", "dst GPU", [str(g) for g in gpus], [str(g) for g in gpus],
                             values, "GB/s", mark))
     return maps
@@ -247,47 +290,111 @@ def status_counts(findings: list[Row]) -> dict[str, int]:
     return dict(counts)
 
 
+# (label, env key): what a run ran on, in the order shown. Imports carry what their files
+# name (host, GPU model, NCCL or RCCL version, library path, the tool and its version).
 _ENV_FACTS = (
-    ("host", "host"), ("GPUs", "gpus"), ("driver", "driver_version"), ("CUDA", "cuda_version"),
-    ("NCCL", "nccl_version"), ("NCCL library", "nccl_library"), ("torch", "torch_version"),
-    ("world size", "world_size"), ("nodes", "n_nodes"), ("launcher", "launcher"),
-    ("platform", "platform"), ("ccltune", "ccltune_version"),
+    ("driver", "driver_version"), ("CUDA", "cuda_version"), ("HIP", "hip_version"), ("ROCm", "rocm_version"),
+    ("NCCL", "nccl_version"), ("RCCL", "rccl_version"), ("library", "nccl_library"), ("library", "library_path"),
+    ("torch", "torch_version"), ("world size", "world_size"), ("nodes", "n_nodes"), ("launcher", "launcher"),
+    ("engine", "engine"), ("source", "source"), ("source version", "tool_version"), ("ccltune", "ccltune_version"),
 )
 
 
-def gpus_text(gpus: Any) -> str:
-    """['H100', 'H100'] or [{'name': 'H100'}, ...] -> '2 x H100'."""
-    if not gpus:
-        return ""
+def gpu_names(gpus: Any) -> list[str]:
     if not isinstance(gpus, list):
-        return str(gpus)
-    names = [g.get("name", str(g)) if isinstance(g, Mapping) else str(g) for g in gpus]
+        return [str(gpus)] if gpus else []
+    return [str(g.get("name", g)) if isinstance(g, Mapping) else str(g) for g in gpus]
+
+
+def gpus_text(gpus: Any, world_size: int | None = None) -> str:
+    """['H100', 'H100'] or [{'name': 'H100'}, ...] -> '2 x H100'. ``gpus`` are the GPUs rank 0's
+    host shows; with a ``world_size`` that differs (two hosts of one name, CUDA_VISIBLE_DEVICES)
+    the job's ranks come first, so the count agrees with the platform ('NVIDIA H200 x4')."""
+    names = gpu_names(gpus)
+    if not names:
+        return ""
     counts: dict[str, int] = {}
     for n in names:
         counts[n] = counts.get(n, 0) + 1
-    return ", ".join(f"{c} x {n}" for n, c in counts.items())
+    seen = ", ".join(f"{c} x {n}" for n, c in counts.items())
+    if world_size and world_size != len(names) and len(counts) == 1:
+        return f"{world_size} x {names[0]} ({len(names)} visible on rank 0's host)"
+    return seen
+
+
+def host_text(run: Any) -> str:
+    env = run.env
+    hosts = env.get("hosts")
+    if isinstance(hosts, list) and len(set(map(str, hosts))) > 1:
+        return ", ".join(sorted(set(map(str, hosts))))
+    return str(env.get("host") or run.host or (hosts[0] if isinstance(hosts, list) and hosts else "") or "")
+
+
+def platform_text(run: Any) -> str:
+    """The stored platform; for a node-wide command (no world size: links, doctor, topo) recorded
+    before 2026-11-24 as 'model x1', the node's GPUs instead, so it agrees with the GPUs row."""
+    from ccltune.environment import platform_name
+
+    stored = run.env.get("platform") or run.platform or ""
+    names = gpu_names(run.env.get("gpus"))
+    if not run.env.get("world_size") and names and stored.endswith(" x1") and len(names) > 1:
+        return platform_name([{"name": names[0]}] * len(names), None, 1)
+    return stored
+
+
+def status_text(run: Any) -> str:
+    note = getattr(run, "note", "")
+    return f"{run.status} ({note})" if note else str(run.status)
+
+
+def user_variables(env: Mapping[str, Any]) -> dict[str, str]:
+    """The run's recorded NCCL_*/RCCL_*/... variables, without ccltune's own plumbing."""
+    from ccltune.environment import INTERNAL_VARIABLES
+
+    return {k: str(v) for k, v in sorted((env.get("variables") or {}).items()) if k not in INTERNAL_VARIABLES}
+
+
+def run_facts(run: Any) -> dict[str, str]:
+    """label -> value of everything known about where a run ran (empty values left out)."""
+    env = run.env
+    facts = {"host": host_text(run), "GPUs": gpus_text(env.get("gpus"), env.get("world_size")),
+             "platform": platform_text(run)}
+    for label, key in _ENV_FACTS:
+        v = env.get(key, getattr(run, key, None))
+        if v not in (None, "", []):
+            facts[label] = facts[label] + ", " + str(v) if label in facts and str(v) not in facts[label] else str(v)
+    facts.update(user_variables(env))
+    return {k: v for k, v in facts.items() if v}
+
+
+def command_text(run: Any) -> str:
+    return " ".join(str(run.env.get("command") or run.command).split())
+
+
+def env_tables(runs: list[Any]) -> tuple[Table, Table]:
+    """(facts every run shares, one row per run of the facts that differ). Commands are
+    shown elsewhere (one line each), not here."""
+    facts = {r.id: run_facts(r) for r in runs}
+    names = list(dict.fromkeys(k for f in facts.values() for k in f))
+    same = [n for n in names if len({facts[r.id].get(n, "") for r in runs}) == 1]
+    differ = [n for n in names if n not in same]
+    shared = Table(["fact", "value"], [[n, facts[runs[0].id][n]] for n in same],
+                   caption=f"Shared by all {len(runs)} runs" if len(runs) > 1 else "")
+    rows = [[f"{r.id}", r.kind, *[facts[r.id].get(n, "—") for n in differ]] for r in runs]
+    table = Table(["run", "kind", *differ], rows if differ else [], wide=True,
+                  caption="What differs between the runs (— : not recorded)")
+    return shared, table
 
 
 def env_table(runs: list[Any]) -> Table:
-    """Facts down, runs across (``Run`` records); rows whose values differ are flagged."""
+    """Facts down, runs across (``Run`` records); rows whose values differ are flagged
+    (``--compare``'s two runs)."""
     t = Table(["", *[f"run {r.id} ({r.kind})" for r in runs]], [])
-
-    def add(name: str, values: list[Any]) -> None:
-        cells = ["" if v is None else str(v) for v in values]
-        if not any(cells):  # a fact no run recorded
-            return
+    facts = [{"status": status_text(r), "command": command_text(r), **run_facts(r)} for r in runs]
+    for name in dict.fromkeys(k for f in facts for k in f):
+        cells = [f.get(name, "") for f in facts]
         t.rows.append([name, *cells])
         t.row_class.append("warn" if len(runs) > 1 and len(set(cells)) > 1 else "")
-
-    add("status", [r.status for r in runs])
-    add("started", [r.started_at for r in runs])
-    add("command", [r.env.get("command") or r.command for r in runs])
-    for name, key in _ENV_FACTS:
-        add(name, [gpus_text(r.env.get("gpus")) if key == "gpus" else r.env.get(key, getattr(r, key, None))
-                   for r in runs])
-    names = sorted({k for r in runs for k in (r.env.get("variables") or {})})
-    for n in names:
-        add(n, [(r.env.get("variables") or {}).get(n) for r in runs])
     return t
 
 

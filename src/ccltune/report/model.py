@@ -23,6 +23,12 @@ class Series:
     hi: list[float] | None = None
     emphasis: bool = False  # NCCL's default: drawn thick and dark
     marked: list[bool] | None = None
+    # Sizes the series was run at but has no drawable value for (an error row, a 0 GB/s
+    # busbw on a log axis): (size, why). The line breaks there and the chart says so.
+    gaps: list[tuple[float, str]] = field(default_factory=list)
+    color: int | None = None  # palette index; None: by position in the chart
+    dashed: bool = False  # in-place placement (bench curves)
+    group: str = ""  # what the run picker toggles together: 'r12' (run 12); '' none
 
 
 @dataclass
@@ -35,6 +41,8 @@ class LineChart:
     y_log: bool = True
     ref_y: float | None = None  # a horizontal reference line (1.0 for ratios)
     ref_band: tuple[float, float] | None = None  # a shaded tolerance band
+    refs: list[tuple[float, str]] = field(default_factory=list)  # labelled lines: slowest-link ceilings
+    max_visible: int = 8  # series beyond these are listed but hidden until picked
 
 
 @dataclass
@@ -72,11 +80,33 @@ Figure = Union[LineChart, Heatmap, ZoneChart]
 
 
 @dataclass
+class Card:
+    """One verdict: a node (host, GPUs) and the runs it draws on. ``lines`` are
+    (level, text), worst first; ``figures`` are (label, value text) pairs shown large."""
+
+    title: str
+    subtitle: str
+    level: str  # good | warn | bad | info
+    headline: str
+    figures: list[tuple[str, str]] = field(default_factory=list)
+    lines: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Picker:
+    """The run picker: (group, label, colour) per run drawn on the plots."""
+
+    groups: list[tuple[str, str, str]]
+
+
+@dataclass
 class Table:
     columns: list[str]
     rows: list[list[str]]
     row_class: list[str] = field(default_factory=list)  # '' | 'bad' | 'warn' | 'good' per row
     caption: str = ""
+    wide: bool = False  # cells keep one line (commands): the table scrolls sideways
+    folded: str = ""  # non-empty: shown folded under this summary
 
 
 @dataclass
@@ -93,12 +123,12 @@ class Text:
     text: str
 
 
-Block = Union[LineChart, Heatmap, ZoneChart, Table, Note, Text]
+Block = Union[LineChart, Heatmap, ZoneChart, Table, Note, Text, Card, Picker]
 
 
 @dataclass
 class Section:
-    id: str  # stable: env, bench, sweep, rules, validate, links, doctor, compare
+    id: str  # stable: see sections.SECTION_IDS
     title: str
     blocks: list[Block] = field(default_factory=list)
 

@@ -20,7 +20,7 @@ def require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise UsageError("--png needs matplotlib, which is not installed here (pip install matplotlib); "
+        raise UsageError("--png needs matplotlib, which is not installed here (pip install 'ccltune[png]'); "
                          "the HTML report itself does not need it") from None
 
 
@@ -84,12 +84,17 @@ def _line(ax: Any, c: LineChart) -> None:
         ax.axhspan(*sorted(c.ref_band), color="#e6e6e6", zorder=0)
     if c.ref_y is not None:
         ax.axhline(c.ref_y, color="#555", linestyle="--", linewidth=1)
+    for v, label in c.refs:
+        ax.axhline(v, color=svg.REF_COLOR, linestyle="-.", linewidth=1.2, label=label)
     for i, s in enumerate(c.series):
         color, width, dash = svg.series_style(i, s)
         if s.lo and s.hi:
             ax.fill_between(s.xs, s.lo, s.hi, color=color, alpha=0.18, linewidth=0)
-        ax.plot(s.xs, s.ys, color=color, linewidth=width, linestyle="--" if dash else "-", marker="o",
-                markersize=3, label=s.label)
+        for k, seg in enumerate(svg.segments(s)):  # broken at gaps, none for < 3 points
+            ax.plot(*zip(*seg), color=color, linewidth=width, linestyle="--" if dash else "-",
+                    label=s.label if k == 0 else None)
+        ax.plot(s.xs, s.ys, color=color, linestyle="none", marker="o", markersize=3 if len(s.xs) >= 3 else 5,
+                label=None if svg.segments(s) else s.label)
         bad = [(x, y) for j, (x, y) in enumerate(zip(s.xs, s.ys)) if s.marked and s.marked[j]]
         if bad:
             ax.scatter(*zip(*bad), color=svg.ALARM, s=36, zorder=3)

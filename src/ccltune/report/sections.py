@@ -8,13 +8,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune.report import compare as cmp
-from ccltune.report import data, zones
+from ccltune.report import data, verdict, workload, zones
 from ccltune.report.axes import size_label
-from ccltune.report.model import Block, LineChart, Note, Section, Table, Text, ZoneChart
+from ccltune.report.model import Block, LineChart, Note, Picker, Section, Table, Text, ZoneChart
 from ccltune.store import Run
 
-SECTION_IDS = ("env", "bench", "sweep", "rules", "validate", "links", "doctor", "compare")
-_NOT_BENCH = {"sweep", "validate", "links", "doctor", "check", "tune"}
+SECTION_IDS = ("verdict", "bench", "links", "rules", "validate", "sweep", "doctor", "runs", "env", "compare")
+# (heading, section ids) of the navigation bar: the page answers in this order
+NAV_GROUPS = (("Verdict", [("verdict", "cards")]),
+              ("Against the hardware", [("bench", "busbw"), ("links", "links")]),
+              ("Tuning", [("rules", "rules"), ("validate", "validation"), ("sweep", "sweep")]),
+              ("Details", [("doctor", "findings"), ("runs", "runs"), ("env", "environment"), ("compare", "compare")]))
+_NOT_BENCH = {"sweep", "validate", "replay", "links", "doctor", "topo", "tune"}
 _MAX_SIZE = 1 << 40  # rule ranges open to "any size" are drawn up to here
 
 
@@ -27,51 +32,105 @@ class ReportInput:
     artifacts: dict[int, dict[str, str]] = field(default_factory=dict)
     compare: tuple[Run, Run] | None = None
     tolerance_pct: float = cmp.DEFAULT_TOLERANCE_PCT
+    # Runs drawn in full (the latest N; None: all); the others are summarised (section 'runs')
+    drawn: set[int] | None = None
+    # run id -> collective -> highest busbw (GB/s) of NCCL's default, over every run in ``runs``
+    peaks: dict[int, dict[str, float]] = field(default_factory=dict)
 
     def of_kind(self, *kinds: str) -> list[Run]:
-        return [r for r in self.runs if r.kind in kinds]
+        return [r for r in self.runs if r.kind in kinds and self.is_drawn(r)]
+
+    def is_drawn(self, run: Run) -> bool:
+        return self.drawn is None or run.id in self.drawn
+
+    def measured(self) -> list[Run]:
+        """Drawn runs whose default rows are drawn on the busbw plots, the latest first."""
+        return sorted((r for r in self.runs if r.kind not in _NOT_BENCH and self.is_drawn(r) and self.rows.get(r.id)),
+                      key=lambda r: -r.id)
+
+    def run_colors(self) -> dict[int, int]:
+        return {r.id: i for i, r in enumerate(self.measured())}
 
 
 def build_sections(inp: ReportInput) -> list[Section]:
-    return [env_section(inp), bench_section(inp), sweep_section(inp), rules_section(inp),
-            validate_section(inp), links_section(inp), doctor_section(inp), compare_section(inp)]
+    return [verdict_section(inp), bench_section(inp), links_section(inp), rules_section(inp),
+            validate_section(inp), sweep_section(inp), doctor_section(inp), runs_section(inp),
+            env_section(inp), compare_section(inp)]
+
+
+def picker_groups(inp: ReportInput) -> list[tuple[str, str, str]]:
+    """The run picker: (group, label, colour) per run drawn on the busbw plots."""
+    from ccltune.report.svg import PALETTE
+
+    colors = inp.run_colors()
+    return [(f"r{r.id}", _short(r), PALETTE[colors[r.id] % len(PALETTE)]) for r in inp.measured()]
 
 
 def _none(inp: ReportInput, what: str) -> Note:
-    ids = ', '.join(str(r.id) for r in inp.runs)
+    ids = verdict.ids_text(sorted(r.id for r in inp.runs))
     return Note(f"No {what} among the runs in this report ({ids}).")
 
 
 def _title(run: Run) -> str:
-    host = run.env.get("host") or run.host
+    host = data.host_text(run)
     return f"run {run.id} ({run.kind}{', ' + host if host else ''}, {run.started_at})"
 
 
-def env_section(inp: ReportInput) -> Section:
-    s = Section("env", "Environment")
-    s.blocks.append(Note("One column per run; rows whose values differ between runs are highlighted."))
-    s.blocks.append(data.env_table(inp.runs))
+def _short(run: Run) -> str:
+    """'run 12 import, node-a, 4 x NVIDIA H200'."""
+    gpus = data.gpus_text(run.env.get("gpus"), run.env.get("world_size"))
+    return ", ".join(p for p in (f"run {run.id} {run.kind}", data.host_text(run), gpus) if p)
+
+
+def verdict_section(inp: ReportInput) -> Section:
+    s = Section("verdict", "Verdict")
+    found = verdict.cards(inp.runs, inp.findings, inp.peaks)
+    if not found:
+        return Section(s.id, s.title, [_none(inp, "run that names its host or GPUs")])
+    s.blocks.append(Note("One card per node (host and GPU model), from the latest stored run of each kind there; "
+                         "the worst first."))
+    s.blocks += found
     return s
 
 
+def _ceilings(inp: ReportInput, runs: list[Run]) -> list[tuple[float, str]]:
+    """Slowest-link ceilings to draw on the all_reduce plots: for each node of the drawn
+    measurement runs, its latest links run (else one of the same GPU model and count)."""
+    links = [r for r in inp.runs if r.kind == "links" and verdict.link_ceiling(r)]
+    out: dict[int, tuple[float, str]] = {}
+    for r in runs:
+        run = verdict.links_for(r, links)
+        if run is not None and run.id not in out:
+            c = verdict.link_ceiling(run)
+            out[run.id] = (c, f"ceiling {c:.1f} GB/s: {verdict.node_text(run)} (links run {run.id})")
+    return list(out.values())
+
+
 def bench_section(inp: ReportInput) -> Section:
-    s = Section("bench", "Bus bandwidth and time against size")
-    runs = [r for r in inp.runs if r.kind not in _NOT_BENCH and inp.rows.get(r.id)]
+    s = Section("bench", "Against the hardware: bus bandwidth against size")
+    runs = inp.measured()
     rows = [row for r in runs for row in inp.rows[r.id]]
-    bw, tm = data.curves(rows, "busbw_gbps"), data.curves(rows, "time_us")
+    colors = inp.run_colors()
+    bw, tm = data.curves(rows, "busbw_gbps", colors), data.curves(rows, "time_us", colors)
     if not bw and not tm:
-        return Section(s.id, s.title, [_none(inp, "measurements of NCCL's default (bench runs)")])
-    s.blocks.append(Note(f"Runs {', '.join(str(r.id) for r in runs)}: median over repetitions, NCCL's default configuration."))
+        return Section(s.id, s.title, [_none(inp, "measurements of NCCL's default (bench or import runs)")])
+    s.blocks.append(Picker(picker_groups(inp)))
+    s.blocks.append(Note("Median over repetitions, NCCL's default configuration; one colour per run, in-place "
+                         "dashed. A run of fewer than 3 sizes is drawn as points. Click a legend entry to hide or "
+                         "show its line. The all_reduce plots carry the slowest-link ceiling (dash-dot) of each "
+                         "node whose links are stored, measured or imported."))
     for coll in sorted(set(bw) | set(tm)):
         if coll in bw:
-            s.blocks.append(LineChart(f"{coll}: bus bandwidth", "message size", "busbw GB/s", bw[coll]))
-        if coll in tm:
-            s.blocks.append(LineChart(f"{coll}: time", "message size", "time us", tm[coll]))
+            mine = sorted({ln.group for ln in bw[coll]})
+            refs = _ceilings(inp, [r for r in runs if f"r{r.id}" in mine]) if verdict.is_all_reduce(coll) else []
+            s.blocks.append(LineChart(f"{coll}: bus bandwidth", "message size", "busbw GB/s", bw[coll], refs=refs))
+    for coll in sorted(tm):
+        s.blocks.append(LineChart(f"{coll}: time", "message size", "time us", tm[coll]))
     return s
 
 
 def sweep_section(inp: ReportInput) -> Section:
-    s = Section("sweep", "Sweep: every candidate against NCCL's default")
+    s = Section("sweep", "Tuning: every swept candidate against NCCL's default")
     for run in inp.of_kind("sweep"):
         rows = inp.rows.get(run.id, [])
         s.blocks.append(Note(_title(run)))
@@ -117,10 +176,10 @@ def _size_bounds(inp: ReportInput, rules: list[zones.Rule]) -> tuple[int, int]:
 
 
 def rules_section(inp: ReportInput) -> Section:
-    s = Section("rules", "Tuned rules as zones on the size axis")
+    s = Section("rules", "Tuning: rules as zones on the size axis")
     parsed = []
     for run in inp.runs:
-        text = inp.artifacts.get(run.id, {}).get("rules")
+        text = inp.artifacts.get(run.id, {}).get("rules") if inp.is_drawn(run) else None
         if text is not None:
             parsed.append((run, text, *zones.parse_rules(text)))
     if not parsed:
@@ -134,11 +193,12 @@ def rules_section(inp: ReportInput) -> Section:
         for p in problems:
             s.blocks.append(Note(f"rules of run {run.id}, {p} (not drawn)", "warn"))
         s.blocks.append(Text(f"rule file of run {run.id}", text))
+        s.blocks += workload.tune_tables(run)
     return s
 
 
 def validate_section(inp: ReportInput) -> Section:
-    s = Section("validate", "Validation: tuned rules against NCCL's default")
+    s = Section("validate", "Tuning: the rules against NCCL's default")
     for run in inp.of_kind("validate"):
         verdict = str(run.summary.get("status") or run.summary.get("verdict") or "none recorded")
         level = {"PASS": "good", "FAIL": "bad"}.get(verdict.upper(), "warn")
@@ -162,25 +222,87 @@ def validate_section(inp: ReportInput) -> Section:
             t.row_class.append("bad" if p.slower else ("good" if p.speedup > 1 + p.noise_pct / 100 else ""))
         s.blocks.append(t)
         s.blocks += [timing] if timing is not None else []
-    return s if s.blocks else Section(s.id, s.title, [_none(inp, "validate runs")])
+    s.blocks += _replays(inp)
+    return s if s.blocks else Section(s.id, s.title, [_none(inp, "validate or replay runs")])
+
+
+def _replays(inp: ReportInput) -> list[Block]:
+    """``replay`` runs: the verdict, communication time per step both ways, the entries by share."""
+    out: list[Block] = []
+    for run in inp.of_kind("replay"):
+        status = str(run.summary.get("status") or "none recorded")
+        per = run.summary.get("comm_us_per_step") or {}
+        both = ", ".join(f"{arm} {per[arm]:.1f} us" for arm in ("default", "rules") if per.get(arm) is not None)
+        out.append(Note(f"{_title(run)}: replay verdict {status}" + (f"; communication per step: {both}" if both else "")
+                        + (f" ({run.summary['reason']})" if run.summary.get("reason") else ""),
+                        {"PASS": "good", "FAIL": "bad"}.get(status.upper(), "info")))
+        table = workload.replay_table(run)
+        out += [table] if table is not None else []
+    return out
 
 
 def links_section(inp: ReportInput) -> Section:
-    s = Section("links", "GPU-to-GPU link bandwidth")
+    s = Section("links", "Against the hardware: GPU-to-GPU link bandwidth")
     for run in inp.of_kind("links"):
         links = inp.links.get(run.id, [])
-        s.blocks.append(Note(_title(run)))
+        src = run.env.get("source") if run.command.startswith("ccltune import") else None
+        how = f"imported from {src} {run.env.get('tool_version') or ''}".strip() if src else "measured by ccltune links"
+        s.blocks.append(Note(f"{_title(run)}: {data.gpus_text(run.env.get('gpus'))}, {how}"))
         slow = data.slowest_link(links, run.summary)
         if slow is not None:
             lat = f", {slow['latency_us']:.3g} us" if slow.get("latency_us") is not None else ""
             bw = slow.get("bandwidth_gbps")
-            how = "/".join(str(slow[k]) for k in ("method", "direction") if slow.get(k))
+            kind = "/".join(str(slow[k]) for k in ("method", "direction") if slow.get(k))
             s.blocks.append(Note(f"Slowest link (outlined in red): GPU {slow.get('src')} -> GPU {slow.get('dst')}"
-                                 f"{' ' + how if how else ''}: {bw if bw is None else f'{bw:.4g}'} GB/s{lat}", "warn"))
-        if run.summary.get("ceiling_gbps") is not None:
-            s.blocks.append(Note(f"Expected ceiling: {run.summary['ceiling_gbps']} GB/s"))
+                                 f"{' ' + kind if kind else ''}: {bw if bw is None else f'{bw:.4g}'} GB/s{lat}", "warn"))
+        ceiling = data.ceiling_gbps(run.summary)
+        if ceiling is not None:
+            s.blocks.append(Note(f"Slowest-link ceiling: {ceiling:.2f} GB/s (per GPU, its slowest link x its peers; "
+                                 "the smallest over the GPUs). The all_reduce busbw plots draw it as a line."))
         s.blocks += data.link_heatmaps(links, run.summary) or [Note(f"run {run.id} has no link rows.", "warn")]
-    return s if s.blocks else Section(s.id, s.title, [_none(inp, "links runs")])
+    return s if s.blocks else Section(s.id, s.title, [_none(inp, "links runs (measured or imported)")])
+
+
+def env_section(inp: ReportInput) -> Section:
+    s = Section("env", "Environment")
+    runs = [r for r in inp.runs if inp.is_drawn(r)]
+    if not runs:
+        return Section(s.id, s.title, [_none(inp, "runs drawn in full")])
+    shared, differ = data.env_tables(runs)
+    s.blocks.append(Note("What the runs ran on: facts every run shares once, then one row per run for the facts "
+                         "that differ. ccltune's own variables (CCLTUNE_COMMAND, CCLTUNE_OUTCOME_FILE, ...) are "
+                         "not the user's environment and are left out."))
+    s.blocks.append(differ if differ.rows else Note("Every run records the same facts."))
+    if shared.rows:
+        s.blocks.append(shared)
+    s.blocks.append(Table(["run", "command"], [[str(r.id), data.command_text(r)] for r in runs], wide=True,
+                          caption="Commands, one line each"))
+    return s
+
+
+def runs_section(inp: ReportInput) -> Section:
+    """Every run: one line each (older ones are only here), then the drawn numbers as tables."""
+    s = Section("runs", "Runs")
+    colls = sorted({c for p in inp.peaks.values() for c in p})[:6]
+    t = Table(["run", "kind", "status", "started", "host", "GPUs", "drawn", *[f"{c} best busbw GB/s" for c in colls]],
+              [], wide=True, caption=f"All {len(inp.runs)} runs in this report")
+    for r in sorted(inp.runs, key=lambda r: -r.id):
+        peak = inp.peaks.get(r.id, {})
+        t.rows.append([str(r.id), r.kind, data.status_text(r), r.started_at, data.host_text(r),
+                       data.gpus_text(r.env.get("gpus"), r.env.get("world_size")),
+                       "yes" if inp.is_drawn(r) else "summarised", *[data.num(peak.get(c)) for c in colls]])
+        t.row_class.append("bad" if r.status in ("failed", "abandoned") else "warn" if r.status == "interrupted" else "")
+    if inp.drawn is not None:
+        s.blocks.append(Note(f"{len(inp.drawn)} of {len(inp.runs)} runs are drawn in full (the latest); the others are "
+                             "summarised here. Choose with --runs, or draw more with --latest N."))
+    s.blocks.append(t)
+    for coll, lines in data.curves([row for r in inp.measured() for row in inp.rows[r.id]], "busbw_gbps").items():
+        sizes = sorted({x for ln in lines for x in ln.xs})
+        raw = Table(["size", *[ln.label for ln in lines]], [], wide=True, folded=f"{coll}: busbw GB/s per size (raw)")
+        for x in sizes:
+            raw.rows.append([size_label(x), *[data.num(dict(zip(ln.xs, ln.ys)).get(x)) for ln in lines]])
+        s.blocks.append(raw)
+    return s
 
 
 def doctor_section(inp: ReportInput) -> Section:

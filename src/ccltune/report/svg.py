@@ -11,9 +11,12 @@ from html import escape
 from ccltune.report import axes
 from ccltune.report.model import Heatmap, LineChart, Series, ZoneChart
 
-PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f",
-           "#ff9da7", "#17becf", "#8c564b", "#bcbd22", "#7f7f7f")
+# Okabe and Ito's palette for colour-blind readers (its yellow and black left out: too pale on
+# white, and black is NCCL's default), then Paul Tol's wine: 7 + 1 distinct hues. A chart shows
+# at most 8 series by default, so no two visible series share a colour.
+PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#882255", "#999933")
 DEFAULT_COLOR = "#1b1b1b"  # NCCL's default configuration
+REF_COLOR = "#444"  # the slowest-link ceiling, the line at 1
 ALARM = "#d62728"  # regressions, slower sizes, the slowest link
 WIDTH = 760
 _FONT = 'font-family="sans-serif" font-size="12"'
@@ -24,8 +27,9 @@ def series_style(i: int, s: Series) -> tuple[str, float, str]:
     """(colour, stroke width, dash pattern) of the i-th series; shared with png.py."""
     if s.emphasis:
         return DEFAULT_COLOR, 3.0, ""
-    dash = "" if (i // len(PALETTE)) % 2 == 0 else "5,3"
-    return PALETTE[i % len(PALETTE)], 1.6, dash
+    k = i if s.color is None else s.color
+    dash = "6,3" if s.dashed else ("" if (k // len(PALETTE)) % 2 == 0 else "2,2")
+    return PALETTE[k % len(PALETTE)], 2.0, dash
 
 
 def _open(width: float, height: float, title: str) -> str:
@@ -54,6 +58,7 @@ def y_range(chart: LineChart) -> tuple[float, float, list[float]]:
     """(lo, hi, ticks) of the value axis; shared with png.py."""
     vals = [v for s in chart.series for v in (*s.ys, *(s.lo or []), *(s.hi or []))]
     if chart.y_log:
+        vals += [v for v, _ in chart.refs] if vals else []
         lo, hi = axes.log_bounds(vals)
         return lo, hi, axes.log_ticks(lo, hi)
     extra = [chart.ref_y] if chart.ref_y is not None else []
@@ -68,31 +73,34 @@ def x_range(xs: list[float]) -> tuple[float, float]:
 
 
 def plottable(chart: LineChart) -> LineChart:
-    """The chart without points a log axis cannot show (a 0-byte size, a 0.00 GB/s busbw)."""
+    """The chart without points a log axis cannot show (a 0-byte size, a 0.00 GB/s busbw): such
+    a point becomes a gap of its series, never silently dropped. Every series is kept (empty
+    ones too), so series k is still the k-th legend entry."""
     def keep(x: float, y: float) -> bool:
         return (x > 0 or not chart.x_log) and (y > 0 or not chart.y_log)
 
     series = []
     for s in chart.series:
         idx = [i for i, (x, y) in enumerate(zip(s.xs, s.ys)) if keep(x, y)]
+        lost = [(x, f"{y:g}, below a log axis") for x, y in zip(s.xs, s.ys) if not keep(x, y) and x > 0]
         pick = (lambda v: None if v is None else [v[i] for i in idx])
-        series.append(replace(s, xs=pick(s.xs), ys=pick(s.ys), lo=pick(s.lo), hi=pick(s.hi), marked=pick(s.marked)))
-    return replace(chart, series=[s for s in series if s.xs])
+        series.append(replace(s, xs=pick(s.xs), ys=pick(s.ys), lo=pick(s.lo), hi=pick(s.hi), marked=pick(s.marked),
+                              gaps=sorted(s.gaps + lost)))
+    return replace(chart, series=series)
 
 
 def line_chart(chart: LineChart) -> str:
+    """The plot only: its legend is HTML beside it (html.py), so entries are never cut and
+    can toggle their series. Series k is ``<g class="s s{k} {group}">``."""
     chart = plottable(chart)
-    xs = [x for s in chart.series for x in s.xs]
+    xs = [x for s in chart.series for x in (*s.xs, *(g for g, _ in s.gaps))]
     x_lo, x_hi = x_range(xs)
     y_lo, y_hi, y_ticks = y_range(chart)
     right = WIDTH - _RIGHT
     bottom = _TOP + _PLOT_H
     sx = _Scale(x_lo, x_hi, _LEFT, right, True)
     sy = _Scale(y_lo, y_hi, bottom, _TOP, chart.y_log)
-    cols = 3
-    legend_rows = math.ceil(len(chart.series) / cols)
-    height = bottom + 48 + 18 * legend_rows
-    out = [_open(WIDTH, height, chart.title)]
+    out = [_open(WIDTH, bottom + 44, chart.title)]
     out.append(f'<rect x="{_LEFT}" y="{_TOP}" width="{right - _LEFT}" height="{_PLOT_H}" fill="#fafafa" stroke="#999"/>')
     if chart.ref_band:
         b0, b1 = sorted(chart.ref_band)
@@ -108,38 +116,67 @@ def line_chart(chart: LineChart) -> str:
         out.append(_text(_LEFT - 6, y + 4, axes.value_label(t), "end"))
     if chart.ref_y is not None and y_lo <= chart.ref_y <= y_hi:
         y = sy(chart.ref_y)
-        out.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#555" stroke-dasharray="6,4"/>')
+        out.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="{REF_COLOR}" stroke-dasharray="6,4"/>')
+    for k, (v, label) in enumerate(chart.refs):  # ceilings: a labelled line each
+        if not y_lo <= v <= y_hi:
+            continue
+        y = sy(v)
+        out.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="{REF_COLOR}" stroke-width="1.6" '
+                   f'stroke-dasharray="8,3,2,3"><title>{escape(label)}</title></line>')
+        above = k % 2 == 0 and y - 18 > _TOP
+        out.append(_text(right - 6, y - 5 if above else y + 13, label, "end",
+                         ' font-size="11" fill="#222" paint-order="stroke" stroke="#fafafa" stroke-width="3"'))
     out.append(_text((_LEFT + right) / 2, bottom + 34, chart.x_label))
     out.append(_text(16, (_TOP + bottom) / 2, chart.y_label, extra=f' transform="rotate(-90 16 {(_TOP + bottom) / 2:.1f})"'))
     for i, s in enumerate(chart.series):
-        out.append(_series(i, s, sx, sy, chart.y_label))
-    for i, s in enumerate(chart.series):
-        color, width, dash = series_style(i, s)
-        x = _LEFT + (i % cols) * ((right - _LEFT) / cols)
-        y = bottom + 56 + 18 * (i // cols)
-        out.append(f'<line x1="{x:.1f}" y1="{y - 4:.1f}" x2="{x + 22:.1f}" y2="{y - 4:.1f}" stroke="{color}" '
-                   f'stroke-width="{width}"' + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
-        out.append(_text(x + 28, y, _clip(s.label, 30), "start"))
+        out.append(_series(i, s, sx, sy, chart.y_label, bottom))
     out.append("</svg>")
     return "".join(out)
 
 
-def _series(i: int, s: Series, sx: _Scale, sy: _Scale, unit: str) -> str:
+def segments(s: Series) -> list[list[tuple[float, float]]]:
+    """The series' points cut into runs that no gap falls inside: a line never crosses a size
+    that was run without a value, nor a stretch of sizes the run skipped (a step over 4x the
+    run's usual size step, and over 16x). Fewer than 3 points in all: no line, points only."""
+    pts = sorted(zip(s.xs, s.ys))
+    if len(pts) < 3:
+        return []
+    gaps = sorted(g for g, _ in s.gaps)
+    steps = sorted(b[0] / a[0] for a, b in zip(pts, pts[1:]) if a[0] > 0)
+    usual = steps[len(steps) // 2] if steps else 2.0
+    out: list[list[tuple[float, float]]] = [[pts[0]]]
+    for prev, cur in zip(pts, pts[1:]):
+        jump = prev[0] > 0 and cur[0] / prev[0] > max(16.0, 4 * usual)
+        if jump or any(prev[0] < g < cur[0] for g in gaps):
+            out.append([])
+        out[-1].append(cur)
+    return [seg for seg in out if len(seg) > 1]
+
+
+def _series(i: int, s: Series, sx: _Scale, sy: _Scale, unit: str, bottom: float) -> str:
     color, width, dash = series_style(i, s)
-    pts = list(zip(s.xs, s.ys))
-    out = []
+    out = [f'<g class="s s{i + 1}{" " + escape(s.group) if s.group else ""}">']
     if s.lo and s.hi:
         upper = [f"{sx(x):.1f},{sy(h):.1f}" for x, h in zip(s.xs, s.hi)]
         lower = [f"{sx(x):.1f},{sy(lo):.1f}" for x, lo in zip(reversed(s.xs), reversed(s.lo))]
         out.append(f'<polygon points="{" ".join(upper + lower)}" fill="{color}" fill-opacity="0.18" stroke="none"/>')
-    path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
-    out.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="{width}"'
-               + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
-    for j, (x, y) in enumerate(pts):
+    for seg in segments(s):
+        path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in seg)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="{width}"'
+                   + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
+    alone = len(s.xs) < 3
+    for j, (x, y) in enumerate(zip(s.xs, s.ys)):
         marked = bool(s.marked and s.marked[j])
-        fill, r = (ALARM, 4.5) if marked else (color, 2.6)
+        fill, r = (ALARM, 4.5) if marked else (color, 4.0 if alone else 2.6)
         tip = f"{s.label}: {axes.size_label(x)}, {y:.4g} {unit}" + (" (flagged)" if marked else "")
-        out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="{r}" fill="{fill}"><title>{escape(tip)}</title></circle>')
+        out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="{r}" fill="{fill}"'
+                   + (' stroke="#fff"' if alone else "") + f'><title>{escape(tip)}</title></circle>')
+    for x, why in s.gaps:  # a cross on the size axis: run at this size, nothing to draw
+        cx, cy = sx(x), bottom - 6
+        tip = f"{s.label}: not drawn at {axes.size_label(x)} ({why})"
+        out.append(f'<path d="M{cx - 4:.1f},{cy - 4:.1f}l8,8m0,-8l-8,8" stroke="{color}" stroke-width="2">'
+                   f'<title>{escape(tip)}</title></path>')
+    out.append("</g>")
     return "".join(out)
 
 

@@ -174,8 +174,15 @@ def gpu_model(env: Mapping[str, Any], platform: str | None = None) -> str:
     if len(names) > 1:
         raise DataError(f"the run mixed GPU models ({', '.join(sorted(names))}); rules cannot name one platform")
     name = names.pop() if names else None
+    if name == "unknown" or (platform or "").startswith("unknown"):
+        raise DataError("the run records no GPU model (imported output that names none); import it again"
+                        " with --gpu NAME")
     if name is None and platform and not platform.startswith("cpu"):
         name = platform.rsplit(" x", 1)[0] if " x" in platform else platform
+    if not name and platform and platform.startswith("cpu"):
+        raise DataError(f"the run records no GPU model: it was measured on the CPU ({platform!r}), where a sweep "
+                        "times only the library's default, so it has no rules to give; sweep on GPUs with the "
+                        "nccl engine")
     if not name:
         raise DataError("the run records no GPU model (env gpus, runs.platform); cannot place its rules"
                         " under a platform section")

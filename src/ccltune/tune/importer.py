@@ -1,6 +1,7 @@
-"""nccl-tests output -> measurement rows (pure: text in, records out).
+"""nccl-tests and rccl-tests output -> measurement rows (pure: text in, records out).
 
-Supported inputs:
+Supported inputs (nccl-tests 2.13 to 2.19; rccl-tests from 2022-10, whose lines are listed at
+``_RANK_RE``, ``_SHAPE_RE`` and ``_META_RES`` with the source they come from):
 
 - **Text table** (stdout of ``*_perf``): ``#`` header lines, a column header
   ``#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong``
@@ -17,7 +18,9 @@ Supported inputs:
 A text file may hold several runs (``cat all_reduce.txt all_gather.txt``): a run's preamble
 (``# nccl-tests version``, ``# Collective test starting``, ``# nThread``, the device list) or column
 header after the previous run's table starts the next run, and each run's rows take their facts
-(collective, nRanks, graph, NCCL version) from their own header only.
+(collective, nRanks, graph, NCCL version) from their own header only. rccl-tests' in-place-only table
+(``-O 0``: one block) gives in-place rows only. Lines without '#' that RCCL or NCCL print between the
+header lines (version banner, log lines) are read for the environment or skipped.
 
 The collective comes from ``# Collective test starting: all_reduce_perf`` (or the JSON argv),
 else ``--collective``, else the file name (a file of one run only); ``--collective`` that
@@ -46,10 +49,31 @@ from ccltune.store import Measurement
 from ccltune.tune.derive import Candidate
 
 _START_RE = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
-_RANK_RE = re.compile(r"^#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
+# nccl-tests 2.13+: "#  Rank %2d Group %2d Pid %6d on %10s device %2d [bus] %s" (bus "0x%02x" in 2.13,
+# "%04x:%02x:%02x" from 2.17); rccl-tests: "#   Rank %2d Pid %6d on %10s device %2d [%s] %s" (no Group).
+_RANK_RE = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
+                      r"\s+\[([^\]]*)\]\s*(.*)$")
+# nccl-tests: "# nThread 1 nGpus 8 minBytes ..."; rccl-tests 2022: "# nThread: 1 nGpus: 1 minBytes: ...",
+# 2022-10..2024-02: "# nThreads: 1 nGpus: 1 nRanks: 2 minBytes: ..." (nRanks: ranks per GPU, -R)
+_SHAPE_RE = re.compile(r"^#\s*nThreads?:?\s+(\d+)\s+nGpus:?\s+(\d+)(?:\s+nRanks:?\s+(\d+))?")
 _GRAPH_RE = re.compile(r"\bgraph:\s*(\d+)")
 _VERSION_RE = re.compile(r"nccl-library=(\d+)")
-_RUN_START_RE = re.compile(r"^#\s*(nccl-tests version\b|Collective test starting:|nThread\s|Using devices)")
+_TESTS_VERSION_RE = re.compile(r"^#\s*nccl-tests version\s+(\S+)")
+_RUN_START_RE = re.compile(r"^#\s*(nccl-tests version\b|Collective test starting:|nThreads?:?\s|Using devices)")
+# Lines rccl-tests and RCCL print without '#': the env key each one fills (rccl-tests common.cu
+# "rccl-tests: Version %s" from 2024-03; RCCL init.cc showVersion with NCCL_DEBUG=VERSION:
+# "%-12s : %s" lines from RCCL 2.21 (2024-07), "RCCL version 2.18.3+hip6.0 develop:abc1234" before).
+_META_RES = (
+    ("rccl_tests_version", re.compile(r"^rccl-tests: Version\s+(.+?)\s*$")),
+    ("rccl_version", re.compile(r"\bRCCL version\s*:\s*(\S+)")),
+    ("rccl_version", re.compile(r"\bRCCL version\s+(\S+)")),
+    ("hip_version", re.compile(r"^HIP version\s*:\s*(\S+)")),
+    ("rocm_version", re.compile(r"^ROCm version\s*:\s*(\S+)")),
+    ("hostname", re.compile(r"^Hostname\s*:\s*(\S+)")),
+    ("library_path", re.compile(r"^Librccl path\s*:\s*(.+?)\s*$")),
+)
+# other lines a run's output may hold between its own: NCCL/RCCL log lines, nccl-tests' notices
+_NOISE_RE = re.compile(r"\bNCCL (INFO|WARN|TRACE)\b|^Option -|^invalid option|^#|^\S+: Test timeout")
 _FOOTER = "# Avg bus bandwidth"
 _TIME_COLS = ("time", "cputime")
 _UNMEASURED = ("n/a", "nan")  # what nccl-tests prints for a value it has not got
@@ -72,6 +96,9 @@ class Parsed:
     hosts: list[str] = field(default_factory=list)
     nccl_version: str | None = None
     line: int = 1  # where the run starts in its file
+    # what else the output says about its environment: tool and tool_version, rccl_version,
+    # hip_version, rocm_version, hostname, library_path, devices (rank, host, pid, device, bus_id, name)
+    env: dict[str, Any] = field(default_factory=dict)
 
 
 class _Bad(Exception):
@@ -125,14 +152,37 @@ def _collective(program: str | None, source: str, where: str, override: str | No
                      " cannot tell the collective; pass --collective")
 
 
-def _ranks(path: str, line: int | None, ranks: dict[int, tuple[str, str]], nranks: int | None) -> tuple[int, int]:
+@dataclass
+class _Shape:
+    """What a run's header says about its ranks: the ``#  Rank`` lines (rank -> (host, pid, model)),
+    the ``nThread``/``nGpus`` (and rccl-tests' ``nRanks``) line, and whether lines were elided
+    (nccl-tests cuts one process's device list at 2048 bytes and ends it with '...'); rccl-tests
+    2022-10..2024-02 prints ``nRanks``, its ranks per GPU."""
+
+    ranks: dict[int, tuple[str, int, str]] = field(default_factory=dict)
+    threads: int | None = None
+    gpus: int | None = None
+    per_gpu: int | None = None
+    elided: bool = False
+
+    def implied(self) -> int:
+        """Ranks the header implies: nThread x nGpus (x rccl-tests' ranks per GPU) x processes (one
+        process per distinct host and Pid), and never fewer than the rank lines name."""
+        listed = max(self.ranks) + 1 if self.ranks else 0
+        procs = len({(h, pid) for h, pid, _ in self.ranks.values()})
+        per_proc = (self.threads or 1) * (self.gpus or 1) * (self.per_gpu or 1)
+        return max(listed, len(self.ranks), per_proc * procs)
+
+
+def _ranks(path: str, line: int | None, shape: _Shape, nranks: int | None) -> tuple[int, int]:
+    hosts = len({h for h, _, _ in shape.ranks.values()})
     if nranks is not None:
-        if ranks and len(ranks) != nranks:
-            raise _fail(path, line, f"--nranks {nranks} but the file lists {len(ranks)} ranks")
-        return nranks, len({h for h, _ in ranks.values()}) or 1
-    if not ranks:
+        if shape.ranks and shape.implied() != nranks:
+            raise _fail(path, line, f"--nranks {nranks} but the file lists {shape.implied()} ranks")
+        return nranks, hosts or 1
+    if not shape.ranks:
         raise _fail(path, line, "no '#  Rank N ...' device lines; pass --nranks")
-    return len(ranks), len({h for h, _ in ranks.values()})
+    return shape.implied(), hosts or 1
 
 
 def _possible(value: float | None, kind: str, size: int) -> bool:
@@ -167,6 +217,10 @@ def _number_cell(cell: str, what: str, kind: str, size: int) -> float | None:
         value: float | None = float(cell)
     except ValueError:
         value = None
+    if kind == "time" and value == 0:
+        # the table's 0.00 (%.2f): under 5 ns a call, e.g. one rank's in-place call in a CUDA graph,
+        # which NCCL turns into nothing (fixtures/nccl-tests/*inplace_zero.txt); kept as "time 0"
+        return value
     if value is None or not _possible(value, kind, size):
         raise _Bad(f"bad {what} {cell!r}: must be {_EXPECT[kind]}")
     return value
@@ -220,6 +274,45 @@ def parse_text(text: str, path: str, *, candidate: Candidate = Candidate(), coll
     return [_parse_run(lines, path, candidate, collective, nranks, len(runs) > 1) for lines in runs]
 
 
+def _meta(line: str, env: dict[str, Any]) -> bool:
+    """Store what an rccl-tests/RCCL line without '#' says (first value wins); False if it says nothing."""
+    for key, regex in _META_RES:
+        if m := regex.search(line):
+            env.setdefault(key, m.group(1))
+            return True
+    return False
+
+
+def _header_line(line: str, lineno: int, path: str, shape: _Shape, env: dict[str, Any]) -> list[int] | None:
+    """Read one '#' line into ``shape`` and ``env``; the column header returns where each
+    (time, algbw, busbw, #wrong) block starts (one block: rccl-tests' in-place-only table)."""
+    if m := _RANK_RE.match(line):
+        rank, pid, host, dev, bus, model = m.groups()
+        model = model.strip()
+        if model.endswith("..."):  # the cut line itself: its model is incomplete
+            shape.elided, model = True, model[:-3].rstrip()
+        shape.ranks[int(rank)] = (host, int(pid), model)
+        if "Group" not in line:  # rccl-tests prints no Group field
+            env["tool"] = "rccl-tests"
+        env.setdefault("devices", []).append({"rank": int(rank), "host": host, "pid": int(pid),
+                                              "device": int(dev), "bus_id": bus, "name": model})
+    elif line.rstrip().endswith("..."):
+        shape.elided = True
+    elif m := _SHAPE_RE.match(line):
+        shape.threads, shape.gpus = int(m.group(1)), int(m.group(2))
+        shape.per_gpu = int(m.group(3)) if m.group(3) else None
+    elif m := _TESTS_VERSION_RE.match(line):
+        env.setdefault("tool_version", m.group(1))
+    if not _is_columns(line):
+        return None
+    cols = line[1:].split()
+    blocks = [i for i, c in enumerate(cols) if c in _TIME_COLS]
+    if not 1 <= len(blocks) <= 2 or any(cols[b + 1:b + 4] != ["algbw", "busbw", "#wrong"] for b in blocks):
+        raise _fail(path, lineno, "unrecognised column header (expected size count type redop root,"
+                                  " then time algbw busbw #wrong twice)")
+    return blocks
+
+
 def _parse_run(lines: list[tuple[int, str]], path: str, candidate: Candidate, collective: str | None,
                nranks: int | None, several: bool) -> Parsed:
     """One run's lines (see ``_split_runs``). ``several``: the file holds more runs, so errors about
@@ -227,7 +320,7 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: Candidate, co
     first = lines[0][0] if lines else 1
     at = first if several else None
     program, program_line = None, 0
-    ranks: dict[int, tuple[str, str]] = {}
+    shape, env = _Shape(), {}
     graph, version = 0, None
     blocks: list[int] | None = None  # column index where each (time, algbw, busbw, #wrong) block starts
     ncols = 0
@@ -237,22 +330,18 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: Candidate, co
         if line.startswith("#"):
             if m := _START_RE.match(line):
                 program, program_line = m.group(1), lineno
-            elif m := _RANK_RE.match(line):
-                ranks[int(m.group(1))] = (m.group(2), m.group(3).strip())
             elif line.startswith(_FOOTER):
                 footer = True
-            if _is_columns(line):
-                cols = line[1:].split()
-                blocks = [i for i, c in enumerate(cols) if c in _TIME_COLS]
-                if len(blocks) != 2 or any(cols[b + 1:b + 4] != ["algbw", "busbw", "#wrong"] for b in blocks):
-                    raise _fail(path, lineno, "unrecognised column header (expected size count type redop root,"
-                                              " then time algbw busbw #wrong twice)")
-                ncols = blocks[1] + 4
+            if (cols := _header_line(line, lineno, path, shape, env)) is not None:
+                blocks = cols
+                ncols = blocks[-1] + 4
             if g := _GRAPH_RE.search(line):
                 graph = 1 if int(g.group(1)) > 0 else 0
-            if v := _VERSION_RE.search(line):
+            if (v := _VERSION_RE.search(line)) and int(v.group(1)):  # 0: no NCCL (ccltune's gloo engine)
                 version = _nccl_version(int(v.group(1)))
             continue
+        if _meta(line, env) or footer or _NOISE_RE.search(line):
+            continue  # after the footer: ncclGetLastError's line
         if blocks is None:
             raise _fail(path, lineno, "data before the column header ('#  size  count  type ...')")
         cells = line.split()
@@ -269,13 +358,16 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: Candidate, co
     line = program_line if program else at  # where the collective is (or should be) said
     coll = _collective(program, "the header", f"{path}:{line}" if line else path, collective,
                        None if several else path)
-    n_ranks, n_nodes = _ranks(path, at, ranks, nranks)
+    n_ranks, n_nodes = _ranks(path, at, shape, nranks)
+    if "tool" not in env:
+        env["tool"] = "rccl-tests" if any(k.startswith("rccl") for k in env) else "nccl-tests"
+    places = (True,) if len(blocks) == 1 else (False, True)
     rows = []
     for lineno, cells in table:
         try:
             size, count = _int_cell(cells[0], "size"), _int_cell(cells[1], "count")
             root = _int_cell(cells[4], "root", -1, n_ranks - 1)
-            for b, in_place in zip(blocks, (False, True)):
+            for b, in_place in zip(blocks, places):
                 place = "in-place" if in_place else "out-of-place"
                 t, alg, bus, wrong = (_number_cell(c, f"{place} {name}", kind, size) for c, name, kind in
                                       zip(cells[b:b + 4], ("time", "algbw", "busbw", "#wrong"),
@@ -284,8 +376,9 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: Candidate, co
                                  graph, in_place, t, alg, bus, wrong))
         except _Bad as exc:
             raise _fail(path, lineno, str(exc)) from None
-    return Parsed(path, coll, n_ranks, n_nodes, rows, [g for _, (_, g) in sorted(ranks.items())],
-                  sorted({h for h, _ in ranks.values()}), version, first)
+    hosts = {h for h, _, _ in shape.ranks.values()} | ({env["hostname"]} if "hostname" in env else set())
+    return Parsed(path, coll, n_ranks, n_nodes, rows, [g for _, (_, _, g) in sorted(shape.ranks.items()) if g],
+                  sorted(hosts), version, first, env)
 
 
 # --- -J JSON: every field read is checked, an error names the file and the field's path ---
@@ -382,18 +475,25 @@ def parse_json(text: str, path: str, *, candidate: Candidate = Candidate(), coll
         raise js.fail("args[0]", "a string", program)
     cfg = js.get(doc, "config", "", "an object", lambda v: isinstance(v, dict)) or {}
     graph = 1 if (js.integer(cfg, "graph", "config") or 0) > 0 else 0
-    ranks: dict[int, tuple[str, str]] = {}
+    shape, env = _Shape(threads=js.integer(cfg, "nthreads", "config"), gpus=js.integer(cfg, "ngpus", "config")), {}
     for i, dev in enumerate(js.get(cfg, "devices", "config", "a list", lambda v: isinstance(v, list)) or []):
         at = f"config.devices[{i}]"
         if not isinstance(dev, dict):
             raise js.fail(at, "an object", dev)
         rank = js.integer(dev, "rank", at, required=True, low=0)
         host = js.get(dev, "hostname", at, "a string", lambda v: isinstance(v, str), required=True)
-        info = js.get(dev, "device_info", at, "a string", lambda v: isinstance(v, str)) or ""
-        ranks[rank] = (host, info.strip())
-    version = js.integer(doc, "nccl_version", "", low=0)
+        info = (js.get(dev, "device_info", at, "a string", lambda v: isinstance(v, str)) or "").strip()
+        pid = js.integer(dev, "pid", at) or 0
+        shape.ranks[rank] = (host, pid, info)
+        env.setdefault("devices", []).append({"rank": rank, "host": host, "pid": pid,
+                                              "device": js.integer(dev, "device", at),
+                                              "bus_id": js.get(dev, "device_hex", at, "a string",
+                                                               lambda v: isinstance(v, str)),
+                                              "name": info})
+    version = js.integer(doc, "nccl_version", "", low=0) or None
     coll = _collective(program, '"args[0]"', path, collective, path)
-    n_ranks, n_nodes = _ranks(path, None, ranks, nranks)
+    n_ranks, n_nodes = _ranks(path, None, shape, nranks)
+    env["tool"] = "nccl-tests"
     rows = []
     for i, res in enumerate(doc["results"]):
         at = f"results[{i}]"
@@ -416,8 +516,9 @@ def parse_json(text: str, path: str, *, candidate: Candidate = Candidate(), coll
                              t, alg, bus, js.number(blk, "nwrong", where, "wrong", size)))
     if not rows:
         raise _fail(path, None, "no result rows")
-    return Parsed(path, coll, n_ranks, n_nodes, rows, [g for _, (_, g) in sorted(ranks.items())],
-                  sorted({h for h, _ in ranks.values()}), None if version is None else _nccl_version(version))
+    return Parsed(path, coll, n_ranks, n_nodes, rows, [g for _, (_, _, g) in sorted(shape.ranks.items()) if g],
+                  sorted({h for h, _, _ in shape.ranks.values()}),
+                  None if version is None else _nccl_version(version), 1, env)
 
 
 def _json_root(js: _Json, res: dict[str, Any], at: str, n_ranks: int) -> int:

@@ -1,0 +1,36 @@
+/* A fake libnccl for the Python binding's CPU test (tests/plugin/test_series.py): NCCL's entry
+ * points with NCCL's signatures, each appending one line to a log instead of touching a GPU.
+ * Pointers are printed as given (the test passes made-up addresses: nothing is dereferenced). */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+static char LOG[1 << 20];
+static size_t used;
+static int calls, failAt = -1, failRc;
+
+static int rec(const char* what, const void* s, const void* r, size_t n, int dt, int op, int peer, void* comm, void* st) {
+  int i = calls++;
+  if (used < sizeof LOG - 256)
+    used += (size_t)snprintf(LOG + used, sizeof LOG - used, "%s %zx %zx %zu %d %d %d %zx %zx\n", what, (size_t)s,
+                             (size_t)r, n, dt, op, peer, (size_t)comm, (size_t)st);
+  return i == failAt ? failRc : 0;
+}
+
+EXPORT int ncclAllReduce(const void* s, void* r, size_t n, int dt, int op, void* c, void* st) { return rec("AllReduce", s, r, n, dt, op, -1, c, st); }
+EXPORT int ncclAllGather(const void* s, void* r, size_t n, int dt, void* c, void* st) { return rec("AllGather", s, r, n, dt, -1, -1, c, st); }
+EXPORT int ncclReduceScatter(const void* s, void* r, size_t n, int dt, int op, void* c, void* st) { return rec("ReduceScatter", s, r, n, dt, op, -1, c, st); }
+EXPORT int ncclBroadcast(const void* s, void* r, size_t n, int dt, int root, void* c, void* st) { return rec("Broadcast", s, r, n, dt, -1, root, c, st); }
+EXPORT int ncclReduce(const void* s, void* r, size_t n, int dt, int op, int root, void* c, void* st) { return rec("Reduce", s, r, n, dt, op, root, c, st); }
+EXPORT int ncclSend(const void* s, size_t n, int dt, int peer, void* c, void* st) { return rec("Send", s, NULL, n, dt, -1, peer, c, st); }
+EXPORT int ncclRecv(void* r, size_t n, int dt, int peer, void* c, void* st) { return rec("Recv", NULL, r, n, dt, -1, peer, c, st); }
+EXPORT int ncclGroupStart(void) { return rec("GroupStart", NULL, NULL, 0, -1, -1, -1, NULL, NULL); }
+EXPORT int ncclGroupEnd(void) { return rec("GroupEnd", NULL, NULL, 0, -1, -1, -1, NULL, NULL); }
+EXPORT int ncclGetVersion(int* v) { *v = 22809; return 0; }
+EXPORT const char* ncclGetErrorString(int rc) { return rc == 5 ? "invalid usage (run with NCCL_DEBUG=WARN for details)" : "unhandled error"; }
+EXPORT const char* ncclGetLastError(void* comm) { (void)comm; return "fake: refused on purpose"; }
+
+/* the test's controls */
+EXPORT const char* fake_log(void) { return LOG; }
+EXPORT void fake_reset(int fail_at, int rc) { used = 0; LOG[0] = '\0'; calls = 0; failAt = fail_at; failRc = rc; }

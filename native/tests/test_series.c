@@ -1,0 +1,227 @@
+/* The launch loop against fake NCCL entry points (CPU only): every fake records its arguments,
+ * so each case checks how many operations were issued, in which order, on which pointers, and
+ * what comes back when one fails. Table-driven; exit status = number of failures (capped). */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ccltune_series.h"
+
+static int failures, total;
+#define CHECK(name, cond, ...)      \
+  do {                              \
+    total++;                        \
+    if (!(cond)) {                  \
+      failures++;                   \
+      printf("FAIL %s: ", name);    \
+      printf(__VA_ARGS__);          \
+      printf("\n");                 \
+    }                               \
+  } while (0)
+
+/* ---- the fake NCCL: a log of every operation ---- */
+#define MAXLOG 4096
+static struct rec {
+  char what;          /* A allreduce, G allgather, S reducescatter, B broadcast, R reduce, s send, r recv, ( ) group */
+  const void *send;
+  void *recv;
+  size_t count;
+  int dt, op, peer;
+  void *comm, *stream;
+} LOG[MAXLOG];
+static int nlog;
+static int failAt = -1, failRc; /* the operation (log index) that returns failRc */
+
+static int rec(char what, const void* s, void* r, size_t n, int dt, int op, int peer, void* c, void* st) {
+  int i = nlog;
+  if (nlog < MAXLOG) LOG[nlog++] = (struct rec){what, s, r, n, dt, op, peer, c, st};
+  return i == failAt ? failRc : 0;
+}
+static int fAllReduce(const void* s, void* r, size_t n, int dt, int op, void* c, void* st) { return rec('A', s, r, n, dt, op, -1, c, st); }
+static int fAllGather(const void* s, void* r, size_t n, int dt, void* c, void* st) { return rec('G', s, r, n, dt, -1, -1, c, st); }
+static int fReduceScatter(const void* s, void* r, size_t n, int dt, int op, void* c, void* st) { return rec('S', s, r, n, dt, op, -1, c, st); }
+static int fBroadcast(const void* s, void* r, size_t n, int dt, int root, void* c, void* st) { return rec('B', s, r, n, dt, -1, root, c, st); }
+static int fReduce(const void* s, void* r, size_t n, int dt, int op, int root, void* c, void* st) { return rec('R', s, r, n, dt, op, root, c, st); }
+static int fSend(const void* s, size_t n, int dt, int peer, void* c, void* st) { return rec('s', s, NULL, n, dt, -1, peer, c, st); }
+static int fRecv(void* r, size_t n, int dt, int peer, void* c, void* st) { return rec('r', NULL, r, n, dt, -1, peer, c, st); }
+static int fStart(void) { return rec('(', NULL, NULL, 0, -1, -1, -1, NULL, NULL); }
+static int fEnd(void) { return rec(')', NULL, NULL, 0, -1, -1, -1, NULL, NULL); }
+
+static char SEND[1 << 16], RECV[1 << 16];
+static int COMM, STREAM;
+
+static struct ccltune_series series(const struct ccltune_step* steps, int nsteps, uint64_t shift, int64_t nshift) {
+  return (struct ccltune_series){.send = SEND, .recv = RECV, .count = 3, .datatype = 7, .op = 2,
+                                 .comm = &COMM, .stream = &STREAM, .steps = steps, .nsteps = nsteps,
+                                 .grouped = nsteps > 1, .group_start = (void*)fStart, .group_end = (void*)fEnd,
+                                 .shift_bytes = shift, .shift_steps = nshift};
+}
+
+static void reset(void) { nlog = 0; failAt = -1; }
+
+static const char* kinds(void) { /* the log's operation letters */
+  static char out[MAXLOG + 1];
+  for (int i = 0; i < nlog; i++) out[i] = LOG[i].what;
+  out[nlog] = '\0';
+  return out;
+}
+
+/* ---- one call per collective kind: NCCL's arguments arrive unchanged ---- */
+static void test_each_kind(void) {
+  static const struct { const char* name; struct ccltune_step step; char what; int usesOp, usesPeer; } K[] = {
+    {"all_reduce", {(void*)fAllReduce, CCLTUNE_ALL_REDUCE, 0, 0, 0}, 'A', 1, 0},
+    {"all_gather", {(void*)fAllGather, CCLTUNE_ALL_GATHER, 0, 0, 0}, 'G', 0, 0},
+    {"reduce_scatter", {(void*)fReduceScatter, CCLTUNE_REDUCE_SCATTER, 0, 0, 0}, 'S', 1, 0},
+    {"broadcast root 1", {(void*)fBroadcast, CCLTUNE_BROADCAST, 1, 0, 0}, 'B', 0, 1},
+    {"reduce root 1", {(void*)fReduce, CCLTUNE_REDUCE, 1, 0, 0}, 'R', 1, 1},
+  };
+  for (size_t k = 0; k < sizeof K / sizeof K[0]; k++) {
+    reset();
+    struct ccltune_series s = series(&K[k].step, 1, 0, 1);
+    struct ccltune_failure f = {-9, -9};
+    int rc = ccltune_series_run(&s, 0, 5, &f);
+    CHECK(K[k].name, rc == 0 && nlog == 5, "rc %d, %d operations (want 0, 5)", rc, nlog);
+    CHECK(K[k].name, f.call == -9, "failure written on success (call %lld)", (long long)f.call);
+    for (int i = 0; i < nlog; i++) {
+      struct rec* r = &LOG[i];
+      CHECK(K[k].name, r->what == K[k].what && r->send == SEND && r->recv == RECV && r->count == 3 && r->dt == 7
+                           && r->comm == &COMM && r->stream == &STREAM,
+            "call %d: %c %p %p %zu dt %d", i, r->what, r->send, (void*)r->recv, r->count, r->dt);
+      CHECK(K[k].name, !K[k].usesOp || r->op == 2, "call %d: op %d, want 2", i, r->op);
+      CHECK(K[k].name, !K[k].usesPeer || r->peer == 1, "call %d: root %d, want 1", i, r->peer);
+    }
+  }
+}
+
+/* ---- the buffer steps: call i at shift * (i % steps), also for a series that starts at first ---- */
+static void test_steps(void) {
+  static const struct { const char* name; uint64_t shift; int64_t nshift, first, calls; } S[] = {
+    {"no stepping", 0, 1, 0, 4},
+    {"4 steps of 256 B", 256, 4, 0, 10},
+    {"one step", 4096, 1, 0, 3},
+    {"resumed at call 6 of 4 steps", 256, 4, 6, 7},
+    {"steps > calls", 8, 1000, 0, 50},
+    {"first beyond steps", 16, 3, 1000001, 5},
+  };
+  struct ccltune_step st = {(void*)fAllReduce, CCLTUNE_ALL_REDUCE, 0, 0, 0};
+  for (size_t k = 0; k < sizeof S / sizeof S[0]; k++) {
+    reset();
+    struct ccltune_series s = series(&st, 1, S[k].shift, S[k].nshift);
+    int rc = ccltune_series_run(&s, S[k].first, S[k].calls, NULL);
+    CHECK(S[k].name, rc == 0 && nlog == S[k].calls, "rc %d, %d calls", rc, nlog);
+    for (int i = 0; i < nlog; i++) {
+      uint64_t want = S[k].shift * (uint64_t)((S[k].first + i) % S[k].nshift);
+      CHECK(S[k].name, LOG[i].send == SEND + want && LOG[i].recv == RECV + want,
+            "call %lld at +%td/+%td, want +%llu", (long long)(S[k].first + i), (const char*)LOG[i].send - SEND,
+            (char*)LOG[i].recv - RECV, (unsigned long long)want);
+    }
+  }
+}
+
+/* ---- grouped calls: alltoall over 3 peers, each block at its offset, inside one group per call ---- */
+static void test_grouped(void) {
+  struct ccltune_step a2a[6];
+  for (int p = 0; p < 3; p++) {
+    a2a[2 * p] = (struct ccltune_step){(void*)fSend, CCLTUNE_SEND, p, (uint64_t)p * 12, 0};
+    a2a[2 * p + 1] = (struct ccltune_step){(void*)fRecv, CCLTUNE_RECV, p, 0, (uint64_t)p * 12};
+  }
+  reset();
+  struct ccltune_series s = series(a2a, 6, 36, 2);
+  int rc = ccltune_series_run(&s, 0, 3, NULL);
+  CHECK("alltoall", rc == 0 && strcmp(kinds(), "(srsrsr)(srsrsr)(srsrsr)") == 0, "rc %d, log %s", rc, kinds());
+  for (int call = 0; call < 3 && nlog == 24; call++) {
+    uint64_t base = 36 * (uint64_t)(call % 2);
+    for (int p = 0; p < 3; p++) {
+      struct rec* snd = &LOG[8 * call + 1 + 2 * p];
+      struct rec* rcv = &LOG[8 * call + 2 + 2 * p];
+      CHECK("alltoall", snd->send == SEND + base + 12 * p && snd->peer == p && rcv->recv == RECV + base + 12 * p
+                            && rcv->peer == p && snd->count == 3,
+            "call %d peer %d: send +%td recv +%td", call, p, (const char*)snd->send - SEND, (char*)rcv->recv - RECV);
+    }
+  }
+  /* sendrecv on one rank: one send and one recv, still a group */
+  struct ccltune_step sr[2] = {{(void*)fSend, CCLTUNE_SEND, 0, 0, 0}, {(void*)fRecv, CCLTUNE_RECV, 0, 0, 0}};
+  reset();
+  s = series(sr, 2, 0, 1);
+  rc = ccltune_series_run(&s, 0, 2, NULL);
+  CHECK("sendrecv", rc == 0 && strcmp(kinds(), "(sr)(sr)") == 0, "rc %d, log %s", rc, kinds());
+  /* a one-step group (scatter on a non-root rank: a recv only) */
+  reset();
+  s = series(&sr[1], 1, 0, 1);
+  s.grouped = 1;
+  rc = ccltune_series_run(&s, 0, 2, NULL);
+  CHECK("grouped recv", rc == 0 && strcmp(kinds(), "(r)(r)") == 0, "rc %d, log %s", rc, kinds());
+}
+
+/* ---- errors: the failing call's index and step, nothing issued after it, groups closed ---- */
+static void test_errors(void) {
+  struct ccltune_step ar = {(void*)fAllReduce, CCLTUNE_ALL_REDUCE, 0, 0, 0};
+  struct ccltune_step sr[2] = {{(void*)fSend, CCLTUNE_SEND, 0, 0, 0}, {(void*)fRecv, CCLTUNE_RECV, 0, 0, 0}};
+  struct ccltune_failure f;
+  reset();
+  failAt = 7, failRc = 3; /* ncclInternalError at the 8th call */
+  struct ccltune_series s = series(&ar, 1, 0, 1);
+  int rc = ccltune_series_run(&s, 100, 20, &f);
+  CHECK("fails at call 107", rc == 3 && f.call == 107 && f.step == 0 && nlog == 8, "rc %d call %lld step %d, %d issued",
+        rc, (long long)f.call, f.step, nlog);
+  reset();
+  failAt = 4, failRc = 7; /* ncclInProgress: a non-blocking communicator, not an error */
+  rc = ccltune_series_run(&s, 0, 6, &f);
+  CHECK("in progress is success", rc == 0 && nlog == 6, "rc %d, %d issued", rc, nlog);
+  reset();
+  failAt = 6, failRc = 5; /* the recv of the 2nd call: "(sr)(s" + r fails */
+  s = series(sr, 2, 0, 1);
+  rc = ccltune_series_run(&s, 0, 5, &f);
+  CHECK("fails inside a group", rc == 5 && f.call == 1 && f.step == 1 && strcmp(kinds(), "(sr)(sr)") == 0,
+        "rc %d call %lld step %d log %s", rc, (long long)f.call, f.step, kinds());
+  reset();
+  failAt = 3, failRc = 2; /* the 1st call's GroupEnd */
+  rc = ccltune_series_run(&s, 0, 5, &f);
+  CHECK("fails at group end", rc == 2 && f.call == 0 && f.step == 2 && nlog == 4, "rc %d call %lld step %d",
+        rc, (long long)f.call, f.step);
+  reset();
+  failAt = 4, failRc = 1; /* the 2nd call's GroupStart */
+  rc = ccltune_series_run(&s, 0, 5, &f);
+  CHECK("fails at group start", rc == 1 && f.call == 1 && f.step == -1 && nlog == 5, "rc %d call %lld step %d",
+        rc, (long long)f.call, f.step);
+}
+
+/* ---- a series that cannot be run: refused before anything is issued ---- */
+static void test_invalid(void) {
+  struct ccltune_step ar = {(void*)fAllReduce, CCLTUNE_ALL_REDUCE, 0, 0, 0};
+  struct ccltune_step bad = {(void*)fAllReduce, CCLTUNE_KINDS, 0, 0, 0};
+  struct ccltune_step none = {NULL, CCLTUNE_ALL_REDUCE, 0, 0, 0};
+  struct ccltune_step two[2] = {ar, ar};
+  struct ccltune_series ok = series(&ar, 1, 0, 1);
+  struct ccltune_series cases[6];
+  const char* names[6] = {"unknown kind", "NULL entry point", "shift_steps 0", "no steps", "group without entry points", "ok"};
+  cases[0] = series(&bad, 1, 0, 1);
+  cases[1] = series(&none, 1, 0, 1);
+  cases[2] = series(&ar, 1, 0, 0);
+  cases[3] = series(&ar, 0, 0, 1);
+  cases[4] = series(two, 2, 0, 1);
+  cases[4].group_end = NULL;
+  cases[5] = ok;
+  for (int k = 0; k < 6; k++) {
+    reset();
+    struct ccltune_failure f = {0, 0};
+    int rc = ccltune_series_run(&cases[k], 0, 3, &f);
+    int want = k == 5 ? 0 : CCLTUNE_SERIES_INVALID;
+    CHECK(names[k], rc == want && (k == 5 ? nlog == 3 : nlog == 0 && f.call == -1), "rc %d, %d issued", rc, nlog);
+  }
+  reset();
+  CHECK("NULL series", ccltune_series_run(NULL, 0, 1, NULL) == CCLTUNE_SERIES_INVALID && nlog == 0, "issued %d", nlog);
+  CHECK("negative calls", ccltune_series_run(&ok, 0, -1, NULL) == CCLTUNE_SERIES_INVALID, "accepted");
+  CHECK("zero calls", ccltune_series_run(&ok, 0, 0, NULL) == 0 && nlog == 0, "issued %d", nlog);
+  CHECK("abi", ccltune_series_abi() == CCLTUNE_SERIES_ABI, "%d", ccltune_series_abi());
+}
+
+int main(void) {
+  test_each_kind();
+  test_steps();
+  test_grouped();
+  test_errors();
+  test_invalid();
+  printf("%s: %d of %d checks failed\n", failures ? "FAILED" : "OK", failures, total);
+  return failures > 100 ? 100 : failures;
+}

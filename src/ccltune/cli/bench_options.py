@@ -1,0 +1,181 @@
+"""nccl-tests' command line for ``ccltune bench``: the option table of nccl-tests 2.19.6
+(src/common.cu, getopt_long options), each flag with its short and long spelling and its meaning,
+and the environment variables nccl-tests reads. A value ccltune's engine cannot honour is refused
+naming the engine; nothing is silently ignored.
+
+Where a flag's meaning needs a mapping (``-g N``: N processes per node, since ccltune runs one
+process per GPU), ``check`` returns a note row that the table prints."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ccltune.errors import UsageError
+from ccltune.measure.point import AVERAGES
+
+NCCL_TESTS_VERSION = "2.19.6"
+_AVERAGE_CODES = {"0": "rank0", "1": "avg", "2": "min", "3": "max"}  # -a 0..3 (nccl-tests' codes)
+
+
+def _int(flag: str):
+    """An integer as strtol(optarg, NULL, 0) reads it (0x.. and 0.. prefixes), named in errors."""
+    def parse(text: str) -> int:
+        try:
+            return int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag}: {text!r} is not an integer") from None
+    return parse
+
+
+EPILOG = (
+    "nccl-tests 2.19.6 compatibility: -d/-o/-r all loop inside one run (datatypes, then ops, then roots, "
+    "as each *_perf program does); -N repeats the size loop; -c N checks N times; -J writes nccl-tests' JSON "
+    "byte for byte; NCCL_TESTS_MIN_BW fails the run with exit status 7 (nccl-tests' testNumResults). "
+    "mulsum runs on the nccl engine only (gloo and torch waive it); f8e4m3/f8e5m2 need NCCL >= 2.24 and an "
+    "sm_90+ GPU (rows elsewhere are WAIVED, naming why). Refused on every engine for now, because "
+    "ccltune's timed loop does not yet do what they mean: -m != 1 (aggregated calls in one NCCL group), "
+    "-z 1..3 (blocking modes), -y 1 (NULL stream), -C 1 (CPU time), -u (misaligned buffers), -M 1 (memory "
+    "report), -I 1 with -K (per-call CUDA events), -x (CTA policy), -R 1 (ncclCommRegister), -D; "
+    "NCCL_TESTS_SPLIT, NCCL_TESTS_SPLIT_MASK, NCCL_TESTS_DEVICE (ccltune runs one communicator over every "
+    "process, each on GPU LOCAL_RANK).")
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    """Every nccl-tests 2.19.6 option, with nccl-tests' defaults where ccltune's do not differ."""
+    p.epilog = EPILOG
+    g = p.add_argument_group(f"nccl-tests {NCCL_TESTS_VERSION} options (same spellings and meanings)")
+    a = g.add_argument
+    a("-t", "--nthreads", type=_int("-t/--nthreads"), default=None, metavar="N",
+      help="threads per process; ccltune runs one process per GPU: -t N x -g M = N*M processes per node")
+    a("-g", "--ngpus", type=_int("-g/--ngpus"), default=None, metavar="N", help="GPUs per thread (as -t)")
+    a("-b", "--minbytes", default="8", help="smallest size (K/M/G suffixes, fractions allowed: 1.5M)")
+    a("-e", "--maxbytes", default="32M", help="largest size")
+    a("-i", "--stepbytes", default="1M", help="add this many bytes when -f is 0 or 1 (a series holds at most 10000 sizes)")
+    a("-f", "--stepfactor", type=float, default=2, help="multiply the size by this (>= 2); 0 or 1: step by -i")
+    a("-n", "--iters", type=_int("-n/--iters"), default=20, help="timed calls per size")
+    a("-m", "--agg_iters", type=_int("-m/--agg_iters"), default=1, help="calls aggregated per timed iteration")
+    a("-w", "--warmup_iters", type=_int("-w/--warmup_iters"), default=5,
+      help="untimed calls right before each size is timed (and with the series warm-up modes, also at "
+           "every size before the first is timed)")
+    a("-N", "--run_cycles", type=_int("-N/--run_cycles"), default=1,
+      help="run and print the size loop this many times (rows again, one header and footer)")
+    a("-p", "--parallel_init", type=_int("-p/--parallel_init"), default=0, choices=(0, 1),
+      help="communicators created concurrently (ccltune's processes always do)")
+    a("-c", "--check", type=_int("-c/--check"), default=1,
+      help="check results N times after each size's timed calls, up to the first wrong (0: off)")
+    a("-o", "--op", default="sum", help="sum, prod, max, min, avg, mulsum, or all")
+    a("-d", "--datatype", default="float",
+      help="int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2, or all")
+    a("-r", "--root", default="0", help="root rank of broadcast, reduce, gather, scatter, or all")
+    a("-z", "--blocking", type=_int("-z/--blocking"), default=0, choices=(0, 1, 2, 3),
+      help="0: no wait between calls; 1, 2, 3: nccl-tests' blocking modes")
+    a("-y", "--stream_null", type=_int("-y/--stream_null"), default=0, choices=(0, 1),
+      help="1: launch on the NULL stream")
+    a("-T", dest="timeout", type=float, default=argparse.SUPPRESS, metavar="S",
+      help="as --timeout: seconds before a stuck collective or a dead peer fails the run")
+    a("-G", "--cudagraph", type=_int("-G/--cudagraph"), default=0, metavar="N",
+      help="capture the timed calls in a CUDA graph and launch it N times (0: eager; the nccl engine "
+           "then issues them from C, one Python call per series)")
+    a("-C", "--report_cputime", type=_int("-C/--report_cputime"), default=0, choices=(0, 1),
+      help="1: report CPU time instead of GPU time")
+    a("-S", "--report_timestamps", type=_int("-S/--report_timestamps"), default=0, choices=(0, 1),
+      help="1: end each row with a timestamp")
+    a("-J", "--output_file", default=None, metavar="FILE", help="also write nccl-tests' JSON (schema version 3)")
+    a("-a", "--average", default="avg",
+      help="how per-rank times are combined: 0/rank0, 1/avg, 2/min, 3/max")
+    a("-R", "--local_register", type=_int("-R/--local_register"), default=0, choices=(0, 1, 2),
+      help="0: no registration; 1: local; 2: symmetric windows (NCCL >= 2.27)")
+    a("-x", "--cta_policy", type=_int("-x/--cta_policy"), default=None, help="NCCL CTA policy 0, 1, 2")
+    a("-D", "--device_implementation", type=_int("-D/--device_implementation"), default=0,
+      help="device-API implementation (0: NCCL's)")
+    a("-V", "--device_cta_count", type=_int("-V/--device_cta_count"), default=16, help="CTAs for -D")
+    a("-M", "--memory", type=_int("-M/--memory"), default=0, choices=(0, 1), help="1: report GPU memory usage")
+    a("-u", "--unalign", type=_int("-u/--unalign"), default=0, help="misalign buffers by this many elements")
+    a("-I", "--per_iter_timing", type=_int("-I/--per_iter_timing"), default=0, choices=(0, 1),
+      help="1: per-iteration min/max/p99/cv columns")
+    a("-K", "--per_iter_skip", type=_int("-K/--per_iter_skip"), default=0, help="samples -I leaves out")
+
+
+def average(text: str) -> str:
+    """-a: nccl-tests' code (0..3) or ccltune's word."""
+    word = _AVERAGE_CODES.get(text.strip(), text.strip().lower())
+    if word not in AVERAGES:
+        raise UsageError(f"-a/--average must be 0..3 or one of {', '.join(AVERAGES)}, got {text!r}")
+    return word
+
+
+def _refuse(flag: str, value: Any, engine: str, why: str) -> UsageError:
+    return UsageError(f"{flag} {value}: the {engine} engine {why}")
+
+
+def check(args: argparse.Namespace, engine: str) -> list[str]:
+    """Refuse what ``engine`` cannot honour, map what needs mapping (-t/-g to processes per node,
+    -R 2 to --symmetric, -T to the timeout); return the note rows. ``args`` is updated in place."""
+    notes: list[str] = []
+    if args.nthreads is not None or args.ngpus is not None:
+        t, g = args.nthreads or 1, args.ngpus or 1
+        if t < 1 or g < 1:
+            raise UsageError(f"-t/--nthreads and -g/--ngpus must be >= 1, got -t {t} -g {g}")
+        if args.nproc is not None and args.nproc != t * g:
+            raise UsageError(f"-t {t} -g {g} means {t * g} processes per node, but --nproc is {args.nproc}")
+        if args.nproc is None and t * g > 1:
+            args.nproc = t * g
+        notes.append(f"-t {t} -g {g}: {t * g} process{'es' if t * g > 1 else ''} per node, one GPU each"
+                     " (ccltune runs one process per GPU)")
+    for flag, value, ok in (("-m/--agg_iters", args.agg_iters, 1),
+                            ("-y/--stream_null", args.stream_null, 0), ("-C/--report_cputime", args.report_cputime, 0),
+                            ("-u/--unalign", args.unalign, 0), ("-D/--device_implementation",
+                                                                 args.device_implementation, 0),
+                            ("-M/--memory", args.memory, 0), ("-I/--per_iter_timing", args.per_iter_timing, 0)):
+        if value != ok:
+            raise _refuse(flag, value, engine, f"supports only {ok} (nccl-tests' meaning needs what it does not "
+                                               "record)")
+    if args.blocking:
+        raise _refuse("-z/--blocking", args.blocking, engine, "times calls back to back (-z 0) only")
+    if args.per_iter_skip:
+        raise UsageError(f"-K/--per_iter_skip {args.per_iter_skip} needs -I 1 (per-iteration timing)")
+    if args.cta_policy is not None:
+        raise _refuse("-x/--cta_policy", args.cta_policy, engine, "does not set NCCL's CTA policy")
+    if args.local_register == 1:
+        raise _refuse("-R/--local_register", 1, engine, "does not register buffers locally (ncclCommRegister)")
+    if args.local_register == 2:
+        if engine != "nccl":
+            raise _refuse("-R/--local_register", 2, engine, "has no symmetric windows (use --engine nccl)")
+        args.symmetric = True
+    if args.run_cycles < 1:  # nccl-tests' do {} while (--repeat) would run 0 "forever": refused
+        raise UsageError(f"-N/--run_cycles must be >= 1, got {args.run_cycles}")
+    if args.check < 0:
+        raise UsageError(f"-c/--check must be >= 0, got {args.check}")
+    if args.parallel_init:
+        notes.append("-p 1: each process creates its own communicator, concurrently")
+    for var in ("NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_DEVICE"):
+        if os.environ.get(var):
+            raise _refuse(var, os.environ[var], engine, "runs one communicator over every process, one GPU each "
+                                                        "(LOCAL_RANK picks it); unset " + var)
+    return notes
+
+
+def min_bw() -> float | None:
+    """NCCL_TESTS_MIN_BW as nccl-tests reads it (atof); None when unset."""
+    text = os.environ.get("NCCL_TESTS_MIN_BW")
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"NCCL_TESTS_MIN_BW must be a number of GB/s, got {text!r}") from None
+
+
+def root(text: str) -> int | None:
+    """-r: a rank, or 'all' (None: every rank in turn, as nccl-tests' -r all)."""
+    if str(text).strip().lower() == "all":
+        return None
+    try:
+        value = int(str(text), 0)
+    except ValueError:
+        raise UsageError(f"-r/--root must be a rank, got {text!r}") from None
+    if value < 0:
+        raise UsageError(f"-r/--root must be >= 0, got {value}")
+    return value

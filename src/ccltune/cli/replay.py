@@ -1,0 +1,63 @@
+"""``ccltune replay W.json``: the workload's collectives in their captured order, NCCL's default
+against the rules (docs/workload.md)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ccltune.cli import _common
+from ccltune.errors import CheckFailed, UsageError
+from ccltune.measure.load import check as check_load
+from ccltune.measure.session import Session
+from ccltune.validate import replay as R
+from ccltune.validate import replay_run
+from ccltune.workload import model, plan
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "replay", help="replay a workload's collectives: NCCL's default vs RULES, time per step",
+        description="Issue the workload's collectives (ccltune workload import) in their captured order, on "
+                    "NCCL's default and on the plugin with --rules, interleaved rounds on separate communicators; "
+                    "report communication time per step both ways and their ratio. Exit 1 when the rules are "
+                    "slower beyond noise. gloo, or one rank: NCCL's default only (WAIVED).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("workload", metavar="W.json")
+    p.add_argument("--rules", default=None, metavar="R", help="rule file to compare with NCCL's default")
+    p.add_argument("--iters", type=int, default=5, metavar="N", help="timed rounds per arm (the whole sequence each)")
+    p.add_argument("--order", choices=plan.ORDERS, default="captured",
+                   help="captured: as one rank issued them; grouped: each entry's calls together")
+    _common.add_under_load(p)
+    _common.add_db(p)
+    _common.add_launch(p)
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    wl = model.load(args.workload)
+    if args.iters < 2:
+        raise UsageError(f"--iters must be >= 2 to know the noise, got {args.iters}")
+    if args.rules is not None:
+        _common.check_rule_file(args.rules, "--rules")
+    engine_name, _ = _common.resolve_engine(args)
+    check_load(args.under_load, engine_name)
+    rc = _common.relaunch(args, args._argv, engine_name)
+    if rc is not None:
+        return rc
+    rp = replay_run.ReplayPlan(wl, args.rules, args.order, args.iters, args.under_load, _common.args_record(args))
+    session = Session("replay", engine_name, db=args.db, argv=args._argv, timeout_s=args.timeout)
+    res = replay_run.run(rp, session, args)
+    if session.interrupted:
+        return session.exit_code
+    if res.verdict is None:
+        for s in res.skipped:
+            print(f"# not replayed: {s.entry.key.collective} {s.entry.key.size_bytes} B: {s.reason}")
+        if session.is_root:
+            raise UsageError(f"{args.workload}: nothing this launch can replay (see above)")
+        return 0
+    notes = res.notes + ([f"under load: {res.load}"] if res.load else [])
+    print("\n".join(R.lines(res.verdict, wl, args.order, res.skipped, notes)))
+    if res.verdict.status == "FAIL":
+        raise CheckFailed(f"replay: FAIL: {res.verdict.reason}")
+    return 0

@@ -1,0 +1,59 @@
+"""`ccltune rules explain`: the decision table a rule file gives one communicator."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ccltune import rules
+from ccltune.errors import RuleFileError, UsageError
+from ccltune.sizes import format_size
+from ccltune.tune.explain import MAX_SIZE, explain
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("rules", help="read a rule file as the plugin will follow it",
+                            description="Rule files (NCCL_TUNER_CONFIG_FILE format) as the plugin reads them.")
+    acts = parser.add_subparsers(dest="rules_command", metavar="ACTION")
+    ex = acts.add_parser(
+        "explain", help="the decision table the plugin follows, size range by size range",
+        description="For one communicator (ranks, nodes, GPU), every size range from 0 to 2^64-1 with the rule "
+        "the plugin applies there (line, algorithm/protocol, channels) or NCCL's default. Computed by the "
+        "Python twin of the plugin's matcher (proved equal to the C one by tests/plugin/test_golden.py). "
+        "A rule whose cell NCCL marks IGNORE on the machine falls through to the next one at run time.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ex.add_argument("file", metavar="RULES")
+    ex.add_argument("--collective", default=None, choices=rules.COLLECTIVES, metavar="C",
+                    help=f"one collective (default: all of {', '.join(rules.COLLECTIVES)})")
+    ex.add_argument("--nranks", type=int, default=8, metavar="N", help="ranks of the communicator")
+    ex.add_argument("--nnodes", type=int, default=1, metavar="K", help="nodes of the communicator")
+    ex.add_argument("--gpu", default="", metavar="NAME", help="GPU name, for rules under a platform gpu= line")
+    ex.add_argument("--num-pipe-ops", type=int, default=1, help="numPipeOps of the calls")
+    ex.add_argument("--reg-buff", type=int, default=0, choices=(0, 1), help="regBuff of the calls")
+    ex.set_defaults(func=_explain)
+    parser.set_defaults(func=lambda args: parser.print_help() or 2)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    if args.nranks < 1 or args.nnodes < 1 or args.nnodes > args.nranks:
+        raise UsageError(f"--nranks {args.nranks} --nnodes {args.nnodes}: need 1 <= nnodes <= nranks")
+    try:
+        rs = rules.load(args.file)
+    except RuleFileError as exc:
+        raise UsageError(str(exc)) from None
+    facts = rules.PlatformFacts(gpu=args.gpu) if args.gpu else rules.PlatformFacts()
+    print(f"# {args.file}: {len(rs.rules)} rules, {len(rs.diagnostics)} rejected lines "
+          f"(ccltune plugin check names them); communicator nranks={args.nranks} nnodes={args.nnodes}"
+          f"{' gpu=' + args.gpu if args.gpu else ''} numPipeOps={args.num_pipe_ops} regBuff={args.reg_buff}")
+    print(f"# {'collective':<14}{'min_bytes':>12}{'max_bytes':>12}  decision")
+    for coll in [args.collective] if args.collective else rules.COLLECTIVES:
+        for r in explain(rs, coll, args.nranks, args.nnodes, facts, args.num_pipe_ops, args.reg_buff):
+            d = r.decision
+            if d.rule is None:
+                what = "NCCL's default"
+            else:
+                pick = "default" if d.algo is None and d.proto is None else f"{d.algo or 'cheapest'}/{d.proto or 'cheapest'}"
+                what = f"line {d.line}: {pick}" + (f", nChannels {d.channels}" if d.channels else "")
+            hi = "max" if r.max_bytes == MAX_SIZE else format_size(r.max_bytes)
+            print(f"  {coll:<14}{format_size(r.min_bytes):>12}{hi:>12}  {what}")
+    return 0

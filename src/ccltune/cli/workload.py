@@ -1,0 +1,66 @@
+"""`ccltune workload`: import a job's collectives (plugin capture files, NCCL COLL logs,
+PyTorch traces) into one workload file, and show it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime, timezone
+from typing import Any
+
+from ccltune import __version__
+from ccltune.cli._common import add_db
+from ccltune.files import write_text
+from ccltune.workload import estimate, importer, model, show
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("workload", help="import and show the collectives a job issues (docs/workload.md)",
+                            description="A job's collectives: import them from the plugin's capture files "
+                            "(CCLTUNE_CAPTURE), NCCL COLL logs or PyTorch profiler traces, and show them.")
+    acts = parser.add_subparsers(dest="workload_command", metavar="ACTION")
+    imp = acts.add_parser("import", help="read capture files, COLL logs and traces into one workload file",
+                          description=f"Read any mix of: {importer.KINDS} (.gz too). One entry per (collective, "
+                          "datatype, count, size, ranks, nodes) with its calls per rank and, from traces, its GPU "
+                          "time. Exit 2 on a file of none of these kinds, a cut gzip or a trace without "
+                          "communication; a COLL line cut by a dying rank is skipped with a warning.",
+                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    imp.add_argument("files", nargs="+", metavar="FILE")
+    imp.add_argument("--out", required=True, metavar="W.json", help="workload file to write (replaced whole)")
+    imp.add_argument("--steps", type=int, default=None, metavar="N",
+                     help="training steps the files cover (default: the traces' ProfilerStep count, else unknown)")
+    imp.set_defaults(func=_import)
+    sh = acts.add_parser("show", help="the entries by share of bytes; with --db, estimated time per step",
+                         description="A table of the workload's entries by share of bytes. With --db, the time "
+                         "per call NCCL's default took at those sizes in that database (exact sizes, or "
+                         "interpolated between measured ones), the time per step and the share of time.")
+    sh.add_argument("workload", metavar="W.json")
+    add_db(sh)
+    sh.set_defaults(func=_show, db=None)
+    parser.set_defaults(func=lambda args: parser.print_help() or 2)
+
+
+def _import(args: argparse.Namespace) -> int:
+    wl = importer.import_files(args.files, steps=args.steps)
+    for w in wl.warnings:
+        print(f"ccltune: warning: {w}", file=sys.stderr)
+    header = {"tool": f"ccltune {__version__}", "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    write_text(args.out, model.to_json(wl, header), flag="--out")
+    print(f"# wrote {args.out}: {len(wl.entries)} entries, {sum(e.calls for e in wl.entries)} calls per rank "
+          f"from {len(wl.sources)} source rank(s)")
+    for line in show.table(wl):
+        print(line)
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    wl = model.load(args.workload)
+    est = None
+    if args.db is not None:
+        from ccltune.store import Store
+
+        with Store(args.db, readonly=True) as st:  # a missing or wrong file: an error naming it
+            est = estimate.estimate(wl, st.measurements())
+    for line in show.table(wl, est, args.db):
+        print(line)
+    return 0

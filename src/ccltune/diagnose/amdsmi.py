@@ -1,0 +1,130 @@
+"""AMD GPUs from ``amd-smi``'s JSON: ``amd-smi topology --json`` (per pair link type, hop count,
+weight, P2P access) and ``amd-smi static --asic --partition --numa --json`` (product, compute and
+memory partition, NUMA node). Parse (pure) and run (when ``amd-smi`` is on PATH).
+
+Shapes, from ROCm/amdsmi ``amdsmi_cli/amdsmi_commands.py`` (``topology``, ``static``) and
+``amdsmi_logger.py`` (``_print_json_output``: a JSON list, one object per GPU):
+
+- topology: ``[{"gpu": 0, "bdf": "0000:05:00.0", "links": [{"gpu": 1, "bdf": ..., "weight": 15,
+  "link_status": "ENABLED", "link_type": "XGMI", "num_hops": 1, "bandwidth": "50000-50000",
+  ...}, ...]}, ...]``; ``link_type`` is SELF, PCIE, XGMI, N/A or UNKNOWN.
+- static: ``[{"gpu": 0, "asic": {"market_name": ...}, "partition": {"compute_partition": "SPX",
+  "memory_partition": "NPS1", "partition_id": 0}, "numa": {"node": 0, "affinity": 0}}, ...]``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any
+
+from ccltune.errors import UsageError
+
+TOPOLOGY_ARGS = ("topology", "--json")
+STATIC_ARGS = ("static", "--asic", "--partition", "--numa", "--json")
+
+
+@dataclass
+class AmdSmiGpu:
+    index: int
+    bdf: str | None = None
+    product: str | None = None
+    compute_partition: str | None = None
+    memory_partition: str | None = None
+    numa_node: int | None = None
+
+
+@dataclass
+class AmdSmiTopo:
+    gpus: list[AmdSmiGpu] = field(default_factory=list)
+    links: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)  # (src, dst) -> link object
+
+
+def _doc(text: str, where: str) -> list[dict[str, Any]]:
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{where}: not amd-smi JSON ({exc})") from None
+    if isinstance(doc, dict):
+        doc = [doc]
+    if not isinstance(doc, list) or not all(isinstance(e, dict) and isinstance(e.get("gpu"), int) for e in doc):
+        raise UsageError(f"{where}: amd-smi --json output is a list of objects with an integer 'gpu'")
+    return doc
+
+
+def parse(texts: list[tuple[str, str]]) -> AmdSmiTopo:
+    """(text, where) pairs of topology and/or static JSON (told apart by their keys), merged per GPU."""
+    topo = AmdSmiTopo()
+    gpus: dict[int, AmdSmiGpu] = {}
+    for text, where in texts:
+        entries = _doc(text, where)
+        kinds = {"links" in e for e in entries}
+        if kinds == {True}:
+            for e in entries:
+                g = gpus.setdefault(e["gpu"], AmdSmiGpu(e["gpu"]))
+                g.bdf = g.bdf or e.get("bdf")
+                for link in e["links"] if isinstance(e["links"], list) else []:
+                    if isinstance(link, dict) and isinstance(link.get("gpu"), int) and link["gpu"] != e["gpu"]:
+                        topo.links[(e["gpu"], link["gpu"])] = link
+        elif any(k in e for e in entries for k in ("partition", "asic", "numa")):
+            for e in entries:
+                g = gpus.setdefault(e["gpu"], AmdSmiGpu(e["gpu"]))
+                part = e.get("partition") if isinstance(e.get("partition"), dict) else {}
+                g.compute_partition = _text(part.get("compute_partition")) or g.compute_partition
+                g.memory_partition = _text(part.get("memory_partition")) or g.memory_partition
+                asic = e.get("asic") if isinstance(e.get("asic"), dict) else {}
+                g.product = _text(asic.get("market_name")) or g.product
+                numa = e.get("numa") if isinstance(e.get("numa"), dict) else {}
+                g.numa_node = numa.get("node") if isinstance(numa.get("node"), int) and numa["node"] >= 0 else g.numa_node
+        else:
+            raise UsageError(f"{where}: neither 'amd-smi topology --json' (objects with 'links') nor "
+                             "'amd-smi static --partition --json' output (objects with 'partition')")
+    topo.gpus = [gpus[i] for i in sorted(gpus)]
+    return topo
+
+
+def label(link: dict[str, Any] | None) -> str:
+    """One matrix cell: ``XGMI`` / ``PCIE`` with the hop count when it is known and not 1 (``XGMI+2``)."""
+    if link is None:
+        return "?"
+    kind = str(link.get("link_type") or "?").upper()
+    if link.get("link_status") == "DISABLED":
+        return "NOP2P"
+    hops = link.get("num_hops")
+    return f"{kind}+{hops}" if isinstance(hops, int) and hops > 1 else kind
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value not in (None, "", "N/A") else None
+
+
+def run() -> list[tuple[str, str]] | None:
+    """The two JSON outputs of the local ``amd-smi`` (text, command), or None when it is absent or fails."""
+    exe = shutil.which("amd-smi")
+    if exe is None:
+        return None
+    out = []
+    for args in (TOPOLOGY_ARGS, STATIC_ARGS):
+        try:
+            done = subprocess.run([exe, *args], capture_output=True, text=True, errors="replace", timeout=60,
+                                  check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if done.returncode != 0 or not done.stdout.strip():
+            return None
+        out.append((done.stdout, "amd-smi " + " ".join(args)))
+    return out
+
+
+def read_saved(paths: list[str]) -> list[tuple[str, str]]:
+    """(text, path) of each saved amd-smi output named with --from-amd-smi."""
+    out = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                out.append((fh.read(), path))
+        except OSError as exc:
+            raise UsageError(f"--from-amd-smi: cannot read {path}: {exc.strerror or exc}") from None
+    return out

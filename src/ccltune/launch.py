@@ -1,0 +1,347 @@
+"""Starting a job for ``--nproc`` and ending it, whatever happens to it.
+
+The parent (``ccltune bench --nproc N``) starts torchrun in a session of its own, so the job is one
+unit apart from the terminal. Stopping the parent stops the job: SIGINT, SIGTERM and SIGHUP are
+passed on (as SIGTERM, after a stop file tells the workers it is a stop and not a peer's death);
+the workers store their rows and finish the run within ``GRACE_S``, and whatever of the job is
+still alive then is killed. A worker dies with its launcher (PR_SET_PDEATHSIG on Linux: kill -9 of
+the parent takes torchrun and then the workers with it). Every run ends complete, interrupted or
+failed: when rank 0 could not finish it (killed, stopped, hung), the parent does. A worker whose
+check failed hands its exit code over (``hand_over``) instead of exiting non-zero, so torchrun
+prints no report of its own; a rank that died is said in ccltune's words only, exit code 3.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+OUTCOME_ENV = "CCLTUNE_OUTCOME_FILE"   # a worker's failed check writes its exit code here (hand_over)
+RUN_ENV = "CCLTUNE_RUN_FILE"           # rank 0 writes '<db>\n<run id>' of the run it began (note_run)
+STOP_ENV = "CCLTUNE_STOP_FILE"         # exists once the parent was told to stop (stop_requested)
+PARENT_ENV = "CCLTUNE_PARENT_PID"      # the parent's pid: torchrun dies with it
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+GRACE_S = 3.0     # after a stop: the workers' time to store their rows and finish the run, then SIGKILL
+SHUTDOWN_S = 2    # torchrun's own grace after a worker failed, before it kills the others (its default: 30)
+_PR_SET_PDEATHSIG = 1
+
+
+def relaunch(argv: list[str], nproc: int, engine: str, env: dict[str, str]) -> int:
+    """Run ``ccltune ARGV --engine ENGINE`` as ``nproc`` processes under torchrun (``--nproc`` and
+    ``--engine`` dropped from ``argv``: the parent resolved both once), with ``env`` added to this
+    process's environment. Returns the job's exit code (130 when it was stopped)."""
+    workdir = tempfile.mkdtemp(prefix="ccltune-job-")
+    files = {name: os.path.join(workdir, name.lower()) for name in (OUTCOME_ENV, RUN_ENV, STOP_ENV)}
+    env = {**os.environ, **env, **files, PARENT_ENV: str(os.getpid())}
+    env.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        job = _Job(torchrun_argv(nproc, worker_argv(argv, engine)), env, files[STOP_ENV])
+        rc = job.run()
+        stopped = job.stopped_by is not None
+        _finish_left_running(files[RUN_ENV], "interrupted" if stopped else "failed",
+                             f"stopped by {job.stopped_by}" if stopped else f"a rank died or hung (exit code {rc})")
+        if stopped and rc != 0:
+            return 130
+        return outcome_code(files[OUTCOME_ENV], rc)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+class _Job:
+    """torchrun and its workers, in a session of their own; stopped as one."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str], stop_file: str):
+        self.stop_file = stop_file
+        self.stopped_by: str | None = None
+        self.stop_at: float | None = None
+        self.known: dict[int, int | None] = {}   # every process of the job seen so far -> its start time
+        self.proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+
+    def run(self) -> int:
+        """Wait for the job; a stop signal meanwhile stops it, within GRACE_S. Returns its exit status."""
+        old = {}
+        with contextlib.suppress(ValueError):  # not the main thread: the job is stopped by its caller
+            old = {s: signal.signal(s, self._on_signal) for s in STOP_SIGNALS}
+        try:
+            while True:
+                self._look()
+                try:
+                    return _exit_code(self.proc.wait(timeout=0.2))
+                except subprocess.TimeoutExpired:
+                    pass
+                if self.stop_at is not None and time.monotonic() > self.stop_at + GRACE_S:
+                    self._kill()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+            self._kill()  # nothing of the job outlives it (a worker stuck in a blocking call)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self.stopped_by is not None:  # a second Ctrl-C: no more grace
+            self.stop_at = time.monotonic() - GRACE_S
+            return
+        self.stopped_by = signal.Signals(signum).name
+        self.stop_at = time.monotonic()
+        with contextlib.suppress(OSError):
+            open(self.stop_file, "w").close()  # before the signal: the workers read it as a stop
+        self._look()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGTERM)  # torchrun passes it on to every worker
+
+    def _look(self) -> None:
+        for pid in descendants(self.proc.pid):
+            self.known.setdefault(pid, process_start(pid))
+
+    def _kill(self) -> None:
+        self._look()
+        for pid, start in self.known.items():
+            if alive(pid, start):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+            self.proc.wait()
+
+
+def _finish_left_running(run_file: str, status: str, why: str) -> None:
+    """The run rank 0 began, finished here when it was left running (rank 0 killed, stopped or hung)."""
+    try:
+        with open(run_file, encoding="utf-8") as fh:
+            db, run_id = fh.read().split("\n")[:2]
+    except (OSError, ValueError):
+        return
+    from ccltune.store import Store
+
+    try:
+        with Store(db, create=False) as st:
+            rows = st.finish_if_running(int(run_id), status, {"error": f"finished by the launcher: {why}"})
+    except Exception:  # noqa: BLE001 - the database went; nothing more to finish
+        return
+    if rows is not None:
+        print(f"ccltune: run {run_id} {status}; {rows} rows kept in {db}", file=sys.stderr)
+
+
+# -- the workers' side ---------------------------------------------------------------------------
+def die_with_parent(expected_ppid: int | None = None, sig: int = signal.SIGTERM) -> None:
+    """Linux: the kernel sends ``sig`` to this process when its parent exits (PR_SET_PDEATHSIG), so
+    no process of a job outlives its launcher. ``expected_ppid``: the parent it must still have (when
+    it went before this call, ``sig`` is sent now)."""
+    ppid = os.getppid() if expected_ppid is None else expected_ppid
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != ppid:
+        os.kill(os.getpid(), sig)
+
+
+def stop_requested() -> bool:
+    """Whether the parent of this worker was told to stop (so a peer gone now is a stop, not a death)."""
+    path = os.environ.get(STOP_ENV)
+    return bool(path) and os.path.exists(path)
+
+
+def note_run(db: str, run_id: int) -> None:
+    """Rank 0: tell the parent which run to finish if this process cannot."""
+    path = os.environ.get(RUN_ENV)
+    if path:
+        with contextlib.suppress(OSError), open(path, "w", encoding="utf-8") as fh:
+            fh.write(f"{os.path.abspath(db)}\n{run_id}\n")
+
+
+def job_processes() -> dict[str, Any]:
+    """What a run records to be judged later: this host, and the start time of each process of the
+    job (this one, its launcher, the ccltune parent) by pid."""
+    pids = {os.getpid()}
+    if "TORCHELASTIC_RUN_ID" in os.environ:
+        pids.add(os.getppid())
+    if os.environ.get(PARENT_ENV, "").isdigit():
+        pids.add(int(os.environ[PARENT_ENV]))
+    return {"host": socket.gethostname(), "pids": {str(p): process_start(p) for p in sorted(pids)}}
+
+
+def hand_over(code: int) -> int:
+    """The exit code for a worker whose check failed: 0 after writing ``code`` for relaunch() to
+    return, when relaunch() started this worker; else ``code`` itself."""
+    path = os.environ.get(OUTCOME_ENV)
+    if not path:
+        return code
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(str(code))
+    except OSError:
+        return code
+    return 0
+
+
+def outcome_code(path: str, rc: int) -> int:
+    """The job's exit code: torchrun's, or, when every worker exited 0, the code a worker handed over."""
+    if rc != 0:
+        return rc
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read().strip()
+    except OSError:
+        return rc
+    return int(text) if text.isdigit() else rc
+
+
+# -- processes -------------------------------------------------------------------------------------
+def process_start(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot, /proc/PID/stat), to tell it from a later
+    process given the same pid; None where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def alive(pid: int, start: int | None = None) -> bool:
+    """Whether process ``pid`` (started at ``start``, when known) still runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return fields[0] != "Z" and (start is None or int(fields[19]) == start)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux /proc; [] elsewhere)."""
+    children: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+# -- torchrun ----------------------------------------------------------------------------------------
+def _exit_code(rc: int) -> int:
+    return 128 - rc if rc < 0 else rc
+
+
+def worker_argv(argv: list[str], engine: str) -> list[str]:
+    """A worker's arguments: the user's, without --nproc and --engine, and the engine resolved once."""
+    return _drop_option(_drop_option(argv, "--nproc"), "--engine") + ["--engine", engine]
+
+
+def _drop_option(argv: list[str], name: str) -> list[str]:
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == name:
+            skip = True
+        elif not a.startswith(name + "="):
+            out.append(a)
+    return out
+
+
+def torchrun_argv(nproc: int, module_args: list[str]) -> list[str]:
+    """``python -m ccltune.launch --standalone --nproc-per-node N -m ccltune ARGS``: torchrun."""
+    return [sys.executable, "-m", "ccltune.launch", "--standalone", f"--nproc-per-node={nproc}",
+            "-m", "ccltune", *module_args]
+
+
+def _torchrun(argv: list[str]) -> int:
+    """torchrun, quiet: the workers say what happened in ccltune's words; torchrun's warnings,
+    failure report ("Root Cause") and traceback would only repeat it. A rank that died is exit code 3."""
+    if os.environ.get(PARENT_ENV, "").isdigit():
+        die_with_parent(int(os.environ[PARENT_ENV]))
+    import logging
+
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import main
+
+    for name in ["torch.distributed", *logging.root.manager.loggerDict]:  # this process's loggers only
+        if name.startswith("torch.distributed"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+    _bound_shutdown()
+    try:
+        main(argv)
+    except ChildFailedError as exc:
+        return _failure_code(exc)
+    except SignalException as exc:
+        return 128 + int(exc.sigval)
+    return 0
+
+
+def _bound_shutdown() -> None:
+    """torchrun waits 30 s for the other workers to end after one failed (or was stopped) before it
+    kills them; a stopped (SIGSTOP) or hung worker would hold the job that long. Cap it at SHUTDOWN_S."""
+    try:
+        from torch.distributed.elastic.multiprocessing import api
+    except ImportError:
+        return
+    close = getattr(api.PContext, "close", None)
+    if close is None or getattr(close, "_ccltune", False):
+        return
+
+    def bounded(self: Any, death_sig: Any = None, timeout: int = 30) -> None:
+        close(self, death_sig, min(timeout, SHUTDOWN_S))
+    bounded._ccltune = True  # type: ignore[attr-defined]
+    api.PContext.close = bounded
+
+
+def _failure_code(exc: Any) -> int:
+    """The job's exit code when workers failed: theirs when each exited with one of ccltune's codes
+    (a message was printed), else 3, said here for ranks that died without a word (killed, crashed)."""
+    from ccltune.errors import EXIT_CODES, DistError
+
+    failures = exc.failures
+    codes = {f.exitcode for f in failures.values()}
+    if codes <= set(EXIT_CODES) - {0}:
+        return exc.get_first_failure()[1].exitcode
+    if not codes & set(EXIT_CODES):  # no worker said anything
+        host = socket.gethostname()
+        for rank, f in sorted(failures.items()):
+            how = f"exited with code {f.exitcode}"
+            if f.exitcode < 0:
+                with contextlib.suppress(ValueError):
+                    how = f"was killed by {signal.Signals(-f.exitcode).name}"
+            print(f"ccltune: error: rank {rank} on host {host} (pid {f.pid}) {how}", file=sys.stderr)
+    return DistError.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(_torchrun(sys.argv[1:]))

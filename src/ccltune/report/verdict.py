@@ -1,0 +1,210 @@
+"""The page's first answer: one card per node (host and GPU model) from the runs stored.
+
+Pure: runs, their findings and each run's peak busbw per collective (``peaks``, read by
+``report.load`` with one aggregate query) in, ``Card``s out. A card says, from the latest
+run of each kind on that node:
+- healthy or not: the doctor and check findings, worst first;
+- how close all_reduce comes to what the links allow: the highest all_reduce busbw of the
+  node's measurement runs against the slowest-link ceiling of its latest links run
+  (``ring_ceiling_gbps``: slowest link x peers, the smallest over the GPUs; see
+  ccltune.diagnose.linkmath), when both are stored;
+- what tuning gained: the latest validate run's geometric mean speedup, its largest win and
+  whether any size got slower (its own PASS/FAIL);
+- for a workload, communication time per step with NCCL's default and with the rules, when a
+  run's summary carries it (``comm_us_per_step``: {"default": us, "rules": us}).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from ccltune.report.axes import size_label
+from ccltune.report.data import gpu_names, host_text
+from ccltune.report.model import Card
+
+_SEVERITY = {"FAIL": 0, "ERROR": 1, "WARN": 2, "WAIVED": 3, "PASS": 4}
+_LEVEL = {"FAIL": "bad", "ERROR": "bad", "WARN": "warn", "PASS": "good", "WAIVED": "info"}
+MEASURES = ("bench", "import", "check", "sweep", "validate")  # kinds whose default rows are measurements
+_MAX_LINES = 5
+
+
+def node_key(run: Any) -> tuple[str, str] | None:
+    """(host, GPU model) a run ran on; None for a run that records neither (tune)."""
+    names = gpu_names(run.env.get("gpus"))
+    host = host_text(run)
+    model = names[0] if names else ""
+    if not host and not model:
+        return None
+    return host or "unknown host", model or "no GPU"
+
+
+def node_text(run: Any) -> str:
+    """'node-a, 8 x NVIDIA H100' of a run."""
+    names = gpu_names(run.env.get("gpus"))
+    return ", ".join(p for p in (host_text(run), f"{len(names)} x {names[0]}" if names else "") if p)
+
+
+def links_for(run: Any, links: list[Any]) -> Any | None:
+    """The links run whose ceiling applies to ``run``: the latest on its node, else the latest
+    on a node of the same GPU model and count (links runs with a ceiling only)."""
+    key, n = node_key(run), len(gpu_names(run.env.get("gpus")))
+    same = [r for r in links if node_key(r) == key]
+    if not same and key is not None:
+        same = [r for r in links if node_key(r) and node_key(r)[1] == key[1] and len(gpu_names(r.env.get("gpus"))) == n]
+    return same[-1] if same else None
+
+
+def is_all_reduce(collective: str) -> bool:
+    return collective.replace("_", "").lower() == "allreduce"
+
+
+def ids_text(ids: list[int]) -> str:
+    parts, start = [], None
+    for i, cur in enumerate(ids):
+        if start is None:
+            start = cur
+        if i + 1 == len(ids) or ids[i + 1] != cur + 1:
+            parts.append(str(start) if start == cur else f"{start}-{cur}")
+            start = None
+    return ", ".join(parts)
+
+
+def cards(runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
+          peaks: Mapping[int, Mapping[str, float]]) -> list[Card]:
+    nodes: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for r in runs:
+        key = node_key(r)
+        if key is not None:
+            nodes[key].append(r)
+    links = sorted((r for r in runs if r.kind == "links"), key=lambda r: r.id)
+    out = [_card(key, sorted(rs, key=lambda r: r.id), findings, peaks, links) for key, rs in nodes.items()]
+    order = {"bad": 0, "warn": 1, "info": 2, "good": 3}
+    return sorted(out, key=lambda c: (order.get(c.level, 2), c.title))
+
+
+def _latest(runs: list[Any], *kinds: str) -> Any | None:
+    found = [r for r in runs if r.kind in kinds]
+    return found[-1] if found else None
+
+
+def _card(key: tuple[str, str], runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
+          peaks: Mapping[int, Mapping[str, float]], links: list[Any]) -> Card:
+    host, model = key
+    count = max((len(gpu_names(r.env.get("gpus"))) for r in runs), default=0)
+    kinds: dict[str, int] = defaultdict(int)
+    for r in runs:
+        kinds[r.kind] += 1
+    card = Card(title=host, subtitle=f"{count} x {model}" if count else model, level="info", headline="")
+    card.subtitle += f" · runs {ids_text([r.id for r in runs])} (" + ", ".join(
+        f"{n} {k}" for k, n in sorted(kinds.items())) + ")"
+    health = _health(runs, findings, card)
+    _ceiling(runs, peaks, links, card)
+    tuned = _tuning(runs, card)
+    _workload(runs, card)
+    levels = [health, tuned]
+    card.level = "bad" if "bad" in levels else "warn" if "warn" in levels else "good" if "good" in levels else "info"
+    return card
+
+
+def _health(runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]], card: Card) -> str:
+    judged = [r for r in (_latest(runs, "doctor"), _latest(runs, "check")) if r is not None]
+    if not judged:
+        card.headline = "Health not checked: no doctor or check run stored for this node."
+        return "info"
+    found = [(r, f) for r in judged for f in findings.get(r.id, [])]
+    found.sort(key=lambda rf: _SEVERITY.get(str(rf[1].get("status", "")).upper(), 5))
+    counts: dict[str, int] = defaultdict(int)
+    for _, f in found:
+        counts[str(f.get("status", "")).upper()] += 1
+    bad = counts.get("FAIL", 0) + counts.get("ERROR", 0)
+    which = " and ".join(f"{r.kind} run {r.id}" for r in judged)
+    tally = ", ".join(f"{counts[s]} {s}" for s in sorted(counts, key=lambda s: _SEVERITY.get(s, 5)))
+    if bad:
+        card.headline = f"Not healthy: {tally} ({which})."
+    elif counts.get("WARN"):
+        card.headline = f"Healthy with warnings: {tally} ({which})."
+    else:
+        card.headline = f"Healthy: {tally or 'no findings'} ({which})."
+    for r, f in found:
+        status = str(f.get("status", "")).upper()
+        if status in ("PASS", "WAIVED") or len(card.lines) >= _MAX_LINES:
+            break
+        evidence = str(f.get("evidence") or "")
+        card.lines.append((_LEVEL.get(status, "info"), f"{status} {f.get('name')}: {evidence[:160]}"))
+    return "bad" if bad else "warn" if counts.get("WARN") else "good"
+
+
+def achieved_all_reduce(runs: list[Any], peaks: Mapping[int, Mapping[str, float]]) -> tuple[float, int] | None:
+    """(highest all_reduce busbw in GB/s of NCCL's default, the run it is from)."""
+    best: tuple[float, int] | None = None
+    for r in runs:
+        if r.kind not in MEASURES:
+            continue
+        for coll, v in peaks.get(r.id, {}).items():
+            if is_all_reduce(coll) and v and (best is None or v > best[0]):
+                best = (float(v), r.id)
+    return best
+
+
+def link_ceiling(run: Any) -> float | None:
+    from ccltune.report.data import ceiling_gbps
+
+    return ceiling_gbps(run.summary)
+
+
+def _ceiling(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], all_links: list[Any], card: Card) -> None:
+    got = achieved_all_reduce(runs, peaks)
+    if got is not None:
+        card.figures.append((f"all_reduce busbw, best (run {got[1]})", f"{got[0]:.1f} GB/s"))
+    links = links_for(runs[-1], [r for r in all_links if link_ceiling(r)])
+    if links is None:
+        return
+    ceiling = link_ceiling(links)
+    where = "" if node_key(links) == node_key(runs[-1]) else f" on {host_text(links) or 'another host'}"
+    card.figures.append((f"slowest-link ceiling (links run {links.id}{where})", f"{ceiling:.1f} GB/s"))
+    if got is not None:
+        card.figures.append(("of the ceiling reached", f"{100 * got[0] / ceiling:.0f}%"))
+
+
+def _tuning(runs: list[Any], card: Card) -> str:
+    v = _latest(runs, "validate")
+    if v is None:
+        return "info"
+    s = v.summary
+    status = str(s.get("status") or s.get("verdict") or "").upper()
+    sizes = [x for x in s.get("sizes") or [] if isinstance(x, Mapping) and x.get("speedup")]
+    geo = s.get("geomean_speedup")
+    if geo is None and sizes:
+        import math
+
+        geo = math.exp(sum(math.log(float(x["speedup"])) for x in sizes) / len(sizes))
+    if geo is not None:
+        card.figures.append((f"tuning gain, geometric mean (validate run {v.id})", f"{float(geo):.3f}x"))
+    if sizes:
+        top = max(sizes, key=lambda x: float(x["speedup"]))
+        card.figures.append(("largest win", f"{float(top['speedup']):.2f}x"))
+        card.lines.append(("good", f"largest win: {top.get('collective')} at {size_label(int(top['size_bytes']))}, "
+                                   f"{float(top['speedup']):.2f}x faster than NCCL's default"))
+    slower = [x for x in s.get("sizes") or [] if isinstance(x, Mapping)
+              and (x.get("status") == "FAIL" or (x.get("status") is None and x.get("slower")))]
+    if slower or status == "FAIL":
+        what = ", ".join(f"{x.get('collective')} {size_label(int(x['size_bytes']))}" for x in slower[:4])
+        card.lines.insert(0, ("bad", f"tuned rules are slower than the default beyond the noise at "
+                                     f"{len(slower)} size(s){': ' + what if what else ''} (validate run {v.id}: FAIL)"))
+        return "bad"
+    if status == "PASS" or sizes:
+        card.lines.append(("good", f"never slower than NCCL's default beyond the noise (validate run {v.id}: PASS)"))
+        return "good"
+    return "info"
+
+
+def _workload(runs: list[Any], card: Card) -> None:
+    for r in reversed(runs):
+        per_step = r.summary.get("comm_us_per_step")
+        if isinstance(per_step, Mapping) and per_step.get("default") and per_step.get("rules"):
+            d, t = float(per_step["default"]), float(per_step["rules"])
+            card.figures.append((f"communication per step (run {r.id}): default -> rules",
+                                 f"{d / 1e3:.2f} -> {t / 1e3:.2f} ms"))
+            return

@@ -1,0 +1,287 @@
+"""Rules judged by a workload: only the job's own sizes, weighted by its calls (pure).
+
+``ccltune tune --workload W.json`` first derives as ``tune`` always does
+(:func:`ccltune.tune.derive.derive`: per size, the winner must beat NCCL's default, and the
+twin, beyond the measured noise and the A/A gap; isolated wins need the isolated margin). Then,
+for one GPU model at a time:
+
+1. Each workload entry NCCL passes to a tuner (broadcast, reduce, all_gather, reduce_scatter,
+   all_reduce on two ranks or more) is looked up at its *exact* (collective, size, ranks,
+   nodes). Entries of one size that differ only in datatype or count are one *point*: the
+   tuner sees bytes only. A point nobody measured at that size gets no rule and no
+   prediction; it is listed ``unmeasured`` (``ccltune sweep --workload`` measures it).
+2. A point keeps the derivation's winner there when its saving per step, ``calls x (t_default
+   - t_winner)``, is at least ``min_share`` of the predicted default communication time per
+   step: a rule that changes a size the job hardly uses is risk without reward.
+3. Every kept rule covers exactly its size (``min_bytes == max_bytes``): a workload's sizes
+   are exact, and a range would reach into sizes nobody measured.
+4. The prediction goes through :func:`ccltune.rules.match`, the plugin's own matcher, on the
+   rules finally written, and a point where the selected configuration is slower than the
+   default beyond noise, or was not measured, is a bug raised as DataError, never a rule.
+
+Time per step: ``sum(calls x median) / steps`` over the measured points (per captured run when
+the workload does not know its steps). The default's time is the faster of NCCL's default and
+its twin (both are NCCL's own choice; a rule must beat the faster). Uncertainty: each point's
+half spread (:mod:`ccltune.tune.stats`) times its calls, entries combined as independent
+(root of the sum of squares); the gain's uncertainty adds, per point with a rule, both sides'
+half spreads.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ccltune.errors import DataError
+from ccltune.rules import ANY, PlatformFacts, Query, Rule, RuleSet, match
+from ccltune.rules import DEFAULT as DEFAULT_NAME
+from ccltune.tune.derive import PLUGIN_COLLECTIVES, Candidate, Derivation, GroupResult, SizeDecision, nccl_best
+from ccltune.tune.stats import PointStats, beats
+from ccltune.workload.model import Workload
+
+# statuses of a workload point
+RULE, DEFAULT_KEPT, SMALL, UNMEASURED, UNTUNABLE, ONE_RANK, AMBIGUOUS = (
+    "rule", "default", "small", "unmeasured", "untunable", "one-rank", "ambiguous")
+
+
+@dataclass(frozen=True)
+class WPoint:
+    """One workload point: what the tuner can tell apart, with its calls per run."""
+
+    collective: str
+    size_bytes: int
+    n_ranks: int
+    n_nodes: int | None
+    calls: int
+    datatypes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PointVerdict:
+    point: WPoint
+    status: str                        # one of the statuses above
+    reason: str
+    default: PointStats | None = None  # the faster of NCCL's default and its twin
+    selected: Candidate | None = None  # what the written rules select (None: not measured)
+    selected_stats: PointStats | None = None
+    per_step: float = 1.0              # calls are divided by this (the workload's steps, else 1)
+
+    @property
+    def default_us(self) -> float:
+        """Default time per step (µs) of this point; 0 when not measured."""
+        return self.point.calls * self.default.median_us / self.per_step if self.default else 0.0
+
+    @property
+    def rules_us(self) -> float:
+        return self.point.calls * self.selected_stats.median_us / self.per_step if self.selected_stats else 0.0
+
+    @property
+    def saving_us(self) -> float:
+        return self.default_us - self.rules_us
+
+    @property
+    def saving_noise_us(self) -> float:
+        if self.status != RULE or not (self.default and self.selected_stats):
+            return 0.0
+        return self.point.calls * (self.default.median_us * self.default.noise
+                                   + self.selected_stats.median_us * self.selected_stats.noise) / self.per_step
+
+
+@dataclass
+class WorkloadPlan:
+    """The rules and prediction for one GPU model."""
+
+    gpu: str
+    verdicts: list[PointVerdict]
+    rules: list[Rule]
+    steps: int | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def measured(self) -> list[PointVerdict]:
+        return [v for v in self.verdicts if v.default is not None]
+
+    @property
+    def default_us(self) -> float:
+        return sum(v.default_us for v in self.measured)
+
+    @property
+    def rules_us(self) -> float:
+        return sum(v.rules_us for v in self.measured)
+
+    @property
+    def default_noise_us(self) -> float:
+        return math.sqrt(sum((v.default_us * v.default.noise) ** 2 for v in self.measured if v.default))
+
+    @property
+    def rules_noise_us(self) -> float:
+        return math.sqrt(sum((v.rules_us * v.selected_stats.noise) ** 2 for v in self.measured if v.selected_stats))
+
+    @property
+    def gain_noise_us(self) -> float:
+        return math.sqrt(sum(v.saving_noise_us ** 2 for v in self.verdicts))
+
+    def carriers(self) -> list[PointVerdict]:
+        """The points with a rule, by saving per step, largest first."""
+        return sorted((v for v in self.verdicts if v.status == RULE), key=lambda v: -v.saving_us)
+
+
+def workload_points(wl: Workload) -> list[WPoint]:
+    """The workload's entries merged by what a tuner sees (collective, bytes, ranks, nodes)."""
+    calls: dict[tuple[str, int, int, int | None], int] = defaultdict(int)
+    dtypes: dict[tuple[str, int, int, int | None], set[str]] = defaultdict(set)
+    for e in wl.entries:
+        k = (e.key.collective, e.key.size_bytes, e.key.nranks, e.key.nnodes)
+        calls[k] += e.calls
+        if e.key.datatype:
+            dtypes[k].add(e.key.datatype)
+    return [WPoint(c, s, r, n, calls[(c, s, r, n)], tuple(sorted(dtypes[(c, s, r, n)])))
+            for (c, s, r, n) in sorted(calls, key=lambda k: (k[0], k[2], k[3] or 0, k[1]))]
+
+
+def plan(wl: Workload, derivation: Derivation, *, min_share: float = 0.0,
+         dtypes: Mapping[tuple[str, str, int, int], Iterable[str]] | None = None) -> list[WorkloadPlan]:
+    """One :class:`WorkloadPlan` per GPU model the derivation measured (module doc).
+
+    ``dtypes``: (gpu, collective, n_ranks, n_nodes) -> datatypes measured there, to note a
+    workload datatype the measurements did not use.
+    """
+    if not 0 <= min_share < 1:
+        raise DataError(f"min_share must be in [0, 1), got {min_share}")
+    by_gpu: dict[str, dict[tuple[str, int, int], GroupResult]] = defaultdict(dict)
+    for g in derivation.groups:
+        by_gpu[g.key.gpu][(g.key.collective, g.key.n_ranks, g.key.n_nodes)] = g
+    points = workload_points(wl)
+    per_step = float(wl.steps or 1)
+    return [_plan_gpu(gpu, groups, points, per_step, wl.steps, min_share, dtypes or {})
+            for gpu, groups in sorted(by_gpu.items())]
+
+
+def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points: list[WPoint], per_step: float,
+              steps: int | None, min_share: float, dtypes: Mapping[tuple[str, str, int, int], Iterable[str]]
+              ) -> WorkloadPlan:
+    first: list[PointVerdict] = []
+    winners: dict[int, tuple[GroupResult, Candidate]] = {}
+    notes: list[str] = []
+    for p in points:
+        v, hit = _judge(p, groups, per_step)
+        if hit is not None:
+            g, d = hit
+            measured = set(dtypes.get((gpu, g.key.collective, g.key.n_ranks, g.key.n_nodes), ()))
+            if measured and p.datatypes and not set(p.datatypes) <= measured:
+                notes.append(f"{p.collective} {p.size_bytes} B on {p.n_ranks} ranks: the job issues "
+                             f"{', '.join(p.datatypes)}, measured with {', '.join(sorted(measured))}")
+            if d.winner is not None:
+                winners[len(first)] = (g, d.winner)
+        first.append(v)
+    total = sum(v.default_us for v in first)
+    rules: list[Rule] = []
+    kept: dict[int, Candidate] = {}
+    for i, (g, w) in winners.items():
+        v = first[i]
+        saving = v.point.calls * (v.default.median_us - g.decisions[_index(g, v.point.size_bytes)]
+                                  .candidates[w].median_us) / per_step
+        if total > 0 and saving < min_share * total:
+            first[i] = PointVerdict(v.point, SMALL, f"saves {saving:.2f} us per step, under {100 * min_share:g}% "
+                                    f"of the {total:.1f} us default", v.default, v.selected, v.selected_stats, per_step)
+            continue
+        kept[i] = w
+        rules.append(Rule(PLUGIN_COLLECTIVES[g.key.collective], v.point.size_bytes, v.point.size_bytes,
+                          w.algo or DEFAULT_NAME, w.proto or DEFAULT_NAME, w.channels or ANY, g.key.n_nodes,
+                          g.key.n_ranks, platform=g.key.platform))
+    verdicts = [_apply(v, RuleSet(rules), gpu, groups, per_step) if v.default is not None else v for v in first]
+    return WorkloadPlan(gpu, verdicts, rules, steps, notes)
+
+
+def _index(g: GroupResult, size: int) -> int:
+    return next(i for i, d in enumerate(g.decisions) if d.size_bytes == size)
+
+
+def _judge(p: WPoint, groups: Mapping[tuple[str, int, int], GroupResult], per_step: float
+           ) -> tuple[PointVerdict, tuple[GroupResult, SizeDecision] | None]:
+    if p.collective not in PLUGIN_COLLECTIVES:
+        return PointVerdict(p, UNTUNABLE, f"NCCL does not pass {p.collective} to a tuner", per_step=per_step), None
+    if p.n_ranks < 2:
+        return PointVerdict(p, ONE_RANK, "NCCL does not consult a tuner with one rank", per_step=per_step), None
+    nodes = sorted(n for (c, r, n) in groups if c == p.collective and r == p.n_ranks)
+    if p.n_nodes is None and len(nodes) > 1:
+        return PointVerdict(p, AMBIGUOUS, f"node count unknown (import the log with NCCL_DEBUG_SUBSYS=INIT,COLL) "
+                            f"and {p.n_ranks} ranks were measured on {'/'.join(map(str, nodes))} nodes",
+                            per_step=per_step), None
+    n_nodes = p.n_nodes if p.n_nodes is not None else (nodes[0] if nodes else 1)
+    g = groups.get((p.collective, p.n_ranks, n_nodes))
+    d = next((d for d in g.decisions if d.size_bytes == p.size_bytes), None) if g else None
+    if g is None or d is None:
+        return PointVerdict(p, UNMEASURED, f"no measurement of NCCL's default at exactly {p.size_bytes} B on "
+                            f"{p.n_ranks} ranks, {n_nodes} node(s): run `ccltune sweep --workload`",
+                            per_step=per_step), None
+    base = nccl_best(d.default, d.candidates)
+    if d.winner is None:
+        why = "no configuration beat NCCL's default beyond the noise"
+        return PointVerdict(p, DEFAULT_KEPT, why, base, Candidate(), base, per_step), (g, d)
+    return PointVerdict(p, RULE, f"{d.winner.label} beats NCCL's default beyond the noise", base, d.winner,
+                        d.candidates[d.winner], per_step), (g, d)
+
+
+def _apply(v: PointVerdict, ruleset: RuleSet, gpu: str, groups: Mapping[tuple[str, int, int], GroupResult],
+           per_step: float) -> PointVerdict:
+    """What the plugin selects for this point under the final rules, and its measured time."""
+    p = v.point
+    n_nodes = next(n for (c, r, n), g in groups.items() if c == p.collective and r == p.n_ranks
+                   and (p.n_nodes is None or n == p.n_nodes))
+    g = groups[(p.collective, p.n_ranks, n_nodes)]
+    d = g.decisions[_index(g, p.size_bytes)]
+    m = match(ruleset, Query(p.collective, p.size_bytes, p.n_ranks, n_nodes, platform=PlatformFacts(gpu=gpu)))
+    sel = Candidate(m.algo, m.proto, m.channels or None)
+    if sel.is_default:
+        status = v.status if v.status != RULE else DEFAULT_KEPT
+        return PointVerdict(p, status, v.reason, v.default, sel, v.default, per_step)
+    stats = d.candidates.get(sel)
+    if stats is None or beats(stats, v.default):
+        raise DataError(f"{p.collective} {p.size_bytes} B on {p.n_ranks} ranks: the rules select {sel.label}, "
+                        + ("never measured there" if stats is None else "slower than NCCL's default beyond noise")
+                        + " (a bug in tune --workload)")
+    return PointVerdict(p, RULE, v.reason, v.default, sel, stats, per_step)
+
+
+def summary(p: WorkloadPlan) -> dict[str, object]:
+    """Plain numbers for the tune run's record and the report."""
+    return {"gpu": p.gpu, "steps": p.steps, "default_us_per_step": round(p.default_us, 3),
+            "default_noise_us": round(p.default_noise_us, 3), "rules_us_per_step": round(p.rules_us, 3),
+            "rules_noise_us": round(p.rules_noise_us, 3), "gain_noise_us": round(p.gain_noise_us, 3),
+            "rules": len(p.rules),
+            "points": [{"collective": v.point.collective, "size_bytes": v.point.size_bytes,
+                        "n_ranks": v.point.n_ranks, "n_nodes": v.point.n_nodes, "calls": v.point.calls,
+                        "status": v.status, "config": v.selected.label if v.selected else None,
+                        "default_us_per_step": round(v.default_us, 3), "rules_us_per_step": round(v.rules_us, 3)}
+                       for v in p.verdicts]}
+
+
+def lines(p: WorkloadPlan) -> list[str]:
+    """The prediction as text: totals with their uncertainty, the sizes that carry the gain, every point."""
+    unit = "step" if p.steps else "captured run (steps unknown)"
+    gain = p.default_us - p.rules_us
+    pct = f" ({100 * gain / p.default_us:.1f}%)" if p.default_us else ""
+    out = [f"# gpu {p.gpu}: predicted communication time per {unit}: NCCL default {p.default_us:.1f} "
+           f"+- {p.default_noise_us:.1f} us, with the rules {p.rules_us:.1f} +- {p.rules_noise_us:.1f} us; "
+           f"saves {gain:.1f} +- {p.gain_noise_us:.1f} us{pct}"]
+    measured = len(p.measured)
+    if measured < len(p.verdicts):
+        out.append(f"# {measured} of {len(p.verdicts)} points measured; the others are not in the prediction")
+    carriers = p.carriers()
+    if carriers:
+        out.append("# the gain is carried by: " + ", ".join(
+            f"{v.point.collective} {v.point.size_bytes} B ({v.selected.label}, {v.saving_us:.1f} us/{'step' if p.steps else 'run'}"
+            f"{f', {100 * v.saving_us / gain:.0f}%' if gain > 0 else ''})" for v in carriers))
+    out.append(f"# {'collective':<15}{'size_bytes':>12}{'ranks':>6}{'nodes':>6}{'calls':>8} {'status':<11}"
+               f"{'default_us':>11}{'rules_us':>10}  config / reason")
+    for v in p.verdicts:
+        q = v.point
+        times = (f"{v.default_us:>11.1f}{v.rules_us:>10.1f}" if v.default else f"{'-':>11}{'-':>10}")
+        what = v.selected.label if v.status == RULE and v.selected else v.reason
+        out.append(f"  {q.collective:<15}{q.size_bytes:>12}{q.n_ranks:>6}{q.n_nodes if q.n_nodes is not None else '-':>6}"
+                   f"{q.calls:>8} {v.status:<11}{times}  {what}")
+    out.extend(f"# note: {n}" for n in p.notes)
+    return out

@@ -1,0 +1,138 @@
+"""The verdict of ``ccltune replay`` (pure): the workload's communication time per step under
+NCCL's default and under the rules, their ratio with its noise, and the breakdown per entry.
+
+A *round* issues the whole replayed sequence once (one captured run: every step the sources
+hold); its time per step is the round's time divided by the workload's steps (1 when unknown).
+The two arms are timed in interleaved rounds on their own communicators, as ``validate`` times
+its arms. Noise is :mod:`ccltune.tune.stats`'s half spread of the rounds; the ratio
+``rules / default`` is judged beyond the sum of both arms' noise:
+
+- FAIL: the rules are slower beyond the noise (``replay`` exits 1);
+- PASS: faster beyond the noise, or no difference beyond it;
+- WAIVED: only NCCL's default was replayed (one rank, where NCCL consults no tuner, or an
+  engine without the tuner plugin, such as gloo), so there is nothing to compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ccltune.tune.stats import PointStats, beats, point_stats
+from ccltune.workload.model import Workload
+
+ARMS = ("default", "rules")
+
+
+@dataclass(frozen=True)
+class EntryTime:
+    """One replayed entry measured alone (validate's interleaved rounds at its size)."""
+
+    index: int
+    collective: str
+    size_bytes: int
+    calls: int
+    default: PointStats | None
+    rules: PointStats | None
+
+
+@dataclass
+class ReplayVerdict:
+    status: str                      # PASS / FAIL / WAIVED
+    reason: str
+    steps: int | None
+    default: PointStats              # µs per step
+    rules: PointStats | None
+    entries: list[EntryTime] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float | None:
+        return self.rules.median_us / self.default.median_us if self.rules else None
+
+    @property
+    def ratio_noise(self) -> float | None:
+        return self.rules.noise + self.default.noise if self.rules else None
+
+    def rows(self, rounds: Mapping[str, Sequence[float]]) -> list[dict[str, Any]]:
+        """Plain rows for the database and the report: one per arm and round (µs per step)."""
+        return [{"arm": arm, "rep": i, "time_us_per_step": round(t, 3)}
+                for arm, ts in rounds.items() for i, t in enumerate(ts)]
+
+    def to_dict(self, rounds: Mapping[str, Sequence[float]]) -> dict[str, Any]:
+        def stats(p: PointStats | None) -> dict[str, Any] | None:
+            return None if p is None else {"median_us": round(p.median_us, 3), "noise": round(p.noise, 4), "n": p.n}
+        return {"status": self.status, "reason": self.reason, "steps": self.steps,
+                "default_us_per_step": stats(self.default), "rules_us_per_step": stats(self.rules),
+                "ratio": None if self.ratio is None else round(self.ratio, 4),
+                "ratio_noise": None if self.ratio_noise is None else round(self.ratio_noise, 4),
+                "comm_us_per_step": {"default": round(self.default.median_us, 3),
+                                     "rules": None if self.rules is None else round(self.rules.median_us, 3)},
+                "rounds": self.rows(rounds),
+                "entries": [{"entry": e.index, "collective": e.collective, "size_bytes": e.size_bytes,
+                             "calls": e.calls, "default_us": stats(e.default), "rules_us": stats(e.rules)}
+                            for e in self.entries]}
+
+
+def per_step(round_seconds: Iterable[float], steps: int | None) -> list[float]:
+    """Round times (seconds) as µs per step."""
+    return [t * 1e6 / (steps or 1) for t in round_seconds]
+
+
+def entry_times(wl: Workload, rows_by_entry: Mapping[int, Iterable[Any]]) -> list[EntryTime]:
+    """Per replayed entry (``rows_by_entry``: entry index -> its rows, Measurements or dicts with config,
+    status and time_us; ``measure.replay.entry_rows``), the statistics of its 'ok' rows per arm."""
+    out = []
+    for i, rows in rows_by_entry.items():
+        by: dict[str, list[float]] = {}
+        for r in rows:
+            r = r.to_record() if hasattr(r, "to_record") else r
+            if r.get("status") == "ok" and r.get("time_us") and r.get("config") in ARMS:
+                by.setdefault(r["config"], []).append(float(r["time_us"]))
+        k = wl.entries[i].key
+        got = {arm: point_stats(by[arm]) if arm in by else None for arm in ARMS}
+        out.append(EntryTime(i, k.collective, k.size_bytes, wl.entries[i].calls, got["default"], got["rules"]))
+    return out
+
+
+def verdict(rounds: Mapping[str, Sequence[float]], steps: int | None, entries: list[EntryTime],
+            waived: str | None = None) -> ReplayVerdict:
+    """Judge the rounds (µs per step per arm; module doc). ``waived``: why only the default ran."""
+    default = point_stats(rounds["default"])
+    if waived is not None or not rounds.get("rules"):
+        return ReplayVerdict("WAIVED", waived or "only NCCL's default was replayed", steps, default, None, entries)
+    rules = point_stats(rounds["rules"])
+    ratio, noise = rules.median_us / default.median_us, rules.noise + default.noise
+    if beats(rules, default):
+        return ReplayVerdict("FAIL", f"the rules are slower: x{ratio:.3f}, beyond the noise (+-{100 * noise:.1f}%)",
+                             steps, default, rules, entries)
+    if beats(default, rules):
+        why = f"the rules are faster: x{ratio:.3f}, beyond the noise (+-{100 * noise:.1f}%)"
+    else:
+        why = f"no difference beyond the noise: x{ratio:.3f} (+-{100 * noise:.1f}%)"
+    return ReplayVerdict("PASS", why, steps, default, rules, entries)
+
+
+def lines(v: ReplayVerdict, wl: Workload, order: str, skipped: Iterable[Any] = (), notes: Iterable[str] = ()
+          ) -> list[str]:
+    """The report: time per step both ways, the ratio and its noise, the entries, what was skipped."""
+    unit = "step" if v.steps else "captured run (steps unknown)"
+    d = v.default
+    head = f"# communication time per {unit}: NCCL default {d.median_us:.1f} us (+-{100 * d.noise:.1f}%, {d.n} rounds)"
+    if v.rules is not None:
+        head += f", rules {v.rules.median_us:.1f} us (+-{100 * v.rules.noise:.1f}%): ratio {v.ratio:.3f}"
+    out = [head, f"# {v.status}: {v.reason}", f"# order: {order}"]
+    out.append(f"# {'collective':<15}{'size_bytes':>12}{'calls':>7}{'default_us':>12}{'rules_us':>10}{'ratio':>8}"
+               f"{f'default_us/{unit[:4]}':>17}")
+    per = v.steps or 1
+    for e in v.entries:
+        dm = f"{e.default.median_us:.1f}" if e.default else "-"
+        rm = f"{e.rules.median_us:.1f}" if e.rules else "-"
+        ratio = f"{e.rules.median_us / e.default.median_us:.3f}" if e.rules and e.default else "-"
+        share = f"{e.calls * e.default.median_us / per:.1f}" if e.default else "-"
+        out.append(f"  {e.collective:<15}{e.size_bytes:>12}{e.calls:>7}{dm:>12}{rm:>10}{ratio:>8}{share:>17}")
+    for s in skipped:
+        k = s.entry.key
+        out.append(f"# not replayed: {k.collective} {k.size_bytes} B x{s.entry.calls}: {s.reason}")
+    out.extend(f"# note: {n}" for n in notes)
+    return out

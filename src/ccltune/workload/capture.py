@@ -1,0 +1,95 @@
+"""Read the tuner plugin's capture files (plugin/src/capture.c writes them; format in
+docs/workload.md). Pure: text in, a :class:`RankRecord` out.
+
+One file holds one communicator of one process; the reader names its rank by host:pid,
+so the files of one process are added up into one rank by :func:`model.combine`. A
+capture knows the tuner's view only: collective, nBytes (ccltune's size_bytes), nRanks,
+nNodes, numPipeOps and regBuff; no datatype, no element count.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ccltune import collectives
+from ccltune.errors import UsageError
+from ccltune.workload.model import Key, RankRecord
+
+MAGIC = "# ccltune-capture 1"
+_BY_TUNER = {c.tuner_func: c.name for c in collectives.TUNABLE}
+_TUNER_NAMES = {"broadcast": 0, "reduce": 1, "allgather": 2, "reducescatter": 3, "allreduce": 4}
+_HEADER_INTS = ("pid", "nranks", "nnodes", "calls", "overflow_calls", "overflow_bytes")
+
+
+def is_capture(head: str) -> bool:
+    return head.startswith(MAGIC)
+
+
+def parse(text: str, path: str) -> RankRecord:
+    """Parse one capture file. A bad line, a missing header field, a missing '# end'
+    (the file was cut) or counts that do not add up name the file and line."""
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip("\r") != MAGIC:
+        raise UsageError(f"{path}:1: not a ccltune capture file (first line is not {MAGIC!r})")
+    head: dict[str, str] = {}
+    calls: Counter[Key] = Counter()
+    variants: dict[Key, Counter[tuple[int, int]]] = {}
+    ended = False
+    for no, raw in enumerate(lines[1:], start=2):
+        line = raw.rstrip("\r")
+        if not line or (line.startswith("#") and line != "# end"):
+            continue
+        if ended:
+            raise UsageError(f"{path}:{no}: text after '# end'")
+        if line == "# end":
+            ended = True
+            continue
+        if "=" in line and "," not in line:
+            name, _, value = line.partition("=")
+            head[name] = value
+            continue
+        if not all(h in head for h in _HEADER_INTS):
+            raise UsageError(f"{path}:{no}: a call line before the header is complete")
+        key, variant, n = _call_line(line, path, no, head)
+        calls[key] += n
+        variants.setdefault(key, Counter())[variant] += n
+    if not ended:
+        raise UsageError(f"{path}:{len(lines)}: the file ends without '# end' (cut short?)")
+    for h in _HEADER_INTS:
+        if h not in head:
+            raise UsageError(f"{path}: header field {h!r} missing")
+    ints = {h: _int(head[h], path, f"header {h}") for h in _HEADER_INTS}
+    if sum(calls.values()) + ints["overflow_calls"] != ints["calls"]:
+        raise UsageError(f"{path}: the lines count {sum(calls.values())} calls and overflow_calls "
+                         f"{ints['overflow_calls']}, but the header says calls={ints['calls']}")
+    host = head.get("host", "?")
+    return RankRecord(path, "capture", f"{host}:{ints['pid']}", calls, {}, variants,
+                      overflow_calls=ints["overflow_calls"], overflow_bytes=ints["overflow_bytes"])
+
+
+def _int(text: str, path: str, what: str, no: int | None = None) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0 and not (what == "reg_buff" and v == -1):
+        place = f"{path}:{no}" if no else path
+        raise UsageError(f"{place}: {what} {text!r} is not a non-negative integer")
+    return v
+
+
+def _call_line(line: str, path: str, no: int, head: dict[str, str]) -> tuple[Key, tuple[int, int], int]:
+    f = line.split(",")
+    if len(f) != 5:
+        raise UsageError(f"{path}:{no}: expected collective,nbytes,num_pipe_ops,reg_buff,calls; got {line!r}")
+    if f[0] not in _TUNER_NAMES:
+        raise UsageError(f"{path}:{no}: unknown collective {f[0]!r} (a tuner sees only {', '.join(_TUNER_NAMES)})")
+    nbytes = _int(f[1], path, "nbytes", no)
+    pipe = _int(f[2], path, "num_pipe_ops", no)
+    reg = _int(f[3], path, "reg_buff", no)
+    if reg not in (-1, 0, 1):
+        raise UsageError(f"{path}:{no}: reg_buff {reg} is not -1, 0 or 1")
+    n = _int(f[4], path, "calls", no)
+    key = Key(_BY_TUNER[_TUNER_NAMES[f[0]]], nbytes, _int(head["nranks"], path, "nranks"),
+              nnodes=_int(head["nnodes"], path, "nnodes"))
+    return key, (pipe, reg), n

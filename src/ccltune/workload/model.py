@@ -1,0 +1,289 @@
+"""The workload file: what collectives a job issues, how often, and (from traces) how long.
+
+Pure: records, merging and the JSON form (schema documented in docs/workload.md). One
+:class:`Entry` per (collective, datatype, count, size_bytes, nranks, nnodes). ``calls``
+counts the calls of one rank: each source rank (a log's process, a trace, a capture
+file's process) is counted on its own, and ranks are combined by the maximum per entry,
+since every rank of a communicator issues the same collective once (adding ranks up would
+count one collective nranks times).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ccltune.errors import UsageError
+from ccltune.files import read_bytes
+
+SCHEMA = "ccltune-workload"
+VERSION = 1
+
+
+@dataclass(frozen=True, order=True)
+class Key:
+    """What makes two calls the same point for tuning. ``size_bytes`` is ccltune's size
+    (nccl-tests' 'size', the tuner's nBytes: the whole buffer for all_gather and
+    reduce_scatter); ``count`` is the element count the API call takes per rank. None:
+    the source does not say (a capture file has neither datatype nor count; traces and
+    COLL logs do not give the node count)."""
+
+    collective: str             # ccltune's registry name: all_reduce, all_gather, ...
+    size_bytes: int
+    nranks: int
+    datatype: str | None = None  # ccltune's spelling (types.DTYPES), or NCCL's enum as 'nccl:N'
+    count: int | None = None
+    nnodes: int | None = None
+
+
+@dataclass
+class Timing:
+    """GPU time of the calls one source timed (trace kernels), in microseconds."""
+
+    calls: int = 0
+    total_us: float = 0.0
+    sumsq_us2: float = 0.0
+    min_us: float = float("inf")
+    max_us: float = 0.0
+
+    def add(self, us: float) -> None:
+        self.calls += 1
+        self.total_us += us
+        self.sumsq_us2 += us * us
+        self.min_us = min(self.min_us, us)
+        self.max_us = max(self.max_us, us)
+
+    def merge(self, other: Timing) -> None:
+        self.calls += other.calls
+        self.total_us += other.total_us
+        self.sumsq_us2 += other.sumsq_us2
+        self.min_us = min(self.min_us, other.min_us)
+        self.max_us = max(self.max_us, other.max_us)
+
+    @property
+    def mean_us(self) -> float:
+        return self.total_us / self.calls
+
+    @property
+    def stdev_us(self) -> float:
+        if self.calls < 2:
+            return 0.0
+        var = (self.sumsq_us2 - self.total_us ** 2 / self.calls) / (self.calls - 1)
+        return max(var, 0.0) ** 0.5
+
+
+@dataclass
+class RankRecord:
+    """What one source rank issued: calls per key, the timings it has, and the capture
+    extras (numPipeOps/regBuff per key) when it came from the plugin."""
+
+    source: str                  # the file(s) it came from
+    kind: str                    # capture | nccl-log | torch-trace
+    rank_id: str                 # host:pid, or the trace's rank: records with one id are one rank
+    calls: Counter[Key] = field(default_factory=Counter)
+    timing: dict[Key, Timing] = field(default_factory=dict)
+    variants: dict[Key, Counter[tuple[int, int]]] = field(default_factory=dict)
+    steps: int | None = None     # ProfilerStep annotations seen (traces)
+    overflow_calls: int = 0      # capture: calls the plugin's table could not key
+    overflow_bytes: int = 0
+    order: list[tuple[Key, str]] = field(default_factory=list)  # (key, communicator) per call, in issue order
+
+
+@dataclass
+class Entry:
+    key: Key
+    calls: int
+    timing: Timing | None = None
+    variants: Counter[tuple[int, int]] | None = None  # (num_pipe_ops, reg_buff) -> calls
+
+    @property
+    def bytes_total(self) -> int:
+        return self.key.size_bytes * self.calls
+
+
+@dataclass
+class Workload:
+    entries: list[Entry]
+    sources: list[dict[str, Any]]
+    steps: int | None = None
+    warnings: list[str] = field(default_factory=list)
+    overflow_calls: int = 0
+    overflow_bytes: int = 0
+    # the calls of one source rank in issue order, run-length encoded: (entry index, communicator
+    # index, repeat); empty when no source gives an order (capture files count, they keep no order)
+    order: list[tuple[int, int, int]] = field(default_factory=list)
+
+    def by_bytes(self) -> list[Entry]:
+        """Entries by share of bytes moved, largest first."""
+        return sorted(self.entries, key=lambda e: (-e.bytes_total, e.key))
+
+
+def combine(records: list[RankRecord]) -> list[RankRecord]:
+    """Records of one (kind, rank id) added up: a process's capture files (one per
+    communicator) or its lines spread over several log files become one rank."""
+    out: dict[tuple[str, str], RankRecord] = {}
+    for r in records:
+        acc = out.get((r.kind, r.rank_id))
+        if acc is None:
+            out[(r.kind, r.rank_id)] = RankRecord(r.source, r.kind, r.rank_id, Counter(r.calls),
+                                                  {k: _copy(t) for k, t in r.timing.items()},
+                                                  {k: Counter(v) for k, v in r.variants.items()},
+                                                  r.steps, r.overflow_calls, r.overflow_bytes, list(r.order))
+            continue
+        if r.source not in acc.source.split(", "):
+            acc.source += f", {r.source}"
+        acc.calls.update(r.calls)
+        for k, t in r.timing.items():
+            acc.timing.setdefault(k, Timing()).merge(t)
+        for k, v in r.variants.items():
+            acc.variants.setdefault(k, Counter()).update(v)
+        acc.steps = max(filter(None, (acc.steps, r.steps)), default=None)
+        acc.overflow_calls += r.overflow_calls
+        acc.overflow_bytes += r.overflow_bytes
+        acc.order += r.order  # one rank's lines spread over files: in the order the files were given
+    return list(out.values())
+
+
+def _copy(t: Timing) -> Timing:
+    return Timing(t.calls, t.total_us, t.sumsq_us2, t.min_us, t.max_us)
+
+
+def merge(ranks: list[RankRecord], warnings: list[str] | None = None) -> Workload:
+    """Combine source ranks: per key the largest call count (see the module doc); timings
+    of every rank pooled; steps the largest any trace saw."""
+    ranks = combine(ranks)
+    calls: dict[Key, int] = {}
+    timing: dict[Key, Timing] = {}
+    variants: dict[Key, Counter[tuple[int, int]]] = {}
+    for r in ranks:
+        for k, n in r.calls.items():
+            if n > calls.get(k, 0):
+                calls[k] = n
+                if k in r.variants:
+                    variants[k] = Counter(r.variants[k])
+        for k, t in r.timing.items():
+            timing.setdefault(k, Timing()).merge(t)
+    entries = [Entry(k, n, timing.get(k), variants.get(k)) for k, n in calls.items()]
+    steps = max((r.steps for r in ranks if r.steps), default=None)
+    sources = [{"path": r.source, "kind": r.kind, "rank": r.rank_id, "calls": sum(r.calls.values()),
+                **({"steps": r.steps} if r.steps else {})} for r in ranks]
+    wl = Workload(entries, sources, steps, list(warnings or []),
+                  overflow_calls=max((r.overflow_calls for r in ranks), default=0),
+                  overflow_bytes=max((r.overflow_bytes for r in ranks), default=0))
+    wl.entries = wl.by_bytes()
+    wl.order = encode_order(wl.entries, max((r.order for r in ranks), key=len, default=[]))
+    return wl
+
+
+def encode_order(entries: list[Entry], order: list[tuple[Key, str]]) -> list[tuple[int, int, int]]:
+    """One rank's calls as (entry index, communicator index, repeat) runs. Communicators are
+    numbered by first appearance (a log's comm pointer, a trace's process group name: labels
+    of one process, meaningless to another)."""
+    index = {e.key: i for i, e in enumerate(entries)}
+    comms: dict[str, int] = {}
+    out: list[tuple[int, int, int]] = []
+    for key, comm in order:
+        item = (index[key], comms.setdefault(comm, len(comms)))
+        if out and out[-1][:2] == item:
+            out[-1] = (*item, out[-1][2] + 1)
+        else:
+            out.append((*item, 1))
+    return out
+
+
+def to_json(wl: Workload, header: dict[str, Any]) -> str:
+    """The workload file's text (schema in docs/workload.md)."""
+    entries = []
+    for e in wl.entries:
+        d: dict[str, Any] = {"collective": e.key.collective, "datatype": e.key.datatype, "count": e.key.count,
+                             "size_bytes": e.key.size_bytes, "nranks": e.key.nranks, "nnodes": e.key.nnodes,
+                             "calls": e.calls}
+        if e.timing is not None and e.timing.calls:
+            d["timed_calls"] = e.timing.calls
+            d["time_us_mean"] = round(e.timing.mean_us, 3)
+            d["time_us_stdev"] = round(e.timing.stdev_us, 3)
+            d["time_us_min"] = round(e.timing.min_us, 3)
+            d["time_us_max"] = round(e.timing.max_us, 3)
+        if e.variants:
+            d["tuner_calls"] = [{"num_pipe_ops": p, "reg_buff": r, "calls": n}
+                                for (p, r), n in sorted(e.variants.items())]
+        entries.append(d)
+    doc = {"schema": SCHEMA, "version": VERSION, **header, "steps": wl.steps, "sources": wl.sources,
+           "warnings": wl.warnings, "overflow_calls": wl.overflow_calls, "overflow_bytes": wl.overflow_bytes,
+           "entries": entries, **({"order": [list(o) for o in wl.order]} if wl.order else {})}
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def _need(d: dict[str, Any], name: str, kinds: type | tuple[type, ...], where: str) -> Any:
+    if name not in d:
+        raise UsageError(f"{where}: missing field {name!r}")
+    v = d[name]
+    if not isinstance(v, kinds) or isinstance(v, bool):
+        raise UsageError(f"{where}: field {name!r} has the wrong type ({type(v).__name__}: {v!r})")
+    return v
+
+
+def load(path: str) -> Workload:
+    """Read a workload file; an unreadable or wrong file is a UsageError naming it."""
+    raw = read_bytes(path, "W.json", limit=1 << 30)  # no FIFO on disk, device or folder: a clear error
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a workload file (not UTF-8 text)") from None
+    return from_json(text, path)
+
+
+def from_json(text: str, path: str) -> Workload:
+    """Parse a workload file; a wrong schema, version or field names the file and entry."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}:{exc.lineno}: not a workload file (invalid JSON: {exc.msg})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise UsageError(f"{path}: not a workload file (no \"schema\": \"{SCHEMA}\"; "
+                         "write one with `ccltune workload import`)")
+    if doc.get("version") != VERSION:
+        raise UsageError(f"{path}: workload schema version {doc.get('version')!r}, this ccltune reads {VERSION}")
+    raw = _need(doc, "entries", list, path)
+    entries = []
+    for i, d in enumerate(raw):
+        where = f"{path}: entries[{i}]"
+        if not isinstance(d, dict):
+            raise UsageError(f"{where}: not an object")
+        opt_int = (int, type(None))
+        key = Key(_need(d, "collective", str, where), _need(d, "size_bytes", int, where),
+                  _need(d, "nranks", int, where), _need(d, "datatype", (str, type(None)), where),
+                  _need(d, "count", opt_int, where), _need(d, "nnodes", opt_int, where))
+        calls = _need(d, "calls", int, where)
+        if calls < 0 or key.size_bytes < 0 or key.nranks < 1:
+            raise UsageError(f"{where}: impossible values (calls {calls}, size_bytes {key.size_bytes}, "
+                             f"nranks {key.nranks})")
+        timing = None
+        if "timed_calls" in d:
+            n = _need(d, "timed_calls", int, where)
+            mean = float(_need(d, "time_us_mean", (int, float), where))
+            sd = float(_need(d, "time_us_stdev", (int, float), where))
+            timing = Timing(n, mean * n, sd * sd * (n - 1) + mean * mean * n,
+                            float(_need(d, "time_us_min", (int, float), where)),
+                            float(_need(d, "time_us_max", (int, float), where)))
+        variants = None
+        if "tuner_calls" in d:
+            variants = Counter({(int(v["num_pipe_ops"]), int(v["reg_buff"])): int(v["calls"])
+                                for v in _need(d, "tuner_calls", list, where)})
+        entries.append(Entry(key, calls, timing, variants))
+    steps = doc.get("steps")
+    return Workload(entries, list(doc.get("sources") or []), steps if isinstance(steps, int) else None,
+                    list(doc.get("warnings") or []), int(doc.get("overflow_calls") or 0),
+                    int(doc.get("overflow_bytes") or 0), _order(doc.get("order") or [], len(entries), path))
+
+
+def _order(raw: Any, n_entries: int, path: str) -> list[tuple[int, int, int]]:
+    ok = isinstance(raw, list) and all(
+        isinstance(o, list) and len(o) == 3 and all(isinstance(x, int) and not isinstance(x, bool) for x in o)
+        and 0 <= o[0] < n_entries and o[1] >= 0 and o[2] >= 1 for o in raw)
+    if not ok:
+        raise UsageError(f"{path}: field 'order' must be a list of [entry index < {n_entries}, communicator >= 0, "
+                         "repeat >= 1]")
+    return [tuple(o) for o in raw]

@@ -1,0 +1,144 @@
+"""Read a PyTorch profiler Chrome trace (``export_chrome_trace``, ``tensorboard_trace_handler``).
+Pure: the decoded JSON document in, one :class:`RankRecord` out.
+
+Events read (torch 2.11 names, as in tests/fixtures/workload):
+
+- ``record_param_comms`` (cat ``cpu_op``), one per collective call, with ``args``:
+  ``Collective name`` (allreduce, allgather_into_tensor_coalesced, ...), ``In msg nelems``,
+  ``Out msg nelems``, ``dtype`` (Float, BFloat16, ...), ``Group size``,
+  ``Process Group Name`` and ``External id``.
+- GPU kernels (cat ``kernel``) named ``ncclDevKernel_*`` (``ncclKernel_*`` before NCCL
+  2.19): the collective's GPU time. A kernel belongs to the ``record_param_comms`` whose
+  ``External id`` it carries, directly or through the ``correlation`` of the
+  ``cuda_runtime``/``cuda_driver`` launch that carries it. With one rank NCCL launches no
+  kernel (it copies or does nothing), so a one-GPU trace has counts but no times.
+- ``ProfilerStep#N`` annotations: the number of steps the trace holds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from ccltune import collectives
+from ccltune.errors import UsageError
+from ccltune.types import DTYPES
+from ccltune.workload.model import Key, RankRecord, Timing
+
+# c10d's collective names -> ccltune's registry name
+NAMES = {
+    "allreduce": "all_reduce", "allreduce_coalesced": "all_reduce", "all_reduce": "all_reduce",
+    "allgather": "all_gather", "_allgather_base": "all_gather", "all_gather": "all_gather",
+    "allgather_into_tensor_coalesced": "all_gather", "allgather_coalesced": "all_gather",
+    "all_gather_into_tensor": "all_gather",
+    "reduce_scatter": "reduce_scatter", "_reduce_scatter_base": "reduce_scatter",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter",
+    "broadcast": "broadcast", "reduce": "reduce",
+    "all_to_all": "alltoall", "alltoall": "alltoall", "alltoall_base": "alltoall", "all_to_all_single": "alltoall",
+    "gather": "gather", "scatter": "scatter", "send": "sendrecv", "recv": "sendrecv",
+}
+# torch's ScalarType names as the trace prints them -> ccltune's spelling
+DTYPE_NAMES = {"Float": "float", "Half": "half", "BFloat16": "bfloat16", "Double": "double", "Int": "int32",
+               "Long": "int64", "Char": "int8", "Byte": "uint8", "Bool": "uint8", "UInt32": "uint32",
+               "UInt64": "uint64"}
+_FP8 = re.compile(r"Float8_e[45]m[23]")
+_KERNEL = re.compile(r"^(?:void )?nccl(?:Dev)?Kernel_")
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+def is_trace(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list)
+
+
+def _dtype(name: Any, where: str) -> tuple[str, int]:
+    if isinstance(name, str) and name in DTYPE_NAMES:
+        d = DTYPES[DTYPE_NAMES[name]]
+        return d.name, d.size
+    if isinstance(name, str) and _FP8.fullmatch(name):
+        return name.lower(), 1
+    raise UsageError(f"{where}: unknown dtype {name!r} (known: {', '.join(DTYPE_NAMES)})")
+
+
+def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
+    """One trace is one rank. Raises when it holds no communication event; a
+    communication event it cannot read names the event's index and is skipped."""
+    events = doc["traceEvents"]
+    warnings: list[str] = []
+    comms: list[tuple[int, dict[str, Any]]] = []
+    steps: set[int] = set()
+    launch_ext: dict[Any, Any] = {}   # correlation -> External id of the launching op
+    kernels: list[dict[str, Any]] = []
+    for i, e in enumerate(events):
+        if not isinstance(e, dict):
+            continue
+        name, cat, args = e.get("name"), e.get("cat"), e.get("args") or {}
+        if name == "record_param_comms":
+            comms.append((i, e))
+        elif cat in ("cuda_runtime", "cuda_driver") and "correlation" in args and "External id" in args:
+            launch_ext[args["correlation"]] = args["External id"]
+        elif cat == "kernel" and isinstance(name, str) and _KERNEL.match(name):
+            kernels.append(e)
+        elif isinstance(name, str) and (m := _STEP.match(name)):
+            steps.add(int(m.group(1)))
+    if not comms:
+        raise UsageError(f"{path}: a PyTorch profiler trace without communication events (no "
+                         "record_param_comms: was the job distributed, and was record_shapes or the "
+                         "CPU activity on?)")
+    kernel_us: dict[Any, float] = {}
+    for k in kernels:
+        args = k.get("args") or {}
+        ext = args.get("External id", launch_ext.get(args.get("correlation")))
+        dur = k.get("dur")
+        if ext is not None and isinstance(dur, (int, float)):
+            kernel_us[ext] = kernel_us.get(ext, 0.0) + float(dur)
+    rank_id = _rank(doc, path)
+    calls: Counter[Key] = Counter()
+    timing: dict[Key, Timing] = {}
+    order: list[tuple[Key, str]] = []
+    # in the order the calls began (a trace's events need not be sorted)
+    comms.sort(key=lambda ie: (ie[1].get("ts") if isinstance(ie[1].get("ts"), (int, float)) else 0, ie[0]))
+    for i, e in comms:
+        where = f"{path}: traceEvents[{i}] (record_param_comms)"
+        key = _key(e.get("args") or {}, where, warnings)
+        if key is None:
+            continue
+        calls[key] += 1
+        order.append((key, str((e.get("args") or {}).get("Process Group Name", ""))))
+        ext = (e.get("args") or {}).get("External id")
+        if ext in kernel_us:
+            timing.setdefault(key, Timing()).add(kernel_us[ext])
+    return RankRecord(path, "torch-trace", rank_id, calls, timing, steps=len(steps) or None, order=order), warnings
+
+
+def _rank(doc: dict[str, Any], path: str) -> str:
+    info = doc.get("distributedInfo")
+    if isinstance(info, dict) and isinstance(info.get("rank"), int):
+        return f"rank {info['rank']} of {path}"
+    return path
+
+
+def _key(args: dict[str, Any], where: str, warnings: list[str]) -> Key | None:
+    cname = args.get("Collective name")
+    if cname not in NAMES:
+        warnings.append(f"{where}: skipped collective {cname!r} (not one ccltune knows: {', '.join(sorted(NAMES))})")
+        return None
+    coll = collectives.REGISTRY[NAMES[cname]]
+    try:
+        n_in, n_out, group = int(args["In msg nelems"]), int(args["Out msg nelems"]), int(args["Group size"])
+    except (KeyError, TypeError, ValueError):
+        raise UsageError(f"{where}: needs integer 'In msg nelems', 'Out msg nelems' and 'Group size', got "
+                         f"{ {k: args.get(k) for k in ('In msg nelems', 'Out msg nelems', 'Group size')} }") from None
+    if group < 1 or n_in < 0 or n_out < 0:
+        raise UsageError(f"{where}: impossible sizes (In {n_in}, Out {n_out}, Group size {group})")
+    dtype, size = _dtype(args.get("dtype"), where)
+    # the API's per-rank count, as NCCL's COLL log prints it (see collectives/base.py)
+    if coll.name == "all_gather":
+        count = n_in
+    elif coll.name == "reduce_scatter":
+        count = n_out
+    elif coll.name == "alltoall":
+        count = n_in // group
+    else:
+        count = n_in
+    return Key(coll.name, count * size * (group if coll.per_rank_count else 1), group, dtype, count)

@@ -1,0 +1,155 @@
+"""The eager launch loop (native/): its C harness against fake NCCL entry points, plain and under
+ASan + UBSan, its exported symbols, and the Python binding (engines/series.py) driving the built
+library against a fake libnccl, for every collective of the registry: the operations NCCL would
+see, in order, on which pointers, and NCCL's message with the failing call's index."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from plugin_build import REPO, run
+
+from ccltune import builtlib
+from ccltune.collectives import REGISTRY, get
+from ccltune.engines import series
+from ccltune.engines.nccl_lib import NcclError, NcclLib
+from ccltune.errors import EngineUnavailable
+
+NATIVE = REPO / "native"
+SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "print_stacktrace=1"}
+
+
+def _make(build: Path, *targets: str, **variables: str) -> Path:
+    if shutil.which("gcc") is None or shutil.which("make") is None:
+        pytest.skip("gcc and make are needed to build the launch loop")
+    args = ["make", "-C", str(NATIVE), f"BUILD={build}", "CC=gcc", *targets, *(f"{k}={v}" for k, v in variables.items())]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"{' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return build
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _make(tmp_path_factory.mktemp("native-build"), "tests", "fake")
+
+
+@pytest.mark.parametrize("sanitizers", [False, True], ids=["plain", "sanitizers"])
+def test_c_harness(sanitizers: bool, built: Path, tmp_path: Path) -> None:
+    build = _make(tmp_path, "tests", SAN="1", OPT="-O1") if sanitizers else built
+    proc = run([build / "test_series"], env={**os.environ, **SAN_ENV})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "OK: 0 of" in proc.stdout
+    assert "runtime error" not in proc.stderr  # UBSan
+
+
+def test_exports_only_the_loop(built: Path) -> None:
+    if shutil.which("nm") is None:
+        pytest.skip("nm (binutils) not installed")
+    proc = run(["nm", "-D", "--defined-only", built / series.LIBRARY_NAME])
+    names = {line.split()[-1] for line in proc.stdout.splitlines() if line.strip()}
+    assert {"ccltune_series_run", "ccltune_series_abi"} <= names
+    assert names - {"ccltune_series_run", "ccltune_series_abi", "_init", "_fini", "_edata", "_end", "__bss_start"} == set()
+
+
+@pytest.fixture
+def loop(built: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(series, "_loaded", None)
+    monkeypatch.setattr(builtlib, "candidates", lambda name, folder: [built / name])
+    nccl = NcclLib(str(built / "libfake-nccl.so"))
+    fake = nccl.lib
+    fake.fake_log.restype = ctypes.c_char_p
+    fake.fake_reset.argtypes = [ctypes.c_int, ctypes.c_int]
+    return series.Loop(nccl), fake
+
+
+SEND, RECV, COMM, STREAM = 0x100000, 0x900000, 0xC0, 0x5E
+
+
+def _expected(coll, lay, root, rank, nranks, calls, shift=0, steps=1) -> list[str]:
+    """The fake's log lines for ``calls`` calls, from the collective's own nccl_ops."""
+    out = []
+    for i in range(calls):
+        base = shift * (i % steps)
+        ops = coll.nccl_ops(lay, root, rank, nranks)
+        grouped = coll.grouped or len(ops) > 1
+        if grouped:
+            out.append("GroupStart 0 0 0 -1 -1 -1 0 0")
+        for o in ops:
+            name = o.fn.removeprefix("nccl")
+            s = 0 if name == "Recv" else SEND + base + o.send_off
+            r = 0 if name == "Send" else RECV + base + o.recv_off
+            op = 2 if name in ("AllReduce", "ReduceScatter", "Reduce") else -1
+            peer = o.peer if name in ("Broadcast", "Reduce", "Send", "Recv") else -1
+            out.append(f"{name} {s:x} {r:x} {lay.count} 7 {op} {peer} {COMM:x} {STREAM:x}")
+        if grouped:
+            out.append("GroupEnd 0 0 0 -1 -1 -1 0 0")
+    return out
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+@pytest.mark.parametrize("rank", [0, 1])
+def test_binding_issues_each_collective(loop, name: str, rank: int) -> None:
+    """3 ranks, root 1, 4 calls stepping through 2 buffer steps: exactly the collective's operations."""
+    lp, fake = loop
+    coll, nranks = get(name), 3
+    lay = coll.layout(3 * 4 * 24, 4, nranks, rank)
+    s = lp.series(coll, lay, 1, rank, nranks, send=SEND, recv=RECV, dtype=7, op=2, comm=ctypes.c_void_p(COMM),
+                  stream=STREAM, shift_bytes=4096, shift_steps=2)
+    fake.fake_reset(-1, 0)
+    lp.run(s, 0, 4)
+    assert fake.fake_log().decode().splitlines() == _expected(coll, lay, 1, rank, nranks, 4, 4096, 2)
+
+
+def test_binding_resumes_at_a_call_index(loop) -> None:
+    lp, fake = loop
+    coll = get("all_reduce")
+    lay = coll.layout(64, 4, 1, 0)
+    s = lp.series(coll, lay, 0, 0, 1, send=SEND, recv=RECV, dtype=7, op=2, comm=COMM, stream=STREAM,
+                  shift_bytes=64, shift_steps=3)
+    fake.fake_reset(-1, 0)
+    lp.run(s, 5, 2)  # calls 5 and 6: steps 2 and 0
+    lines = fake.fake_log().decode().splitlines()
+    assert [int(line.split()[1], 16) - SEND for line in lines] == [128, 0]
+
+
+@pytest.mark.parametrize("name, fail_at, call, where, issued", [
+    ("all_reduce", 6, 6, "ncclAllReduce", 7),
+    ("sendrecv", 10, 2, "ncclRecv", 12),     # (sr)(sr)(sr: the 3rd call's recv, then its group is closed
+    ("sendrecv", 3, 0, "ncclGroupEnd", 4),
+    ("sendrecv", 4, 1, "ncclGroupStart", 5),
+])
+def test_binding_error_names_the_call(loop, name: str, fail_at: int, call: int, where: str, issued: int) -> None:
+    lp, fake = loop
+    coll = get(name)
+    lay = coll.layout(64, 4, 2, 0)
+    s = lp.series(coll, lay, 0, 0, 2, send=SEND, recv=RECV, dtype=7, op=2, comm=COMM, stream=STREAM)
+    fake.fake_reset(fail_at, 5)
+    with pytest.raises(NcclError) as err:
+        lp.run(s, 0, 10)
+    assert str(err.value) == (f"{where} (call {call} of the series) failed: invalid usage (run with NCCL_DEBUG=WARN "
+                              "for details): fake: refused on purpose (ncclResult_t 5)")
+    assert err.value.code == 5
+    assert len(fake.fake_log().decode().splitlines()) == issued  # nothing after the failing call
+
+
+def test_missing_library_says_how_to_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(series, "_loaded", None)
+    monkeypatch.setattr(builtlib, "candidates", lambda name, folder: [tmp_path / "lib" / name, tmp_path / name])
+    with pytest.raises(EngineUnavailable, match=r"make -C native.*--engine torch"):
+        series.library()
+
+
+def test_candidates_cover_wheel_editable_and_source_tree() -> None:
+    paths = builtlib.candidates(series.LIBRARY_NAME, "native")
+    assert paths[0].parent.name == "lib" and paths[0].parent.parent.name == "ccltune"
+    # the source tree's build folder, two levels above the package (src/ccltune -> the checkout);
+    # where ccltune is installed (CI), that is two levels above site-packages/ccltune
+    assert paths[-1] == Path(builtlib.__file__).resolve().parents[2] / "native" / "build" / series.LIBRARY_NAME
+    assert len(paths) == len(set(paths))

@@ -1,0 +1,85 @@
+"""Databases for the report tests (TEST DATA): a 12-run mixed one and many small imports.
+
+``mixed_store`` holds what a user's database does after a few days: the synthetic runs of
+``test_report_synthetic.fill_store`` (two benches, a sweep, tune, validate, links, doctor on
+an 8-GPU H100 node), a check run with two measured sizes and findings, and four imports of
+real-format files (nccl-tests 2.19.0 on 4 H200s, rccl-tests on 8 MI250X GCDs, TransferBench
+a2a on 8 MI300X, nvbandwidth on 4 H100), each through ``ccltune import`` as a user runs it.
+``many_store`` copies small imports into ``n`` runs (the scale benchmark, bench/report_scale.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+from ccltune.cli import main
+from ccltune.store import Measurement, Store
+from test_report_synthetic import fill_store
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+NCCLT_H200 = FIXTURES / "nccl-tests" / "ncclt-2.19.0_all_reduce_h200x4.txt"
+RCCLT = FIXTURES / "rccl-tests" / "rccl-tests-2022-10_all_reduce_np8.txt"
+TRANSFERBENCH = FIXTURES / "transferbench" / "a2a_mi300x_8gpu.txt"
+NVBANDWIDTH = FIXTURES / "nvbandwidth" / "h100_4gpu.json"
+
+
+def _quiet(argv: list[str]) -> None:
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(argv) == 0, argv
+
+
+def mixed_store(db: Path) -> None:
+    with Store(db) as store:
+        fill_store(store)  # runs 1-7
+        env = {"host": "node-a", "gpus": [{"name": "NVIDIA H100 80GB HBM3"}] * 8, "world_size": 8, "n_nodes": 1,
+               "platform": "NVIDIA H100 80GB HBM3 x8", "command": "ccltune check --profile h100-8",
+               "variables": {"NCCL_DEBUG": "WARN", "CCLTUNE_OUTCOME_FILE": "/tmp/ccltune-outcome-1",
+                             "CCLTUNE_COMMAND": "ccltune check", "CCLTUNE_ENGINE_NOTE": "x"}}
+        rid = store.begin_run("check", command="ccltune check --profile h100-8", env=env)  # run 8
+        rows = [Measurement("allreduce", s, s // 4, "float", "sum", None, False, 8, time_us=t, algbw_gbps=s / t / 1e3,
+                            busbw_gbps=1.75 * s / t / 1e3) for s, t in ((1 << 30, 5900.0), (8 << 30, 47000.0))]
+        rows.append(Measurement("allreduce", 1 << 20, 1 << 18, "float", "sum", None, False, 8, status="error",
+                                note="timeout"))
+        store.add_measurements(rid, rows)
+        store.add_findings(rid, [{"name": "gate:all_reduce busbw at 8G", "status": "PASS",
+                                  "evidence": "330.4 GB/s >= 300 GB/s"},
+                                 {"name": "gate:all_reduce at 1M", "status": "ERROR", "evidence": "timeout"}])
+        store.finish_run(rid, "complete")
+    _quiet(["import", "nccl-tests", str(NCCLT_H200), "--db", str(db)])  # run 9
+    _quiet(["import", "nccl-tests", str(RCCLT), "--db", str(db), "--gpu", "AMD Instinct MI250X"])  # run 10
+    _quiet(["import", "transferbench", str(TRANSFERBENCH), "--db", str(db), "--gpu", "AMD Instinct MI300X"])  # 11
+    _quiet(["import", "nvbandwidth", str(NVBANDWIDTH), "--db", str(db)])  # run 12
+
+
+def many_store(db: Path, n: int) -> None:
+    """``n`` runs: two small imports (an nccl-tests result, a TransferBench matrix) made with
+    ``ccltune import``, then copied as new runs by SQL (hosts node-0..node-9), so building
+    1,000 runs takes a second, not a thousand imports."""
+    seed = db.with_suffix(".seed.db")
+    seed.unlink(missing_ok=True)
+    _quiet(["import", "nccl-tests", str(NCCLT_H200), "--db", str(seed)])
+    _quiet(["import", "transferbench", str(TRANSFERBENCH), "--db", str(seed), "--gpu", "AMD Instinct MI300X"])
+    shutil.copyfile(seed, db)
+    seed.unlink()
+    con = sqlite3.connect(db)
+    cols = [r[1] for r in con.execute("PRAGMA table_info(runs)") if r[1] != "id"]
+    mcols = [r[1] for r in con.execute("PRAGMA table_info(measurements)") if r[1] not in ("id", "run_id")]
+    lcols = [r[1] for r in con.execute("PRAGMA table_info(links)") if r[1] not in ("id", "run_id")]
+    fcols = [r[1] for r in con.execute("PRAGMA table_info(findings)") if r[1] not in ("id", "run_id")]
+    for k in range(n - 2):
+        src = 1 + k % 2
+        cur = con.execute(f"INSERT INTO runs({', '.join(cols)}) SELECT {', '.join(cols)} FROM runs WHERE id = ?",
+                          (src,))
+        new = cur.lastrowid
+        con.execute("UPDATE runs SET env_json = json_set(env_json, '$.host', ?), host = ? WHERE id = ?",
+                    (f"node-{k % 10}", f"node-{k % 10}", new))
+        for table, c in (("measurements", mcols), ("links", lcols), ("findings", fcols)):
+            con.execute(f"INSERT INTO {table}(run_id, {', '.join(c)}) SELECT ?, {', '.join(c)} FROM {table} "
+                        "WHERE run_id = ?", (new, src))
+    con.commit()
+    con.close()

@@ -1,0 +1,115 @@
+"""nccl-tests 2.19.6's option table (src/common.cu getopt_long): every flag parses in its short and
+long spelling with nccl-tests' meaning, or is refused naming the engine that cannot honour it."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from ccltune.cli import bench_options
+from ccltune.errors import UsageError
+
+# (short, long, value) for every option nccl-tests 2.19.6 takes an argument for
+TABLE = [("-t", "--nthreads", "1"), ("-g", "--ngpus", "1"), ("-b", "--minbytes", "1.5M"),
+         ("-e", "--maxbytes", "2G"), ("-i", "--stepbytes", "1M"), ("-f", "--stepfactor", "1"),
+         ("-n", "--iters", "5"), ("-m", "--agg_iters", "1"), ("-w", "--warmup_iters", "0"),
+         ("-N", "--run_cycles", "1"), ("-p", "--parallel_init", "1"), ("-c", "--check", "3"),
+         ("-o", "--op", "max"), ("-d", "--datatype", "half"), ("-r", "--root", "1"), ("-z", "--blocking", "0"),
+         ("-y", "--stream_null", "0"), ("-G", "--cudagraph", "0"), ("-C", "--report_cputime", "0"),
+         ("-S", "--report_timestamps", "1"), ("-J", "--output_file", "x.json"), ("-a", "--average", "3"),
+         ("-R", "--local_register", "0"), ("-D", "--device_implementation", "0"),
+         ("-V", "--device_cta_count", "16"), ("-M", "--memory", "0"), ("-u", "--unalign", "0"),
+         ("-I", "--per_iter_timing", "0"), ("-K", "--per_iter_skip", "0")]
+
+
+def _parse(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser(exit_on_error=False)
+    bench_options.register(p)
+    p.add_argument("--nproc", type=int, default=None)
+    p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--symmetric", action="store_true")
+    return p.parse_args(list(argv))
+
+
+@pytest.mark.parametrize("short, long, value", TABLE)
+def test_every_flag_in_both_spellings(short, long, value):
+    a, b = _parse(short, value), _parse(f"{long}={value}")
+    assert vars(a) == vars(b)
+    bench_options.check(a, "nccl")
+
+
+def test_minus_t_minus_g_map_to_processes_with_a_note():
+    args = _parse("-g", "4", "-t", "2")
+    assert bench_options.check(args, "nccl") == ["-t 2 -g 4: 8 processes per node, one GPU each (ccltune runs one"
+                                                  " process per GPU)"]
+    assert args.nproc == 8
+    args = _parse("-g", "1")
+    assert bench_options.check(args, "gloo")[0].startswith("-t 1 -g 1: 1 process per node") and args.nproc is None
+    with pytest.raises(UsageError, match="means 4 processes per node, but --nproc is 2"):
+        bench_options.check(_parse("-g", "4", "--nproc", "2"), "nccl")
+
+
+def test_timeout_average_root_codes_and_strtol_integers():
+    assert _parse("-T", "7").timeout == 7.0
+    assert [bench_options.average(c) for c in "0123"] == ["rank0", "avg", "min", "max"]
+    assert bench_options.root("0x2") == 2 and _parse("-n", "0x10").iters == 16
+
+
+@pytest.mark.parametrize("argv, engine, needle", [
+    (["-R", "2"], "gloo", "-R/--local_register 2: the gloo engine has no symmetric windows"),
+    (["-R", "1"], "nccl", "-R/--local_register 1: the nccl engine does not register buffers locally"),
+    (["-m", "4"], "nccl", "-m/--agg_iters 4: the nccl engine supports only 1"),
+    (["-N", "0"], "torch", "-N/--run_cycles must be >= 1, got 0"),
+    (["-z", "1"], "nccl", "-z/--blocking 1: the nccl engine times calls back to back"),
+    (["-y", "1"], "nccl", "-y/--stream_null 1: the nccl engine supports only 0"),
+    (["-C", "1"], "nccl", "-C/--report_cputime 1"), (["-u", "1"], "nccl", "-u/--unalign 1"),
+    (["-M", "1"], "nccl", "-M/--memory 1"), (["-I", "1"], "nccl", "-I/--per_iter_timing 1"),
+    (["-D", "1"], "nccl", "-D/--device_implementation 1"), (["-x", "1"], "nccl", "-x/--cta_policy 1"),
+    (["-K", "2"], "nccl", "-K/--per_iter_skip 2 needs -I 1"),
+    (["-c", "-1"], "nccl", "-c/--check must be >= 0"),
+])
+def test_what_the_engine_cannot_honour_is_refused_by_name(argv, engine, needle):
+    with pytest.raises(UsageError) as ei:
+        bench_options.check(_parse(*argv), engine)
+    assert needle in str(ei.value)
+
+
+def test_minus_r_2_is_symmetric_on_nccl():
+    args = _parse("-R", "2")
+    bench_options.check(args, "nccl")
+    assert args.symmetric
+
+
+@pytest.mark.parametrize("var", ["NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_DEVICE"])
+def test_environment_variables(monkeypatch, var):
+    monkeypatch.setenv(var, "1")
+    with pytest.raises(UsageError, match=f"{var} 1: the nccl engine runs one communicator"):
+        bench_options.check(_parse(), "nccl")
+
+
+def test_min_bw(monkeypatch):
+    assert bench_options.min_bw() is None or True
+    monkeypatch.setenv("NCCL_TESTS_MIN_BW", "100")
+    assert bench_options.min_bw() == 100.0
+    monkeypatch.setenv("NCCL_TESTS_MIN_BW", "fast")
+    with pytest.raises(UsageError, match="NCCL_TESTS_MIN_BW must be a number"):
+        bench_options.min_bw()
+
+
+def test_all_loops_every_datatype_op_and_root_in_nccl_tests_order():
+    """-d all -o all -r all: one run, each collective looping as its nccl-tests program does
+    (datatypes, then ops for those that print one, then roots for rooted ones); -N repeats."""
+    from ccltune import collectives, types
+    from ccltune.measure.bench import BenchPlan, variants
+
+    plan = BenchPlan(collectives=[], sizes=[8], dtype=types.dtype("int8"), op="sum", root=0, iters=1, warmup=0,
+                     graph=0, check=2, average="avg", timeout_s=1, dtypes=types.dtypes("all"), ops=types.ops("all"),
+                     all_roots=True, cycles=2)
+    ar, bc, sr, ag = (collectives.REGISTRY[c] for c in ("all_reduce", "broadcast", "sendrecv", "all_gather"))
+    got = [(v.dtype.name, v.op) for v in variants(plan, ar, 4)]
+    assert len(got) == 12 * 6 and got[:7] == [("int8", o) for o in types.ops("all")] + [("uint8", "sum")]
+    assert [(v.dtype.name, v.root) for v in variants(plan, bc, 3)][:4] == [("int8", 0), ("int8", 1), ("int8", 2),
+                                                                            ("uint8", 0)]
+    assert len(variants(plan, sr, 4)) == 72 and len(variants(plan, ag, 4)) == 12  # sendrecv prints its op
+    assert bench_options.root("all") is None and bench_options.root("ALL") is None

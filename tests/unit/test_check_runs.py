@@ -1,0 +1,150 @@
+"""ccltune check on machines without a built-in profile (gates from the links) and on stored runs (--run N)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ccltune.cli import main
+from ccltune.diagnose import gates, profiles
+from ccltune.store import Measurement, Store
+
+G = 1 << 30
+M = 1 << 20
+
+
+def _gpus(monkeypatch, name: str, n: int) -> None:
+    gpus = [{"name": name, "index": i} for i in range(n)]
+    monkeypatch.setattr("ccltune.environment.gpu_facts", lambda: {"gpus": gpus, "cuda": "13.0", "hip": None})
+
+
+def _rows(points: dict[int, float], ranks: int) -> list[Measurement]:
+    return [Measurement(collective="all_reduce", size_bytes=s, count=s // 4, dtype="float", op="sum", root=None,
+                        in_place=ip, n_ranks=ranks, n_nodes=1, status="ok", time_us=1.0, algbw_gbps=bw / 1.75,
+                        busbw_gbps=bw if ip else bw - 5, wrong=0) for s, bw in points.items() for ip in (False, True)]
+
+
+def _stored(db, gpu: str, ranks: int, points: dict[int, float], kind: str = "bench") -> int:
+    env = {"world_size": ranks, "gpus": [{"name": gpu, "index": i} for i in range(ranks)], "launcher": "mpirun",
+           "platform": f"{gpu} x{ranks}"}
+    with Store(db) as st:
+        rid = st.begin_run(kind, command=f"all_reduce_perf -b 256M -e 16G -f 2 -g 1 ({ranks} x {gpu})", env=env)
+        st.add_measurements(rid, _rows(points, ranks))
+        st.finish_run(rid, "complete")
+    return rid
+
+
+def _links_run(db, n: int, gbps: float, slow: float | None = None) -> int:
+    rows = []
+    for s in range(n):
+        for d in range(n):
+            if s != d:
+                bw = slow if slow is not None and (s, d) == (0, 1) else gbps
+                rows.append({"src": s, "dst": d, "method": "ce", "direction": "uni", "size_bytes": 256 * M,
+                             "bandwidth_gbps": bw, "latency_us": None, "note": None})
+    with Store(db) as st:
+        rid = st.begin_run("links", command="ccltune links", env={"world_size": 1})
+        st.add_links(rid, rows)
+        st.finish_run(rid, "complete")
+    return rid
+
+
+# an 8 x MI300X rccl-tests run measured to 16 GB: 8 GB passes AMD's 304 GB/s, 16 GB falls (not judged)
+MI300X = {256 * M: 280.0, 512 * M: 300.0, G: 310.0, 2 * G: 315.0, 4 * G: 318.0, 8 * G: 320.0, 16 * G: 250.0}
+
+
+def test_amd_gates_are_all_reduce_in_place_busbw_at_8g_one_process_per_gpu():
+    for name in ("mi300x-8", "mi350x-8", "mi355x-8"):
+        prof = profiles.load_profile(name)
+        (g,) = prof.gates
+        assert (g.collective, g.in_place, g.metric, g.size_bytes, prof.world_size) == \
+            ("all_reduce", True, "busbw_gbps", 8 * G, 8)
+    threads = gates.evaluate(profiles.load_profile("mi300x-8"), [], {"world_size": 8, "process_per_gpu": False})
+    assert threads[0].name == "process_per_gpu" and threads[0].status == "ERROR"
+
+
+def test_stored_16g_run_is_judged_at_8g_with_the_profile_of_its_gpus(tmp_path, capsys):
+    db = tmp_path / "r.db"
+    rid = _stored(db, "AMD Instinct MI300X", 8, MI300X)
+    out = tmp_path / "v.json"
+    assert main(["check", "--run", str(rid), "--db", str(db), "--json", str(out)]) == 0
+    verdict = json.loads(out.read_text())
+    assert verdict["profile"] == "mi300x-8" and verdict["status"] == "PASS"
+    checks = {c["name"]: c for c in verdict["checks"]}
+    assert checks["all_reduce_busbw_8G"]["value"] == 320.0 and checks["monotonic"]["status"] == "PASS"
+
+
+def test_stored_run_refuses_a_profile_of_other_gpus_naming_both(tmp_path, capsys):
+    db = tmp_path / "r.db"
+    rid = _stored(db, "AMD Instinct MI300X", 8, MI300X)
+    assert main(["check", "--run", str(rid), "--profile", "mi350x-8", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "MI300X" in err and "MI350X" in err and "--force-profile" in err and "Traceback" not in err
+    assert main(["check", "--run", str(rid), "--profile", "h200-4", "--db", str(db)]) == 2
+    assert "8 GPUs, the profile's 4" in capsys.readouterr().err
+    assert main(["check", "--run", str(rid), "--profile", "mi350x-8", "--force-profile", "--db", str(db)]) == 1
+    text = capsys.readouterr().out
+    assert "WARN    profile_fit" in text and "FAIL    all_reduce_busbw_8G" in text  # 320 < 350
+
+
+def test_stored_run_without_a_matching_profile_names_the_run(tmp_path, capsys):
+    db = tmp_path / "r.db"
+    rid = _stored(db, "NVIDIA L40S", 4, {G: 20.0})
+    assert main(["check", "--run", str(rid), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert f"run {rid} (4 x L40S)" in err and "--links-run" in err
+    assert main(["check", "--run", "99", "--db", str(db)]) == 2
+    assert "no run 99" in capsys.readouterr().err
+
+
+def test_gate_from_a_stored_links_run_says_where_it_came_from(tmp_path, capsys):
+    db = tmp_path / "r.db"
+    links = _links_run(db, 4, 100.0, slow=80.0)  # GPU 0: slowest 80 x 3 peers = 240 GB/s ceiling
+    rid = _stored(db, "NVIDIA L40S", 4, {64 * M: 200.0, 256 * M: 205.0, G: 210.0})
+    out = tmp_path / "v.json"
+    assert main(["check", "--run", str(rid), "--links-run", str(links), "--db", str(db), "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert f"gate from the link measurement (links run {links})" in text and "85% of the ring ceiling 240.0" in text
+    assert "210.0 >= 204 GB/s" in text
+    assert main(["check", "--run", str(rid), "--links-run", str(links), "--ring-fraction", "0.9",
+                 "--db", str(db)]) == 1  # 210 < 216
+
+
+def test_unmatched_machine_is_gated_by_its_links(tmp_path, capsys, monkeypatch):
+    from ccltune.diagnose import benchrun
+
+    _gpus(monkeypatch, "NVIDIA L40S", 2)
+    db = tmp_path / "r.db"
+    links = _links_run(db, 2, 50.0)
+    recs = [{"collective": "all_reduce", "size_bytes": s, "in_place": True, "busbw_gbps": 45.0, "status": "ok"}
+            for s in (64 * M, 128 * M, 256 * M, 512 * M, G)]
+    monkeypatch.setattr(benchrun, "run_bench", lambda n, **k: benchrun.BenchRun(
+        ["fake"], {}, 0, "", 0.1, bench_env={"world_size": 2, "engine": "nccl"}, records=recs))
+    assert main(["check", "--links-run", str(links), "--db", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert "gate from the link measurement" in text and "45.0 >= 42.5 GB/s" in text
+
+
+def test_one_gpu_without_a_profile_is_waived_with_the_reason(tmp_path, capsys, monkeypatch):
+    _gpus(monkeypatch, "NVIDIA H100 80GB HBM3", 1)
+    out = tmp_path / "v.json"
+    assert main(["check", "--db", str(tmp_path / "r.db"), "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "WAIVED" in text and "1 x NVIDIA H100 80GB HBM3: one GPU has no links" in text
+    assert json.loads(out.read_text())["status"] == "WAIVED"
+
+
+def test_h100_and_a100_profiles_name_their_source_and_match_sxm_parts():
+    for name, url in (("h100-8", "nccl-tests/issues/212"), ("a100-8", "nccl-tests/issues/149")):
+        text = (profiles._builtin_dir() / f"{name}.toml").read_text()
+        assert url in text
+    assert profiles.detect(["NVIDIA H100 80GB HBM3"] * 8).name == "h100-8"
+    assert profiles.detect(["NVIDIA A100-SXM4-80GB"] * 8).name == "a100-8"
+    assert profiles.detect(["NVIDIA H100 PCIe"] * 8) is None
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "nan"])
+def test_bad_ring_fraction_is_a_usage_error(tmp_path, capsys, value):
+    assert main(["check", "--ring-fraction", value, "--db", str(tmp_path / "r.db")]) == 2
+    assert "--ring-fraction must be in (0, 1]" in capsys.readouterr().err

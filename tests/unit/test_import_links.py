@@ -1,0 +1,145 @@
+"""TransferBench and nvbandwidth imports as links runs, and ``links --run N`` (fixtures written from the tools'
+print statements: their headers name file and version)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ccltune.cli import main
+from ccltune.diagnose import nvbandwidth, transferbench
+from ccltune.diagnose.linkimport import times
+from ccltune.errors import UsageError
+from ccltune.store import Store
+
+FIX = Path(__file__).parent.parent / "fixtures"
+A2A = FIX / "transferbench" / "a2a_mi300x_8gpu.txt"
+P2P = FIX / "transferbench" / "p2p_4gpu.txt"
+NVB_TXT = FIX / "nvbandwidth" / "h100_4gpu.txt"
+NVB_JSON = FIX / "nvbandwidth" / "h100_4gpu.json"
+
+
+def tool_actual(text: str) -> dict[int, tuple[str, str]]:
+    """The Actual and STotal columns as TransferBench printed them, read straight from the file."""
+    out = {}
+    for line in text.splitlines():
+        if m := re.match(r"^GPU (\d+) .* (\d+\.\d{3})\s+(\d+\.\d{3})$", line):
+            out[int(m.group(1))] = (m.group(2), m.group(3))
+    return out
+
+
+def test_rounding_keeps_printed_precision():
+    assert times(45.21, 7, 2) == 316.47
+    assert times(45.210, 7, 3) == 316.470
+    assert times(0.1, 3, None) == pytest.approx(0.3)
+
+
+def test_a2a_parse_rows_and_method():
+    found = transferbench.parse(A2A.read_text(), "a2a")
+    assert (found.version, found.tests, found.n_gpus, len(found.rows)) == ("1.59", ["a2a"], 8, 56)
+    assert {r["method"] for r in found.rows} == {"sm-write"} and {r["direction"] for r in found.rows} == {"all2all"}
+    info = found.method_info["sm-write"]["a2a"]
+    assert (info["executor"], info["cus"], info["fine_grained"], info["size_bytes"]) == ("GFX", 8, True, 268435456)
+    slow = next(r for r in found.rows if (r["src"], r["dst"]) == (3, 5))
+    assert slow["bandwidth_gbps"] == 45.21 and "8 CUs" in slow["note"]
+
+
+def test_a2a_import_then_links_run_prints_the_tools_figures(tmp_path, capsys):
+    db = tmp_path / "t.db"
+    assert main(["import", "transferbench", str(A2A), "--db", str(db), "--gpu", "AMD Instinct MI300X"]) == 0
+    capsys.readouterr()
+    assert main(["links", "--run", "1", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    printed = tool_actual(A2A.read_text())
+    rows = {int(m.group(1)): m.groups() for m in re.finditer(
+        r"^\s+(\d)\s+(\d+\.\d{3})\s+(\d)\s+(\d)\s+(\d+\.\d{3})\s+(\d+\.\d{3})\s+(\S+)\s+(\S+)\s+(\w+)$", out, re.M)}
+    assert sorted(rows) == list(range(8))
+    for gpu, (_, slowest, _, peers, bound, total, t_stotal, t_actual, agrees) in rows.items():
+        assert peers == "7"
+        assert f"{float(slowest) * 7:.3f}" == bound  # slowest x 7
+        assert (t_stotal, t_actual) == printed[gpu] and bound == printed[gpu][1] and agrees == "yes"
+        assert total == printed[gpu][0]
+    assert rows[3][1] == "45.210" and rows[3][4] == "316.470"
+    assert "node ceiling (smallest bound, ring collectives): 316.470 GB/s" in out
+    with Store(db, readonly=True) as store:
+        run = store.run(1)
+        assert (run.kind, run.engine, run.world_size) == ("links", "TransferBench", 8)
+        assert run.env["gpus"][0]["name"] == "AMD Instinct MI300X"
+        assert run.summary["ring_ceiling_gbps"] == 316.47
+
+
+def test_p2p_uni_and_bidir():
+    found = transferbench.parse(P2P.read_text(), "p2p")
+    assert found.tests == ["p2p/uni", "p2p/bidir"] and found.n_gpus == 4
+    uni = {(r["src"], r["dst"]): r["bandwidth_gbps"] for r in found.rows if r["direction"] == "uni"}
+    bidir = {(r["src"], r["dst"]): r["bandwidth_gbps"] for r in found.rows if r["direction"] == "bidir"}
+    assert len(uni) == 12 and len(bidir) == 12 and uni[(1, 2)] == 39.87
+    assert found.method_info["sm-write"]["p2p/uni"]["fine_grained"] is True
+    assert found.decimals == {"sm-write/uni": 2, "sm-write/bidir": 2}
+
+
+@pytest.mark.parametrize("path", [NVB_TXT, NVB_JSON], ids=["text", "json"])
+def test_nvbandwidth_import_flags_the_slow_pair(path, tmp_path, capsys):
+    found = nvbandwidth.parse(path.read_text(), path.name)
+    assert found.version == "v0.8" and found.gpu_names == ["NVIDIA H100 80GB HBM3"] * 4
+    read_ce = {(r["src"], r["dst"]): r["bandwidth_gbps"] for r in found.rows
+               if (r["method"], r["direction"]) == ("ce-read", "uni")}
+    assert len(read_ce) == 12 and read_ce[(2, 3)] == 301.45
+    db = tmp_path / "n.db"
+    assert main(["import", "nvbandwidth", str(path), "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "WARN    links:ce-read/uni" in out and "slowest 2->3 301.4" in out
+    assert main(["links", "--run", "1", "--db", str(db)]) == 0
+    assert "below threshold: 2->3 301.45 GB/s" in capsys.readouterr().out
+
+
+def test_nvbandwidth_text_keeps_bidir_direction_and_skips_total():
+    found = nvbandwidth.parse(NVB_TXT.read_text(), "t")
+    assert sum(r["direction"] == "bidir" for r in found.rows) == 12
+    assert any("Total" in n for n in found.notes)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "no TransferBench a2a or p2p results"),
+    ("[ERROR] Cannot use 9 GPUs.  Detected 8 GPUs\n", ":1: TransferBench reported an error"),
+])
+def test_transferbench_refuses_what_it_cannot_read(text, message):
+    with pytest.raises(UsageError, match=re.escape(message)):
+        transferbench.parse(text, "f.txt")
+
+
+def test_truncated_a2a_summary_names_the_line(tmp_path):
+    lines = A2A.read_text().splitlines()
+    cut = next(i for i, line in enumerate(lines) if line.startswith("GPU 04"))
+    bad = tmp_path / "cut.txt"
+    bad.write_text("\n".join(lines[:cut]) + "\n")
+    with pytest.raises(UsageError, match=r"cut.txt:\d+: a2a summary row 'GPU 04' expected.*stops after 4 of 8"):
+        transferbench.parse(bad.read_text(), str(bad))
+    db = tmp_path / "none.db"
+    assert main(["import", "transferbench", str(bad), "--db", str(db)]) == 2
+    assert not db.exists()  # bad input stores nothing
+
+
+def test_transfer_line_disagreeing_with_summary_is_refused():
+    text = A2A.read_text().replace("|   45.210 GB/s", "|   46.210 GB/s")
+    with pytest.raises(UsageError, match="mixes two runs"):
+        transferbench.parse(text, "mixed")
+
+
+def test_nvbandwidth_bad_json_and_no_gpu_matrix():
+    with pytest.raises(UsageError, match="not valid JSON"):
+        nvbandwidth.parse("{not json", "x.json")
+    with pytest.raises(UsageError, match="no GPU-to-GPU bandwidth matrix"):
+        nvbandwidth.parse('{"nvbandwidth": {"testcases": [{"name": "host_to_device_memcpy_ce", "status": "Passed",'
+                          ' "bandwidth_matrix": [["55.1"]]}]}}', "h.json")
+
+
+def test_links_run_refuses_a_run_of_another_kind(tmp_path, capsys):
+    db = tmp_path / "k.db"
+    with Store(db) as store:
+        rid = store.begin_run("bench", command="ccltune bench")
+        store.finish_run(rid, "complete")
+    assert main(["links", "--run", str(rid), "--db", str(db)]) == 2
+    assert "is a bench run, not a links run" in capsys.readouterr().err

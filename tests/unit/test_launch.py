@@ -1,0 +1,103 @@
+"""The job's end, whatever happens: runs left running are judged (abandoned), finished by the
+launcher, workers die with their launcher, and a dead rank is exit code 3 in ccltune's words."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from types import SimpleNamespace
+
+from ccltune import launch
+from ccltune.cli import main
+from ccltune.store import Store
+
+
+def _run_by(db, processes):
+    with Store(db) as st:
+        return st.begin_run("bench", command="ccltune bench all", env={"processes": processes})
+
+
+def test_a_running_run_whose_processes_are_gone_is_shown_abandoned(tmp_path, capsys):
+    db = tmp_path / "t.db"
+    me = os.getpid()
+    gone = _run_by(db, {"host": socket.gethostname(), "pids": {str(me): launch.process_start(me) + 1}})  # pid reused
+    live = _run_by(db, {"host": socket.gethostname(), "pids": {str(me): launch.process_start(me)}})
+    elsewhere = _run_by(db, {"host": "node-that-is-not-here", "pids": {"1": None}})
+    old = _run_by(db, None)  # recorded before runs kept their processes: nothing to judge by
+    with Store(db) as st:
+        assert st.run(gone).status == "abandoned" and "gone" in st.run(gone).note
+        assert st.run(live).status == "running" and not st.run(live).note
+        assert st.run(elsewhere).status == "running" and "cannot be judged" in st.run(elsewhere).note
+        assert st.run(old).status == "running"
+    assert main(["runs", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert f"  {gone:>4}  bench     abandoned" in out and f"# run {elsewhere} running: running on host node" in out
+    assert main(["export", str(gone), "--db", str(db)]) == 0
+    assert json.loads(capsys.readouterr().out)["run"]["status"] == "abandoned"
+
+
+def test_the_launcher_finishes_a_run_rank_0_left_running(tmp_path, capsys):
+    db = tmp_path / "t.db"
+    run_id = _run_by(db, {"host": socket.gethostname(), "pids": {str(os.getpid()): None}})
+    (tmp_path / "run").write_text(f"{db}\n{run_id}\n")
+    launch._finish_left_running(str(tmp_path / "run"), "failed", "a rank died or hung (exit code 3)")
+    with Store(db) as st:
+        run = st.run(run_id)
+        assert run.status == "failed" and run.summary["rows"] == 0 and "a rank died" in run.summary["error"]
+        st.finish_run(run_id, "complete", {"rows": 0})
+    assert f"ccltune: run {run_id} failed; 0 rows kept in {db}" in capsys.readouterr().err
+    launch._finish_left_running(str(tmp_path / "run"), "failed", "x")  # finished already: left as it is
+    with Store(db) as st:
+        assert st.run(run_id).status == "complete"
+    assert capsys.readouterr().err == ""
+
+
+def test_a_process_dies_with_its_parent_killed_by_signal_9(tmp_path):
+    """PR_SET_PDEATHSIG: kill -9 of a parent leaves no child of it running (Linux)."""
+    pidfile = tmp_path / "pid"
+    child = textwrap.dedent(f"""
+        import os, sys, time
+        from ccltune import launch
+        launch.die_with_parent()
+        open({str(pidfile)!r}, "w").write(str(os.getpid()))
+        time.sleep(60)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time\n"
+                               f"subprocess.Popen([sys.executable, '-c', {child!r}])\ntime.sleep(60)"],
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        deadline = time.monotonic() + 20
+        while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pid = int(pidfile.read_text())
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 5
+        while launch.alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not launch.alive(pid), "the child outlived its parent by 5 s"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        if pidfile.exists() and pidfile.read_text() and launch.alive(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def _failed(*codes):
+    failures = {rank: SimpleNamespace(exitcode=code, pid=100 + rank) for rank, code in enumerate(codes)}
+    return SimpleNamespace(failures=failures, get_first_failure=lambda: next(iter(failures.items())))
+
+
+def test_a_rank_that_died_is_exit_code_3_said_once(capsys):
+    assert launch._failure_code(_failed(-9, 3)) == 3  # a survivor said it (exit 3): nothing more
+    assert capsys.readouterr().err == ""
+    assert launch._failure_code(_failed(-9, -15)) == 3  # nobody said anything: the launcher does
+    err = capsys.readouterr().err
+    assert "ccltune: error: rank 0 on host " in err and "killed by SIGKILL" in err and "Root Cause" not in err
+    assert launch._failure_code(_failed(2, 2)) == 2  # every worker refused the input: its code

@@ -1,0 +1,105 @@
+"""No module imports from a layer above its own (every import, at the top or inside a function).
+
+The layers, lowest first; a module may import its own layer and any below it:
+
+  base      ccltune (the package: its version), errors
+  core      sizes, types, files, gpus, environment, collectives, rules, store, dist, launch, tuner_plugin, output,
+            builtlib, ncclt_json, periter
+  engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
+  measure   measure/  (timing points and sizes, the run's lifecycle: measure.session)
+  analysis  tune/, validate/, diagnose/  (sweeps, rules, verdicts, checks)
+  report    report/
+  cli       cli/, __main__
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import ccltune
+
+LAYERS = [
+    ("base", {"errors"}),
+    ("core", {"sizes", "types", "files", "gpus", "environment", "collectives", "rules", "store", "dist",
+              "tuner_plugin", "output", "launch", "builtlib", "ncclt_json", "periter"}),
+    ("engines", {"engines"}),
+    ("measure", {"measure"}),
+    ("analysis", {"tune", "validate", "diagnose", "workload"}),
+    ("report", {"report"}),
+    ("cli", {"cli", "__main__"}),
+]
+RANK = {part: i for i, (_, parts) in enumerate(LAYERS) for part in parts}
+ROOT = Path(ccltune.__file__).parent
+
+
+def _part(module: str) -> str:
+    """ccltune.measure.sweep -> measure; ccltune -> '' (the package: base layer)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _layer(module: str) -> int:
+    part = _part(module)
+    if part in ("", "__version__", "__init__"):
+        return 0
+    assert part in RANK, f"{module}: no layer for ccltune.{part}; add it to LAYERS in {__file__}"
+    return RANK[part]
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every ccltune import in ``path``; ``from ccltune import x`` imports ccltune.x."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] == "ccltune":
+            if node.module == "ccltune":
+                out += [(node.lineno, f"ccltune.{a.name}") for a in node.names]
+            else:
+                out.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "ccltune"]
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"{path}:{node.lineno}: relative import; ccltune imports by absolute name")
+    return out
+
+
+def _module(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def test_every_module_is_in_a_layer():
+    for path in ROOT.rglob("*.py"):
+        _layer(_module(path))
+
+
+def test_no_import_goes_up_a_layer():
+    upward = []
+    for path in sorted(ROOT.rglob("*.py")):
+        mod = _module(path)
+        mine = _layer(mod)
+        for line, target in _imports(path):
+            theirs = _layer(target)
+            if theirs > mine:
+                upward.append(f"{path.relative_to(ROOT.parent)}:{line}: {mod} ({LAYERS[mine][0]}) imports "
+                              f"{target} ({LAYERS[theirs][0]})")
+    assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
+
+
+def test_the_check_sees_an_upward_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from ccltune.measure.buffers import Buffers\n")
+    assert _imports(bad) == [(2, "ccltune.measure.buffers")]
+    assert _layer("ccltune.measure.buffers") > _layer("ccltune.engines.base")
+
+
+def test_no_command_module_imports_another():
+    """Commands share argparse helpers (cli._common) and the layers below, not each other."""
+    shared = {"ccltune.cli", "ccltune.cli._common"}
+    for path in sorted((ROOT / "cli").glob("*.py")):
+        for line, target in _imports(path):
+            if target.startswith("ccltune.cli") and target not in shared:
+                raise AssertionError(f"{path.relative_to(ROOT.parent)}:{line} imports {target}")

@@ -1,0 +1,137 @@
+"""RCCL vs NCCL detection and the RCCL sweep rules (engines/library.py), against fake libraries
+built here that answer as RCCL and NCCL would.
+
+The fake exports the NCCL API symbols NcclLib binds (ncclGetVersion ... ncclGetLastError) with
+the meanings of RCCL's public header (ROCm/rccl src/nccl.h.in, RCCL 2.21.5, commit 0cbce2a7):
+ncclGetVersion returns NCCL_VERSION_CODE (22105: RCCL reports the NCCL version it is based on),
+and the RCCL build also exports mscclLoadAlgo. Like RCCL's RCCL_PARAM (src/include/param.h) it
+reads RCCL_LL128_FORCE_ENABLE once, at the first communicator, and every communicator keeps that
+cached value; ``fake_ll128`` reports what a communicator got.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ccltune.engines import library
+from ccltune.engines.nccl import _env
+from ccltune.engines.nccl_lib import NcclLib
+from ccltune.errors import EngineUnavailable, UsageError
+from ccltune.tune.derive import Candidate
+
+FAKE = r"""
+#include <stdlib.h>
+#include <string.h>
+typedef struct { char internal[128]; } ncclUniqueId;
+typedef struct { int ll128; } fakeComm;
+static long cached = -2;  /* RCCL_PARAM: read once per process */
+static int init(void** comm) {
+  if (cached == -2) { const char* v = getenv("RCCL_LL128_FORCE_ENABLE"); cached = v ? atol(v) : 0; }
+  fakeComm* c = malloc(sizeof *c);
+  if (!c) return 2;
+  c->ll128 = (int)cached;
+  *comm = c;
+  return 0;
+}
+int ncclGetVersion(int* v) { *v = 22105; return 0; }
+int ncclGetUniqueId(ncclUniqueId* id) { memset(id, 7, sizeof *id); return 0; }
+int ncclCommInitRank(void** comm, int n, ncclUniqueId id, int rank) { (void)n; (void)id; (void)rank; return init(comm); }
+int ncclCommInitRankConfig(void** comm, int n, ncclUniqueId id, int rank, void* cfg) {
+  (void)n; (void)id; (void)rank; (void)cfg; return init(comm); }
+int ncclCommDestroy(void* comm) { free(comm); return 0; }
+int ncclCommAbort(void* comm) { free(comm); return 0; }
+int ncclCommGetAsyncError(void* comm, int* e) { (void)comm; *e = 0; return 0; }
+const char* ncclGetErrorString(int r) { return r ? "unhandled system error" : "no error"; }
+const char* ncclGetLastError(void* comm) { (void)comm; return ""; }
+int fake_ll128(void* comm) { return ((fakeComm*)comm)->ll128; }
+#ifdef RCCL
+int mscclLoadAlgo(const char* path, void* handle, int rank) { (void)path; (void)handle; (void)rank; return 0; }
+#endif
+"""
+
+
+def _build(tmp: Path, name: str, rccl: bool) -> str:
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build the fake library")
+    src = tmp / "fake.c"
+    src.write_text(FAKE)
+    out = tmp / name
+    cmd = ["gcc", "-shared", "-fPIC", "-o", str(out), str(src)] + (["-DRCCL"] if rccl else [])
+    subprocess.run(cmd, check=True, capture_output=True)
+    return str(out)
+
+
+@pytest.fixture()
+def rccl(tmp_path: Path) -> NcclLib:
+    return NcclLib(_build(tmp_path, "libfake-ccl.so", rccl=True))  # detected by its symbol, not its name
+
+
+def test_detects_rccl_by_symbol(rccl: NcclLib) -> None:
+    facts = library.facts_of(rccl)
+    assert (facts.kind, facts.version, facts.name) == ("rccl", "2.21.5", "RCCL 2.21.5")
+    assert facts.proto_env == {"ll128": {"RCCL_LL128_FORCE_ENABLE": "1"}}
+
+
+def test_nccl_and_rccl_by_file_name(tmp_path: Path) -> None:
+    nccl = NcclLib(_build(tmp_path, "libnccl.so.2", rccl=False))
+    assert library.facts_of(nccl).kind == "nccl"
+    assert library.detect("/opt/rocm/lib/librccl.so.1", lambda s: False, "2.22.3").kind == "rccl"
+
+
+def test_candidates_from_the_library() -> None:
+    rccl = library.detect("librccl.so", lambda s: False, "2.21.5")
+    nccl = library.detect("libnccl.so.2", lambda s: False, "2.28.9")
+    ok = [Candidate(), Candidate("ring", "ll128"), Candidate("tree", "ll", 8), Candidate("pat", "simple")]
+    assert library.sweep_candidates(rccl, ok) == ok
+    nvls = [*ok, Candidate("nvls", "simple")]
+    assert library.sweep_candidates(nccl, nvls) == nvls
+    with pytest.raises(UsageError, match=r"--algos nvls: RCCL 2.21.5 cannot run it \(nvls: NVLS needs NVIDIA "
+                                         r"NVSwitch.*\); sweep tree,ring,pat"):
+        library.sweep_candidates(rccl, nvls)
+
+
+def _comm(lib: NcclLib, env: library.CommEnv, proto: str | None) -> int:
+    label = f"ring/{proto}/default" if proto else "default"
+    with _env(NCCL_PROTO=proto, **env.for_comm(proto, label)):
+        comm = lib.comm_init(2, lib.unique_id(), 0, lib.config())
+    try:
+        return lib.lib.fake_ll128(comm)
+    finally:
+        lib.call("ncclCommDestroy", comm)
+
+
+def test_ll128_candidate_sets_force_enable_for_its_communicator(rccl: NcclLib, monkeypatch) -> None:
+    monkeypatch.delenv("RCCL_LL128_FORCE_ENABLE", raising=False)
+    env = library.CommEnv(library.facts_of(rccl))
+    assert _comm(rccl, env, "ll128") == 1  # set around its init only
+    assert "RCCL_LL128_FORCE_ENABLE" not in os.environ
+
+
+def test_rccl_cache_refuses_a_later_ll128_communicator(rccl: NcclLib, monkeypatch) -> None:
+    monkeypatch.delenv("RCCL_LL128_FORCE_ENABLE", raising=False)
+    env = library.CommEnv(library.facts_of(rccl))
+    assert _comm(rccl, env, None) == 0  # NCCL's default first: RCCL caches "unset"
+    with pytest.raises(EngineUnavailable, match=r"ring/ll128/default needs RCCL_LL128_FORCE_ENABLE=1, but RCCL "
+                                                r"2.21.5 read RCCL_LL128_FORCE_ENABLE once, at this process's "
+                                                r"first communicator \(RCCL_LL128_FORCE_ENABLE=\(unset\)\)"):
+        env.for_comm("ll128", "ring/ll128/default")
+    assert _comm(rccl, env, "simple") == 0
+
+
+def test_force_enable_for_the_whole_run(rccl: NcclLib, monkeypatch) -> None:
+    monkeypatch.setenv("RCCL_LL128_FORCE_ENABLE", "1")
+    env = library.CommEnv(library.facts_of(rccl))
+    assert [_comm(rccl, env, p) for p in (None, "ll128", "ll")] == [1, 1, 1]
+
+
+def test_nccl_needs_no_extra_environment(tmp_path: Path) -> None:
+    nccl = NcclLib(_build(tmp_path, "libnccl.so.2", rccl=False))
+    env = library.CommEnv(library.facts_of(nccl))
+    assert env.for_comm("ll128", "ring/ll128/default") == {} == env.for_comm(None, "default")
+    assert isinstance(nccl.lib.fake_ll128, ctypes._CFuncPtr)

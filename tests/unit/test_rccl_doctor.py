@@ -1,0 +1,92 @@
+"""doctor on RCCL logs and AMD hosts (log fixtures written from ROCm/rccl 0cbce2a7 print statements, amd-smi
+fixtures from ROCm/amdsmi rocm-6.2.2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ccltune.cli import main
+from ccltune.diagnose import amdsmi, doctor, rcclog, topo
+from ccltune.diagnose.ncclog import parse_log
+
+FIX = Path(__file__).parent.parent / "fixtures"
+LOGS = FIX / "logs"
+SMI = FIX / "amd-smi"
+NUMA = FIX / "sysfs" / "amd-numa"
+
+
+def node(*names: str) -> topo.Topology:
+    return topo.from_amdsmi(amdsmi.parse([((SMI / n).read_text(), n) for n in names]))
+
+
+MI300X = ("mi300x_topology.json", "mi300x_static.json")
+
+
+def by_name(findings):
+    return {f.name: f for f in findings}
+
+
+def test_rccl_facts_from_the_log():
+    facts = rcclog.parse((LOGS / "rccl_mi300x_4of8_shm.log").read_text())
+    assert facts.devices == {0: 0, 1: 1, 2: 4, 3: 5} and facts.cores[2] == 3 and facts.bus_ids[2] == "85000"
+    assert (facts.msccl, facts.mscclpp, facts.mscclpp_threshold) == (True, True, 2097152)
+    assert facts.params == {"RCCL_MSCCLPP_ENABLE": 1, "RCCL_MSCCLPP_THRESHOLD": 2097152,
+                            "RCCL_LL128_FORCE_ENABLE": 1, "RCCL_MSCCL_ENABLE": 1}
+    assert facts.local_ranks == 4 and rcclog.bus_to_int("0000:85:00.0") == 0x85000
+
+
+def test_all_checks_on_a_job_using_4_of_8_gpus():
+    text = (LOGS / "rccl_mi300x_4of8_shm.log").read_text()
+    log = parse_log(text)
+    found = by_name(doctor.rccl_findings(text, log, node(*MI300X), None, NUMA))
+    assert found["rccl:min_nchannels"].status == "WARN"
+    assert "NCCL_MIN_NCHANNELS=32" in found["rccl:min_nchannels"].fix
+    assert found["rccl:affinity"].status == "WARN"
+    assert found["rccl:affinity"].data["misplaced"] == [{"rank": 2, "gpu": 4, "core": 3, "core_node": 0, "gpu_node": 1}]
+    assert found["rccl:ll128"].status == "WARN" and "forced on" in found["rccl:ll128"].evidence
+    assert "2097152" in found["rccl:mscclpp"].evidence and "bypasses" in found["rccl:mscclpp"].evidence
+    assert "never reach a tuner plugin" in found["rccl:msccl"].evidence
+    assert found["rccl:fine_grain_pcie"].status == "WAIVED"
+
+
+def test_shm_between_xgmi_gpus_is_diagnosed_through_rank_to_device():
+    text = (LOGS / "rccl_mi300x_4of8_shm.log").read_text()
+    capable = doctor.rank_p2p_capable(text, doctor.p2p_capable_from(node(*MI300X)))
+    from ccltune.diagnose.logcheck import check_transports
+    f = check_transports(parse_log(text), p2p_capable=capable)
+    assert f.status == "FAIL" and f.data["shm_pairs_p2p_capable"] == [(1, 2), (2, 1)]
+
+
+def test_full_node_job_passes():
+    text = (LOGS / "rccl_mi300x_8gpu.log").read_text()
+    found = by_name(doctor.rccl_findings(text, parse_log(text), node(*MI300X), None, NUMA))
+    assert found["rccl:min_nchannels"].status == "PASS"
+    assert found["rccl:affinity"].status == "PASS"  # cores 2..114 step 16: GPUs 0-3 on node 0, 4-7 on node 1
+    assert found["rccl:ll128"].status == "PASS" and found["rccl:mscclpp"].evidence.startswith("MSCCL++ not reported")
+
+
+def test_min_channels_recommends_when_not_set_and_accepts_when_set():
+    assert rcclog.min_channels_finding(4, 8, True, {}).status == "WARN"
+    assert rcclog.min_channels_finding(4, 8, True, {"NCCL_MIN_NCHANNELS": "32"}).status == "PASS"
+    assert rcclog.min_channels_finding(4, 4, False, {}).status == "WAIVED"
+
+
+def test_fine_grain_pcie():
+    pcie = node("mi210_pcie_topology.json", "mi210_pcie_static.json")
+    labels = {c for row in pcie.links for c in row if c != "X"}
+    assert labels == {"PCIE+2", "PCIE+3"}
+    assert rcclog.fine_grain_finding(True, {}).status == "WARN"
+    assert rcclog.fine_grain_finding(True, {"HSA_FORCE_FINE_GRAIN_PCIE": "1"}).status == "PASS"
+    text = (LOGS / "rccl_mi300x_8gpu.log").read_text()
+    found = by_name(doctor.rccl_findings(text, parse_log(text), pcie, {}, NUMA))
+    assert found["rccl:fine_grain_pcie"].status == "WARN" and found["rccl:fine_grain_pcie"].fix.endswith("=1")
+
+
+def test_cli_doctor_rccl_log_with_amd_smi(tmp_path, capsys):
+    rc = main(["doctor", "--nccl-log", str(LOGS / "rccl_mi300x_4of8_shm.log"),
+               "--from-amd-smi", str(SMI / MI300X[0]), "--from-amd-smi", str(SMI / MI300X[1]),
+               "--sysfs-root", str(NUMA), "--db", str(tmp_path / "d.db")])
+    out = capsys.readouterr().out
+    assert rc == 1  # the SHM edges between xGMI GPUs FAIL
+    for text in ("FAIL    log:transport", "WARN    rccl:min_nchannels", "WARN    rccl:affinity", "rccl:mscclpp"):
+        assert text in out

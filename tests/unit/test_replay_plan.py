@@ -1,0 +1,158 @@
+"""replay and sweep --workload, the pure part: what a launch reproduces, the issue order, the verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ccltune.validate import replay as R
+from ccltune.workload import importer, plan
+from ccltune.workload.model import Entry, Key, Workload
+
+LOG = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "coll-ddp-1gpu.vm.4029.log"
+
+
+def test_one_rank_log_fits_one_rank_and_nothing_else_with_the_reason() -> None:
+    wl = importer.import_files([LOG])
+    keep, skipped = plan.fit(wl, 1, 1)
+    assert len(keep) == len(wl.entries) and not skipped
+    keep, skipped = plan.fit(wl, 4, 1)
+    assert not keep and all("captured on 1 rank, this launch has 4 (launch it with --nproc 1)" == s.reason
+                            for s in skipped)
+    keep, skipped = plan.fit(wl, 1, 1, tunable_only=True)  # a sweep: nothing NCCL tunes on one rank
+    assert not keep and "one rank" in skipped[0].reason
+
+
+def test_fit_names_other_node_counts_and_untuned_collectives() -> None:
+    wl = Workload([Entry(Key("all_reduce", 64, 4, "float", 16, 2), 1), Entry(Key("alltoall", 64, 4, "float", 4), 1),
+                   Entry(Key("all_gather", 64, 4, "float", 4), 3)], [])
+    keep, skipped = plan.fit(wl, 4, 1, tunable_only=True)
+    assert keep == [2]
+    assert [s.reason for s in skipped] == ["captured on 2 node(s), this launch spans 1",
+                                           "NCCL passes alltoall to no tuner: nothing to sweep"]
+    assert plan.fit(wl, 4, 1)[0] == [1, 2]  # replay issues alltoall too
+
+
+def test_captured_order_and_grouped() -> None:
+    wl = importer.import_files([LOG])
+    seq, note = plan.sequence(wl, range(len(wl.entries)), "captured")
+    assert note is None and [(i, c, n) for i, c, n in seq] == [tuple(o) for o in wl.order]
+    assert sum(n for *_, n in seq) == 63
+    grouped, _ = plan.sequence(wl, range(len(wl.entries)), "grouped")
+    assert sorted(i for i, _, _ in grouped) == list(range(len(wl.entries)))
+    assert {i: n for i, _, n in grouped} == {i: e.calls for i, e in enumerate(wl.entries)}
+    assert plan.communicators(seq) == [0]
+    # dropping entries joins the runs around them
+    wl.order = [(0, 0, 1), (1, 0, 1), (0, 0, 2)]
+    assert plan.sequence(wl, [0], "captured")[0] == [(0, 0, 3)]
+
+
+def test_no_order_is_replayed_grouped_with_a_note() -> None:
+    wl = Workload([Entry(Key("all_reduce", 64, 2), 5), Entry(Key("all_reduce", 128, 2), 0)], [])
+    seq, note = plan.sequence(wl, [0, 1], "captured")
+    assert seq == [(0, 0, 5)] and "no issue order" in note
+
+
+def _e(d, r=None):
+    return R.EntryTime(0, "all_reduce", 64, 10, d, r)
+
+
+@pytest.mark.parametrize("rules,status,word", [([99.0, 100.0, 101.0], "PASS", "no difference"),
+                                               ([80.0, 80.5, 81.0], "PASS", "faster"),
+                                               ([120.0, 121.0, 122.0], "FAIL", "slower")])
+def test_verdict_judges_the_ratio_beyond_noise(rules, status, word) -> None:
+    rounds = {"default": [99.0, 100.0, 101.0], "rules": rules}
+    v = R.verdict(rounds, 2, [])
+    assert v.status == status and word in v.reason
+    assert v.ratio == pytest.approx(rules[1] / 100.0) and v.ratio_noise == pytest.approx(0.01 + (rules[2] - rules[0]) / 2 / rules[1])
+    d = v.to_dict(rounds)
+    assert d["status"] == status and len(d["rounds"]) == 6 and d["rounds"][0] == {"arm": "default", "rep": 0,
+                                                                                  "time_us_per_step": 99.0}
+
+
+def test_one_rank_is_waived_and_the_entries_come_from_rows() -> None:
+    wl = Workload([Entry(Key("all_reduce", 64, 1, "float", 16), 4)], [], steps=2)
+    rows = [{"collective": "all_reduce", "size_bytes": 64, "config": "default", "status": "ok", "time_us": t}
+            for t in (9.0, 10.0, 11.0)]
+    ents = R.entry_times(wl, {0: rows + [{"config": "default", "status": "waived", "time_us": None}]})
+    assert ents[0].default.median_us == 10.0 and ents[0].rules is None
+    v = R.verdict({"default": R.per_step([40e-6, 41e-6], 2)}, 2, ents, waived="NCCL does no tuning with one rank")
+    assert v.status == "WAIVED" and v.ratio is None and v.default.median_us == pytest.approx(20.25)
+    text = "\n".join(R.lines(v, wl, "captured"))
+    assert "WAIVED: NCCL does no tuning with one rank" in text and "20.2" in text
+    # the breakdown: 4 calls of 10 us in 2 steps is 20 us of each step
+    (row,) = [x for x in text.splitlines() if x.startswith("  all_reduce")]
+    assert row.split() == ["all_reduce", "64", "4", "10.0", "-", "-", "20.0"]
+    assert v.to_dict({})["comm_us_per_step"] == {"default": 20.25, "rules": None}
+
+
+class _Ctx:
+    rank, is_root, n_nodes, world_size = 0, True, 1, 1
+
+    def allreduce_floats(self, values, op, what):
+        return list(values)
+
+    def barrier(self, what):
+        pass
+
+
+class _Engine:
+    """Records every call: (collective, size, config); 'waives' alltoall."""
+
+    name = "fake"
+    device = "cpu"
+
+    def __init__(self):
+        import torch
+
+        from ccltune.engines.base import Engine
+
+        self.torch, self.ctx, self.calls = torch, _Ctx(), []
+        self._base = Engine
+        self.on_fatal = None
+
+    def waive_reason(self, pt):
+        return "no alltoall here" if pt.coll.name == "alltoall" else None
+
+    def alloc(self, pt):
+        return None
+
+    def arrange(self, pt, bufs):
+        pass
+
+    def stream_context(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def start_together(self, config=None):
+        pass
+
+    def launch(self, pt, bufs):
+        self.calls.append((pt.coll.name, pt.lay.size_bytes, pt.config))
+
+    def sync(self):
+        pass
+
+    def abort(self):
+        pass
+
+
+def test_rounds_issue_the_sequence_per_arm_on_each_arms_communicators() -> None:
+    from ccltune.measure import replay as M
+
+    wl = Workload([Entry(Key("all_reduce", 64, 1, "float", 16), 3), Entry(Key("broadcast", 32, 1, "int32", 8), 1),
+                   Entry(Key("alltoall", 16, 1, "float", 4), 1)], [], steps=1,
+                  order=[(1, 0, 1), (0, 1, 2), (2, 0, 1), (0, 1, 1)])
+    eng = _Engine()
+    seq, _ = plan.sequence(wl, [0, 1, 2], "captured")
+    items, notes = M.prepare(eng, [e.key for e in wl.entries], seq)
+    assert [(it.entry, it.comm, it.calls) for it in items] == [(1, 0, 1), (0, 1, 2), (0, 1, 1)]
+    assert notes == ["alltoall 16 B: not replayed (no alltoall here)"]
+    got = M.rounds(eng, items, {"default": lambda c: ("default", c), "rules": lambda c: ("rules", c)}, 2, 10.0)
+    assert {a: len(t) for a, t in got.items()} == {"default": 2, "rules": 2}
+    one = [("broadcast", 32, ("default", 0))] + [("all_reduce", 64, ("default", 1))] * 3
+    assert eng.calls[:4] == one  # the untimed round of the default, in captured order
+    assert len(eng.calls) == 4 * 2 * 3  # (1 untimed + 2 timed rounds) x 2 arms
+    assert eng.calls[12:16] == [(c, s, ("rules", k)) for c, s, (_, k) in one]  # round 1 starts with the rules

@@ -1,0 +1,102 @@
+"""The verdict cards, the environment the page shows, the palette, and a many-run page
+(pure or in-process; the browser tests are test_report_browser.py)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ccltune.cli import main
+from ccltune.environment import INTERNAL_VARIABLES, comm_env, platform_name
+from ccltune.report import data, load, svg
+from ccltune.report.sections import build_sections
+from ccltune.report.verdict import cards
+from ccltune.store import Run, Store
+from report_db import many_store, mixed_store
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "ccltune"
+# CCLTUNE_ variables a user sets (documented); every other one ccltune sets for itself
+USER_SET = {"CCLTUNE_RULES", "CCLTUNE_NCCL_LIBRARY", "CCLTUNE_SYSFS_ROOT", "CCLTUNE_CAPTURE", "CCLTUNE_GPU_MODEL"}
+
+
+def _mixed(tmp_path):
+    db = tmp_path / "mixed.db"
+    mixed_store(db)
+    with Store(db, create=False) as store:
+        return load(store)
+
+
+def test_cards_give_health_worst_first_ceiling_and_gain(tmp_path):
+    inp = _mixed(tmp_path)
+    by_title = {c.title: c for c in cards(inp.runs, inp.findings, inp.peaks)}
+    a = by_title["node-a"]
+    assert a.level == "bad" and a.headline.startswith("Not healthy: 1 FAIL, 1 ERROR, 1 WARN")
+    assert [lv for lv, _ in a.lines][:4] == ["bad", "bad", "bad", "warn"]  # slower sizes, FAIL, ERROR, WARN
+    figs = dict(a.figures)
+    assert figs["slowest-link ceiling (links run 6)"] == "400.0 GB/s"
+    assert figs["of the ceiling reached"] == "90%" and figs["largest win"] == "1.25x"
+    assert figs["tuning gain, geometric mean (validate run 5)"] == "1.079x"
+    # node-b has no links run: node-a's of the same GPU model and count applies, named as such
+    assert "slowest-link ceiling (links run 6 on node-a)" in dict(by_title["node-b"].figures)
+    # an import: its host and GPU model from the file
+    assert "4 x NVIDIA H200" in by_title["vm"].subtitle
+
+
+def test_ceiling_line_on_all_reduce_plots(tmp_path):
+    inp = _mixed(tmp_path)
+    bench = next(s for s in build_sections(inp) if s.id == "bench")
+    ar = next(f for f in bench.figures() if f.title == "allreduce: bus bandwidth")
+    assert [v for v, _ in ar.refs] == [400.0]
+    check = next(s for s in ar.series if s.label.startswith("run 8"))
+    assert len(check.xs) == 2 and check.gaps == [(float(1 << 20), "status error")]
+
+
+def test_env_shows_only_the_users_variables_and_consistent_gpus(tmp_path):
+    inp = _mixed(tmp_path)
+    shared, differ = data.env_tables(inp.runs)
+    text = str(shared.rows) + str(differ.rows) + str(differ.columns)
+    assert "CCLTUNE_" not in text and "NCCL_IB_DISABLE" in differ.columns
+    assert comm_env({"CCLTUNE_OUTCOME_FILE": "/tmp/x", "NCCL_DEBUG": "INFO", "CCLTUNE_RULES": "r"}) == {
+        "CCLTUNE_RULES": "r", "NCCL_DEBUG": "INFO"}
+    assert data.gpus_text([{"name": "NVIDIA H200"}] * 2, 4) == "4 x NVIDIA H200 (2 visible on rank 0's host)"
+    assert platform_name([{"name": "NVIDIA H200"}] * 4, None, None) == "NVIDIA H200 x4"
+    old = Run(1, "links", "complete", "t", None, "ccltune links", None, None, None, None, "vm", "NVIDIA H200 x1",
+              None, None, env={"gpus": [{"name": "NVIDIA H200"}] * 4, "platform": "NVIDIA H200 x1"})
+    assert data.platform_text(old) == "NVIDIA H200 x4"
+
+
+def test_every_ccltune_variable_is_either_the_users_or_internal():
+    # variable names as the code spells them: quoted strings (os.environ["X"], env.get("X"), {"X": ...})
+    names = {m for p in SRC.rglob("*.py") for m in re.findall(r"[\"'](CCLTUNE_[A-Z_]+[A-Z])[\"']", p.read_text())}
+    assert names - USER_SET - INTERNAL_VARIABLES == set(), "new CCLTUNE_ variable: user-set or internal?"
+
+
+def _lab(hex_color: str, m: tuple | None = None) -> tuple[float, float, float]:
+    rgb = [int(hex_color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    if m:  # colour-blind simulation in linear RGB (Vienot, Brettel and Mollon 1999)
+        lin = [sum(m[i][j] * lin[j] for j in range(3)) for i in range(3)]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.9505
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.089
+    f = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z)]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def test_palette_colours_are_distinct_also_for_colour_blind_readers():
+    deutan = ((0.29275, 0.70725, 0.0), (0.29275, 0.70725, 0.0), (-0.02234, 0.02234, 1.0))
+    protan = ((0.11238, 0.88762, 0.0), (0.11238, 0.88762, 0.0), (0.00401, -0.00401, 1.0))
+    for m, least in ((None, 20), (deutan, 8), (protan, 8)):
+        labs = [_lab(c, m) for c in svg.PALETTE]
+        worst = min(sum((a - b) ** 2 for a, b in zip(p, q)) ** 0.5 for i, p in enumerate(labs) for q in labs[i + 1:])
+        assert worst > least, (m, worst)
+
+
+def test_many_runs_draw_the_latest_and_summarise_the_rest(tmp_path):
+    db, page = tmp_path / "many.db", tmp_path / "many.html"
+    many_store(db, 60)
+    assert main(["report", "--db", str(db), "--out", str(page), "--latest", "5"]) == 0
+    html = page.read_text()
+    assert "60 run(s)" in html and "the latest 5 drawn in full" in html
+    assert html.count("summarised") >= 55 and len(html) < 400_000
+    assert html.count('class="pick"') == 2  # the drawn nccl-tests imports (57, 59: copies of run 1)

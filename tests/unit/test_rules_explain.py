@@ -1,0 +1,38 @@
+"""rules explain: the table covers 0..2^64-1 without gaps, and every range's both ends get
+the decision rules.match (the C matcher's proven twin) gives there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ccltune import rules
+from ccltune.cli import main
+from ccltune.tune.explain import MAX_SIZE, explain
+
+RULES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "rules").glob("*.conf"))
+
+
+@pytest.mark.parametrize("path", RULES, ids=[p.name for p in RULES])
+@pytest.mark.parametrize("shape", [(8, 1), (4, 1), (16, 2)])
+def test_table_is_exact(path: Path, shape: tuple[int, int]) -> None:
+    rs = rules.load(path)
+    facts = rules.PlatformFacts(gpu="NVIDIA H100 80GB HBM3")
+    for coll in rules.COLLECTIVES:
+        table = explain(rs, coll, *shape, facts)
+        assert table[0].min_bytes == 0 and table[-1].max_bytes == MAX_SIZE
+        for a, b in zip(table, table[1:]):
+            assert a.max_bytes + 1 == b.min_bytes and a.decision != b.decision
+        for r in table:
+            for size in (r.min_bytes, r.max_bytes, (r.min_bytes + r.max_bytes) // 2):
+                q = rules.Query(coll, size, *shape, platform=facts)
+                assert rules.match(rs, q) == r.decision, (coll, size)
+
+
+def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    basic = next(p for p in RULES if p.name == "basic.conf")
+    assert main(["rules", "explain", str(basic), "--collective", "allreduce", "--nranks", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "line 3: tree/ll128" in out and "NCCL's default" in out
+    assert main(["rules", "explain", str(basic), "--nranks", "2", "--nnodes", "4"]) == 2

@@ -1,0 +1,74 @@
+"""``ccltune topo`` on amd-smi JSON (fixtures written from ROCm/amdsmi rocm-6.2.2's topology/static JSON code)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ccltune.cli import main
+from ccltune.diagnose import amdsmi, nvml, smitopo, topo
+from ccltune.errors import UsageError
+
+FIX = Path(__file__).parent.parent / "fixtures"
+SMI = FIX / "amd-smi"
+
+
+def texts(*names: str) -> list[tuple[str, str]]:
+    return [((SMI / n).read_text(), n) for n in names]
+
+
+def test_mi300x_mesh_and_partition():
+    t = topo.from_amdsmi(amdsmi.parse(texts("mi300x_topology.json", "mi300x_cpx_nps4_static.json")))
+    assert t.source == "amd-smi" and len(t.gpus) == 8
+    assert t.gpus[0].name == "AMD Instinct MI300X" and t.gpus[0].bus_id == "0000:05:00.0"
+    assert {c for i, row in enumerate(t.links) for j, c in enumerate(row) if i != j} == {"XGMI"}
+    found = {f.name: f for f in topo.findings(t)}
+    assert found["topo:links"].status == "PASS"
+    assert found["topo:partition"].status == "WARN" and "CPX/NPS4" in found["topo:partition"].evidence
+    assert found["topo:numa"].data["numa"][7] == 3
+
+
+def test_pcie_hops_in_the_matrix():
+    t = topo.from_amdsmi(amdsmi.parse(texts("mi210_pcie_topology.json", "mi210_pcie_static.json")))
+    assert t.links[0][1] == "PCIE+2" and t.links[0][2] == "PCIE+3"
+    assert t.gpus[2].numa_node == 1 and t.gpus[0].compute_partition is None
+
+
+def test_disabled_p2p_and_hops_labels():
+    assert amdsmi.label({"link_type": "XGMI", "num_hops": 2, "link_status": "ENABLED"}) == "XGMI+2"
+    assert amdsmi.label({"link_type": "XGMI", "num_hops": 1, "link_status": "DISABLED"}) == "NOP2P"
+    assert topo._link_rank("XGMI") > topo._link_rank("XGMI+2")
+
+
+def test_discover_prefers_amdsmi_over_sysfs(monkeypatch, tmp_path):
+    monkeypatch.setattr(nvml, "read_nvml", lambda: None)
+    monkeypatch.setattr(smitopo, "run_topo_matrix", lambda: None)
+    monkeypatch.setattr(amdsmi, "run", lambda: texts("mi300x_topology.json", "mi300x_static.json"))
+    t = topo.discover(FIX / "sysfs" / "amd-mi300x")
+    assert t.source == "amd-smi" and t.gpus[0].compute_partition == "SPX"
+
+
+def test_discover_falls_back_to_sysfs(monkeypatch):
+    monkeypatch.setattr(nvml, "read_nvml", lambda: None)
+    monkeypatch.setattr(smitopo, "run_topo_matrix", lambda: None)
+    monkeypatch.setattr(amdsmi, "run", lambda: None)
+    t = topo.discover(FIX / "sysfs" / "amd-mi300x")
+    assert t.source == "amd-sysfs" and "amd-smi: not found or no GPU" not in t.notes
+
+
+def test_cli_from_amd_smi(tmp_path, capsys):
+    rc = main(["topo", "--from-amd-smi", str(SMI / "mi300x_topology.json"), "--from-amd-smi",
+               str(SMI / "mi300x_static.json"), "--db", str(tmp_path / "t.db")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "8 GPUs via amd-smi" in out and "SPX/NPS1" in out
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{oops", "not amd-smi JSON"),
+    ('[{"gpu": "0"}]', "integer 'gpu'"),
+    ('[{"gpu": 0, "power": {}}]', "neither 'amd-smi topology --json'"),
+])
+def test_bad_amdsmi_json(text, message):
+    with pytest.raises(UsageError, match=message):
+        amdsmi.parse([(text, "f.json")])

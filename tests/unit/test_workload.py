@@ -1,0 +1,197 @@
+"""workload import/show on real NCCL 2.28.9 COLL logs and torch 2.11 profiler traces of a DDP
+job (tests/fixtures/workload/README.md), and the bad inputs made from them."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ccltune.cli import main
+from ccltune.errors import UsageError
+from ccltune.store import Measurement, Store
+from ccltune.workload import estimate, importer, model
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "workload"
+LOG = FIX / "coll-ddp-1gpu.vm.4029.log"
+STDOUT_LOG = FIX / "coll-ddp-stdout.log"
+TRACE = FIX / "trace_rank0.json"
+TRACE_GZ = FIX / "trace_rank0.json.gz"
+
+
+def _calls(wl: model.Workload) -> dict[tuple[str, str | None, int | None, int], int]:
+    return {(e.key.collective, e.key.datatype, e.key.count, e.key.size_bytes): e.calls for e in wl.entries}
+
+
+def test_coll_log_exact_counts() -> None:
+    wl = importer.import_files([LOG])
+    f4 = lambda n: n * 4  # noqa: E731  float
+    assert _calls(wl) == {
+        ("all_gather", "int64", 1, 8): 1,
+        ("broadcast", "int64", 140, 1120): 1, ("broadcast", "int32", 53, 212): 1, ("broadcast", "int32", 8, 32): 1,
+        ("broadcast", "float", 66353152, f4(66353152)): 1, ("broadcast", "float", 49569792, f4(49569792)): 1,
+        ("all_reduce", "float", 115922944, f4(115922944)): 1,
+        ("all_reduce", "float", 32768000, f4(32768000)): 7, ("all_reduce", "float", 32773120, f4(32773120)): 7,
+        ("all_reduce", "float", 8391680, f4(8391680)): 7, ("all_reduce", "float", 8394752, f4(8394752)): 7,
+        ("all_reduce", "float", 8396800, f4(8396800)): 14, ("all_reduce", "float", 8400896, f4(8400896)): 14,
+    }
+    assert all(e.key.nranks == 1 and e.key.nnodes is None for e in wl.entries)
+    assert sum(e.calls for e in wl.entries) == LOG.read_text().count(": opCount ") == 63
+    assert wl.entries[0].bytes_total == max(e.bytes_total for e in wl.entries)  # by share of bytes
+    assert wl.sources[0]["rank"] == "vm:4029" and not wl.warnings
+
+
+def test_coll_log_mixed_into_stdout() -> None:
+    wl = importer.import_files([STDOUT_LOG])
+    assert sum(e.calls for e in wl.entries) == 10
+    assert _calls(wl)[("all_reduce", "float", 16384000, 65536000)] == 2
+    assert _calls(wl)[("broadcast", "float", 39073792, 156295168)] == 1
+
+
+@pytest.mark.parametrize("path", [TRACE, TRACE_GZ], ids=["json", "json.gz"])
+def test_trace_exact_counts(path: Path) -> None:
+    wl = importer.import_files([path])
+    assert wl.steps == 2
+    assert {(k[2]): n for k, n in _calls(wl).items()} == {
+        8400896: 4, 8396800: 4, 32768000: 2, 8391680: 2, 8394752: 2, 32773120: 2}
+    assert all(e.key.collective == "all_reduce" and e.key.datatype == "float" and e.key.nranks == 1
+               for e in wl.entries)
+    assert all(e.timing is None for e in wl.entries)  # one rank: NCCL launches no kernel
+
+
+def test_trace_and_log_of_one_process_agree() -> None:
+    """The trace (2 profiled steps) and the COLL log (7 steps with gradient buckets) of pid
+    4029 name the same entries; every bucket is called 7/2 times as often in the log."""
+    log, trace = _calls(importer.import_files([LOG])), _calls(importer.import_files([TRACE]))
+    for key, n in trace.items():
+        assert log[key] * 2 == n * 7, key
+    both = importer.import_files([LOG, TRACE])  # one rank each: the larger count per entry
+    assert _calls(both) == log
+
+
+def test_cli_import_then_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "w.json"
+    assert main(["workload", "import", str(LOG), str(TRACE_GZ), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "ccltune-workload" and doc["version"] == 1 and doc["steps"] == 2
+    wl = model.from_json(out.read_text(), str(out))
+    assert _calls(wl) == _calls(importer.import_files([LOG, TRACE_GZ]))
+    capsys.readouterr()
+    assert main(["workload", "show", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "all_reduce" in text and "2 steps" in text
+
+
+def test_show_estimates_from_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "r.db"
+    with Store(db) as st:
+        run = st.begin_run("sweep", command="test")
+        rows = [Measurement("all_reduce", s, s // 4, "float", "sum", None, False, 1, time_us=t)
+                for s, t in ((33554432, 100.0), (33587200, 110.0), (134217728, 400.0))]
+        st.add_measurements(run, rows)
+        st.finish_run(run, "complete")
+    wl = importer.import_files([LOG], steps=7)
+    est = estimate.estimate(wl, Store(db, readonly=True).measurements())
+    by_size = {wl.entries[i].key.size_bytes: e for i, e in est.items()}
+    assert by_size[33587200] == estimate.Estimate(110.0, "measured")
+    assert by_size[33603584].how == "interpolated" and 110.0 < by_size[33603584].time_us < 400.0
+    assert 4 * 115922944 not in by_size  # above every measured size: no estimate
+    out = tmp_path / "w.json"
+    main(["workload", "import", str(LOG), "--steps", "7", "--out", str(out)])
+    capsys.readouterr()
+    assert main(["workload", "show", str(out), "--db", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert "us/step" in text and "~" in text and "estimated communication time per step" in text
+
+
+# ---- bad input: a clear error naming the file (and line or event); nothing replaced ----
+
+def _import_fails(tmp_path: Path, files: list[Path], capsys: pytest.CaptureFixture[str]) -> str:
+    out = tmp_path / "keep.json"
+    out.write_text("previous\n")
+    assert main(["workload", "import", *map(str, files), "--out", str(out)]) == 2
+    assert out.read_text() == "previous\n"
+    return capsys.readouterr().err
+
+
+def test_file_of_no_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nt = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests" / "all_gather_default.txt"
+    assert "none of: a ccltune capture file" in _import_fails(tmp_path, [LOG, nt], capsys)
+    info = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "nccl_4gpu_p2p.log"
+    assert "without COLL lines" in _import_fails(tmp_path, [info], capsys)
+
+
+def test_truncated_gzip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(TRACE_GZ.read_bytes()[:-200])
+    err = _import_fails(tmp_path, [cut], capsys)
+    assert f"{cut}: truncated or corrupt gzip" in err
+
+
+def test_trace_cut_short_and_trace_without_comms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cut = tmp_path / "cut.json"
+    cut.write_text(TRACE.read_text()[:20000])
+    assert f"{cut}:1: invalid JSON" in _import_fails(tmp_path, [cut], capsys)
+    doc = json.loads(TRACE.read_text())
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("name") != "record_param_comms"]
+    nocomm = tmp_path / "nocomm.json"
+    nocomm.write_text(json.dumps(doc))
+    assert f"{nocomm}: a PyTorch profiler trace without communication events" in _import_fails(tmp_path, [nocomm], capsys)
+
+
+def test_trace_event_with_bad_dtype_names_the_event(tmp_path: Path) -> None:
+    doc = json.loads(TRACE.read_text())
+    i = next(i for i, e in enumerate(doc["traceEvents"]) if e.get("name") == "record_param_comms")
+    doc["traceEvents"][i]["args"]["dtype"] = "Quaternion"
+    bad = tmp_path / "t.json"
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(UsageError, match=rf"traceEvents\[{i}\] \(record_param_comms\): unknown dtype 'Quaternion'"):
+        importer.import_files([bad])
+
+
+def test_rank_died_mid_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = LOG.read_text()
+    cut = tmp_path / "dead.log"
+    cut.write_text(text[: text.rindex("count 32773120") + 9])  # the last line stops inside its count
+    out = tmp_path / "w.json"
+    assert main(["workload", "import", str(cut), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"{cut}:64: skipped an incomplete NCCL COLL line (the file ends here" in err
+    wl = model.from_json(out.read_text(), str(out))
+    assert sum(e.calls for e in wl.entries) == 62  # every complete line stays
+    assert wl.warnings and "dead.log:64" in wl.warnings[0]
+
+
+def test_workload_file_errors(tmp_path: Path) -> None:
+    p = tmp_path / "w.json"
+    p.write_text('{"schema": "ccltune-workload", "version": 1, "entries": [{"collective": "all_reduce"}]}')
+    with pytest.raises(UsageError, match=r"entries\[0\]: missing field 'size_bytes'"):
+        model.from_json(p.read_text(), str(p))
+    with pytest.raises(UsageError, match="not a workload file"):
+        model.from_json("{}", "x.json")
+
+
+@pytest.mark.parametrize("path", [LOG, TRACE_GZ], ids=["coll-log", "trace"])
+def test_order_of_one_rank_is_kept_and_round_trips(path: Path) -> None:
+    wl = importer.import_files([path])
+    per_entry = Counter()
+    for i, comm, n in wl.order:
+        per_entry[i] += n
+        assert comm == 0  # one communicator in this job
+    assert [per_entry[i] for i in range(len(wl.entries))] == [e.calls for e in wl.entries]
+    first = wl.entries[wl.order[0][0]].key
+    if path == LOG:  # DDP's first call: the all_gather of its rank check, then the parameter broadcasts
+        assert (first.collective, first.size_bytes) == ("all_gather", 8)
+    back = model.from_json(model.to_json(wl, {}), "w.json")
+    assert back.order == wl.order
+
+
+def test_bad_order_is_refused_naming_the_file() -> None:
+    wl = importer.import_files([TRACE])
+    doc = json.loads(model.to_json(wl, {}))
+    doc["order"] = [[len(wl.entries), 0, 1]]
+    with pytest.raises(UsageError, match="w.json: field 'order'"):
+        model.from_json(json.dumps(doc), "w.json")
