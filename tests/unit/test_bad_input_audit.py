@@ -117,6 +117,7 @@ def _run(argv: list[str], monkeypatch, capsys) -> tuple[int, str]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
     out, err = capsys.readouterr()
+    assert len(err) < 1500, f"an error quotes too much ({len(err)} characters): {err[:300]}..."
     return rc, out + err
 
 
