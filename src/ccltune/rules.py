@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ccltune.errors import RuleFileError, UsageError
-from ccltune.files import write_text
+from ccltune.files import read_bytes, write_text
 from ccltune.sizes import RULE_FILE, parse_size
 from ccltune.sizes import echo as _echo
 
 MAX_LINE_BYTES = 1024
 MAX_CHANNELS = 64
+MAX_RULE_FILE_BYTES = 16 << 20  # the plugin refuses a larger rule file (docs/plugin.md); so does ccltune
 ANY = -1  # wildcard for n_nodes, n_ranks, num_pipe_ops, reg_buff
 NCCL_CHOICE = "default"  # algo/proto: keep NCCL's choice
 
@@ -288,13 +289,13 @@ def parse_text(text: str, path: str = "<text>") -> RuleSet:
     return rs
 
 
-def load(path: str | os.PathLike[str]) -> RuleSet:
-    """Read and parse a rule file. Raises RuleFileError only when it cannot be read."""
-    p = Path(path)
+def load(path: str | os.PathLike[str], flag: str = "rule file") -> RuleSet:
+    """Read and parse a rule file (a regular file or a pipe, as ``<(cat rules.conf)``). Raises
+    RuleFileError naming ``flag`` and the path only when it cannot be read."""
     try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise RuleFileError(f"cannot read rule file {p}: {exc.strerror or exc}") from exc
+        data = read_bytes(path, flag, limit=MAX_RULE_FILE_BYTES)
+    except UsageError as exc:
+        raise RuleFileError(str(exc)) from None
     return parse_text(data.decode("utf-8", "surrogateescape"), str(path))
 
 

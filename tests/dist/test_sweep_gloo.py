@@ -97,6 +97,7 @@ def test_interrupted_sweep_resumes_where_it_stopped(tmp_path):
     assert done.returncode == 0, done.stderr
     run, rows = only_run(db)
     assert run.status == "complete"
+    assert f"run 1 complete, {len(rows)} rows in" in done.stdout and run.summary["rows"] == len(rows), done.stdout
     sizes = [8 << i for i in range(18)]   # 8 B .. 1 MB
     keys = [(m.size_bytes, m.rep) for m in rows]
     assert sorted(set(keys)) == sorted((s, r) for s in sizes for r in (0, 1))

@@ -61,7 +61,7 @@ def test_platform_facts_are_checked_as_a_rule_files_platform_field(capsys, pairs
 def test_check_unreadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plugin", "check", str(tmp_path / "nope.conf")]) == 2
     err = capsys.readouterr().err
-    assert "cannot read rule file" in err and "nope.conf" in err
+    assert "FILE: '" in err and "nope.conf' does not exist" in err
 
 
 def test_plugin_path_finds_make_build(capsys: pytest.CaptureFixture[str]) -> None:

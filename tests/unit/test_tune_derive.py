@@ -316,9 +316,9 @@ def test_tune_excludes_the_sizes_a_validate_verdict_failed(tmp_path):
     assert tune_cli.failed_sizes([str(v)]) == [("all_gather", 4, 1, 4 * MB)]
     bad = tmp_path / "bad.json"
     bad.write_text('{"status": "PASS"}')
-    with pytest.raises(UsageError, match="bad.json: not a `ccltune validate --json` verdict"):
+    with pytest.raises(UsageError, match="bad.json': not a `ccltune validate --json` verdict"):
         tune_cli.failed_sizes([str(bad)])
-    with pytest.raises(UsageError, match="missing.json: cannot read it"):
+    with pytest.raises(UsageError, match="--exclude-failed: '.*missing.json' does not exist"):
         tune_cli.failed_sizes([str(tmp_path / "missing.json")])
 
 

@@ -10,10 +10,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ccltune import dist, launch, rules
+from ccltune import dist, files, launch, rules
 from ccltune.engines import ENGINES, default_engine
-from ccltune.errors import EngineUnavailable, UsageError
-from ccltune.store import DEFAULT_DB
+from ccltune.errors import EngineUnavailable, RuleFileError, UsageError
+from ccltune.store import DEFAULT_DB, check_path
 
 
 def add_virtual_nodes(p: argparse.ArgumentParser) -> None:
@@ -53,30 +53,28 @@ def parse_run_ids(text: str, flag: str = "--runs") -> list[tuple[int, int]]:
 OUTPUT_FLAGS = {"json": "--json", "json_path": "--json", "junit": "--junit", "out": "--out", "save_log": "--save-log"}
 
 
+# Flags (argparse dest -> spelling) naming a file the command reads: no output may be one of them
+INPUT_FLAGS = {"db": "--db", "from_json": "--from-json", "nccl_log": "--nccl-log", "from_log": "--from-log",
+               "rules": "RULES", "file": "RULES", "files": "FILE", "exclude_failed": "--exclude-failed",
+               "profile": "--profile", "best_from": "--best-from"}
+
+
 def check_outputs(args: argparse.Namespace) -> None:
-    """Every file the command will write, checked before it reads or measures anything: its folder
-    exists, it is not a folder, and it is not the results database (--db), which writing it would
-    replace with every run stored there."""
-    db = getattr(args, "db", None)
+    """Every file the command will write, checked before it reads or measures anything
+    (:func:`ccltune.files.check_output`): a name the file system can hold, its folder there, not a
+    folder, not a file the command reads (the results database above all: writing it would replace
+    every run stored there), and no two outputs the same file. The results database itself is
+    checked too (:func:`ccltune.store.check_path`): a command that measures first must not find
+    out after the measurement that it cannot store it."""
+    if getattr(args, "db", None):
+        check_path(args.db)
+    taken = {("the results database (--db)" if flag == "--db" else f"the input {flag}"): getattr(args, dest)
+             for dest, flag in INPUT_FLAGS.items() if getattr(args, dest, None)}
     for dest, flag in OUTPUT_FLAGS.items():
         path = getattr(args, dest, None)
-        if not isinstance(path, str) or not path:
-            continue
-        target = Path(path)
-        if target.is_dir():
-            raise UsageError(f"{flag}: {path!r} is a folder; give a file name")
-        folder = target.parent if str(target.parent) else Path(".")
-        if not folder.is_dir():
-            raise UsageError(f"{flag}: folder of {path!r} does not exist")
-        if db and _same_file(target, Path(db)):
-            raise UsageError(f"{flag} {path!r} is the results database (--db): writing it would replace every "
-                             "run stored there; choose another file")
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    if a.exists() and b.exists():
-        return os.path.samefile(a, b)
-    return a.resolve() == b.resolve()
+        if isinstance(path, str) and path:
+            files.check_output(path, flag, taken)
+            taken[f"the output {flag}"] = path
 
 
 def add_under_load(p: argparse.ArgumentParser) -> None:
@@ -223,21 +221,18 @@ def args_record(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in vars(args).items() if k not in ("func", "_argv", "_caller")}
 
 
-def read_input(path: str) -> str:
-    """A file named on the command line, as text; a UsageError naming it when it cannot be read."""
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+def read_input(path: str, flag: str = "FILE") -> str:
+    """A file named on the command line, as text (a regular file or a pipe such as ``<(cat f)``); a
+    UsageError naming ``flag`` and the file when it cannot be read (:func:`ccltune.files.read_bytes`)."""
+    return files.read_bytes(path, flag).decode("utf-8", errors="replace")
 
 
 def check_rule_file(path: str, flag: str) -> None:
-    """A rule file that exists and has no rejected line (validate's RULES, replay's --rules)."""
-    if os.path.isdir(path):
-        raise UsageError(f"{flag} {path!r} is a folder, not a rule file")
-    if not os.path.isfile(path):
-        raise UsageError(f"rule file {path!r} does not exist ({flag})")
-    diags = rules.load(path).diagnostics
+    """A rule file that can be read and has no rejected line (validate's RULES, replay's --rules)."""
+    try:
+        diags = rules.load(path, flag).diagnostics
+    except RuleFileError as exc:
+        raise UsageError(str(exc)) from None
     if diags:
         raise UsageError(f"{path} has rejected lines (ccltune plugin check {path}): "
                          + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))

@@ -51,7 +51,7 @@ def register(p: argparse.ArgumentParser) -> None:
     a("-g", "--ngpus", type=_int("-g/--ngpus"), default=None, metavar="N", help="GPUs per thread (as -t)")
     a("-b", "--minbytes", default="8", help="smallest size (K/M/G suffixes, fractions allowed: 1.5M)")
     a("-e", "--maxbytes", default="32M", help="largest size")
-    a("-i", "--stepbytes", default="1M", help="add this many bytes when -f is 0 or 1")
+    a("-i", "--stepbytes", default="1M", help="add this many bytes when -f is 0 or 1 (a series holds at most 10000 sizes)")
     a("-f", "--stepfactor", type=float, default=2, help="multiply the size by this (>= 2); 0 or 1: step by -i")
     a("-n", "--iters", type=_int("-n/--iters"), default=20, help="timed calls per size")
     a("-m", "--agg_iters", type=_int("-m/--agg_iters"), default=1, help="calls aggregated per timed iteration")

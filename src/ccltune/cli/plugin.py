@@ -9,7 +9,7 @@ from pathlib import Path
 from ccltune import rules, tuner_plugin
 from ccltune.errors import CheckFailed, DataError, RuleFileError, UsageError, verdict_exit_code
 from ccltune.cli._common import check_nproc, check_timeout, gpu_count
-from ccltune.sizes import format_size, parse_size
+from ccltune.sizes import format_size, parse_size, size_series
 from ccltune.tune.derive import PLUGIN_COLLECTIVES
 
 VERIFY_COLLECTIVES = tuple(PLUGIN_COLLECTIVES)  # the collectives NCCL passes to a tuner
@@ -76,7 +76,7 @@ def _path(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     facts = rules.parse_platform_args(args.platform) if args.platform else None
     try:
-        ruleset = rules.load(args.file)
+        ruleset = rules.load(args.file, "FILE")
     except RuleFileError as exc:  # unreadable: a usage problem, not a bad line
         raise UsageError(str(exc)) from exc
     for d in ruleset.diagnostics:
@@ -93,7 +93,7 @@ def _verify(args: argparse.Namespace) -> int:
     from ccltune.tune.verify import verify
 
     try:
-        ruleset = rules.load(args.file)
+        ruleset = rules.load(args.file, "RULES")
     except RuleFileError as exc:
         raise UsageError(str(exc)) from exc
     for d in ruleset.diagnostics:
@@ -138,8 +138,7 @@ def _verify_log(args: argparse.Namespace, ruleset: rules.RuleSet) -> tuple[str, 
     lo, hi = parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes")
     if lo > hi:
         raise UsageError(f"-b {args.minbytes} is larger than -e {args.maxbytes}")
-    if args.stepfactor < 2:
-        raise UsageError(f"-f/--stepfactor must be >= 2, got {args.stepfactor}")
+    size_series(lo, hi, factor=args.stepfactor)  # refuses a bad -f and too many sizes
     check_nproc(args.nproc)
     check_timeout(args.timeout)
     nproc = args.nproc or _gpu_count()

@@ -223,7 +223,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
             after = f"; next: ccltune tune --db {args.db} --runs {res.run_id} --out rules.conf"
         else:
             after = ", none of them timed"
-        print(f"ccltune sweep: run {res.run_id} complete, {res.rows} rows in {args.db}{after}")
+        print(f"ccltune sweep: run {res.run_id} complete, {res.kept + res.rows} rows in {args.db}{after}")
         print(f"ccltune sweep: time on rank 0, {settings.clock.line(res.wall_s)}")
     if res.rows and not res.timed and session.is_root:  # every point skipped, waived or refused: nothing to tune from
         why = "; ".join(f"{n} {what}" for what, n in res.untimed.most_common(3))

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from ccltune import collectives, datatypes
+from ccltune import collectives, datatypes, files
 from ccltune.cli import _common
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.files import write_text
@@ -59,6 +59,7 @@ def main(args: argparse.Namespace) -> int:
     colls = collectives.select(args.collective)
     sizes = size_series(parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes"),
                         factor=args.stepfactor)
+    args.rules, args._argv = files.regular_copy(args.rules, "RULES", args._argv)  # <(cat r.conf) read once
     _common.check_rule_file(args.rules, "RULES")
     if args.reps < 2:
         raise UsageError(f"--reps must be >= 2 to know the noise, got {args.reps}")

@@ -46,7 +46,8 @@ class SweepPlan:
 @dataclass
 class SweepResult:
     run_id: int | None = None
-    rows: int = 0
+    rows: int = 0                     # measured by this launch
+    kept: int = 0                     # --resume: rows the run already held (rank 0)
     timed: int = 0
     untimed: Counter = field(default_factory=Counter)  # why points were not timed -> how many
     wall_s: float = 0.0
@@ -82,19 +83,21 @@ def run(plan: SweepPlan, session: Session, engine_opts: Any,
             _fit_workload(plan, s.ctx, res)
         done = _open_run(s, plan)
         res.run_id = s.run_id
+        if s.store is not None and plan.resume is not None:
+            res.kept = s.store.count_measurements(plan.resume)
         bar = progress(s.is_root, sum(len(_sizes(plan, c)) for c in plan.collectives))
 
         def summary() -> dict[str, Any]:
             bar.close()
             res.wall_s = time.perf_counter() - t_start
-            return {"rows": res.rows, "mode": plan.mode, "virtual_nodes": s.virtual_nodes,
+            return {"rows": res.kept + res.rows, "mode": plan.mode, "virtual_nodes": s.virtual_nodes,
                     "wall_s": round(res.wall_s, 3), "time": settings.clock.summary(),
                     **({"under_load": res.load} if plan.under_load else {}),
                     **({"workload_points": plan.points, "workload_skipped": [
                         {"entry": k.index, "reason": k.reason} for k in res.skipped]}
                        if plan.workload is not None else {})}
         s.summary = summary
-        with s.running(lambda: f"sweep interrupted; {res.rows} rows kept in {s.db}; resume with --resume {s.run_id}"):
+        with s.running(lambda: f"sweep interrupted; {res.kept + res.rows} rows kept in {s.db}; resume with --resume {s.run_id}"):
             with Loaded(engine, plan.under_load) as load:
                 for coll in plan.collectives:
                     _sweep_collective(s, plan, coll, configs, done, res, bar)

@@ -90,7 +90,7 @@ CHECKS: tuple[Check, ...] = (
           lambda ctx: [host.check_acs(ctx.lspci)]),
     Check("env", "NCCL/RCCL variables that hurt performance (the rules of checks.envrules)", "doctor",
           lambda ctx: check_env(ctx.environ, source="this environment",
-                                has_infiniband=sysfs.has_infiniband(ctx.root))),
+                                has_infiniband=sysfs.has_infiniband(ctx.root), files_here=True)),
     Check("topo:gpus", "the GPUs of this host and how they were found", "doctor",
           lambda ctx: topo_findings(ctx.topology)[:1]),
     Check("rccl:fine_grain_pcie", "HSA_FORCE_FINE_GRAIN_PCIE=1 on PCIe-only AMD GPUs", "doctor",
