@@ -58,7 +58,7 @@ def test_a_bad_keyword_is_refused_naming_it(kw, said):
     (lambda: ccltune.bench("all_reduce", engine="gloo", nproc=0), "--nproc must be >= 1, got 0"),
     (lambda: ccltune.sweep(engine="gloo", reps=0), "--reps must be >= 1, got 0"),
     (lambda: ccltune.tune(), "ccltune.tune() needs out=..."),
-    (lambda: ccltune.validate("no-such.conf"), "rule file 'no-such.conf' does not exist"),
+    (lambda: ccltune.validate("no-such.conf"), "RULES: 'no-such.conf' does not exist"),
     (lambda: ccltune.report(tolerance=float("nan")), "--tolerance must be a number of percent"),
 ])
 def test_the_cli_checks_refuse_before_anything_starts(call, said, tmp_path, monkeypatch):
