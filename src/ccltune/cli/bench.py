@@ -11,6 +11,7 @@ from typing import Any
 
 from ccltune import __version__, collectives, environment, ncclt_json, output, types
 from ccltune.cli import _common, bench_options
+from ccltune.commconfig import CommConfig
 from ccltune.errors import CheckFailed, MinBandwidthFailed, UsageError
 from ccltune.files import write_text
 from ccltune.measure import bench
@@ -102,8 +103,6 @@ def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note
                        + (f" (run {s.run_id})" if s.run_id else "")):
             engine = s.start_engine(args)
             if plan.algo or plan.proto or plan.channels:
-                from ccltune.engines.nccl import CommConfig
-
                 plan.config = CommConfig(plan.algo, plan.proto, plan.channels)
                 plan.config_label = plan.config.label
             env = s.environment()

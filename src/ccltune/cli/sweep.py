@@ -8,13 +8,13 @@ from typing import Any
 
 from ccltune import collectives, dist, types
 from ccltune.cli import _common
+from ccltune.commconfig import TWIN, CommConfig
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure import sweep as S
 from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Store
 from ccltune.tune import sweep_run
-from ccltune.tune.derive import TWIN, Candidate
 
 ALGOS = ("tree", "ring", "pat", "collnetdirect", "collnetchain", "nvls", "nvlstree")
 PROTOS = ("ll", "ll128", "simple")
@@ -74,18 +74,18 @@ def _names(text: str, valid: tuple[str, ...], flag: str) -> list[str]:
     return out
 
 
-def candidates(args: argparse.Namespace) -> list[Candidate]:
+def candidates(args: argparse.Namespace) -> list[CommConfig]:
     algos, protos = _names(args.algos, ALGOS, "--algos"), _names(args.protos, PROTOS, "--protos")
     chans = []
     for c in filter(None, (x.strip() for x in args.channels.split(","))):
         if not c.isdigit() or not 1 <= int(c) <= 64:
             raise UsageError(f"--channels: {c!r} is not a channel count between 1 and 64")
         chans.append(int(c))
-    out = [Candidate()]
-    out += [Candidate(a, p, None) for a in algos for p in protos]
-    out += [Candidate(None, None, c) for c in chans]
+    out = [CommConfig()]
+    out += [CommConfig(a, p, None) for a in algos for p in protos]
+    out += [CommConfig(None, None, c) for c in chans]
     if getattr(args, "grid", "axes") == "full":  # each pair before its channel counts: a refused pair refuses them
-        out += [Candidate(a, p, c) for a in algos for p in protos for c in chans]
+        out += [CommConfig(a, p, c) for a in algos for p in protos for c in chans]
     return out
 
 
@@ -124,7 +124,7 @@ def check_resume(run: Any, args: argparse.Namespace, world_size: int) -> None:
                          "or start a new sweep")
 
 
-def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[Candidate]]:
+def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[CommConfig]]:
     colls = collectives.select(args.collective)
     for c in colls:
         if c.tuner_func is None:
@@ -165,7 +165,7 @@ def main(args: argparse.Namespace) -> int:
     return _run(args, colls, sizes, cands, engine_name)
 
 
-def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[Candidate],
+def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[CommConfig],
          engine_name: str) -> int:
     settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
                                graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,

@@ -72,7 +72,7 @@ def facts_of(lib: Any) -> LibraryFacts:
 
 
 def sweep_candidates(facts: LibraryFacts | None, cands: Sequence[Any]) -> list[Any]:
-    """``cands`` (``tune.derive.Candidate``) checked against the library: an algorithm it cannot run
+    """``cands`` (``ccltune.commconfig.CommConfig``) checked against the library: an algorithm it cannot run
     is a usage error naming the library and the reason, not a row measured as something else."""
     if facts is None or facts.algos is None:
         return list(cands)

@@ -9,7 +9,7 @@ allocator (``--buffers torch``, what a PyTorch program passes by default); ``--s
 also registers them as symmetric windows (NCCL >= 2.27). CUDA graphs are captured with
 PyTorch's graph API on our own stream.
 
-Communicators are created per configuration (``CommConfig``) so one process can compare
+Communicators are created per configuration (``ccltune.commconfig.CommConfig``) so one process can compare
 NCCL's own choice with forced candidates side by side:
 - algorithm/protocol: NCCL_ALGO/NCCL_PROTO are read at each ncclCommInitRank, so they are
   set in the environment around that call only (NCCL then refuses what it cannot run);
@@ -26,9 +26,9 @@ import ctypes
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from ccltune.commconfig import ALIGN, DEFAULT, CommConfig
 from ccltune.engines import library
 from ccltune.engines.base import CudaEngine, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
@@ -36,35 +36,6 @@ from ccltune.engines.series import Loop
 from ccltune.errors import EngineUnavailable
 from ccltune.engines.base import Buffers
 from ccltune.types import OPS, mulsum_scalar
-
-
-@dataclass(frozen=True)
-class CommConfig:
-    """How a communicator is made. All None: NCCL's own choice."""
-
-    algo: str | None = None
-    proto: str | None = None
-    channels: int | None = None      # via the plugin (or min/maxCTAs without it)
-    rules_file: str | None = None    # tuned rules for the plugin
-    align: bool = False              # the one-channel communicator that lines ranks up (never measured)
-    twin: bool = False               # NCCL's default again, on a second communicator (sweep's A/A control)
-    instance: int = 0                # replay: one communicator per captured communicator (same label)
-
-    @property
-    def label(self) -> str:
-        if self.align:
-            return "align"
-        if self.twin:
-            return "default-twin"
-        if self.rules_file:
-            return "rules"
-        if not (self.algo or self.proto or self.channels):
-            return "default"
-        return f"{self.algo or 'default'}/{self.proto or 'default'}/{self.channels or 'default'}".lower()
-
-
-DEFAULT = CommConfig()
-ALIGN = CommConfig(align=True)
 
 
 @contextmanager

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune import rules
+from ccltune.commconfig import DEFAULT, CommConfig
 from ccltune.errors import DataError, UsageError
 from ccltune.measure import sweep as S
 from ccltune.measure.session import Session, plugin_options
-from ccltune.tune.derive import Candidate
 from ccltune.validate import capture as C
 from ccltune.validate import verdict as V
 
@@ -50,8 +50,6 @@ class ABResult:
 
 def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callable[[], None]) -> ABResult:
     """Measure and judge ``plan`` in ``session`` (entered here)."""
-    from ccltune.engines.nccl import DEFAULT, CommConfig
-
     t_start = time.perf_counter()
     res = ABResult()
     settings = plan.settings
@@ -69,8 +67,7 @@ def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callab
         arms = best_arms(plan.best_from, s.ctx, gpu)
         # in one order on every rank (a set's order is not: string hashes differ between processes), as
         # the warm-up calls them in turn on every rank
-        arm_configs = {c: CommConfig(c.algo, c.proto, c.channels)
-                       for c in sorted(set(arms.values()), key=Candidate.sort_key)}
+        arm_configs = sorted(set(arms.values()), key=CommConfig.sort_key)
         if s.begin(plan.args, env) is not None:
             s.store.add_artifact(s.run_id, "rules", open(plan.rules_path, encoding="utf-8").read())
 
@@ -82,7 +79,7 @@ def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callab
                 print(f"validate: {coll.name} {size} B{' (' + note + ')' if note else ''}", file=sys.stderr, flush=True)
             stored = coll.layout(size, settings.dtype.size, s.ctx.world_size, s.ctx.rank).size_bytes
             best = arms.get((coll.name, s.ctx.world_size, s.ctx.n_nodes, stored))
-            extra = ([arm_configs[best]], [C.arm_label(best)]) if best is not None else ([], [])
+            extra = ([best], [C.arm_label(best)]) if best is not None else ([], [])
             got = S.measure_size(engine, coll, size, configs + extra[0], labels + extra[1], settings)
             for m in got:
                 m.note = m.note or note
@@ -97,7 +94,7 @@ def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callab
                 if s.is_root:
                     print(f"validate: {coll.name} {min(plan.sizes)} B (warm-up, not stored)", file=sys.stderr,
                           flush=True)
-                S.warm_collective(engine, coll, min(plan.sizes), configs + list(arm_configs.values()), settings)
+                S.warm_collective(engine, coll, min(plan.sizes), configs + arm_configs, settings)
                 for size in plan.sizes:
                     measure(coll, size)
             if s.store is not None:
@@ -154,7 +151,7 @@ def best_arms(best_from: str | None, ctx: Any, gpu: str | None) -> dict[Any, Any
     got = json.loads(ctx.broadcast_bytes(blob.encode() if blob is not None else None, "best arms"))
     if "error" in got:
         raise (UsageError if got["usage"] else DataError)(got["error"])
-    return {(coll, int(n), int(nn), int(size)): Candidate(algo, proto, ch)
+    return {(coll, int(n), int(nn), int(size)): CommConfig(algo, proto, ch)
             for coll, n, nn, size, algo, proto, ch in got["arms"]}
 
 

@@ -9,6 +9,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccltune.commconfig import CommConfig
 from ccltune.measure import replay as M
 from ccltune.measure.load import MatrixLoad
 from ccltune.measure.session import Session, plugin_options
@@ -50,8 +51,6 @@ def waived_reason(engine_name: str, world_size: int, rules_path: str | None) -> 
 def _arms(engine_name: str, rules_path: str | None, waived: str | None) -> dict[str, Any]:
     if engine_name != "nccl":
         return {"default": lambda c: None}
-    from ccltune.engines.nccl import CommConfig
-
     arms = {"default": lambda c: CommConfig(instance=c)}
     if waived is None:
         path = os.path.abspath(rules_path or "")
