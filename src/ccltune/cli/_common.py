@@ -203,6 +203,15 @@ def check_timing(args: argparse.Namespace) -> None:
         raise UsageError(f"-w/--warmup_iters must be >= 0, got {args.warmup_iters}")
 
 
+def engine_options(args: argparse.Namespace, *, shared_buffers: bool = False, symmetric: bool = False) -> Any:
+    """The engine's options from the launch flags (--nccl-lib, --buffers): ``shared_buffers`` lays
+    the buffers out as nccl-tests does unless --buffers says otherwise (bench's choice)."""
+    from ccltune.engines.base import EngineOptions
+
+    return EngineOptions(nccl_lib=args.nccl_lib, buffers=args.buffers, shared_buffers=shared_buffers,
+                         symmetric=symmetric)
+
+
 def args_record(args: argparse.Namespace) -> dict[str, Any]:
     """The command's arguments as a run records them."""
     return {k: v for k, v in vars(args).items() if k not in ("func", "_argv")}

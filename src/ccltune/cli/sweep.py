@@ -175,7 +175,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
                                check_resume=lambda run, world_size: check_resume(run, args, world_size))
     session = Session("sweep", engine_name, db=args.db, argv=args._argv, timeout_s=args.timeout,
                       virtual_nodes=args.virtual_nodes)
-    res = sweep_run.run(plan, session, args, progress=_Progress)
+    res = sweep_run.run(plan, session, _common.engine_options(args), progress=_Progress)
     if session.interrupted:
         return session.exit_code
     if session.is_root:

@@ -98,7 +98,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
                      best_from=args.best_from, args=_common.args_record(args))
     session = Session("validate", "nccl", db=args.db, argv=args._argv, timeout_s=args.timeout,
                       virtual_nodes=args.virtual_nodes)  # virtual nodes as the sweep whose rules are validated
-    res = ab.run(plan, session, args, require_plugin=_plugin_or_error)
+    res = ab.run(plan, session, _common.engine_options(args), require_plugin=_plugin_or_error)
     if session.interrupted:
         return session.exit_code
     if res.unjudged is not None:

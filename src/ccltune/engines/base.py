@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ccltune.collectives.base import Collective, Layout
@@ -43,6 +43,22 @@ class Buffers:
 Alloc = Callable[[int], Any]
 
 
+@dataclass(frozen=True)
+class EngineOptions:
+    """What a command tells its engine when making it (the nccl engine reads them; the others
+    need none). The command decides them: none has a default that depends on the command."""
+
+    nccl_lib: str | None = None      # the NCCL/RCCL library to load (None: the one PyTorch loads)
+    buffers: str | None = None       # ncclmem, ncclmem-max or torch (None: from ``shared_buffers``)
+    # Without ``buffers``: one ncclMemAlloc pair at the run's largest size that every size steps
+    # through, as nccl-tests lays them out (bench); else a pair for every size (sweep, validate)
+    shared_buffers: bool = False
+    symmetric: bool = False          # register the buffers as symmetric windows (NCCL >= 2.27)
+    plugin_path: str | None = None   # the ccltune tuner plugin (channels, rules), loaded once per process
+    empty_rules: str | None = None   # an empty rule file: the plugin keeps NCCL's default
+    workdir: str = "/tmp"            # where per-candidate channel rule files are written
+
+
 @dataclass
 class Point:
     """One measurement point."""
@@ -66,7 +82,7 @@ class Engine:
     supports_graph = False
     on_fatal: Any = None  # called with the message before a hung process exits
 
-    def __init__(self, ctx: DistContext, opts: Any):
+    def __init__(self, ctx: DistContext, opts: EngineOptions = EngineOptions()):
         import torch
 
         self.torch = torch
@@ -194,7 +210,7 @@ class CudaEngine(Engine):
     supports_graph = True
     capture_mode = "thread_local"
 
-    def __init__(self, ctx: DistContext, opts: Any):
+    def __init__(self, ctx: DistContext, opts: EngineOptions = EngineOptions()):
         super().__init__(ctx, opts)
         torch = self.torch
         ndev = torch.cuda.device_count()

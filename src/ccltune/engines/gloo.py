@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ccltune.engines.base import Buffers, Engine, Point
+from ccltune.engines.base import Buffers, Engine, EngineOptions, Point
 
 _UNSUPPORTED_OPS = {"avg": "gloo has no AVG reduction",
                     "mulsum": "gloo has no pre-multiplied sum (mulsum is NCCL's ncclRedOpCreatePreMulSum)"}
@@ -28,7 +28,7 @@ def torch_api_waiver(pt: Point, world_size: int) -> str | None:
 class GlooEngine(Engine):
     name = "gloo"
 
-    def __init__(self, ctx: Any, opts: Any):
+    def __init__(self, ctx: Any, opts: EngineOptions = EngineOptions()):
         super().__init__(ctx, opts)
         self.device = self.torch.device("cpu")
         self._ops = None

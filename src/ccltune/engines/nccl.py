@@ -30,11 +30,10 @@ from typing import Any, Callable, Iterator
 
 from ccltune.commconfig import ALIGN, DEFAULT, CommConfig
 from ccltune.engines import library
-from ccltune.engines.base import CudaEngine, Point
+from ccltune.engines.base import Buffers, CudaEngine, EngineOptions, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
 from ccltune.engines.series import Loop
 from ccltune.errors import EngineUnavailable
-from ccltune.engines.base import Buffers
 from ccltune.types import OPS, mulsum_scalar
 
 
@@ -59,33 +58,32 @@ def _env(**values: str | None) -> Iterator[None]:
 class NcclEngine(CudaEngine):
     name = "nccl"
 
-    def __init__(self, ctx: Any, opts: Any):
+    def __init__(self, ctx: Any, opts: EngineOptions = EngineOptions()):
         super().__init__(ctx, opts)
         torch = self.torch
         if not torch.cuda.is_available():
             raise EngineUnavailable("the nccl engine needs a CUDA GPU; use --engine gloo on this machine")
-        self.lib = NcclLib(find_library(getattr(opts, "nccl_lib", None)))
+        self.lib = NcclLib(find_library(opts.nccl_lib))
         self.loop = Loop(self.lib)  # before anything else: without the built loop the engine cannot time
         self.facts = library.facts_of(self.lib)  # NCCL or RCCL, detected once
         self.comm_env = library.CommEnv(self.facts)
-        self.symmetric = bool(getattr(opts, "symmetric", False))
+        self.symmetric = opts.symmetric
         if self.symmetric and not (self.lib.has("ncclMemAlloc") and self.lib.has("ncclCommWindowRegister")):
             raise EngineUnavailable(f"--symmetric needs NCCL >= 2.27 (ncclMemAlloc, ncclCommWindowRegister); "
                                     f"{self.lib.path} is NCCL {self.lib.version}")
         # nccl-tests allocates with ncclMemAlloc from NCCL 2.19 on; so does this engine unless told otherwise
-        buffers = getattr(opts, "buffers", None)
+        buffers = opts.buffers
         if buffers in ("ncclmem", "ncclmem-max") and not self.lib.has("ncclMemAlloc"):
             raise EngineUnavailable(f"--buffers {buffers} needs NCCL >= 2.19 (ncclMemAlloc); "
                                     f"{self.lib.path} is NCCL {self.lib.version}")
-        # The layout is the command's choice (``opts.buffers_default``): `bench` lays its buffers out
+        # The layout is the command's choice (``opts.shared_buffers``): `bench` lays its buffers out
         # as nccl-tests does (one pair at the largest size, which the calls and the series warm-ups
         # step through); sweeps and validate give every size a pair of its own.
-        nccl_tests_way = getattr(opts, "buffers_default", None) == "ncclmem-max"
-        wanted = buffers or (("ncclmem-max" if nccl_tests_way else "ncclmem") if self.lib.has("ncclMemAlloc")
+        wanted = buffers or (("ncclmem-max" if opts.shared_buffers else "ncclmem") if self.lib.has("ncclMemAlloc")
                              else "torch")
         self.buffers = "ncclmem" if self.symmetric else wanted
-        self.plugin = getattr(opts, "plugin_path", None)
-        self.empty_rules = getattr(opts, "empty_rules", None)
+        self.plugin = opts.plugin_path
+        self.empty_rules = opts.empty_rules
         if self.plugin and "NCCL_TUNER_PLUGIN" not in os.environ:
             os.environ["NCCL_TUNER_PLUGIN"] = str(self.plugin)  # before the first communicator
         self.comms: dict[CommConfig, Any] = {}
@@ -155,7 +153,7 @@ class NcclEngine(CudaEngine):
 
     def _channel_rules(self, cfg: CommConfig) -> str:
         """A rule file that caps every tuned collective at ``cfg.channels`` (plugin path)."""
-        path = os.path.join(getattr(self.opts, "workdir", "/tmp"), f"ccltune-channels-{cfg.channels}-r{self.ctx.rank}.conf")
+        path = os.path.join(self.opts.workdir, f"ccltune-channels-{cfg.channels}-r{self.ctx.rank}.conf")
         lines = [f"{c},0,16T,default,default,{cfg.channels},-1,-1"
                  for c in ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")]
         with open(path, "w", encoding="utf-8") as fh:
