@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ccltune import collectives, dist, types
+from ccltune import collectives, dist, rules, types
 from ccltune.cli import _common
 from ccltune.commconfig import TWIN, CommConfig
 from ccltune.errors import CheckFailed, UsageError
@@ -16,8 +16,6 @@ from ccltune.sizes import parse_size, size_series
 from ccltune.store import Store
 from ccltune.tune import sweep_run
 
-ALGOS = ("tree", "ring", "pat", "collnetdirect", "collnetchain", "nvls", "nvlstree")
-PROTOS = ("ll", "ll128", "simple")
 MODES = ("exhaustive", "model")
 GRIDS = ("axes", "full")
 
@@ -28,8 +26,8 @@ def register(sub: Any) -> None:
         description="For each tunable collective and size, time NCCL's own choice and every candidate "
                     "side by side (interleaved, repeated, CUDA graphs), one process per GPU.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("collective", nargs="*", default=["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"],
-                   help="tunable collectives (all_reduce, all_gather, reduce_scatter, broadcast, reduce)")
+    p.add_argument("collective", nargs="*", default=[c.name for c in collectives.TUNABLE],
+                   help=f"tunable collectives ({', '.join(c.name for c in collectives.TUNABLE)})")
     p.add_argument("-b", "--minbytes", default="8")
     p.add_argument("-e", "--maxbytes", default="1G")
     p.add_argument("-f", "--stepfactor", type=float, default=2)
@@ -75,7 +73,7 @@ def _names(text: str, valid: tuple[str, ...], flag: str) -> list[str]:
 
 
 def candidates(args: argparse.Namespace) -> list[CommConfig]:
-    algos, protos = _names(args.algos, ALGOS, "--algos"), _names(args.protos, PROTOS, "--protos")
+    algos, protos = _names(args.algos, rules.NCCL_ALGOS, "--algos"), _names(args.protos, rules.PROTOCOLS, "--protos")
     chans = []
     for c in filter(None, (x.strip() for x in args.channels.split(","))):
         if not c.isdigit() or not 1 <= int(c) <= 64:

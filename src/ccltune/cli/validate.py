@@ -25,7 +25,7 @@ def register(sub: Any) -> None:
                     "more than --hard-limit). Exit code 1 on FAIL.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("rules", metavar="RULES", help="rule file (as written by ccltune tune)")
-    p.add_argument("collective", nargs="*", default=["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"])
+    p.add_argument("collective", nargs="*", default=[c.name for c in collectives.TUNABLE])
     p.add_argument("-b", "--minbytes", default="8")
     p.add_argument("-e", "--maxbytes", default="1G")
     p.add_argument("-f", "--stepfactor", type=float, default=2)

@@ -28,13 +28,14 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from ccltune import rules
 from ccltune.commconfig import ALIGN, DEFAULT, CommConfig
 from ccltune.engines import library
 from ccltune.engines.base import Buffers, CudaEngine, EngineOptions, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
 from ccltune.engines.series import Loop
 from ccltune.errors import EngineUnavailable
-from ccltune.types import OPS, mulsum_scalar
+from ccltune.types import DTYPES, OPS, mulsum_scalar
 
 
 @contextmanager
@@ -137,12 +138,12 @@ class NcclEngine(CudaEngine):
         uid = self.ctx.broadcast_bytes(uid, f"NCCL unique id for {cfg.label}")
         ctas = 1 if cfg.align else cfg.channels if cfg.channels and not self.plugin else None
         ncfg = self.lib.config(min_ctas=ctas, max_ctas=ctas, name=f"ccltune-{cfg.label}")
-        rules = cfg.rules_file or (self._channel_rules(cfg) if cfg.channels and self.plugin and not cfg.align
-                                   else self.empty_rules)
+        rule_file = cfg.rules_file or (self._channel_rules(cfg) if cfg.channels and self.plugin and not cfg.align
+                                       else self.empty_rules)
         with _env(NCCL_ALGO=cfg.algo or os.environ.get("NCCL_ALGO"),
                   NCCL_PROTO=cfg.proto or os.environ.get("NCCL_PROTO"),
-                  CCLTUNE_RULES=rules or os.environ.get("CCLTUNE_RULES"),
-                  NCCL_TUNER_CONFIG_FILE=None if rules else os.environ.get("NCCL_TUNER_CONFIG_FILE"),
+                  CCLTUNE_RULES=rule_file or os.environ.get("CCLTUNE_RULES"),
+                  NCCL_TUNER_CONFIG_FILE=None if rule_file else os.environ.get("NCCL_TUNER_CONFIG_FILE"),
                   **self.comm_env.for_comm(cfg.proto, cfg.label)):  # RCCL: LL128 needs RCCL_LL128_FORCE_ENABLE
             with self.torch.cuda.device(self.device):
                 t0 = time.perf_counter()
@@ -154,8 +155,7 @@ class NcclEngine(CudaEngine):
     def _channel_rules(self, cfg: CommConfig) -> str:
         """A rule file that caps every tuned collective at ``cfg.channels`` (plugin path)."""
         path = os.path.join(self.opts.workdir, f"ccltune-channels-{cfg.channels}-r{self.ctx.rank}.conf")
-        lines = [f"{c},0,16T,default,default,{cfg.channels},-1,-1"
-                 for c in ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")]
+        lines = [f"{c},0,16T,default,default,{cfg.channels},-1,-1" for c in rules.COLLECTIVES]
         with open(path, "w", encoding="utf-8") as fh:
             fh.write("# ccltune sweep: channel candidate\n" + "\n".join(lines) + "\n")
         return path
@@ -291,7 +291,7 @@ class NcclEngine(CudaEngine):
         # another communicator (A/A validate on H200, all_gather 1 MB: 16-21 us vs 13.1 us).
         with _env(NCCL_ALGO=None, NCCL_PROTO=None):
             comm = self.comm(ALIGN)
-        self.lib.call("ncclAllReduce", ptr, ptr, 1, 7, 0, comm, self.stream.cuda_stream)
+        self.lib.call("ncclAllReduce", ptr, ptr, 1, DTYPES["float"].nccl, OPS["sum"], comm, self.stream.cuda_stream)
         self.sync()
 
     def abort(self) -> None:

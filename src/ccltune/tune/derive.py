@@ -50,21 +50,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccltune import collectives
 from ccltune.commconfig import DEFAULT, TWIN, TWIN_LABEL, CommConfig
 from ccltune.errors import DataError, UsageError
 from ccltune.rules import ANY, Platform, PlatformFacts, Query, Rule, RuleSet, match
 from ccltune.rules import DEFAULT as DEFAULT_NAME
 from ccltune.tune.stats import PointStats, beats, point_stats
 
-# ccltune collective name -> the tuner plugin's name. Others never reach a tuner (NCCL only
-# passes Broadcast, Reduce, AllGather, ReduceScatter and AllReduce).
-PLUGIN_COLLECTIVES = {
-    "broadcast": "broadcast",
-    "reduce": "reduce",
-    "all_gather": "allgather",
-    "reduce_scatter": "reducescatter",
-    "all_reduce": "allreduce",
-}
 OBJECTIVES = ("time", "sm")
 # A win at a size where no neighbouring size corroborates it must exceed this (docs/tuning.md).
 ISOLATED_MARGIN = 0.10
@@ -344,7 +336,7 @@ def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float 
     skipped: dict[str, int] = defaultdict(int)
     for row in map(_record, rows):
         coll = row["collective"]
-        if coll not in PLUGIN_COLLECTIVES:
+        if coll not in collectives.PLUGIN_NAMES:
             skipped[coll] += 1
             continue
         if not row.get("gpu"):
@@ -398,7 +390,7 @@ def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, 
     if dropped:
         notes.append(f"{key}: no rule at {', '.join(map(str, dropped))} B (excluded: failed validate)")
     decisions = [SizeDecision(s, *points[s], *decided[s]) for s in sizes]
-    coll = PLUGIN_COLLECTIVES[key.collective]
+    coll = collectives.PLUGIN_NAMES[key.collective]
     rules = [Rule(coll, lo, hi, w.algo or DEFAULT_NAME, w.proto or DEFAULT_NAME, w.channels or ANY,
                   key.n_nodes, key.n_ranks, platform=key.platform)
              for lo, hi, w in merge_ranges(sizes, [d.winner for d in decisions])]

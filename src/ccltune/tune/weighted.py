@@ -34,11 +34,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ccltune import collectives
+from ccltune.commconfig import CommConfig
 from ccltune.errors import DataError
 from ccltune.rules import ANY, PlatformFacts, Query, Rule, RuleSet, match
 from ccltune.rules import DEFAULT as DEFAULT_NAME
-from ccltune.commconfig import CommConfig
-from ccltune.tune.derive import PLUGIN_COLLECTIVES, Derivation, GroupResult, SizeDecision, nccl_best
+from ccltune.tune.derive import Derivation, GroupResult, SizeDecision, nccl_best
 from ccltune.tune.stats import PointStats, beats
 from ccltune.workload.model import Workload
 
@@ -189,7 +190,7 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
                                     f"of the {total:.1f} us default", v.default, v.selected, v.selected_stats, per_step)
             continue
         kept[i] = w
-        rules.append(Rule(PLUGIN_COLLECTIVES[g.key.collective], v.point.size_bytes, v.point.size_bytes,
+        rules.append(Rule(collectives.PLUGIN_NAMES[g.key.collective], v.point.size_bytes, v.point.size_bytes,
                           w.algo or DEFAULT_NAME, w.proto or DEFAULT_NAME, w.channels or ANY, g.key.n_nodes,
                           g.key.n_ranks, platform=g.key.platform))
     verdicts = [_apply(v, RuleSet(rules), gpu, groups, per_step) if v.default is not None else v for v in first]
@@ -202,7 +203,7 @@ def _index(g: GroupResult, size: int) -> int:
 
 def _judge(p: WPoint, groups: Mapping[tuple[str, int, int], GroupResult], per_step: float
            ) -> tuple[PointVerdict, tuple[GroupResult, SizeDecision] | None]:
-    if p.collective not in PLUGIN_COLLECTIVES:
+    if p.collective not in collectives.PLUGIN_NAMES:
         return PointVerdict(p, UNTUNABLE, f"NCCL does not pass {p.collective} to a tuner", per_step=per_step), None
     if p.n_ranks < 2:
         return PointVerdict(p, ONE_RANK, "NCCL does not consult a tuner with one rank", per_step=per_step), None

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccltune import rules
+from ccltune import collectives, rules
 from ccltune.commconfig import DEFAULT, CommConfig
 from ccltune.errors import DataError, UsageError
 from ccltune.measure import sweep as S
@@ -162,6 +162,6 @@ def coverage(path: str, gpu: str | None) -> Any:
     facts = rules.PlatformFacts(gpu=gpu)
 
     def covered(collective: str, n_ranks: int, n_nodes: int, size: int) -> bool:
-        q = rules.Query(collective.replace("_", ""), size, n_ranks, n_nodes, reg_buff=1, platform=facts)
+        q = rules.Query(collectives.PLUGIN_NAMES.get(collective, collective), size, n_ranks, n_nodes, reg_buff=1, platform=facts)
         return rules.match(ruleset, q).rule is not None
     return covered
