@@ -145,6 +145,11 @@ class Measurement:
 _MEAS_COLS = [f.name for f in fields(Measurement)]
 
 
+def as_record(row: Any) -> Mapping[str, Any]:
+    """A row as a mapping: a :class:`Measurement`'s record, or the mapping itself (rows read back as dicts)."""
+    return row.to_record() if hasattr(row, "to_record") else row
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 

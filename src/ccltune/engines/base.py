@@ -224,17 +224,23 @@ class CudaEngine(Engine):
     def stream_context(self) -> Any:
         return self.torch.cuda.stream(self.stream)
 
+    def capture(self, pt: Point, bufs: Buffers, calls: int, *, step: bool = True) -> Any:
+        """A CUDA graph of ``calls`` calls of ``pt`` (``issue``), captured on this engine's stream and
+        not launched yet."""
+        graph = self.torch.cuda.CUDAGraph()
+        with warnings.catch_warnings():  # a call that enqueues nothing is ours to report, not torch's
+            warnings.filterwarnings("ignore", message="The CUDA Graph is empty")
+            with self.torch.cuda.graph(graph, stream=self.stream, capture_error_mode=self.capture_mode):
+                self.issue(pt, bufs, calls, step=step)
+        return graph
+
     def time_point(self, pt: Point, bufs: Buffers) -> float:
         torch = self.torch
         with torch.cuda.stream(self.stream):
             self.issue(pt, bufs, pt.warmup)
             self.sync()
             if pt.graph and pt.lay.count > 0:  # nothing to capture for an empty buffer
-                graph = torch.cuda.CUDAGraph()
-                with warnings.catch_warnings():  # a call that enqueues nothing is ours to report, not torch's
-                    warnings.filterwarnings("ignore", message="The CUDA Graph is empty")
-                    with torch.cuda.graph(graph, stream=self.stream, capture_error_mode=self.capture_mode):
-                        self.issue(pt, bufs, pt.iters)
+                graph = self.capture(pt, bufs, pt.iters)
                 if not pt.time_first_launch:
                     graph.replay()  # the first launch uploads the graph (and may set up what it reaches)
                     self.sync()

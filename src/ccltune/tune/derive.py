@@ -55,6 +55,7 @@ from ccltune.commconfig import DEFAULT, TWIN, TWIN_LABEL, CommConfig
 from ccltune.errors import DataError, UsageError
 from ccltune.rules import ANY, Platform, PlatformFacts, Query, Rule, RuleSet, match
 from ccltune.rules import DEFAULT as DEFAULT_NAME
+from ccltune.store import as_record
 from ccltune.tune.stats import PointStats, beats, point_stats
 
 OBJECTIVES = ("time", "sm")
@@ -285,10 +286,6 @@ def merge_ranges(sizes: Sequence[int], winners: Sequence[CommConfig | None]) -> 
     return out
 
 
-def _record(row: Any) -> Mapping[str, Any]:
-    return row.to_record() if hasattr(row, "to_record") else row
-
-
 def tunable(size_bytes: int, cand: CommConfig) -> bool:
     """Whether ``cand`` is worth timing at ``size_bytes``: NCCL's default and its twin always; a candidate
     only where bytes move (at 0 B NCCL launches nothing a choice could change; module doc)."""
@@ -314,7 +311,7 @@ def usable(row: Mapping[str, Any], placement: str = "out-of-place") -> bool:
 def samples_by_size(rows: Iterable[Any], placement: str = "out-of-place") -> dict[int, dict[CommConfig, list[float]]]:
     """size -> candidate -> times (µs) of the usable rows (one group's rows)."""
     out: dict[int, dict[CommConfig, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for row in map(_record, rows):
+    for row in map(as_record, rows):
         if usable(row, placement):
             out[int(row["size_bytes"])][candidate_of(row)].append(float(row["time_us"]))
     return out
@@ -334,7 +331,7 @@ def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float 
     notes: list[str] = []
     grouped: dict[GroupKey, list[Mapping[str, Any]]] = defaultdict(list)
     skipped: dict[str, int] = defaultdict(int)
-    for row in map(_record, rows):
+    for row in map(as_record, rows):
         coll = row["collective"]
         if coll not in collectives.PLUGIN_NAMES:
             skipped[coll] += 1

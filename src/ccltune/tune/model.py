@@ -83,10 +83,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ccltune.commconfig import DEFAULT, TWIN, CommConfig
+from ccltune.store import as_record
 from ccltune.tune.derive import (
     ISOLATED_MARGIN,
     MIN_GAIN_US,
-    _record,
     candidate_of,
     samples_by_size,
 )
@@ -262,7 +262,7 @@ def plan_refine(measured_rows: Iterable[Any], all_sizes: Sequence[int], *, min_m
     configuration that may qualify is measured, whichever of them an objective then picks.
     """
     groups: dict[tuple[str, int, int], list[Mapping[str, Any]]] = defaultdict(list)
-    for row in map(_record, measured_rows):
+    for row in map(as_record, measured_rows):
         groups[_group_key(row)].append(row)
     todo: dict[int, set[CommConfig]] = defaultdict(set)
     universe = sorted(set(all_sizes))

@@ -25,10 +25,9 @@ from typing import Any
 
 from ccltune.commconfig import CommConfig
 from ccltune.errors import UsageError
-from ccltune.store import Store
+from ccltune.store import Store, as_record
 from ccltune.tune.derive import (
     Derivation,
-    _record,
     candidate_of,
     derive,
     nccl_best,
@@ -128,7 +127,7 @@ def capture(rows: Iterable[Any], placement: str = "out-of-place") -> Capture:
     Sizes without all three arms are left out."""
     samples: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     label: dict[Key, str] = {}
-    for row in map(_record, rows):
+    for row in map(as_record, rows):
         cfg = row.get("config")
         if cfg not in ("default", "rules", ARM):
             continue
