@@ -194,3 +194,27 @@ def test_a_sweep_that_timed_nothing_says_so_and_fails(tmp_path):
     assert "FAILED" not in proc.stderr and "next: ccltune tune" not in proc.stdout
     run, rows = only_run(db)
     assert run.status == "complete" and [m.status for m in rows] == ["skipped"]
+
+
+def test_workload_sweeps_exactly_its_points_and_lists_the_others(tmp_path):
+    from ccltune.workload.model import Entry, Key, Workload, to_json
+
+    wl = Workload([Entry(Key("all_reduce", 4100, 2, "float", 1025), 7), Entry(Key("all_gather", 24, 2, "float", 3), 2),
+                   Entry(Key("all_reduce", 4100, 2, "int32", 1025), 1), Entry(Key("all_reduce", 512, 4, "float", 128), 3),
+                   Entry(Key("reduce_scatter", 4, 2, "bfloat16", 1), 1)], [])
+    w = tmp_path / "w.json"
+    w.write_text(to_json(wl, {}))
+    db = tmp_path / "s.db"
+    proc = subprocess.run(sweep_cmd("--workload", str(w), "--reps", "2", *DEFAULT_ONLY, "--db", str(db)),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    run, rows = only_run(db)
+    # the exact sizes (4100 B is no power of two), datatypes merged: the tuner sees bytes
+    assert sorted({(m.collective, m.size_bytes) for m in rows}) == [("all_gather", 24), ("all_reduce", 4100)]
+    assert len(rows) == 4 and all(m.status == "ok" for m in rows)
+    assert run.args["workload"] == str(w) and run.summary["workload_points"] == {"all_reduce": [4100],
+                                                                                 "all_gather": [24]}
+    assert [k["entry"] for k in run.summary["workload_skipped"]] == [3, 4]
+    assert ("# not swept: all_reduce 512 B x3: captured on 4 ranks, this launch has 2 (launch it with --nproc 4)"
+            in proc.stdout.splitlines())
+    assert "# not swept: reduce_scatter 4 B x1: 4 B does not divide into float elements on 2 ranks" in proc.stdout

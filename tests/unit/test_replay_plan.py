@@ -75,12 +75,16 @@ def test_one_rank_is_waived_and_the_entries_come_from_rows() -> None:
     wl = Workload([Entry(Key("all_reduce", 64, 1, "float", 16), 4)], [], steps=2)
     rows = [{"collective": "all_reduce", "size_bytes": 64, "config": "default", "status": "ok", "time_us": t}
             for t in (9.0, 10.0, 11.0)]
-    ents = R.entry_times(wl, [0], rows)
+    ents = R.entry_times(wl, {0: rows + [{"config": "default", "status": "waived", "time_us": None}]})
     assert ents[0].default.median_us == 10.0 and ents[0].rules is None
     v = R.verdict({"default": R.per_step([40e-6, 41e-6], 2)}, 2, ents, waived="NCCL does no tuning with one rank")
     assert v.status == "WAIVED" and v.ratio is None and v.default.median_us == pytest.approx(20.25)
     text = "\n".join(R.lines(v, wl, "captured"))
     assert "WAIVED: NCCL does no tuning with one rank" in text and "20.2" in text
+    # the breakdown: 4 calls of 10 us in 2 steps is 20 us of each step
+    (row,) = [x for x in text.splitlines() if x.startswith("  all_reduce")]
+    assert row.split() == ["all_reduce", "64", "4", "10.0", "-", "-", "20.0"]
+    assert v.to_dict({})["comm_us_per_step"] == {"default": 20.25, "rules": None}
 
 
 class _Ctx:

@@ -78,6 +78,13 @@ def _same_file(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
+def add_under_load(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--under-load", type=int, default=None, metavar="M",
+                   help="while collectives are timed, run an M x M bf16 matrix multiply back to back on a second "
+                        "stream of each rank's GPU, so configurations compete for SMs as in training (recorded "
+                        "with the run; `ccltune tune --under-load M` derives from such runs). Not on gloo")
+
+
 def add_sysfs_root(p: argparse.ArgumentParser) -> None:
     from ccltune.diagnose.sysconf import ROOT_ENV
 
@@ -203,13 +210,13 @@ def check_timing(args: argparse.Namespace) -> None:
         raise UsageError(f"-w/--warmup_iters must be >= 0, got {args.warmup_iters}")
 
 
-def engine_options(args: argparse.Namespace, *, shared_buffers: bool = False, symmetric: bool = False) -> Any:
-    """The engine's options from the launch flags (--nccl-lib, --buffers): ``shared_buffers`` lays
-    the buffers out as nccl-tests does unless --buffers says otherwise (bench's choice)."""
+def engine_options(args: argparse.Namespace, **bench: Any) -> Any:
+    """The engine's options from the launch flags (--nccl-lib, --buffers), and ``bench``'s own
+    (``engines.base.EngineOptions`` fields: shared_buffers lays the buffers out as nccl-tests does
+    unless --buffers says otherwise)."""
     from ccltune.engines.base import EngineOptions
 
-    return EngineOptions(nccl_lib=args.nccl_lib, buffers=args.buffers, shared_buffers=shared_buffers,
-                         symmetric=symmetric)
+    return EngineOptions(nccl_lib=args.nccl_lib, buffers=args.buffers, **bench)
 
 
 def args_record(args: argparse.Namespace) -> dict[str, Any]:

@@ -28,8 +28,7 @@ def register(sub: Any) -> None:
     p.add_argument("--iters", type=int, default=5, metavar="N", help="timed rounds per arm (the whole sequence each)")
     p.add_argument("--order", choices=plan.ORDERS, default="captured",
                    help="captured: as one rank issued them; grouped: each entry's calls together")
-    p.add_argument("--under-load", type=int, default=None, metavar="M",
-                   help="run an M x M matrix multiply back to back on a second stream of each GPU meanwhile")
+    _common.add_under_load(p)
     _common.add_db(p)
     _common.add_launch(p)
     p.set_defaults(func=main)

@@ -11,6 +11,7 @@ from ccltune.cli import _common
 from ccltune.commconfig import TWIN, CommConfig
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure import sweep as S
+from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Store
@@ -53,6 +54,11 @@ def register(sub: Any) -> None:
     p.add_argument("--no-twin", action="store_true",
                    help="do not measure NCCL's default a second time on another communicator (the A/A control "
                         "whose gap every candidate must beat; see docs/tuning.md)")
+    p.add_argument("--workload", default=None, metavar="W.json",
+                   help="sweep exactly this workload's (collective, size) points (`ccltune workload import`) that "
+                        "this launch can reproduce, instead of -b/-e/-f; the others are listed with the reason. "
+                        "Collectives named restrict it (docs/workload.md)")
+    _common.add_under_load(p)
     _common.add_virtual_nodes(p)
     p.add_argument("--resume", type=int, default=None, metavar="RUN", help="continue an interrupted sweep run")
     _common.add_db(p)
@@ -90,7 +96,7 @@ def candidates(args: argparse.Namespace) -> list[CommConfig]:
 # what a resumed sweep must keep of the run it continues (besides its collectives, sizes and candidates)
 _RESUME_SAME = {"datatype": "-d", "op": "-o", "reps": "--reps", "target_us": "--target-us", "max_iters": "--max-iters",
                 "warmup_iters": "-w", "no_graph": "--no-graph", "mode": "--mode", "no_twin": "--no-twin",
-                "virtual_nodes": "--virtual-nodes"}
+                "virtual_nodes": "--virtual-nodes", "workload": "--workload", "under_load": "--under-load"}
 
 
 def _measures(args: argparse.Namespace) -> dict[str, Any]:
@@ -142,6 +148,7 @@ def main(args: argparse.Namespace) -> int:
     colls, sizes, cands = validate_args(args)
     engine_name, note = _common.resolve_engine(args)
     _common.check_virtual_nodes(args, engine_name)
+    check_load(args.under_load, engine_name)
     if engine_name != "nccl" and len(cands) > 1:
         raise UsageError(f"forced candidates (--algos/--protos/--channels) need the nccl engine (a GPU); "
                          f"the {engine_name} engine can time only the library's default, so its sweep yields "
@@ -152,6 +159,7 @@ def main(args: argparse.Namespace) -> int:
                          f"{'' if ranks == 1 else 's'} ({_common.gpu_count()} GPU(s) visible): on one rank NCCL "
                          "selects no algorithm, so there is nothing to sweep; time one GPU with `ccltune bench`, "
                          "or sweep with --nproc N >= 2 on a machine with 2 or more GPUs")
+    workload = _workload(args, colls, ranks) if args.workload else None
     if args.resume is not None and not dist.under_launcher():  # before any process starts
         with Store(args.db, readonly=True) as store:
             check_resume(store.run(args.resume), args, _common.job_size(args, engine_name))
@@ -160,16 +168,38 @@ def main(args: argparse.Namespace) -> int:
         return rc
     if engine_name == "nccl" and not args.no_twin and len(cands) > 1:
         cands = [*cands, TWIN]
-    return _run(args, colls, sizes, cands, engine_name)
+    return _run(args, colls, sizes, cands, engine_name, workload)
+
+
+# -b/-e/-f as the parser gives them when not typed: --workload replaces them
+_SIZE_DEFAULTS = {"minbytes": ("-b", "8"), "maxbytes": ("-e", "1G"), "stepfactor": ("-f", 2)}
+
+
+def _workload(args: argparse.Namespace, colls: list[Any], ranks: int) -> Any:
+    """The workload of --workload, checked before any process starts: no -b/-e/-f beside it, and at
+    least one point this launch can sweep (the node count is checked once the job runs)."""
+    from ccltune.workload import model
+    from ccltune.workload import plan as WP
+
+    given = [flag for key, (flag, default) in _SIZE_DEFAULTS.items() if getattr(args, key) != default]
+    if given:
+        raise UsageError(f"--workload sweeps the workload's own sizes; {', '.join(given)} do not apply with it")
+    wl = model.load(args.workload)
+    points, skipped = WP.sweep_points(wl, ranks, None, types.dtype(args.datatype), [c.name for c in colls])
+    if not points:
+        raise UsageError(f"--workload {args.workload}: nothing this launch can sweep: "
+                         + "; ".join(f"{s.entry.key.collective} {s.entry.key.size_bytes} B: {s.reason}"
+                                     for s in skipped[:5]) + (f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else ""))
+    return wl
 
 
 def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[CommConfig],
-         engine_name: str) -> int:
+         engine_name: str, workload: Any = None) -> int:
     settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
                                graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
                                warmup=args.warmup_iters, timeout_s=args.timeout)
     plan = sweep_run.SweepPlan(colls, sizes, cands, settings, mode=args.mode, resume=args.resume,
-                               args=_common.args_record(args),
+                               args=_common.args_record(args), workload=workload, under_load=args.under_load,
                                check_resume=lambda run, world_size: check_resume(run, args, world_size))
     session = Session("sweep", engine_name, db=args.db, argv=args._argv, timeout_s=args.timeout,
                       virtual_nodes=args.virtual_nodes)
@@ -177,6 +207,13 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
     if session.interrupted:
         return session.exit_code
     if session.is_root:
+        for k in res.skipped:
+            print(f"# not swept: {k.entry.key.collective} {k.entry.key.size_bytes} B x{k.entry.calls}: {k.reason}")
+        if res.load:
+            print(f"# under load: {res.load}")
+        if workload is not None and not res.rows:  # the node count, known once the job ran, left nothing
+            raise UsageError(f"--workload {args.workload}: nothing this launch can sweep (the reasons above); "
+                             f"run {res.run_id} holds no rows")
         if engine_name != "nccl":
             after = (f"; the {engine_name} engine timed only its default, so there are no rules to derive: "
                      f"see the timings with `ccltune report --db {args.db}`")

@@ -11,6 +11,7 @@ from ccltune.cli import _common
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.files import write_text
 from ccltune.measure import sweep as S
+from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
 from ccltune.validate import ab, junit
@@ -47,6 +48,7 @@ def register(sub: Any) -> None:
                         "and report the share of its gain the rules capture")
     p.add_argument("--json", default=None, metavar="PATH", help="verdict as JSON")
     p.add_argument("--junit", default=None, metavar="PATH", help="verdict as JUnit XML (one testcase per size)")
+    _common.add_under_load(p)
     _common.add_virtual_nodes(p)
     _common.add_db(p)
     _common.add_launch(p)
@@ -71,6 +73,7 @@ def main(args: argparse.Namespace) -> int:
         C.arms_from_db(args.best_from, 1, 1, None)
     engine_name, _ = _common.resolve_engine(args)
     _common.check_virtual_nodes(args, engine_name)
+    check_load(args.under_load, engine_name)
     if engine_name != "nccl":
         raise UsageError("validate needs the nccl engine (a GPU); "
                          + (f"got --engine {engine_name}" if args.engine else "no GPU is visible here"))
@@ -95,7 +98,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
                                graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
                                warmup=args.warmup_iters, timeout_s=args.timeout)
     plan = ab.ABPlan(args.rules, colls, sizes, settings, hard_limit_pct=args.hard_limit, retest=args.retest,
-                     best_from=args.best_from, args=_common.args_record(args))
+                     best_from=args.best_from, under_load=args.under_load, args=_common.args_record(args))
     session = Session("validate", "nccl", db=args.db, argv=args._argv, timeout_s=args.timeout,
                       virtual_nodes=args.virtual_nodes)  # virtual nodes as the sweep whose rules are validated
     res = ab.run(plan, session, _common.engine_options(args), require_plugin=_plugin_or_error)
@@ -108,6 +111,8 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     _print(res.verdict, args)
     if res.capture is not None:
         _print_capture(res.capture, args.best_from)
+    if res.load:
+        print(f"# under load: {res.load}")
     print(f"# time on rank 0: {settings.clock.line(res.wall_s)}")
     if args.json:
         write_text(args.json, json.dumps(res.summary, indent=1, default=str), flag="--json")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ccltune.engines.base import Buffers, Engine, EngineOptions, Point
+from ccltune.engines.base import Buffers, Engine, EngineOptions, HostClock, Point, Timing, iteration_seconds, schedule
 
 _UNSUPPORTED_OPS = {"avg": "gloo has no AVG reduction",
                     "mulsum": "gloo has no pre-multiplied sum (mulsum is NCCL's ncclRedOpCreatePreMulSum)"}
@@ -50,11 +50,15 @@ class GlooEngine(Engine):
         pt.coll.run_torch(dist, bufs.send, bufs.recv, pt.lay, op, pt.root, self.ctx.rank,
                           self.ctx.world_size, pt.in_place)
 
-    def time_point(self, pt: Point, bufs: Buffers) -> float:
+    def time_point(self, pt: Point, bufs: Buffers) -> Timing:
+        """nccl-tests' schedule on the host clock: each call returns when it is complete, so the
+        time to issue the calls (-C) is the time, and -I's events are clock readings."""
         for _ in range(pt.warmup):
             self.launch(pt, bufs)
+        clock = HostClock(2 * pt.iters if pt.blocking == 3 else pt.iters + 1) if pt.per_iter else None
         self.start_together()
         t0 = time.perf_counter()
-        for _ in range(pt.iters):
-            self.launch(pt, bufs)
-        return (time.perf_counter() - t0) / max(pt.iters, 1)
+        busy = schedule(pt, lambda i: self.launch(pt, bufs), lambda: None, lambda: self.ctx.barrier("-z barrier"),
+                        clock.record if clock is not None else None)
+        elapsed = (busy if pt.blocking == 3 else time.perf_counter() - t0) / pt.calls
+        return Timing(elapsed, elapsed, iteration_seconds(pt, clock.elapsed) if clock is not None else None)

@@ -33,7 +33,8 @@ from ccltune.commconfig import ALIGN, DEFAULT, CommConfig
 from ccltune.engines import library
 from ccltune.engines.base import Buffers, CudaEngine, EngineOptions, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
-from ccltune.engines.series import Loop
+from ccltune.engines import gpurt
+from ccltune.engines.series import Loop, Schedule
 from ccltune.errors import EngineUnavailable
 from ccltune.types import DTYPES, OPS, mulsum_scalar
 
@@ -83,11 +84,22 @@ class NcclEngine(CudaEngine):
         wanted = buffers or (("ncclmem-max" if opts.shared_buffers else "ncclmem") if self.lib.has("ncclMemAlloc")
                              else "torch")
         self.buffers = "ncclmem" if self.symmetric else wanted
+        self.cta_policy = opts.cta_policy  # -x: ncclConfig_t.CTAPolicy, as nccl-tests sets it
+        if self.cta_policy is not None and self.lib.version_code < (22800 if self.cta_policy > 1 else 22700):
+            raise EngineUnavailable(f"-x/--cta_policy {self.cta_policy} needs NCCL >= "
+                                    f"{'2.28' if self.cta_policy > 1 else '2.27'} (ncclConfig_t.CTAPolicy); "
+                                    f"{self.lib.path} is NCCL {self.lib.version}")
+        self.register = opts.local_register  # -R 1: ncclCommRegister of the buffers
+        if self.register and not self.lib.has("ncclCommRegister"):
+            raise EngineUnavailable(f"-R/--local_register 1 needs NCCL >= 2.19 (ncclCommRegister); "
+                                    f"{self.lib.path} is NCCL {self.lib.version}")
+        self._handles: list[tuple[Any, Any]] = []
         self.plugin = opts.plugin_path
         self.empty_rules = opts.empty_rules
         if self.plugin and "NCCL_TUNER_PLUGIN" not in os.environ:
             os.environ["NCCL_TUNER_PLUGIN"] = str(self.plugin)  # before the first communicator
         self.comms: dict[CommConfig, Any] = {}
+        self._runtime: gpurt.Runtime | None = None
         self._parked: list[Any] = []  # refused communicators, left to the process's exit (park_comm)
         # seconds and count of communicator inits and aborts/destroys (a sweep reports where its time went)
         self.comm_time: dict[str, list[float]] = {"init": [0.0, 0], "abort": [0.0, 0]}
@@ -127,6 +139,9 @@ class NcclEngine(CudaEngine):
         return self._premul[key]
 
     # -- communicators ----------------------------------------------------------------
+    def connect(self, config: Any = None) -> None:
+        self.comm(config)
+
     def comm(self, cfg: CommConfig | None) -> Any:
         cfg = cfg or DEFAULT
         if cfg not in self.comms:
@@ -137,7 +152,7 @@ class NcclEngine(CudaEngine):
         uid = self.lib.unique_id() if self.ctx.is_root else None
         uid = self.ctx.broadcast_bytes(uid, f"NCCL unique id for {cfg.label}")
         ctas = 1 if cfg.align else cfg.channels if cfg.channels and not self.plugin else None
-        ncfg = self.lib.config(min_ctas=ctas, max_ctas=ctas, name=f"ccltune-{cfg.label}")
+        ncfg = self.lib.config(min_ctas=ctas, max_ctas=ctas, name=f"ccltune-{cfg.label}", cta_policy=self.cta_policy)
         rule_file = cfg.rules_file or (self._channel_rules(cfg) if cfg.channels and self.plugin and not cfg.align
                                        else self.empty_rules)
         with _env(NCCL_ALGO=cfg.algo or os.environ.get("NCCL_ALGO"),
@@ -231,24 +246,31 @@ class NcclEngine(CudaEngine):
         if not self._pool or not all(self._in_pool(t) for t in bufs.keep):
             return
         total = max(pt.lay.send_elems, pt.lay.recv_elems) * pt.dt.size
+        room = min(p.numel() for p in self._pool) - pt.unalign * pt.dt.size  # -u: the views start further in
         if total > 0:
-            bufs.shift_bytes, bufs.steps = total, max(1, min(p.numel() for p in self._pool) // total)
+            bufs.shift_bytes, bufs.steps = total, max(1, room // total)
 
     def _in_pool(self, t: Any) -> bool:
         ptr = t.data_ptr()
         return any(p.data_ptr() <= ptr < p.data_ptr() + p.numel() for p in self._pool)
 
     def prepare(self, pt: Point, bufs: Buffers) -> None:
-        if self.symmetric:
+        if self.symmetric or self.register:
             comm = self.comm(pt.config)
             for t in bufs.keep:
-                win = self.lib.window_register(comm, t.data_ptr(), t.numel() * t.element_size())
-                self._windows.append((comm, win))
+                nbytes = t.numel() * t.element_size()
+                if self.symmetric:
+                    self._windows.append((comm, self.lib.window_register(comm, t.data_ptr(), nbytes)))
+                else:  # -R 1: as nccl-tests registers its send and receive buffers with ncclCommRegister
+                    self._handles.append((comm, self.lib.register(comm, t.data_ptr(), nbytes)))
 
     def release(self, pt: Point, bufs: Buffers) -> None:
         while self._windows:
             comm, win = self._windows.pop()
             self.lib.call("ncclCommWindowDeregister", comm, win)
+        while self._handles:
+            comm, handle = self._handles.pop()
+            self.lib.call("ncclCommDeregister", comm, handle)
 
     # -- calls ------------------------------------------------------------------------
     # Every NCCL call of a point goes through the launch loop (engines/series.py), the single
@@ -266,7 +288,7 @@ class NcclEngine(CudaEngine):
         s = self._series(pt, bufs, step)  # on the stream current now (the caller's stream context)
         return lambda: self.loop.run(s, 0, calls)
 
-    def _series(self, pt: Point, bufs: Buffers, step: bool) -> Any:
+    def _series(self, pt: Point, bufs: Buffers, step: bool, schedule: Schedule | None = None) -> Any:
         """The launch loop's description of ``pt`` on the current stream (the capture stream in a
         CUDA graph): call i ``bufs.shift(i)`` bytes into the buffers when ``step``."""
         stream = self.torch.cuda.current_stream(self.device).cuda_stream
@@ -274,7 +296,25 @@ class NcclEngine(CudaEngine):
         return self.loop.series(pt.coll, pt.lay, pt.root, self.ctx.rank, self.ctx.world_size,
                                 send=bufs.send.data_ptr(), recv=bufs.recv.data_ptr(), dtype=pt.dt.nccl,
                                 op=self._op(pt, comm), comm=comm, stream=stream,
-                                shift_bytes=bufs.shift_bytes if step else 0, shift_steps=bufs.steps if step else 1)
+                                shift_bytes=bufs.shift_bytes if step else 0, shift_steps=bufs.steps if step else 1,
+                                schedule=schedule)
+
+    def timed(self, pt: Point, bufs: Buffers, events: Any) -> Callable[[], float]:
+        """nccl-tests' schedule (-m, -z, -I) from the launch loop in C: one ctypes call for the series."""
+        sched = Schedule(agg=pt.agg, blocking=pt.blocking, events=events.handles if events is not None else (),
+                         runtime=self.runtime() if pt.blocking or events is not None else None,
+                         barrier=lambda: self.ctx.barrier("-z barrier"))
+        s = self._series(pt, bufs, True, sched)
+        return lambda: self.loop.run(s, 0, pt.iters)
+
+    def runtime(self) -> gpurt.Runtime:
+        """The GPU runtime's stream query and events (libcuda or libamdhip64), loaded when first needed."""
+        if self._runtime is None:
+            self._runtime = gpurt.load(self.facts.kind == "rccl")
+        return self._runtime
+
+    def events(self, n: int) -> Any:
+        return gpurt.Events(self.runtime(), n)
 
     def _run(self, pt: Point, bufs: Buffers, first: int, calls: int, *, step: bool) -> None:
         """Calls ``first`` .. ``first + calls - 1`` of ``pt``'s series."""

@@ -66,6 +66,8 @@ _SIGNATURES: dict[str, list[type]] = {
     "ncclMemFree": [_vp],
     "ncclCommWindowRegister": [_vp, _vp, _sz, ctypes.POINTER(_vp), _int],
     "ncclCommWindowDeregister": [_vp, _vp],
+    "ncclCommRegister": [_vp, _vp, _sz, ctypes.POINTER(_vp)],
+    "ncclCommDeregister": [_vp, _vp],
 }
 
 
@@ -172,7 +174,7 @@ class NcclLib:
         return ctypes.string_at(ctypes.addressof(uid), ctypes.sizeof(uid))
 
     def config(self, *, min_ctas: int | None = None, max_ctas: int | None = None,
-               name: str | None = None) -> Config:
+               name: str | None = None, cta_policy: int | None = None) -> Config:
         cfg = Config()
         cfg.size = ctypes.sizeof(Config)
         cfg.magic = 0xCAFEBEEF
@@ -185,6 +187,8 @@ class NcclLib:
             cfg.minCTAs = min_ctas
         if max_ctas is not None:
             cfg.maxCTAs = max_ctas
+        if cta_policy is not None:  # NCCL_CTA_POLICY_DEFAULT 0, _EFFICIENCY 1, _ZERO 2 (NCCL >= 2.27)
+            cfg.CTAPolicy = cta_policy
         if name:
             self._name = name.encode()
             cfg.commName = self._name
@@ -210,6 +214,12 @@ class NcclLib:
         ptr = _vp()
         self.call("ncclMemAlloc", ctypes.byref(ptr), nbytes)
         return int(ptr.value or 0)
+
+    def register(self, comm: ctypes.c_void_p, ptr: int, nbytes: int) -> ctypes.c_void_p:
+        """ncclCommRegister: the handle ncclCommDeregister takes."""
+        handle = _vp()
+        self.call("ncclCommRegister", comm, ptr, nbytes, ctypes.byref(handle))
+        return handle
 
     def window_register(self, comm: ctypes.c_void_p, ptr: int, nbytes: int) -> ctypes.c_void_p:
         win = _vp()

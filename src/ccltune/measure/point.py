@@ -15,6 +15,7 @@ from typing import Any
 from ccltune.engines.base import Engine, Point, Watchdog
 from ccltune.errors import DistError
 from ccltune.measure import buffers as B
+from ccltune.periter import IterStats, compute, slowest_process
 from ccltune.store import Measurement
 
 AVERAGES = ("avg", "min", "max", "rank0")
@@ -26,18 +27,21 @@ class Outcome:
     time_us: float | None = None
     wrong: int | None = None
     note: str | None = None
+    cpu_time_us: float | None = None       # -C 1: rank 0's host time per call (nccl-tests prints its main thread's)
+    iter_stats: IterStats | None = None    # -I 1: per-iteration statistics over every process
 
 
 def measurement(pt: Point, n_ranks: int, n_nodes: int, status: str, *, time_us: float | None = None,
-                wrong: int | None = None, note: str | None = None, **fields: Any) -> Measurement:
-    """A row of ``pt``; with a time (µs), its algbw (size / time) and busbw (algbw x the collective's
-    bus factor). ``fields``: the rest of the row (configuration labels, rep), or overrides."""
+                wrong: int | None = None, note: str | None = None, row_type: type[Measurement] = Measurement,
+                **fields: Any) -> Any:
+    """A row of ``pt`` (a ``row_type``); with a time (µs), its algbw (size / time) and busbw (algbw x the
+    collective's bus factor). ``fields``: the rest of the row (configuration labels, rep), or overrides."""
     coll, lay = pt.coll, pt.lay
     row: dict[str, Any] = dict(
         collective=coll.name, size_bytes=lay.size_bytes, count=lay.count, dtype=pt.dt.name,
         op=pt.op if coll.op_column else None, root=pt.root if coll.rooted else None, in_place=pt.in_place,
         n_ranks=n_ranks, n_nodes=n_nodes, status=status, note=note, graph=pt.graph)
-    m = Measurement(**{**row, **fields})
+    m = row_type(**{**row, **fields})
     if time_us is not None:
         m.time_us = time_us
         m.algbw_gbps = lay.size_bytes / time_us / 1e3 if time_us > 0 else 0.0
@@ -94,7 +98,7 @@ def allocate(engine: Engine, pt: Point) -> tuple[B.Buffers | None, Outcome | Non
     """The point's buffers, or (None, a 'skipped' outcome) when any rank ran out of memory."""
     bufs, err = None, None
     try:
-        bufs = B.make(engine.torch, pt.lay, pt.dt, pt.in_place, engine.device, engine.alloc(pt))
+        bufs = B.make(engine.torch, pt.lay, pt.dt, pt.in_place, engine.device, engine.alloc(pt), pt.unalign)
         engine.arrange(pt, bufs)
     except (RuntimeError, MemoryError) as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
         err = first_line(exc)
@@ -168,7 +172,19 @@ def waive_reason(engine: Engine, pt: Point) -> str | None:
     return engine.waive_reason(pt)
 
 
-def measure(engine: Engine, pt: Point, *, check: int, average: str, timeout_s: float) -> Outcome:
+def _iter_stats(engine: Engine, iter_seconds: list[float], skip: int) -> IterStats:
+    """-I: every process's per-iteration times (one row each, as nccl-tests gathers one per process),
+    iteration i's time the slowest process's, summarised after ``skip`` iterations."""
+    ctx, n = engine.ctx, len(iter_seconds)
+    mine = [0.0] * (n * ctx.world_size)
+    mine[ctx.rank * n:(ctx.rank + 1) * n] = [t * 1e6 for t in iter_seconds]
+    both = ctx.allreduce_floats(mine, "sum", "per-iteration times") if ctx.world_size > 1 else mine
+    rows = [both[r * n:(r + 1) * n] for r in range(ctx.world_size)]
+    return compute(slowest_process(rows), skip, rows if len(rows) > 1 else ())
+
+
+def measure(engine: Engine, pt: Point, *, check: int, average: str, timeout_s: float, cputime: bool = False,
+            per_iter_skip: int = 0) -> Outcome:
     reason = waive_reason(engine, pt)
     if reason:
         return Outcome("waived", note=reason)
@@ -177,7 +193,8 @@ def measure(engine: Engine, pt: Point, *, check: int, average: str, timeout_s: f
         return skipped
     assert bufs is not None
     try:
-        return _measure(engine, pt, bufs, check=check, average=average, timeout_s=timeout_s)
+        return _measure(engine, pt, bufs, check=check, average=average, timeout_s=timeout_s, cputime=cputime,
+                        per_iter_skip=per_iter_skip)
     finally:
         engine.release(pt, bufs)
         del bufs
@@ -198,7 +215,7 @@ def _check(engine: Engine, pt: Point, bufs: B.Buffers) -> tuple[float, float]:
 
 
 def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: int, average: str,
-             timeout_s: float) -> Outcome:
+             timeout_s: float, cputime: bool, per_iter_skip: int) -> Outcome:
     torch, ctx = engine.torch, engine.ctx
     oom = None
     try:
@@ -216,7 +233,7 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: int, average:
     with Watchdog(engine, timeout_s, what) as dog:
         try:
             engine.sync()
-            seconds = engine.time_point(pt, bufs)
+            timing = engine.time_point(pt, bufs)
             wrong, unchecked = 0.0, 0.0
             for _ in range(int(check)):  # -c N: N checks, up to the first that finds wrong values (nccl-tests)
                 wrong, unchecked = _check(engine, pt, bufs)
@@ -228,10 +245,15 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: int, average:
             raise ctx.peer_failure(what, "timed out" if dog.fired else str(exc)) from None
     if dog.fired:
         raise ctx.peer_failure(what, "timed out")
-    t = _combine(engine, seconds, average)
+    t = _combine(engine, timing.seconds, average)
     wrong_all, unchecked_all = ctx.allreduce_floats([wrong, unchecked], "sum", "check exchange")
+    out = Outcome("ok", time_us=t * 1e6, wrong=int(wrong_all))
+    if cputime:
+        out.cpu_time_us = 1e6 * _combine(engine, timing.cpu_seconds or 0.0, "rank0")
+    if timing.iter_seconds is not None:
+        out.iter_stats = _iter_stats(engine, timing.iter_seconds, per_iter_skip)
     if not check:  # -c 0: unknown, not "0 wrong" (nccl-tests prints N/A)
-        return Outcome("ok", time_us=t * 1e6, wrong=None)
-    if unchecked_all:
-        return Outcome("ok", time_us=t * 1e6, wrong=None, note="result not checked: out of memory while checking")
-    return Outcome("ok", time_us=t * 1e6, wrong=int(wrong_all))
+        out.wrong = None
+    elif unchecked_all:
+        out.wrong, out.note = None, "result not checked: out of memory while checking"
+    return out

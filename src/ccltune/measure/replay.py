@@ -10,6 +10,10 @@ makes the communicators and their connections).
 
 The run's lifecycle (joining, the engine, the database, signals, teardown) is not here: the
 caller measures inside its session.
+
+The breakdown per entry (:func:`entry_rows`) times each replayed entry alone, arm against arm, as
+``validate`` times its arms (``measure.sweep.measure_size``: interleaved rounds of one call count per
+arm), eagerly, on each arm's communicator of the entry's first captured communicator.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from ccltune.engines.base import Point, Watchdog
 from ccltune.errors import UsageError
 from ccltune.measure import buffers as B
 from ccltune.measure import point as P
+from ccltune.measure import sweep as S
+from ccltune.store import Measurement
 
 
 @dataclass
@@ -108,4 +114,20 @@ def rounds(engine: Any, items: Sequence[Item], arms: dict[str, Callable[[int], A
             local = [_round(engine, items, arms[a]) for a in order]
             for a, t in zip(order, ctx.allreduce_floats(local, "sum", "replay time exchange")):
                 out[a].append(t / ctx.world_size)
+    return out
+
+
+def entry_rows(engine: Any, items: Sequence[Item], arms: dict[str, Callable[[int], Any]],
+               settings: S.SweepSettings) -> dict[int, list[Measurement]]:
+    """Per replayed entry (in order of first use), its rows per arm labelled ``config=<arm>``:
+    ``settings.reps`` rounds of one call count for every arm, in the entry's own datatype."""
+    first: dict[int, Item] = {}
+    for it in items:
+        first.setdefault(it.entry, it)
+    names = list(arms)
+    out: dict[int, list[Measurement]] = {}
+    for i, it in first.items():
+        configs = [arms[a](it.comm) for a in names]
+        out[i] = S.measure_size(engine, it.point.coll, it.point.lay.size_bytes, configs,
+                                [dict(config=a) for a in names], replace(settings, dtype=it.point.dt))
     return out

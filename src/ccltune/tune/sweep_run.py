@@ -19,8 +19,10 @@ from typing import Any
 from ccltune.commconfig import CommConfig
 from ccltune.engines import library
 from ccltune.measure import sweep as S
+from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
 from ccltune.tune.derive import tunable
+from ccltune.workload import plan as WP
 
 
 @dataclass
@@ -34,6 +36,10 @@ class SweepPlan:
     mode: str = "exhaustive"          # or "model"
     resume: int | None = None         # the run to continue
     args: dict[str, Any] = field(default_factory=dict)  # recorded with the run
+    # --workload: its points replace collectives x sizes (``collectives`` then only restricts them)
+    workload: Any = None
+    points: dict[str, list[int]] | None = None   # collective name -> sizes, set from the workload in run()
+    under_load: int | None = None     # --under-load M: a MatrixLoad runs while the sizes are measured
     # rank 0, --resume: raises when the stored run is not this sweep (world size given)
     check_resume: Callable[[Any, int], None] = lambda run, world_size: None
 
@@ -46,6 +52,8 @@ class SweepResult:
     untimed: Counter = field(default_factory=Counter)  # why points were not timed -> how many
     wall_s: float = 0.0
     status: str = "failed"
+    skipped: list[Any] = field(default_factory=list)  # --workload: entries not swept (workload.plan.Skipped)
+    load: dict[str, Any] | None = None                # --under-load: what the load achieved
 
 
 class Progress:
@@ -68,21 +76,41 @@ def run(plan: SweepPlan, session: Session, engine_opts: Any,
         settings.clock.add("start-up", time.perf_counter() - t_start)  # rendezvous, CUDA, NCCL library
         s.clock = settings.clock
         plan.candidates = library.sweep_candidates(getattr(engine, "facts", None), plan.candidates)  # what it can run
+        if plan.workload is not None:
+            _fit_workload(plan, s.ctx, res)
         done = _open_run(s, plan)
         res.run_id = s.run_id
-        bar = progress(s.is_root, len(plan.collectives) * len(plan.sizes))
+        bar = progress(s.is_root, sum(len(_sizes(plan, c)) for c in plan.collectives))
 
         def summary() -> dict[str, Any]:
             bar.close()
             res.wall_s = time.perf_counter() - t_start
             return {"rows": res.rows, "mode": plan.mode, "virtual_nodes": s.virtual_nodes,
-                    "wall_s": round(res.wall_s, 3), "time": settings.clock.summary()}
+                    "wall_s": round(res.wall_s, 3), "time": settings.clock.summary(),
+                    **({"under_load": res.load} if plan.under_load else {}),
+                    **({"workload_points": plan.points, "workload_skipped": [
+                        {"entry": k.index, "reason": k.reason} for k in res.skipped]}
+                       if plan.workload is not None else {})}
         s.summary = summary
         with s.running(lambda: f"sweep interrupted; {res.rows} rows kept in {s.db}; resume with --resume {s.run_id}"):
-            for coll in plan.collectives:
-                _sweep_collective(s, plan, coll, done, res, bar)
+            with Loaded(engine, plan.under_load) as load:
+                for coll in plan.collectives:
+                    _sweep_collective(s, plan, coll, done, res, bar)
+            res.load = load.result
     res.status = s.status
     return res
+
+
+def _fit_workload(plan: SweepPlan, ctx: Any, res: SweepResult) -> None:
+    """The workload's points this launch can tune (the same on every rank: a pure function of the file
+    and the launch), the others into ``res.skipped``."""
+    plan.points, res.skipped = WP.sweep_points(plan.workload, ctx.world_size, ctx.n_nodes, plan.settings.dtype,
+                                               [c.name for c in plan.collectives])
+    plan.collectives = [c for c in plan.collectives if c.name in plan.points]
+
+
+def _sizes(plan: SweepPlan, coll: Any) -> list[int]:
+    return plan.points[coll.name] if plan.points is not None else plan.sizes
 
 
 def _open_run(s: Session, plan: SweepPlan) -> set[tuple[str, int, str]]:
@@ -114,7 +142,7 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
                       done: set[tuple[str, int, str]], res: SweepResult, bar: Progress) -> None:
     from ccltune.tune import model
 
-    ctx, engine, settings, cands, sizes = s.ctx, s.engine, plan.settings, plan.candidates, plan.sizes
+    ctx, engine, settings, cands, sizes = s.ctx, s.engine, plan.settings, plan.candidates, _sizes(plan, coll)
     store, run_id = s.store, s.run_id
     rows_so_far = [m for m in (store.measurements(run_id, collective=coll.name) if store else [])]
     refused: S.Refused = {}  # NCCL refuses a forced candidate per collective, not per size

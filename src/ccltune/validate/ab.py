@@ -17,6 +17,7 @@ from ccltune import collectives, rules
 from ccltune.commconfig import DEFAULT, CommConfig
 from ccltune.errors import DataError, UsageError
 from ccltune.measure import sweep as S
+from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
 from ccltune.validate import capture as C
 from ccltune.validate import verdict as V
@@ -33,6 +34,7 @@ class ABPlan:
     hard_limit_pct: float = 2.0
     retest: int = 1
     best_from: str | None = None      # a sweep database: its best candidate as a third arm
+    under_load: int | None = None     # --under-load M: a MatrixLoad runs while the sizes are measured
     args: dict[str, Any] = field(default_factory=dict)  # recorded with the run
 
 
@@ -46,6 +48,7 @@ class ABResult:
     summary: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
     unjudged: DataError | None = None  # nothing comparable was measured
+    load: dict[str, Any] | None = None  # --under-load: what the load achieved
 
 
 def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callable[[], None]) -> ABResult:
@@ -90,19 +93,21 @@ def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callab
 
         s.summary = lambda: _summary(s, res, arms, t_start, settings)
         with s.running(lambda: f"validate interrupted; {len(res.rows)} rows kept in {s.db}"):
-            for coll in plan.collectives:
-                if s.is_root:
-                    print(f"validate: {coll.name} {min(plan.sizes)} B (warm-up, not stored)", file=sys.stderr,
-                          flush=True)
-                S.warm_collective(engine, coll, min(plan.sizes), configs + arm_configs, settings)
-                for size in plan.sizes:
-                    measure(coll, size)
-            if s.store is not None:
-                try:
-                    res.verdict = judge(res.rows)
-                except DataError as exc:  # nothing comparable was measured: said after the teardown
-                    res.unjudged = exc
-            _retest(plan, s, res, judge, measure)
+            with Loaded(engine, plan.under_load) as load:
+                for coll in plan.collectives:
+                    if s.is_root:
+                        print(f"validate: {coll.name} {min(plan.sizes)} B (warm-up, not stored)", file=sys.stderr,
+                              flush=True)
+                    S.warm_collective(engine, coll, min(plan.sizes), configs + arm_configs, settings)
+                    for size in plan.sizes:
+                        measure(coll, size)
+                if s.store is not None:
+                    try:
+                        res.verdict = judge(res.rows)
+                    except DataError as exc:  # nothing comparable was measured: said after the teardown
+                        res.unjudged = exc
+                _retest(plan, s, res, judge, measure)
+            res.load = load.result
     return res
 
 
@@ -132,7 +137,8 @@ def _summary(s: Session, res: ABResult, arms: dict[Any, Any], t_start: float,
     res.capture = C.capture(res.rows) if arms else None
     if res.capture is not None:
         res.summary["capture"] = res.capture.to_dict()
-    res.summary.update(wall_s=round(res.wall_s, 3), time=settings.clock.summary())
+    res.summary.update(wall_s=round(res.wall_s, 3), time=settings.clock.summary(),
+                       **({"under_load": res.load} if res.load else {}))
     return res.summary
 
 

@@ -9,9 +9,11 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccltune import types
 from ccltune.commconfig import CommConfig
 from ccltune.measure import replay as M
-from ccltune.measure.load import MatrixLoad
+from ccltune.measure import sweep as S
+from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
 from ccltune.validate import replay as R
 from ccltune.workload import plan as WP
@@ -81,17 +83,26 @@ def run(plan: ReplayPlan, session: Session, engine_opts: Any) -> ReplayResult:
         with s.running(lambda: "replay interrupted; nothing judged"):
             items, notes = M.prepare(engine, [e.key for e in wl.entries], seq)
             res.notes += notes
-            load = MatrixLoad(engine.torch, engine.device, plan.under_load).start() if plan.under_load else None
-            try:
+            with Loaded(engine, plan.under_load) as load:
                 res.rounds = M.rounds(engine, items, arms, plan.reps, session.timeout_s) if items else {}
-            finally:
-                res.load = load.stop() if load is not None else None
+                per_entry = M.entry_rows(engine, items, arms, _entry_settings(plan, session.timeout_s))
+            res.load = load.result
+            if s.store is not None:
+                for got in per_entry.values():
+                    s.store.add_measurements(s.run_id, got)
             if s.is_root and res.rounds:
                 steps = wl.steps
                 rounds = {a: R.per_step(t, steps) for a, t in res.rounds.items()}
                 res.rounds = rounds
-                res.verdict = R.verdict(rounds, steps, [], waived)
+                res.verdict = R.verdict(rounds, steps, R.entry_times(wl, per_entry), waived)
     return res
+
+
+def _entry_settings(plan: ReplayPlan, timeout_s: float) -> S.SweepSettings:
+    """How each entry is timed alone: eagerly, as the job issues it, ``--iters`` interleaved rounds of
+    about a millisecond per arm (the datatype is the entry's own)."""
+    return S.SweepSettings(dtype=types.dtype("float"), op="sum", reps=plan.reps, graph=False, target_us=1000.0,
+                           max_iters=100, warmup=2, timeout_s=timeout_s)
 
 
 def _summary(res: ReplayResult) -> dict[str, Any]:
