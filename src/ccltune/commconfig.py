@@ -1,7 +1,7 @@
 """One configuration of a communicator: what a sweep candidate, a validate arm, a replay arm and a
 bench run with --algo/--proto/--channels force, and the ``config`` column's label of its rows.
 
-All fields left at their defaults is NCCL's own choice (:data:`DEFAULT`). The nccl engine makes one
+All fields left at their defaults is NCCL's own choice (:data:`BASELINE`). The nccl engine makes one
 communicator per configuration (engines/nccl.py); rule derivation (tune/derive.py) reads the
 configuration of a row back from its ``algo``/``proto``/``channels`` columns.
 """
@@ -49,6 +49,6 @@ class CommConfig:
         return (self.algo or "", self.proto or "", self.channels or 0)
 
 
-DEFAULT = CommConfig()
+BASELINE = CommConfig()  # sets nothing: NCCL chooses; what every candidate is compared with
 TWIN = CommConfig(twin=True)
 ALIGN = CommConfig(align=True)

@@ -109,7 +109,6 @@ CREATE TABLE IF NOT EXISTS artifacts (
 
 RUN_KINDS = ("bench", "sweep", "tune", "validate", "replay", "import", "links", "topo", "doctor", "check")
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
-ROW_STATUSES = ("ok", "skipped", "waived", "error", "unavailable")
 
 
 @dataclass
@@ -128,7 +127,7 @@ class Measurement:
     algbw_gbps: float | None = None
     busbw_gbps: float | None = None
     wrong: int | None = None
-    status: str = "ok"
+    status: str = "ok"  # ok, skipped, waived, error or unavailable
     note: str | None = None
     n_nodes: int = 1
     algo: str | None = None

@@ -129,21 +129,21 @@ def test_virtual_nodes_that_do_not_divide_the_job_are_refused_before_it_starts(t
 
 _KEEP_WORKER = """
 import argparse, json, sys
-from ccltune import collectives, types
+from ccltune import collectives, datatypes
 from ccltune.engines.base import EngineOptions
 from ccltune.measure import session
-from ccltune.measure import sweep as S
+from ccltune.measure import sweep as measure_sweep
 ctx = session.join("gloo", 60)
 eng = session.make_engine("gloo", ctx, EngineOptions())
-s = S.SweepSettings(dtype=types.dtype("float"), op="sum", reps=2, graph=False, target_us=100, max_iters=5,
-                    warmup=1, timeout_s=60)
-keep = S.BufferCache()
+s = measure_sweep.SweepSettings(dtype=datatypes.dtype("float"), op="sum", reps=2, graph=False, target_us=100,
+                                max_iters=5, warmup=1, timeout_s=60)
+keep = measure_sweep.BufferCache()
 out = []
 for name in ("all_gather", "all_reduce"):
     coll = collectives.select([name])[0]
     for _ in range(3):  # the same size three times, as the model's later rounds visit it again
-        out += [(name, m.status, m.wrong) for m in S.measure_size(eng, coll, 4096, [None], [dict(config="default")],
-                                                                 s, keep=keep)]
+        rows = measure_sweep.measure_size(eng, coll, 4096, [None], [dict(config="default")], s, keep=keep)
+        out += [(name, m.status, m.wrong) for m in rows]
     out.append((name, "kept", len(keep)))
     keep.clear()
 if ctx.rank == 0:

@@ -140,15 +140,15 @@ def test_min_bw(monkeypatch):
 def test_all_loops_every_datatype_op_and_root_in_nccl_tests_order():
     """-d all -o all -r all: one run, each collective looping as its nccl-tests program does
     (datatypes, then ops for those that print one, then roots for rooted ones); -N repeats."""
-    from ccltune import collectives, types
+    from ccltune import collectives, datatypes
     from ccltune.measure.bench import BenchPlan, variants
 
-    plan = BenchPlan(collectives=[], sizes=[8], dtype=types.dtype("int8"), op="sum", root=0, iters=1, warmup=0,
-                     graph=0, check=2, average="avg", timeout_s=1, dtypes=types.dtypes("all"), ops=types.ops("all"),
-                     all_roots=True, cycles=2)
+    plan = BenchPlan(collectives=[], sizes=[8], dtype=datatypes.dtype("int8"), op="sum", root=0, iters=1, warmup=0,
+                     graph=0, check=2, average="avg", timeout_s=1, dtypes=datatypes.dtypes("all"),
+                     ops=datatypes.ops("all"), all_roots=True, cycles=2)
     ar, bc, sr, ag = (collectives.REGISTRY[c] for c in ("all_reduce", "broadcast", "sendrecv", "all_gather"))
     got = [(v.dtype.name, v.op) for v in variants(plan, ar, 4)]
-    assert len(got) == 12 * 6 and got[:7] == [("int8", o) for o in types.ops("all")] + [("uint8", "sum")]
+    assert len(got) == 12 * 6 and got[:7] == [("int8", o) for o in datatypes.ops("all")] + [("uint8", "sum")]
     assert [(v.dtype.name, v.root) for v in variants(plan, bc, 3)][:4] == [("int8", 0), ("int8", 1), ("int8", 2),
                                                                             ("uint8", 0)]
     assert len(variants(plan, sr, 4)) == 72 and len(variants(plan, ag, 4)) == 12  # sendrecv prints its op

@@ -10,7 +10,7 @@ import torch
 from ccltune import collectives
 from ccltune.engines.base import Point, iteration_seconds, schedule
 from ccltune.measure import buffers
-from ccltune.types import dtype
+from ccltune.datatypes import dtype
 
 
 def _point(iters: int, agg: int = 1, blocking: int = 0) -> Point:

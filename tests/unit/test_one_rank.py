@@ -10,7 +10,7 @@ from ccltune import collectives, output
 from ccltune.engines.base import Engine, Point, Timing
 from ccltune.measure import bench, point
 from ccltune.store import Measurement
-from ccltune.types import dtype
+from ccltune.datatypes import dtype
 
 
 class _Ctx:

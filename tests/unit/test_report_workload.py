@@ -6,10 +6,10 @@ from __future__ import annotations
 from ccltune.report import sections, verdict
 from ccltune.report import workload as RW
 from ccltune.store import Run
-from ccltune.tune import weighted as W
+from ccltune.tune import weighted
 from ccltune.tune.derive import derive
 from ccltune.tune.stats import point_stats
-from ccltune.validate import replay as R
+from ccltune.validate import replay as replay_plan
 from ccltune.workload.model import Entry, Key, Workload
 
 ENV = {"host": "vm", "gpus": [{"name": "NVIDIA H100 80GB HBM3"}] * 2, "world_size": 2}
@@ -21,10 +21,11 @@ def _run(i: int, kind: str, summary: dict) -> Run:
 
 
 def _replay() -> Run:
-    ents = [R.EntryTime(0, "all_reduce", 33587200, 14, point_stats([400.0, 401.0, 402.0]), point_stats([300.0] * 3)),
-            R.EntryTime(3, "broadcast", 1120, 1, point_stats([20.0, 21.0, 22.0]), point_stats([21.0] * 3))]
+    ents = [replay_plan.EntryTime(0, "all_reduce", 33587200, 14, point_stats([400.0, 401.0, 402.0]),
+                                  point_stats([300.0] * 3)),
+            replay_plan.EntryTime(3, "broadcast", 1120, 1, point_stats([20.0, 21.0, 22.0]), point_stats([21.0] * 3))]
     rounds = {"default": [2820.0, 2830.0, 2840.0], "rules": [2120.0, 2130.0, 2140.0]}
-    v = R.verdict(rounds, 2, ents)
+    v = replay_plan.verdict(rounds, 2, ents)
     return _run(7, "replay", {**v.to_dict(rounds), "under_load": None, "skipped": [], "notes": []})
 
 
@@ -52,8 +53,8 @@ def test_tune_predictions_are_weighted_by_the_jobs_share() -> None:
     wl = Workload([Entry(Key("all_reduce", bucket, 2, "float", 8396800), 10),
                    Entry(Key("all_reduce", 1 << 20, 2, "float", 1 << 18), 4),
                    Entry(Key("all_reduce", 3 << 20, 2, "float", 3 << 18), 1)], [], 2)
-    (plan,) = W.plan(wl, derive(rows, isolated_margin=0.10))
-    run = _run(9, "tune", {"workload": "w.json", "predictions": [W.summary(plan)]})
+    (plan,) = weighted.plan(wl, derive(rows, isolated_margin=0.10))
+    run = _run(9, "tune", {"workload": "w.json", "predictions": [weighted.summary(plan)]})
     (t,) = RW.tune_tables(run)
     assert [(r[0], r[2], r[3], r[4], r[5], r[7]) for r in t.rows] == [
         ("all_reduce", "10", "96.2%", "2500.0", "2000.0", "ring/simple/default"),

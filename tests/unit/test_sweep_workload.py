@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ccltune import types
+from ccltune import datatypes
 from ccltune.cli import main
 from ccltune.workload import importer
 from ccltune.workload.model import Entry, Key, Workload, to_json
@@ -28,7 +28,7 @@ def _wl() -> Workload:
 
 
 def test_points_are_the_workloads_exact_sizes_and_the_rest_says_why() -> None:
-    points, skipped = sweep_points(_wl(), 2, 1, types.dtype("float"))
+    points, skipped = sweep_points(_wl(), 2, 1, datatypes.dtype("float"))
     assert points == {"all_reduce": [33587200], "all_gather": [4096]}
     assert [(s.index, s.reason) for s in skipped] == [
         (3, "4 B does not divide into float elements on 2 ranks (the sweep would measure 0 B): sweep it with -d bfloat16"),
@@ -36,7 +36,7 @@ def test_points_are_the_workloads_exact_sizes_and_the_rest_says_why() -> None:
         (5, "captured on 4 ranks, this launch has 2 (launch it with --nproc 4)"),
         (6, "captured on 2 node(s), this launch spans 1")]
     # before the job starts the node count is unknown and not held against an entry; collectives named restrict it
-    points, skipped = sweep_points(_wl(), 2, None, types.dtype("bfloat16"), ["all_gather", "reduce_scatter", "broadcast"])
+    points, skipped = sweep_points(_wl(), 2, None, datatypes.dtype("bfloat16"), ["all_gather", "reduce_scatter", "broadcast"])
     assert points == {"all_gather": [4096], "reduce_scatter": [4], "broadcast": [1024]}
     assert [s.reason for s in skipped if s.index in (0, 2)] == ["all_reduce is not among the collectives asked for"] * 2
 

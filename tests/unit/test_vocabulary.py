@@ -1,6 +1,6 @@
 """The collective, algorithm and protocol names are defined once (STYLE.md 14): a collective's names
 (ours, the rule file's, NCCL's opName) and ids in its registry entry (collectives/), the algorithm and
-protocol names in rules.py (ALGORITHMS, PROTOCOLS), the datatype ids in types.py. Every other list is
+protocol names in rules.py (ALGORITHMS, PROTOCOLS), the datatype ids in datatypes.py. Every other list is
 derived from those; this test fails on a literal second copy anywhere else in src/."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 import ccltune
-from ccltune import collectives, rules, types
+from ccltune import collectives, datatypes, rules
 
 ROOT = Path(ccltune.__file__).parent
 
@@ -79,12 +79,12 @@ def test_the_scan_sees_a_second_copy():
 
 
 def test_ids_come_from_the_tables():
-    """ncclFunc_t ids live on the registry entries; ncclDataType_t ids in types.DTYPES."""
+    """ncclFunc_t ids live on the registry entries; ncclDataType_t ids in datatypes.DTYPES."""
     assert {c.plugin_name: c.tuner_func for c in collectives.TUNABLE} == {
         "broadcast": 0, "reduce": 1, "allgather": 2, "reducescatter": 3, "allreduce": 4}  # NCCL's enum
     assert rules.COLLECTIVES == tuple(collectives.PLUGIN_NAMES.values())
     assert [c.tuner_func for c in map(collectives.BY_PLUGIN_NAME.get, rules.COLLECTIVES)] == [0, 1, 2, 3, 4]
-    assert types.DTYPES["float"].nccl == 7 and types.DTYPES["f8e5m2"].nccl == 11
+    assert datatypes.DTYPES["float"].nccl == 7 and datatypes.DTYPES["f8e5m2"].nccl == 11
     for path in sorted(ROOT.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

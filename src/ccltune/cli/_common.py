@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,7 @@ def add_under_load(p: argparse.ArgumentParser) -> None:
 
 
 def add_sysfs_root(p: argparse.ArgumentParser) -> None:
-    from ccltune.diagnose.sysconf import ROOT_ENV
+    from ccltune.diagnose.probes.sysfs import ROOT_ENV
 
     p.add_argument("--sysfs-root", metavar="DIR", default=None,
                    help=f"folder standing for / when reading sys/ and proc/ (default: ${ROOT_ENV} or /)")
@@ -186,18 +187,25 @@ def job_size(args: argparse.Namespace, engine: str) -> int:
 
 def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | None:
     """Start torchrun for --nproc (or the default count) unless already launched.
-    Returns the exit code of the job, or None to run in this process."""
+    Returns the exit code of the job, or None to run in this process.
+
+    A call from Python (``ccltune.api`` sets ``args._caller``, a ``launch.Caller``) runs in a job of
+    its own even on one process, so that the caller's process never opens a GPU library or signal
+    handlers it keeps; only one gloo process, which joins no process group, runs there (in the main
+    thread, where signals can be caught)."""
     if dist.under_launcher():
         return None
     nproc = job_size(args, engine)
     if nproc < 1:  # no GPU visible to the nccl or torch engine
         raise UsageError(f"--nproc must be >= 1, got {nproc}")
-    if nproc == 1:
+    caller = getattr(args, "_caller", None)
+    if nproc == 1 and (caller is None or (engine == "gloo" and threading.current_thread() is threading.main_thread())):
         return None
     if getattr(args, "db", None):  # an unusable database is said once, before a process per GPU starts
         check_db(args.db)
     note = NO_GPU_NOTE if engine == "gloo" and not getattr(args, "engine", None) else ""
-    return launch.relaunch(argv, nproc, engine, {"CCLTUNE_COMMAND": "ccltune " + " ".join(argv), NOTE_ENV: note})
+    return launch.relaunch(argv, nproc, engine, {"CCLTUNE_COMMAND": "ccltune " + " ".join(argv), NOTE_ENV: note},
+                           caller)
 
 
 def check_timing(args: argparse.Namespace) -> None:
@@ -221,7 +229,7 @@ def engine_options(args: argparse.Namespace, **bench: Any) -> Any:
 
 def args_record(args: argparse.Namespace) -> dict[str, Any]:
     """The command's arguments as a run records them."""
-    return {k: v for k, v in vars(args).items() if k not in ("func", "_argv")}
+    return {k: v for k, v in vars(args).items() if k not in ("func", "_argv", "_caller")}
 
 
 def read_input(path: str) -> str:

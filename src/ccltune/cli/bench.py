@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from ccltune import __version__, collectives, environment, ncclt_json, output, types
+from ccltune import __version__, collectives, environment, ncclt_json, output, datatypes
 from ccltune.cli import _common, bench_options
 from ccltune.commconfig import CommConfig
 from ccltune.errors import CheckFailed, MinBandwidthFailed, UsageError
@@ -61,7 +61,7 @@ def _plan(args: argparse.Namespace) -> bench.BenchPlan:
         raise UsageError(f"-G/--cudagraph must be >= 0, got {args.cudagraph}")
     if args.channels is not None and not 1 <= args.channels <= 64:
         raise UsageError(f"--channels must be between 1 and 64, got {args.channels}")
-    dtypes, ops = types.dtypes(args.datatype), types.ops(args.op)
+    dtypes, ops = datatypes.dtypes(args.datatype), datatypes.ops(args.op)
     return bench.BenchPlan(
         collectives=colls, sizes=sizes, dtype=dtypes[0], op=ops[0], root=0 if root is None else root,
         iters=args.iters, warmup=args.warmup_iters, graph=args.cudagraph,

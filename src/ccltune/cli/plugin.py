@@ -88,7 +88,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ccltune.diagnose.ncclog import parse_log
+    from ccltune.diagnose.parsers.ncclog import parse_log
     from ccltune.tune.verify import verify
 
     try:
@@ -127,8 +127,8 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _verify_log(args: argparse.Namespace, ruleset: rules.RuleSet) -> tuple[str, str, set[tuple[str, int]] | None]:
     """(the NCCL log, where it came from, the sizes run): --from-log, or a bench run with the rules."""
-    from ccltune.diagnose import benchrun
-    from ccltune.diagnose.ncclog import read_log
+    from ccltune.diagnose.probes import benchrun
+    from ccltune.diagnose.parsers.ncclog import read_log
     from ccltune.files import write_text
 
     if args.from_log:

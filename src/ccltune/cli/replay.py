@@ -10,7 +10,7 @@ from ccltune.cli import _common
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
-from ccltune.validate import replay as R
+from ccltune.validate import replay as replay_plan
 from ccltune.validate import replay_run
 from ccltune.workload import model, plan
 
@@ -57,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.workload}: nothing this launch can replay (see above)")
         return 0
     notes = res.notes + ([f"under load: {res.load}"] if res.load else [])
-    print("\n".join(R.lines(res.verdict, wl, args.order, res.skipped, notes)))
+    print("\n".join(replay_plan.lines(res.verdict, wl, args.order, res.skipped, notes)))
     if res.verdict.status == "FAIL":
         raise CheckFailed(f"replay: FAIL: {res.verdict.reason}")
     return 0

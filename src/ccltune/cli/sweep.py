@@ -6,11 +6,11 @@ import argparse
 import sys
 from typing import Any
 
-from ccltune import collectives, dist, rules, types
+from ccltune import collectives, datatypes, dist, rules
 from ccltune.cli import _common
 from ccltune.commconfig import TWIN, CommConfig
 from ccltune.errors import CheckFailed, UsageError
-from ccltune.measure import sweep as S
+from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
@@ -139,8 +139,8 @@ def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[
     if args.reps < 1:
         raise UsageError(f"--reps must be >= 1, got {args.reps}")
     _common.check_timing(args)
-    types.dtype(args.datatype)
-    types.op(args.op)
+    datatypes.dtype(args.datatype)
+    datatypes.op(args.op)
     return colls, sizes, candidates(args)
 
 
@@ -185,7 +185,7 @@ def _workload(args: argparse.Namespace, colls: list[Any], ranks: int) -> Any:
     if given:
         raise UsageError(f"--workload sweeps the workload's own sizes; {', '.join(given)} do not apply with it")
     wl = model.load(args.workload)
-    points, skipped = WP.sweep_points(wl, ranks, None, types.dtype(args.datatype), [c.name for c in colls])
+    points, skipped = WP.sweep_points(wl, ranks, None, datatypes.dtype(args.datatype), [c.name for c in colls])
     if not points:
         raise UsageError(f"--workload {args.workload}: nothing this launch can sweep: "
                          + "; ".join(f"{s.entry.key.collective} {s.entry.key.size_bytes} B: {s.reason}"
@@ -195,9 +195,9 @@ def _workload(args: argparse.Namespace, colls: list[Any], ranks: int) -> Any:
 
 def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[CommConfig],
          engine_name: str, workload: Any = None) -> int:
-    settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
-                               graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
-                               warmup=args.warmup_iters, timeout_s=args.timeout)
+    settings = measure_sweep.SweepSettings(dtype=datatypes.dtype(args.datatype), op=datatypes.op(args.op),
+                                           reps=args.reps, graph=not args.no_graph, target_us=args.target_us,
+                                           max_iters=args.max_iters, warmup=args.warmup_iters, timeout_s=args.timeout)
     plan = sweep_run.SweepPlan(colls, sizes, cands, settings, mode=args.mode, resume=args.resume,
                                args=_common.args_record(args), workload=workload, under_load=args.under_load,
                                check_resume=lambda run, world_size: check_resume(run, args, world_size))

@@ -6,16 +6,16 @@ import argparse
 import json
 from typing import Any
 
-from ccltune import collectives, types
+from ccltune import collectives, datatypes
 from ccltune.cli import _common
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.files import write_text
-from ccltune.measure import sweep as S
+from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
 from ccltune.validate import ab, junit
-from ccltune.validate import capture as C
+from ccltune.validate import capture
 
 
 def register(sub: Any) -> None:
@@ -67,10 +67,10 @@ def main(args: argparse.Namespace) -> int:
     _common.check_timing(args)
     if not 0 <= args.hard_limit < 100:
         raise UsageError(f"--hard-limit must be in [0, 100) percent, got {args.hard_limit:g}")
-    types.dtype(args.datatype)
-    types.op(args.op)
+    datatypes.dtype(args.datatype)
+    datatypes.op(args.op)
     if args.best_from:  # a missing or unusable database is said before any GPU work
-        C.arms_from_db(args.best_from, 1, 1, None)
+        capture.arms_from_db(args.best_from, 1, 1, None)
     engine_name, _ = _common.resolve_engine(args)
     _common.check_virtual_nodes(args, engine_name)
     check_load(args.under_load, engine_name)
@@ -94,9 +94,9 @@ def _plugin_or_error() -> None:
 
 
 def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
-    settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
-                               graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
-                               warmup=args.warmup_iters, timeout_s=args.timeout)
+    settings = measure_sweep.SweepSettings(dtype=datatypes.dtype(args.datatype), op=datatypes.op(args.op),
+                                           reps=args.reps, graph=not args.no_graph, target_us=args.target_us,
+                                           max_iters=args.max_iters, warmup=args.warmup_iters, timeout_s=args.timeout)
     plan = ab.ABPlan(args.rules, colls, sizes, settings, hard_limit_pct=args.hard_limit, retest=args.retest,
                      best_from=args.best_from, under_load=args.under_load, args=_common.args_record(args))
     session = Session("validate", "nccl", db=args.db, argv=args._argv, timeout_s=args.timeout,

@@ -13,7 +13,7 @@ scaling by 1/n rounds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def input_values(torch: Any, rank: int, nranks: int, index: Any, op: str | None)
 def reduce_inputs(torch: Any, nranks: int, index: Any, op: str) -> Any:
     """int64 exact reduction over all ranks' inputs at ``index`` (mulsum: each input times its
     rank's scalar, then summed)."""
-    from ccltune.types import mulsum_scalar
+    from ccltune.datatypes import mulsum_scalar
 
     acc = input_values(torch, 0, nranks, index, op) * (mulsum_scalar(0) if op == "mulsum" else 1)
     for r in range(1, nranks):
@@ -159,6 +159,3 @@ def arange(torch: Any, n: int, device: Any, start: int = 0, part: tuple[int, int
     ``part`` = [lo, hi) only, when given)."""
     lo, hi = (0, n) if part is None else (min(part[0], n), min(part[1], n))
     return torch.arange(start + lo, start + hi, dtype=torch.int64, device=device)
-
-
-Runner = Callable[..., None]

@@ -24,7 +24,6 @@ from ccltune.errors import verdict_exit_code
 STATUSES = ("PASS", "WARN", "FAIL", "WAIVED", "ERROR")
 # worst first: the overall status of a list is its first status in this order
 _SEVERITY = ("ERROR", "FAIL", "WARN", "PASS", "WAIVED")
-FAILING = frozenset({"FAIL", "ERROR"})
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from ccltune.collectives.base import Collective, Layout
 from ccltune.dist import DistContext
-from ccltune.types import DType
+from ccltune.datatypes import DType
 
 
 @dataclass

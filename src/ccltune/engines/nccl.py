@@ -29,14 +29,14 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from ccltune import rules
-from ccltune.commconfig import ALIGN, DEFAULT, CommConfig
+from ccltune.commconfig import ALIGN, BASELINE, CommConfig
 from ccltune.engines import library
 from ccltune.engines.base import Buffers, CudaEngine, EngineOptions, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
 from ccltune.engines import gpurt
 from ccltune.engines.series import Loop, Schedule
 from ccltune.errors import EngineUnavailable
-from ccltune.types import DTYPES, OPS, mulsum_scalar
+from ccltune.datatypes import DTYPES, OPS, mulsum_scalar
 
 
 @contextmanager
@@ -129,7 +129,7 @@ class NcclEngine(CudaEngine):
         per communicator and datatype (ncclRedOpCreatePreMulSum, the scalar held on the host)."""
         if OPS[pt.op] is not None:
             return OPS[pt.op]
-        key = (pt.config or DEFAULT, pt.dt.nccl)
+        key = (pt.config or BASELINE, pt.dt.nccl)
         if key not in self._premul:
             scalar = self.torch.tensor([mulsum_scalar(self.ctx.rank)], dtype=getattr(self.torch, pt.dt.torch_name))
             raw = ctypes.create_string_buffer(scalar.view(self.torch.uint8).numpy().tobytes(), 16)
@@ -143,7 +143,7 @@ class NcclEngine(CudaEngine):
         self.comm(config)
 
     def comm(self, cfg: CommConfig | None) -> Any:
-        cfg = cfg or DEFAULT
+        cfg = cfg or BASELINE
         if cfg not in self.comms:
             self.comms[cfg] = self._make_comm(cfg)
         return self.comms[cfg]

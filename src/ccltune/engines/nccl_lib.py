@@ -17,7 +17,6 @@ from ccltune.errors import EngineUnavailable
 
 NCCL_SUCCESS = 0
 NCCL_IN_PROGRESS = 7
-NCCL_INVALID_USAGE = 5
 CONFIG_UNDEF_INT = -(2**31)
 WIN_COLL_SYMMETRIC = 0x01
 
@@ -50,7 +49,6 @@ _SIGNATURES: dict[str, list[type]] = {
     "ncclCommInitRank": [ctypes.POINTER(_vp), _int, UniqueId, _int],
     "ncclCommDestroy": [_vp],
     "ncclCommAbort": [_vp],
-    "ncclCommGetAsyncError": [_vp, ctypes.POINTER(_int)],
     "ncclAllReduce": [_vp, _vp, _sz, _int, _int, _vp, _vp],
     "ncclReduce": [_vp, _vp, _sz, _int, _int, _int, _vp, _vp],
     "ncclBroadcast": [_vp, _vp, _sz, _int, _int, _vp, _vp],
@@ -204,11 +202,6 @@ class NcclLib:
         else:
             self.call("ncclCommInitRank", ctypes.byref(comm), nranks, u, rank)
         return comm
-
-    def async_error(self, comm: ctypes.c_void_p) -> int:
-        err = _int()
-        self._fns["ncclCommGetAsyncError"](comm, ctypes.byref(err))
-        return err.value
 
     def mem_alloc(self, nbytes: int) -> int:
         ptr = _vp()

@@ -16,7 +16,7 @@ from ccltune.measure.buffers import Buffers
 from ccltune.store import Measurement
 from ccltune.output import memory_line
 from ccltune.periter import IterStats
-from ccltune.types import DType
+from ccltune.datatypes import DType
 
 # point: ``warmup`` untimed calls at each size before it is timed. series: before a collective's
 # first size is timed, ``warmup`` untimed out-of-place calls at every size from the smallest to
@@ -110,7 +110,8 @@ def to_measurement(pt: Point, out: point.Outcome, nranks: int, n_nodes: int, pla
     return m
 
 
-def points(engine: Engine, plan: BenchPlan, coll: Collective, size: int, in_place: bool) -> Point:
+def point_at(engine: Engine, plan: BenchPlan, coll: Collective, size: int, in_place: bool) -> Point:
+    """The plan's point for ``coll`` at ``size`` bytes, in place or not, laid out for this rank."""
     ctx = engine.ctx
     lay = coll.layout(size, plan.dtype.size, ctx.world_size, ctx.rank)
     root = plan.root if coll.rooted else 0
@@ -128,14 +129,14 @@ def warm_series(engine: Engine, plan: BenchPlan, coll: Collective) -> None:
     if not plan.sizes or plan.warmup < 1:
         return
     size, top = plan.sizes[0], plan.sizes[-1]
-    big = points(engine, plan, coll, top, False)
+    big = point_at(engine, plan, coll, top, False)
     if engine.waive_reason(big) is not None:
         return
     bufs, _skipped = point.allocate(engine, big)
     if bufs is None:
         return
     while size <= top:
-        pt = points(engine, plan, coll, size, False)
+        pt = point_at(engine, plan, coll, size, False)
         view = Buffers(bufs.send[: pt.lay.send_elems], bufs.recv[: pt.lay.recv_elems], bufs.keep)
         try:
             if not point.warm(engine, pt, view, plan.warmup, plan.timeout_s):
@@ -168,7 +169,7 @@ def run(engine: Engine, plan: BenchPlan,
         # The run's very first point pays one-time costs (lazy kernel loading, the first graph
         # instantiation, GPU clocks leaving idle): 12.7 us against 7.9 for all_reduce 8 B on 4
         # H200s. nccl-tests warms up before its size loop; this measures that point once unrecorded.
-        first = points(engine, plan, plan.collectives[0], plan.sizes[0], plan.placements[0])
+        first = point_at(engine, plan, plan.collectives[0], plan.sizes[0], plan.placements[0])
         point.measure(engine, first, check=False, average=plan.average, timeout_s=plan.timeout_s)
     for coll in plan.collectives:
         on_start(coll)
@@ -193,7 +194,7 @@ def _sizes(engine: Engine, plan: BenchPlan, coll: Collective,
     for size in plan.sizes:
         pair = []
         for in_place in (False, True):
-            pt = points(engine, plan, coll, size, in_place)
+            pt = point_at(engine, plan, coll, size, in_place)
             if in_place in plan.placements:
                 out = point.measure(engine, pt, check=plan.check, average=plan.average, timeout_s=plan.timeout_s,
                                     cputime=plan.cputime, per_iter_skip=plan.per_iter_skip)

@@ -14,7 +14,7 @@ from typing import Any
 
 from ccltune.engines.base import Engine, Point, Watchdog
 from ccltune.errors import DistError
-from ccltune.measure import buffers as B
+from ccltune.measure import buffers
 from ccltune.periter import IterStats, compute, slowest_process
 from ccltune.store import Measurement
 
@@ -94,11 +94,11 @@ def _combine(engine: Engine, seconds: float, average: str) -> float:
     return ctx.allreduce_floats([seconds], average, "time exchange")[0]
 
 
-def allocate(engine: Engine, pt: Point) -> tuple[B.Buffers | None, Outcome | None]:
+def allocate(engine: Engine, pt: Point) -> tuple[buffers.Buffers | None, Outcome | None]:
     """The point's buffers, or (None, a 'skipped' outcome) when any rank ran out of memory."""
     bufs, err = None, None
     try:
-        bufs = B.make(engine.torch, pt.lay, pt.dt, pt.in_place, engine.device, engine.alloc(pt), pt.unalign)
+        bufs = buffers.make(engine.torch, pt.lay, pt.dt, pt.in_place, engine.device, engine.alloc(pt), pt.unalign)
         engine.arrange(pt, bufs)
     except (RuntimeError, MemoryError) as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
         err = first_line(exc)
@@ -107,7 +107,7 @@ def allocate(engine: Engine, pt: Point) -> tuple[B.Buffers | None, Outcome | Non
     return bufs, None
 
 
-def first_call(engine: Engine, pt: Point, bufs: B.Buffers, timeout_s: float, *, prepare: bool = False,
+def first_call(engine: Engine, pt: Point, bufs: buffers.Buffers, timeout_s: float, *, prepare: bool = False,
                on_stream: bool = False, park: bool = False) -> Outcome | None:
     """``pt``'s first call on every rank, agreed before anyone waits on it: None when it ran on every
     rank; else the outcome every rank records: 'skipped' when a rank ran out of memory, 'unavailable'
@@ -140,7 +140,7 @@ def first_call(engine: Engine, pt: Point, bufs: B.Buffers, timeout_s: float, *, 
     return Outcome("unavailable", note=err or "refused on another rank")
 
 
-def warm(engine: Engine, pt: Point, bufs: B.Buffers, calls: int, timeout_s: float) -> bool:
+def warm(engine: Engine, pt: Point, bufs: buffers.Buffers, calls: int, timeout_s: float) -> bool:
     """``calls`` untimed calls of ``pt`` on ``bufs``; False (on every rank) when any rank failed."""
     err = None
     with Watchdog(engine, timeout_s, f"warm-up {pt.coll.name} at {pt.lay.size_bytes} B"):
@@ -200,26 +200,27 @@ def measure(engine: Engine, pt: Point, *, check: int, average: str, timeout_s: f
         del bufs
 
 
-def _check(engine: Engine, pt: Point, bufs: B.Buffers) -> tuple[float, float]:
+def _check(engine: Engine, pt: Point, bufs: buffers.Buffers) -> tuple[float, float]:
     """One check: fill, one call, count this rank's wrong elements; (wrong, 1.0 if unchecked)."""
     torch, ctx = engine.torch, engine.ctx
-    B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+    buffers.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
     engine.launch(pt, bufs)
     engine.sync()
     try:  # local work only: a rank that runs out of memory here leaves nobody waiting
-        return float(B.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.rank, ctx.world_size, pt.op, pt.root)), 0.0
+        wrong = buffers.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.rank, ctx.world_size, pt.op, pt.root)
+        return float(wrong), 0.0
     except (RuntimeError, MemoryError) as exc:
         if not is_oom(str(exc)):
             raise
         return 0.0, 1.0
 
 
-def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: int, average: str,
+def _measure(engine: Engine, pt: Point, bufs: buffers.Buffers, *, check: int, average: str,
              timeout_s: float, cputime: bool, per_iter_skip: int) -> Outcome:
     torch, ctx = engine.torch, engine.ctx
     oom = None
     try:
-        B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+        buffers.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
     except (RuntimeError, MemoryError) as exc:  # the local int64 temporaries
         oom = first_line(exc)
         oom = "out of memory" if isinstance(exc, MemoryError) and not is_oom(oom) else oom

@@ -23,12 +23,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ccltune import collectives, types
+from ccltune import collectives, datatypes
 from ccltune.engines.base import Point, Watchdog
 from ccltune.errors import UsageError
-from ccltune.measure import buffers as B
-from ccltune.measure import point as P
-from ccltune.measure import sweep as S
+from ccltune.measure import buffers
+from ccltune.measure import point as measure_point
+from ccltune.measure import sweep as measure_sweep
 from ccltune.store import Measurement
 
 
@@ -58,7 +58,7 @@ def prepare(engine: Any, keys: Sequence[Any], seq: Sequence[tuple[int, int, int]
             points[i] = _point(engine, keys[i], op, fallback_dtype, notes)
             if points[i] is not None:
                 pt, bufs = points[i]
-                B.fill(engine.torch, bufs, pt.coll, ctx.rank, ctx.world_size, op)
+                buffers.fill(engine.torch, bufs, pt.coll, ctx.rank, ctx.world_size, op)
         if points[i] is not None:
             items.append(Item(i, comm, n, *points[i]))
     return items, notes
@@ -67,10 +67,10 @@ def prepare(engine: Any, keys: Sequence[Any], seq: Sequence[tuple[int, int, int]
 def _point(engine: Any, k: Any, op: str, fallback: str, notes: list[str]) -> tuple[Point, Any] | None:
     coll = collectives.REGISTRY[k.collective]
     try:
-        dt = types.dtype(k.datatype or fallback)
+        dt = datatypes.dtype(k.datatype or fallback)
     except UsageError:
         notes.append(f"{k.collective} {k.size_bytes} B: datatype {k.datatype} replayed as {fallback}")
-        dt = types.dtype(fallback)
+        dt = datatypes.dtype(fallback)
     lay = coll.layout(k.size_bytes, dt.size, engine.ctx.world_size, engine.ctx.rank)
     pt = Point(coll, lay, dt, op, 0, False, 1, 0, 0, None)
     if engine.waive_reason(pt) and lay.inplace_offsets is not None:
@@ -79,7 +79,7 @@ def _point(engine: Any, k: Any, op: str, fallback: str, notes: list[str]) -> tup
     if why:
         notes.append(f"{k.collective} {k.size_bytes} B: not replayed ({why})")
         return None
-    bufs, skipped = P.allocate(engine, pt)
+    bufs, skipped = measure_point.allocate(engine, pt)
     if skipped is not None:
         notes.append(f"{k.collective} {k.size_bytes} B: not replayed ({skipped.note})")
         return None
@@ -118,7 +118,7 @@ def rounds(engine: Any, items: Sequence[Item], arms: dict[str, Callable[[int], A
 
 
 def entry_rows(engine: Any, items: Sequence[Item], arms: dict[str, Callable[[int], Any]],
-               settings: S.SweepSettings) -> dict[int, list[Measurement]]:
+               settings: measure_sweep.SweepSettings) -> dict[int, list[Measurement]]:
     """Per replayed entry (in order of first use), its rows per arm labelled ``config=<arm>``:
     ``settings.reps`` rounds of one call count for every arm, in the entry's own datatype."""
     first: dict[int, Item] = {}
@@ -128,6 +128,6 @@ def entry_rows(engine: Any, items: Sequence[Item], arms: dict[str, Callable[[int
     out: dict[int, list[Measurement]] = {}
     for i, it in first.items():
         configs = [arms[a](it.comm) for a in names]
-        out[i] = S.measure_size(engine, it.point.coll, it.point.lay.size_bytes, configs,
+        out[i] = measure_sweep.measure_size(engine, it.point.coll, it.point.lay.size_bytes, configs,
                                 [dict(config=a) for a in names], replace(settings, dtype=it.point.dt))
     return out

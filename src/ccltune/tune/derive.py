@@ -51,10 +51,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune import collectives
-from ccltune.commconfig import DEFAULT, TWIN, TWIN_LABEL, CommConfig
+from ccltune.commconfig import BASELINE, TWIN, TWIN_LABEL, CommConfig
 from ccltune.errors import DataError, UsageError
-from ccltune.rules import ANY, Platform, PlatformFacts, Query, Rule, RuleSet, match
-from ccltune.rules import DEFAULT as DEFAULT_NAME
+from ccltune.rules import ANY, NCCL_CHOICE, Platform, PlatformFacts, Query, Rule, RuleSet, match
 from ccltune.store import as_record
 from ccltune.tune.stats import PointStats, beats, point_stats
 
@@ -67,8 +66,6 @@ MIN_GAIN_US = 0.5
 PLACEMENTS = ("out-of-place", "in-place", "both")
 # Row fields that must be uniform inside a group: the tuner ABI cannot tell them apart.
 _UNIFORM = ("dtype", "op", "graph")
-
-
 
 
 @dataclass(frozen=True, order=True)
@@ -360,7 +357,7 @@ def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, 
             raise DataError(f"group {key} mixes {col} values ({shown}); the tuner cannot tell them apart:"
                             " pick the runs of one with --runs")
     by_size = samples_by_size(rows, placement)
-    sizes = sorted(s for s, c in by_size.items() if DEFAULT in c)
+    sizes = sorted(s for s, c in by_size.items() if BASELINE in c)
     if not sizes:
         raise DataError(f"group {key} has no usable {placement} measurements of NCCL's default"
                         " (config 'default'); measure it alongside the candidates")
@@ -373,7 +370,7 @@ def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, 
     points = {}
     for size in sizes:
         stats = {c: point_stats(t) for c, t in by_size[size].items() if tunable(size, c)}
-        points[size] = (stats.pop(DEFAULT), stats)
+        points[size] = (stats.pop(BASELINE), stats)
     gaps = {s: g for s in sizes if (g := aa_gap(*points[s])) is not None}
     if gaps:
         worst = max(gaps, key=lambda s: gaps[s])
@@ -388,7 +385,7 @@ def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, 
         notes.append(f"{key}: no rule at {', '.join(map(str, dropped))} B (excluded: failed validate)")
     decisions = [SizeDecision(s, *points[s], *decided[s]) for s in sizes]
     coll = collectives.PLUGIN_NAMES[key.collective]
-    rules = [Rule(coll, lo, hi, w.algo or DEFAULT_NAME, w.proto or DEFAULT_NAME, w.channels or ANY,
+    rules = [Rule(coll, lo, hi, w.algo or NCCL_CHOICE, w.proto or NCCL_CHOICE, w.channels or ANY,
                   key.n_nodes, key.n_ranks, platform=key.platform)
              for lo, hi, w in merge_ranges(sizes, [d.winner for d in decisions])]
     return GroupResult(key, decisions, rules)
@@ -399,7 +396,7 @@ class SizeGain:
     size_bytes: int
     available: float  # time saving of the fastest qualifying candidate (else the fastest) over the default
     significant: bool  # some candidate qualifies (beats the default beyond noise; isolated: beyond the margin)
-    selected: CommConfig  # what the rules select here (DEFAULT when no rule matches)
+    selected: CommConfig  # what the rules select here (BASELINE when no rule matches)
     captured: float  # the selected configuration's time saving over the default
     slower: bool  # the selected configuration is slower than the default beyond noise
 

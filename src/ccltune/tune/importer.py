@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccltune import collectives, types
+from ccltune import collectives, datatypes
 from ccltune.commconfig import CommConfig
 from ccltune.errors import UsageError, unknown_name
 from ccltune.store import Measurement
@@ -287,12 +287,12 @@ def _next_combination(before: list[Measurement]) -> list[tuple[int, int, str, st
     if op in _OP_ORDER and len(set(ops_seen)) > 1 and op != _OP_ORDER[-1]:
         op = _OP_ORDER[_OP_ORDER.index(op) + 1]
     else:
-        names = [d.name for d in types.dtypes("all")]
+        names = [d.name for d in datatypes.dtypes("all")]
         if dtype not in names or dtype == names[-1]:
             raise _Bad("a failure after the last datatype: nothing tells which combination failed")
         dtype = names[names.index(dtype) + 1]
         op = _OP_ORDER[0] if len(set(ops_seen)) > 1 else op
-    scale = types.dtype(last.dtype).size / types.dtype(dtype).size
+    scale = datatypes.dtype(last.dtype).size / datatypes.dtype(dtype).size
     return [(r.size_bytes, int(r.count * scale), dtype, op or "none", -1 if r.root is None else r.root) for r in same]
 
 

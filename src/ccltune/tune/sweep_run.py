@@ -1,7 +1,7 @@
 """A whole sweep: every collective, size and candidate, exhaustive or model-guided, resumable.
 
 ``measure.sweep`` times the candidates at one size; this walks the sizes. Exhaustive mode visits
-every size once; model mode (``tune.model``) starts from a few anchor sizes and refines where the
+every size once; model mode (``tune.planner``) starts from a few anchor sizes and refines where the
 model says the best candidate may change, rank 0 planning each round and broadcasting the plan.
 A resumed run skips the points already stored (the same on every rank: rank 0 reads them).
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from ccltune.commconfig import CommConfig
 from ccltune.engines import library
-from ccltune.measure import sweep as S
+from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
 from ccltune.tune.derive import tunable
@@ -32,7 +32,7 @@ class SweepPlan:
     collectives: list[Any]
     sizes: list[int]
     candidates: list[CommConfig]
-    settings: S.SweepSettings
+    settings: measure_sweep.SweepSettings
     mode: str = "exhaustive"          # or "model"
     resume: int | None = None         # the run to continue
     args: dict[str, Any] = field(default_factory=dict)  # recorded with the run
@@ -140,19 +140,19 @@ def requested_sizes(coll: Any, sizes: list[int], dtype_size: int, ctx: Any) -> d
 
 def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
                       done: set[tuple[str, int, str]], res: SweepResult, bar: Progress) -> None:
-    from ccltune.tune import model
+    from ccltune.tune import planner
 
     ctx, engine, settings, cands, sizes = s.ctx, s.engine, plan.settings, plan.candidates, _sizes(plan, coll)
     store, run_id = s.store, s.run_id
     rows_so_far = [m for m in (store.measurements(run_id, collective=coll.name) if store else [])]
-    refused: S.Refused = {}  # NCCL refuses a forced candidate per collective, not per size
-    keep = S.BufferCache() if plan.mode == "model" else None  # sizes are visited again in later rounds
+    refused: measure_sweep.Refused = {}  # NCCL refuses a forced candidate per collective, not per size
+    keep = measure_sweep.BufferCache() if plan.mode == "model" else None  # sizes are visited again in later rounds
     requested = requested_sizes(coll, sizes, settings.dtype.size, ctx)
-    todo = ({requested[s]: c for s, c in model.plan_initial(requested).items()} if plan.mode == "model"
+    todo = ({requested[s]: c for s, c in planner.plan_initial(requested).items()} if plan.mode == "model"
             else {s: None for s in sizes})
     if any((coll.name, s, c.label) not in done for s in requested for c in cands):
         bar.step(f"{coll.name} {min(sizes)} B (warm-up, not stored)", advance=0)
-        S.warm_collective(engine, coll, min(sizes), cands, settings, refused)
+        measure_sweep.warm_collective(engine, coll, min(sizes), cands, settings, refused)
     while todo:
         for size, want in todo.items():
             chosen = [c for c in cands if want is None or c in want]
@@ -162,8 +162,8 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
             if not chosen:
                 continue
             labels = [dict(algo=c.algo, proto=c.proto, channels=c.channels, config=c.label) for c in chosen]
-            rows = S.measure_size(engine, coll, size, chosen, labels, settings,
-                                  refused, keep)
+            rows = measure_sweep.measure_size(engine, coll, size, chosen, labels, settings,
+                                              refused, keep)
             if store is not None:
                 store.add_measurements(run_id, rows)
                 rows_so_far.extend(rows)
@@ -177,13 +177,13 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
         keep.clear()
 
 
-def _next_round(ctx: Any, settings: S.SweepSettings, rows_so_far: list[Any], requested: dict[int, int],
+def _next_round(ctx: Any, settings: measure_sweep.SweepSettings, rows_so_far: list[Any], requested: dict[int, int],
                 cands: list[CommConfig]) -> dict[int, list[CommConfig] | None]:
     """Model mode: every rank must plan the same next step: rank 0 plans, the others follow."""
-    from ccltune.tune import model
+    from ccltune.tune import planner
 
     with settings.clock("planning"):
-        plan = model.plan_refine(rows_so_far, list(requested)) if ctx.is_root else None
+        plan = planner.plan_refine(rows_so_far, list(requested)) if ctx.is_root else None
         blob = json.dumps({str(s): (None if c is None else [x.label for x in c])
                            for s, c in plan.items()}).encode() if plan is not None else None
         decoded = json.loads(ctx.broadcast_bytes(blob, "sweep plan"))

@@ -37,8 +37,7 @@ from dataclasses import dataclass, field
 from ccltune import collectives
 from ccltune.commconfig import CommConfig
 from ccltune.errors import DataError
-from ccltune.rules import ANY, PlatformFacts, Query, Rule, RuleSet, match
-from ccltune.rules import DEFAULT as DEFAULT_NAME
+from ccltune.rules import ANY, NCCL_CHOICE, PlatformFacts, Query, Rule, RuleSet, match
 from ccltune.tune.derive import Derivation, GroupResult, SizeDecision, nccl_best
 from ccltune.tune.stats import PointStats, beats
 from ccltune.workload.model import Workload
@@ -191,7 +190,7 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
             continue
         kept[i] = w
         rules.append(Rule(collectives.PLUGIN_NAMES[g.key.collective], v.point.size_bytes, v.point.size_bytes,
-                          w.algo or DEFAULT_NAME, w.proto or DEFAULT_NAME, w.channels or ANY, g.key.n_nodes,
+                          w.algo or NCCL_CHOICE, w.proto or NCCL_CHOICE, w.channels or ANY, g.key.n_nodes,
                           g.key.n_ranks, platform=g.key.platform))
     verdicts = [_apply(v, RuleSet(rules), gpu, groups, per_step) if v.default is not None else v for v in first]
     return WorkloadPlan(gpu, verdicts, rules, steps, notes)

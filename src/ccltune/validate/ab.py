@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune import collectives, rules
-from ccltune.commconfig import DEFAULT, CommConfig
+from ccltune.commconfig import BASELINE, CommConfig
 from ccltune.errors import DataError, UsageError
-from ccltune.measure import sweep as S
+from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
-from ccltune.validate import capture as C
-from ccltune.validate import verdict as V
+from ccltune.validate import capture as validate_capture
+from ccltune.validate import verdict as ab_verdict
 
 
 @dataclass
@@ -30,7 +30,7 @@ class ABPlan:
     rules_path: str
     collectives: list[Any]
     sizes: list[int]
-    settings: S.SweepSettings
+    settings: measure_sweep.SweepSettings
     hard_limit_pct: float = 2.0
     retest: int = 1
     best_from: str | None = None      # a sweep database: its best candidate as a third arm
@@ -63,7 +63,7 @@ def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callab
         engine = s.start_engine(opts)
         settings.clock.add("start-up", time.perf_counter() - t_start)  # rendezvous, CUDA, NCCL library
         s.clock = settings.clock
-        configs = [DEFAULT, CommConfig(rules_file=os.path.abspath(plan.rules_path))]
+        configs = [BASELINE, CommConfig(rules_file=os.path.abspath(plan.rules_path))]
         labels = [dict(config="default"), dict(config="rules")]
         env = s.environment() if s.is_root else {}
         gpu = (env.get("gpus") or [{}])[0].get("name") if s.is_root else None
@@ -75,15 +75,16 @@ def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callab
             s.store.add_artifact(s.run_id, "rules", open(plan.rules_path, encoding="utf-8").read())
 
         def judge(got: list[Any]) -> Any:
-            return V.verdict(got, hard_slowdown=plan.hard_limit_pct / 100, covered=coverage(plan.rules_path, gpu))
+            return ab_verdict.verdict(got, hard_slowdown=plan.hard_limit_pct / 100,
+                                      covered=coverage(plan.rules_path, gpu))
 
         def measure(coll: Any, size: int, note: str | None = None) -> list[Any]:
             if s.is_root:
                 print(f"validate: {coll.name} {size} B{' (' + note + ')' if note else ''}", file=sys.stderr, flush=True)
             stored = coll.layout(size, settings.dtype.size, s.ctx.world_size, s.ctx.rank).size_bytes
             best = arms.get((coll.name, s.ctx.world_size, s.ctx.n_nodes, stored))
-            extra = ([best], [C.arm_label(best)]) if best is not None else ([], [])
-            got = S.measure_size(engine, coll, size, configs + extra[0], labels + extra[1], settings)
+            extra = ([best], [validate_capture.arm_label(best)]) if best is not None else ([], [])
+            got = measure_sweep.measure_size(engine, coll, size, configs + extra[0], labels + extra[1], settings)
             for m in got:
                 m.note = m.note or note
             res.rows.extend(got)
@@ -98,7 +99,8 @@ def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callab
                     if s.is_root:
                         print(f"validate: {coll.name} {min(plan.sizes)} B (warm-up, not stored)", file=sys.stderr,
                               flush=True)
-                    S.warm_collective(engine, coll, min(plan.sizes), configs + arm_configs, settings)
+                    measure_sweep.warm_collective(engine, coll, min(plan.sizes), configs + arm_configs,
+                                                  settings)
                     for size in plan.sizes:
                         measure(coll, size)
                 if s.store is not None:
@@ -124,17 +126,17 @@ def _retest(plan: ABPlan, s: Session, res: ABResult, judge: Callable[[list[Any]]
             break
         again = [m for name, size in failing for m in measure(by_name[name], size, f"retest {attempt}")]
         if res.verdict is not None:
-            res.verdict = V.retested(res.verdict, judge(again))
+            res.verdict = ab_verdict.retested(res.verdict, judge(again))
 
 
 def _summary(s: Session, res: ABResult, arms: dict[Any, Any], t_start: float,
-             settings: S.SweepSettings) -> dict[str, Any]:
+             settings: measure_sweep.SweepSettings) -> dict[str, Any]:
     """The run's summary once the engine is down: the verdict (and capture), or the rows kept."""
     res.wall_s = time.perf_counter() - t_start
     if res.verdict is None or s.status != "complete":
         return {"rows": len(res.rows)}
     res.summary = res.verdict.to_dict()
-    res.capture = C.capture(res.rows) if arms else None
+    res.capture = validate_capture.capture(res.rows) if arms else None
     if res.capture is not None:
         res.summary["capture"] = res.capture.to_dict()
     res.summary.update(wall_s=round(res.wall_s, 3), time=settings.clock.summary(),
@@ -150,7 +152,7 @@ def best_arms(best_from: str | None, ctx: Any, gpu: str | None) -> dict[Any, Any
     blob = None
     if ctx.is_root:
         try:
-            found = C.arms_from_db(best_from, ctx.world_size, ctx.n_nodes, gpu)
+            found = validate_capture.arms_from_db(best_from, ctx.world_size, ctx.n_nodes, gpu)
             blob = json.dumps({"arms": [[*k, c.algo, c.proto, c.channels] for k, c in found.items()]})
         except (UsageError, DataError) as exc:
             blob = json.dumps({"error": str(exc), "usage": isinstance(exc, UsageError)})

@@ -32,7 +32,7 @@ class Key:
     collective: str             # ccltune's registry name: all_reduce, all_gather, ...
     size_bytes: int
     nranks: int
-    datatype: str | None = None  # ccltune's spelling (types.DTYPES), or NCCL's enum as 'nccl:N'
+    datatype: str | None = None  # ccltune's spelling (datatypes.DTYPES), or NCCL's enum as 'nccl:N'
     count: int | None = None
     nnodes: int | None = None
 

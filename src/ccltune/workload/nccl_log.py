@@ -23,7 +23,7 @@ import re
 from collections import Counter
 
 from ccltune import collectives
-from ccltune.types import DTYPES
+from ccltune.datatypes import DTYPES
 from ccltune.workload.model import Key, RankRecord
 
 _PREFIX = r"(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL INFO "

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ccltune import collectives, types
+from ccltune import collectives, datatypes
 from ccltune.errors import UsageError
 from ccltune.workload.model import Entry, Workload
 
@@ -59,7 +59,7 @@ def sweep_points(wl: Workload, world_size: int, n_nodes: int | None, dtype: Any,
     """What ``sweep --workload`` measures: collective -> the sizes (bytes, ascending) of the entries this
     launch can tune (:func:`fit` with ``tunable_only``), and every other entry with the reason.
 
-    A sweep times one datatype (``dtype``, a ``types.DType``): a size that is not a whole number of
+    A sweep times one datatype (``dtype``, a ``datatypes.DType``): a size that is not a whole number of
     its elements on every rank would be stored under another size, which ``tune --workload`` would
     not find, so it is listed with the datatype that measures it. ``only``: the collectives asked
     for (None: all)."""
@@ -85,7 +85,7 @@ def sweep_points(wl: Workload, world_size: int, n_nodes: int | None, dtype: Any,
 def _whole_type(datatype: str | None) -> str:
     """The datatype to sweep an entry with: its own when ccltune has it, else int8 (any byte count)."""
     try:
-        return types.dtype(datatype).name if datatype else "int8"
+        return datatypes.dtype(datatype).name if datatype else "int8"
     except UsageError:
         return "int8"
 
