@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ccltune.commconfig import CommConfig
 from ccltune.errors import UsageError
 from ccltune.rules import PlatformFacts, Query, RuleSet, match
 from ccltune.sizes import format_size, parse_size, size_series
@@ -66,7 +67,6 @@ from ccltune.store import Store
 from ccltune.tune import planner
 from ccltune.tune.derive import (
     ISOLATED_MARGIN,
-    Candidate,
     GroupResult,
     account_gain,
     candidate_of,
@@ -76,7 +76,7 @@ from ccltune.tune.derive import (
 )
 from ccltune.tune.stats import median
 
-Point = tuple[int, Candidate]  # (size_bytes, configuration)
+Point = tuple[int, CommConfig]  # (size_bytes, configuration)
 
 
 @dataclass
@@ -185,14 +185,14 @@ def replay(group: Group, *, initial: Callable[[Sequence[int]], Mapping[int, Any]
     """The model-guided sweep loop with the group's exhaustive rows as the measurements."""
     oracle = group.oracle
     sizes = group.sizes
-    at_size: dict[int, list[Candidate]] = defaultdict(list)
+    at_size: dict[int, list[CommConfig]] = defaultdict(list)
     for size, cand in sorted(oracle, key=lambda p: (p[0], not p[1].is_default, p[1].sort_key())):
         at_size[size].append(cand)
     points: set[Point] = set()
     rows: list[dict[str, Any]] = []
     todo: Mapping[int, Any] = initial(sizes)
     rounds = again = free = refused_points = 0
-    refused: set[Candidate] = set()
+    refused: set[CommConfig] = set()
     while todo:
         rounds += 1
         if rounds > max_rounds:
@@ -256,7 +256,7 @@ def _selections(result: GroupResult, sizes: Iterable[int]) -> dict[int, str]:
     out = {}
     for s in sizes:
         m = match(ruleset, Query(key.collective, s, key.n_ranks, key.n_nodes, platform=PlatformFacts(gpu=key.gpu)))
-        out[s] = "no rule" if m.rule is None else Candidate(m.algo, m.proto, m.channels or None).label
+        out[s] = "no rule" if m.rule is None else CommConfig(m.algo, m.proto, m.channels or None).label
     return out
 
 

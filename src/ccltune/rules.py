@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ccltune import collectives
 from ccltune.errors import RuleFileError, UsageError
 from ccltune.files import read_bytes, write_text
 from ccltune.sizes import RULE_FILE, parse_size
@@ -24,15 +25,19 @@ MAX_RULE_FILE_BYTES = 16 << 20  # the plugin refuses a larger rule file (docs/pl
 ANY = -1  # wildcard for n_nodes, n_ranks, num_pipe_ops, reg_buff
 NCCL_CHOICE = "default"  # algo/proto: keep NCCL's choice
 
-COLLECTIVES = ("broadcast", "reduce", "allgather", "reducescatter", "allreduce")
+COLLECTIVES = tuple(collectives.PLUGIN_NAMES.values())  # the tuned collectives, in ncclFunc_t order
+# ncclAlgorithm_t and ncclProtocol_t in NCCL's order (the cost table's rows and columns): the one list
+# of algorithm and protocol names; every other spelling is derived from it
 ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
 PROTOCOLS = ("ll", "ll128", "simple")
+# NCCL_ALGO's spelling, lower-cased (NCCL reads CollNetDirect, NVLSTree): what a sweep forces
+NCCL_ALGOS = tuple(a.replace("_", "") for a in ALGORITHMS)
 PLATFORM_KEYS = ("gpu", "nvldomains", "nvlranks", "partition", "nps")
 PARTITIONS = ("SPX", "DPX", "TPX", "QPX", "CPX")
 MEMORY_PARTITIONS = ("NPS1", "NPS2", "NPS4")
 
-_COLL_ALIASES = {"all_gather": "allgather", "reduce_scatter": "reducescatter", "all_reduce": "allreduce"}
-_ALGO_ALIASES = {"collnetdirect": "collnet_direct", "collnetchain": "collnet_chain", "nvlstree": "nvls_tree"}
+_COLL_ALIASES = {n: p for n, p in collectives.PLUGIN_NAMES.items() if n != p}  # all_reduce -> allreduce
+_ALGO_ALIASES = {n: a for n, a in zip(NCCL_ALGOS, ALGORITHMS) if n != a}  # collnetdirect -> collnet_direct
 _INT_MAX = (1 << 31) - 1
 
 

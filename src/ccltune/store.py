@@ -149,6 +149,11 @@ _NUMERIC = {"measurements": {**{c: int for c in ("size_bytes", "count", "root", 
                              **{c: (int, float) for c in ("time_us", "algbw_gbps", "busbw_gbps")}}}
 
 
+def as_record(row: Any) -> Mapping[str, Any]:
+    """A row as a mapping: a :class:`Measurement`'s record, or the mapping itself (rows read back as dicts)."""
+    return row.to_record() if hasattr(row, "to_record") else row
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 

@@ -131,10 +131,11 @@ def test_virtual_nodes_that_do_not_divide_the_job_are_refused_before_it_starts(t
 _KEEP_WORKER = """
 import argparse, json, sys
 from ccltune import collectives, datatypes
+from ccltune.engines.base import EngineOptions
 from ccltune.measure import session
 from ccltune.measure import sweep as measure_sweep
 ctx = session.join("gloo", 60)
-eng = session.make_engine("gloo", ctx, argparse.Namespace())
+eng = session.make_engine("gloo", ctx, EngineOptions())
 s = measure_sweep.SweepSettings(dtype=datatypes.dtype("float"), op="sum", reps=2, graph=False, target_us=100,
                                 max_iters=5, warmup=1, timeout_s=60)
 keep = measure_sweep.BufferCache()

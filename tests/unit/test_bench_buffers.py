@@ -175,5 +175,8 @@ def test_calls_step_through_the_buffers_and_wrap_like_nccl_tests():
 def test_bench_lays_buffers_out_as_nccl_tests_and_the_sweep_does_not():
     from ccltune.cli import build_parser
 
-    assert build_parser().parse_args(["bench", "all"]).buffers_default == "ncclmem-max"
-    assert getattr(build_parser().parse_args(["sweep"]), "buffers_default", None) is None
+    from ccltune.cli import _common, bench
+
+    assert bench.engine_options(build_parser().parse_args(["bench", "all"])).shared_buffers
+    assert not _common.engine_options(build_parser().parse_args(["sweep"])).shared_buffers
+    assert bench.engine_options(build_parser().parse_args(["bench", "all", "--buffers", "torch"])).buffers == "torch"

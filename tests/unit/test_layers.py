@@ -3,7 +3,7 @@
 The layers, lowest first; a module may import its own layer and any below it:
 
   base      ccltune (the package: its version), errors
-  core      sizes, datatypes, files, gpus, environment, collectives, rules, store, dist, launch, tuner_plugin, output,
+  core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, dist, launch, tuner_plugin, output,
             builtlib, ncclt_json, periter
   engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
   measure   measure/  (timing points and sizes, the run's lifecycle: measure.session)
@@ -26,7 +26,7 @@ import ccltune
 
 LAYERS = [
     ("base", {"errors"}),
-    ("core", {"sizes", "datatypes", "files", "gpus", "environment", "collectives", "rules", "store", "dist",
+    ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "gpus", "environment", "collectives", "rules", "store", "dist",
               "tuner_plugin", "output", "launch", "builtlib", "ncclt_json", "periter"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),

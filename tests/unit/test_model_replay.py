@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ccltune.store import Measurement, Store
-from ccltune.tune.derive import BASELINE, Candidate
+from ccltune.commconfig import BASELINE, CommConfig
 
 _PATH = Path(__file__).resolve().parents[2] / "bench" / "model_replay.py"
 _spec = importlib.util.spec_from_file_location("ccltune_bench_model_replay", _PATH)
@@ -19,12 +19,12 @@ _spec.loader.exec_module(mr)
 
 SIZES = [8 << i for i in range(25)]  # 8 B .. 128 MB
 REPS = 3
-LL, SIMPLE, TREE = Candidate("ring", "ll"), Candidate("ring", "simple"), Candidate("tree", "simple")
+LL, SIMPLE, TREE = CommConfig("ring", "ll"), CommConfig("ring", "simple"), CommConfig("tree", "simple")
 ARGS = {"collective": ["all_reduce", "all_gather"], "minbytes": "8", "maxbytes": "128M", "stepfactor": 2.0}
 ENV = {"gpus": [{"name": "NVIDIA H200"}] * 4, "platform": "NVIDIA H200 x4"}
 
 
-def _time(cand: Candidate, size: int) -> float:
+def _time(cand: CommConfig, size: int) -> float:
     ll, simple = 5.0 + size / 20e3, 15.0 + size / 300e3
     return ll if cand == LL else simple  # NCCL's default: always simple, ll wins below ~140 KB
 

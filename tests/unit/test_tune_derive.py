@@ -325,17 +325,18 @@ def test_tune_excludes_the_sizes_a_validate_verdict_failed(tmp_path):
 def test_an_aa_gap_inside_the_twins_own_spread_does_not_bar_a_win():
     """A twin slowed by a transient in its rounds (wide spread) leaves the margin alone; a steady
     gap between the two communicators (narrow spreads) still raises it."""
-    from ccltune.tune.derive import TWIN, Candidate, aa_margin
+    from ccltune.commconfig import TWIN, CommConfig
+    from ccltune.tune.derive import aa_margin
 
     def pts(t_default, twin, cand):
-        return (point_stats(t_default), {TWIN: point_stats(twin), Candidate("ring", "ll128"): point_stats(cand)})
+        return (point_stats(t_default), {TWIN: point_stats(twin), CommConfig("ring", "ll128"): point_stats(cand)})
 
     steady = {s: pts([100, 100.5, 99.5], [120, 120.5, 119.5], [90, 90.5, 89.5]) for s in (1, 2, 3)}
     transient = {s: pts([100, 100.5, 99.5], [101, 135, 200], [90, 90.5, 89.5]) for s in (1, 2, 3)}
     assert aa_margin(*steady[2]) == pytest.approx(0.2 - 0.005 - 0.5 / 120, abs=1e-3)
     assert aa_margin(*transient[2]) == 0.0
     assert all(w is None for w, _ in decide_sizes(steady).values())            # 10% < the 19% steady gap
-    assert all(w == Candidate("ring", "ll128") for w, _ in decide_sizes(transient).values())
+    assert all(w == CommConfig("ring", "ll128") for w, _ in decide_sizes(transient).values())
 
 
 def test_a_zero_byte_size_gets_no_rule_and_corroborates_none():

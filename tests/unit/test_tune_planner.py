@@ -10,7 +10,8 @@ import zlib
 import pytest
 
 from ccltune.rules import PlatformFacts, Query, RuleSet, match
-from ccltune.tune.derive import BASELINE, TWIN, Candidate, derive
+from ccltune.commconfig import BASELINE, TWIN, CommConfig
+from ccltune.tune.derive import derive
 from ccltune.tune.planner import AlphaBeta, anchors, crossing, fit_alpha_beta, plan_initial, plan_refine, segment
 
 KB, MB = 1 << 10, 1 << 20
@@ -60,7 +61,7 @@ def _default_time(coll: str, s: int) -> float:
     return best
 
 
-def _true_time(coll: str, cand: Candidate, s: int) -> float | None:
+def _true_time(coll: str, cand: CommConfig, s: int) -> float | None:
     if cand.is_default:
         return _default_time(coll, s)
     if cand.algo == "tree":
@@ -74,12 +75,12 @@ def _true_time(coll: str, cand: Candidate, s: int) -> float | None:
     return t * (1.0 if coll == "all_gather" else 1.01)
 
 
-CANDS = [BASELINE, Candidate("ring", "ll"), Candidate("ring", "ll128"), Candidate("ring", "simple"),
-         Candidate("ring", "simple", 8), Candidate("ring", "ll128", 8), Candidate(None, None, 16),
-         Candidate(None, None, 32), Candidate("tree", "ll")]
+CANDS = [BASELINE, CommConfig("ring", "ll"), CommConfig("ring", "ll128"), CommConfig("ring", "simple"),
+         CommConfig("ring", "simple", 8), CommConfig("ring", "ll128", 8), CommConfig(None, None, 16),
+         CommConfig(None, None, 32), CommConfig("tree", "ll")]
 
 
-def _measure(coll: str, cand: Candidate, s: int) -> list[dict]:
+def _measure(coll: str, cand: CommConfig, s: int) -> list[dict]:
     out = []
     for rep in range(REPS):
         t = _true_time(coll, cand, s)
@@ -93,13 +94,13 @@ def _measure(coll: str, cand: Candidate, s: int) -> list[dict]:
 
 
 def _decisions_at_every_size(rows, coll):
-    """What the derived rules select at each size of the full series (Candidate, BASELINE if none)."""
+    """What the derived rules select at each size of the full series (CommConfig, BASELINE if none)."""
     group = next(g for g in derive(rows).groups if g.key.collective == coll)
     rs = RuleSet(group.rules)
     out = []
     for s in SIZES:
         m = match(rs, Query(coll, s, 4, 1, platform=PlatformFacts(gpu="NVIDIA H200")))
-        out.append(Candidate(m.algo, m.proto, m.channels or None))
+        out.append(CommConfig(m.algo, m.proto, m.channels or None))
     return out
 
 
@@ -132,14 +133,14 @@ def test_planner_matches_exhaustive_on_a_simulated_sweep(coll):
         assert all(c.is_default for c in want)
 
 
-def _rows(times: dict[Candidate, dict[int, float]], coll="all_gather") -> list[dict]:
+def _rows(times: dict[CommConfig, dict[int, float]], coll="all_gather") -> list[dict]:
     """Three repetitions (+-1%) of each (configuration, size) time."""
     return [{"collective": coll, "size_bytes": s, "n_ranks": 4, "n_nodes": 1, "algo": c.algo, "proto": c.proto,
              "channels": c.channels, "config": c.label, "time_us": t * (1 + 0.01 * (i - 1)), "gpu": "H200"}
             for c, by_size in times.items() for s, t in by_size.items() for i in range(3)]
 
 
-SIMPLE, C32 = Candidate("ring", "simple"), Candidate(None, None, 32)
+SIMPLE, C32 = CommConfig("ring", "simple"), CommConfig(None, None, 32)
 FIVE = [1 * MB, 2 * MB, 4 * MB, 8 * MB, 16 * MB]
 
 
@@ -215,7 +216,7 @@ def test_refine_walks_past_two_noisy_sizes_next_to_a_win():
 
 
 def test_refine_tries_every_channel_count_where_one_beats_the_default():
-    c8 = Candidate(None, None, 8)
+    c8 = CommConfig(None, None, 8)
     dflt = {s: 100.0 for s in FIVE}
     rows = _rows({BASELINE: dflt, C32: {1 * MB: 100.0, 4 * MB: 80.0, 16 * MB: 100.0},
                   c8: {1 * MB: 110.0, 16 * MB: 110.0}})
@@ -225,7 +226,7 @@ def test_refine_tries_every_channel_count_where_one_beats_the_default():
 
 
 def test_refine_climbs_the_channel_counts_from_the_winner():
-    c4, c8, c16 = (Candidate(None, None, n) for n in (4, 8, 16))
+    c4, c8, c16 = (CommConfig(None, None, n) for n in (4, 8, 16))
     dflt = {s: 100.0 for s in FIVE}
     ends = {1 * MB: 120.0, 16 * MB: 120.0}
     rows = _rows({BASELINE: dflt, c4: ends, c8: ends, C32: ends, c16: {1 * MB: 120.0, 4 * MB: 85.0, 16 * MB: 120.0}})
@@ -240,9 +241,9 @@ def test_refine_climbs_the_channel_counts_from_the_winner():
 def test_refine_climbs_a_forced_pairs_channel_counts_from_both_ends():
     # sweep --grid full: ring/LL128 at NCCL's channel count wins at 4 MB; its family's lowest and highest
     # counts are asked for there (not the middle ones, not another family's), then the climb goes on
-    pair = Candidate("ring", "ll128")
-    r4, r8, r16, r32 = (Candidate("ring", "ll128", n) for n in (4, 8, 16, 32))
-    s8 = Candidate("ring", "simple", 8)
+    pair = CommConfig("ring", "ll128")
+    r4, r8, r16, r32 = (CommConfig("ring", "ll128", n) for n in (4, 8, 16, 32))
+    s8 = CommConfig("ring", "simple", 8)
     dflt = {s: 100.0 for s in FIVE}
     ends = {1 * MB: 120.0, 16 * MB: 120.0}
     rows = _rows({BASELINE: dflt, pair: {1 * MB: 120.0, 4 * MB: 80.0, 16 * MB: 120.0},

@@ -7,7 +7,8 @@ import pytest
 from ccltune.cli import main
 from ccltune.errors import DataError, UsageError
 from ccltune.store import Measurement, Store
-from ccltune.tune.derive import Candidate, derive
+from ccltune.commconfig import CommConfig
+from ccltune.tune.derive import derive
 from ccltune.validate import capture
 
 MB = 1 << 20
@@ -48,7 +49,7 @@ def test_best_arms_where_the_sweep_beat_nccls_own_choice(tmp_path):
     _sweep_db(db, fast_at=(4 * MB, 8 * MB), twin_at=(8 * MB,))
     arms = capture.arms_from_db(str(db), 4, 1, "NVIDIA H200")
     # 8 MB: the twin was as fast as ring/simple, so NCCL's own choice was not beaten there
-    assert arms == {("all_gather", 4, 1, 4 * MB): Candidate("ring", "simple", None)}
+    assert arms == {("all_gather", 4, 1, 4 * MB): CommConfig("ring", "simple", None)}
     assert capture.arms_from_db(str(db), 2, 1, "NVIDIA H200") == {}          # other communicator size
     assert capture.arms_from_db(str(db), 4, 1, "NVIDIA H100 80GB HBM3") == {}  # other GPU
     assert capture.arms_from_db(str(db), 4, 2, None) == {}                    # other node count
@@ -65,7 +66,7 @@ def test_best_arms_take_the_fastest_candidate():
                      {**base, "config": "default/default/16", "channels": 16, "time_us": 45.0 + rep * 0.1}]
     arms = capture.best_arms(derive(rows), 2, 1)
     assert set(arms) == {("all_reduce", 2, 1, s) for s in SIZES}
-    assert set(arms.values()) == {Candidate(None, None, 8)}
+    assert set(arms.values()) == {CommConfig(None, None, 8)}
 
 
 def test_capture_counts_sizes_where_the_best_arm_beats_the_default_in_validate():

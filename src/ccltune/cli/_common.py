@@ -216,6 +216,15 @@ def check_timing(args: argparse.Namespace) -> None:
         raise UsageError(f"-w/--warmup_iters must be >= 0, got {args.warmup_iters}")
 
 
+def engine_options(args: argparse.Namespace, **bench: Any) -> Any:
+    """The engine's options from the launch flags (--nccl-lib, --buffers), and ``bench``'s own
+    (``engines.base.EngineOptions`` fields: shared_buffers lays the buffers out as nccl-tests does
+    unless --buffers says otherwise)."""
+    from ccltune.engines.base import EngineOptions
+
+    return EngineOptions(nccl_lib=args.nccl_lib, buffers=args.buffers, **bench)
+
+
 def args_record(args: argparse.Namespace) -> dict[str, Any]:
     """The command's arguments as a run records them."""
     return {k: v for k, v in vars(args).items() if k not in ("func", "_argv", "_caller")}

@@ -12,6 +12,7 @@ from typing import Any
 
 from ccltune import __version__, collectives, environment, ncclt_json, output, datatypes
 from ccltune.cli import _common, bench_options
+from ccltune.commconfig import CommConfig
 from ccltune.errors import CheckFailed, MinBandwidthFailed, UsageError
 from ccltune.files import write_text
 from ccltune.measure import bench
@@ -42,7 +43,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", default=None, metavar="PATH", help="write {env, records} as JSON")
     _common.add_db(p)
     _common.add_launch(p)
-    p.set_defaults(func=main, buffers_default="ncclmem-max")  # nccl-tests' layout unless --buffers says
+    p.set_defaults(func=main)
 
 
 def _plan(args: argparse.Namespace) -> bench.BenchPlan:
@@ -96,6 +97,12 @@ def main(args: argparse.Namespace) -> int:
     return _run(args, plan, engine_name, note, argv)
 
 
+def engine_options(args: argparse.Namespace) -> Any:
+    """bench lays its buffers out as nccl-tests does (one pair at the largest size) unless --buffers says."""
+    return _common.engine_options(args, shared_buffers=True, symmetric=args.symmetric, stream_null=bool(args.stream_null),
+                                  cta_policy=args.cta_policy, local_register=args.local_register == 1)
+
+
 def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note: str | None, argv: list[str]) -> int:
     rows: list[Measurement] = []
     with Session("bench", engine_name, db=args.db, argv=argv, timeout_s=plan.timeout_s) as s:
@@ -104,10 +111,8 @@ def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note
             s.on_finished.append(lambda store, run_id: _write_json(args.json, store.run(run_id).env, rows))
         with s.running(lambda: f"interrupted; {len(rows)} rows kept in {args.db}"
                        + (f" (run {s.run_id})" if s.run_id else "")):
-            engine = s.start_engine(args)
+            engine = s.start_engine(engine_options(args))
             if plan.algo or plan.proto or plan.channels:
-                from ccltune.engines.nccl import CommConfig
-
                 plan.config = CommConfig(plan.algo, plan.proto, plan.channels)
                 plan.config_label = plan.config.label
             env = s.environment()

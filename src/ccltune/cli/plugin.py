@@ -6,13 +6,12 @@ import argparse
 from typing import Any
 from pathlib import Path
 
-from ccltune import rules, tuner_plugin
+from ccltune import collectives, rules, tuner_plugin
 from ccltune.errors import CheckFailed, DataError, RuleFileError, UsageError, verdict_exit_code
 from ccltune.cli._common import check_nproc, check_timeout, gpu_count
 from ccltune.sizes import format_size, parse_size, size_series
-from ccltune.tune.derive import PLUGIN_COLLECTIVES
 
-VERIFY_COLLECTIVES = tuple(PLUGIN_COLLECTIVES)  # the collectives NCCL passes to a tuner
+VERIFY_COLLECTIVES = tuple(collectives.PLUGIN_NAMES)  # the collectives NCCL passes to a tuner
 
 
 
@@ -151,8 +150,8 @@ def _verify_log(args: argparse.Namespace, ruleset: rules.RuleSet) -> tuple[str, 
         write_text(args.save_log, run.output, flag="--save-log")
     if run.error:
         raise CheckFailed(run.error)
-    sizes = {(PLUGIN_COLLECTIVES[r["collective"]], int(r["size_bytes"])) for r in run.records
-             if r.get("collective") in PLUGIN_COLLECTIVES}
+    sizes = {(collectives.PLUGIN_NAMES[r["collective"]], int(r["size_bytes"])) for r in run.records
+             if r.get("collective") in collectives.PLUGIN_NAMES}
     return run.output, "the run", sizes
 
 
@@ -164,7 +163,7 @@ def _verify_collectives(given: list[str] | None, ruleset: rules.RuleSet) -> list
                              f"(choose from {', '.join(VERIFY_COLLECTIVES)})")
         return list(dict.fromkeys(given))
     named = {r.collective for r in ruleset.rules}
-    picked = [c for c in VERIFY_COLLECTIVES if PLUGIN_COLLECTIVES[c] in named]
+    picked = [c for c in VERIFY_COLLECTIVES if collectives.PLUGIN_NAMES[c] in named]
     if not picked:
         raise UsageError(f"{ruleset.path} has no rules; name the collectives to run")
     return picked

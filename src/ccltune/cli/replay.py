@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
         return rc
     rp = replay_run.ReplayPlan(wl, args.rules, args.order, args.iters, args.under_load, _common.args_record(args))
     session = Session("replay", engine_name, db=args.db, argv=args._argv, timeout_s=args.timeout)
-    res = replay_run.run(rp, session, args)
+    res = replay_run.run(rp, session, _common.engine_options(args))
     if session.interrupted:
         return session.exit_code
     if res.verdict is None:

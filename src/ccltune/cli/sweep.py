@@ -6,8 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from ccltune import collectives, dist, datatypes
+from ccltune import collectives, datatypes, dist, rules
 from ccltune.cli import _common
+from ccltune.commconfig import TWIN, CommConfig
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import check as check_load
@@ -15,10 +16,7 @@ from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Store
 from ccltune.tune import sweep_run
-from ccltune.tune.derive import TWIN, Candidate
 
-ALGOS = ("tree", "ring", "pat", "collnetdirect", "collnetchain", "nvls", "nvlstree")
-PROTOS = ("ll", "ll128", "simple")
 MODES = ("exhaustive", "model")
 GRIDS = ("axes", "full")
 
@@ -29,8 +27,8 @@ def register(sub: Any) -> None:
         description="For each tunable collective and size, time NCCL's own choice and every candidate "
                     "side by side (interleaved, repeated, CUDA graphs), one process per GPU.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("collective", nargs="*", default=["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"],
-                   help="tunable collectives (all_reduce, all_gather, reduce_scatter, broadcast, reduce)")
+    p.add_argument("collective", nargs="*", default=[c.name for c in collectives.TUNABLE],
+                   help=f"tunable collectives ({', '.join(c.name for c in collectives.TUNABLE)})")
     p.add_argument("-b", "--minbytes", default="8")
     p.add_argument("-e", "--maxbytes", default="1G")
     p.add_argument("-f", "--stepfactor", type=float, default=2)
@@ -80,18 +78,18 @@ def _names(text: str, valid: tuple[str, ...], flag: str) -> list[str]:
     return out
 
 
-def candidates(args: argparse.Namespace) -> list[Candidate]:
-    algos, protos = _names(args.algos, ALGOS, "--algos"), _names(args.protos, PROTOS, "--protos")
+def candidates(args: argparse.Namespace) -> list[CommConfig]:
+    algos, protos = _names(args.algos, rules.NCCL_ALGOS, "--algos"), _names(args.protos, rules.PROTOCOLS, "--protos")
     chans = []
     for c in filter(None, (x.strip() for x in args.channels.split(","))):
         if not c.isdigit() or not 1 <= int(c) <= 64:
             raise UsageError(f"--channels: {c!r} is not a channel count between 1 and 64")
         chans.append(int(c))
-    out = [Candidate()]
-    out += [Candidate(a, p, None) for a in algos for p in protos]
-    out += [Candidate(None, None, c) for c in chans]
+    out = [CommConfig()]
+    out += [CommConfig(a, p, None) for a in algos for p in protos]
+    out += [CommConfig(None, None, c) for c in chans]
     if getattr(args, "grid", "axes") == "full":  # each pair before its channel counts: a refused pair refuses them
-        out += [Candidate(a, p, c) for a in algos for p in protos for c in chans]
+        out += [CommConfig(a, p, c) for a in algos for p in protos for c in chans]
     return out
 
 
@@ -130,7 +128,7 @@ def check_resume(run: Any, args: argparse.Namespace, world_size: int) -> None:
                          "or start a new sweep")
 
 
-def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[Candidate]]:
+def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[CommConfig]]:
     colls = collectives.select(args.collective)
     for c in colls:
         if c.tuner_func is None:
@@ -195,7 +193,7 @@ def _workload(args: argparse.Namespace, colls: list[Any], ranks: int) -> Any:
     return wl
 
 
-def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[Candidate],
+def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[CommConfig],
          engine_name: str, workload: Any = None) -> int:
     settings = measure_sweep.SweepSettings(dtype=datatypes.dtype(args.datatype), op=datatypes.op(args.op),
                                            reps=args.reps, graph=not args.no_graph, target_us=args.target_us,
@@ -205,7 +203,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
                                check_resume=lambda run, world_size: check_resume(run, args, world_size))
     session = Session("sweep", engine_name, db=args.db, argv=args._argv, timeout_s=args.timeout,
                       virtual_nodes=args.virtual_nodes)
-    res = sweep_run.run(plan, session, args, progress=_Progress)
+    res = sweep_run.run(plan, session, _common.engine_options(args), progress=_Progress)
     if session.interrupted:
         return session.exit_code
     if session.is_root:

@@ -26,7 +26,7 @@ def register(sub: Any) -> None:
                     "more than --hard-limit). Exit code 1 on FAIL.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("rules", metavar="RULES", help="rule file (as written by ccltune tune)")
-    p.add_argument("collective", nargs="*", default=["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"])
+    p.add_argument("collective", nargs="*", default=[c.name for c in collectives.TUNABLE])
     p.add_argument("-b", "--minbytes", default="8")
     p.add_argument("-e", "--maxbytes", default="1G")
     p.add_argument("-f", "--stepfactor", type=float, default=2)
@@ -102,7 +102,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
                      best_from=args.best_from, under_load=args.under_load, args=_common.args_record(args))
     session = Session("validate", "nccl", db=args.db, argv=args._argv, timeout_s=args.timeout,
                       virtual_nodes=args.virtual_nodes)  # virtual nodes as the sweep whose rules are validated
-    res = ab.run(plan, session, args, require_plugin=_plugin_or_error)
+    res = ab.run(plan, session, _common.engine_options(args), require_plugin=_plugin_or_error)
     if session.interrupted:
         return session.exit_code
     if res.unjudged is not None:

@@ -81,6 +81,8 @@ class Collective:
     name: ClassVar[str]
     nccl_tests_name: ClassVar[str]      # e.g. all_reduce_perf
     tuner_func: ClassVar[int | None] = None  # ncclFunc_t id seen by a tuner plugin, if tuned
+    plugin_name: ClassVar[str | None] = None  # its name in rule files and the tuner plugin, if tuned
+    nccl_names: ClassVar[tuple[str, ...]] = ()  # NCCL's opName(s) in its INFO logs (AllReduce; Send, Recv)
     reduces: ClassVar[bool] = False     # takes a reduction op
     # nccl-tests runs it once per -o op and prints the op (sendrecv), though nothing is reduced
     loops_ops: ClassVar[bool] = False
@@ -88,6 +90,7 @@ class Collective:
     per_rank_count: ClassVar[bool] = False  # size = count * nranks * elem
     formula: ClassVar[str] = ""         # busbw formula, for --help and docs
     grouped: ClassVar[bool] = False     # its NCCL operations go inside ncclGroupStart/ncclGroupEnd
+    torch_in_place_only: ClassVar[bool] = False  # torch.distributed's API for it is in-place only
 
     def bus_factor(self, nranks: int) -> float:
         raise NotImplementedError

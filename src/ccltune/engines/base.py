@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ccltune.collectives.base import Collective, Layout
@@ -41,6 +41,27 @@ class Buffers:
 
 
 Alloc = Callable[[int], Any]
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """What a command tells its engine when making it (the nccl engine reads them; the others
+    need none). The command decides them: none has a default that depends on the command."""
+
+    nccl_lib: str | None = None      # the NCCL/RCCL library to load (None: the one PyTorch loads)
+    buffers: str | None = None       # ncclmem, ncclmem-max or torch (None: from ``shared_buffers``)
+    # Without ``buffers``: one ncclMemAlloc pair at the run's largest size that every size steps
+    # through, as nccl-tests lays them out (bench); else a pair for every size (sweep, validate)
+    shared_buffers: bool = False
+    symmetric: bool = False          # register the buffers as symmetric windows (NCCL >= 2.27)
+    plugin_path: str | None = None   # the ccltune tuner plugin (channels, rules), loaded once per process
+    empty_rules: str | None = None   # an empty rule file: the plugin keeps NCCL's default
+    workdir: str = "/tmp"            # where per-candidate channel rule files are written
+    # nccl-tests' options (bench): -y 1 every call on the NULL stream, -x ncclConfig_t.CTAPolicy,
+    # -R 1 ncclCommRegister of the buffers
+    stream_null: bool = False
+    cta_policy: int | None = None
+    local_register: bool = False
 
 
 @dataclass
@@ -127,7 +148,7 @@ class Engine:
     supports_graph = False
     on_fatal: Any = None  # called with the message before a hung process exits
 
-    def __init__(self, ctx: DistContext, opts: Any):
+    def __init__(self, ctx: DistContext, opts: EngineOptions = EngineOptions()):
         import torch
 
         self.torch = torch
@@ -262,14 +283,14 @@ class CudaEngine(Engine):
     supports_graph = True
     capture_mode = "thread_local"
 
-    def __init__(self, ctx: DistContext, opts: Any):
+    def __init__(self, ctx: DistContext, opts: EngineOptions = EngineOptions()):
         super().__init__(ctx, opts)
         torch = self.torch
         ndev = torch.cuda.device_count()
         self.device = torch.device("cuda", device_index(ctx.info.local_rank, ndev))
         torch.cuda.set_device(self.device)
         # -y 1: every call on the legacy NULL stream, as nccl-tests' stream_null (torch's default stream)
-        self.stream = (torch.cuda.default_stream(self.device) if getattr(opts, "stream_null", 0)
+        self.stream = (torch.cuda.default_stream(self.device) if opts.stream_null
                        else torch.cuda.Stream(device=self.device))
 
     def sync(self) -> None:
@@ -277,6 +298,19 @@ class CudaEngine(Engine):
 
     def stream_context(self) -> Any:
         return self.torch.cuda.stream(self.stream)
+
+    def capture(self, pt: Point, bufs: Buffers, calls: int | None, *, step: bool = True) -> Any:
+        """A CUDA graph of ``calls`` calls of ``pt`` (``issue``; None: the point's timed calls), captured
+        on this engine's stream and not launched yet."""
+        graph = self.torch.cuda.CUDAGraph()
+        with warnings.catch_warnings():  # a call that enqueues nothing is ours to report, not torch's
+            warnings.filterwarnings("ignore", message="The CUDA Graph is empty")
+            with self.torch.cuda.graph(graph, stream=self.stream, capture_error_mode=self.capture_mode):
+                if calls is None:
+                    self.timed(pt, bufs, None)()  # iters x agg calls (-z and -I are refused with -G)
+                else:
+                    self.issue(pt, bufs, calls, step=step)
+        return graph
 
     def free_memory(self) -> int:
         return int(self.torch.cuda.mem_get_info(self.device)[0])
@@ -287,11 +321,7 @@ class CudaEngine(Engine):
             self.issue(pt, bufs, pt.warmup)
             self.sync()
             if pt.graph and pt.lay.count > 0:  # nothing to capture for an empty buffer
-                graph = torch.cuda.CUDAGraph()
-                with warnings.catch_warnings():  # a call that enqueues nothing is ours to report, not torch's
-                    warnings.filterwarnings("ignore", message="The CUDA Graph is empty")
-                    with torch.cuda.graph(graph, stream=self.stream, capture_error_mode=self.capture_mode):
-                        self.timed(pt, bufs, None)()  # iters x agg calls (-z and -I are refused with -G)
+                graph = self.capture(pt, bufs, None)
                 if not pt.time_first_launch:
                     graph.replay()  # the first launch uploads the graph (and may set up what it reaches)
                     self.sync()

@@ -7,18 +7,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ccltune.engines.base import Buffers, Engine, HostClock, Point, Timing, iteration_seconds, schedule
+from ccltune.engines.base import Buffers, Engine, EngineOptions, HostClock, Point, Timing, iteration_seconds, schedule
 
 _UNSUPPORTED_OPS = {"avg": "gloo has no AVG reduction",
                     "mulsum": "gloo has no pre-multiplied sum (mulsum is NCCL's ncclRedOpCreatePreMulSum)"}
-# torch.distributed's API for these is in-place only
-IN_PLACE_ONLY = ("all_reduce", "broadcast", "reduce")
 IN_PLACE_ONLY_REASON = "torch.distributed's API is in-place only for this collective"
 
 
 def torch_api_waiver(pt: Point, world_size: int) -> str | None:
     """What torch.distributed (gloo or ProcessGroupNCCL) cannot run as asked."""
-    if not pt.in_place and pt.coll.name in IN_PLACE_ONLY:
+    if not pt.in_place and pt.coll.torch_in_place_only:
         return IN_PLACE_ONLY_REASON
     if world_size == 1:
         return "one process: start several with --nproc N or a launcher"
@@ -28,7 +26,7 @@ def torch_api_waiver(pt: Point, world_size: int) -> str | None:
 class GlooEngine(Engine):
     name = "gloo"
 
-    def __init__(self, ctx: Any, opts: Any):
+    def __init__(self, ctx: Any, opts: EngineOptions = EngineOptions()):
         super().__init__(ctx, opts)
         self.device = self.torch.device("cpu")
         self._ops = None

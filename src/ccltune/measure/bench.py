@@ -102,19 +102,10 @@ def variants(plan: BenchPlan, coll: Collective, nranks: int) -> list[BenchPlan]:
 
 def to_measurement(pt: Point, out: point.Outcome, nranks: int, n_nodes: int, plan: BenchPlan,
                    rep: int = 0) -> Row:
-    coll, lay = pt.coll, pt.lay
-    m = Row(
-        collective=coll.name, size_bytes=lay.size_bytes, count=lay.count, dtype=pt.dt.name,
-        op=pt.op if coll.op_column else None, root=pt.root if coll.rooted else None,
-        in_place=pt.in_place, n_ranks=nranks, n_nodes=n_nodes, status=out.status, note=out.note,
-        algo=plan.algo, proto=plan.proto, channels=plan.channels, config=plan.config_label,
-        graph=pt.graph, rep=rep,
-    )
+    m = point.measurement(pt, nranks, n_nodes, out.status, note=out.note,
+                          time_us=out.time_us if out.status == "ok" else None, wrong=out.wrong, row_type=Row,
+                          algo=plan.algo, proto=plan.proto, channels=plan.channels, config=plan.config_label, rep=rep)
     if out.status == "ok" and out.time_us is not None:
-        m.time_us = out.time_us
-        m.algbw_gbps = lay.size_bytes / out.time_us / 1e3 if out.time_us > 0 else 0.0
-        m.busbw_gbps = m.algbw_gbps * coll.bus_factor(nranks)
-        m.wrong = out.wrong
         m.cpu_time_us, m.iter_stats = out.cpu_time_us, out.iter_stats
     return m
 

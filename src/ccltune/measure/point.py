@@ -10,10 +10,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from typing import Any
+
 from ccltune.engines.base import Engine, Point, Watchdog
 from ccltune.errors import DistError
 from ccltune.measure import buffers
 from ccltune.periter import IterStats, compute, slowest_process
+from ccltune.store import Measurement
 
 AVERAGES = ("avg", "min", "max", "rank0")
 
@@ -26,6 +29,25 @@ class Outcome:
     note: str | None = None
     cpu_time_us: float | None = None       # -C 1: rank 0's host time per call (nccl-tests prints its main thread's)
     iter_stats: IterStats | None = None    # -I 1: per-iteration statistics over every process
+
+
+def measurement(pt: Point, n_ranks: int, n_nodes: int, status: str, *, time_us: float | None = None,
+                wrong: int | None = None, note: str | None = None, row_type: type[Measurement] = Measurement,
+                **fields: Any) -> Any:
+    """A row of ``pt`` (a ``row_type``); with a time (µs), its algbw (size / time) and busbw (algbw x the
+    collective's bus factor). ``fields``: the rest of the row (configuration labels, rep), or overrides."""
+    coll, lay = pt.coll, pt.lay
+    row: dict[str, Any] = dict(
+        collective=coll.name, size_bytes=lay.size_bytes, count=lay.count, dtype=pt.dt.name,
+        op=pt.op if coll.op_column else None, root=pt.root if coll.rooted else None, in_place=pt.in_place,
+        n_ranks=n_ranks, n_nodes=n_nodes, status=status, note=note, graph=pt.graph)
+    m = row_type(**{**row, **fields})
+    if time_us is not None:
+        m.time_us = time_us
+        m.algbw_gbps = lay.size_bytes / time_us / 1e3 if time_us > 0 else 0.0
+        m.busbw_gbps = m.algbw_gbps * coll.bus_factor(n_ranks)
+        m.wrong = wrong
+    return m
 
 
 def is_oom(message: str) -> bool:
@@ -83,6 +105,39 @@ def allocate(engine: Engine, pt: Point) -> tuple[buffers.Buffers | None, Outcome
     if agree(engine, err is not None, "allocation"):  # whatever the allocator says, the size did not fit
         return None, Outcome("skipped", note=f"out of memory{': ' + err if err else ' on another rank'}")
     return bufs, None
+
+
+def first_call(engine: Engine, pt: Point, bufs: buffers.Buffers, timeout_s: float, *, prepare: bool = False,
+               on_stream: bool = False, park: bool = False) -> Outcome | None:
+    """``pt``'s first call on every rank, agreed before anyone waits on it: None when it ran on every
+    rank; else the outcome every rank records: 'skipped' when a rank ran out of memory, 'unavailable'
+    when NCCL refused a forced configuration (no algorithm/protocol for that collective) or another
+    rank failed. ``prepare``: the engine's per-buffer set-up first; ``on_stream``: the call on the
+    engine's stream. A refused configuration's communicator is aborted where the call was enqueued
+    (those ranks must not wait on it); with ``park``, set aside where NCCL refused it (nothing was
+    enqueued on it: see the nccl engine's ``park_comm``)."""
+    err = None
+    with Watchdog(engine, timeout_s, f"{pt.coll.name} at {pt.lay.size_bytes} B"):
+        try:
+            if prepare:
+                engine.prepare(pt, bufs)
+            if on_stream:
+                with engine.stream_context():
+                    engine.launch(pt, bufs)
+            else:
+                engine.launch(pt, bufs)
+        except Exception as exc:  # noqa: BLE001 - NcclError, torch errors: reported as a row
+            err = first_line(exc)
+    if not agree(engine, err is not None, "first call"):
+        return None
+    if pt.config is not None:
+        if park and err is not None:
+            engine.park_comm(pt.config)
+        else:
+            engine.drop_comm(pt.config, abort=True)
+    if err and is_oom(err):
+        return Outcome("skipped", note=f"out of memory: {err}")
+    return Outcome("unavailable", note=err or "refused on another rank")
 
 
 def warm(engine: Engine, pt: Point, bufs: buffers.Buffers, calls: int, timeout_s: float) -> bool:
@@ -172,20 +227,10 @@ def _measure(engine: Engine, pt: Point, bufs: buffers.Buffers, *, check: int, av
     if agree_memory(engine, oom, "filling the input"):
         return Outcome("skipped", note=f"out of memory filling the input{': ' + oom if oom else ' on another rank'}")
     # the first call: NCCL may refuse a forced configuration here; agree before waiting
-    err = None
+    refused = first_call(engine, pt, bufs, timeout_s, prepare=True)
+    if refused is not None:
+        return refused
     what = f"{pt.coll.name} at {pt.lay.size_bytes} B"
-    with Watchdog(engine, timeout_s, what):
-        try:
-            engine.prepare(pt, bufs)
-            engine.launch(pt, bufs)
-        except Exception as exc:  # noqa: BLE001 - NcclError, torch errors: reported as a row
-            err = first_line(exc)
-    if agree(engine, err is not None, "first call"):
-        if pt.config is not None:
-            engine.drop_comm(pt.config, abort=True)  # ranks that enqueued must not wait
-        if err and is_oom(err):
-            return Outcome("skipped", note=f"out of memory: {err}")
-        return Outcome("unavailable", note=err or "refused on another rank")
     with Watchdog(engine, timeout_s, what) as dog:
         try:
             engine.sync()

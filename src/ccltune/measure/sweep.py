@@ -151,16 +151,8 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
 
     def row(i: int, status: str, *, time_us: float | None = None, wrong: int | None = None,
             note: str | None = None, rep: int = 0) -> Measurement:
-        m = Measurement(collective=coll.name, size_bytes=lay.size_bytes, count=lay.count, dtype=s.dtype.name,
-                        op=s.op if coll.reduces else None, root=0 if coll.rooted else None, in_place=base.in_place,
-                        n_ranks=ctx.world_size, n_nodes=ctx.n_nodes, status=status, note=note,
-                        graph=1 if s.graph else 0, rep=rep, **labels[i])
-        if time_us is not None:
-            m.time_us = time_us
-            m.algbw_gbps = lay.size_bytes / time_us / 1e3 if time_us > 0 else 0.0
-            m.busbw_gbps = m.algbw_gbps * coll.bus_factor(ctx.world_size)
-            m.wrong = wrong
-        return m
+        return point.measurement(base, ctx.world_size, ctx.n_nodes, status, time_us=time_us, wrong=wrong, note=note,
+                             op=s.op if coll.reduces else None, graph=1 if s.graph else 0, rep=rep, **labels[i])
 
     reason = engine.waive_reason(base)
     if reason:
@@ -200,7 +192,7 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
             continue
         pt = replace(base, config=cfg)
         with clock("first call"):
-            out = _first_call(engine, pt, bufs, what, s)
+            out = point.first_call(engine, pt, bufs, s.timeout_s, on_stream=True, park=True)
         if out is not None:
             rows.append(row(i, out.status, note=out.note))
             if refused is not None and out.status == "unavailable":
@@ -264,24 +256,6 @@ def warm_collective(engine: Any, coll: Collective, size: int, configs: Sequence[
         measure_size(engine, coll, size, configs, labels, replace(s, clock=Clock()), refused)
 
 
-def _first_call(engine: Any, pt: Point, bufs: buffers.Buffers, what: str, s: SweepSettings) -> point.Outcome | None:
-    """None when the configuration runs; else an 'unavailable' outcome every rank agrees on."""
-    err = None
-    with Watchdog(engine, s.timeout_s, what):
-        try:
-            with engine.stream_context():
-                engine.launch(pt, bufs)
-        except Exception as exc:  # noqa: BLE001 - NCCL refusing a forced configuration
-            err = point.first_line(exc)
-    if point.agree(engine, err is not None, "first call"):
-        if err is not None:
-            engine.park_comm(pt.config)  # refused here: nothing was enqueued on it
-        else:
-            engine.drop_comm(pt.config, abort=True)  # refused elsewhere: this rank's call must not wait
-        return point.Outcome("unavailable", note=err or "refused on another rank")
-    return None
-
-
 def _check(engine: Any, pt: Point, bufs: buffers.Buffers, lay: Any, s: SweepSettings,
            expected: dict[int, Any] | None = None) -> int:
     ctx = engine.ctx
@@ -309,13 +283,10 @@ def _estimate(engine: Any, pt: Point, bufs: buffers.Buffers, s: SweepSettings) -
 
 def _capture(engine: Any, pt: Point, bufs: buffers.Buffers, s: SweepSettings, n: int) -> tuple[Any, int]:
     """(graph or None, calls per replay): ``n`` calls in one replay."""
-    torch = engine.torch
     with engine.stream_context():
         if not (s.graph and engine.supports_graph):  # eager: the nccl engine issues the n calls from C
             return (engine.series(pt, bufs, n, step=False), n)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=engine.stream, capture_error_mode=engine.capture_mode):
-            engine.issue(pt, bufs, n, step=False)
+        graph = engine.capture(pt, bufs, n, step=False)
         graph.replay()
         engine.sync()
         return (graph.replay, n)

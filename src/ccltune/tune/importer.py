@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune import collectives, datatypes
+from ccltune.commconfig import CommConfig
 from ccltune.errors import UsageError, unknown_name
 from ccltune.store import Measurement
-from ccltune.tune.derive import Candidate
 
 _START_RE = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 # nccl-tests 2.13+: "#  Rank %2d Group %2d Pid %6d on %10s device %2d [bus] %s" (bus "0x%02x" in 2.13,
@@ -234,7 +234,7 @@ def _number_cell(cell: str, what: str, kind: str, size: int) -> float | None:
 
 
 def _row(collective: str, size: int, count: int, dtype: str, redop: str, root: int, n_ranks: int,
-         n_nodes: int, cand: Candidate, graph: int, in_place: bool, time_us: float | None,
+         n_nodes: int, cand: CommConfig, graph: int, in_place: bool, time_us: float | None,
          algbw: float | None, busbw: float | None, wrong: float | None) -> Measurement:
     status, note = "ok", None
     if time_us is None:
@@ -252,7 +252,7 @@ def _row(collective: str, size: int, count: int, dtype: str, redop: str, root: i
 
 
 def _failure_rows(m: re.Match, before: list[Measurement], path: str, lineno: int, coll: str, n_ranks: int,
-                  n_nodes: int, cand: Candidate, graph: int, places: tuple[bool, ...]) -> list[Measurement]:
+                  n_nodes: int, cand: CommConfig, graph: int, places: tuple[bool, ...]) -> list[Measurement]:
     """An NCCL or CUDA failure line: error rows (both placements) for the combination that failed, named
     by the row preamble printed before it, else the one nccl-tests runs after the last row's (-o all: the
     next op; after mulsum, or without -o all, the next datatype of -d all at the same sizes). The note
@@ -318,7 +318,7 @@ def _split_runs(text: str) -> list[list[tuple[int, str]]]:
     return runs
 
 
-def parse_text(text: str, path: str, *, candidate: Candidate = Candidate(), collective: str | None = None,
+def parse_text(text: str, path: str, *, candidate: CommConfig = CommConfig(), collective: str | None = None,
                nranks: int | None = None) -> list[Parsed]:
     """Parse nccl-tests' text output: one Parsed per run in the file, in order (one, unless runs were
     concatenated). Raises UsageError naming ``path:line`` on bad content; nothing is returned then."""
@@ -365,7 +365,7 @@ def _header_line(line: str, lineno: int, path: str, shape: _Shape, env: dict[str
     return blocks
 
 
-def _parse_run(lines: list[tuple[int, str]], path: str, candidate: Candidate, collective: str | None,
+def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, collective: str | None,
                nranks: int | None, several: bool) -> Parsed:
     """One run's lines (see ``_split_runs``). ``several``: the file holds more runs, so errors about
     the whole run name its first line, and the file name does not tell the collective."""
@@ -512,7 +512,7 @@ class _Json:
         return number
 
 
-def parse_json(text: str, path: str, *, candidate: Candidate = Candidate(), collective: str | None = None,
+def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), collective: str | None = None,
                nranks: int | None = None) -> Parsed:
     """Parse nccl-tests' ``-J`` JSON (one run). Raises UsageError naming ``path`` (and line, or the
     field's path) on bad content."""

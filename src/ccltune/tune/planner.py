@@ -28,20 +28,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ccltune.commconfig import BASELINE, TWIN, CommConfig
+from ccltune.store import as_record
 from ccltune.tune.derive import (
-    BASELINE,
     ISOLATED_MARGIN,
     MIN_GAIN_US,
-    TWIN,
-    Candidate,
-    _record,
     candidate_of,
     samples_by_size,
 )
 from ccltune.tune.stats import PointStats, beats, gain, margin, point_stats
 
 STRIDE = 14  # plan_initial: anchors at most STRIDE sizes apart (16384x with step factor 2)
-Probes = dict[int, "list[Candidate] | None"]  # size -> configurations to measure (None: all)
+Probes = dict[int, "list[CommConfig] | None"]  # size -> configurations to measure (None: all)
 
 
 @dataclass(frozen=True)
@@ -149,7 +147,7 @@ def _track(points: Mapping[int, PointStats], trend: Mapping[int, float], size: i
     return PointStats(trend[size] * ratio, (pa.noise + pb.noise) / 2, min(pa.n, pb.n))
 
 
-def predict(cand: Candidate, points: Mapping[int, PointStats], default: Mapping[int, PointStats],
+def predict(cand: CommConfig, points: Mapping[int, PointStats], default: Mapping[int, PointStats],
             trend: Mapping[int, float], size: int, min_margin: float = 0.02) -> PointStats | None:
     """``cand``'s predicted time at ``size`` from its measured ``points`` (None: not bracketed).
 
@@ -172,7 +170,7 @@ def predict(cand: Candidate, points: Mapping[int, PointStats], default: Mapping[
     return p
 
 
-def _siblings(c: Candidate, configs: Iterable[Candidate]) -> set[Candidate]:
+def _siblings(c: CommConfig, configs: Iterable[CommConfig]) -> set[CommConfig]:
     """Among ``configs`` (the forced candidates: neither the default nor its twin), the configurations to try next beside ``c`` where ``c`` beats the default: the same algorithm and
     protocol choice (a family) with the next lower and next higher channel counts of ``c``'s, and, for a
     family's NCCL-chosen count, its lowest and highest counts.
@@ -210,9 +208,9 @@ def plan_refine(measured_rows: Iterable[Any], all_sizes: Sequence[int], *, min_m
     configuration that may qualify is measured, whichever of them an objective then picks.
     """
     groups: dict[tuple[str, int, int], list[Mapping[str, Any]]] = defaultdict(list)
-    for row in map(_record, measured_rows):
+    for row in map(as_record, measured_rows):
         groups[_group_key(row)].append(row)
-    todo: dict[int, set[Candidate]] = defaultdict(set)
+    todo: dict[int, set[CommConfig]] = defaultdict(set)
     universe = sorted(set(all_sizes))
     for rows in groups.values():
         for s, cands in _refine_group(rows, universe, min_margin, isolated_margin, ambiguity, min_gain_us,
@@ -222,17 +220,17 @@ def plan_refine(measured_rows: Iterable[Any], all_sizes: Sequence[int], *, min_m
 
 
 def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin: float, isolated_margin: float,
-                  ambiguity: float, min_gain_us: float, placement: str) -> dict[int, set[Candidate]]:
+                  ambiguity: float, min_gain_us: float, placement: str) -> dict[int, set[CommConfig]]:
     """{size: configurations} to measure next for one group's rows (see the module doc)."""
     tried = {(int(r["size_bytes"]), candidate_of(r)) for r in rows}
     configs = {c for _, c in tried if not (c.is_default or c.twin)}
     stats = {s: {c: point_stats(t) for c, t in cands.items()} for s, cands in samples_by_size(rows, placement).items()}
-    per_cand: dict[Candidate, dict[int, PointStats]] = defaultdict(dict)
+    per_cand: dict[CommConfig, dict[int, PointStats]] = defaultdict(dict)
     for s, cands in stats.items():
         for c, p in cands.items():
             per_cand[c][s] = p
     dflt = per_cand.get(BASELINE, {})
-    want: dict[int, set[Candidate]] = defaultdict(set)
+    want: dict[int, set[CommConfig]] = defaultdict(set)
     for s in universe:  # the default everywhere (plan_initial asks for it; a resumed or other plan may not)
         if (s, BASELINE) not in tried:
             want[s].add(BASELINE)

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccltune.commconfig import CommConfig
 from ccltune.engines import library
 from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
-from ccltune.tune.derive import Candidate, tunable
+from ccltune.tune.derive import tunable
 from ccltune.workload import plan as WP
 
 
@@ -30,7 +31,7 @@ class SweepPlan:
 
     collectives: list[Any]
     sizes: list[int]
-    candidates: list[Candidate]
+    candidates: list[CommConfig]
     settings: measure_sweep.SweepSettings
     mode: str = "exhaustive"          # or "model"
     resume: int | None = None         # the run to continue
@@ -67,8 +68,6 @@ class Progress:
 def run(plan: SweepPlan, session: Session, engine_opts: Any,
         progress: Callable[[bool, int], Progress] = lambda root, total: Progress()) -> SweepResult:
     """Measure ``plan`` in ``session`` (entered here). The result's status is the run's."""
-    from ccltune.engines.nccl import CommConfig
-
     t_start = time.perf_counter()
     res = SweepResult()
     settings = plan.settings
@@ -78,7 +77,6 @@ def run(plan: SweepPlan, session: Session, engine_opts: Any,
         settings.clock.add("start-up", time.perf_counter() - t_start)  # rendezvous, CUDA, NCCL library
         s.clock = settings.clock
         plan.candidates = library.sweep_candidates(getattr(engine, "facts", None), plan.candidates)  # what it can run
-        configs = {c: CommConfig(c.algo, c.proto, c.channels, twin=c.twin) for c in plan.candidates}
         if plan.workload is not None:
             _fit_workload(plan, s.ctx, res)
         done = _open_run(s, plan)
@@ -100,7 +98,7 @@ def run(plan: SweepPlan, session: Session, engine_opts: Any,
         with s.running(lambda: f"sweep interrupted; {res.kept + res.rows} rows kept in {s.db}; resume with --resume {s.run_id}"):
             with Loaded(engine, plan.under_load) as load:
                 for coll in plan.collectives:
-                    _sweep_collective(s, plan, coll, configs, done, res, bar)
+                    _sweep_collective(s, plan, coll, done, res, bar)
             res.load = load.result
     res.status = s.status
     return res
@@ -143,7 +141,7 @@ def requested_sizes(coll: Any, sizes: list[int], dtype_size: int, ctx: Any) -> d
     return requested
 
 
-def _sweep_collective(s: Session, plan: SweepPlan, coll: Any, configs: dict[Candidate, Any],
+def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
                       done: set[tuple[str, int, str]], res: SweepResult, bar: Progress) -> None:
     from ccltune.tune import planner
 
@@ -157,7 +155,7 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any, configs: dict[Cand
             else {s: None for s in sizes})
     if any((coll.name, s, c.label) not in done for s in requested for c in cands):
         bar.step(f"{coll.name} {min(sizes)} B (warm-up, not stored)", advance=0)
-        measure_sweep.warm_collective(engine, coll, min(sizes), [configs[c] for c in cands], settings, refused)
+        measure_sweep.warm_collective(engine, coll, min(sizes), cands, settings, refused)
     while todo:
         for size, want in todo.items():
             chosen = [c for c in cands if want is None or c in want]
@@ -167,7 +165,7 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any, configs: dict[Cand
             if not chosen:
                 continue
             labels = [dict(algo=c.algo, proto=c.proto, channels=c.channels, config=c.label) for c in chosen]
-            rows = measure_sweep.measure_size(engine, coll, size, [configs[c] for c in chosen], labels, settings,
+            rows = measure_sweep.measure_size(engine, coll, size, chosen, labels, settings,
                                               refused, keep)
             if store is not None:
                 store.add_measurements(run_id, rows)
@@ -183,7 +181,7 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any, configs: dict[Cand
 
 
 def _next_round(ctx: Any, settings: measure_sweep.SweepSettings, rows_so_far: list[Any], requested: dict[int, int],
-                cands: list[Candidate]) -> dict[int, list[Candidate] | None]:
+                cands: list[CommConfig]) -> dict[int, list[CommConfig] | None]:
     """Model mode: every rank must plan the same next step: rank 0 plans, the others follow."""
     from ccltune.tune import planner
 

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccltune import rules
+from ccltune import collectives, rules
+from ccltune.commconfig import BASELINE, CommConfig
 from ccltune.errors import DataError, UsageError
 from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
-from ccltune.tune.derive import Candidate
 from ccltune.validate import capture as validate_capture
 from ccltune.validate import verdict as ab_verdict
 
@@ -53,8 +53,6 @@ class ABResult:
 
 def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callable[[], None]) -> ABResult:
     """Measure and judge ``plan`` in ``session`` (entered here)."""
-    from ccltune.engines.nccl import BASELINE, CommConfig
-
     t_start = time.perf_counter()
     res = ABResult()
     settings = plan.settings
@@ -72,8 +70,7 @@ def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callab
         arms = best_arms(plan.best_from, s.ctx, gpu)
         # in one order on every rank (a set's order is not: string hashes differ between processes), as
         # the warm-up calls them in turn on every rank
-        arm_configs = {c: CommConfig(c.algo, c.proto, c.channels)
-                       for c in sorted(set(arms.values()), key=Candidate.sort_key)}
+        arm_configs = sorted(set(arms.values()), key=CommConfig.sort_key)
         if s.begin(plan.args, env) is not None:
             s.store.add_artifact(s.run_id, "rules", open(plan.rules_path, encoding="utf-8").read())
 
@@ -86,7 +83,7 @@ def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callab
                 print(f"validate: {coll.name} {size} B{' (' + note + ')' if note else ''}", file=sys.stderr, flush=True)
             stored = coll.layout(size, settings.dtype.size, s.ctx.world_size, s.ctx.rank).size_bytes
             best = arms.get((coll.name, s.ctx.world_size, s.ctx.n_nodes, stored))
-            extra = ([arm_configs[best]], [validate_capture.arm_label(best)]) if best is not None else ([], [])
+            extra = ([best], [validate_capture.arm_label(best)]) if best is not None else ([], [])
             got = measure_sweep.measure_size(engine, coll, size, configs + extra[0], labels + extra[1], settings)
             for m in got:
                 m.note = m.note or note
@@ -102,7 +99,7 @@ def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callab
                     if s.is_root:
                         print(f"validate: {coll.name} {min(plan.sizes)} B (warm-up, not stored)", file=sys.stderr,
                               flush=True)
-                    measure_sweep.warm_collective(engine, coll, min(plan.sizes), configs + list(arm_configs.values()),
+                    measure_sweep.warm_collective(engine, coll, min(plan.sizes), configs + arm_configs,
                                                   settings)
                     for size in plan.sizes:
                         measure(coll, size)
@@ -162,7 +159,7 @@ def best_arms(best_from: str | None, ctx: Any, gpu: str | None) -> dict[Any, Any
     got = json.loads(ctx.broadcast_bytes(blob.encode() if blob is not None else None, "best arms"))
     if "error" in got:
         raise (UsageError if got["usage"] else DataError)(got["error"])
-    return {(coll, int(n), int(nn), int(size)): Candidate(algo, proto, ch)
+    return {(coll, int(n), int(nn), int(size)): CommConfig(algo, proto, ch)
             for coll, n, nn, size, algo, proto, ch in got["arms"]}
 
 
@@ -173,6 +170,6 @@ def coverage(path: str, gpu: str | None) -> Any:
     facts = rules.PlatformFacts(gpu=gpu)
 
     def covered(collective: str, n_ranks: int, n_nodes: int, size: int) -> bool:
-        q = rules.Query(collective.replace("_", ""), size, n_ranks, n_nodes, reg_buff=1, platform=facts)
+        q = rules.Query(collectives.PLUGIN_NAMES.get(collective, collective), size, n_ranks, n_nodes, reg_buff=1, platform=facts)
         return rules.match(ruleset, q).rule is not None
     return covered

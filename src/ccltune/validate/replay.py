@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccltune.store import as_record
 from ccltune.tune.stats import PointStats, beats, point_stats
 from ccltune.workload.model import Workload
 
@@ -86,7 +87,7 @@ def entry_times(wl: Workload, rows_by_entry: Mapping[int, Iterable[Any]]) -> lis
     for i, rows in rows_by_entry.items():
         by: dict[str, list[float]] = {}
         for r in rows:
-            r = r.to_record() if hasattr(r, "to_record") else r
+            r = as_record(r)
             if r.get("status") == "ok" and r.get("time_us") and r.get("config") in ARMS:
                 by.setdefault(r["config"], []).append(float(r["time_us"]))
         k = wl.entries[i].key

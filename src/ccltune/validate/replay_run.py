@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune import datatypes
+from ccltune.commconfig import CommConfig
 from ccltune.measure import replay as measure_replay
 from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import Loaded
@@ -52,8 +53,6 @@ def waived_reason(engine_name: str, world_size: int, rules_path: str | None) -> 
 def _arms(engine_name: str, rules_path: str | None, waived: str | None) -> dict[str, Any]:
     if engine_name != "nccl":
         return {"default": lambda c: None}
-    from ccltune.engines.nccl import CommConfig
-
     arms = {"default": lambda c: CommConfig(instance=c)}
     if waived is None:
         path = os.path.abspath(rules_path or "")

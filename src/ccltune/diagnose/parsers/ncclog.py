@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ccltune import collectives
 from ccltune.errors import UsageError
 from ccltune.files import read_bytes
 
@@ -53,8 +54,7 @@ _PLUGIN_RULES = re.compile(r"ccltune tuner: loaded (?P<n>\d+) rules from (?P<pat
                            r"nvldomains=(?P<dom>-?\d+) nvlranks=(?P<rmin>-?\d+)\.\.(?P<rmax>-?\d+) "
                            r"partition=(?P<part>\S+) nps=(?P<nps>\S+)\)")
 # NCCL's spelling of a function in TUNING lines -> the tuner plugin's collective name
-TUNER_FUNC = {"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter",
-              "Broadcast": "broadcast", "Reduce": "reduce"}
+TUNER_FUNC = {n: c.plugin_name for n, c in collectives.BY_NCCL_NAME.items() if c.plugin_name}
 _COMPLETE = re.compile(r"rank (?P<rank>\d+) nranks (?P<n>\d+) cudaDev (?P<dev>\d+).*?busId (?P<bus>[0-9a-fA-F]+).*Init COMPLETE")
 
 
