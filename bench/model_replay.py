@@ -7,7 +7,7 @@ history (``git archive da923a0 bench/data | tar x``: bench/data/h200x4-sweep-all
 h200x2-sweep.sqlite, h200x4-sweep-ag-rs.sqlite and the later flows, docs/performance.md).
 
 For every (database, collective, nRanks, nNodes) group of a sweep run whose sizes are complete,
-the model-guided loop of ``ccltune sweep --mode model`` (:mod:`ccltune.tune.model`) runs as the
+the model-guided loop of ``ccltune sweep --mode model`` (:mod:`ccltune.tune.planner`) runs as the
 sweep runs it, except that "measuring" a (size, configuration) point takes that point's rows
 (every repetition, and the 'unavailable' row of a configuration NCCL refused) from the
 exhaustive data::
@@ -59,14 +59,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ccltune.commconfig import CommConfig
 from ccltune.errors import UsageError
 from ccltune.rules import PlatformFacts, Query, RuleSet, match
 from ccltune.sizes import format_size, parse_size, size_series
 from ccltune.store import Store
-from ccltune.tune import model
+from ccltune.tune import planner
 from ccltune.tune.derive import (
     ISOLATED_MARGIN,
-    Candidate,
     GroupResult,
     account_gain,
     candidate_of,
@@ -76,7 +76,7 @@ from ccltune.tune.derive import (
 )
 from ccltune.tune.stats import median
 
-Point = tuple[int, Candidate]  # (size_bytes, configuration)
+Point = tuple[int, CommConfig]  # (size_bytes, configuration)
 
 
 @dataclass
@@ -179,20 +179,20 @@ def _series(args: Mapping[str, Any]) -> list[int] | None:
         return None
 
 
-def replay(group: Group, *, initial: Callable[[Sequence[int]], Mapping[int, Any]] = model.plan_initial,
-           refine: Callable[..., Mapping[int, Any]] = model.plan_refine, max_rounds: int = 100,
+def replay(group: Group, *, initial: Callable[[Sequence[int]], Mapping[int, Any]] = planner.plan_initial,
+           refine: Callable[..., Mapping[int, Any]] = planner.plan_refine, max_rounds: int = 100,
            **refine_opts: Any) -> Replay:
     """The model-guided sweep loop with the group's exhaustive rows as the measurements."""
     oracle = group.oracle
     sizes = group.sizes
-    at_size: dict[int, list[Candidate]] = defaultdict(list)
+    at_size: dict[int, list[CommConfig]] = defaultdict(list)
     for size, cand in sorted(oracle, key=lambda p: (p[0], not p[1].is_default, p[1].sort_key())):
         at_size[size].append(cand)
     points: set[Point] = set()
     rows: list[dict[str, Any]] = []
     todo: Mapping[int, Any] = initial(sizes)
     rounds = again = free = refused_points = 0
-    refused: set[Candidate] = set()
+    refused: set[CommConfig] = set()
     while todo:
         rounds += 1
         if rounds > max_rounds:
@@ -256,7 +256,7 @@ def _selections(result: GroupResult, sizes: Iterable[int]) -> dict[int, str]:
     out = {}
     for s in sizes:
         m = match(ruleset, Query(key.collective, s, key.n_ranks, key.n_nodes, platform=PlatformFacts(gpu=key.gpu)))
-        out[s] = "no rule" if m.rule is None else Candidate(m.algo, m.proto, m.channels or None).label
+        out[s] = "no rule" if m.rule is None else CommConfig(m.algo, m.proto, m.channels or None).label
     return out
 
 
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stride", type=int, default=None, help="plan_initial stride (default: the model's own)")
     args = p.parse_args(argv)
     opts = {"objective": "time", "min_margin": args.min_margin / 100, "isolated_margin": args.isolated_margin / 100}
-    initial = model.plan_initial if args.stride is None else (lambda s: model.plan_initial(s, stride=args.stride))
+    initial = planner.plan_initial if args.stride is None else (lambda s: planner.plan_initial(s, stride=args.stride))
 
     print(f"# model-guided sweep replayed against exhaustive data; derive: objective=time "
           f"min_margin={args.min_margin:g}% isolated_margin={args.isolated_margin:g}% placement=out-of-place")

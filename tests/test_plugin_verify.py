@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ccltune.cli import main
-from ccltune.diagnose.ncclog import parse_log
+from ccltune.diagnose.parsers.ncclog import parse_log
 from ccltune.rules import PlatformFacts, parse_text
 from ccltune.tune.verify import judge, verify
 

@@ -10,8 +10,13 @@
  * are issued inside ncclGroupStart/ncclGroupEnd (sendrecv; alltoall, gather and scatter before
  * NCCL 2.28, which has one entry point for each). Call i works
  * shift_bytes * (i % shift_steps) bytes further into both buffers, as nccl-tests' calls step
- * through buffers of the largest size. Timing stays with the caller (host clock or events around
- * the series), so results compare with the Python path they replace.
+ * through buffers of the largest size.
+ *
+ * The series also carries nccl-tests' timed schedule (BenchTime and startColl in nccl-tests
+ * 2.19.6 src/common.cu): iterations of `agg` calls (-m, one more ncclGroupStart/End around them),
+ * the blocking modes (-z: wait for the stream after each call, a barrier after each call or after
+ * each iteration), and per-iteration events (-I). The overall clock stays with the caller (host
+ * clock or events around the series); busy_s reports what -z 3 times (waits, not barriers).
  */
 #ifndef CCLTUNE_SERIES_H
 #define CCLTUNE_SERIES_H
@@ -19,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CCLTUNE_SERIES_ABI 2 /* bumped whenever a struct or the kinds below change (2: alltoall, gather, scatter) */
+#define CCLTUNE_SERIES_ABI 3 /* bumped whenever a struct or the kinds below change (3: alltoall, gather, scatter) */
 
 /* Which NCCL signature a step's entry point has (the step's fn is cast to it). */
 enum ccltune_step_kind {
@@ -60,25 +65,60 @@ struct ccltune_series {
   void* group_end;
   uint64_t shift_bytes;            /* call i works shift_bytes * (i % shift_steps) further on */
   int64_t shift_steps;             /* >= 1 */
+  /* nccl-tests' schedule. Iteration i issues calls i*agg .. i*agg+agg-1 (call c at buffer step
+   * c % shift_steps); agg > 1: the iteration's calls inside one more GroupStart/GroupEnd. */
+  int32_t agg;                     /* -m: calls per iteration, >= 1 */
+  int32_t blocking;                /* -z: 0 calls back to back; 1 wait for the stream and barrier
+                                    * after each call; 2 wait after each call; 3 as 2, and after each
+                                    * iteration's GroupEnd wait, record its stop event, barrier */
+  void* stream_query;              /* int (*)(void* stream): 0 idle, 600 not ready, else an error
+                                    * (cuStreamQuery, hipStreamQuery); needed when blocking */
+  void* async_error;               /* ncclCommGetAsyncError, polled while waiting (optional) */
+  void* barrier;                   /* int (*)(void* arg), 0 on success: every rank meets (blocking 1, 3) */
+  void* barrier_arg;
+  void* event_record;              /* int (*)(void* event, void* stream), 0 on success (cuEventRecord,
+                                    * hipEventRecord); needed with events */
+  void* const* events;             /* NULL, or one event per iteration start and one after the last
+                                    * (iterations + 1); blocking 3: a start and a stop per iteration
+                                    * (2 x iterations), the barrier between them left out */
+  int64_t nevents;                 /* the length of events */
 };
 
-/* What went wrong (filled only when ccltune_series_run does not return success). */
-struct ccltune_failure {
-  int64_t call;  /* index of the failing call (first + k), -1 when the series was refused */
-  int32_t step;  /* its step (-1: ncclGroupStart, nsteps: ncclGroupEnd) */
+/* Where a failure happened besides a step (`step` of ccltune_outcome). */
+#define CCLTUNE_AT_GROUP_START (-1) /* the call's own ncclGroupStart (its GroupEnd: nsteps) */
+#define CCLTUNE_AT_AGG_START (-2)   /* the iteration's ncclGroupStart (agg > 1) */
+#define CCLTUNE_AT_AGG_END (-3)     /* the iteration's ncclGroupEnd */
+#define CCLTUNE_AT_WAIT (-4)        /* waiting for the stream (blocking) */
+#define CCLTUNE_AT_BARRIER (-5)
+#define CCLTUNE_AT_EVENT (-6)       /* recording an event */
+/* Whose code the result is. */
+#define CCLTUNE_FROM_NCCL 0    /* an ncclResult_t */
+#define CCLTUNE_FROM_GPU 1     /* the stream query's or event record's (CUresult, hipError_t) */
+#define CCLTUNE_FROM_BARRIER 2 /* the barrier's */
+#define CCLTUNE_NOT_READY 600  /* CUDA_ERROR_NOT_READY, cudaErrorNotReady, hipErrorNotReady */
+
+/* What happened: busy_s always; the rest only when ccltune_series_run does not return success. */
+struct ccltune_outcome {
+  int64_t call;   /* index of the failing call (an iteration's first call for its group, wait,
+                   * barrier or event), -1 when the series was refused */
+  int32_t step;   /* its step, or CCLTUNE_AT_* */
+  int32_t source; /* CCLTUNE_FROM_* */
+  double busy_s;  /* blocking 3: seconds from each iteration's start to the end of its wait, summed
+                   * (nccl-tests' collOnlySec: barriers excluded); else 0 */
 };
 
 /* A result that is not NCCL's: the series description itself is unusable (a NULL entry point,
- * an unknown kind, shift_steps < 1, nsteps < 1); nothing was issued. */
+ * an unknown kind, shift_steps < 1, nsteps < 1, agg < 1, blocking outside 0..3, a wait or barrier
+ * without its function, too few events); nothing was issued. */
 #define CCLTUNE_SERIES_INVALID (-1)
 
-/* Issue calls first .. first+calls-1 of the series. Returns 0 (ncclSuccess) when every NCCL
- * operation returned ncclSuccess or ncclInProgress (a non-blocking communicator), else the
- * first other ncclResult_t, with the failing call and step in *failure; the calls after it are
- * not issued. A failing step inside a group still closes the group (ncclGroupEnd, whose result
- * is then ignored). */
-int ccltune_series_run(const struct ccltune_series* s, int64_t first, int64_t calls,
-                       struct ccltune_failure* failure);
+/* Issue iterations first .. first+iterations-1 of the series (agg calls each). Returns 0 when
+ * every NCCL operation returned ncclSuccess or ncclInProgress (a non-blocking communicator) and
+ * every wait, barrier and event succeeded, else the first other result, with where it happened in
+ * *outcome; nothing after it is issued. A failure inside a group still closes the group(s)
+ * opened (ncclGroupEnd, whose result is then ignored). */
+int ccltune_series_run(const struct ccltune_series* s, int64_t first, int64_t iterations,
+                       struct ccltune_outcome* outcome);
 
 /* CCLTUNE_SERIES_ABI of the built library (the binding refuses a stale build). */
 int ccltune_series_abi(void);

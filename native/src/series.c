@@ -1,7 +1,11 @@
 /* The eager launch loop (see include/ccltune_series.h). No CUDA or NCCL headers: the NCCL
  * signatures below are the public API's, with opaque pointers and ints for its enums and
  * handles (ncclDataType_t, ncclRedOp_t and ncclResult_t are C enums: int-sized). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "ccltune_series.h"
+
+#include <sched.h>
+#include <time.h>
 
 #define EXPORT __attribute__((visibility("default")))
 #define NCCL_SUCCESS 0
@@ -41,43 +45,127 @@ static int issue(const struct ccltune_series* s, const struct ccltune_step* st, 
   }
 }
 
+typedef int (*query_fn)(void*);
+typedef int (*async_fn)(void*, int*);
+typedef int (*barrier_fn)(void*);
+typedef int (*record_fn)(void*, void*);
+
+static int64_t events_needed(const struct ccltune_series* s, int64_t iterations) {
+  return s->blocking == 3 ? 2 * iterations : iterations + 1;
+}
+
 static int valid(const struct ccltune_series* s) {
   if (s == 0 || s->steps == 0 || s->nsteps < 1 || s->shift_steps < 1) return 0;
-  if ((s->grouped || s->nsteps > 1) && (s->group_start == 0 || s->group_end == 0)) return 0;
+  if ((s->grouped || s->nsteps > 1 || s->agg > 1) && (s->group_start == 0 || s->group_end == 0)) return 0;
+  if (s->agg < 1 || s->blocking < 0 || s->blocking > 3) return 0;
+  if (s->blocking && s->stream_query == 0) return 0;
+  if ((s->blocking == 1 || s->blocking == 3) && s->barrier == 0) return 0;
+  if (s->events && (s->event_record == 0 || s->nevents < 0)) return 0;
   for (int32_t k = 0; k < s->nsteps; k++)
     if (s->steps[k].fn == 0 || s->steps[k].kind < 0 || s->steps[k].kind >= CCLTUNE_KINDS) return 0;
   return 1;
 }
 
-static int fail(struct ccltune_failure* f, int rc, int64_t call, int32_t step) {
-  if (f) {
-    f->call = call;
-    f->step = step;
+static int fail(struct ccltune_outcome* o, int rc, int64_t call, int32_t step, int32_t source) {
+  if (o) {
+    o->call = call;
+    o->step = step;
+    o->source = source;
   }
   return rc;
 }
 
-EXPORT int ccltune_series_run(const struct ccltune_series* s, int64_t first, int64_t calls,
-                              struct ccltune_failure* failure) {
-  if (!valid(s) || calls < 0 || first < 0) return fail(failure, CCLTUNE_SERIES_INVALID, -1, -1);
-  const int grouped = s->grouped || s->nsteps > 1;
-  const group_fn start = (group_fn)s->group_start, end = (group_fn)s->group_end;
-  int64_t at = first % s->shift_steps; /* the buffer step of the next call, kept without a division per call */
-  for (int64_t i = first; i < first + calls; i++) {
-    const uint64_t shift = s->shift_bytes * (uint64_t)at;
-    char* send = (char*)s->send + shift;
-    char* recv = (char*)s->recv + shift;
-    if (++at == s->shift_steps) at = 0;
-    int rc;
-    if (grouped && !ok(rc = start())) return fail(failure, rc, i, -1);
-    for (int32_t k = 0; k < s->nsteps; k++) {
-      if (!ok(rc = issue(s, &s->steps[k], send, recv))) {
-        if (grouped) (void)end(); /* close the group NCCL opened; its result says nothing new */
-        return fail(failure, rc, i, k);
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* nccl-tests' testStreamSynchronize: poll the stream, and NCCL's asynchronous error while it is
+ * busy, yielding the CPU between polls. Returns 0, or the failure (*source says whose). */
+static int wait_stream(const struct ccltune_series* s, int32_t* source) {
+  for (;;) {
+    int rc = ((query_fn)s->stream_query)(s->stream);
+    if (rc == 0) return 0;
+    if (rc != CCLTUNE_NOT_READY) {
+      *source = CCLTUNE_FROM_GPU;
+      return rc;
+    }
+    if (s->async_error) {
+      int err = NCCL_SUCCESS;
+      rc = ((async_fn)s->async_error)(s->comm, &err);
+      if (!ok(rc) || !ok(err)) {
+        *source = CCLTUNE_FROM_NCCL;
+        return ok(rc) ? err : rc;
       }
     }
-    if (grouped && !ok(rc = end())) return fail(failure, rc, i, s->nsteps);
+    sched_yield();
   }
+}
+
+static int record(const struct ccltune_series* s, int64_t index) {
+  return ((record_fn)s->event_record)(s->events[index], s->stream);
+}
+
+/* One call (startColl): its steps, in a group when it has several; then the blocking wait and barrier. */
+static int one_call(const struct ccltune_series* s, int64_t c, char* send, char* recv,
+                    struct ccltune_outcome* o) {
+  const int grouped = s->grouped || s->nsteps > 1;
+  int rc;
+  if (grouped && !ok(rc = ((group_fn)s->group_start)())) return fail(o, rc, c, CCLTUNE_AT_GROUP_START, CCLTUNE_FROM_NCCL);
+  for (int32_t k = 0; k < s->nsteps; k++) {
+    if (!ok(rc = issue(s, &s->steps[k], send, recv))) {
+      if (grouped) (void)((group_fn)s->group_end)(); /* close the group NCCL opened; its result says nothing new */
+      return fail(o, rc, c, k, CCLTUNE_FROM_NCCL);
+    }
+  }
+  if (grouped && !ok(rc = ((group_fn)s->group_end)())) return fail(o, rc, c, s->nsteps, CCLTUNE_FROM_NCCL);
+  int32_t source = CCLTUNE_FROM_NCCL;
+  if (s->blocking && (rc = wait_stream(s, &source)) != 0) return fail(o, rc, c, CCLTUNE_AT_WAIT, source);
+  if (s->blocking == 1 && (rc = ((barrier_fn)s->barrier)(s->barrier_arg)) != 0)
+    return fail(o, rc, c, CCLTUNE_AT_BARRIER, CCLTUNE_FROM_BARRIER);
+  return NCCL_SUCCESS;
+}
+
+EXPORT int ccltune_series_run(const struct ccltune_series* s, int64_t first, int64_t iterations,
+                              struct ccltune_outcome* outcome) {
+  if (outcome) outcome->busy_s = 0.0;
+  if (!valid(s) || iterations < 0 || first < 0 || (s->events && s->nevents < events_needed(s, iterations)))
+    return fail(outcome, CCLTUNE_SERIES_INVALID, -1, -1, CCLTUNE_FROM_NCCL);
+  const int aggregated = s->agg > 1, paired = s->blocking == 3;
+  const group_fn start = (group_fn)s->group_start, end = (group_fn)s->group_end;
+  int64_t at = (first * s->agg) % s->shift_steps; /* the buffer step of the next call, kept without a division per call */
+  double busy = 0.0;
+  int rc;
+  for (int64_t k = 0; k < iterations; k++) {
+    const int64_t c0 = (first + k) * s->agg;
+    const double t0 = paired ? now_s() : 0.0;
+    if (aggregated && !ok(rc = start())) return fail(outcome, rc, c0, CCLTUNE_AT_AGG_START, CCLTUNE_FROM_NCCL);
+    if (s->events && (rc = record(s, paired ? 2 * k : k)) != 0) {
+      if (aggregated) (void)end();
+      return fail(outcome, rc, c0, CCLTUNE_AT_EVENT, CCLTUNE_FROM_GPU);
+    }
+    for (int32_t a = 0; a < s->agg; a++) {
+      const uint64_t shift = s->shift_bytes * (uint64_t)at;
+      if (++at == s->shift_steps) at = 0;
+      if ((rc = one_call(s, c0 + a, (char*)s->send + shift, (char*)s->recv + shift, outcome)) != 0) {
+        if (aggregated) (void)end();
+        return rc;
+      }
+    }
+    if (aggregated && !ok(rc = end())) return fail(outcome, rc, c0, CCLTUNE_AT_AGG_END, CCLTUNE_FROM_NCCL);
+    if (paired) {
+      int32_t source = CCLTUNE_FROM_NCCL;
+      if ((rc = wait_stream(s, &source)) != 0) return fail(outcome, rc, c0, CCLTUNE_AT_WAIT, source);
+      if (s->events && (rc = record(s, 2 * k + 1)) != 0) return fail(outcome, rc, c0, CCLTUNE_AT_EVENT, CCLTUNE_FROM_GPU);
+      busy += now_s() - t0;
+      if (outcome) outcome->busy_s = busy;
+      if ((rc = ((barrier_fn)s->barrier)(s->barrier_arg)) != 0)
+        return fail(outcome, rc, c0, CCLTUNE_AT_BARRIER, CCLTUNE_FROM_BARRIER);
+    }
+  }
+  if (s->events && !paired && (rc = record(s, iterations)) != 0)
+    return fail(outcome, rc, (first + iterations) * s->agg, CCLTUNE_AT_EVENT, CCLTUNE_FROM_GPU);
   return NCCL_SUCCESS;
 }
 

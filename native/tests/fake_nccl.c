@@ -34,6 +34,11 @@ EXPORT int ncclGetVersion(int* v) { *v = 22809; return 0; }
 EXPORT const char* ncclGetErrorString(int rc) { return rc == 5 ? "invalid usage (run with NCCL_DEBUG=WARN for details)" : "unhandled error"; }
 EXPORT const char* ncclGetLastError(void* comm) { (void)comm; return "fake: refused on purpose"; }
 
+EXPORT int ncclCommGetAsyncError(void* comm, int* err) { (void)comm; *err = 0; return 0; }
+/* the GPU runtime's entry points the schedule takes (cuStreamQuery, cuEventRecord shapes) */
+EXPORT int fake_stream_query(void* st) { return rec("Wait", NULL, NULL, 0, -1, -1, -1, NULL, st); }
+EXPORT int fake_event_record(void* ev, void* st) { return rec("Event", ev, NULL, 0, -1, -1, -1, NULL, st); }
+
 /* the test's controls */
 EXPORT const char* fake_log(void) { return LOG; }
 EXPORT void fake_reset(int fail_at, int rc) { used = 0; LOG[0] = '\0'; calls = 0; failAt = fail_at; failRc = rc; }

@@ -23,7 +23,8 @@ static int failures, total;
 #define MAXLOG 4096
 static struct rec {
   char what;          /* A allreduce, G allgather, S reducescatter, B broadcast, R reduce, s send, r recv, ( ) group,
-                         T alltoall, g gather, c scatter */
+                       * T alltoall, g gather, c scatter, W a wait that found the stream idle, | barrier,
+                       * e event (send: the event) */
   const void *send;
   void *recv;
   size_t count;
@@ -51,6 +52,22 @@ static int fRecv(void* r, size_t n, int dt, int peer, void* c, void* st) { retur
 static int fStart(void) { return rec('(', NULL, NULL, 0, -1, -1, -1, NULL, NULL); }
 static int fEnd(void) { return rec(')', NULL, NULL, 0, -1, -1, -1, NULL, NULL); }
 
+/* the GPU runtime and the barrier: each wait finds the stream busy `busyPolls` times first */
+static int busyPolls, polls, asyncErr, failWaitRc, failBarrierRc, failEventAt = -1;
+static int fQuery(void* st) {
+  if (polls < busyPolls) return polls++, CCLTUNE_NOT_READY;
+  polls = 0;
+  rec('W', NULL, NULL, 0, -1, -1, -1, NULL, st);
+  return failWaitRc;
+}
+static int fAsync(void* c, int* err) { (void)c; *err = asyncErr; return 0; }
+static int fBarrier(void* arg) { rec('|', arg, NULL, 0, -1, -1, -1, NULL, NULL); return failBarrierRc; }
+static int fRecord(void* ev, void* st) {
+  int i = nlog;
+  rec('e', ev, NULL, 0, -1, -1, -1, NULL, st);
+  return i == failEventAt ? 999 : 0;
+}
+
 static char SEND[1 << 16], RECV[1 << 16];
 static int COMM, STREAM;
 
@@ -58,10 +75,10 @@ static struct ccltune_series series(const struct ccltune_step* steps, int nsteps
   return (struct ccltune_series){.send = SEND, .recv = RECV, .count = 3, .datatype = 7, .op = 2,
                                  .comm = &COMM, .stream = &STREAM, .steps = steps, .nsteps = nsteps,
                                  .grouped = nsteps > 1, .group_start = (void*)fStart, .group_end = (void*)fEnd,
-                                 .shift_bytes = shift, .shift_steps = nshift};
+                                 .shift_bytes = shift, .shift_steps = nshift, .agg = 1};
 }
 
-static void reset(void) { nlog = 0; failAt = -1; }
+static void reset(void) { nlog = 0; failAt = -1; busyPolls = polls = asyncErr = failWaitRc = failBarrierRc = 0; failEventAt = -1; }
 
 static const char* kinds(void) { /* the log's operation letters */
   static char out[MAXLOG + 1];
@@ -85,7 +102,7 @@ static void test_each_kind(void) {
   for (size_t k = 0; k < sizeof K / sizeof K[0]; k++) {
     reset();
     struct ccltune_series s = series(&K[k].step, 1, 0, 1);
-    struct ccltune_failure f = {-9, -9};
+    struct ccltune_outcome f = {-9, -9, -9, -1.0};
     int rc = ccltune_series_run(&s, 0, 5, &f);
     CHECK(K[k].name, rc == 0 && nlog == 5, "rc %d, %d operations (want 0, 5)", rc, nlog);
     CHECK(K[k].name, f.call == -9, "failure written on success (call %lld)", (long long)f.call);
@@ -164,7 +181,7 @@ static void test_grouped(void) {
 static void test_errors(void) {
   struct ccltune_step ar = {(void*)fAllReduce, CCLTUNE_ALL_REDUCE, 0, 0, 0};
   struct ccltune_step sr[2] = {{(void*)fSend, CCLTUNE_SEND, 0, 0, 0}, {(void*)fRecv, CCLTUNE_RECV, 0, 0, 0}};
-  struct ccltune_failure f;
+  struct ccltune_outcome f;
   reset();
   failAt = 7, failRc = 3; /* ncclInternalError at the 8th call */
   struct ccltune_series s = series(&ar, 1, 0, 1);
@@ -211,7 +228,7 @@ static void test_invalid(void) {
   cases[5] = ok;
   for (int k = 0; k < 6; k++) {
     reset();
-    struct ccltune_failure f = {0, 0};
+    struct ccltune_outcome f = {0, 0, 0, 0.0};
     int rc = ccltune_series_run(&cases[k], 0, 3, &f);
     int want = k == 5 ? 0 : CCLTUNE_SERIES_INVALID;
     CHECK(names[k], rc == want && (k == 5 ? nlog == 3 : nlog == 0 && f.call == -1), "rc %d, %d issued", rc, nlog);
@@ -223,12 +240,102 @@ static void test_invalid(void) {
   CHECK("abi", ccltune_series_abi() == CCLTUNE_SERIES_ABI, "%d", ccltune_series_abi());
 }
 
+/* ---- nccl-tests' schedule: -m, -z 0..3, per-iteration events ---- */
+static void test_schedule(void) {
+  static const struct { const char* name; int agg, blocking, events; int64_t iters; const char* log; } S[] = {
+    {"plain", 1, 0, 0, 3, "AAA"},
+    {"-m 3", 3, 0, 0, 2, "(AAA)(AAA)"},
+    {"-z 1", 1, 1, 0, 2, "AW|AW|"},
+    {"-z 2", 1, 2, 0, 2, "AWAW"},
+    {"-z 3", 1, 3, 0, 2, "AWW|AWW|"},
+    {"-m 2 -z 1", 2, 1, 0, 1, "(AW|AW|)"},
+    {"-m 2 -z 3", 2, 3, 0, 2, "(AWAW)W|(AWAW)W|"},
+    {"-I", 1, 0, 1, 3, "eAeAeAe"},
+    {"-I -m 2", 2, 0, 1, 2, "(eAA)(eAA)e"},
+    {"-I -z 3", 1, 3, 1, 2, "eAWWe|eAWWe|"},
+  };
+  static int EV[16];
+  void* events[16];
+  for (int i = 0; i < 16; i++) events[i] = &EV[i];
+  struct ccltune_step ar = {(void*)fAllReduce, CCLTUNE_ALL_REDUCE, 0, 0, 0};
+  int barrierArg = 0;
+  for (size_t k = 0; k < sizeof S / sizeof S[0]; k++) {
+    reset();
+    busyPolls = 2; /* every wait polls a busy stream twice first */
+    struct ccltune_series s = series(&ar, 1, 64, 3);
+    s.agg = S[k].agg, s.blocking = S[k].blocking, s.stream_query = (void*)fQuery, s.barrier = (void*)fBarrier;
+    s.barrier_arg = &barrierArg, s.async_error = (void*)fAsync, s.event_record = (void*)fRecord;
+    if (S[k].events) s.events = events, s.nevents = 16;
+    struct ccltune_outcome o = {0, 0, 0, -1.0};
+    int rc = ccltune_series_run(&s, 1, S[k].iters, &o);
+    CHECK(S[k].name, rc == 0 && strcmp(kinds(), S[k].log) == 0, "rc %d, log %s, want %s", rc, kinds(), S[k].log);
+    CHECK(S[k].name, S[k].blocking == 3 ? o.busy_s > 0.0 : o.busy_s == 0.0, "busy_s %g", o.busy_s);
+    int call = 0, ev = 0;
+    for (int i = 0; i < nlog; i++) { /* calls from iteration 1 on: call c at buffer step c % 3; events in order */
+      if (LOG[i].what == 'A') {
+        int64_t c = S[k].agg + call++;
+        CHECK(S[k].name, LOG[i].send == SEND + 64 * (c % 3), "call %lld at +%td", (long long)c, (const char*)LOG[i].send - SEND);
+      }
+      if (LOG[i].what == 'e') {
+        CHECK(S[k].name, LOG[i].send == events[ev] && LOG[i].stream == &STREAM, "event %d", ev);
+        ev++;
+      }
+      if (LOG[i].what == 'W') CHECK(S[k].name, LOG[i].stream == &STREAM, "waited on another stream");
+      if (LOG[i].what == '|') CHECK(S[k].name, LOG[i].send == &barrierArg, "barrier argument");
+    }
+  }
+  /* failures: where, whose, and nothing after */
+  static const struct { const char* name; int blocking, events, waitRc, asyncErr, barrierRc, eventAt, failAt, failRc;
+                        int rc; int64_t call; int step, source; const char* log; } F[] = {
+    {"wait: GPU error", 2, 0, 700, 0, 0, -1, -1, 0, 700, 0, CCLTUNE_AT_WAIT, CCLTUNE_FROM_GPU, "(AW)"},
+    {"wait: NCCL async error", 2, 0, 0, 6, 0, -1, -1, 0, 6, 0, CCLTUNE_AT_WAIT, CCLTUNE_FROM_NCCL, "(A)"},
+    {"barrier", 1, 0, 0, 0, 4, -1, -1, 0, 4, 0, CCLTUNE_AT_BARRIER, CCLTUNE_FROM_BARRIER, "(AW|)"},
+    {"event", 0, 1, 0, 0, 0, 6, -1, 0, 999, 2, CCLTUNE_AT_EVENT, CCLTUNE_FROM_GPU, "(eAA)(e)"},
+    {"agg group end", 0, 0, 0, 0, 0, -1, 3, 2, 2, 0, CCLTUNE_AT_AGG_END, CCLTUNE_FROM_NCCL, "(AA)"},
+    {"agg group start", 0, 0, 0, 0, 0, -1, 4, 1, 1, 2, CCLTUNE_AT_AGG_START, CCLTUNE_FROM_NCCL, "(AA)("},
+    {"a call inside the agg group", 0, 0, 0, 0, 0, -1, 2, 5, 5, 1, 0, CCLTUNE_FROM_NCCL, "(AA)"},
+  };
+  for (size_t k = 0; k < sizeof F / sizeof F[0]; k++) {
+    reset();
+    struct ccltune_series s = series(&ar, 1, 0, 1);
+    s.agg = 2, s.blocking = F[k].blocking, s.stream_query = (void*)fQuery, s.barrier = (void*)fBarrier;
+    s.async_error = (void*)fAsync, s.event_record = (void*)fRecord;
+    if (F[k].events) s.events = events, s.nevents = 16;
+    failWaitRc = F[k].waitRc, asyncErr = F[k].asyncErr, failBarrierRc = F[k].barrierRc, failEventAt = F[k].eventAt;
+    busyPolls = F[k].asyncErr ? 1 : 0; /* the async error is read while the stream is busy */
+    failAt = F[k].failAt, failRc = F[k].failRc;
+    struct ccltune_outcome o = {0, 0, 0, 0.0};
+    int rc = ccltune_series_run(&s, 0, 3, &o);
+    CHECK(F[k].name, rc == F[k].rc && o.call == F[k].call && o.step == F[k].step && o.source == F[k].source
+                         && strcmp(kinds(), F[k].log) == 0,
+          "rc %d call %lld step %d source %d log %s", rc, (long long)o.call, o.step, o.source, kinds());
+  }
+  /* refused before anything is issued */
+  struct ccltune_series bad[5];
+  const char* names[5] = {"agg 0", "blocking 4", "wait without a query", "barrier missing", "too few events"};
+  for (int k = 0; k < 5; k++) {
+    bad[k] = series(&ar, 1, 0, 1);
+    bad[k].stream_query = (void*)fQuery, bad[k].barrier = (void*)fBarrier, bad[k].event_record = (void*)fRecord;
+  }
+  bad[0].agg = 0;
+  bad[1].blocking = 4;
+  bad[2].blocking = 2, bad[2].stream_query = NULL;
+  bad[3].blocking = 3, bad[3].barrier = NULL;
+  bad[4].events = events, bad[4].nevents = 3; /* 3 iterations need 4 */
+  for (int k = 0; k < 5; k++) {
+    reset();
+    int rc = ccltune_series_run(&bad[k], 0, 3, NULL);
+    CHECK(names[k], rc == CCLTUNE_SERIES_INVALID && nlog == 0, "rc %d, %d issued", rc, nlog);
+  }
+}
+
 int main(void) {
   test_each_kind();
   test_steps();
   test_grouped();
   test_errors();
   test_invalid();
+  test_schedule();
   printf("%s: %d of %d checks failed\n", failures ? "FAILED" : "OK", failures, total);
   return failures > 100 ? 100 : failures;
 }

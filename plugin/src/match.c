@@ -3,6 +3,8 @@
  * boundaries; each segment keeps, in file order, the rules covering all of it. A query is
  * one binary search plus a scan of a short list, so first-match order is preserved and
  * numPipeOps/regBuff (known only at call time) are checked per rule. */
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,7 +198,8 @@ int ccl_comm_decide(const ccl_comm* c, int coll, uint64_t nBytes, int numPipeOps
   const coll_index* ci = &c->coll[coll];
   int k = seg_of(ci->bounds, ci->nSeg, nBytes);
   if (k < 0) return 0;
-  if (numAlgo <= 0 || numProto <= 0) table = NULL;
+  /* a cell is an int index: a table of more than INT_MAX cells (no real NCCL passes one) is no table */
+  if (numAlgo <= 0 || numProto <= 0 || (int64_t)numAlgo * numProto > INT_MAX) table = NULL;
   for (int i = ci->segStart[k]; i < ci->segStart[k + 1]; i++) {
     const hot_rule* r = &c->rules[ci->idx[i]];
     if (nBytes < r->minBytes || nBytes > r->maxBytes) continue;

@@ -1,10 +1,14 @@
 /* Rule-file parser: a buffer in, rules + platform sections + diagnostics out.
  * Every rejection reason here has an identical twin in src/ccltune/rules.py. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rules.h"
 
@@ -331,29 +335,64 @@ int ccl_parse_buffer(const char* buf, size_t len, ccl_ruleset* rs, ccl_diag_fn d
 }
 
 int ccl_parse_file(const char* path, ccl_ruleset* rs, ccl_diag_fn diag, void* user) {
-  FILE* fp = fopen(path, "rb");
-  if (!fp) return -1;
-  size_t cap = 1 << 16, len = 0;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return CCLT_FILE_ERRNO;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return CCLT_FILE_ERRNO;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return CCLT_FILE_NOT_REGULAR;
+  }
+  if ((uint64_t)st.st_size > CCLT_MAX_FILE_BYTES) {
+    close(fd);
+    return CCLT_FILE_TOO_LARGE;
+  }
+  size_t cap = (size_t)st.st_size + 1, len = 0; /* +1: a file that grew is seen to grow */
   char* buf = malloc(cap);
-  int rc = -1;
+  int rc = CCLT_FILE_ERRNO;
+  if (!buf) errno = ENOMEM;
   while (buf) {
+    ssize_t got = read(fd, buf + len, cap - len);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) break;
+    len += (size_t)got;
+    if (got == 0) {
+      rc = ccl_parse_buffer(buf, len, rs, diag, user);
+      break;
+    }
     if (len == cap) {
+      if (cap > CCLT_MAX_FILE_BYTES) {
+        rc = CCLT_FILE_TOO_LARGE;
+        break;
+      }
       char* nb = realloc(buf, cap * 2);
-      if (!nb) break;
+      if (!nb) {
+        errno = ENOMEM;
+        break;
+      }
       buf = nb;
       cap *= 2;
     }
-    size_t got = fread(buf + len, 1, cap - len, fp);
-    len += got;
-    if (got == 0) {
-      if (!ferror(fp)) rc = ccl_parse_buffer(buf, len, rs, diag, user);
-      else errno = EIO;
-      break;
-    }
   }
+  int e = errno;
   free(buf);
-  fclose(fp);
+  close(fd);
+  errno = e;
   return rc;
+}
+
+const char* ccl_file_problem(int rc) {
+  switch (rc) {
+    case CCLT_FILE_OK: return "read";
+    case CCLT_FILE_NOT_REGULAR: return "not a regular file (a FIFO, device or folder)";
+    case CCLT_FILE_TOO_LARGE: return "larger than 16 MiB, the most a rule file may hold";
+    default: return errno ? strerror(errno) : "out of memory";
+  }
 }
 
 void ccl_ruleset_free(ccl_ruleset* rs) {

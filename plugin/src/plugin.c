@@ -4,6 +4,7 @@
  * the call and reads the compiled rules: no allocation, locking or logging, and it returns
  * ncclSuccess on every path (NCCL fails the collective otherwise). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,14 +18,25 @@
 #define LOG(logger, level, ...) \
   do { if (logger) (logger)(level, LOG_FLAGS, __FILE__, __LINE__, __VA_ARGS__); } while (0)
 
+/* Rejected lines: every one at INFO, and one WARN per load quoting the first few (NCCL logs each
+ * communicator's init: a WARN per line would flood the log of every job). */
+#define FIRST_REJECTED 3
 typedef struct {
   ncclDebugLogger_t logger;
   const char* path;
+  char first[640];
+  size_t len;
+  int n;
 } diag_ctx;
 
-static void warn_line(void* user, int line, const char* reason) {
+static void note_line(void* user, int line, const char* reason) {
   diag_ctx* d = user;
-  LOG(d->logger, NCCL_LOG_WARN, "%s:%d: %s", d->path, line, reason);
+  LOG(d->logger, NCCL_LOG_INFO, "%s:%d: %s", d->path, line, reason);
+  if (++d->n <= FIRST_REJECTED && d->len < sizeof d->first) {
+    int k = snprintf(d->first + d->len, sizeof d->first - d->len, "%sline %d: %.160s", d->n > 1 ? "; " : "",
+                     line, reason);
+    if (k > 0) d->len = d->len + (size_t)k < sizeof d->first ? d->len + (size_t)k : sizeof d->first - 1;
+  }
 }
 
 /* NCCL_TUNER_CONFIG_FILE, else CCLTUNE_RULES, else ./nccl_tuner.conf if it exists. */
@@ -53,10 +65,12 @@ static ccl_comm* load_rules(size_t nRanks, size_t nNodes, ncclDebugLogger_t logg
   }
   ccl_ruleset rs;
   memset(&rs, 0, sizeof rs);
-  diag_ctx d = {logger, path};
-  if (ccl_parse_file(path, &rs, warn_line, &d) != 0) {
-    LOG(logger, NCCL_LOG_INFO, "ccltune tuner: cannot read rule file %s (%s); NCCL's choices are left unchanged",
-        path, errno ? strerror(errno) : "out of memory");
+  diag_ctx d = {.logger = logger, .path = path};
+  errno = 0;
+  int rc = ccl_parse_file(path, &rs, note_line, &d);
+  if (rc != CCLT_FILE_OK) { /* named but unusable: the job runs untuned, so say it where it is seen */
+    LOG(logger, NCCL_LOG_WARN, "ccltune tuner: cannot read rule file %s (%s); NCCL's choices are left unchanged",
+        path, ccl_file_problem(rc));
     ccl_ruleset_free(&rs);
     return NULL;
   }
@@ -73,7 +87,9 @@ static ccl_comm* load_rules(size_t nRanks, size_t nNodes, ncclDebugLogger_t logg
         "ccltune tuner: loaded %d rules from %s (%d apply to this communicator: nRanks=%zu nNodes=%zu platform=%s)",
         rs.nRules, path, ccl_comm_nrules(comm), nRanks, nNodes, desc);
     if (rs.nRejected)
-      LOG(logger, NCCL_LOG_WARN, "ccltune tuner: %d lines of %s rejected", rs.nRejected, path);
+      LOG(logger, NCCL_LOG_WARN, "ccltune tuner: %d lines of %s rejected and skipped (%s%s); each is logged at "
+          "INFO, and `ccltune plugin check %s` lists them", rs.nRejected, path, d.first,
+          rs.nRejected > FIRST_REJECTED ? "; ..." : "", path);
   }
   ccl_ruleset_free(&rs);
   return comm;

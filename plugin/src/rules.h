@@ -55,8 +55,14 @@ typedef struct {
 /* Parse a whole buffer (may hold NUL bytes). Calls diag for each rejected line.
  * Returns 0, or -1 when out of memory (the ruleset then holds what was parsed). */
 int ccl_parse_buffer(const char* buf, size_t len, ccl_ruleset* rs, ccl_diag_fn diag, void* user);
-/* Read a file and parse it. Returns -1 (errno set) if it cannot be read. */
+/* The largest rule file read (docs/plugin.md): a larger one is refused, not parsed. */
+#define CCLT_MAX_FILE_BYTES (16u << 20)
+enum { CCLT_FILE_OK = 0, CCLT_FILE_ERRNO = -1, CCLT_FILE_NOT_REGULAR = -2, CCLT_FILE_TOO_LARGE = -3 };
+/* Read a regular file of at most CCLT_MAX_FILE_BYTES and parse it. Opened non-blocking: a FIFO or
+ * a device is refused at once, never waited on or read without end. Returns CCLT_FILE_OK or a
+ * negative CCLT_FILE_* code (CCLT_FILE_ERRNO: errno set); ccl_file_problem says it in words. */
 int ccl_parse_file(const char* path, ccl_ruleset* rs, ccl_diag_fn diag, void* user);
+const char* ccl_file_problem(int rc);
 void ccl_ruleset_free(ccl_ruleset* rs);
 
 /* Name tables (index = id); used by the parser and the harnesses. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ccltune_tuner_abi.h"
@@ -250,18 +251,57 @@ int main(int argc, char** argv) {
     CHECK(t->getCollInfo(NULL, ncclFuncAllReduce, 1, 0, 0, 1, &algo, &proto, &nCh) == ncclSuccess, "v2 NULL ctx");
   }
 
-  /* a missing rule file: INFO, success, nothing changes */
+  /* a rule file named but unusable (missing, a FIFO nobody writes, a device read without end, over
+   * 16 MiB): one WARN at once, success, nothing changes */
   {
     const ncclTuner_v6_t* t = found[0];
-    void* ctx = (void*)1;
-    setenv("NCCL_TUNER_CONFIG_FILE", "/nonexistent/ccltune.conf", 1);
+    char fifo[] = "/tmp/ccltune_loader_fifo_XXXXXX", big[] = "/tmp/ccltune_loader_big_XXXXXX";
+    int bfd = mkstemp(big);
+    CHECK(bfd >= 0 && ftruncate(bfd, (16 << 20) + 1) == 0, "sparse 16 MiB + 1 file");
+    if (bfd >= 0) close(bfd);
+    int haveFifo = mkdtemp(fifo) != NULL;
+    char fifoPath[64];
+    snprintf(fifoPath, sizeof fifoPath, "%s/f", fifo);
+    haveFifo = haveFifo && mkfifo(fifoPath, 0600) == 0;
+    const struct { const char* path; const char* why; } BAD[] = {
+        {"/nonexistent/ccltune.conf", "No such file or directory"},
+        {haveFifo ? fifoPath : "/dev/zero", "not a regular file"},
+        {"/dev/zero", "not a regular file"},
+        {big, "larger than 16 MiB"},
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+      void* ctx = (void*)1;
+      char want[300];
+      setenv("NCCL_TUNER_CONFIG_FILE", BAD[i].path, 1);
+      log_reset();
+      CHECK(t->init(&ctx, 1, 8, 1, logger, NULL, NULL) == ncclSuccess, "init, %s", BAD[i].path);
+      CHECK(ctx == NULL, "%s leaves context NULL", BAD[i].path);
+      snprintf(want, sizeof want, "cannot read rule file %s (%s", BAD[i].path, BAD[i].why);
+      CHECK(strstr(logbuf, want) && nWarn == 1, "%s: one WARN '%s':\n%s", BAD[i].path, want, logbuf);
+      api a = {ctx, t->getCollInfo, NULL};
+      expect(&a, "unusable file: untouched", ncclFuncAllReduce, 100, 0, NA, -1, 0);
+    }
+    unlink(big);
+    if (haveFifo) unlink(fifoPath);
+    rmdir(fifo);
+  }
+  /* many rejected lines: one WARN quoting the first three, every line at INFO */
+  {
+    const ncclTuner_v6_t* t = found[0];
+    FILE* f = fopen(path, "w");
+    for (int i = 0; f && i < 50; i++) fprintf(f, "bogus%d,0,1,ring,ll,1,-1,-1\n", i);
+    fputs("allreduce,0,1K,ring,ll,1,-1,-1\n", f);
+    fclose(f);
+    setenv("NCCL_TUNER_CONFIG_FILE", path, 1);
+    void* ctx = NULL;
     log_reset();
-    CHECK(t->init(&ctx, 1, 8, 1, logger, NULL, NULL) == ncclSuccess, "init, missing file");
-    CHECK(ctx == NULL, "missing file leaves context NULL");
-    CHECK(strstr(logbuf, "cannot read rule file /nonexistent/ccltune.conf") && nWarn == 0,
-          "missing-file INFO:\n%s", logbuf);
-    api a = {ctx, t->getCollInfo, NULL};
-    expect(&a, "missing file: untouched", ncclFuncAllReduce, 100, 0, NA, -1, 0);
+    CHECK(t->init(&ctx, 1, 8, 1, logger, NULL, NULL) == ncclSuccess && ctx, "init, 50 bad lines");
+    CHECK(nWarn == 1 && strstr(logbuf, "50 lines of") && strstr(logbuf, "line 1: unknown collective 'bogus0'")
+          && strstr(logbuf, "line 3: unknown collective 'bogus2'") && strstr(logbuf, "allreduce); ...)")
+          && !strstr(logbuf, "line 4: unknown"),
+          "one summary WARN (warn=%d):\n%.2000s", nWarn, logbuf);
+    CHECK(strstr(logbuf, ":50: unknown collective 'bogus49'") && nInfo >= 51, "each line at INFO (info=%d)", nInfo);
+    t->finalize(ctx);
   }
   unlink(path);
   dlclose(lib);

@@ -1,5 +1,6 @@
 /* White-box tests of the parser, platform detection and matcher, compiled from the plugin
  * sources. Table-driven; every case has a name; exit status = number of failures (capped). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,47 @@ static void test_matcher(void) {
   ccl_ruleset_free(&rs);
 }
 
+/* numAlgo x numProto over INT_MAX: no cell index fits an int; the table is not touched (UBSan
+ * caught a signed overflow in cheapest() here, ASan the read past the table) */
+static void test_huge_table(void) {
+  ccl_ruleset rs;
+  const char* text = "allreduce,0,1M,default,simple,0,-1,-1\nallreduce,0,1M,ring,default,0,-1,-1\n";
+  parse(text, strlen(text), &rs);
+  ccl_platform plat;
+  memset(&plat, 0, sizeof plat);
+  ccl_comm* c = ccl_comm_build(&rs, 8, 1, &plat);
+  float small[21];
+  for (int i = 0; i < 21; i++) small[i] = 1.0f;
+  const int shapes[][2] = {{7, INT_MAX / 3}, {INT_MAX / 2, 3}, {65536, 65536}};
+  for (size_t i = 0; c && i < sizeof shapes / sizeof shapes[0]; i++) {
+    int cell = 7, ch = 7;
+    int line = ccl_comm_decide(c, 4, 1024, 1, 0, small, shapes[i][0], shapes[i][1], 1, &cell, &ch);
+    CHECK("huge table: no match", line == 0 && cell == -1 && ch == 0, "%dx%d: line %d cell %d", shapes[i][0],
+          shapes[i][1], line, cell);
+  }
+  ccl_comm_free(c);
+  ccl_ruleset_free(&rs);
+}
+
+/* a rule file that is not a regular file, or too large, is refused at once */
+static void test_file_kinds(void) {
+  ccl_ruleset rs;
+  memset(&rs, 0, sizeof rs);
+  CHECK("/dev/zero refused", ccl_parse_file("/dev/zero", &rs, diag, NULL) == CCLT_FILE_NOT_REGULAR, "read");
+  CHECK("a folder refused", ccl_parse_file("/tmp", &rs, diag, NULL) == CCLT_FILE_NOT_REGULAR, "read");
+  char big[] = "/tmp/ccltune_rules_big_XXXXXX";
+  int fd = mkstemp(big);
+  if (fd >= 0) {
+    CHECK("sparse file", ftruncate(fd, CCLT_MAX_FILE_BYTES + 1) == 0, "ftruncate");
+    close(fd);
+    CHECK("over 16 MiB refused", ccl_parse_file(big, &rs, diag, NULL) == CCLT_FILE_TOO_LARGE, "read");
+    unlink(big);
+  }
+  CHECK("problem in words", strstr(ccl_file_problem(CCLT_FILE_TOO_LARGE), "16 MiB") != NULL, "%s",
+        ccl_file_problem(CCLT_FILE_TOO_LARGE));
+  ccl_ruleset_free(&rs);
+}
+
 /* ---- platform detection from a fake sysfs tree ---- */
 static void put(const char* root, const char* rel, const char* text) {
   char path[512], cmd[600];
@@ -264,6 +306,8 @@ int main(void) {
   test_parser();
   test_parser_file_shape();
   test_matcher();
+  test_huge_table();
+  test_file_kinds();
   test_platform();
   printf("%s: %d of %d checks failed\n", failures ? "FAILED" : "OK", failures, total);
   return failures > 100 ? 100 : failures;

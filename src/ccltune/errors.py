@@ -8,9 +8,11 @@ from collections.abc import Iterable
 
 
 class CcltuneError(Exception):
-    """Base class: a failure the user can act on. ``exit_code`` is what the CLI returns."""
+    """Base class: a failure the user can act on. ``exit_code`` is what the CLI returns; ``run_id``,
+    when the Python API knows it, the run the failure left in the results database (its rows kept)."""
 
     exit_code = 1
+    run_id: int | None = None
 
 
 class UsageError(CcltuneError):
@@ -75,6 +77,13 @@ EXIT_CODES = {
     Interrupted.exit_code: "interrupted (Ctrl-C, SIGTERM, SIGHUP): every row measured is kept, "
                            "the run is marked interrupted",
 }
+
+def error_for_exit_code(code: int, message: str) -> CcltuneError:
+    """The error a command's exit code stands for (a job's, read by the Python API), saying ``message``."""
+    classes = (MinBandwidthFailed, Interrupted, EngineUnavailable, DistError, UsageError, CheckFailed)
+    cls = next((c for c in classes if c.exit_code == code), DistError)  # another code: a rank died
+    return cls(message)
+
 
 # How a verdict's statuses (PASS/WARN/WAIVED/FAIL/ERROR, or a check's own) end a command
 _FAILING = frozenset({"FAIL", "ERROR", "NOT APPLIED"})

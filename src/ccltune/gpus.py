@@ -1,8 +1,8 @@
 """How many GPUs a process started here would see, without importing torch where that can be helped.
 
 The parent ``ccltune`` process only decides the engine and how many workers torchrun starts;
-importing torch and asking CUDA for that took 3.5 s of an 11.6 s two-GPU ``bench`` on an H200
-machine (2026-11-22), before torchrun and every worker import torch again. So:
+importing torch there costs seconds before torchrun and every worker import torch again
+(docs/performance.md, "Start-up"). So:
 
 1. torch's build is read from its ``version.py`` (``cuda`` / ``hip``), without importing it: no
    torch or a CPU build sees no GPU;

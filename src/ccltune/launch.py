@@ -22,7 +22,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 OUTCOME_ENV = "CCLTUNE_OUTCOME_FILE"   # a worker's failed check writes its exit code here (hand_over)
@@ -35,17 +37,38 @@ SHUTDOWN_S = 2    # torchrun's own grace after a worker failed, before it kills 
 _PR_SET_PDEATHSIG = 1
 
 
-def relaunch(argv: list[str], nproc: int, engine: str, env: dict[str, str]) -> int:
+@dataclass
+class Caller:
+    """A job started for a caller in Python (``ccltune.api``) rather than a terminal. The job's
+    output is copied, line by line, to ``stdout`` and ``stderr`` (text streams; ``stdout`` None
+    drops the table), so it shows where the caller reads (a notebook's cell). ``relaunch`` fills in
+    ``run_id`` (the run rank 0 began, when it began one), ``errors`` (the job's error messages) and
+    ``last_words`` (its last line on stderr, for a job that died without an error message)."""
+
+    stdout: Any = None
+    stderr: Any = None
+    run_id: int | None = None
+    errors: list[str] = field(default_factory=list)
+    last_words: str = ""
+
+
+ERROR_PREFIX = "ccltune: error: "   # how the CLI starts an error message (cli.main)
+
+
+def relaunch(argv: list[str], nproc: int, engine: str, env: dict[str, str], caller: Caller | None = None) -> int:
     """Run ``ccltune ARGV --engine ENGINE`` as ``nproc`` processes under torchrun (``--nproc`` and
     ``--engine`` dropped from ``argv``: the parent resolved both once), with ``env`` added to this
-    process's environment. Returns the job's exit code (130 when it was stopped)."""
+    process's environment. Returns the job's exit code (130 when it was stopped). ``caller``: the
+    job's output goes to its streams, and it learns the job's run and error messages."""
     workdir = tempfile.mkdtemp(prefix="ccltune-job-")
     files = {name: os.path.join(workdir, name.lower()) for name in (OUTCOME_ENV, RUN_ENV, STOP_ENV)}
     env = {**os.environ, **env, **files, PARENT_ENV: str(os.getpid())}
     env.setdefault("OMP_NUM_THREADS", "1")
     try:
-        job = _Job(torchrun_argv(nproc, worker_argv(argv, engine)), env, files[STOP_ENV])
+        job = _Job(torchrun_argv(nproc, worker_argv(argv, engine)), env, files[STOP_ENV], caller)
         rc = job.run()
+        if caller is not None:
+            caller.run_id = _run_of(files[RUN_ENV])
         stopped = job.stopped_by is not None
         _finish_left_running(files[RUN_ENV], "interrupted" if stopped else "failed",
                              f"stopped by {job.stopped_by}" if stopped else f"a rank died or hung (exit code {rc})")
@@ -59,12 +82,16 @@ def relaunch(argv: list[str], nproc: int, engine: str, env: dict[str, str]) -> i
 class _Job:
     """torchrun and its workers, in a session of their own; stopped as one."""
 
-    def __init__(self, cmd: list[str], env: dict[str, str], stop_file: str):
+    def __init__(self, cmd: list[str], env: dict[str, str], stop_file: str, caller: Caller | None = None):
         self.stop_file = stop_file
         self.stopped_by: str | None = None
         self.stop_at: float | None = None
         self.known: dict[int, int | None] = {}   # every process of the job seen so far -> its start time
-        self.proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+        pipes = {} if caller is None else {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+        self.proc = subprocess.Popen(cmd, env=env, start_new_session=True, **pipes)
+        self.copies = [] if caller is None else [
+            _copy_lines(self.proc.stdout, caller.stdout, None),
+            _copy_lines(self.proc.stderr, caller.stderr, caller)]
 
     def run(self) -> int:
         """Wait for the job; a stop signal meanwhile stops it, within GRACE_S. Returns its exit status."""
@@ -84,6 +111,8 @@ class _Job:
             for s, h in old.items():
                 signal.signal(s, h)
             self._kill()  # nothing of the job outlives it (a worker stuck in a blocking call)
+            for t in self.copies:
+                t.join(timeout=GRACE_S)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         if self.stopped_by is not None:  # a second Ctrl-C: no more grace
@@ -111,6 +140,35 @@ class _Job:
             with contextlib.suppress(OSError):
                 self.proc.kill()
             self.proc.wait()
+
+
+def _copy_lines(source: Any, sink: Any, caller: Caller | None) -> threading.Thread:
+    """Copy a pipe of the job to ``sink`` (None: drop it) line by line, keeping the CLI's error
+    messages and the last line in ``caller``; in a thread, so that neither pipe fills and stops the job."""
+    def pump() -> None:
+        for raw in iter(source.readline, b""):
+            line = raw.decode(errors="replace")
+            if caller is not None and line.strip():
+                caller.last_words = line.strip()
+                if line.startswith(ERROR_PREFIX):
+                    caller.errors.append(line[len(ERROR_PREFIX):].rstrip("\n"))
+            if sink is not None:
+                with contextlib.suppress(Exception):  # a sink closed meanwhile: the job goes on
+                    sink.write(line)
+                    sink.flush()
+        source.close()
+    t = threading.Thread(target=pump, name="ccltune-job-output", daemon=True)
+    t.start()
+    return t
+
+
+def _run_of(run_file: str) -> int | None:
+    """The run id rank 0 wrote to ``run_file`` (note_run), or None when it began none."""
+    try:
+        with open(run_file, encoding="utf-8") as fh:
+            return int(fh.read().split("\n")[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _finish_left_running(run_file: str, status: str, why: str) -> None:

@@ -13,25 +13,31 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ccltune import collectives
 from ccltune.errors import RuleFileError, UsageError
-from ccltune.files import write_text
+from ccltune.files import read_bytes, write_text
 from ccltune.sizes import RULE_FILE, parse_size
 from ccltune.sizes import echo as _echo
 
 MAX_LINE_BYTES = 1024
 MAX_CHANNELS = 64
+MAX_RULE_FILE_BYTES = 16 << 20  # the plugin refuses a larger rule file (docs/plugin.md); so does ccltune
 ANY = -1  # wildcard for n_nodes, n_ranks, num_pipe_ops, reg_buff
-DEFAULT = "default"  # algo/proto: keep NCCL's choice
+NCCL_CHOICE = "default"  # algo/proto: keep NCCL's choice
 
-COLLECTIVES = ("broadcast", "reduce", "allgather", "reducescatter", "allreduce")
+COLLECTIVES = tuple(collectives.PLUGIN_NAMES.values())  # the tuned collectives, in ncclFunc_t order
+# ncclAlgorithm_t and ncclProtocol_t in NCCL's order (the cost table's rows and columns): the one list
+# of algorithm and protocol names; every other spelling is derived from it
 ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
 PROTOCOLS = ("ll", "ll128", "simple")
+# NCCL_ALGO's spelling, lower-cased (NCCL reads CollNetDirect, NVLSTree): what a sweep forces
+NCCL_ALGOS = tuple(a.replace("_", "") for a in ALGORITHMS)
 PLATFORM_KEYS = ("gpu", "nvldomains", "nvlranks", "partition", "nps")
 PARTITIONS = ("SPX", "DPX", "TPX", "QPX", "CPX")
 MEMORY_PARTITIONS = ("NPS1", "NPS2", "NPS4")
 
-_COLL_ALIASES = {"all_gather": "allgather", "reduce_scatter": "reducescatter", "all_reduce": "allreduce"}
-_ALGO_ALIASES = {"collnetdirect": "collnet_direct", "collnetchain": "collnet_chain", "nvlstree": "nvls_tree"}
+_COLL_ALIASES = {n: p for n, p in collectives.PLUGIN_NAMES.items() if n != p}  # all_reduce -> allreduce
+_ALGO_ALIASES = {n: a for n, a in zip(NCCL_ALGOS, ALGORITHMS) if n != a}  # collnetdirect -> collnet_direct
 _INT_MAX = (1 << 31) - 1
 
 
@@ -229,10 +235,10 @@ def parse_rule_fields(f: list[str], line: int = 0, platform: Platform = ANY_PLAT
     if lo > hi:
         raise ValueError(f"minbytes {lo} > maxbytes {hi}")
     algo = _ALGO_ALIASES.get(_ascii_lower(f[3]), _ascii_lower(f[3]))
-    if algo not in ALGORITHMS + (DEFAULT,):
+    if algo not in ALGORITHMS + (NCCL_CHOICE,):
         raise ValueError(f"unknown algorithm '{_echo(f[3])}' (valid: {', '.join(ALGORITHMS)}, default)")
     proto = _ascii_lower(f[4])
-    if proto not in PROTOCOLS + (DEFAULT,):
+    if proto not in PROTOCOLS + (NCCL_CHOICE,):
         raise ValueError(f"unknown protocol '{_echo(f[4])}' (valid: {', '.join(PROTOCOLS)}, default)")
     channels = _int_field(f[5], 0, MAX_CHANNELS)
     if channels is None:
@@ -288,13 +294,13 @@ def parse_text(text: str, path: str = "<text>") -> RuleSet:
     return rs
 
 
-def load(path: str | os.PathLike[str]) -> RuleSet:
-    """Read and parse a rule file. Raises RuleFileError only when it cannot be read."""
-    p = Path(path)
+def load(path: str | os.PathLike[str], flag: str = "rule file") -> RuleSet:
+    """Read and parse a rule file (a regular file or a pipe, as ``<(cat rules.conf)``). Raises
+    RuleFileError naming ``flag`` and the path only when it cannot be read."""
     try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise RuleFileError(f"cannot read rule file {p}: {exc.strerror or exc}") from exc
+        data = read_bytes(path, flag, limit=MAX_RULE_FILE_BYTES)
+    except UsageError as exc:
+        raise RuleFileError(str(exc)) from None
     return parse_text(data.decode("utf-8", "surrogateescape"), str(path))
 
 
@@ -317,10 +323,10 @@ def _usable(v: float) -> bool:
 def _pick_cell(rule: Rule, table: Sequence[Sequence[float]]) -> tuple[int, int] | None:
     """The cell a rule zeroes in this table, or None when it cannot (rule skipped)."""
     n_algo, n_proto = len(table), (len(table[0]) if table else 0)
-    if rule.algo != DEFAULT and rule.proto != DEFAULT:
+    if rule.algo != NCCL_CHOICE and rule.proto != NCCL_CHOICE:
         a, p = ALGORITHMS.index(rule.algo), PROTOCOLS.index(rule.proto)
         return (a, p) if a < n_algo and p < n_proto and _usable(table[a][p]) else None
-    if rule.algo == DEFAULT:  # cheapest algorithm for this protocol; ties: lowest index
+    if rule.algo == NCCL_CHOICE:  # cheapest algorithm for this protocol; ties: lowest index
         p = PROTOCOLS.index(rule.proto)
         cells = [(a, p) for a in range(n_algo)] if p < n_proto else []
     else:  # cheapest protocol for this algorithm
@@ -345,14 +351,14 @@ def match(ruleset: RuleSet, query: Query, partial_defaults: bool = True) -> Deci
         if not _applies(rule, query, coll, facts):
             continue
         channels = rule.channels if rule.channels >= 1 else 0
-        both_default = rule.algo == DEFAULT and rule.proto == DEFAULT
+        both_default = rule.algo == NCCL_CHOICE and rule.proto == NCCL_CHOICE
         if both_default:
             return Decision(rule, None, None, channels)
-        if DEFAULT in (rule.algo, rule.proto) and not partial_defaults:
+        if NCCL_CHOICE in (rule.algo, rule.proto) and not partial_defaults:
             continue
         if table is None:  # unresolved: report what the rule asks for
-            algo = None if rule.algo == DEFAULT else rule.algo
-            proto = None if rule.proto == DEFAULT else rule.proto
+            algo = None if rule.algo == NCCL_CHOICE else rule.algo
+            proto = None if rule.proto == NCCL_CHOICE else rule.proto
             return Decision(rule, algo, proto, channels)
         cell = _pick_cell(rule, table)
         if cell is not None:

@@ -19,6 +19,7 @@ _GRAMMARS = {NCCL_TESTS: re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([KMGTkmgt]?)(?:[i
              RULE_FILE: re.compile(r"([0-9]+)([KMGTkmgt]?)[bB]?")}
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 MAX_SIZE = 1 << 50  # 1 PiB: far beyond any GPU's memory, well inside every 64-bit count
+MAX_SIZES = 10_000  # sizes one series may hold (docs/cli.md); -f 0 -i 1 -e 100M would make 10^8
 U64_MAX = (1 << 64) - 1  # the plugin's size_t limit
 _ECHO_MAX = 40  # bytes of an offending value quoted in a reason (as the plugin)
 
@@ -70,11 +71,30 @@ def size_series(min_bytes: int, max_bytes: int, *, factor: float = 0, increment:
     if factor:
         if not math.isfinite(factor) or factor < 2:
             raise UsageError(f"-f/--stepfactor must be >= 2 (or 0 or 1: step by -i), got {factor:g}")
+        if factor > MAX_SIZE:
+            raise UsageError(f"-f/--stepfactor must be <= {MAX_SIZE} (the largest size), got {factor:g}")
     elif increment <= 0:
         raise UsageError(f"-i/--stepbytes must be > 0, got {increment}")
+    n = series_length(min_bytes, max_bytes, factor=factor, increment=increment)
+    if n > MAX_SIZES:
+        step = f"-f {factor:g}" if factor else f"-i {increment}"
+        raise UsageError(f"-b {min_bytes} -e {max_bytes} {step} makes {n} sizes; at most {MAX_SIZES} are "
+                         "allowed (raise -f or -i, or narrow -b..-e)")
     out, size = [], min_bytes
     while size <= max_bytes:
         out.append(size)
-        nxt = int(size * factor) if factor else size + increment
+        nxt = int(min(size * factor, max_bytes + 1)) if factor else size + increment
         size = nxt if nxt > size else size + 1
     return out
+
+
+def series_length(min_bytes: int, max_bytes: int, *, factor: float = 0, increment: int = 0) -> int:
+    """How many sizes :func:`size_series` visits, counted without building them."""
+    if not factor:
+        return (max_bytes - min_bytes) // increment + 1
+    n, size = 0, min_bytes
+    while size <= max_bytes and n <= MAX_SIZES:  # at most log_2(MAX_SIZE) steps once size >= 1
+        n += 1
+        nxt = int(min(size * factor, max_bytes + 1))
+        size = nxt if nxt > size else size + 1
+    return n

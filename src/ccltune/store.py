@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ccltune.errors import UsageError
+from ccltune.files import check_name, printable, shown
 
 DEFAULT_DB = "ccltune.db"
 SCHEMA_VERSION = 1
@@ -109,7 +111,6 @@ CREATE TABLE IF NOT EXISTS artifacts (
 
 RUN_KINDS = ("bench", "sweep", "tune", "validate", "replay", "import", "links", "topo", "doctor", "check")
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
-ROW_STATUSES = ("ok", "skipped", "waived", "error", "unavailable")
 
 
 @dataclass
@@ -128,7 +129,7 @@ class Measurement:
     algbw_gbps: float | None = None
     busbw_gbps: float | None = None
     wrong: int | None = None
-    status: str = "ok"
+    status: str = "ok"  # ok, skipped, waived, error or unavailable
     note: str | None = None
     n_nodes: int = 1
     algo: str | None = None
@@ -143,6 +144,14 @@ class Measurement:
 
 
 _MEAS_COLS = [f.name for f in fields(Measurement)]
+_NUMERIC = {"measurements": {**{c: int for c in ("size_bytes", "count", "root", "in_place", "n_ranks", "n_nodes",
+                                                 "channels", "graph", "rep", "wrong")},
+                             **{c: (int, float) for c in ("time_us", "algbw_gbps", "busbw_gbps")}}}
+
+
+def as_record(row: Any) -> Mapping[str, Any]:
+    """A row as a mapping: a :class:`Measurement`'s record, or the mapping itself (rows read back as dicts)."""
+    return row.to_record() if hasattr(row, "to_record") else row
 
 
 def _now() -> str:
@@ -193,6 +202,48 @@ def _liveness(processes: Any) -> tuple[str, str]:
     return ABANDONED, f"its processes ({', '.join(map(str, pids))}) are gone; it never finished"
 
 
+def _check_file(path: Path, flag: str, *, must_exist: bool, write: bool) -> None:
+    """Before SQLite opens ``path``: a name the file system can hold, a regular file (SQLite would
+    wait forever on a FIFO and read a device as garbage), in a folder that exists, that this user
+    may read (and write, for commands that write)."""
+    check_name(path, flag)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        st = None
+    except PermissionError:
+        raise UsageError(f"{flag} {shown(path)}: no permission to reach it (a folder on its path is closed "
+                         "to this user)") from None
+    except OSError as exc:
+        raise UsageError(f"{flag} {shown(path)}: {exc.strerror}") from None
+    if st is None:
+        if must_exist:
+            raise UsageError(f"database {shown(path)} does not exist ({flag})")
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            raise UsageError(f"folder of database {shown(path)} does not exist ({flag})")
+        if write and not os.access(folder, os.W_OK | os.X_OK):
+            raise UsageError(f"{flag} {shown(path)}: no permission to create a file in {shown(folder)}")
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{flag} {shown(path)} is a folder, not a database file")
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
+        raise UsageError(f"{flag} {shown(path)} is {kind}, not a database file")
+    if not os.access(path, os.R_OK | (os.W_OK if write else 0)):
+        raise UsageError(f"{flag} {shown(path)}: no permission to {'write' if write else 'read'} it")
+
+
+def check_path(path: str | os.PathLike[str], flag: str = "--db") -> None:
+    """Before a command does any work: ``path`` can be a results database (a name the file system
+    holds, a regular file in a folder that exists) and, when it holds anything, is a ccltune
+    database of a schema this version reads. Creates nothing."""
+    p = Path(path)
+    _check_file(p, flag, must_exist=False, write=False)
+    if p.exists() and p.stat().st_size:
+        Store(p, readonly=True, flag=flag).close()
+
+
 class Store:
     """A connection to the results database. Every write commits immediately."""
 
@@ -203,17 +254,12 @@ class Store:
         not a ccltune database (another program's SQLite file, or one of a newer schema) is refused
         untouched. ``flag`` names where the path came from in errors."""
         self.path, self.flag = Path(path), flag
-        if self.path.is_dir():
-            raise UsageError(f"{flag} {str(self.path)!r} is a folder, not a database file")
-        if (readonly or not create) and not self.path.exists():
-            raise UsageError(f"database {str(self.path)!r} does not exist ({flag})")
-        if self.path.parent and not self.path.parent.exists():
-            raise UsageError(f"folder of database {str(self.path)!r} does not exist ({flag})")
+        _check_file(self.path, flag, must_exist=readonly or not create, write=not readonly)
         try:
             if readonly:
                 self.conn = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, timeout=30.0)
             else:
-                self.conn = sqlite3.connect(str(self.path), timeout=30.0)
+                self.conn = sqlite3.connect(os.fsencode(self.path), timeout=30.0)
             self.conn.row_factory = sqlite3.Row
             self._check_kind(empty_ok=create and not readonly)
             if not readonly:
@@ -224,11 +270,11 @@ class Store:
                 )
                 self.conn.commit()
         except sqlite3.DatabaseError as exc:
-            raise UsageError(f"{str(self.path)!r} is not a usable ccltune database ({flag}): {exc}") from None
+            raise UsageError(f"{shown(self.path)} is not a usable ccltune database ({flag}): {exc}") from None
 
     def _check_kind(self, *, empty_ok: bool) -> None:
         """Refuse, before anything is written, a file that is not a ccltune database of a schema this version reads."""
-        where = f"{self.flag} {str(self.path)!r}"
+        where = f"{self.flag} {shown(self.path)}"
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not tables:
             if empty_ok:
@@ -239,8 +285,8 @@ class Store:
             row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             version = row[0] if row else None
         if version is None or "runs" not in tables:
-            shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:6])
-            raise UsageError(f"{where} is an SQLite database of another program (tables: {shown}), "
+            names = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:6])
+            raise UsageError(f"{where} is an SQLite database of another program (tables: {names}), "
                              "not a ccltune database; it was left as it is")
         if not str(version).isdigit() or int(version) > SCHEMA_VERSION:
             raise UsageError(f"{where} has schema version {version!r}, which this ccltune ({SCHEMA_VERSION}) "
@@ -394,16 +440,32 @@ class Store:
         q = "SELECT * FROM measurements" + (" WHERE " + " AND ".join(clauses) if clauses else "") + " ORDER BY id"
         out = []
         for r in self.conn.execute(q, params):
+            self._check_row(r, "measurements")
             d = {c: r[c] for c in _MEAS_COLS}
             d["in_place"] = bool(d["in_place"])
             out.append(Measurement(**d))
         return out
 
+    def count_measurements(self, run_id: int) -> int:
+        """How many rows run ``run_id`` holds."""
+        return self.conn.execute("SELECT COUNT(*) FROM measurements WHERE run_id = ?", (run_id,)).fetchone()[0]
+
     def measurement_rows(self, run_ids: Iterable[int]) -> list[dict[str, Any]]:
         """Measurements with their run id, as plain dicts (for analyses spanning runs)."""
         ids = list(run_ids)
         q = f"SELECT * FROM measurements WHERE run_id IN ({', '.join('?' * len(ids))}) ORDER BY id"
-        return [dict(r) for r in self.conn.execute(q, ids)]
+        return [dict(self._check_row(r, "measurements")) for r in self.conn.execute(q, ids)]
+
+    def _check_row(self, row: sqlite3.Row, table: str) -> sqlite3.Row:
+        """``row`` when each number column holds a number (SQLite stores any value in any column: a
+        database edited by hand or by another program can hold text there); else a UsageError naming
+        the row, column and value."""
+        for col, kinds in _NUMERIC[table].items():
+            value = row[col]
+            if value is not None and not isinstance(value, kinds):
+                raise UsageError(f"{self.flag} {shown(self.path)}: {table} row {row['id']} (run {row['run_id']}) "
+                                 f"has {col} = {printable(repr(value), 60)}, not a number")
+        return row
 
     # -- links, findings, artifacts ---------------------------------------------------
     def add_links(self, run_id: int, rows: Iterable[Mapping[str, Any]]) -> None:

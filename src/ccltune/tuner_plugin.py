@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ccltune import builtlib, rules
+from ccltune import builtlib
 from ccltune.errors import EngineUnavailable
 
 LIBRARY_NAME = "libnccl-tuner-ccltune.so"
@@ -34,8 +34,3 @@ def nccl_env(rule_file: str | os.PathLike[str] | None = None) -> dict[str, str]:
         env["NCCL_TUNER_CONFIG_FILE"] = str(Path(rule_file).resolve())
     return env
 
-
-def check_file(path: str | os.PathLike[str]) -> list[rules.Diagnostic]:
-    """Diagnostics the plugin would log as WARN for this file (empty: every line loads).
-    Raises RuleFileError when the file cannot be read."""
-    return rules.load(path).diagnostics

@@ -90,7 +90,9 @@ def test_every_collective(run_bench, nproc):
 
     # the database: the same rows, the run complete with its environment
     run, stored = only_run(db)
-    assert [m.to_record() for m in stored] == recs
+    # every stored field equal; --json may add what the database does not keep (-C cpu time, -I statistics)
+    assert [m.to_record() for m in stored] == [{k: r[k] for k in m.to_record()} for m, r in zip(stored, recs)]
+    assert len(stored) == len(recs)
     assert (run.kind, run.status, run.engine, run.world_size) == ("bench", "complete", "gloo", nproc)
     assert run.summary == {"rows": len(recs), "wrong": 0}
     assert run.launcher == "torchrun" and run.command.startswith("ccltune bench all -b 8")
@@ -165,9 +167,37 @@ def warmup_modes(tmp_path_factory):
     args = ["all_gather,reduce_scatter,sendrecv", "-b", "8", "-e", "4K", "-f", "8", *FAST]
     modes = ["series", "nccl-tests", None]
     files = {m: (tmp / f"{m or 'plain'}.db", tmp / f"{m or 'plain'}.json") for m in modes}
-    bench_many(2, [[*args, *(["--warmup-mode", m] if m else []), "--db", str(files[m][0]), "--json", str(files[m][1])]
-                   for m in modes], tmp)
+    runs = [[*args, *(["--warmup-mode", m] if m else []), "--db", str(files[m][0]), "--json", str(files[m][1])]
+            for m in modes]
+    # and nccl-tests' schedule and reports in the same job: -z 3, -I 1 -K 1, -C 1, -u 3, -J
+    files["schedule"] = (tmp / "schedule.db", tmp / "schedule.json", tmp / "ncclt.json")
+    runs.append(["all_reduce", "-b", "8", "-e", "64", *FAST, "-n", "4", "-z", "3", "-I", "1", "-K", "1", "-C", "1",
+                 "-u", "3", "-J", str(files["schedule"][2]), "--db", str(files["schedule"][0])])
+    outs = bench_many(2, runs, tmp)
+    files["schedule_out"] = outs[-1]
     return files
+
+
+def test_nccl_tests_schedule_and_reports_on_gloo(warmup_modes):
+    """-z 3 -I 1 -K 1 -C 1 -u 3: nccl-tests' lines and columns, exact results on misaligned buffers,
+    per-iteration statistics in the table and in -J."""
+    out = warmup_modes["schedule_out"]
+    lines = out.splitlines()
+    assert "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier " in lines
+    assert ("# Per-Iteration Report: CUDA event timing; i_* uses max over process rows; summary skips first 1 "
+            "iterations ") in lines
+    assert any(line.startswith("#       size") and line.count("cputime") == 2 and line.count("i_cv%") == 2
+               for line in lines)
+    assert "unalign: 3" in lines[2] and "iters: 4" in lines[2]
+    rows = [line.split() for line in lines if line.strip() and not line.startswith("#")]
+    assert len(rows) == 4 and all(len(r) == 9 + 8 for r in rows)  # all_reduce in place: 4 + 4 per-iteration cells
+    assert all(r[12] == "0" and float(r[13]) <= float(r[14]) for r in rows)  # #wrong 0 on -u 3; i_min <= i_max
+    doc = json.loads(warmup_modes["schedule"][2].read_text())
+    res = doc["results"][0]
+    assert set(res["in_place"]) == {"cpu_time", "alg_bw", "bus_bw", "nwrong"}
+    per = res["in_place_per_iter"]
+    assert per["skipped_iterations"] == 1 and len(per["times_us"]) == 4 and len(per["per_process_max_times_us"]) == 2
+    assert doc["config"]["per_iter_timing"] == "true" and doc["config"]["blocking_collectives"] == "true"
 
 
 @pytest.mark.parametrize("mode", ["series", "nccl-tests"])

@@ -28,3 +28,16 @@ def test_replay_on_gloo_replays_the_default_and_lists_what_it_cannot(tmp_path):
     assert run.kind == "replay" and run.status == "complete"
     assert [r["arm"] for r in run.summary["rounds"]] == ["default"] * 3
     assert run.summary["status"] == "WAIVED" and run.summary["skipped"][0]["entry"] == 2
+    # the breakdown: each replayed entry timed alone (the default only here), printed and stored
+    ents = {e["entry"]: e for e in run.summary["entries"]}
+    assert sorted(ents) == [0, 1] and all(e["default_us"]["n"] == 3 and e["rules_us"] is None for e in ents.values())
+    assert ents[0]["calls"] == 4 and ents[1]["size_bytes"] == 64
+    rows = [x.split() for x in out.splitlines() if x.startswith("  ")]
+    assert [(r[0], r[1], r[2]) for r in rows] == [("broadcast", "64", "1"), ("all_reduce", "4096", "4")]
+    assert all(float(r[3]) > 0 and r[4] == "-" for r in rows)
+    assert run.summary["comm_us_per_step"]["default"] > 0 and run.summary["comm_us_per_step"]["rules"] is None
+    with Store(db, readonly=True) as st:
+        stored = st.measurements(run.id)
+    assert {(m.collective, m.size_bytes, m.dtype, m.config) for m in stored} == {
+        ("all_reduce", 4096, "float", "default"), ("broadcast", 64, "int64", "default")}
+    assert len(stored) == 6 and all(m.status == "ok" for m in stored)

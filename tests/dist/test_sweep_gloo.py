@@ -97,6 +97,7 @@ def test_interrupted_sweep_resumes_where_it_stopped(tmp_path):
     assert done.returncode == 0, done.stderr
     run, rows = only_run(db)
     assert run.status == "complete"
+    assert f"run 1 complete, {len(rows)} rows in" in done.stdout and run.summary["rows"] == len(rows), done.stdout
     sizes = [8 << i for i in range(18)]   # 8 B .. 1 MB
     keys = [(m.size_bytes, m.rep) for m in rows]
     assert sorted(set(keys)) == sorted((s, r) for s in sizes for r in (0, 1))
@@ -129,20 +130,21 @@ def test_virtual_nodes_that_do_not_divide_the_job_are_refused_before_it_starts(t
 
 _KEEP_WORKER = """
 import argparse, json, sys
-from ccltune import collectives, types
+from ccltune import collectives, datatypes
+from ccltune.engines.base import EngineOptions
 from ccltune.measure import session
-from ccltune.measure import sweep as S
+from ccltune.measure import sweep as measure_sweep
 ctx = session.join("gloo", 60)
-eng = session.make_engine("gloo", ctx, argparse.Namespace())
-s = S.SweepSettings(dtype=types.dtype("float"), op="sum", reps=2, graph=False, target_us=100, max_iters=5,
-                    warmup=1, timeout_s=60)
-keep = S.BufferCache()
+eng = session.make_engine("gloo", ctx, EngineOptions())
+s = measure_sweep.SweepSettings(dtype=datatypes.dtype("float"), op="sum", reps=2, graph=False, target_us=100,
+                                max_iters=5, warmup=1, timeout_s=60)
+keep = measure_sweep.BufferCache()
 out = []
 for name in ("all_gather", "all_reduce"):
     coll = collectives.select([name])[0]
     for _ in range(3):  # the same size three times, as the model's later rounds visit it again
-        out += [(name, m.status, m.wrong) for m in S.measure_size(eng, coll, 4096, [None], [dict(config="default")],
-                                                                 s, keep=keep)]
+        rows = measure_sweep.measure_size(eng, coll, 4096, [None], [dict(config="default")], s, keep=keep)
+        out += [(name, m.status, m.wrong) for m in rows]
     out.append((name, "kept", len(keep)))
     keep.clear()
 if ctx.rank == 0:
@@ -193,3 +195,27 @@ def test_a_sweep_that_timed_nothing_says_so_and_fails(tmp_path):
     assert "FAILED" not in proc.stderr and "next: ccltune tune" not in proc.stdout
     run, rows = only_run(db)
     assert run.status == "complete" and [m.status for m in rows] == ["skipped"]
+
+
+def test_workload_sweeps_exactly_its_points_and_lists_the_others(tmp_path):
+    from ccltune.workload.model import Entry, Key, Workload, to_json
+
+    wl = Workload([Entry(Key("all_reduce", 4100, 2, "float", 1025), 7), Entry(Key("all_gather", 24, 2, "float", 3), 2),
+                   Entry(Key("all_reduce", 4100, 2, "int32", 1025), 1), Entry(Key("all_reduce", 512, 4, "float", 128), 3),
+                   Entry(Key("reduce_scatter", 4, 2, "bfloat16", 1), 1)], [])
+    w = tmp_path / "w.json"
+    w.write_text(to_json(wl, {}))
+    db = tmp_path / "s.db"
+    proc = subprocess.run(sweep_cmd("--workload", str(w), "--reps", "2", *DEFAULT_ONLY, "--db", str(db)),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    run, rows = only_run(db)
+    # the exact sizes (4100 B is no power of two), datatypes merged: the tuner sees bytes
+    assert sorted({(m.collective, m.size_bytes) for m in rows}) == [("all_gather", 24), ("all_reduce", 4100)]
+    assert len(rows) == 4 and all(m.status == "ok" for m in rows)
+    assert run.args["workload"] == str(w) and run.summary["workload_points"] == {"all_reduce": [4100],
+                                                                                 "all_gather": [24]}
+    assert [k["entry"] for k in run.summary["workload_skipped"]] == [3, 4]
+    assert ("# not swept: all_reduce 512 B x3: captured on 4 ranks, this launch has 2 (launch it with --nproc 4)"
+            in proc.stdout.splitlines())
+    assert "# not swept: reduce_scatter 4 B x1: 4 B does not divide into float elements on 2 ranks" in proc.stdout

@@ -136,19 +136,17 @@ def test_plugin_verify_sees_a_forced_rule_in_nccls_log(tmp_path, n_gpus):
 def test_timed_calls_step_through_the_largest_buffers_as_nccl_tests_does(n_gpus, graph):
     """--buffers ncclmem-max (bench's default): timed call i writes its output i sizes into the
     receive buffer, wrapping after the last whole size that fits; the checked call uses the start."""
-    import types
-
     import torch
 
     from ccltune import collectives, dist
-    from ccltune.engines.base import Point
+    from ccltune.engines.base import EngineOptions, Point
     from ccltune.engines.nccl import NcclEngine
     from ccltune.measure import point
-    from ccltune.types import dtype
+    from ccltune.datatypes import dtype
 
     ctx = dist.init(30.0)
     assert ctx.world_size == 1  # one process, one GPU: NCCL's single-rank all_reduce is a copy
-    eng = NcclEngine(ctx, types.SimpleNamespace(buffers_default="ncclmem-max"))
+    eng = NcclEngine(ctx, EngineOptions(shared_buffers=True))
     try:
         size, steps, iters = 4096, 3, 5                     # bytes; calls 3 and 4 wrap to slots 0 and 1
         eng.reserve(size * steps + size // 2)               # room for 3 whole sizes, not 4

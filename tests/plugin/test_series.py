@@ -20,7 +20,7 @@ from ccltune.collectives import REGISTRY, get
 from ccltune.collectives.base import NcclOp
 from ccltune.engines import series
 from ccltune.engines.nccl_lib import NcclError, NcclLib
-from ccltune.errors import EngineUnavailable
+from ccltune.errors import DistError, EngineUnavailable
 
 NATIVE = REPO / "native"
 SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "print_stacktrace=1"}
@@ -174,5 +174,70 @@ def test_missing_library_says_how_to_build(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_candidates_cover_wheel_editable_and_source_tree() -> None:
     paths = builtlib.candidates(series.LIBRARY_NAME, "native")
     assert paths[0].parent.name == "lib" and paths[0].parent.parent.name == "ccltune"
-    assert paths[-1] == REPO / "native" / "build" / series.LIBRARY_NAME
+    # the source tree's build folder, two levels above the package (src/ccltune -> the checkout);
+    # where ccltune is installed (CI), that is two levels above site-packages/ccltune
+    assert paths[-1] == Path(builtlib.__file__).resolve().parents[2] / "native" / "build" / series.LIBRARY_NAME
     assert len(paths) == len(set(paths))
+
+
+def _runtime(fake):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(stream_query=ctypes.cast(fake.fake_stream_query, ctypes.c_void_p).value,
+                           event_record=ctypes.cast(fake.fake_event_record, ctypes.c_void_p).value)
+
+
+@pytest.mark.parametrize("agg, blocking, events, want", [
+    (2, 0, 0, "( A A ) ( A A )"),
+    (1, 1, 0, "A Wait | A Wait |"),
+    (2, 3, 1, "( Event A Wait A Wait ) Wait Event | ( Event A Wait A Wait ) Wait Event |"),
+    (1, 0, 1, "Event A Event A Event"),
+])
+def test_binding_runs_nccl_tests_schedule(loop, agg: int, blocking: int, events: int, want: str) -> None:
+    """-m, -z and -I through the binding: the C loop's order of calls, waits, events and barriers
+    (the barrier is a Python callable called from C)."""
+    lp, fake = loop
+    coll = get("all_reduce")
+    met: list[int] = []
+    handles = [0xE0 + k for k in range(4)]
+    sched = series.Schedule(agg=agg, blocking=blocking, events=handles if events else (), runtime=_runtime(fake),
+                            barrier=lambda: met.append(len(fake.fake_log().decode().splitlines())))
+    s = lp.series(coll, coll.layout(64, 4, 1, 0), 0, 0, 1, send=SEND, recv=RECV, dtype=7, op=2, comm=COMM,
+                  stream=STREAM, shift_bytes=64, shift_steps=3, schedule=sched)
+    fake.fake_reset(-1, 0)
+    busy = lp.run(s, 0, 2)
+    lines = fake.fake_log().decode().splitlines()
+    log = []
+    for n, line in enumerate(lines):
+        log.append({"GroupStart": "(", "GroupEnd": ")", "AllReduce": "A"}.get(line.split()[0], line.split()[0]))
+        if n + 1 in met:
+            log.append("|")
+    assert " ".join(log) == want
+    assert [int(x.split()[1], 16) for x in lines if x.startswith("Event")] == handles[:want.count("Event")]
+    assert [int(x.split()[1], 16) - SEND for x in lines if x.startswith("AllReduce")] == [64 * (c % 3) for c in
+                                                                                          range(2 * agg)]
+    assert (busy > 0) == (blocking == 3)
+
+
+def test_binding_raises_the_barriers_own_error(loop) -> None:
+    lp, fake = loop
+    coll = get("all_reduce")
+
+    def barrier() -> None:
+        raise DistError("rank 1 left the barrier")
+    s = lp.series(coll, coll.layout(64, 4, 1, 0), 0, 0, 1, send=SEND, recv=RECV, dtype=7, op=2, comm=COMM,
+                  stream=STREAM, schedule=series.Schedule(blocking=1, runtime=_runtime(fake), barrier=barrier))
+    fake.fake_reset(-1, 0)
+    with pytest.raises(DistError, match="rank 1 left"):
+        lp.run(s, 0, 3)
+    assert len(fake.fake_log().decode().splitlines()) == 2  # AllReduce, Wait: nothing after the barrier
+
+
+def test_binding_names_a_failed_wait(loop) -> None:
+    lp, fake = loop
+    coll = get("all_reduce")
+    s = lp.series(coll, coll.layout(64, 4, 1, 0), 0, 0, 1, send=SEND, recv=RECV, dtype=7, op=2, comm=COMM,
+                  stream=STREAM, schedule=series.Schedule(blocking=2, runtime=_runtime(fake)))
+    fake.fake_reset(1, 700)  # the first wait: an illegal address (CUDA error 700)
+    with pytest.raises(EngineUnavailable, match=r"waiting for the stream \(-z\) failed at call 0 .*error 700"):
+        lp.run(s, 0, 3)

@@ -4,8 +4,10 @@ sizes beyond any real value, output files that are the database, options only a 
 from __future__ import annotations
 
 import argparse
+import os
 import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 
@@ -227,3 +229,35 @@ def test_messages_name_the_flag_the_user_gave(tmp_path, capsys):
 
     with pytest.raises(UsageError, match="^--best-from '.*other.db' is an SQLite database of another program"):
         arms_from_db(str(other), 1, 1, None)
+
+
+def test_a_rule_file_given_as_a_pipe_is_read_once_and_handed_on_as_a_file(tmp_path, monkeypatch):
+    """`validate <(cat rules.conf)`: the workers and NCCL's plugin read the rules again, and only this
+    process can read the pipe, once: it becomes a private copy, and the command line names the copy."""
+    from ccltune import files
+
+    r, w = os.pipe()
+    os.write(w, b"allreduce,0,1K,ring,ll,1,-1,-1\n")
+    os.close(w)
+    try:
+        argv = ["validate", f"/dev/fd/{r}", "--db", "x.db"]
+        path, new_argv = files.regular_copy(f"/dev/fd/{r}", "RULES", argv)
+    finally:
+        os.close(r)
+    assert path != f"/dev/fd/{r}" and new_argv == ["validate", path, "--db", "x.db"]
+    assert Path(path).read_text() == "allreduce,0,1K,ring,ll,1,-1,-1\n"
+    plain = tmp_path / "r.conf"
+    plain.write_text("# none\n")
+    assert files.regular_copy(str(plain), "RULES", ["x"]) == (str(plain), ["x"])
+
+
+def test_a_binary_verdict_is_quoted_by_one_short_line(tmp_path, capsys):
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(bytes(range(256)) * 200)
+    text = tmp_path / "notes.txt"
+    text.write_text("x" * 50_000 + "\nsecond line\n")
+    for path in (garbage, text):
+        assert main(["tune", "--out", str(tmp_path / "r.conf"), "--exclude-failed", str(path),
+                     "--db", str(_db(tmp_path / "t.db"))]) == 2
+        err = capsys.readouterr().err
+        assert str(path) in err and len(err) < 400 and err.count("\n") == 1, err

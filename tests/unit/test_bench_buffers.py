@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ccltune import collectives, types
-from ccltune.measure import buffers as B
+from ccltune import collectives, datatypes
+from ccltune.measure import buffers
 
 ALL = list(collectives.REGISTRY)
 N = 4
@@ -14,15 +14,15 @@ N = 4
 
 def _point(name, rank, dtype="float", count=7):
     coll = collectives.get(name)
-    dt = types.dtype(dtype)
+    dt = datatypes.dtype(dtype)
     lay = coll.layout(count * dt.size * (N if coll.per_rank_count else 1), dt.size, N, rank)
     return coll, dt, lay
 
 
 def _correct(coll, dt, lay, rank, op="sum", root=0, in_place=False):
     """Buffers whose output holds exactly what the collective should have produced."""
-    bufs = B.make(torch, lay, dt, in_place, "cpu")
-    B.fill(torch, bufs, coll, rank, N, op)
+    bufs = buffers.make(torch, lay, dt, in_place, "cpu")
+    buffers.fill(torch, bufs, coll, rank, N, op)
     exp = coll.expected(torch, lay, rank, N, op, root, "cpu")
     bufs.recv.copy_(exp.to(bufs.recv.dtype))
     return bufs
@@ -38,7 +38,7 @@ def test_correct_output_has_no_wrong_element(name, dtype):
     rank = _checked_rank(collectives.get(name))
     coll, dt, lay = _point(name, rank, dtype)
     bufs = _correct(coll, dt, lay, rank)
-    assert B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0) == 0
+    assert buffers.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0) == 0
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -48,13 +48,13 @@ def test_kept_expected_values_check_the_next_configuration_as_fresh_ones_would(n
     coll, dt, lay = _point(name, rank)
     bufs = _correct(coll, dt, lay, rank)
     kept: dict = {}
-    assert B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0, kept) == 0
+    assert buffers.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0, kept) == 0
     assert (0 in kept) == (lay.recv_elems > 0)
     first = kept.get(0)
     if lay.recv_elems:
         bufs.recv[lay.recv_elems - 1] += 1  # the next configuration got one element wrong
-    got = B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0, kept)
-    assert got == B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0)
+    got = buffers.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0, kept)
+    assert got == buffers.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0)
     assert kept.get(0) is first  # not computed again
 
 
@@ -64,9 +64,9 @@ def test_one_corrupted_element_is_counted(name):
     coll, dt, lay = _point(name, rank)
     bufs = _correct(coll, dt, lay, rank)
     bufs.recv[lay.recv_elems - 1] += 1
-    assert B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0) == 1
+    assert buffers.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0) == 1
     bufs.recv[0] -= 1
-    assert B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0) == 2
+    assert buffers.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0) == 2
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -74,8 +74,8 @@ def test_unwritten_poisoned_element_is_counted(name):
     rank = _checked_rank(collectives.get(name))
     coll, dt, lay = _point(name, rank)
     bufs = _correct(coll, dt, lay, rank)
-    bufs.recv[lay.recv_elems // 2] = B.POISON
-    assert B.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0) == 1
+    bufs.recv[lay.recv_elems // 2] = buffers.POISON
+    assert buffers.count_wrong(torch, bufs, coll, lay, dt, rank, N, "sum", 0) == 1
 
 
 CASES = [(name, op) for name in ALL
@@ -88,41 +88,41 @@ def test_output_left_as_filled_is_entirely_wrong(name, op):
     coll = collectives.get(name)
     rank = _checked_rank(coll)
     coll, dt, lay = _point(name, rank, "int32")
-    bufs = B.make(torch, lay, dt, False, "cpu")
-    B.fill(torch, bufs, coll, rank, N, op)
-    assert B.count_wrong(torch, bufs, coll, lay, dt, rank, N, op, 0) == lay.recv_elems
+    bufs = buffers.make(torch, lay, dt, False, "cpu")
+    buffers.fill(torch, bufs, coll, rank, N, op)
+    assert buffers.count_wrong(torch, bufs, coll, lay, dt, rank, N, op, 0) == lay.recv_elems
 
 
 @pytest.mark.parametrize("name", ["gather", "reduce"])
 def test_non_root_output_is_not_checked(name):
     coll, dt, lay = _point(name, 2)
-    bufs = B.make(torch, lay, dt, False, "cpu")
-    B.fill(torch, bufs, coll, 2, N, "sum")
-    assert B.count_wrong(torch, bufs, coll, lay, dt, 2, N, "sum", 0) == 0
+    bufs = buffers.make(torch, lay, dt, False, "cpu")
+    buffers.fill(torch, bufs, coll, 2, N, "sum")
+    assert buffers.count_wrong(torch, bufs, coll, lay, dt, 2, N, "sum", 0) == 0
 
 
 def test_avg_on_half_tolerates_rounding_but_not_a_wrong_value():
     coll, dt, lay = _point("all_reduce", 0, "half")
     bufs = _correct(coll, dt, lay, 0, op="avg")
-    assert B.count_wrong(torch, bufs, coll, lay, dt, 0, N, "avg", 0) == 0
+    assert buffers.count_wrong(torch, bufs, coll, lay, dt, 0, N, "avg", 0) == 0
     bufs.recv[3] += 1
-    assert B.count_wrong(torch, bufs, coll, lay, dt, 0, N, "avg", 0) == 1
+    assert buffers.count_wrong(torch, bufs, coll, lay, dt, 0, N, "avg", 0) == 1
 
 
 def test_int8_results_compare_after_wrapping():
     """A sum past 127 wraps in int8 as NCCL's arithmetic does; the exact value is not expected."""
     coll, dt, lay = _point("all_reduce", 0, "int8")
-    bufs = B.make(torch, lay, dt, False, "cpu")
+    bufs = buffers.make(torch, lay, dt, False, "cpu")
     exp = torch.full((lay.count,), 200, dtype=torch.int64)
     bufs.recv.copy_(exp.to(torch.int8))
     fake = type("C", (), {"expected": lambda self, *a, **k: exp, "reduces": True})()
-    assert B.count_wrong(torch, bufs, fake, lay, dt, 0, N, "sum", 0) == 0
+    assert buffers.count_wrong(torch, bufs, fake, lay, dt, 0, N, "sum", 0) == 0
 
 
 @pytest.mark.parametrize("name", ["all_gather", "reduce_scatter", "all_reduce", "broadcast", "reduce"])
 def test_in_place_buffers_are_views_of_one_allocation_at_nccl_offsets(name):
     coll, dt, lay = _point(name, 2)
-    bufs = B.make(torch, lay, dt, True, "cpu")
+    bufs = buffers.make(torch, lay, dt, True, "cpu")
     assert len(bufs.keep) == 1
     base = bufs.keep[0]
     so, ro = lay.inplace_offsets
@@ -134,11 +134,11 @@ def test_in_place_buffers_are_views_of_one_allocation_at_nccl_offsets(name):
 
 def test_fill_writes_rank_specific_inputs_and_poison():
     coll, dt, lay = _point("all_gather", 1)
-    bufs = B.make(torch, lay, dt, False, "cpu")
-    B.fill(torch, bufs, coll, 1, N, "sum")
-    assert set(bufs.recv.tolist()) == {float(B.POISON)}
-    other = B.make(torch, lay, dt, False, "cpu")
-    B.fill(torch, other, coll, 2, N, "sum")
+    bufs = buffers.make(torch, lay, dt, False, "cpu")
+    buffers.fill(torch, bufs, coll, 1, N, "sum")
+    assert set(bufs.recv.tolist()) == {float(buffers.POISON)}
+    other = buffers.make(torch, lay, dt, False, "cpu")
+    buffers.fill(torch, other, coll, 2, N, "sum")
     assert bufs.send.tolist() != other.send.tolist()
 
 
@@ -147,26 +147,26 @@ def test_checking_in_pieces_finds_errors_in_every_piece(monkeypatch):
     import torch
 
     from ccltune import collectives
-    from ccltune.measure import buffers as B
-    from ccltune.types import dtype
+    from ccltune.measure import buffers
+    from ccltune.datatypes import dtype
 
-    monkeypatch.setattr(B, "CHUNK", 7)   # several pieces on a small buffer, the last one short
+    monkeypatch.setattr(buffers, "CHUNK", 7)   # several pieces on a small buffer, the last one short
     coll, dt = collectives.get("all_gather"), dtype("float")
     lay = coll.layout(4 * 2 * 25, 4, 2, 0)   # 25 elements per rank, 50 in the output
-    bufs = B.make(torch, lay, dt, False, torch.device("cpu"))
-    B.fill(torch, bufs, coll, 0, 2, "sum")
+    bufs = buffers.make(torch, lay, dt, False, torch.device("cpu"))
+    buffers.fill(torch, bufs, coll, 0, 2, "sum")
     exp = torch.cat([coll.expected(torch, lay, 0, 2, "sum", 0, None, part=(lo, lo + 7)) for lo in range(0, 50, 7)])
     bufs.recv.copy_(exp.to(bufs.recv.dtype))
-    assert B.count_wrong(torch, bufs, coll, lay, dt, 0, 2, "sum", 0) == 0
+    assert buffers.count_wrong(torch, bufs, coll, lay, dt, 0, 2, "sum", 0) == 0
     bufs.recv[0] += 1
     bufs.recv[49] += 1
-    assert B.count_wrong(torch, bufs, coll, lay, dt, 0, 2, "sum", 0) == 2
+    assert buffers.count_wrong(torch, bufs, coll, lay, dt, 0, 2, "sum", 0) == 2
     # the pieces are the whole buffer's expected values, in order
     assert torch.equal(exp, coll.expected(torch, lay, 0, 2, "sum", 0, None))
 
 
 def test_calls_step_through_the_buffers_and_wrap_like_nccl_tests():
-    bufs = B.Buffers(torch.zeros(4), torch.zeros(4))
+    bufs = buffers.Buffers(torch.zeros(4), torch.zeros(4))
     assert [bufs.shift(i) for i in range(3)] == [0, 0, 0]  # a pair of its own: always the start
     bufs.shift_bytes, bufs.steps = 4096, 3
     assert [bufs.shift(i) for i in range(7)] == [0, 4096, 8192, 0, 4096, 8192, 0]
@@ -175,5 +175,8 @@ def test_calls_step_through_the_buffers_and_wrap_like_nccl_tests():
 def test_bench_lays_buffers_out_as_nccl_tests_and_the_sweep_does_not():
     from ccltune.cli import build_parser
 
-    assert build_parser().parse_args(["bench", "all"]).buffers_default == "ncclmem-max"
-    assert getattr(build_parser().parse_args(["sweep"]), "buffers_default", None) is None
+    from ccltune.cli import _common, bench
+
+    assert bench.engine_options(build_parser().parse_args(["bench", "all"])).shared_buffers
+    assert not _common.engine_options(build_parser().parse_args(["sweep"])).shared_buffers
+    assert bench.engine_options(build_parser().parse_args(["bench", "all", "--buffers", "torch"])).buffers == "torch"

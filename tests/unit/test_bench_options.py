@@ -58,15 +58,22 @@ def test_timeout_average_root_codes_and_strtol_integers():
 
 @pytest.mark.parametrize("argv, engine, needle", [
     (["-R", "2"], "gloo", "-R/--local_register 2: the gloo engine has no symmetric windows"),
-    (["-R", "1"], "nccl", "-R/--local_register 1: the nccl engine does not register buffers locally"),
-    (["-m", "4"], "nccl", "-m/--agg_iters 4: the nccl engine supports only 1"),
+    (["-R", "1"], "torch", "-R/--local_register 1: the torch engine does not own its buffers' registration"),
+    (["-R", "1"], "gloo", "-R/--local_register 1: the gloo engine has no NCCL communicator"),
+    (["-m", "4"], "torch", "-m/--agg_iters 4: the torch engine issues each collective on its own"),
+    (["-m", "4"], "gloo", "-m/--agg_iters 4: the gloo engine has no group calls"),
+    (["-m", "0"], "nccl", "-m/--agg_iters must be >= 1, got 0"),
     (["-N", "0"], "torch", "-N/--run_cycles must be >= 1, got 0"),
-    (["-z", "1"], "nccl", "-z/--blocking 1: the nccl engine times calls back to back"),
-    (["-y", "1"], "nccl", "-y/--stream_null 1: the nccl engine supports only 0"),
-    (["-C", "1"], "nccl", "-C/--report_cputime 1"), (["-u", "1"], "nccl", "-u/--unalign 1"),
-    (["-M", "1"], "nccl", "-M/--memory 1"), (["-I", "1"], "nccl", "-I/--per_iter_timing 1"),
-    (["-D", "1"], "nccl", "-D/--device_implementation 1"), (["-x", "1"], "nccl", "-x/--cta_policy 1"),
+    (["-z", "1", "-G", "2"], "nccl", "-z 1 with -G 2: a stream being captured"),
+    (["-y", "1"], "gloo", "-y/--stream_null 1: the gloo engine runs on the CPU"),
+    (["-y", "1", "-G", "1"], "nccl", "-y 1 with -G 1: CUDA cannot capture the legacy NULL stream"),
+    (["-u", "-1"], "nccl", "-u/--unalign must be >= 0 elements, got -1"),
+    (["-M", "1"], "gloo", "-M/--memory 1: the gloo engine runs on the CPU"),
+    (["-D", "1"], "nccl", "-D/--device_implementation 1: the nccl engine runs nccl-tests' own CUDA kernels"),
+    (["-x", "1"], "torch", "-x/--cta_policy 1: the torch engine makes no communicator"),
+    (["-x", "3"], "nccl", "-x/--cta_policy must be 0 (default), 1 (efficiency) or 2 (zero), got 3"),
     (["-K", "2"], "nccl", "-K/--per_iter_skip 2 needs -I 1"),
+    (["-I", "1", "-K", "5", "-n", "5"], "nccl", "-K/--per_iter_skip must be between 0 and -n - 1 (4), got 5"),
     (["-c", "-1"], "nccl", "-c/--check must be >= 0"),
 ])
 def test_what_the_engine_cannot_honour_is_refused_by_name(argv, engine, needle):
@@ -75,17 +82,50 @@ def test_what_the_engine_cannot_honour_is_refused_by_name(argv, engine, needle):
     assert needle in str(ei.value)
 
 
+@pytest.mark.parametrize("argv, engines", [
+    (["-m", "4"], ["nccl"]), (["-z", "1"], ["nccl", "torch", "gloo"]), (["-z", "3"], ["nccl", "torch", "gloo"]),
+    (["-y", "1"], ["nccl", "torch"]), (["-C", "1"], ["nccl", "torch", "gloo"]), (["-u", "3"], ["nccl", "torch", "gloo"]),
+    (["-M", "1"], ["nccl", "torch"]), (["-I", "1", "-K", "2"], ["nccl", "torch", "gloo"]), (["-x", "2"], ["nccl"]),
+    (["-R", "1"], ["nccl"]), (["-z", "2", "-G", "3"], ["gloo"]),  # gloo runs eagerly: -G is dropped with a note
+])
+def test_what_an_engine_honours_is_accepted(argv, engines):
+    for engine in engines:
+        assert bench_options.check(_parse(*argv), engine) == []
+
+
+def test_minus_z_3_and_minus_i_under_graphs_are_disabled_with_a_note_as_nccl_tests_does():
+    args = _parse("-z", "3", "-I", "1", "-K", "1", "-G", "10")
+    notes = bench_options.check(args, "nccl")
+    assert [n.split(":")[0] for n in notes] == ["-z 3 disabled", "-I 1 disabled"]
+    assert (args.blocking, args.per_iter_timing, args.per_iter_skip) == (0, 0, 0)
+
+
 def test_minus_r_2_is_symmetric_on_nccl():
     args = _parse("-R", "2")
     bench_options.check(args, "nccl")
     assert args.symmetric
 
 
-@pytest.mark.parametrize("var", ["NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_DEVICE"])
-def test_environment_variables(monkeypatch, var):
-    monkeypatch.setenv(var, "1")
-    with pytest.raises(UsageError, match=f"{var} 1: the nccl engine runs one communicator"):
+@pytest.mark.parametrize("var", ["NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK"])
+def test_parallel_groups_are_refused_naming_why(monkeypatch, var):
+    monkeypatch.setenv(var, "0x1")
+    with pytest.raises(UsageError, match=f"{var} 0x1: the nccl engine runs one communicator over every process"):
         bench_options.check(_parse(), "nccl")
+
+
+def test_nccl_tests_device_offsets_the_gpu(monkeypatch):
+    from ccltune.engines.base import device_index
+
+    monkeypatch.setenv("NCCL_TESTS_DEVICE", "2")
+    assert bench_options.check(_parse(), "nccl") == ["NCCL_TESTS_DEVICE=2: local process i uses GPU 2 + i"]
+    assert [device_index(i, 8) for i in range(3)] == [2, 3, 4]
+    with pytest.raises(UsageError, match="NCCL_TESTS_DEVICE 2: the gloo engine runs on the CPU"):
+        bench_options.check(_parse(), "gloo")
+    monkeypatch.setenv("NCCL_TESTS_DEVICE", "first")
+    with pytest.raises(UsageError, match="NCCL_TESTS_DEVICE must be a GPU index"):
+        bench_options.check(_parse(), "nccl")
+    monkeypatch.delenv("NCCL_TESTS_DEVICE")
+    assert device_index(3, 8) == 3
 
 
 def test_min_bw(monkeypatch):
@@ -100,15 +140,15 @@ def test_min_bw(monkeypatch):
 def test_all_loops_every_datatype_op_and_root_in_nccl_tests_order():
     """-d all -o all -r all: one run, each collective looping as its nccl-tests program does
     (datatypes, then ops for those that print one, then roots for rooted ones); -N repeats."""
-    from ccltune import collectives, types
+    from ccltune import collectives, datatypes
     from ccltune.measure.bench import BenchPlan, variants
 
-    plan = BenchPlan(collectives=[], sizes=[8], dtype=types.dtype("int8"), op="sum", root=0, iters=1, warmup=0,
-                     graph=0, check=2, average="avg", timeout_s=1, dtypes=types.dtypes("all"), ops=types.ops("all"),
-                     all_roots=True, cycles=2)
+    plan = BenchPlan(collectives=[], sizes=[8], dtype=datatypes.dtype("int8"), op="sum", root=0, iters=1, warmup=0,
+                     graph=0, check=2, average="avg", timeout_s=1, dtypes=datatypes.dtypes("all"),
+                     ops=datatypes.ops("all"), all_roots=True, cycles=2)
     ar, bc, sr, ag = (collectives.REGISTRY[c] for c in ("all_reduce", "broadcast", "sendrecv", "all_gather"))
     got = [(v.dtype.name, v.op) for v in variants(plan, ar, 4)]
-    assert len(got) == 12 * 6 and got[:7] == [("int8", o) for o in types.ops("all")] + [("uint8", "sum")]
+    assert len(got) == 12 * 6 and got[:7] == [("int8", o) for o in datatypes.ops("all")] + [("uint8", "sum")]
     assert [(v.dtype.name, v.root) for v in variants(plan, bc, 3)][:4] == [("int8", 0), ("int8", 1), ("int8", 2),
                                                                             ("uint8", 0)]
     assert len(variants(plan, sr, 4)) == 72 and len(variants(plan, ag, 4)) == 12  # sendrecv prints its op

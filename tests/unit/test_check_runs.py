@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ccltune.cli import main
-from ccltune.diagnose import gates, profiles
+from ccltune.diagnose.checks import gates, profiles
 from ccltune.store import Measurement, Store
 
 G = 1 << 30
@@ -112,7 +112,7 @@ def test_gate_from_a_stored_links_run_says_where_it_came_from(tmp_path, capsys):
 
 
 def test_unmatched_machine_is_gated_by_its_links(tmp_path, capsys, monkeypatch):
-    from ccltune.diagnose import benchrun
+    from ccltune.diagnose.probes import benchrun
 
     _gpus(monkeypatch, "NVIDIA L40S", 2)
     db = tmp_path / "r.db"

@@ -61,3 +61,16 @@ def test_no_function_in_cli_is_longer_than_60_lines():
                 if n > 60:
                     long.append(f"{path.name}:{node.lineno} {node.name} ({n} lines)")
     assert not long, long
+
+
+def test_workload_walkthrough_commands_parse():
+    """docs/workload.md's concrete commands (those without [optional] parts) are ones ccltune accepts."""
+    import shlex
+
+    text = (DOC.parent / "workload.md").read_text(encoding="utf-8")
+    lines = [ln.split("#")[0].strip() for b in text.split("```")[1::2] for ln in b.splitlines()]
+    cmds = [ln for ln in lines if ln.startswith("ccltune ") and "[" not in ln and "..." not in ln]
+    assert len(cmds) >= 6, cmds
+    parser = build_parser()
+    for c in cmds:
+        parser.parse_args(shlex.split(c)[1:])

@@ -25,7 +25,8 @@ SRC = ROOT / "src" / "ccltune"
 
 # import name -> distribution name, for every third-party module src/ccltune may import
 DISTRIBUTION = {"rich": "rich", "numpy": "numpy", "tomli": "tomli", "matplotlib": "matplotlib",
-                "pynvml": "nvidia-ml-py", "torch": "torch", "cupy": "cupy", "nvidia": "nvidia-nccl"}
+                "pynvml": "nvidia-ml-py", "torch": "torch", "cupy": "cupy", "nvidia": "nvidia-nccl",
+                "pandas": "pandas"}
 # installed before ccltune, as the README's install line says (its CPU and CUDA builds live on
 # different indexes, so the package cannot pick one)
 PREREQUISITES = {"torch"}
@@ -33,6 +34,7 @@ PREREQUISITES = {"torch"}
 RUNTIME_ONLY = {"numpy": "torch.distributed's object exchange imports it (all_gather_object, broadcast_object_list)"}
 # optional modules: the text their ImportError handler must show the user, or why it falls back
 NAMES_IN_HANDLER = {"matplotlib": "pip install 'ccltune[png]'",
+                    "pandas": "pip install pandas",
                     "cupy": "pip install cupy-cuda12x",
                     "tomli": "pip install tomli"}
 FALLS_BACK = {"pynvml": "NVML is the first of several topology sources (sysfs and nvidia-smi follow)",

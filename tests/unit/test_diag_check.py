@@ -11,7 +11,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ccltune.cli import main
-from ccltune.diagnose import benchrun, gates, profiles
+from ccltune.diagnose.checks import gates, profiles
+from ccltune.diagnose.probes import benchrun
 from ccltune.diagnose.findings import exit_code
 from ccltune.errors import UsageError
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from ccltune.cli import main
-from ccltune.diagnose import benchrun, doctor
-from ccltune.diagnose import topo as topo_mod
+from ccltune.diagnose.checks import transport
+from ccltune.diagnose.checks.registry import Context, run_checks
+from ccltune.diagnose.probes import benchrun, topo
 
 FIX = Path(__file__).parent.parent / "fixtures"
 LOGS = FIX / "logs"
@@ -21,20 +22,26 @@ def _by_name(findings):
     return {f.name: f for f in findings}
 
 
+def _doctor(nproc):
+    """The doctor's checks from the registry on the good host's files; (findings, context)."""
+    ctx = Context(root=FIX / "sysfs" / "host-good", lspci=None, environ={}, nproc=nproc, run=True, timeout_s=5)
+    return run_checks("doctor", ctx), ctx
+
+
 def test_p2p_level_finding_reports_the_measured_gain():
-    f = doctor.p2p_level_finding(10.0, 20.0, 0)
+    f = transport.p2p_level_finding(10.0, 20.0, 0)
     assert f.status == "WARN" and f.value == pytest.approx(1.0) and "+100%" in f.evidence
     assert "no SHM edges left" in f.evidence and f.fix == "export NCCL_P2P_LEVEL=SYS"
-    assert doctor.p2p_level_finding(10.0, 10.1, 0).status == "PASS"
-    assert doctor.p2p_level_finding(10.0, None, None).status == "ERROR"
+    assert transport.p2p_level_finding(10.0, 10.1, 0).status == "PASS"
+    assert transport.p2p_level_finding(10.0, None, None).status == "ERROR"
 
 
 def test_channels_finding_picks_the_best_count_beyond_noise():
-    f = doctor.channels_finding(2, 4, {None: 100.0, 8: 90.0, 16: 115.0, 24: 101.0, 32: None})
+    f = transport.channels_finding(2, 4, {None: 100.0, 8: 90.0, 16: 115.0, 24: 101.0, 32: None})
     assert f.status == "WARN" and f.data["best"] == 16 and "NCCL_MAX_NCHANNELS=16" in f.fix
-    assert doctor.channels_finding(2, 4, {None: 100.0, 8: 102.0}).status == "PASS"
-    assert doctor.channels_finding(2, 4, {None: None, 8: 102.0}).status == "ERROR"
-    assert doctor.channels_finding(2, 4, {None: 100.0, 8: None}).status == "ERROR"
+    assert transport.channels_finding(2, 4, {None: 100.0, 8: 102.0}).status == "PASS"
+    assert transport.channels_finding(2, 4, {None: None, 8: 102.0}).status == "ERROR"
+    assert transport.channels_finding(2, 4, {None: 100.0, 8: None}).status == "ERROR"
 
 
 def _edge_log(transport: str, n: int = 4) -> str:
@@ -63,18 +70,18 @@ class _FakeBench:
                                  0.1, records=[rec])
 
 
-def _four_gpus(label: str) -> topo_mod.Topology:
+def _four_gpus(label: str) -> topo.Topology:
     links = [["X" if i == j else label for j in range(4)] for i in range(4)]
-    return topo_mod.Topology("nvml", [topo_mod.GpuRow(i, "NVIDIA H200") for i in range(4)], links)
+    return topo.Topology("nvml", [topo.GpuRow(i, "NVIDIA H200") for i in range(4)], links)
 
 
 def test_doctor_reruns_with_p2p_level_and_measures_channels(monkeypatch, tmp_path):
     fake = _FakeBench()
     monkeypatch.setattr(benchrun, "run_bench", fake)
-    monkeypatch.setattr(topo_mod, "discover", lambda root: _four_gpus("NV18"))
-    monkeypatch.setattr(doctor, "p2p_capable_from", lambda t: (lambda a, b: True))
-    res = doctor.run_doctor(FIX / "sysfs" / "host-good", lspci=None, environ={}, nproc=2, run=True, timeout_s=5)
-    found = _by_name(res.findings)
+    monkeypatch.setattr(topo, "discover", lambda root: _four_gpus("NV18"))
+    monkeypatch.setattr(transport, "p2p_capable_from", lambda t: (lambda a, b: True))
+    findings, ctx = _doctor(2)
+    found = _by_name(findings)
     assert found["log:transport"].status == "FAIL" and found["log:transport"].data["shm_pairs_p2p_capable"] == [(1, 2)]
     assert found["transport:p2p_level"].status == "WARN" and found["transport:p2p_level"].value == pytest.approx(1.0)
     assert found["channels"].status == "WARN" and found["channels"].data["best"] == 16
@@ -82,15 +89,14 @@ def test_doctor_reruns_with_p2p_level_and_measures_channels(monkeypatch, tmp_pat
     assert fake.calls[1][1]["NCCL_P2P_LEVEL"] == "SYS"
     assert [c[1].get("NCCL_MIN_NCHANNELS") for c in fake.calls[2:]] == [None, "8", "16", "24", "32"]
     assert all(c[0] == 2 for c in fake.calls)
-    assert "nccl-debug.log" in res.artifacts and "nccl-debug-p2p-level-sys.log" in res.artifacts
+    assert "nccl-debug.log" in ctx.artifacts and "nccl-debug-p2p-level-sys.log" in ctx.artifacts
 
 
 def test_doctor_all_gpus_p2p_runs_once(monkeypatch):
     fake = _FakeBench()
     monkeypatch.setattr(benchrun, "run_bench", lambda n, **k: fake(n, env_overrides={"NCCL_P2P_LEVEL": "SYS"}))
-    monkeypatch.setattr(topo_mod, "discover", lambda root: _four_gpus("NV18"))
-    res = doctor.run_doctor(FIX / "sysfs" / "host-good", lspci=None, environ={}, nproc=None, run=True, timeout_s=5)
-    found = _by_name(res.findings)
+    monkeypatch.setattr(topo, "discover", lambda root: _four_gpus("NV18"))
+    found = _by_name(_doctor(None)[0])
     assert found["log:transport"].status == "PASS" and found["channels"].status == "PASS"
     assert len(fake.calls) == 1
 
@@ -98,16 +104,14 @@ def test_doctor_all_gpus_p2p_runs_once(monkeypatch):
 def test_doctor_bench_failure_is_an_error_with_the_reason(monkeypatch):
     monkeypatch.setattr(benchrun, "run_bench", lambda n, **k: benchrun.BenchRun(
         ["x"], {}, 1, "ccltune: error: boom\n", 0.1, error="bench exited with 1: ccltune: error: boom"))
-    monkeypatch.setattr(topo_mod, "discover", lambda root: _four_gpus("NV18"))
-    found = _by_name(doctor.run_doctor(FIX / "sysfs" / "host-good", lspci=None, environ={}, nproc=None, run=True,
-                                       timeout_s=5).findings)
+    monkeypatch.setattr(topo, "discover", lambda root: _four_gpus("NV18"))
+    found = _by_name(_doctor(None)[0])
     assert found["transport"].status == "ERROR" and "boom" in found["transport"].evidence
 
 
 def test_doctor_bad_nproc_is_waived(monkeypatch):
-    monkeypatch.setattr(topo_mod, "discover", lambda root: _four_gpus("NV18"))
-    found = _by_name(doctor.run_doctor(FIX / "sysfs" / "host-good", lspci=None, environ={}, nproc=9, run=True,
-                                       timeout_s=5).findings)
+    monkeypatch.setattr(topo, "discover", lambda root: _four_gpus("NV18"))
+    found = _by_name(_doctor(9)[0])
     assert found["transport"].status == "WAIVED" and "--nproc 9" in found["transport"].evidence
 
 
@@ -117,8 +121,8 @@ def test_error_lines_pick_the_cause():
 
 
 def test_cli_doctor_without_gpus_waives_runs_and_records(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(topo_mod, "discover", lambda root: topo_mod.Topology("none", notes=["no GPU"]))
-    monkeypatch.setattr("ccltune.diagnose.sysconf.run_lspci", lambda: None)
+    monkeypatch.setattr(topo, "discover", lambda root: topo.Topology("none", notes=["no GPU"]))
+    monkeypatch.setattr("ccltune.diagnose.probes.sysfs.run_lspci", lambda: None)
     monkeypatch.setenv("NCCL_P2P_DISABLE", "1")
     db, out = tmp_path / "r.db", tmp_path / "d.json"
     rc = main(["doctor", "--sysfs-root", str(FIX / "sysfs" / "amd-mi300x"), "--db", str(db), "--json", str(out)])
@@ -169,10 +173,29 @@ def test_cli_doctor_bad_nproc_and_timeout_are_usage_errors_before_any_work(tmp_p
     def no_work(*args, **kwargs):
         raise AssertionError("doctor did work before checking its flags")
 
-    monkeypatch.setattr(doctor, "run_doctor", no_work)
+    monkeypatch.setattr("ccltune.cli.doctor.run_checks", no_work)
     monkeypatch.setattr("ccltune.cli.doctor.read_log", no_work)
-    monkeypatch.setattr("ccltune.diagnose.sysconf.run_lspci", no_work)
+    monkeypatch.setattr("ccltune.diagnose.probes.sysfs.run_lspci", no_work)
     assert main(["doctor", *flags, "--db", str(tmp_path / "r.db")]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not (tmp_path / "r.db").exists()
+
+
+def test_the_registry_lists_each_check_once_with_its_description():
+    from ccltune.diagnose.checks import registry
+
+    keys = [c.key for c in registry.CHECKS]
+    assert len(keys) == len(set(keys)) and all(c.description for c in registry.CHECKS)
+    assert {c.command for c in registry.CHECKS} == set(registry.COMMANDS)
+    with pytest.raises(ValueError, match="command must be one of"):
+        registry.checks_of("dcotor")
+
+
+def test_a_check_that_cannot_run_here_is_waived_with_its_reason_and_another_platforms_is_left_out(monkeypatch):
+    monkeypatch.setattr(topo, "discover", lambda root: _four_gpus("NV18"))
+    ctx = Context(root=FIX / "sysfs" / "host-good", run=False)
+    found = _by_name(run_checks("doctor", ctx))
+    assert found["transport"].status == "WAIVED" and found["transport"].evidence == "not run (--no-run)"
+    assert "rccl:fine_grain_pcie" not in found  # an AMD check on NVIDIA GPUs
+    assert list(found)[:4] == ["numa_balancing", "numad", "iommu", "pcie_acs"]

@@ -6,19 +6,26 @@ from pathlib import Path
 
 import pytest
 
-from ccltune.diagnose import amdsysfs, envrules, nvml, smitopo, sysconf, topo
+from ccltune.diagnose.checks import envrules, host
+from ccltune.diagnose.checks.topo import topo_findings
+from ccltune.diagnose.probes import amdsysfs, nvml, smitopo, sysfs, topo
 from ccltune.errors import UsageError
 
 FIX = Path(__file__).parent.parent / "fixtures" / "sysfs"
 AMD, GOOD = FIX / "amd-mi300x", FIX / "host-good"
 
 
+
+def _host_checks(root, lspci):
+    """The four host checks, as doctor's registry runs them."""
+    return [host.check_numa_balancing(root), host.check_numad(root), host.check_iommu(root), host.check_acs(lspci)]
+
 def _by_name(findings):
     return {f.name: f for f in findings}
 
 
 def test_bad_host_warns_on_balancing_numad_and_iommu():
-    found = _by_name(sysconf.host_checks(AMD, None))
+    found = _by_name(_host_checks(AMD, None))
     assert found["numa_balancing"].status == "WARN" and "sysctl" in found["numa_balancing"].fix
     assert found["numad"].status == "WARN" and "4242" in found["numad"].evidence
     assert found["iommu"].status == "WARN" and "iommu=pt" in found["iommu"].fix
@@ -26,16 +33,16 @@ def test_bad_host_warns_on_balancing_numad_and_iommu():
 
 
 def test_good_host_passes():
-    found = _by_name(sysconf.host_checks(GOOD, ""))
+    found = _by_name(_host_checks(GOOD, ""))
     assert [found[n].status for n in ("numa_balancing", "numad", "iommu")] == ["PASS", "PASS", "PASS"]
     assert "passthrough" in found["iommu"].evidence
-    assert sysconf.has_infiniband(GOOD) is True and sysconf.has_infiniband(AMD) is False
+    assert sysfs.has_infiniband(GOOD) is True and sysfs.has_infiniband(AMD) is False
 
 
 def test_unreadable_proc_and_sys_are_waived(tmp_path, monkeypatch):
     empty = tmp_path / "root"
     empty.mkdir()
-    found = _by_name(sysconf.host_checks(empty, None))
+    found = _by_name(_host_checks(empty, None))
     assert found["numa_balancing"].status == "WAIVED" and "does not exist" in found["numa_balancing"].evidence
     assert found["numad"].status == "WAIVED" and found["iommu"].status == "WAIVED"
 
@@ -43,34 +50,34 @@ def test_unreadable_proc_and_sys_are_waived(tmp_path, monkeypatch):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(Path, "read_text", denied)  # root ignores chmod, so fake the refusal
-    f = sysconf.check_numa_balancing(GOOD)
+    f = host.check_numa_balancing(GOOD)
     assert f.status == "WAIVED" and "no permission" in f.evidence
 
 
 def test_sys_root_prefers_flag_then_env(monkeypatch):
-    monkeypatch.setenv(sysconf.ROOT_ENV, str(AMD))
-    assert sysconf.sys_root(None) == AMD and sysconf.sys_root(str(GOOD)) == GOOD
-    monkeypatch.setenv(sysconf.ROOT_ENV, "")  # set but empty is unset
-    assert sysconf.sys_root(None) == Path("/")
-    monkeypatch.delenv(sysconf.ROOT_ENV)
-    assert sysconf.sys_root(None) == Path("/")
+    monkeypatch.setenv(sysfs.ROOT_ENV, str(AMD))
+    assert sysfs.sys_root(None) == AMD and sysfs.sys_root(str(GOOD)) == GOOD
+    monkeypatch.setenv(sysfs.ROOT_ENV, "")  # set but empty is unset
+    assert sysfs.sys_root(None) == Path("/")
+    monkeypatch.delenv(sysfs.ROOT_ENV)
+    assert sysfs.sys_root(None) == Path("/")
 
 
 def test_sys_root_named_but_not_a_folder_is_a_usage_error(tmp_path, monkeypatch):
     # under a missing root every check would be WAIVED and the host look clean
-    monkeypatch.delenv(sysconf.ROOT_ENV, raising=False)
+    monkeypatch.delenv(sysfs.ROOT_ENV, raising=False)
     missing, regular = tmp_path / "nonexistent", tmp_path / "file"
     regular.write_text("x")
     with pytest.raises(UsageError, match=r"--sysfs-root: '.*nonexistent' does not exist"):
-        sysconf.sys_root(str(missing))
+        sysfs.sys_root(str(missing))
     with pytest.raises(UsageError, match=r"--sysfs-root: '.*file' is not a directory"):
-        sysconf.sys_root(str(regular))
+        sysfs.sys_root(str(regular))
     with pytest.raises(UsageError, match="--sysfs-root: empty path"):
-        sysconf.sys_root("")
-    monkeypatch.setenv(sysconf.ROOT_ENV, str(missing))
+        sysfs.sys_root("")
+    monkeypatch.setenv(sysfs.ROOT_ENV, str(missing))
     with pytest.raises(UsageError, match=r"\$CCLTUNE_SYSFS_ROOT: '.*nonexistent' does not exist"):
-        sysconf.sys_root(None)
-    assert sysconf.sys_root(str(GOOD)) == GOOD  # the flag wins over a bad variable
+        sysfs.sys_root(None)
+    assert sysfs.sys_root(str(GOOD)) == GOOD  # the flag wins over a bad variable
 
 
 @pytest.mark.parametrize("argv, env, message", [
@@ -84,9 +91,9 @@ def test_cli_missing_sysfs_root_is_exit_2_not_a_pass(tmp_path, capsys, monkeypat
     from ccltune.cli import main
 
     if env is None:
-        monkeypatch.delenv(sysconf.ROOT_ENV, raising=False)
+        monkeypatch.delenv(sysfs.ROOT_ENV, raising=False)
     else:
-        monkeypatch.setenv(sysconf.ROOT_ENV, env)
+        monkeypatch.setenv(sysfs.ROOT_ENV, env)
     assert main([*argv, "--db", str(tmp_path / "r.db")]) == 2
     captured = capsys.readouterr()
     assert message in captured.err and "Traceback" not in captured.err
@@ -94,14 +101,14 @@ def test_cli_missing_sysfs_root_is_exit_2_not_a_pass(tmp_path, capsys, monkeypat
 
 
 def test_acs_parse_redirect_clean_and_denied():
-    devices, denied = sysconf.parse_acs((FIX / "lspci_vvv_acs.txt").read_text())
+    devices, denied = host.parse_acs((FIX / "lspci_vvv_acs.txt").read_text())
     assert [d["bdf"] for d in devices] == ["0000:00:01.1", "0000:15:00.0"] and not denied
-    f = sysconf.check_acs((FIX / "lspci_vvv_acs.txt").read_text())
+    f = host.check_acs((FIX / "lspci_vvv_acs.txt").read_text())
     assert f.status == "WARN" and f.data["devices"] == ["0000:00:01.1"]
-    assert sysconf.check_acs((FIX / "lspci_vvv_denied.txt").read_text()).status == "WAIVED"
+    assert host.check_acs((FIX / "lspci_vvv_denied.txt").read_text()).status == "WAIVED"
     clean = (FIX / "lspci_vvv_acs.txt").read_text().replace("ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- Dir",
                                                              "ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- Dir")
-    assert sysconf.check_acs(clean).status == "PASS"
+    assert host.check_acs(clean).status == "PASS"
 
 
 @pytest.mark.parametrize("env, name, status", [
@@ -206,7 +213,7 @@ def test_nvidia_smi_topo_matrix():
     assert smi.links[0] == ["X", "NV18", "NV18", "NV18"] and smi.links[3][2] == "NV18"
     assert smi.cpu_affinity[2] == "32-63,96-127" and smi.numa_affinity == ["0", "0", "1", "1"]
     t = topo.from_smi(smi)
-    found = _by_name(topo.findings(t))
+    found = _by_name(topo_findings(t))
     assert found["topo:links"].status == "PASS" and found["topo:numa"].data["numa"] == {0: 0, 1: 0, 2: 1, 3: 1}
     assert smitopo.parse_topo_matrix("No devices were found\n").gpus == []
 
@@ -214,7 +221,7 @@ def test_nvidia_smi_topo_matrix():
 def test_mixed_links_warn_and_name_the_slow_pairs():
     t = topo.Topology("nvidia-smi", [topo.GpuRow(i, "G") for i in range(3)],
                       [["X", "NV4", "SYS"], ["NV4", "X", "NV2"], ["SYS", "NV2", "X"]])
-    f = _by_name(topo.findings(t))["topo:links"]
+    f = _by_name(topo_findings(t))["topo:links"]
     assert f.status == "WARN" and f.data["slow_pairs"] == [(0, 2), (1, 2)]
 
 
@@ -223,7 +230,7 @@ def test_amd_sysfs_partitions_and_xgmi():
     assert [g.card for g in amd.gpus] == [f"card{i}" for i in range(8)]  # no connector, no ASPEED
     assert amd.gpus[5].compute_partition == "CPX" and amd.gpus[0].memory_partition == "NPS1"
     assert len(amd.xgmi) == 8 * 7 and (0, 7) in amd.xgmi
-    found = _by_name(topo.findings(topo.from_amd(amd)))
+    found = _by_name(topo_findings(topo.from_amd(amd)))
     assert found["topo:gpus"].value == 8 and found["topo:links"].evidence == "every pair XGMI"
     assert found["topo:partition"].status == "WARN" and "GPU5 CPX/NPS1" in found["topo:partition"].evidence
     assert found["topo:fabric"].status == "WAIVED"
@@ -231,13 +238,13 @@ def test_amd_sysfs_partitions_and_xgmi():
 
 def test_fabric_and_mig_states():
     rows = [topo.GpuRow(0, "H200", fabric="completed", mig="off"), topo.GpuRow(1, "H200", fabric="in progress", mig="on")]
-    found = _by_name(topo.findings(topo.Topology("nvml", rows, [["X", "NV18"], ["NV18", "X"]])))
+    found = _by_name(topo_findings(topo.Topology("nvml", rows, [["X", "NV18"], ["NV18", "X"]])))
     assert found["topo:fabric"].status == "FAIL" and "fabricmanager" in found["topo:fabric"].fix
     assert found["topo:mig"].status == "WARN"
 
 
 def test_no_gpu_is_waived_with_the_reasons():
-    (f,) = topo.findings(topo.Topology("none", notes=["NVML: absent", "nvidia-smi: absent"]))
+    (f,) = topo_findings(topo.Topology("none", notes=["NVML: absent", "nvidia-smi: absent"]))
     assert f.status == "WAIVED" and "NVML: absent" in f.evidence
 
 
@@ -298,7 +305,7 @@ def test_nvml_topology_of_an_nvswitch_host(monkeypatch):
     assert t.nvlink_limit_gbps[0][1] == pytest.approx(18 * 26.562)
     g = t.gpus[1]
     assert (g.bus_id, g.numa_node, g.cpu_affinity, g.fabric, g.mig) == ("0000:2a:00.0", 0, "0-63", "completed", None)
-    found = _by_name(topo.findings(t))
+    found = _by_name(topo_findings(t))
     assert found["topo:fabric"].status == "PASS" and found["topo:mig"].status == "WAIVED"
     assert found["topo:links"].evidence == "every pair NV18"
 
@@ -324,7 +331,7 @@ def test_cli_topo_amd_tree(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setitem(sys.modules, "pynvml", None)
     monkeypatch.setattr(smitopo, "run_topo_matrix", lambda: None)
-    monkeypatch.setenv(sysconf.ROOT_ENV, str(AMD))
+    monkeypatch.setenv(sysfs.ROOT_ENV, str(AMD))
     assert main(["topo", "--db", str(tmp_path / "r.db")]) == 0
     text = capsys.readouterr().out
     assert "CPX/NPS1" in text and "XGMI" in text and "WARN    topo:partition" in text

@@ -8,7 +8,8 @@ import pytest
 
 from ccltune.cli import main
 from ccltune.cli.linkshow import render_matrix
-from ccltune.diagnose import linkmath, links
+from ccltune.diagnose.checks import linkmath
+from ccltune.diagnose.probes import links
 from ccltune.errors import UsageError
 
 
@@ -91,7 +92,7 @@ def test_cli_links_records_rows_and_findings(tmp_path, capsys, monkeypatch):
                         elapsed_s=1.5, failed_checks=["sm-read"], waived={"sm": "cupy is not installed"})
     monkeypatch.setattr(links, "available", lambda: None)
     monkeypatch.setattr(links, "measure", lambda plan, log: run)
-    monkeypatch.setattr("ccltune.diagnose.nvml.read_nvml", lambda: None)
+    monkeypatch.setattr("ccltune.diagnose.probes.nvml.read_nvml", lambda: None)
     db = tmp_path / "r.db"
     assert main(["links", "--db", str(db), "--method", "ce"]) == 1  # a wrong copy is an ERROR
     text = capsys.readouterr().out

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from ccltune.diagnose.findings import overall
-from ccltune.diagnose.logcheck import check_log, check_transports
-from ccltune.diagnose.ncclog import parse_log, read_log
+from ccltune.diagnose.checks.logcheck import check_log, check_transports
+from ccltune.diagnose.parsers.ncclog import parse_log, read_log
 from ccltune.errors import UsageError
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
@@ -140,9 +141,9 @@ def test_unreadable_log_is_a_usage_error(tmp_path, monkeypatch):
     p = tmp_path / "secret.log"
     p.write_text("x")
 
-    def denied(self):
+    def denied(*a, **k):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(Path, "read_bytes", denied)  # root ignores chmod, so fake the refusal
-    with pytest.raises(UsageError, match="no permission"):
+    with monkeypatch.context() as m, pytest.raises(UsageError, match="no permission"):
+        m.setattr(os, "open", denied)  # root ignores chmod, so fake the refusal
         read_log(p)

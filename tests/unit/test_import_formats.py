@@ -123,3 +123,33 @@ def test_real_nccl_tests_versions(version):
 def test_real_mpi_run():
     [p] = parse_text((NCCLT / "ag-mpi-v2.19.6.txt").read_text(), "f")
     assert (p.collective, p.n_ranks, p.gpus) == ("all_gather", 1, ["NVIDIA H100 80GB HBM3"])
+
+
+def test_a_run_that_nccl_failed_imports_its_rows_and_the_failed_combination():
+    """nccl-tests 2.19.6 -o all -d all (real capture): NCCL refused f8e4m3 avg in its warm-up, so the run
+    stopped after f8e4m3 min with "Test NCCL failure" and no footer: every printed row, then error rows
+    for the combination -o all runs next, naming NCCL's message."""
+    path = FIX / "nccl-tests" / "v2.19.6" / "ar-alltypes-v2.19.6.txt"
+    (run,) = parse_text(path.read_text(), str(path))
+    ok = [r for r in run.rows if r.status == "ok"]
+    assert len(ok) == 2 * 64 and (ok[-1].dtype, ok[-1].op) == ("f8e4m3", "min")
+    bad = run.rows[-2:]
+    assert [(r.dtype, r.op, r.size_bytes, r.count, r.in_place, r.status) for r in bad] == [
+        ("f8e4m3", "avg", 1024, 1024, False, "error"), ("f8e4m3", "avg", 1024, 1024, True, "error")]
+    assert bad[0].note == ("NCCL failure at all_reduce.cu:507: invalid argument (run with NCCL_DEBUG=WARN for "
+                           "details)") and bad[0].time_us is None
+
+
+def test_a_failure_while_timing_names_its_row_and_later_rows_are_kept():
+    """The failure printed after a row's preamble (it came while that size was timed): that row is the
+    failed one; a run's rows after the failure line (concatenated output) are kept."""
+    path = FIX / "nccl-tests" / "v2.19.6" / "ar-alltypes-v2.19.6.txt"
+    lines = path.read_text().splitlines()
+    head, rows = lines[:10], lines[10:12]
+    text = "\n".join([*head, rows[0], "        2048           512     float     sum      -1"
+                      "vm: Test CUDA failure common.cu:900 'out of memory'", rows[1],
+                      "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 0 ", "#"]) + "\n"
+    (run,) = parse_text(text, "x.txt")
+    got = [(r.size_bytes, r.dtype, r.op, r.status) for r in run.rows if not r.in_place]
+    assert got == [(1024, "int8", "sum", "ok"), (2048, "float", "sum", "error"), (1024, "int8", "prod", "ok")]
+    assert run.rows[2].note == "CUDA failure at common.cu:900: out of memory"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ccltune.cli import main
-from ccltune.diagnose import nvbandwidth, transferbench
-from ccltune.diagnose.linkimport import times
+from ccltune.diagnose.parsers import nvbandwidth, transferbench
+from ccltune.diagnose.parsers.linkimport import times
 from ccltune.errors import UsageError
 from ccltune.store import Store
 

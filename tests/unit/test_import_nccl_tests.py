@@ -13,7 +13,7 @@ from ccltune.cli import main
 from ccltune.errors import UsageError
 from ccltune.rules import parse_text as parse_rules
 from ccltune.store import Store
-from ccltune.tune.derive import Candidate
+from ccltune.commconfig import CommConfig
 from ccltune.tune.importer import number_reps, parse, parse_json, parse_text
 
 FIX = Path(__file__).parent.parent / "fixtures" / "nccl-tests"
@@ -84,7 +84,7 @@ def test_nranks_and_collective_overrides():
 
 
 def test_json_output():
-    [p] = parse(read("all_gather_ring_ll128.json"), "ag.json", candidate=Candidate("ring", "ll128", None))
+    [p] = parse(read("all_gather_ring_ll128.json"), "ag.json", candidate=CommConfig("ring", "ll128", None))
     assert (p.collective, p.n_ranks, p.nccl_version, p.gpus[0]) == ("all_gather", 4, "2.28.9", "NVIDIA H200")
     assert len(p.rows) == 8
     assert all(m.config == "ring/ll128/default" and m.algo == "ring" for m in p.rows)

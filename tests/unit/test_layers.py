@@ -3,13 +3,18 @@
 The layers, lowest first; a module may import its own layer and any below it:
 
   base      ccltune (the package: its version), errors
-  core      sizes, types, files, gpus, environment, collectives, rules, store, dist, launch, tuner_plugin, output,
+  core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, dist, launch, tuner_plugin, output,
             builtlib, ncclt_json, periter
   engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
   measure   measure/  (timing points and sizes, the run's lifecycle: measure.session)
   analysis  tune/, validate/, diagnose/  (sweeps, rules, verdicts, checks)
   report    report/
   cli       cli/, __main__
+  api       api  (the Python API: each function runs its command through the CLI's parser and run_command)
+
+The package itself (ccltune/__init__.py) is the API's front: as an importer it stands above every
+layer (it hands out ccltune.api's functions on first use); as an import target it is the base (its
+__version__).
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ import ccltune
 
 LAYERS = [
     ("base", {"errors"}),
-    ("core", {"sizes", "types", "files", "gpus", "environment", "collectives", "rules", "store", "dist",
+    ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "gpus", "environment", "collectives", "rules", "store", "dist",
               "tuner_plugin", "output", "launch", "builtlib", "ncclt_json", "periter"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),
     ("analysis", {"tune", "validate", "diagnose", "workload"}),
     ("report", {"report"}),
     ("cli", {"cli", "__main__"}),
+    ("api", {"api"}),
 ]
 RANK = {part: i for i, (_, parts) in enumerate(LAYERS) for part in parts}
 ROOT = Path(ccltune.__file__).parent
@@ -80,7 +86,7 @@ def test_no_import_goes_up_a_layer():
     upward = []
     for path in sorted(ROOT.rglob("*.py")):
         mod = _module(path)
-        mine = _layer(mod)
+        mine = len(LAYERS) if mod == "ccltune" else _layer(mod)
         for line, target in _imports(path):
             theirs = _layer(target)
             if theirs > mine:
@@ -103,3 +109,19 @@ def test_no_command_module_imports_another():
         for line, target in _imports(path):
             if target.startswith("ccltune.cli") and target not in shared:
                 raise AssertionError(f"{path.relative_to(ROOT.parent)}:{line} imports {target}")
+
+
+def test_no_module_reaches_a_subpackage_through_the_package():
+    """`ccltune.tune`, `ccltune.validate` and `ccltune.report` are the API's functions (the package
+    hides its subpackages of those names), so `import ccltune.tune as t` would get the function:
+    code imports them by name (`from ccltune.tune import derive`)."""
+    shadowed = {"tune", "validate", "report"}
+    found = []
+    for path in sorted([*ROOT.rglob("*.py"), *(ROOT.parents[1] / "tests").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found += [f"{path}:{node.lineno}: import {a.name} as {a.asname}" for a in node.names
+                          if a.asname and a.name.split(".")[:2][-1] in shadowed and a.name.startswith("ccltune.")]
+            elif isinstance(node, ast.ImportFrom) and node.module == "ccltune":
+                found += [f"{path}:{node.lineno}: from ccltune import {a.name}" for a in node.names if a.name in shadowed]
+    assert not found, "subpackages reached as attributes of ccltune (they are the API's functions):\n" + "\n".join(found)

@@ -23,7 +23,7 @@ from ccltune.engines import library
 from ccltune.engines.nccl import _env
 from ccltune.engines.nccl_lib import NcclLib
 from ccltune.errors import EngineUnavailable, UsageError
-from ccltune.tune.derive import Candidate
+from ccltune.commconfig import CommConfig
 
 FAKE = r"""
 #include <stdlib.h>
@@ -87,9 +87,9 @@ def test_nccl_and_rccl_by_file_name(tmp_path: Path) -> None:
 def test_candidates_from_the_library() -> None:
     rccl = library.detect("librccl.so", lambda s: False, "2.21.5")
     nccl = library.detect("libnccl.so.2", lambda s: False, "2.28.9")
-    ok = [Candidate(), Candidate("ring", "ll128"), Candidate("tree", "ll", 8), Candidate("pat", "simple")]
+    ok = [CommConfig(), CommConfig("ring", "ll128"), CommConfig("tree", "ll", 8), CommConfig("pat", "simple")]
     assert library.sweep_candidates(rccl, ok) == ok
-    nvls = [*ok, Candidate("nvls", "simple")]
+    nvls = [*ok, CommConfig("nvls", "simple")]
     assert library.sweep_candidates(nccl, nvls) == nvls
     with pytest.raises(UsageError, match=r"--algos nvls: RCCL 2.21.5 cannot run it \(nvls: NVLS needs NVIDIA "
                                          r"NVSwitch.*\); sweep tree,ring,pat"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ccltune.store import Measurement, Store
-from ccltune.tune.derive import DEFAULT, Candidate
+from ccltune.commconfig import BASELINE, CommConfig
 
 _PATH = Path(__file__).resolve().parents[2] / "bench" / "model_replay.py"
 _spec = importlib.util.spec_from_file_location("ccltune_bench_model_replay", _PATH)
@@ -19,12 +19,12 @@ _spec.loader.exec_module(mr)
 
 SIZES = [8 << i for i in range(25)]  # 8 B .. 128 MB
 REPS = 3
-LL, SIMPLE, TREE = Candidate("ring", "ll"), Candidate("ring", "simple"), Candidate("tree", "simple")
+LL, SIMPLE, TREE = CommConfig("ring", "ll"), CommConfig("ring", "simple"), CommConfig("tree", "simple")
 ARGS = {"collective": ["all_reduce", "all_gather"], "minbytes": "8", "maxbytes": "128M", "stepfactor": 2.0}
 ENV = {"gpus": [{"name": "NVIDIA H200"}] * 4, "platform": "NVIDIA H200 x4"}
 
 
-def _time(cand: Candidate, size: int) -> float:
+def _time(cand: CommConfig, size: int) -> float:
     ll, simple = 5.0 + size / 20e3, 15.0 + size / 300e3
     return ll if cand == LL else simple  # NCCL's default: always simple, ll wins below ~140 KB
 
@@ -33,7 +33,7 @@ def _rows(coll: str, sizes: list[int]) -> list[Measurement]:
     out = []
     for s in sizes:
         for rep in range(REPS):
-            for c in (DEFAULT, LL, SIMPLE, TREE):
+            for c in (BASELINE, LL, SIMPLE, TREE):
                 m = Measurement(coll, s, s // 4, "float", "sum", None, False, 4, rep=rep, algo=c.algo,
                                 proto=c.proto, channels=c.channels, config=c.label)
                 if c == TREE:
@@ -76,8 +76,8 @@ def test_replay_measures_fewer_points_and_reaches_the_same_decisions(db: Path):
     r = mr.replay(group, min_margin=0.02)
     assert r.rounds > 1  # the win was measured outwards, not found by the first plan
     assert {(s, c) for s, c in r.points if s in (SIZES[0], SIZES[-1])} == {
-        (s, c) for s in (SIZES[0], SIZES[-1]) for c in (DEFAULT, LL, SIMPLE, TREE)}
-    assert {s for s, c in r.points if c == DEFAULT} == set(SIZES)
+        (s, c) for s in (SIZES[0], SIZES[-1]) for c in (BASELINE, LL, SIMPLE, TREE)}
+    assert {s for s, c in r.points if c == BASELINE} == set(SIZES)
     assert len(r.rows) == sum(len(group.oracle[p]) for p in r.points)
     assert r.again > 0 and r.measured == len(r.points) + r.again - r.free
     # a configuration NCCL refused costs one attempt, on both sides: the sweep does not try it again

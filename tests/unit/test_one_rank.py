@@ -7,10 +7,10 @@ import warnings
 import pytest
 
 from ccltune import collectives, output
-from ccltune.engines.base import Engine, Point
+from ccltune.engines.base import Engine, Point, Timing
 from ccltune.measure import bench, point
 from ccltune.store import Measurement
-from ccltune.types import dtype
+from ccltune.datatypes import dtype
 
 
 class _Ctx:
@@ -45,7 +45,7 @@ class _CopyEngine(Engine):
         if pt.in_place and self.ctx.world_size == 1:
             warnings.warn("The CUDA Graph is empty. This usually means that the graph was attempted to be "
                           "captured on wrong device or stream.", UserWarning)  # torch, capturing a no-op
-        return 10e-6
+        return Timing(10e-6)
 
 
 def _point(in_place: bool, size: int = 1024) -> Point:

@@ -8,7 +8,7 @@ from ccltune import collectives
 from ccltune.engines.base import Engine, Point
 from ccltune.errors import DistError
 from ccltune.measure import point
-from ccltune.types import dtype
+from ccltune.datatypes import dtype
 
 
 class _Ctx:
@@ -38,7 +38,7 @@ def failing_fill(monkeypatch):
     def use(fault: BaseException) -> _Engine:
         def fill(*a, **k):
             raise fault
-        monkeypatch.setattr(point.B, "fill", fill)
+        monkeypatch.setattr(point.buffers, "fill", fill)
         return _Engine(fault)
     return use
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ccltune.cli import main
-from ccltune.diagnose import amdsmi, doctor, rcclog, topo
-from ccltune.diagnose.ncclog import parse_log
+from ccltune.diagnose.checks import rccl
+from ccltune.diagnose.parsers import rcclog
+from ccltune.diagnose.probes import amdsmi, topo
+from ccltune.diagnose.parsers.ncclog import parse_log
 
 FIX = Path(__file__).parent.parent / "fixtures"
 LOGS = FIX / "logs"
@@ -38,7 +40,7 @@ def test_rccl_facts_from_the_log():
 def test_all_checks_on_a_job_using_4_of_8_gpus():
     text = (LOGS / "rccl_mi300x_4of8_shm.log").read_text()
     log = parse_log(text)
-    found = by_name(doctor.rccl_findings(text, log, node(*MI300X), None, NUMA))
+    found = by_name(rccl.rccl_findings(text, log, node(*MI300X), None, NUMA))
     assert found["rccl:min_nchannels"].status == "WARN"
     assert "NCCL_MIN_NCHANNELS=32" in found["rccl:min_nchannels"].fix
     assert found["rccl:affinity"].status == "WARN"
@@ -51,34 +53,34 @@ def test_all_checks_on_a_job_using_4_of_8_gpus():
 
 def test_shm_between_xgmi_gpus_is_diagnosed_through_rank_to_device():
     text = (LOGS / "rccl_mi300x_4of8_shm.log").read_text()
-    capable = doctor.rank_p2p_capable(text, doctor.p2p_capable_from(node(*MI300X)))
-    from ccltune.diagnose.logcheck import check_transports
+    capable = rccl.rank_p2p_capable(text, topo.p2p_capable_from(node(*MI300X)))
+    from ccltune.diagnose.checks.logcheck import check_transports
     f = check_transports(parse_log(text), p2p_capable=capable)
     assert f.status == "FAIL" and f.data["shm_pairs_p2p_capable"] == [(1, 2), (2, 1)]
 
 
 def test_full_node_job_passes():
     text = (LOGS / "rccl_mi300x_8gpu.log").read_text()
-    found = by_name(doctor.rccl_findings(text, parse_log(text), node(*MI300X), None, NUMA))
+    found = by_name(rccl.rccl_findings(text, parse_log(text), node(*MI300X), None, NUMA))
     assert found["rccl:min_nchannels"].status == "PASS"
     assert found["rccl:affinity"].status == "PASS"  # cores 2..114 step 16: GPUs 0-3 on node 0, 4-7 on node 1
     assert found["rccl:ll128"].status == "PASS" and found["rccl:mscclpp"].evidence.startswith("MSCCL++ not reported")
 
 
 def test_min_channels_recommends_when_not_set_and_accepts_when_set():
-    assert rcclog.min_channels_finding(4, 8, True, {}).status == "WARN"
-    assert rcclog.min_channels_finding(4, 8, True, {"NCCL_MIN_NCHANNELS": "32"}).status == "PASS"
-    assert rcclog.min_channels_finding(4, 4, False, {}).status == "WAIVED"
+    assert rccl.min_channels_finding(4, 8, True, {}).status == "WARN"
+    assert rccl.min_channels_finding(4, 8, True, {"NCCL_MIN_NCHANNELS": "32"}).status == "PASS"
+    assert rccl.min_channels_finding(4, 4, False, {}).status == "WAIVED"
 
 
 def test_fine_grain_pcie():
     pcie = node("mi210_pcie_topology.json", "mi210_pcie_static.json")
     labels = {c for row in pcie.links for c in row if c != "X"}
     assert labels == {"PCIE+2", "PCIE+3"}
-    assert rcclog.fine_grain_finding(True, {}).status == "WARN"
-    assert rcclog.fine_grain_finding(True, {"HSA_FORCE_FINE_GRAIN_PCIE": "1"}).status == "PASS"
+    assert rccl.fine_grain_finding(True, {}).status == "WARN"
+    assert rccl.fine_grain_finding(True, {"HSA_FORCE_FINE_GRAIN_PCIE": "1"}).status == "PASS"
     text = (LOGS / "rccl_mi300x_8gpu.log").read_text()
-    found = by_name(doctor.rccl_findings(text, parse_log(text), pcie, {}, NUMA))
+    found = by_name(rccl.rccl_findings(text, parse_log(text), pcie, {}, NUMA))
     assert found["rccl:fine_grain_pcie"].status == "WARN" and found["rccl:fine_grain_pcie"].fix.endswith("=1")
 
 

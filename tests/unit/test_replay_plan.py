@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ccltune.validate import replay as R
+from ccltune.validate import replay as replay_plan
 from ccltune.workload import importer, plan
 from ccltune.workload.model import Entry, Key, Workload
 
@@ -55,7 +55,7 @@ def test_no_order_is_replayed_grouped_with_a_note() -> None:
 
 
 def _e(d, r=None):
-    return R.EntryTime(0, "all_reduce", 64, 10, d, r)
+    return replay_plan.EntryTime(0, "all_reduce", 64, 10, d, r)
 
 
 @pytest.mark.parametrize("rules,status,word", [([99.0, 100.0, 101.0], "PASS", "no difference"),
@@ -63,7 +63,7 @@ def _e(d, r=None):
                                                ([120.0, 121.0, 122.0], "FAIL", "slower")])
 def test_verdict_judges_the_ratio_beyond_noise(rules, status, word) -> None:
     rounds = {"default": [99.0, 100.0, 101.0], "rules": rules}
-    v = R.verdict(rounds, 2, [])
+    v = replay_plan.verdict(rounds, 2, [])
     assert v.status == status and word in v.reason
     assert v.ratio == pytest.approx(rules[1] / 100.0) and v.ratio_noise == pytest.approx(0.01 + (rules[2] - rules[0]) / 2 / rules[1])
     d = v.to_dict(rounds)
@@ -75,12 +75,17 @@ def test_one_rank_is_waived_and_the_entries_come_from_rows() -> None:
     wl = Workload([Entry(Key("all_reduce", 64, 1, "float", 16), 4)], [], steps=2)
     rows = [{"collective": "all_reduce", "size_bytes": 64, "config": "default", "status": "ok", "time_us": t}
             for t in (9.0, 10.0, 11.0)]
-    ents = R.entry_times(wl, [0], rows)
+    ents = replay_plan.entry_times(wl, {0: rows + [{"config": "default", "status": "waived", "time_us": None}]})
     assert ents[0].default.median_us == 10.0 and ents[0].rules is None
-    v = R.verdict({"default": R.per_step([40e-6, 41e-6], 2)}, 2, ents, waived="NCCL does no tuning with one rank")
+    v = replay_plan.verdict({"default": replay_plan.per_step([40e-6, 41e-6], 2)}, 2, ents,
+                            waived="NCCL does no tuning with one rank")
     assert v.status == "WAIVED" and v.ratio is None and v.default.median_us == pytest.approx(20.25)
-    text = "\n".join(R.lines(v, wl, "captured"))
+    text = "\n".join(replay_plan.lines(v, wl, "captured"))
     assert "WAIVED: NCCL does no tuning with one rank" in text and "20.2" in text
+    # the breakdown: 4 calls of 10 us in 2 steps is 20 us of each step
+    (row,) = [x for x in text.splitlines() if x.startswith("  all_reduce")]
+    assert row.split() == ["all_reduce", "64", "4", "10.0", "-", "-", "20.0"]
+    assert v.to_dict({})["comm_us_per_step"] == {"default": 20.25, "rules": None}
 
 
 class _Ctx:
@@ -136,17 +141,18 @@ class _Engine:
 
 
 def test_rounds_issue_the_sequence_per_arm_on_each_arms_communicators() -> None:
-    from ccltune.measure import replay as M
+    from ccltune.measure import replay as measure_replay
 
     wl = Workload([Entry(Key("all_reduce", 64, 1, "float", 16), 3), Entry(Key("broadcast", 32, 1, "int32", 8), 1),
                    Entry(Key("alltoall", 16, 1, "float", 4), 1)], [], steps=1,
                   order=[(1, 0, 1), (0, 1, 2), (2, 0, 1), (0, 1, 1)])
     eng = _Engine()
     seq, _ = plan.sequence(wl, [0, 1, 2], "captured")
-    items, notes = M.prepare(eng, [e.key for e in wl.entries], seq)
+    items, notes = measure_replay.prepare(eng, [e.key for e in wl.entries], seq)
     assert [(it.entry, it.comm, it.calls) for it in items] == [(1, 0, 1), (0, 1, 2), (0, 1, 1)]
     assert notes == ["alltoall 16 B: not replayed (no alltoall here)"]
-    got = M.rounds(eng, items, {"default": lambda c: ("default", c), "rules": lambda c: ("rules", c)}, 2, 10.0)
+    arms = {"default": lambda c: ("default", c), "rules": lambda c: ("rules", c)}
+    got = measure_replay.rounds(eng, items, arms, 2, 10.0)
     assert {a: len(t) for a, t in got.items()} == {"default": 2, "rules": 2}
     one = [("broadcast", 32, ("default", 0))] + [("all_reduce", 64, ("default", 1))] * 3
     assert eng.calls[:4] == one  # the untimed round of the default, in captured order

@@ -146,7 +146,7 @@ def test_format_round_trip_and_atomic_write(tmp_path) -> None:
 
 
 def test_load_errors_and_bytes(tmp_path) -> None:
-    with pytest.raises(RuleFileError, match="cannot read rule file"):
+    with pytest.raises(RuleFileError, match="rule file: '.*missing.conf' does not exist"):
         rules.load(tmp_path / "missing.conf")
     f = tmp_path / "bin.conf"
     f.write_bytes(b"allreduce,0,1,ring,ll,1,1,8\n\xff\xfe,0,1,ring,ll,1,1,8\n")

@@ -1,7 +1,7 @@
 """One call count per size for every configuration of a side-by-side measurement."""
 
 from ccltune.measure.sweep import Clock, SweepSettings, calls_per_replay, iters_for
-from ccltune.types import dtype
+from ccltune.datatypes import dtype
 
 
 def settings(target_us=1000.0, max_iters=100):
@@ -60,7 +60,7 @@ def test_the_full_grid_adds_every_pair_with_every_channel_count_after_the_pairs(
 
 
 def test_a_refused_pair_stands_for_its_channel_counts():
-    from ccltune.engines.nccl import CommConfig
+    from ccltune.commconfig import CommConfig
     from ccltune.measure.sweep import _pair
 
     assert _pair(CommConfig("tree", "ll", 16)) == CommConfig("tree", "ll")

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from ccltune.cli import main
-from ccltune.diagnose import amdsmi, nvml, smitopo, topo
+from ccltune.diagnose.checks import topo as topo_checks
+from ccltune.diagnose.checks.topo import topo_findings
+from ccltune.diagnose.probes import amdsmi, nvml, smitopo, topo
 from ccltune.errors import UsageError
 
 FIX = Path(__file__).parent.parent / "fixtures"
@@ -23,7 +25,7 @@ def test_mi300x_mesh_and_partition():
     assert t.source == "amd-smi" and len(t.gpus) == 8
     assert t.gpus[0].name == "AMD Instinct MI300X" and t.gpus[0].bus_id == "0000:05:00.0"
     assert {c for i, row in enumerate(t.links) for j, c in enumerate(row) if i != j} == {"XGMI"}
-    found = {f.name: f for f in topo.findings(t)}
+    found = {f.name: f for f in topo_findings(t)}
     assert found["topo:links"].status == "PASS"
     assert found["topo:partition"].status == "WARN" and "CPX/NPS4" in found["topo:partition"].evidence
     assert found["topo:numa"].data["numa"][7] == 3
@@ -38,7 +40,7 @@ def test_pcie_hops_in_the_matrix():
 def test_disabled_p2p_and_hops_labels():
     assert amdsmi.label({"link_type": "XGMI", "num_hops": 2, "link_status": "ENABLED"}) == "XGMI+2"
     assert amdsmi.label({"link_type": "XGMI", "num_hops": 1, "link_status": "DISABLED"}) == "NOP2P"
-    assert topo._link_rank("XGMI") > topo._link_rank("XGMI+2")
+    assert topo_checks._link_rank("XGMI") > topo_checks._link_rank("XGMI+2")
 
 
 def test_discover_prefers_amdsmi_over_sysfs(monkeypatch, tmp_path):

@@ -8,7 +8,7 @@ import pytest
 
 from ccltune.errors import DataError
 from ccltune.rules import Platform, Rule
-from ccltune.tune.derive import DEFAULT, account_gain, decide_sizes, derive, gpu_model, size_ranges
+from ccltune.tune.derive import BASELINE, account_gain, decide_sizes, derive, gpu_model, size_ranges
 from ccltune.tune.stats import SINGLE_SAMPLE_NOISE, point_stats
 
 MB = 1 << 20
@@ -178,7 +178,7 @@ def test_gain_accounting_sees_a_bad_rule():
 def test_gain_accounting_none_when_nothing_to_capture():
     g = derive(rows_for({"default": flat(100.0)})).groups[0]
     assert account_gain(g).capture is None
-    assert account_gain(g).sizes[0].selected == DEFAULT
+    assert account_gain(g).sizes[0].selected == BASELINE
 
 
 def test_gpu_model_from_env_and_platform():
@@ -306,36 +306,37 @@ def test_excluded_sizes_get_no_rule_and_the_rest_keep_theirs():
 def test_tune_excludes_the_sizes_a_validate_verdict_failed(tmp_path):
     import json
 
-    from ccltune.cli import tune as T
+    from ccltune.cli import tune as tune_cli
     from ccltune.errors import UsageError
 
     v = tmp_path / "v.json"
     v.write_text(json.dumps({"sizes": [
         {"collective": "all_gather", "n_ranks": 4, "n_nodes": 1, "size_bytes": 4 * MB, "status": "FAIL"},
         {"collective": "all_gather", "n_ranks": 4, "n_nodes": 1, "size_bytes": 8 * MB, "status": "PASS"}]}))
-    assert T.failed_sizes([str(v)]) == [("all_gather", 4, 1, 4 * MB)]
+    assert tune_cli.failed_sizes([str(v)]) == [("all_gather", 4, 1, 4 * MB)]
     bad = tmp_path / "bad.json"
     bad.write_text('{"status": "PASS"}')
-    with pytest.raises(UsageError, match="bad.json: not a `ccltune validate --json` verdict"):
-        T.failed_sizes([str(bad)])
-    with pytest.raises(UsageError, match="missing.json: cannot read it"):
-        T.failed_sizes([str(tmp_path / "missing.json")])
+    with pytest.raises(UsageError, match="bad.json': not a `ccltune validate --json` verdict"):
+        tune_cli.failed_sizes([str(bad)])
+    with pytest.raises(UsageError, match="--exclude-failed: '.*missing.json' does not exist"):
+        tune_cli.failed_sizes([str(tmp_path / "missing.json")])
 
 
 def test_an_aa_gap_inside_the_twins_own_spread_does_not_bar_a_win():
     """A twin slowed by a transient in its rounds (wide spread) leaves the margin alone; a steady
     gap between the two communicators (narrow spreads) still raises it."""
-    from ccltune.tune.derive import TWIN, Candidate, aa_margin
+    from ccltune.commconfig import TWIN, CommConfig
+    from ccltune.tune.derive import aa_margin
 
     def pts(t_default, twin, cand):
-        return (point_stats(t_default), {TWIN: point_stats(twin), Candidate("ring", "ll128"): point_stats(cand)})
+        return (point_stats(t_default), {TWIN: point_stats(twin), CommConfig("ring", "ll128"): point_stats(cand)})
 
     steady = {s: pts([100, 100.5, 99.5], [120, 120.5, 119.5], [90, 90.5, 89.5]) for s in (1, 2, 3)}
     transient = {s: pts([100, 100.5, 99.5], [101, 135, 200], [90, 90.5, 89.5]) for s in (1, 2, 3)}
     assert aa_margin(*steady[2]) == pytest.approx(0.2 - 0.005 - 0.5 / 120, abs=1e-3)
     assert aa_margin(*transient[2]) == 0.0
     assert all(w is None for w, _ in decide_sizes(steady).values())            # 10% < the 19% steady gap
-    assert all(w == Candidate("ring", "ll128") for w, _ in decide_sizes(transient).values())
+    assert all(w == CommConfig("ring", "ll128") for w, _ in decide_sizes(transient).values())
 
 
 def test_a_zero_byte_size_gets_no_rule_and_corroborates_none():

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from ccltune.rules import RuleSet, match, Query, PlatformFacts
-from ccltune.tune import weighted as W
+from ccltune.tune import weighted
 from ccltune.tune.derive import derive
 from ccltune.workload.model import Entry, Key, Workload
 
@@ -47,7 +47,7 @@ def test_rule_covers_exactly_the_workload_size_and_prediction_adds_up() -> None:
     times = {"default": {s: pts(100.0) for s in SIZES}, "ring/simple/-": {s: pts(100.0) for s in SIZES}}
     times["ring/simple/-"][BUCKET] = pts(80.0)
     d = derive(rows(times), isolated_margin=0.10)
-    (p,) = W.plan(wl(("all_reduce", BUCKET, 4, 10), ("all_reduce", MB, 4, 4)), d)
+    (p,) = weighted.plan(wl(("all_reduce", BUCKET, 4, 10), ("all_reduce", MB, 4, 4)), d)
     (rule,) = p.rules
     assert (rule.min_bytes, rule.max_bytes, rule.algo, rule.proto, rule.n_ranks) == (BUCKET, BUCKET, "ring",
                                                                                       "simple", 4)
@@ -68,17 +68,17 @@ def test_no_rule_at_a_size_the_job_does_not_send_even_where_a_candidate_wins() -
     times = {"default": {s: pts(100.0) for s in SIZES}, "ring/simple/-": {s: pts(70.0) for s in SIZES}}
     d = derive(rows(times))
     assert len(d.groups[0].rules) == 1  # tune without --workload covers 1 MB..64 MB
-    (p,) = W.plan(wl(("all_reduce", BUCKET, 4, 3)), d)
+    (p,) = weighted.plan(wl(("all_reduce", BUCKET, 4, 3)), d)
     assert [(r.min_bytes, r.max_bytes) for r in p.rules] == [(BUCKET, BUCKET)]
 
 
 def test_noise_level_win_and_slower_candidate_make_no_rule() -> None:
     times = {"default": {s: pts(100.0, 0.04) for s in SIZES}, "ring/ll/-": {s: pts(97.0, 0.04) for s in SIZES},
              "tree/simple/-": {s: pts(130.0) for s in SIZES}}
-    (p,) = W.plan(wl(("all_reduce", BUCKET, 4, 10)), derive(rows(times)))
+    (p,) = weighted.plan(wl(("all_reduce", BUCKET, 4, 10)), derive(rows(times)))
     assert p.rules == []
     (v,) = p.verdicts
-    assert v.status == W.DEFAULT_KEPT and v.selected.is_default
+    assert v.status == weighted.DEFAULT_KEPT and v.selected.is_default
     assert p.rules_us == p.default_us == pytest.approx(10 * 100 / 2)
     assert p.gain_noise_us == 0
 
@@ -89,33 +89,34 @@ def test_weighting_drops_a_rule_that_carries_too_little_of_the_step() -> None:
     times["ring/simple/-"][BUCKET] = pts(50.0)
     w = wl(("all_reduce", BUCKET, 4, 1000), ("all_reduce", MB, 4, 1))
     d = derive(rows(times))
-    (everything,) = W.plan(w, d)
+    (everything,) = weighted.plan(w, d)
     assert len(everything.rules) == 2
-    (p,) = W.plan(w, d, min_share=0.01)  # 1 MB saves 25 us of a 50050 us step: 0.05%
+    (p,) = weighted.plan(w, d, min_share=0.01)  # 1 MB saves 25 us of a 50050 us step: 0.05%
     assert [r.min_bytes for r in p.rules] == [BUCKET]
     small = next(v for v in p.verdicts if v.point.size_bytes == MB)
-    assert small.status == W.SMALL and small.selected_stats is small.default  # predicted as the default
+    assert small.status == weighted.SMALL and small.selected_stats is small.default  # predicted as the default
 
 
 def test_unmeasured_untunable_and_one_rank_entries_are_listed_with_the_reason() -> None:
     times = {"default": {s: pts(100.0) for s in SIZES}}
     w = wl(("all_reduce", 3 * MB, 4, 5), ("alltoall", MB, 4, 2), ("all_reduce", MB, 1, 7),
            ("all_reduce", MB, 8, 1), ("all_reduce", MB, 4, 2))
-    (p,) = W.plan(w, derive(rows(times)))
+    (p,) = weighted.plan(w, derive(rows(times)))
     status = {(v.point.collective, v.point.size_bytes, v.point.n_ranks): v.status for v in p.verdicts}
-    assert status == {("all_reduce", 3 * MB, 4): W.UNMEASURED, ("alltoall", MB, 4): W.UNTUNABLE,
-                      ("all_reduce", MB, 1): W.ONE_RANK, ("all_reduce", MB, 8): W.UNMEASURED,
-                      ("all_reduce", MB, 4): W.DEFAULT_KEPT}
+    assert status == {("all_reduce", 3 * MB, 4): weighted.UNMEASURED, ("alltoall", MB, 4): weighted.UNTUNABLE,
+                      ("all_reduce", MB, 1): weighted.ONE_RANK, ("all_reduce", MB, 8): weighted.UNMEASURED,
+                      ("all_reduce", MB, 4): weighted.DEFAULT_KEPT}
     assert p.default_us == pytest.approx(2 * 100 / 2)  # only what was measured is predicted
-    assert "sweep --workload" in next(v.reason for v in p.verdicts if v.status == W.UNMEASURED)
+    assert "sweep --workload" in next(v.reason for v in p.verdicts if v.status == weighted.UNMEASURED)
 
 
 def test_datatypes_of_one_size_merge_into_one_point_and_are_noted_when_not_measured() -> None:
     w = Workload([Entry(Key("all_reduce", MB, 4, "float", MB // 4, None), 3),
                   Entry(Key("all_reduce", MB, 4, "bfloat16", MB // 2, None), 2)], [], None)
-    (pt,) = W.workload_points(w)
+    (pt,) = weighted.workload_points(w)
     assert (pt.calls, pt.datatypes) == (5, ("bfloat16", "float"))
-    (p,) = W.plan(w, derive(rows({"default": {MB: pts(10.0)}})), dtypes={("H100", "all_reduce", 4, 1): ["float"]})
+    (p,) = weighted.plan(w, derive(rows({"default": {MB: pts(10.0)}})),
+                         dtypes={("H100", "all_reduce", 4, 1): ["float"]})
     assert p.default_us == pytest.approx(50.0)  # steps unknown: per captured run
     assert any("bfloat16" in n for n in p.notes)
 
@@ -124,13 +125,13 @@ def test_unknown_node_count_matches_the_only_measured_one_and_is_ambiguous_with_
     r = rows({"default": {MB: pts(10.0)}})
     two = r + [{**x, "n_nodes": 2} for x in r]
     w = wl(("all_reduce", MB, 4, 1))
-    assert W.plan(w, derive(r))[0].verdicts[0].status == W.DEFAULT_KEPT
-    assert W.plan(w, derive(two))[0].verdicts[0].status == W.AMBIGUOUS
+    assert weighted.plan(w, derive(r))[0].verdicts[0].status == weighted.DEFAULT_KEPT
+    assert weighted.plan(w, derive(two))[0].verdicts[0].status == weighted.AMBIGUOUS
 
 
 def test_one_plan_per_gpu_model() -> None:
     times = {"default": {MB: pts(10.0)}}
-    plans = W.plan(wl(("all_reduce", MB, 4, 1)), derive(rows(times, gpu="H100") + rows(times, gpu="H200")))
+    plans = weighted.plan(wl(("all_reduce", MB, 4, 1)), derive(rows(times, gpu="H100") + rows(times, gpu="H200")))
     assert [p.gpu for p in plans] == ["H100", "H200"]
     assert all(p.rules == [] for p in plans)
 

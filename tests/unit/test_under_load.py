@@ -26,3 +26,21 @@ def test_load_runs_until_stopped_and_reports_its_rate() -> None:
     got = load.stop()
     assert got["matrix"] == 16 and got["multiplies"] >= 4 and got["tflops"] > 0
     assert not load._thread.is_alive()
+
+
+def test_loaded_runs_around_a_block_and_stops_when_it_fails() -> None:
+    from types import SimpleNamespace
+
+    from ccltune.measure.load import Loaded
+
+    eng = SimpleNamespace(torch=torch, device=torch.device("cpu"))
+    with Loaded(eng, None) as got:
+        pass
+    assert got.result is None
+    with Loaded(eng, 16) as got:
+        time.sleep(0.01)
+    assert got.result["matrix"] == 16 and got.result["multiplies"] >= 4
+    with pytest.raises(KeyError):  # the block's error stays the error; the load is stopped anyway
+        with Loaded(eng, 16) as got:
+            raise KeyError("measuring failed")
+    assert got.result is None and not got.load._thread.is_alive()

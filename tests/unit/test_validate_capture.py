@@ -7,8 +7,9 @@ import pytest
 from ccltune.cli import main
 from ccltune.errors import DataError, UsageError
 from ccltune.store import Measurement, Store
-from ccltune.tune.derive import Candidate, derive
-from ccltune.validate import capture as C
+from ccltune.commconfig import CommConfig
+from ccltune.tune.derive import derive
+from ccltune.validate import capture
 
 MB = 1 << 20
 SIZES = [1 * MB, 2 * MB, 4 * MB, 8 * MB]
@@ -46,12 +47,12 @@ def _arms_rows(size, default, rules, best, best_cand=("ring", "simple", None)):
 def test_best_arms_where_the_sweep_beat_nccls_own_choice(tmp_path):
     db = tmp_path / "s.db"
     _sweep_db(db, fast_at=(4 * MB, 8 * MB), twin_at=(8 * MB,))
-    arms = C.arms_from_db(str(db), 4, 1, "NVIDIA H200")
+    arms = capture.arms_from_db(str(db), 4, 1, "NVIDIA H200")
     # 8 MB: the twin was as fast as ring/simple, so NCCL's own choice was not beaten there
-    assert arms == {("all_gather", 4, 1, 4 * MB): Candidate("ring", "simple", None)}
-    assert C.arms_from_db(str(db), 2, 1, "NVIDIA H200") == {}          # other communicator size
-    assert C.arms_from_db(str(db), 4, 1, "NVIDIA H100 80GB HBM3") == {}  # other GPU
-    assert C.arms_from_db(str(db), 4, 2, None) == {}                    # other node count
+    assert arms == {("all_gather", 4, 1, 4 * MB): CommConfig("ring", "simple", None)}
+    assert capture.arms_from_db(str(db), 2, 1, "NVIDIA H200") == {}          # other communicator size
+    assert capture.arms_from_db(str(db), 4, 1, "NVIDIA H100 80GB HBM3") == {}  # other GPU
+    assert capture.arms_from_db(str(db), 4, 2, None) == {}                    # other node count
 
 
 def test_best_arms_take_the_fastest_candidate():
@@ -63,9 +64,9 @@ def test_best_arms_take_the_fastest_candidate():
             rows += [{**base, "config": "default", "time_us": 50.0 + rep * 0.1},
                      {**base, "config": "default/default/8", "channels": 8, "time_us": 40.0 + rep * 0.1},
                      {**base, "config": "default/default/16", "channels": 16, "time_us": 45.0 + rep * 0.1}]
-    arms = C.best_arms(derive(rows), 2, 1)
+    arms = capture.best_arms(derive(rows), 2, 1)
     assert set(arms) == {("all_reduce", 2, 1, s) for s in SIZES}
-    assert set(arms.values()) == {Candidate(None, None, 8)}
+    assert set(arms.values()) == {CommConfig(None, None, 8)}
 
 
 def test_capture_counts_sizes_where_the_best_arm_beats_the_default_in_validate():
@@ -73,7 +74,7 @@ def test_capture_counts_sizes_where_the_best_arm_beats_the_default_in_validate()
     rows += _arms_rows(2 * MB, [100, 101, 99], [80, 81, 79], [80, 80.5, 79.5])     # all of it
     rows += _arms_rows(4 * MB, [100, 104, 96], [100, 104, 96], [99, 103, 95])      # within noise: not counted
     rows += [r for r in _arms_rows(8 * MB, [100] * 3, [90] * 3, [80] * 3) if r["config"] != "best"]  # no arm
-    cap = C.capture(rows)
+    cap = capture.capture(rows)
     assert [s.size_bytes for s in cap.sizes] == [1 * MB, 2 * MB, 4 * MB]
     assert [s.size_bytes for s in cap.counted] == [1 * MB, 2 * MB]
     assert cap.sizes[0].available == pytest.approx(0.2) and cap.sizes[0].captured == pytest.approx(0.1)
@@ -84,20 +85,20 @@ def test_capture_counts_sizes_where_the_best_arm_beats_the_default_in_validate()
 
 
 def test_capture_is_none_when_no_size_counts():
-    assert C.capture(_arms_rows(1 * MB, [100, 101, 99], [100, 101, 99], [100, 101, 99])).ratio is None
-    assert C.capture([]).sizes == []
+    assert capture.capture(_arms_rows(1 * MB, [100, 101, 99], [100, 101, 99], [100, 101, 99])).ratio is None
+    assert capture.capture([]).sizes == []
 
 
 def test_best_from_errors_name_the_flag(tmp_path):
     with pytest.raises(UsageError, match="--best-from .*no such database"):
-        C.arms_from_db(str(tmp_path / "missing.db"), 4, 1, None)
+        capture.arms_from_db(str(tmp_path / "missing.db"), 4, 1, None)
     empty = tmp_path / "empty.db"
     Store(empty).close()
     with pytest.raises(DataError, match="--best-from .*no sweep or import runs"):
-        C.arms_from_db(str(empty), 4, 1, None)
+        capture.arms_from_db(str(empty), 4, 1, None)
     (tmp_path / "junk.db").write_text("not sqlite at all, " * 100)
     with pytest.raises(UsageError, match="--best-from"):
-        C.arms_from_db(str(tmp_path / "junk.db"), 4, 1, None)
+        capture.arms_from_db(str(tmp_path / "junk.db"), 4, 1, None)
 
 
 def test_validate_cli_refuses_a_bad_best_from_before_any_gpu_work(tmp_path, capsys):

@@ -62,6 +62,13 @@ def exit_code_table() -> str:
     return "exit codes (every command):\n" + "\n".join(f"  {code:>3}  {what}" for code, what in EXIT_CODES.items())
 
 
+def run_command(args: argparse.Namespace) -> int:
+    """Run the parsed command: what ``ccltune ...`` and the Python API (``ccltune.api``) both call.
+    Errors are raised (typed, from ccltune.errors); the exit code is returned."""
+    _common.check_outputs(args)
+    return int(args.func(args) or 0)
+
+
 def main(argv: list[str] | None = None) -> int:
     if "TORCHELASTIC_RUN_ID" in os.environ:  # a worker of torchrun: it goes when torchrun goes
         launch.die_with_parent()
@@ -73,8 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        _common.check_outputs(args)
-        return int(args.func(args) or 0)
+        return run_command(args)
     except KeyboardInterrupt:
         print("ccltune: interrupted", file=sys.stderr)
         return Interrupted.exit_code

@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
-from ccltune import dist, launch, rules
+from ccltune import dist, files, launch, rules
 from ccltune.engines import ENGINES, default_engine
-from ccltune.errors import EngineUnavailable, UsageError
-from ccltune.store import DEFAULT_DB
+from ccltune.errors import EngineUnavailable, RuleFileError, UsageError
+from ccltune.store import DEFAULT_DB, check_path
 
 
 def add_virtual_nodes(p: argparse.ArgumentParser) -> None:
@@ -52,34 +53,39 @@ def parse_run_ids(text: str, flag: str = "--runs") -> list[tuple[int, int]]:
 OUTPUT_FLAGS = {"json": "--json", "json_path": "--json", "junit": "--junit", "out": "--out", "save_log": "--save-log"}
 
 
+# Flags (argparse dest -> spelling) naming a file the command reads: no output may be one of them
+INPUT_FLAGS = {"db": "--db", "from_json": "--from-json", "nccl_log": "--nccl-log", "from_log": "--from-log",
+               "rules": "RULES", "file": "RULES", "files": "FILE", "exclude_failed": "--exclude-failed",
+               "profile": "--profile", "best_from": "--best-from"}
+
+
 def check_outputs(args: argparse.Namespace) -> None:
-    """Every file the command will write, checked before it reads or measures anything: its folder
-    exists, it is not a folder, and it is not the results database (--db), which writing it would
-    replace with every run stored there."""
-    db = getattr(args, "db", None)
+    """Every file the command will write, checked before it reads or measures anything
+    (:func:`ccltune.files.check_output`): a name the file system can hold, its folder there, not a
+    folder, not a file the command reads (the results database above all: writing it would replace
+    every run stored there), and no two outputs the same file. The results database itself is
+    checked too (:func:`ccltune.store.check_path`): a command that measures first must not find
+    out after the measurement that it cannot store it."""
+    if getattr(args, "db", None):
+        check_path(args.db)
+    taken = {("the results database (--db)" if flag == "--db" else f"the input {flag}"): getattr(args, dest)
+             for dest, flag in INPUT_FLAGS.items() if getattr(args, dest, None)}
     for dest, flag in OUTPUT_FLAGS.items():
         path = getattr(args, dest, None)
-        if not isinstance(path, str) or not path:
-            continue
-        target = Path(path)
-        if target.is_dir():
-            raise UsageError(f"{flag}: {path!r} is a folder; give a file name")
-        folder = target.parent if str(target.parent) else Path(".")
-        if not folder.is_dir():
-            raise UsageError(f"{flag}: folder of {path!r} does not exist")
-        if db and _same_file(target, Path(db)):
-            raise UsageError(f"{flag} {path!r} is the results database (--db): writing it would replace every "
-                             "run stored there; choose another file")
+        if isinstance(path, str) and path:
+            files.check_output(path, flag, taken)
+            taken[f"the output {flag}"] = path
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    if a.exists() and b.exists():
-        return os.path.samefile(a, b)
-    return a.resolve() == b.resolve()
+def add_under_load(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--under-load", type=int, default=None, metavar="M",
+                   help="while collectives are timed, run an M x M bf16 matrix multiply back to back on a second "
+                        "stream of each rank's GPU, so configurations compete for SMs as in training (recorded "
+                        "with the run; `ccltune tune --under-load M` derives from such runs). Not on gloo")
 
 
 def add_sysfs_root(p: argparse.ArgumentParser) -> None:
-    from ccltune.diagnose.sysconf import ROOT_ENV
+    from ccltune.diagnose.probes.sysfs import ROOT_ENV
 
     p.add_argument("--sysfs-root", metavar="DIR", default=None,
                    help=f"folder standing for / when reading sys/ and proc/ (default: ${ROOT_ENV} or /)")
@@ -179,18 +185,25 @@ def job_size(args: argparse.Namespace, engine: str) -> int:
 
 def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | None:
     """Start torchrun for --nproc (or the default count) unless already launched.
-    Returns the exit code of the job, or None to run in this process."""
+    Returns the exit code of the job, or None to run in this process.
+
+    A call from Python (``ccltune.api`` sets ``args._caller``, a ``launch.Caller``) runs in a job of
+    its own even on one process, so that the caller's process never opens a GPU library or signal
+    handlers it keeps; only one gloo process, which joins no process group, runs there (in the main
+    thread, where signals can be caught)."""
     if dist.under_launcher():
         return None
     nproc = job_size(args, engine)
     if nproc < 1:  # no GPU visible to the nccl or torch engine
         raise UsageError(f"--nproc must be >= 1, got {nproc}")
-    if nproc == 1:
+    caller = getattr(args, "_caller", None)
+    if nproc == 1 and (caller is None or (engine == "gloo" and threading.current_thread() is threading.main_thread())):
         return None
     if getattr(args, "db", None):  # an unusable database is said once, before a process per GPU starts
         check_db(args.db)
     note = NO_GPU_NOTE if engine == "gloo" and not getattr(args, "engine", None) else ""
-    return launch.relaunch(argv, nproc, engine, {"CCLTUNE_COMMAND": "ccltune " + " ".join(argv), NOTE_ENV: note})
+    return launch.relaunch(argv, nproc, engine, {"CCLTUNE_COMMAND": "ccltune " + " ".join(argv), NOTE_ENV: note},
+                           caller)
 
 
 def check_timing(args: argparse.Namespace) -> None:
@@ -203,26 +216,32 @@ def check_timing(args: argparse.Namespace) -> None:
         raise UsageError(f"-w/--warmup_iters must be >= 0, got {args.warmup_iters}")
 
 
+def engine_options(args: argparse.Namespace, **bench: Any) -> Any:
+    """The engine's options from the launch flags (--nccl-lib, --buffers), and ``bench``'s own
+    (``engines.base.EngineOptions`` fields: shared_buffers lays the buffers out as nccl-tests does
+    unless --buffers says otherwise)."""
+    from ccltune.engines.base import EngineOptions
+
+    return EngineOptions(nccl_lib=args.nccl_lib, buffers=args.buffers, **bench)
+
+
 def args_record(args: argparse.Namespace) -> dict[str, Any]:
     """The command's arguments as a run records them."""
-    return {k: v for k, v in vars(args).items() if k not in ("func", "_argv")}
+    return {k: v for k, v in vars(args).items() if k not in ("func", "_argv", "_caller")}
 
 
-def read_input(path: str) -> str:
-    """A file named on the command line, as text; a UsageError naming it when it cannot be read."""
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+def read_input(path: str, flag: str = "FILE") -> str:
+    """A file named on the command line, as text (a regular file or a pipe such as ``<(cat f)``); a
+    UsageError naming ``flag`` and the file when it cannot be read (:func:`ccltune.files.read_bytes`)."""
+    return files.read_bytes(path, flag).decode("utf-8", errors="replace")
 
 
 def check_rule_file(path: str, flag: str) -> None:
-    """A rule file that exists and has no rejected line (validate's RULES, replay's --rules)."""
-    if os.path.isdir(path):
-        raise UsageError(f"{flag} {path!r} is a folder, not a rule file")
-    if not os.path.isfile(path):
-        raise UsageError(f"rule file {path!r} does not exist ({flag})")
-    diags = rules.load(path).diagnostics
+    """A rule file that can be read and has no rejected line (validate's RULES, replay's --rules)."""
+    try:
+        diags = rules.load(path, flag).diagnostics
+    except RuleFileError as exc:
+        raise UsageError(str(exc)) from None
     if diags:
         raise UsageError(f"{path} has rejected lines (ccltune plugin check {path}): "
                          + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))

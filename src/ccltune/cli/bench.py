@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 import time
 from typing import Any
 
-from ccltune import __version__, collectives, environment, ncclt_json, output, types
+from ccltune import __version__, collectives, environment, ncclt_json, output, datatypes
 from ccltune.cli import _common, bench_options
+from ccltune.commconfig import CommConfig
 from ccltune.errors import CheckFailed, MinBandwidthFailed, UsageError
 from ccltune.files import write_text
 from ccltune.measure import bench
@@ -41,7 +43,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", default=None, metavar="PATH", help="write {env, records} as JSON")
     _common.add_db(p)
     _common.add_launch(p)
-    p.set_defaults(func=main, buffers_default="ncclmem-max")  # nccl-tests' layout unless --buffers says
+    p.set_defaults(func=main)
 
 
 def _plan(args: argparse.Namespace) -> bench.BenchPlan:
@@ -59,7 +61,7 @@ def _plan(args: argparse.Namespace) -> bench.BenchPlan:
         raise UsageError(f"-G/--cudagraph must be >= 0, got {args.cudagraph}")
     if args.channels is not None and not 1 <= args.channels <= 64:
         raise UsageError(f"--channels must be between 1 and 64, got {args.channels}")
-    dtypes, ops = types.dtypes(args.datatype), types.ops(args.op)
+    dtypes, ops = datatypes.dtypes(args.datatype), datatypes.ops(args.op)
     return bench.BenchPlan(
         collectives=colls, sizes=sizes, dtype=dtypes[0], op=ops[0], root=0 if root is None else root,
         iters=args.iters, warmup=args.warmup_iters, graph=args.cudagraph,
@@ -74,6 +76,9 @@ def main(args: argparse.Namespace) -> int:
     plan = _plan(args)
     engine_name, note = _common.resolve_engine(args)
     rows_notes = bench_options.check(args, engine_name)
+    plan.agg, plan.blocking, plan.unalign = args.agg_iters, args.blocking, args.unalign
+    plan.per_iter, plan.per_iter_skip = bool(args.per_iter_timing), args.per_iter_skip
+    plan.cputime, plan.memory = bool(args.report_cputime), bool(args.memory)
     bench_options.min_bw()  # a bad NCCL_TESTS_MIN_BW fails here, before any process starts
     if rows_notes:
         note = "; ".join(([note] if note else []) + rows_notes)
@@ -92,6 +97,12 @@ def main(args: argparse.Namespace) -> int:
     return _run(args, plan, engine_name, note, argv)
 
 
+def engine_options(args: argparse.Namespace) -> Any:
+    """bench lays its buffers out as nccl-tests does (one pair at the largest size) unless --buffers says."""
+    return _common.engine_options(args, shared_buffers=True, symmetric=args.symmetric, stream_null=bool(args.stream_null),
+                                  cta_policy=args.cta_policy, local_register=args.local_register == 1)
+
+
 def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note: str | None, argv: list[str]) -> int:
     rows: list[Measurement] = []
     with Session("bench", engine_name, db=args.db, argv=argv, timeout_s=plan.timeout_s) as s:
@@ -100,17 +111,15 @@ def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note
             s.on_finished.append(lambda store, run_id: _write_json(args.json, store.run(run_id).env, rows))
         with s.running(lambda: f"interrupted; {len(rows)} rows kept in {args.db}"
                        + (f" (run {s.run_id})" if s.run_id else "")):
-            engine = s.start_engine(args)
+            engine = s.start_engine(engine_options(args))
             if plan.algo or plan.proto or plan.channels:
-                from ccltune.engines.nccl import CommConfig
-
                 plan.config = CommConfig(plan.algo, plan.proto, plan.channels)
                 plan.config_label = plan.config.label
             env = s.environment()
             s.begin(_common.args_record(args), env)
             printer = _Printer(s.store, s.run_id, rows, plan, enabled=s.is_root, args=args)
             printer.preamble(s.ctx, env, engine_name, note)
-            bench.run(engine, plan, printer.start, printer.row, printer.end)
+            bench.run(engine, plan, printer.start, printer.row, printer.end, memory=printer.memory)
     if s.interrupted:
         return s.exit_code
     wrong = sum(m.wrong or 0 for m in rows)
@@ -161,6 +170,11 @@ def _write_json(path: str, env: dict[str, Any], rows: list[Measurement]) -> None
     write_text(path, json.dumps({"env": env, "records": [m.to_record() for m in rows]}, indent=1), flag="--json")
 
 
+def _stats(m: Measurement) -> Any:
+    """-I: a row's per-iteration statistics (None when the placement was not measured)."""
+    return getattr(m, "iter_stats", None)
+
+
 class _Printer:
     """Rank 0: prints nccl-tests' table as rows arrive and commits each row."""
 
@@ -173,6 +187,7 @@ class _Printer:
         self.env: dict[str, Any] = {}
         self.engine = ""
         self.failed: list[str] = []  # NCCL_TESTS_MIN_BW verdicts
+        self.memory = bench.MemoryReport() if plan.memory else None  # -M 1, filled by bench.run
         self.started = ""
         self.progress = None
         self.task = None
@@ -214,6 +229,7 @@ class _Printer:
             step_bytes=parse_size(a.stepbytes, "-i/--stepbytes"), warmup=p.warmup, iters=p.iters,
             agg_iters=a.agg_iters, check=a.check, graph=p.graph, unalign=a.unalign,
             threads=a.nthreads or 1, gpus=a.ngpus or 1, parallel_init=bool(a.parallel_init),
+            blocking=p.blocking, per_iter=p.per_iter, per_iter_skip=p.per_iter_skip,
             nccl_code=_version_code(self.env.get("nccl_version")),
             tool=f"ccltune={__version__} engine={self.engine}", devices=self.devices, notes=self.extra)
 
@@ -222,16 +238,25 @@ class _Printer:
         path = self.args.output_file
         if len(self.plan.collectives) > 1:
             path = f"{path}.{coll.name}"
-        pairs = list(zip(rows[0::2], rows[1::2]))  # rows arrive as (out-of-place, in-place) pairs
+        pairs = [(self.shown(a), self.shown(b)) for a, b in zip(rows[0::2], rows[1::2])]  # (out-of-place, in-place)
+        stats = [(_stats(a), _stats(b)) for a, b in zip(rows[0::2], rows[1::2])] if self.plan.per_iter else None
         doc = ncclt_json.document(self.header(coll), pairs, argv=[output.program(coll.name), *self.args._argv[1:]],
                                   environ=[f"{k}={v}" for k, v in os.environ.items() if k.startswith(_JSON_ENV)], start_time=self.started,
-                                  end_time=time.strftime(output.TIME_FORMAT), iters=self.plan.iters, min_bw=min_bw)
+                                  end_time=time.strftime(output.TIME_FORMAT), iters=self.plan.iters, min_bw=min_bw,
+                                  cputime=self.plan.cputime, per_iter=stats)
         write_text(path, ncclt_json.dumps(doc), flag="-J/--output_file")
+
+    def shown(self, m: Measurement) -> Measurement:
+        """The row as nccl-tests prints it: with -C 1 the time column holds the CPU time (the
+        bandwidths stay the GPU time's, as nccl-tests computes them); the database keeps the time."""
+        cpu = getattr(m, "cpu_time_us", None)
+        return dataclasses.replace(m, time_us=cpu) if self.plan.cputime and cpu is not None else m
 
     def start(self, coll: Any) -> None:
         self.started = time.strftime(output.TIME_FORMAT)
         self.seen: set[str] = set()
-        for line in output.preamble(self.header(coll)) + output.header(timestamps=bool(self.args.report_timestamps)):
+        for line in output.preamble(self.header(coll)) + output.header(
+                cputime=self.plan.cputime, timestamps=bool(self.args.report_timestamps), per_iter=self.plan.per_iter):
             self._print(line)
         if self.progress is not None:
             self.progress.update(self.task, description=coll.name)
@@ -243,7 +268,8 @@ class _Printer:
         if self.store is not None and self.run_id is not None:
             self.store.add_measurements(self.run_id, (oop, ip))
         stamp = time.strftime(output.TIME_FORMAT) if self.args.report_timestamps else None
-        self._print(output.row(oop, ip, timestamp=stamp))
+        self._print(output.row(self.shown(oop), self.shown(ip), timestamp=stamp,
+                               per_iter=(_stats(oop), _stats(ip)) if self.plan.per_iter else None))
         for line in output.notes(oop, ip):
             key = line.split(": ", 1)[1]   # one note per reason and collective
             if key not in self.seen:
@@ -254,7 +280,8 @@ class _Printer:
 
     def end(self, coll: Any, rows: list[Measurement]) -> None:
         mine = [m for m in self.rows if m.collective == coll.name]
-        for line in output.footer(mine, output.program(coll.name), min_bw=bench_options.min_bw()):
+        memory = self.memory.line(coll.name) if self.memory is not None else None
+        for line in output.footer(mine, output.program(coll.name), min_bw=bench_options.min_bw(), memory=memory):
             self._print(line)
         self._print("")  # writeErrors: an empty line when NCCL reports no error
         min_bw = bench_options.min_bw()

@@ -34,12 +34,11 @@ EPILOG = (
     "as each *_perf program does); -N repeats the size loop; -c N checks N times; -J writes nccl-tests' JSON "
     "byte for byte; NCCL_TESTS_MIN_BW fails the run with exit status 7 (nccl-tests' testNumResults). "
     "mulsum runs on the nccl engine only (gloo and torch waive it); f8e4m3/f8e5m2 need NCCL >= 2.24 and an "
-    "sm_90+ GPU (rows elsewhere are WAIVED, naming why). Refused on every engine for now, because "
-    "ccltune's timed loop does not yet do what they mean: -m != 1 (aggregated calls in one NCCL group), "
-    "-z 1..3 (blocking modes), -y 1 (NULL stream), -C 1 (CPU time), -u (misaligned buffers), -M 1 (memory "
-    "report), -I 1 with -K (per-call CUDA events), -x (CTA policy), -R 1 (ncclCommRegister), -D; "
-    "NCCL_TESTS_SPLIT, NCCL_TESTS_SPLIT_MASK, NCCL_TESTS_DEVICE (ccltune runs one communicator over every "
-    "process, each on GPU LOCAL_RANK).")
+    "sm_90+ GPU (rows elsewhere are WAIVED, naming why). -m N (N calls in one NCCL group per iteration), "
+    "-x (ncclConfig_t.CTAPolicy) and -R 1 (ncclCommRegister) need --engine nccl; -y 1 and -M 1 a GPU engine; "
+    "-z 0..3, -C 1, -u N and -I 1 -K N run on every engine (gloo: host clock; its calls complete as they "
+    "return). -z 3 and -I 1 under -G are disabled with a note, as nccl-tests disables them. -D N > 0 is "
+    "refused: it runs nccl-tests' own device-API kernels. NCCL_TESTS_DEVICE=d: local process i on GPU d + i.")
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -52,7 +51,7 @@ def register(p: argparse.ArgumentParser) -> None:
     a("-g", "--ngpus", type=_int("-g/--ngpus"), default=None, metavar="N", help="GPUs per thread (as -t)")
     a("-b", "--minbytes", default="8", help="smallest size (K/M/G suffixes, fractions allowed: 1.5M)")
     a("-e", "--maxbytes", default="32M", help="largest size")
-    a("-i", "--stepbytes", default="1M", help="add this many bytes when -f is 0 or 1")
+    a("-i", "--stepbytes", default="1M", help="add this many bytes when -f is 0 or 1 (a series holds at most 10000 sizes)")
     a("-f", "--stepfactor", type=float, default=2, help="multiply the size by this (>= 2); 0 or 1: step by -i")
     a("-n", "--iters", type=_int("-n/--iters"), default=20, help="timed calls per size")
     a("-m", "--agg_iters", type=_int("-m/--agg_iters"), default=1, help="calls aggregated per timed iteration")
@@ -110,6 +109,31 @@ def _refuse(flag: str, value: Any, engine: str, why: str) -> UsageError:
     return UsageError(f"{flag} {value}: the {engine} engine {why}")
 
 
+# What each engine cannot do, and why (flag -> {engine: reason}); an engine not named honours the flag.
+_CANNOT = {
+    "-m/--agg_iters": {"torch": "issues each collective on its own through torch.distributed: it cannot put "
+                                "N calls in one ncclGroupStart/ncclGroupEnd (--engine nccl does)",
+                       "gloo": "has no group calls: gloo runs each collective on its own (--engine nccl does)"},
+    "-y/--stream_null": {"gloo": "runs on the CPU: it has no CUDA stream"},
+    "-M/--memory": {"gloo": "runs on the CPU: it has no GPU memory to report"},
+    "-x/--cta_policy": {"torch": "makes no communicator of its own (ProcessGroupNCCL does): --engine nccl sets "
+                                 "ncclConfig_t.CTAPolicy",
+                        "gloo": "has no NCCL communicator"},
+    "-R/--local_register": {"torch": "does not own its buffers' registration (PyTorch's allocator does): "
+                                     "--engine nccl calls ncclCommRegister",
+                            "gloo": "has no NCCL communicator to register buffers with"},
+    "NCCL_TESTS_DEVICE": {"gloo": "runs on the CPU: there is no GPU to choose"},
+}
+DEVICE_API = ("runs nccl-tests' own CUDA kernels written against NCCL's device API (ncclDevComm, NCCL >= 2.28, "
+              "compiled into nccl-tests); ccltune issues NCCL's host API only, so it cannot run them (-D 0 does)")
+
+
+def _can(flag: str, value: Any, engine: str) -> None:
+    why = _CANNOT.get(flag, {}).get(engine)
+    if why:
+        raise _refuse(flag, value, engine, why)
+
+
 def check(args: argparse.Namespace, engine: str) -> list[str]:
     """Refuse what ``engine`` cannot honour, map what needs mapping (-t/-g to processes per node,
     -R 2 to --symmetric, -T to the timeout); return the note rows. ``args`` is updated in place."""
@@ -124,22 +148,19 @@ def check(args: argparse.Namespace, engine: str) -> list[str]:
             args.nproc = t * g
         notes.append(f"-t {t} -g {g}: {t * g} process{'es' if t * g > 1 else ''} per node, one GPU each"
                      " (ccltune runs one process per GPU)")
-    for flag, value, ok in (("-m/--agg_iters", args.agg_iters, 1),
-                            ("-y/--stream_null", args.stream_null, 0), ("-C/--report_cputime", args.report_cputime, 0),
-                            ("-u/--unalign", args.unalign, 0), ("-D/--device_implementation",
-                                                                 args.device_implementation, 0),
-                            ("-M/--memory", args.memory, 0), ("-I/--per_iter_timing", args.per_iter_timing, 0)):
-        if value != ok:
-            raise _refuse(flag, value, engine, f"supports only {ok} (nccl-tests' meaning needs what it does not "
-                                               "record)")
-    if args.blocking:
-        raise _refuse("-z/--blocking", args.blocking, engine, "times calls back to back (-z 0) only")
-    if args.per_iter_skip:
-        raise UsageError(f"-K/--per_iter_skip {args.per_iter_skip} needs -I 1 (per-iteration timing)")
-    if args.cta_policy is not None:
-        raise _refuse("-x/--cta_policy", args.cta_policy, engine, "does not set NCCL's CTA policy")
-    if args.local_register == 1:
-        raise _refuse("-R/--local_register", 1, engine, "does not register buffers locally (ncclCommRegister)")
+    notes += _schedule(args, engine)
+    for flag, value, off in (("-y/--stream_null", args.stream_null, 0), ("-M/--memory", args.memory, 0),
+                             ("-x/--cta_policy", args.cta_policy, None), ("-R/--local_register", args.local_register, 0)):
+        if flag == "-R/--local_register" and value == 2:
+            continue  # symmetric windows: below
+        if value != off:
+            _can(flag, value, engine)
+    if args.unalign < 0:
+        raise UsageError(f"-u/--unalign must be >= 0 elements, got {args.unalign}")
+    if args.cta_policy is not None and args.cta_policy not in (0, 1, 2):
+        raise UsageError(f"-x/--cta_policy must be 0 (default), 1 (efficiency) or 2 (zero), got {args.cta_policy}")
+    if args.device_implementation:
+        raise _refuse("-D/--device_implementation", args.device_implementation, engine, DEVICE_API)
     if args.local_register == 2:
         if engine != "nccl":
             raise _refuse("-R/--local_register", 2, engine, "has no symmetric windows (use --engine nccl)")
@@ -150,10 +171,45 @@ def check(args: argparse.Namespace, engine: str) -> list[str]:
         raise UsageError(f"-c/--check must be >= 0, got {args.check}")
     if args.parallel_init:
         notes.append("-p 1: each process creates its own communicator, concurrently")
-    for var in ("NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_DEVICE"):
+    for var in ("NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_SPLIT"):  # not yet: each group needs its own communicator
         if os.environ.get(var):
-            raise _refuse(var, os.environ[var], engine, "runs one communicator over every process, one GPU each "
-                                                        "(LOCAL_RANK picks it); unset " + var)
+            raise _refuse(var, os.environ[var], engine, "runs one communicator over every process: parallel "
+                                                        "groups (nccl-tests' MPI split by color) are not supported "
+                                                        "yet; unset " + var)
+    device = os.environ.get("NCCL_TESTS_DEVICE")
+    if device:
+        _can("NCCL_TESTS_DEVICE", device, engine)
+        if not device.strip().isdigit():
+            raise UsageError(f"NCCL_TESTS_DEVICE must be a GPU index (>= 0), got {device!r}")
+        notes.append(f"NCCL_TESTS_DEVICE={device.strip()}: local process i uses GPU {device.strip()} + i")
+    return notes
+
+
+def _schedule(args: argparse.Namespace, engine: str) -> list[str]:
+    """-m, -z, -y, -I, -K: refused where they cannot mean anything; -z 3 and -I under -G disabled
+    with a note, as nccl-tests disables them."""
+    notes = []
+    if args.agg_iters < 1:
+        raise UsageError(f"-m/--agg_iters must be >= 1, got {args.agg_iters}")
+    if args.agg_iters > 1:
+        _can("-m/--agg_iters", args.agg_iters, engine)
+    graph = args.cudagraph and engine != "gloo"
+    if graph and args.blocking == 3:
+        notes.append("-z 3 disabled: blocking mode 3 is incompatible with CUDA graph mode (-G), as nccl-tests says")
+        args.blocking = 0
+    if graph and args.blocking:
+        raise UsageError(f"-z {args.blocking} with -G {args.cudagraph}: a stream being captured in a CUDA graph "
+                         "cannot be waited for")
+    if graph and args.stream_null:
+        raise UsageError(f"-y 1 with -G {args.cudagraph}: CUDA cannot capture the legacy NULL stream")
+    if graph and args.per_iter_timing:
+        notes.append("-I 1 disabled: per-iteration timing is incompatible with CUDA graph mode (-G), as "
+                     "nccl-tests says")
+        args.per_iter_timing, args.per_iter_skip = 0, 0
+    if args.per_iter_skip and not args.per_iter_timing:
+        raise UsageError(f"-K/--per_iter_skip {args.per_iter_skip} needs -I 1 (per-iteration timing)")
+    if not 0 <= args.per_iter_skip < args.iters:
+        raise UsageError(f"-K/--per_iter_skip must be between 0 and -n - 1 ({args.iters - 1}), got {args.per_iter_skip}")
     return notes
 
 

@@ -9,12 +9,13 @@ from typing import Any
 
 from ccltune import environment
 from ccltune.cli._common import check_timeout
-from ccltune.diagnose import benchrun, gates, links, profiles
+from ccltune.diagnose.checks import gates, profiles
+from ccltune.diagnose.checks.registry import Context, run_checks
+from ccltune.diagnose.probes import links
 from ccltune.diagnose.findings import Finding, exit_code, format_findings, overall
 from ccltune.diagnose.junit import to_junit
 from ccltune.diagnose.record import add_output_flags, record_run, write_json, write_text
 from ccltune.errors import DataError, UsageError
-from ccltune.sizes import format_size
 from ccltune.store import Store
 from ccltune.tune.derive import gpu_model
 
@@ -68,8 +69,9 @@ def main(args: argparse.Namespace) -> int:
     profile, waived = _profile(args, names, env)
     if profile is None:
         return _waived(args, waived)
-    findings, how, output = _measure_and_judge(args, profile, names)
-    return _report(args, env, profile, findings, how, output)
+    ctx = Context(profile=profile, gpus=len(names), from_json=args.from_json, timeout_s=args.timeout)
+    findings = run_checks("check", ctx)
+    return _report(args, env, profile, findings, ctx.how, ctx.artifacts)
 
 
 def _waived(args: argparse.Namespace, reason: str) -> int:
@@ -81,7 +83,7 @@ def _waived(args: argparse.Namespace, reason: str) -> int:
 
 
 def _report(args: argparse.Namespace, env: dict[str, Any], profile: profiles.Profile, findings: list[Finding],
-            how: dict[str, Any], output: str) -> int:
+            how: dict[str, Any], artifacts: dict[str, str]) -> int:
     verdict = {"profile": profile.name, "profile_source": profile.source, "status": overall(findings),
                "how": how, "checks": [f.to_record() for f in findings]}
     print(format_findings(findings, title=f"ccltune check --profile {profile.name} ({profile.description}); "
@@ -91,9 +93,7 @@ def _report(args: argparse.Namespace, env: dict[str, Any], profile: profiles.Pro
         write_json(args.json_path, verdict)
     if args.junit:
         write_text(args.junit, to_junit(f"ccltune.check.{profile.name}", findings, how), flag="--junit")
-    artifacts = {"verdict.json": json.dumps(verdict, indent=2, default=str)}
-    if output:
-        artifacts["bench-output.txt"] = output
+    artifacts = {"verdict.json": json.dumps(verdict, indent=2, default=str), **artifacts}
     record_run(args.db, "check", env=env, args=args, findings=findings, artifacts=artifacts,
                summary={"status": verdict["status"], "profile": profile.name})
     return exit_code(findings)
@@ -192,31 +192,6 @@ def _judge_stored(args: argparse.Namespace) -> int:
     how["world_size"] = ranks
     if findings:  # forced: judge the gates, not the count
         how = {**how, "world_size": profile.world_size}
-    findings += gates.evaluate(profile, records, how)
+    findings += run_checks("check", Context(profile=profile, records=records, how=how))
     env = environment.collect(engine=run.engine)
-    return _report(args, env, profile, findings, how, "")
-
-
-def _measure_and_judge(args: argparse.Namespace, profile: profiles.Profile,
-                       gpu_names: list[str]) -> tuple[list[Finding], dict[str, Any], str]:
-    """(findings, how the figures were taken, the bench output to keep)."""
-    if args.from_json:
-        bench_env, records = benchrun.read_bench_json(args.from_json)
-        how = gates.how_measured(bench_env, records, source=args.from_json)
-        return gates.evaluate(profile, records, how), how, ""
-    how = {"source": "measured", "world_size": profile.world_size, "engine": "nccl", "graph": False,
-           "launcher": "torchrun", "process_per_gpu": True}
-    if len(gpu_names) < profile.world_size:
-        reason = f"profile {profile.name} needs {profile.world_size} GPUs, {len(gpu_names)} visible here"
-        return gates.waive_all(profile, reason), how, ""
-    plan = profile.bench
-    run = benchrun.run_bench(profile.world_size, timeout_s=args.timeout, min_bytes=plan.min_bytes,
-                             max_bytes=plan.max_bytes, step_factor=plan.step_factor, iters=plan.iters,
-                             warmup=plan.warmup)
-    if run.error:
-        sweep = f"{format_size(plan.min_bytes)}..{format_size(plan.max_bytes)}"
-        return [Finding("measure", "ERROR", f"bench {sweep} on {profile.world_size} GPUs failed: {run.error}",
-                        "run the command in data.argv by hand", data={"argv": run.argv})], how, run.output
-    how = gates.how_measured(run.bench_env, run.records, source="measured") | {"launcher": "torchrun",
-                                                                             "process_per_gpu": True}
-    return gates.evaluate(profile, run.records, how), how, run.output
+    return _report(args, env, profile, findings, how, {})

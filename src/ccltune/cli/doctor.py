@@ -10,10 +10,12 @@ from typing import Any
 
 from ccltune import environment
 from ccltune.cli import _common
-from ccltune.diagnose import amdsmi, doctor, sysconf, topo
+from ccltune.diagnose.checks.logcheck import check_log
+from ccltune.diagnose.checks.rccl import rank_p2p_capable, rccl_findings
+from ccltune.diagnose.checks.registry import Context, run_checks
 from ccltune.diagnose.findings import exit_code, format_findings, overall
-from ccltune.diagnose.logcheck import check_log
-from ccltune.diagnose.ncclog import parse_log, read_log
+from ccltune.diagnose.parsers.ncclog import parse_log, read_log
+from ccltune.diagnose.probes import amdsmi, sysfs, topo
 from ccltune.diagnose.record import add_output_flags, record_run, write_json
 
 
@@ -54,21 +56,21 @@ def main(args: argparse.Namespace) -> int:
         text = read_log(args.nccl_log)
         log = parse_log(text)
         if log.library == "RCCL":
-            root = sysconf.sys_root(args.sysfs_root)
+            root = sysfs.sys_root(args.sysfs_root)
             node = (topo.from_amdsmi(amdsmi.parse(amdsmi.read_saved(args.from_amd_smi)))
                     if args.from_amd_smi else topo.discover(root))
-            capable = doctor.rank_p2p_capable(text, doctor.p2p_capable_from(node)) if doctor.is_amd(node) else None
-            findings = check_log(log, p2p_capable=capable) + doctor.rccl_findings(text, log, node, None, root)
+            capable = rank_p2p_capable(text, topo.p2p_capable_from(node)) if topo.is_amd(node) else None
+            findings = check_log(log, p2p_capable=capable) + rccl_findings(text, log, node, None, root)
         else:
             findings = check_log(log)
         title = f"ccltune doctor --nccl-log {args.nccl_log}"
         artifacts["nccl-log"] = text
     else:
-        root = sysconf.sys_root(args.sysfs_root)
-        res = doctor.run_doctor(root, lspci=sysconf.run_lspci(), environ=dict(os.environ), nproc=args.nproc,
-                                run=not args.no_run, timeout_s=args.timeout,
-                                log=lambda line: print(line, file=sys.stderr, flush=True))
-        findings, artifacts = res.findings, res.artifacts
+        root = sysfs.sys_root(args.sysfs_root)
+        ctx = Context(root=root, lspci=sysfs.run_lspci(), environ=dict(os.environ), nproc=args.nproc,
+                      run=not args.no_run, timeout_s=args.timeout,
+                      log=lambda line: print(line, file=sys.stderr, flush=True))
+        findings, artifacts = run_checks("doctor", ctx), ctx.artifacts
         title = f"ccltune doctor ({root})"
     print(format_findings(findings, title=title))
     result = {"status": overall(findings), "checks": [f.to_record() for f in findings]}

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from ccltune import __version__
 from ccltune.cli import _common, import_links
+from ccltune.commconfig import CommConfig
 from ccltune.environment import platform_name
 from ccltune.errors import UsageError, unknown_name
 from ccltune.rules import ALGORITHMS, MAX_CHANNELS, PROTOCOLS
 from ccltune.store import DEFAULT_DB, Store
-from ccltune.tune.derive import Candidate
 from ccltune.tune.importer import Parsed, number_reps, parse
 
 
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     import_links.register(src)  # transferbench, nvbandwidth: link matrices, stored as links runs
 
 
-def candidate_from_args(args: argparse.Namespace) -> Candidate:
+def candidate_from_args(args: argparse.Namespace) -> CommConfig:
     algo = args.algo.lower() if args.algo else None
     proto = args.proto.lower() if args.proto else None
     if algo and algo not in ALGORITHMS:
@@ -55,7 +55,7 @@ def candidate_from_args(args: argparse.Namespace) -> Candidate:
         raise UsageError(f"--channels must be in 1..{MAX_CHANNELS}, got {args.channels}")
     if args.nranks is not None and args.nranks < 1:
         raise UsageError(f"--nranks must be >= 1, got {args.nranks}")
-    return Candidate(algo, proto, args.channels)
+    return CommConfig(algo, proto, args.channels)
 
 
 def _joined(parsed: list[Parsed], key: str) -> str | None:

@@ -11,9 +11,10 @@ from typing import Any, Callable
 
 from ccltune import __version__
 from ccltune.cli import _common
-from ccltune.diagnose import linkmath, nvbandwidth, transferbench
+from ccltune.diagnose.checks import linkmath
+from ccltune.diagnose.parsers import nvbandwidth, transferbench
 from ccltune.diagnose.findings import format_findings
-from ccltune.diagnose.linkimport import ImportedLinks
+from ccltune.diagnose.parsers.linkimport import ImportedLinks
 from ccltune.environment import platform_name
 from ccltune.errors import UsageError
 from ccltune.store import DEFAULT_DB, Store

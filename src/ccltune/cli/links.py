@@ -10,7 +10,8 @@ from typing import Any
 
 from ccltune import environment
 from ccltune.cli import linkshow
-from ccltune.diagnose import linkmath, links, nvml
+from ccltune.diagnose.checks import linkmath
+from ccltune.diagnose.probes import links, nvml
 from ccltune.diagnose.findings import Finding, exit_code, format_findings, overall
 from ccltune.diagnose.record import add_output_flags, record_run, write_json
 from ccltune.errors import UsageError

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ccltune.diagnose.linkmath import analyze_stored
+from ccltune.diagnose.checks.linkmath import analyze_stored
 from ccltune.diagnose.findings import format_findings
 from ccltune.diagnose.record import write_json
 from ccltune.errors import UsageError

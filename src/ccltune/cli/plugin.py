@@ -6,13 +6,12 @@ import argparse
 from typing import Any
 from pathlib import Path
 
-from ccltune import rules, tuner_plugin
+from ccltune import collectives, rules, tuner_plugin
 from ccltune.errors import CheckFailed, DataError, RuleFileError, UsageError, verdict_exit_code
 from ccltune.cli._common import check_nproc, check_timeout, gpu_count
-from ccltune.sizes import format_size, parse_size
-from ccltune.tune.derive import PLUGIN_COLLECTIVES
+from ccltune.sizes import format_size, parse_size, size_series
 
-VERIFY_COLLECTIVES = tuple(PLUGIN_COLLECTIVES)  # the collectives NCCL passes to a tuner
+VERIFY_COLLECTIVES = tuple(collectives.PLUGIN_NAMES)  # the collectives NCCL passes to a tuner
 
 
 
@@ -76,7 +75,7 @@ def _path(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     facts = rules.parse_platform_args(args.platform) if args.platform else None
     try:
-        ruleset = rules.load(args.file)
+        ruleset = rules.load(args.file, "FILE")
     except RuleFileError as exc:  # unreadable: a usage problem, not a bad line
         raise UsageError(str(exc)) from exc
     for d in ruleset.diagnostics:
@@ -89,11 +88,11 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ccltune.diagnose.ncclog import parse_log
+    from ccltune.diagnose.parsers.ncclog import parse_log
     from ccltune.tune.verify import verify
 
     try:
-        ruleset = rules.load(args.file)
+        ruleset = rules.load(args.file, "RULES")
     except RuleFileError as exc:
         raise UsageError(str(exc)) from exc
     for d in ruleset.diagnostics:
@@ -128,8 +127,8 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _verify_log(args: argparse.Namespace, ruleset: rules.RuleSet) -> tuple[str, str, set[tuple[str, int]] | None]:
     """(the NCCL log, where it came from, the sizes run): --from-log, or a bench run with the rules."""
-    from ccltune.diagnose import benchrun
-    from ccltune.diagnose.ncclog import read_log
+    from ccltune.diagnose.probes import benchrun
+    from ccltune.diagnose.parsers.ncclog import read_log
     from ccltune.files import write_text
 
     if args.from_log:
@@ -138,8 +137,7 @@ def _verify_log(args: argparse.Namespace, ruleset: rules.RuleSet) -> tuple[str, 
     lo, hi = parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes")
     if lo > hi:
         raise UsageError(f"-b {args.minbytes} is larger than -e {args.maxbytes}")
-    if args.stepfactor < 2:
-        raise UsageError(f"-f/--stepfactor must be >= 2, got {args.stepfactor}")
+    size_series(lo, hi, factor=args.stepfactor)  # refuses a bad -f and too many sizes
     check_nproc(args.nproc)
     check_timeout(args.timeout)
     nproc = args.nproc or _gpu_count()
@@ -152,8 +150,8 @@ def _verify_log(args: argparse.Namespace, ruleset: rules.RuleSet) -> tuple[str, 
         write_text(args.save_log, run.output, flag="--save-log")
     if run.error:
         raise CheckFailed(run.error)
-    sizes = {(PLUGIN_COLLECTIVES[r["collective"]], int(r["size_bytes"])) for r in run.records
-             if r.get("collective") in PLUGIN_COLLECTIVES}
+    sizes = {(collectives.PLUGIN_NAMES[r["collective"]], int(r["size_bytes"])) for r in run.records
+             if r.get("collective") in collectives.PLUGIN_NAMES}
     return run.output, "the run", sizes
 
 
@@ -165,7 +163,7 @@ def _verify_collectives(given: list[str] | None, ruleset: rules.RuleSet) -> list
                              f"(choose from {', '.join(VERIFY_COLLECTIVES)})")
         return list(dict.fromkeys(given))
     named = {r.collective for r in ruleset.rules}
-    picked = [c for c in VERIFY_COLLECTIVES if PLUGIN_COLLECTIVES[c] in named]
+    picked = [c for c in VERIFY_COLLECTIVES if collectives.PLUGIN_NAMES[c] in named]
     if not picked:
         raise UsageError(f"{ruleset.path} has no rules; name the collectives to run")
     return picked

@@ -10,7 +10,7 @@ from ccltune.cli import _common
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
-from ccltune.validate import replay as R
+from ccltune.validate import replay as replay_plan
 from ccltune.validate import replay_run
 from ccltune.workload import model, plan
 
@@ -28,8 +28,7 @@ def register(sub: Any) -> None:
     p.add_argument("--iters", type=int, default=5, metavar="N", help="timed rounds per arm (the whole sequence each)")
     p.add_argument("--order", choices=plan.ORDERS, default="captured",
                    help="captured: as one rank issued them; grouped: each entry's calls together")
-    p.add_argument("--under-load", type=int, default=None, metavar="M",
-                   help="run an M x M matrix multiply back to back on a second stream of each GPU meanwhile")
+    _common.add_under_load(p)
     _common.add_db(p)
     _common.add_launch(p)
     p.set_defaults(func=main)
@@ -48,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
         return rc
     rp = replay_run.ReplayPlan(wl, args.rules, args.order, args.iters, args.under_load, _common.args_record(args))
     session = Session("replay", engine_name, db=args.db, argv=args._argv, timeout_s=args.timeout)
-    res = replay_run.run(rp, session, args)
+    res = replay_run.run(rp, session, _common.engine_options(args))
     if session.interrupted:
         return session.exit_code
     if res.verdict is None:
@@ -58,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.workload}: nothing this launch can replay (see above)")
         return 0
     notes = res.notes + ([f"under load: {res.load}"] if res.load else [])
-    print("\n".join(R.lines(res.verdict, wl, args.order, res.skipped, notes)))
+    print("\n".join(replay_plan.lines(res.verdict, wl, args.order, res.skipped, notes)))
     if res.verdict.status == "FAIL":
         raise CheckFailed(f"replay: FAIL: {res.verdict.reason}")
     return 0

@@ -6,18 +6,17 @@ import argparse
 import sys
 from typing import Any
 
-from ccltune import collectives, dist, types
+from ccltune import collectives, datatypes, dist, rules
 from ccltune.cli import _common
+from ccltune.commconfig import TWIN, CommConfig
 from ccltune.errors import CheckFailed, UsageError
-from ccltune.measure import sweep as S
+from ccltune.measure import sweep as measure_sweep
+from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Store
 from ccltune.tune import sweep_run
-from ccltune.tune.derive import TWIN, Candidate
 
-ALGOS = ("tree", "ring", "pat", "collnetdirect", "collnetchain", "nvls", "nvlstree")
-PROTOS = ("ll", "ll128", "simple")
 MODES = ("exhaustive", "model")
 GRIDS = ("axes", "full")
 
@@ -28,8 +27,8 @@ def register(sub: Any) -> None:
         description="For each tunable collective and size, time NCCL's own choice and every candidate "
                     "side by side (interleaved, repeated, CUDA graphs), one process per GPU.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("collective", nargs="*", default=["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"],
-                   help="tunable collectives (all_reduce, all_gather, reduce_scatter, broadcast, reduce)")
+    p.add_argument("collective", nargs="*", default=[c.name for c in collectives.TUNABLE],
+                   help=f"tunable collectives ({', '.join(c.name for c in collectives.TUNABLE)})")
     p.add_argument("-b", "--minbytes", default="8")
     p.add_argument("-e", "--maxbytes", default="1G")
     p.add_argument("-f", "--stepfactor", type=float, default=2)
@@ -55,6 +54,11 @@ def register(sub: Any) -> None:
     p.add_argument("--no-twin", action="store_true",
                    help="do not measure NCCL's default a second time on another communicator (the A/A control "
                         "whose gap every candidate must beat; see docs/tuning.md)")
+    p.add_argument("--workload", default=None, metavar="W.json",
+                   help="sweep exactly this workload's (collective, size) points (`ccltune workload import`) that "
+                        "this launch can reproduce, instead of -b/-e/-f; the others are listed with the reason. "
+                        "Collectives named restrict it (docs/workload.md)")
+    _common.add_under_load(p)
     _common.add_virtual_nodes(p)
     p.add_argument("--resume", type=int, default=None, metavar="RUN", help="continue an interrupted sweep run")
     _common.add_db(p)
@@ -74,25 +78,25 @@ def _names(text: str, valid: tuple[str, ...], flag: str) -> list[str]:
     return out
 
 
-def candidates(args: argparse.Namespace) -> list[Candidate]:
-    algos, protos = _names(args.algos, ALGOS, "--algos"), _names(args.protos, PROTOS, "--protos")
+def candidates(args: argparse.Namespace) -> list[CommConfig]:
+    algos, protos = _names(args.algos, rules.NCCL_ALGOS, "--algos"), _names(args.protos, rules.PROTOCOLS, "--protos")
     chans = []
     for c in filter(None, (x.strip() for x in args.channels.split(","))):
         if not c.isdigit() or not 1 <= int(c) <= 64:
             raise UsageError(f"--channels: {c!r} is not a channel count between 1 and 64")
         chans.append(int(c))
-    out = [Candidate()]
-    out += [Candidate(a, p, None) for a in algos for p in protos]
-    out += [Candidate(None, None, c) for c in chans]
+    out = [CommConfig()]
+    out += [CommConfig(a, p, None) for a in algos for p in protos]
+    out += [CommConfig(None, None, c) for c in chans]
     if getattr(args, "grid", "axes") == "full":  # each pair before its channel counts: a refused pair refuses them
-        out += [Candidate(a, p, c) for a in algos for p in protos for c in chans]
+        out += [CommConfig(a, p, c) for a in algos for p in protos for c in chans]
     return out
 
 
 # what a resumed sweep must keep of the run it continues (besides its collectives, sizes and candidates)
 _RESUME_SAME = {"datatype": "-d", "op": "-o", "reps": "--reps", "target_us": "--target-us", "max_iters": "--max-iters",
                 "warmup_iters": "-w", "no_graph": "--no-graph", "mode": "--mode", "no_twin": "--no-twin",
-                "virtual_nodes": "--virtual-nodes"}
+                "virtual_nodes": "--virtual-nodes", "workload": "--workload", "under_load": "--under-load"}
 
 
 def _measures(args: argparse.Namespace) -> dict[str, Any]:
@@ -124,7 +128,7 @@ def check_resume(run: Any, args: argparse.Namespace, world_size: int) -> None:
                          "or start a new sweep")
 
 
-def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[Candidate]]:
+def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[CommConfig]]:
     colls = collectives.select(args.collective)
     for c in colls:
         if c.tuner_func is None:
@@ -135,8 +139,8 @@ def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[
     if args.reps < 1:
         raise UsageError(f"--reps must be >= 1, got {args.reps}")
     _common.check_timing(args)
-    types.dtype(args.datatype)
-    types.op(args.op)
+    datatypes.dtype(args.datatype)
+    datatypes.op(args.op)
     return colls, sizes, candidates(args)
 
 
@@ -144,6 +148,7 @@ def main(args: argparse.Namespace) -> int:
     colls, sizes, cands = validate_args(args)
     engine_name, note = _common.resolve_engine(args)
     _common.check_virtual_nodes(args, engine_name)
+    check_load(args.under_load, engine_name)
     if engine_name != "nccl" and len(cands) > 1:
         raise UsageError(f"forced candidates (--algos/--protos/--channels) need the nccl engine (a GPU); "
                          f"the {engine_name} engine can time only the library's default, so its sweep yields "
@@ -154,6 +159,7 @@ def main(args: argparse.Namespace) -> int:
                          f"{'' if ranks == 1 else 's'} ({_common.gpu_count()} GPU(s) visible): on one rank NCCL "
                          "selects no algorithm, so there is nothing to sweep; time one GPU with `ccltune bench`, "
                          "or sweep with --nproc N >= 2 on a machine with 2 or more GPUs")
+    workload = _workload(args, colls, ranks) if args.workload else None
     if args.resume is not None and not dist.under_launcher():  # before any process starts
         with Store(args.db, readonly=True) as store:
             check_resume(store.run(args.resume), args, _common.job_size(args, engine_name))
@@ -162,23 +168,52 @@ def main(args: argparse.Namespace) -> int:
         return rc
     if engine_name == "nccl" and not args.no_twin and len(cands) > 1:
         cands = [*cands, TWIN]
-    return _run(args, colls, sizes, cands, engine_name)
+    return _run(args, colls, sizes, cands, engine_name, workload)
 
 
-def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[Candidate],
-         engine_name: str) -> int:
-    settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
-                               graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
-                               warmup=args.warmup_iters, timeout_s=args.timeout)
+# -b/-e/-f as the parser gives them when not typed: --workload replaces them
+_SIZE_DEFAULTS = {"minbytes": ("-b", "8"), "maxbytes": ("-e", "1G"), "stepfactor": ("-f", 2)}
+
+
+def _workload(args: argparse.Namespace, colls: list[Any], ranks: int) -> Any:
+    """The workload of --workload, checked before any process starts: no -b/-e/-f beside it, and at
+    least one point this launch can sweep (the node count is checked once the job runs)."""
+    from ccltune.workload import model
+    from ccltune.workload import plan as WP
+
+    given = [flag for key, (flag, default) in _SIZE_DEFAULTS.items() if getattr(args, key) != default]
+    if given:
+        raise UsageError(f"--workload sweeps the workload's own sizes; {', '.join(given)} do not apply with it")
+    wl = model.load(args.workload)
+    points, skipped = WP.sweep_points(wl, ranks, None, datatypes.dtype(args.datatype), [c.name for c in colls])
+    if not points:
+        raise UsageError(f"--workload {args.workload}: nothing this launch can sweep: "
+                         + "; ".join(f"{s.entry.key.collective} {s.entry.key.size_bytes} B: {s.reason}"
+                                     for s in skipped[:5]) + (f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else ""))
+    return wl
+
+
+def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[CommConfig],
+         engine_name: str, workload: Any = None) -> int:
+    settings = measure_sweep.SweepSettings(dtype=datatypes.dtype(args.datatype), op=datatypes.op(args.op),
+                                           reps=args.reps, graph=not args.no_graph, target_us=args.target_us,
+                                           max_iters=args.max_iters, warmup=args.warmup_iters, timeout_s=args.timeout)
     plan = sweep_run.SweepPlan(colls, sizes, cands, settings, mode=args.mode, resume=args.resume,
-                               args=_common.args_record(args),
+                               args=_common.args_record(args), workload=workload, under_load=args.under_load,
                                check_resume=lambda run, world_size: check_resume(run, args, world_size))
     session = Session("sweep", engine_name, db=args.db, argv=args._argv, timeout_s=args.timeout,
                       virtual_nodes=args.virtual_nodes)
-    res = sweep_run.run(plan, session, args, progress=_Progress)
+    res = sweep_run.run(plan, session, _common.engine_options(args), progress=_Progress)
     if session.interrupted:
         return session.exit_code
     if session.is_root:
+        for k in res.skipped:
+            print(f"# not swept: {k.entry.key.collective} {k.entry.key.size_bytes} B x{k.entry.calls}: {k.reason}")
+        if res.load:
+            print(f"# under load: {res.load}")
+        if workload is not None and not res.rows:  # the node count, known once the job ran, left nothing
+            raise UsageError(f"--workload {args.workload}: nothing this launch can sweep (the reasons above); "
+                             f"run {res.run_id} holds no rows")
         if engine_name != "nccl":
             after = (f"; the {engine_name} engine timed only its default, so there are no rules to derive: "
                      f"see the timings with `ccltune report --db {args.db}`")
@@ -186,7 +221,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
             after = f"; next: ccltune tune --db {args.db} --runs {res.run_id} --out rules.conf"
         else:
             after = ", none of them timed"
-        print(f"ccltune sweep: run {res.run_id} complete, {res.rows} rows in {args.db}{after}")
+        print(f"ccltune sweep: run {res.run_id} complete, {res.kept + res.rows} rows in {args.db}{after}")
         print(f"ccltune sweep: time on rank 0, {settings.clock.line(res.wall_s)}")
     if res.rows and not res.timed and session.is_root:  # every point skipped, waived or refused: nothing to tune from
         why = "; ".join(f"{n} {what}" for what, n in res.untimed.most_common(3))

@@ -7,11 +7,12 @@ import json
 from typing import Any
 
 from ccltune import environment
-from ccltune.diagnose import amdsmi, topo
+from ccltune.diagnose.checks.topo import topo_findings
+from ccltune.diagnose.probes import amdsmi, topo
 from ccltune.diagnose.findings import exit_code, format_findings, overall
 from ccltune.diagnose.record import add_output_flags, record_run, write_json
 from ccltune.cli import _common
-from ccltune.diagnose.sysconf import sys_root
+from ccltune.diagnose.probes.sysfs import sys_root
 from ccltune.errors import UsageError
 
 
@@ -69,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"--from-amd-smi: no GPU in {', '.join(args.from_amd_smi)}")
     else:
         t = topo.discover(sys_root(args.sysfs_root))
-    found = topo.findings(t)
+    found = topo_findings(t)
     print(render(t))
     print(format_findings(found, title="ccltune topo checks"))
     result = {"status": overall(found), "topology": t.to_record(), "checks": [f.to_record() for f in found]}

@@ -10,6 +10,7 @@ import sys
 from ccltune import __version__
 from ccltune.cli._common import parse_run_ids
 from ccltune.errors import UsageError
+from ccltune.files import printable, read_text, shown
 from ccltune.rules import write_atomic
 from ccltune.store import DEFAULT_DB, Store
 from ccltune.tune.derive import (
@@ -70,15 +71,15 @@ def failed_sizes(paths: list[str]) -> list[tuple[str, int, int, int]]:
     """(collective, n_ranks, n_nodes, size_bytes) of every size that FAILed in these verdicts."""
     out = []
     for path in paths:
+        flag = f"--exclude-failed {shown(path)}"
+        text = read_text(path, "--exclude-failed")
         try:
-            with open(path, encoding="utf-8") as fh:
-                sizes = json.load(fh)["sizes"]
+            sizes = json.loads(text)["sizes"]
             out.extend((s["collective"], int(s["n_ranks"]), int(s.get("n_nodes") or 1), int(s["size_bytes"]))
                        for s in sizes if s["status"] == "FAIL")
-        except OSError as exc:
-            raise UsageError(f"--exclude-failed {path}: cannot read it ({exc.strerror})") from None
         except (ValueError, KeyError, TypeError) as exc:
-            raise UsageError(f"--exclude-failed {path}: not a `ccltune validate --json` verdict ({exc!r})") from None
+            raise UsageError(f"{flag}: not a `ccltune validate --json` verdict ({printable(repr(exc))}; "
+                             f"it starts {printable(text, 60)!r})") from None
     return out
 
 

@@ -6,15 +6,16 @@ import argparse
 import json
 from typing import Any
 
-from ccltune import collectives, types
+from ccltune import collectives, datatypes, files
 from ccltune.cli import _common
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.files import write_text
-from ccltune.measure import sweep as S
+from ccltune.measure import sweep as measure_sweep
+from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
 from ccltune.validate import ab, junit
-from ccltune.validate import capture as C
+from ccltune.validate import capture
 
 
 def register(sub: Any) -> None:
@@ -25,7 +26,7 @@ def register(sub: Any) -> None:
                     "more than --hard-limit). Exit code 1 on FAIL.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("rules", metavar="RULES", help="rule file (as written by ccltune tune)")
-    p.add_argument("collective", nargs="*", default=["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"])
+    p.add_argument("collective", nargs="*", default=[c.name for c in collectives.TUNABLE])
     p.add_argument("-b", "--minbytes", default="8")
     p.add_argument("-e", "--maxbytes", default="1G")
     p.add_argument("-f", "--stepfactor", type=float, default=2)
@@ -47,6 +48,7 @@ def register(sub: Any) -> None:
                         "and report the share of its gain the rules capture")
     p.add_argument("--json", default=None, metavar="PATH", help="verdict as JSON")
     p.add_argument("--junit", default=None, metavar="PATH", help="verdict as JUnit XML (one testcase per size)")
+    _common.add_under_load(p)
     _common.add_virtual_nodes(p)
     _common.add_db(p)
     _common.add_launch(p)
@@ -57,6 +59,7 @@ def main(args: argparse.Namespace) -> int:
     colls = collectives.select(args.collective)
     sizes = size_series(parse_size(args.minbytes, "-b/--minbytes"), parse_size(args.maxbytes, "-e/--maxbytes"),
                         factor=args.stepfactor)
+    args.rules, args._argv = files.regular_copy(args.rules, "RULES", args._argv)  # <(cat r.conf) read once
     _common.check_rule_file(args.rules, "RULES")
     if args.reps < 2:
         raise UsageError(f"--reps must be >= 2 to know the noise, got {args.reps}")
@@ -65,12 +68,13 @@ def main(args: argparse.Namespace) -> int:
     _common.check_timing(args)
     if not 0 <= args.hard_limit < 100:
         raise UsageError(f"--hard-limit must be in [0, 100) percent, got {args.hard_limit:g}")
-    types.dtype(args.datatype)
-    types.op(args.op)
+    datatypes.dtype(args.datatype)
+    datatypes.op(args.op)
     if args.best_from:  # a missing or unusable database is said before any GPU work
-        C.arms_from_db(args.best_from, 1, 1, None)
+        capture.arms_from_db(args.best_from, 1, 1, None)
     engine_name, _ = _common.resolve_engine(args)
     _common.check_virtual_nodes(args, engine_name)
+    check_load(args.under_load, engine_name)
     if engine_name != "nccl":
         raise UsageError("validate needs the nccl engine (a GPU); "
                          + (f"got --engine {engine_name}" if args.engine else "no GPU is visible here"))
@@ -91,14 +95,14 @@ def _plugin_or_error() -> None:
 
 
 def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
-    settings = S.SweepSettings(dtype=types.dtype(args.datatype), op=types.op(args.op), reps=args.reps,
-                               graph=not args.no_graph, target_us=args.target_us, max_iters=args.max_iters,
-                               warmup=args.warmup_iters, timeout_s=args.timeout)
+    settings = measure_sweep.SweepSettings(dtype=datatypes.dtype(args.datatype), op=datatypes.op(args.op),
+                                           reps=args.reps, graph=not args.no_graph, target_us=args.target_us,
+                                           max_iters=args.max_iters, warmup=args.warmup_iters, timeout_s=args.timeout)
     plan = ab.ABPlan(args.rules, colls, sizes, settings, hard_limit_pct=args.hard_limit, retest=args.retest,
-                     best_from=args.best_from, args=_common.args_record(args))
+                     best_from=args.best_from, under_load=args.under_load, args=_common.args_record(args))
     session = Session("validate", "nccl", db=args.db, argv=args._argv, timeout_s=args.timeout,
                       virtual_nodes=args.virtual_nodes)  # virtual nodes as the sweep whose rules are validated
-    res = ab.run(plan, session, args, require_plugin=_plugin_or_error)
+    res = ab.run(plan, session, _common.engine_options(args), require_plugin=_plugin_or_error)
     if session.interrupted:
         return session.exit_code
     if res.unjudged is not None:
@@ -108,6 +112,8 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
     _print(res.verdict, args)
     if res.capture is not None:
         _print_capture(res.capture, args.best_from)
+    if res.load:
+        print(f"# under load: {res.load}")
     print(f"# time on rank 0: {settings.clock.line(res.wall_s)}")
     if args.json:
         write_text(args.json, json.dumps(res.summary, indent=1, default=str), flag="--json")

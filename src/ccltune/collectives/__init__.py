@@ -19,8 +19,15 @@ REGISTRY: dict[str, Collective] = {c.name: c for c in (
     _all_reduce, _all_gather, _broadcast, _reduce_scatter, _reduce, _alltoall, _scatter,
     _gather, _sendrecv,
 )}
+# The collectives NCCL passes to a tuner plugin (nccl-tests' order): the default of sweep and validate
 TUNABLE = [c for c in REGISTRY.values() if c.tuner_func is not None]
-_ALIASES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+# Derived tables: every other spelling of a collective comes from its registry entry
+# ours -> the rule file's, in ncclFunc_t order (broadcast, reduce, allgather, reducescatter, allreduce)
+PLUGIN_NAMES: dict[str, str] = {c.name: c.plugin_name for c in sorted(TUNABLE, key=lambda c: c.tuner_func or 0)
+                                if c.plugin_name}
+BY_PLUGIN_NAME: dict[str, Collective] = {p: REGISTRY[n] for n, p in PLUGIN_NAMES.items()}
+BY_NCCL_NAME: dict[str, Collective] = {n: c for c in REGISTRY.values() for n in c.nccl_names}  # NCCL's opName
+_ALIASES = {**{c.plugin_name: c.name for c in TUNABLE if c.plugin_name},  # allreduce, allgather, ...
             "all_to_all": "alltoall", "a2a": "alltoall", "send_recv": "sendrecv"}
 
 
@@ -51,4 +58,5 @@ def select(names: list[str] | str, where: str = "COLLECTIVE") -> list[Collective
     return out
 
 
-__all__ = ["REGISTRY", "TUNABLE", "Collective", "Layout", "get", "select"]
+__all__ = ["BY_NCCL_NAME", "BY_PLUGIN_NAME", "PLUGIN_NAMES", "REGISTRY", "TUNABLE", "Collective",
+           "Layout", "get", "select"]

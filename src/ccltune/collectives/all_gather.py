@@ -10,7 +10,9 @@ from ccltune.collectives.base import Collective, NcclOp, arange, blocked_layout,
 class AllGather(Collective):
     name = "all_gather"
     nccl_tests_name = "all_gather_perf"
-    tuner_func = 2
+    tuner_func = 2  # ncclFunc_t, as the tuner ABI numbers it
+    plugin_name = "allgather"  # the rule file's and the tuner plugin's name
+    nccl_names = ("AllGather",)  # NCCL's opName in its logs (COLL, TUNING lines)
     per_rank_count = True
     formula = "(n-1)/n"
 

@@ -10,7 +10,10 @@ from ccltune.collectives.base import Collective, NcclOp, all_reduce_factor, aran
 class AllReduce(Collective):
     name = "all_reduce"
     nccl_tests_name = "all_reduce_perf"
-    tuner_func = 4
+    tuner_func = 4  # ncclFunc_t, as the tuner ABI numbers it
+    plugin_name = "allreduce"  # the rule file's and the tuner plugin's name
+    nccl_names = ("AllReduce",)  # NCCL's opName in its logs (COLL, TUNING lines)
+    torch_in_place_only = True  # torch.distributed's API for it is in-place only
     reduces = True
     formula = "2(n-1)/n"
 

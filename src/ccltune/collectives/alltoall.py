@@ -11,6 +11,7 @@ from ccltune.collectives.base import Collective, NcclOp, arange, blocked_layout,
 class AllToAll(Collective):
     name = "alltoall"
     nccl_tests_name = "alltoall_perf"
+    nccl_names = ("AlltoAll",)  # NCCL's opName in its logs (COLL, TUNING lines)
     per_rank_count = True
     formula = "(n-1)/n"
     nccl_call = "ncclAlltoAll"

@@ -13,7 +13,7 @@ scaling by 1/n rounds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def input_values(torch: Any, rank: int, nranks: int, index: Any, op: str | None)
 def reduce_inputs(torch: Any, nranks: int, index: Any, op: str) -> Any:
     """int64 exact reduction over all ranks' inputs at ``index`` (mulsum: each input times its
     rank's scalar, then summed)."""
-    from ccltune.types import mulsum_scalar
+    from ccltune.datatypes import mulsum_scalar
 
     acc = input_values(torch, 0, nranks, index, op) * (mulsum_scalar(0) if op == "mulsum" else 1)
     for r in range(1, nranks):
@@ -82,6 +82,8 @@ class Collective:
     name: ClassVar[str]
     nccl_tests_name: ClassVar[str]      # e.g. all_reduce_perf
     tuner_func: ClassVar[int | None] = None  # ncclFunc_t id seen by a tuner plugin, if tuned
+    plugin_name: ClassVar[str | None] = None  # its name in rule files and the tuner plugin, if tuned
+    nccl_names: ClassVar[tuple[str, ...]] = ()  # NCCL's opName(s) in its INFO logs (AllReduce; Send, Recv)
     reduces: ClassVar[bool] = False     # takes a reduction op
     # nccl-tests runs it once per -o op and prints the op (sendrecv), though nothing is reduced
     loops_ops: ClassVar[bool] = False
@@ -92,6 +94,7 @@ class Collective:
     # with ncclBroadcast's or ncclAllGather's arguments), which nccl-tests 2.19 calls when built
     # against it; ``nccl_ops`` then give the grouped send/recv of older NCCL (engines/series.py)
     nccl_call: ClassVar[str | None] = None
+    torch_in_place_only: ClassVar[bool] = False  # torch.distributed's API for it is in-place only
 
     def bus_factor(self, nranks: int) -> float:
         raise NotImplementedError
@@ -160,6 +163,3 @@ def arange(torch: Any, n: int, device: Any, start: int = 0, part: tuple[int, int
     ``part`` = [lo, hi) only, when given)."""
     lo, hi = (0, n) if part is None else (min(part[0], n), min(part[1], n))
     return torch.arange(start + lo, start + hi, dtype=torch.int64, device=device)
-
-
-Runner = Callable[..., None]

@@ -9,7 +9,10 @@ from ccltune.collectives.base import Collective, NcclOp, arange, input_values, s
 class Broadcast(Collective):
     name = "broadcast"
     nccl_tests_name = "broadcast_perf"
-    tuner_func = 0
+    tuner_func = 0  # ncclFunc_t, as the tuner ABI numbers it
+    plugin_name = "broadcast"  # the rule file's and the tuner plugin's name
+    nccl_names = ("Broadcast",)  # NCCL's opName in its logs (COLL, TUNING lines)
+    torch_in_place_only = True  # torch.distributed's API for it is in-place only
     rooted = True
     formula = "1"
 

@@ -11,6 +11,7 @@ from ccltune.collectives.base import Collective, NcclOp, arange, blocked_layout,
 class Gather(Collective):
     name = "gather"
     nccl_tests_name = "gather_perf"
+    nccl_names = ("Gather",)  # NCCL's opName in its logs (COLL, TUNING lines)
     rooted = True
     per_rank_count = True
     formula = "(n-1)/n"

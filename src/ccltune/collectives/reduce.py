@@ -9,7 +9,10 @@ from ccltune.collectives.base import Collective, NcclOp, arange, reduce_inputs, 
 class Reduce(Collective):
     name = "reduce"
     nccl_tests_name = "reduce_perf"
-    tuner_func = 1
+    tuner_func = 1  # ncclFunc_t, as the tuner ABI numbers it
+    plugin_name = "reduce"  # the rule file's and the tuner plugin's name
+    nccl_names = ("Reduce",)  # NCCL's opName in its logs (COLL, TUNING lines)
+    torch_in_place_only = True  # torch.distributed's API for it is in-place only
     reduces = True
     rooted = True
     formula = "1"

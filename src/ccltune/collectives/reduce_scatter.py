@@ -10,7 +10,9 @@ from ccltune.collectives.base import Collective, NcclOp, arange, blocked_layout,
 class ReduceScatter(Collective):
     name = "reduce_scatter"
     nccl_tests_name = "reduce_scatter_perf"
-    tuner_func = 3
+    tuner_func = 3  # ncclFunc_t, as the tuner ABI numbers it
+    plugin_name = "reducescatter"  # the rule file's and the tuner plugin's name
+    nccl_names = ("ReduceScatter",)  # NCCL's opName in its logs (COLL, TUNING lines)
     reduces = True
     per_rank_count = True
     formula = "(n-1)/n"

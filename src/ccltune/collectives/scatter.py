@@ -11,6 +11,7 @@ from ccltune.collectives.base import Collective, NcclOp, arange, blocked_layout,
 class Scatter(Collective):
     name = "scatter"
     nccl_tests_name = "scatter_perf"
+    nccl_names = ("Scatter",)  # NCCL's opName in its logs (COLL, TUNING lines)
     rooted = True
     per_rank_count = True
     formula = "(n-1)/n"

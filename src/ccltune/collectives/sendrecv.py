@@ -9,6 +9,7 @@ from ccltune.collectives.base import Collective, NcclOp, arange, input_values, s
 class SendRecv(Collective):
     name = "sendrecv"
     nccl_tests_name = "sendrecv_perf"
+    nccl_names = ("Send", "Recv")  # NCCL's opName in its logs (COLL, TUNING lines)
     formula = "1"
     loops_ops = True  # sendrecv_perf prints the -o op in its redop column
 

@@ -1,11 +1,15 @@
 """Diagnose: what limits collectives on this machine, and pass/fail gates.
 
-- ``links``/``linkmath``: per GPU pair bandwidth and latency (measured), slowest-link analysis (pure).
-- ``topo``/``smitopo``/``amdsysfs``: how GPUs are connected (NVML, ``nvidia-smi topo -m``, AMD sysfs).
-- ``sysconf``/``envrules``: host settings and NCCL variables that hurt.
-- ``ncclog``/``logcheck``: an NCCL/RCCL INFO log parsed, and the findings drawn from it.
-- ``benchrun``: ``ccltune bench`` run through torchrun in a subprocess.
-- ``doctor``: all of the above as one list of findings.
-- ``profiles``/``gates``/``junit``: ``ccltune check``'s platform gates and their CI outputs.
-- ``findings``/``record``: the PASS/WARN/FAIL/WAIVED/ERROR vocabulary and where results are written.
+- ``probes/``: everything that looks at this machine: host files under a root (``sysfs``), NVML
+  (``nvml``), ``nvidia-smi topo -m`` (``smitopo``), ``amd-smi`` (``amdsmi``), AMD sysfs
+  (``amdsysfs``), the GPUs and their links from the first of those that answers (``topo``),
+  ``ccltune bench`` run under torchrun (``benchrun``), per GPU pair bandwidth measured (``links``).
+- ``parsers/`` (pure): NCCL/RCCL INFO logs (``ncclog``, ``rcclog``), link matrices of other tools
+  (``nvbandwidth``, ``transferbench``, into ``linkimport``'s rows).
+- ``checks/``: the registry (``checks.registry``: one entry per check that ``doctor`` and ``check``
+  run) and the checks by concern: host settings (``host``), NCCL variables (``envrules``), GPUs
+  (``topo``), an NCCL log (``logcheck``), RCCL on AMD (``rccl``), measured transport and channels
+  (``transport``), platform gates (``gates`` over ``profiles``), the slowest link (``linkmath``).
+- ``findings``: the PASS/WARN/FAIL/WAIVED/ERROR vocabulary; ``record`` and ``junit``: where
+  results are written besides the terminal. The built-in platform profiles are ``profiles/*.toml``.
 """

@@ -20,11 +20,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ccltune.errors import verdict_exit_code
+from ccltune.files import escape
 
 STATUSES = ("PASS", "WARN", "FAIL", "WAIVED", "ERROR")
 # worst first: the overall status of a list is its first status in this order
 _SEVERITY = ("ERROR", "FAIL", "WARN", "PASS", "WAIVED")
-FAILING = frozenset({"FAIL", "ERROR"})
 
 
 @dataclass
@@ -61,11 +61,11 @@ def format_findings(findings: Iterable[Finding], *, title: str) -> str:
     """Fixed-width text: one line per finding, its fix indented below it."""
     findings = list(findings)
     width = max((len(f.name) for f in findings), default=4)
-    lines = [f"# {title}", f"# {'status':<7} {'check':<{width}}  evidence"]
-    for f in findings:
-        lines.append(f"  {f.status:<7} {f.name:<{width}}  {f.evidence}")
+    lines = [f"# {escape(title)}", f"# {'status':<7} {'check':<{width}}  evidence"]
+    for f in findings:  # evidence quotes what was read (sysfs, logs, variables): never a raw control byte
+        lines.append(f"  {f.status:<7} {escape(f.name):<{width}}  {escape(f.evidence)}")
         if f.fix and f.status not in ("PASS", "WAIVED"):
-            lines.append(f"  {'':<7} {'':<{width}}  fix: {f.fix}")
+            lines.append(f"  {'':<7} {'':<{width}}  fix: {escape(f.fix)}")
     counts = {s: sum(f.status == s for f in findings) for s in STATUSES}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     lines.append(f"# overall: {overall(findings)} ({summary or 'no checks'})")

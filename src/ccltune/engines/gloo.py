@@ -7,18 +7,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ccltune.engines.base import Buffers, Engine, Point
+from ccltune.engines.base import Buffers, Engine, EngineOptions, HostClock, Point, Timing, iteration_seconds, schedule
 
 _UNSUPPORTED_OPS = {"avg": "gloo has no AVG reduction",
                     "mulsum": "gloo has no pre-multiplied sum (mulsum is NCCL's ncclRedOpCreatePreMulSum)"}
-# torch.distributed's API for these is in-place only
-IN_PLACE_ONLY = ("all_reduce", "broadcast", "reduce")
 IN_PLACE_ONLY_REASON = "torch.distributed's API is in-place only for this collective"
 
 
 def torch_api_waiver(pt: Point, world_size: int) -> str | None:
     """What torch.distributed (gloo or ProcessGroupNCCL) cannot run as asked."""
-    if not pt.in_place and pt.coll.name in IN_PLACE_ONLY:
+    if not pt.in_place and pt.coll.torch_in_place_only:
         return IN_PLACE_ONLY_REASON
     if world_size == 1:
         return "one process: start several with --nproc N or a launcher"
@@ -28,7 +26,7 @@ def torch_api_waiver(pt: Point, world_size: int) -> str | None:
 class GlooEngine(Engine):
     name = "gloo"
 
-    def __init__(self, ctx: Any, opts: Any):
+    def __init__(self, ctx: Any, opts: EngineOptions = EngineOptions()):
         super().__init__(ctx, opts)
         self.device = self.torch.device("cpu")
         self._ops = None
@@ -52,11 +50,15 @@ class GlooEngine(Engine):
         pt.coll.run_torch(dist, bufs.send, bufs.recv, pt.lay, op, pt.root, self.ctx.rank,
                           self.ctx.world_size, pt.in_place)
 
-    def time_point(self, pt: Point, bufs: Buffers) -> float:
+    def time_point(self, pt: Point, bufs: Buffers) -> Timing:
+        """nccl-tests' schedule on the host clock: each call returns when it is complete, so the
+        time to issue the calls (-C) is the time, and -I's events are clock readings."""
         for _ in range(pt.warmup):
             self.launch(pt, bufs)
+        clock = HostClock(2 * pt.iters if pt.blocking == 3 else pt.iters + 1) if pt.per_iter else None
         self.start_together()
         t0 = time.perf_counter()
-        for _ in range(pt.iters):
-            self.launch(pt, bufs)
-        return (time.perf_counter() - t0) / max(pt.iters, 1)
+        busy = schedule(pt, lambda i: self.launch(pt, bufs), lambda: None, lambda: self.ctx.barrier("-z barrier"),
+                        clock.record if clock is not None else None)
+        elapsed = (busy if pt.blocking == 3 else time.perf_counter() - t0) / pt.calls
+        return Timing(elapsed, elapsed, iteration_seconds(pt, clock.elapsed) if clock is not None else None)

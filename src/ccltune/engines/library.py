@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ccltune.errors import EngineUnavailable, UsageError
+from ccltune.rules import NCCL_ALGOS
 
 LL128_FORCE = "RCCL_LL128_FORCE_ENABLE"
 
@@ -56,12 +57,13 @@ _RCCL_NOT = {
     "collnetdirect": "CollNet needs a collnet network plugin, which AMD hosts do not have",
     "collnetchain": "CollNet needs a collnet network plugin, which AMD hosts do not have",
 }
+_RCCL_ALGOS = tuple(a for a in NCCL_ALGOS if a not in _RCCL_NOT)  # tree, ring, pat
 
 
 def detect(path: str, exports: Callable[[str], bool], version: str) -> LibraryFacts:
     """The facts of the library at ``path``; ``exports(symbol)`` says whether it exports a symbol."""
     if exports("mscclLoadAlgo") or Path(path).name.startswith("librccl"):
-        return LibraryFacts("rccl", version, algos=("tree", "ring", "pat"), unavailable=_RCCL_NOT,
+        return LibraryFacts("rccl", version, algos=_RCCL_ALGOS, unavailable=_RCCL_NOT,
                             proto_env={"ll128": {LL128_FORCE: "1"}}, cached_env=(LL128_FORCE,))
     return LibraryFacts("nccl", version)
 
@@ -72,7 +74,7 @@ def facts_of(lib: Any) -> LibraryFacts:
 
 
 def sweep_candidates(facts: LibraryFacts | None, cands: Sequence[Any]) -> list[Any]:
-    """``cands`` (``tune.derive.Candidate``) checked against the library: an algorithm it cannot run
+    """``cands`` (``ccltune.commconfig.CommConfig``) checked against the library: an algorithm it cannot run
     is a usage error naming the library and the reason, not a row measured as something else."""
     if facts is None or facts.algos is None:
         return list(cands)

@@ -9,7 +9,7 @@ allocator (``--buffers torch``, what a PyTorch program passes by default); ``--s
 also registers them as symmetric windows (NCCL >= 2.27). CUDA graphs are captured with
 PyTorch's graph API on our own stream.
 
-Communicators are created per configuration (``CommConfig``) so one process can compare
+Communicators are created per configuration (``ccltune.commconfig.CommConfig``) so one process can compare
 NCCL's own choice with forced candidates side by side:
 - algorithm/protocol: NCCL_ALGO/NCCL_PROTO are read at each ncclCommInitRank, so they are
   set in the environment around that call only (NCCL then refuses what it cannot run);
@@ -26,45 +26,17 @@ import ctypes
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from ccltune import rules
+from ccltune.commconfig import ALIGN, BASELINE, CommConfig
 from ccltune.engines import library
-from ccltune.engines.base import CudaEngine, Point
+from ccltune.engines.base import Buffers, CudaEngine, EngineOptions, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
-from ccltune.engines.series import Loop
+from ccltune.engines import gpurt
+from ccltune.engines.series import Loop, Schedule
 from ccltune.errors import EngineUnavailable
-from ccltune.engines.base import Buffers
-from ccltune.types import OPS, mulsum_scalar
-
-
-@dataclass(frozen=True)
-class CommConfig:
-    """How a communicator is made. All None: NCCL's own choice."""
-
-    algo: str | None = None
-    proto: str | None = None
-    channels: int | None = None      # via the plugin (or min/maxCTAs without it)
-    rules_file: str | None = None    # tuned rules for the plugin
-    align: bool = False              # the one-channel communicator that lines ranks up (never measured)
-    twin: bool = False               # NCCL's default again, on a second communicator (sweep's A/A control)
-    instance: int = 0                # replay: one communicator per captured communicator (same label)
-
-    @property
-    def label(self) -> str:
-        if self.align:
-            return "align"
-        if self.twin:
-            return "default-twin"
-        if self.rules_file:
-            return "rules"
-        if not (self.algo or self.proto or self.channels):
-            return "default"
-        return f"{self.algo or 'default'}/{self.proto or 'default'}/{self.channels or 'default'}".lower()
-
-
-DEFAULT = CommConfig()
-ALIGN = CommConfig(align=True)
+from ccltune.datatypes import DTYPES, OPS, mulsum_scalar
 
 
 @contextmanager
@@ -88,36 +60,46 @@ def _env(**values: str | None) -> Iterator[None]:
 class NcclEngine(CudaEngine):
     name = "nccl"
 
-    def __init__(self, ctx: Any, opts: Any):
+    def __init__(self, ctx: Any, opts: EngineOptions = EngineOptions()):
         super().__init__(ctx, opts)
         torch = self.torch
         if not torch.cuda.is_available():
             raise EngineUnavailable("the nccl engine needs a CUDA GPU; use --engine gloo on this machine")
-        self.lib = NcclLib(find_library(getattr(opts, "nccl_lib", None)))
+        self.lib = NcclLib(find_library(opts.nccl_lib))
         self.loop = Loop(self.lib)  # before anything else: without the built loop the engine cannot time
         self.facts = library.facts_of(self.lib)  # NCCL or RCCL, detected once
         self.comm_env = library.CommEnv(self.facts)
-        self.symmetric = bool(getattr(opts, "symmetric", False))
+        self.symmetric = opts.symmetric
         if self.symmetric and not (self.lib.has("ncclMemAlloc") and self.lib.has("ncclCommWindowRegister")):
             raise EngineUnavailable(f"--symmetric needs NCCL >= 2.27 (ncclMemAlloc, ncclCommWindowRegister); "
                                     f"{self.lib.path} is NCCL {self.lib.version}")
         # nccl-tests allocates with ncclMemAlloc from NCCL 2.19 on; so does this engine unless told otherwise
-        buffers = getattr(opts, "buffers", None)
+        buffers = opts.buffers
         if buffers in ("ncclmem", "ncclmem-max") and not self.lib.has("ncclMemAlloc"):
             raise EngineUnavailable(f"--buffers {buffers} needs NCCL >= 2.19 (ncclMemAlloc); "
                                     f"{self.lib.path} is NCCL {self.lib.version}")
-        # The layout is the command's choice (``opts.buffers_default``): `bench` lays its buffers out
+        # The layout is the command's choice (``opts.shared_buffers``): `bench` lays its buffers out
         # as nccl-tests does (one pair at the largest size, which the calls and the series warm-ups
         # step through); sweeps and validate give every size a pair of its own.
-        nccl_tests_way = getattr(opts, "buffers_default", None) == "ncclmem-max"
-        wanted = buffers or (("ncclmem-max" if nccl_tests_way else "ncclmem") if self.lib.has("ncclMemAlloc")
+        wanted = buffers or (("ncclmem-max" if opts.shared_buffers else "ncclmem") if self.lib.has("ncclMemAlloc")
                              else "torch")
         self.buffers = "ncclmem" if self.symmetric else wanted
-        self.plugin = getattr(opts, "plugin_path", None)
-        self.empty_rules = getattr(opts, "empty_rules", None)
+        self.cta_policy = opts.cta_policy  # -x: ncclConfig_t.CTAPolicy, as nccl-tests sets it
+        if self.cta_policy is not None and self.lib.version_code < (22800 if self.cta_policy > 1 else 22700):
+            raise EngineUnavailable(f"-x/--cta_policy {self.cta_policy} needs NCCL >= "
+                                    f"{'2.28' if self.cta_policy > 1 else '2.27'} (ncclConfig_t.CTAPolicy); "
+                                    f"{self.lib.path} is NCCL {self.lib.version}")
+        self.register = opts.local_register  # -R 1: ncclCommRegister of the buffers
+        if self.register and not self.lib.has("ncclCommRegister"):
+            raise EngineUnavailable(f"-R/--local_register 1 needs NCCL >= 2.19 (ncclCommRegister); "
+                                    f"{self.lib.path} is NCCL {self.lib.version}")
+        self._handles: list[tuple[Any, Any]] = []
+        self.plugin = opts.plugin_path
+        self.empty_rules = opts.empty_rules
         if self.plugin and "NCCL_TUNER_PLUGIN" not in os.environ:
             os.environ["NCCL_TUNER_PLUGIN"] = str(self.plugin)  # before the first communicator
         self.comms: dict[CommConfig, Any] = {}
+        self._runtime: gpurt.Runtime | None = None
         self._parked: list[Any] = []  # refused communicators, left to the process's exit (park_comm)
         # seconds and count of communicator inits and aborts/destroys (a sweep reports where its time went)
         self.comm_time: dict[str, list[float]] = {"init": [0.0, 0], "abort": [0.0, 0]}
@@ -147,7 +129,7 @@ class NcclEngine(CudaEngine):
         per communicator and datatype (ncclRedOpCreatePreMulSum, the scalar held on the host)."""
         if OPS[pt.op] is not None:
             return OPS[pt.op]
-        key = (pt.config or DEFAULT, pt.dt.nccl)
+        key = (pt.config or BASELINE, pt.dt.nccl)
         if key not in self._premul:
             scalar = self.torch.tensor([mulsum_scalar(self.ctx.rank)], dtype=getattr(self.torch, pt.dt.torch_name))
             raw = ctypes.create_string_buffer(scalar.view(self.torch.uint8).numpy().tobytes(), 16)
@@ -157,8 +139,11 @@ class NcclEngine(CudaEngine):
         return self._premul[key]
 
     # -- communicators ----------------------------------------------------------------
+    def connect(self, config: Any = None) -> None:
+        self.comm(config)
+
     def comm(self, cfg: CommConfig | None) -> Any:
-        cfg = cfg or DEFAULT
+        cfg = cfg or BASELINE
         if cfg not in self.comms:
             self.comms[cfg] = self._make_comm(cfg)
         return self.comms[cfg]
@@ -167,13 +152,13 @@ class NcclEngine(CudaEngine):
         uid = self.lib.unique_id() if self.ctx.is_root else None
         uid = self.ctx.broadcast_bytes(uid, f"NCCL unique id for {cfg.label}")
         ctas = 1 if cfg.align else cfg.channels if cfg.channels and not self.plugin else None
-        ncfg = self.lib.config(min_ctas=ctas, max_ctas=ctas, name=f"ccltune-{cfg.label}")
-        rules = cfg.rules_file or (self._channel_rules(cfg) if cfg.channels and self.plugin and not cfg.align
-                                   else self.empty_rules)
+        ncfg = self.lib.config(min_ctas=ctas, max_ctas=ctas, name=f"ccltune-{cfg.label}", cta_policy=self.cta_policy)
+        rule_file = cfg.rules_file or (self._channel_rules(cfg) if cfg.channels and self.plugin and not cfg.align
+                                       else self.empty_rules)
         with _env(NCCL_ALGO=cfg.algo or os.environ.get("NCCL_ALGO"),
                   NCCL_PROTO=cfg.proto or os.environ.get("NCCL_PROTO"),
-                  CCLTUNE_RULES=rules or os.environ.get("CCLTUNE_RULES"),
-                  NCCL_TUNER_CONFIG_FILE=None if rules else os.environ.get("NCCL_TUNER_CONFIG_FILE"),
+                  CCLTUNE_RULES=rule_file or os.environ.get("CCLTUNE_RULES"),
+                  NCCL_TUNER_CONFIG_FILE=None if rule_file else os.environ.get("NCCL_TUNER_CONFIG_FILE"),
                   **self.comm_env.for_comm(cfg.proto, cfg.label)):  # RCCL: LL128 needs RCCL_LL128_FORCE_ENABLE
             with self.torch.cuda.device(self.device):
                 t0 = time.perf_counter()
@@ -184,9 +169,8 @@ class NcclEngine(CudaEngine):
 
     def _channel_rules(self, cfg: CommConfig) -> str:
         """A rule file that caps every tuned collective at ``cfg.channels`` (plugin path)."""
-        path = os.path.join(getattr(self.opts, "workdir", "/tmp"), f"ccltune-channels-{cfg.channels}-r{self.ctx.rank}.conf")
-        lines = [f"{c},0,16T,default,default,{cfg.channels},-1,-1"
-                 for c in ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")]
+        path = os.path.join(self.opts.workdir, f"ccltune-channels-{cfg.channels}-r{self.ctx.rank}.conf")
+        lines = [f"{c},0,16T,default,default,{cfg.channels},-1,-1" for c in rules.COLLECTIVES]
         with open(path, "w", encoding="utf-8") as fh:
             fh.write("# ccltune sweep: channel candidate\n" + "\n".join(lines) + "\n")
         return path
@@ -262,24 +246,31 @@ class NcclEngine(CudaEngine):
         if not self._pool or not all(self._in_pool(t) for t in bufs.keep):
             return
         total = max(pt.lay.send_elems, pt.lay.recv_elems) * pt.dt.size
+        room = min(p.numel() for p in self._pool) - pt.unalign * pt.dt.size  # -u: the views start further in
         if total > 0:
-            bufs.shift_bytes, bufs.steps = total, max(1, min(p.numel() for p in self._pool) // total)
+            bufs.shift_bytes, bufs.steps = total, max(1, room // total)
 
     def _in_pool(self, t: Any) -> bool:
         ptr = t.data_ptr()
         return any(p.data_ptr() <= ptr < p.data_ptr() + p.numel() for p in self._pool)
 
     def prepare(self, pt: Point, bufs: Buffers) -> None:
-        if self.symmetric:
+        if self.symmetric or self.register:
             comm = self.comm(pt.config)
             for t in bufs.keep:
-                win = self.lib.window_register(comm, t.data_ptr(), t.numel() * t.element_size())
-                self._windows.append((comm, win))
+                nbytes = t.numel() * t.element_size()
+                if self.symmetric:
+                    self._windows.append((comm, self.lib.window_register(comm, t.data_ptr(), nbytes)))
+                else:  # -R 1: as nccl-tests registers its send and receive buffers with ncclCommRegister
+                    self._handles.append((comm, self.lib.register(comm, t.data_ptr(), nbytes)))
 
     def release(self, pt: Point, bufs: Buffers) -> None:
         while self._windows:
             comm, win = self._windows.pop()
             self.lib.call("ncclCommWindowDeregister", comm, win)
+        while self._handles:
+            comm, handle = self._handles.pop()
+            self.lib.call("ncclCommDeregister", comm, handle)
 
     # -- calls ------------------------------------------------------------------------
     # Every NCCL call of a point goes through the launch loop (engines/series.py), the single
@@ -297,7 +288,7 @@ class NcclEngine(CudaEngine):
         s = self._series(pt, bufs, step)  # on the stream current now (the caller's stream context)
         return lambda: self.loop.run(s, 0, calls)
 
-    def _series(self, pt: Point, bufs: Buffers, step: bool) -> Any:
+    def _series(self, pt: Point, bufs: Buffers, step: bool, schedule: Schedule | None = None) -> Any:
         """The launch loop's description of ``pt`` on the current stream (the capture stream in a
         CUDA graph): call i ``bufs.shift(i)`` bytes into the buffers when ``step``."""
         stream = self.torch.cuda.current_stream(self.device).cuda_stream
@@ -305,7 +296,25 @@ class NcclEngine(CudaEngine):
         return self.loop.series(pt.coll, pt.lay, pt.root, self.ctx.rank, self.ctx.world_size,
                                 send=bufs.send.data_ptr(), recv=bufs.recv.data_ptr(), dtype=pt.dt.nccl,
                                 op=self._op(pt, comm), comm=comm, stream=stream,
-                                shift_bytes=bufs.shift_bytes if step else 0, shift_steps=bufs.steps if step else 1)
+                                shift_bytes=bufs.shift_bytes if step else 0, shift_steps=bufs.steps if step else 1,
+                                schedule=schedule)
+
+    def timed(self, pt: Point, bufs: Buffers, events: Any) -> Callable[[], float]:
+        """nccl-tests' schedule (-m, -z, -I) from the launch loop in C: one ctypes call for the series."""
+        sched = Schedule(agg=pt.agg, blocking=pt.blocking, events=events.handles if events is not None else (),
+                         runtime=self.runtime() if pt.blocking or events is not None else None,
+                         barrier=lambda: self.ctx.barrier("-z barrier"))
+        s = self._series(pt, bufs, True, sched)
+        return lambda: self.loop.run(s, 0, pt.iters)
+
+    def runtime(self) -> gpurt.Runtime:
+        """The GPU runtime's stream query and events (libcuda or libamdhip64), loaded when first needed."""
+        if self._runtime is None:
+            self._runtime = gpurt.load(self.facts.kind == "rccl")
+        return self._runtime
+
+    def events(self, n: int) -> Any:
+        return gpurt.Events(self.runtime(), n)
 
     def _run(self, pt: Point, bufs: Buffers, first: int, calls: int, *, step: bool) -> None:
         """Calls ``first`` .. ``first + calls - 1`` of ``pt``'s series."""
@@ -322,7 +331,7 @@ class NcclEngine(CudaEngine):
         # another communicator (A/A validate on H200, all_gather 1 MB: 16-21 us vs 13.1 us).
         with _env(NCCL_ALGO=None, NCCL_PROTO=None):
             comm = self.comm(ALIGN)
-        self.lib.call("ncclAllReduce", ptr, ptr, 1, 7, 0, comm, self.stream.cuda_stream)
+        self.lib.call("ncclAllReduce", ptr, ptr, 1, DTYPES["float"].nccl, OPS["sum"], comm, self.stream.cuda_stream)
         self.sync()
 
     def abort(self) -> None:

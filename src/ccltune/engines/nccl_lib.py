@@ -17,7 +17,6 @@ from ccltune.errors import EngineUnavailable
 
 NCCL_SUCCESS = 0
 NCCL_IN_PROGRESS = 7
-NCCL_INVALID_USAGE = 5
 CONFIG_UNDEF_INT = -(2**31)
 WIN_COLL_SYMMETRIC = 0x01
 
@@ -50,7 +49,6 @@ _SIGNATURES: dict[str, list[type]] = {
     "ncclCommInitRank": [ctypes.POINTER(_vp), _int, UniqueId, _int],
     "ncclCommDestroy": [_vp],
     "ncclCommAbort": [_vp],
-    "ncclCommGetAsyncError": [_vp, ctypes.POINTER(_int)],
     "ncclAllReduce": [_vp, _vp, _sz, _int, _int, _vp, _vp],
     "ncclReduce": [_vp, _vp, _sz, _int, _int, _int, _vp, _vp],
     "ncclBroadcast": [_vp, _vp, _sz, _int, _int, _vp, _vp],
@@ -66,6 +64,8 @@ _SIGNATURES: dict[str, list[type]] = {
     "ncclMemFree": [_vp],
     "ncclCommWindowRegister": [_vp, _vp, _sz, ctypes.POINTER(_vp), _int],
     "ncclCommWindowDeregister": [_vp, _vp],
+    "ncclCommRegister": [_vp, _vp, _sz, ctypes.POINTER(_vp)],
+    "ncclCommDeregister": [_vp, _vp],
 }
 
 
@@ -172,7 +172,7 @@ class NcclLib:
         return ctypes.string_at(ctypes.addressof(uid), ctypes.sizeof(uid))
 
     def config(self, *, min_ctas: int | None = None, max_ctas: int | None = None,
-               name: str | None = None) -> Config:
+               name: str | None = None, cta_policy: int | None = None) -> Config:
         cfg = Config()
         cfg.size = ctypes.sizeof(Config)
         cfg.magic = 0xCAFEBEEF
@@ -185,6 +185,8 @@ class NcclLib:
             cfg.minCTAs = min_ctas
         if max_ctas is not None:
             cfg.maxCTAs = max_ctas
+        if cta_policy is not None:  # NCCL_CTA_POLICY_DEFAULT 0, _EFFICIENCY 1, _ZERO 2 (NCCL >= 2.27)
+            cfg.CTAPolicy = cta_policy
         if name:
             self._name = name.encode()
             cfg.commName = self._name
@@ -201,15 +203,16 @@ class NcclLib:
             self.call("ncclCommInitRank", ctypes.byref(comm), nranks, u, rank)
         return comm
 
-    def async_error(self, comm: ctypes.c_void_p) -> int:
-        err = _int()
-        self._fns["ncclCommGetAsyncError"](comm, ctypes.byref(err))
-        return err.value
-
     def mem_alloc(self, nbytes: int) -> int:
         ptr = _vp()
         self.call("ncclMemAlloc", ctypes.byref(ptr), nbytes)
         return int(ptr.value or 0)
+
+    def register(self, comm: ctypes.c_void_p, ptr: int, nbytes: int) -> ctypes.c_void_p:
+        """ncclCommRegister: the handle ncclCommDeregister takes."""
+        handle = _vp()
+        self.call("ncclCommRegister", comm, ptr, nbytes, ctypes.byref(handle))
+        return handle
 
     def window_register(self, comm: ctypes.c_void_p, ptr: int, nbytes: int) -> ctypes.c_void_p:
         win = _vp()

@@ -17,16 +17,22 @@ measured other NCCL calls than nccl-tests. With NCCL's own call the two agree (d
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ccltune import builtlib
 from ccltune.collectives.base import Collective, Layout, NcclOp
 from ccltune.engines.nccl_lib import NcclLib
-from ccltune.errors import EngineUnavailable
+from ccltune.errors import DistError, EngineUnavailable
 
 LIBRARY_NAME = "libccltune-series.so"
-ABI = 2  # CCLTUNE_SERIES_ABI in native/include/ccltune_series.h
+ABI = 3  # CCLTUNE_SERIES_ABI in native/include/ccltune_series.h
 INVALID = -1  # CCLTUNE_SERIES_INVALID
+# CCLTUNE_AT_*: where a failure happened besides a step; CCLTUNE_FROM_*: whose code it is
+_AT = {-1: "ncclGroupStart", -2: "ncclGroupStart (the -m group)", -3: "ncclGroupEnd (the -m group)",
+       -4: "waiting for the stream (-z)", -5: "the barrier (-z)", -6: "recording an event (-I)"}
+FROM_NCCL, FROM_GPU, FROM_BARRIER = 0, 1, 2
 # enum ccltune_step_kind: the NCCL signature of each entry point the loop can issue
 KINDS = {"ncclAllReduce": 0, "ncclAllGather": 1, "ncclReduceScatter": 2, "ncclBroadcast": 3,
          "ncclReduce": 4, "ncclSend": 5, "ncclRecv": 6, "ncclAlltoAll": 7, "ncclGather": 8, "ncclScatter": 9}
@@ -50,11 +56,30 @@ class Series(ctypes.Structure):
     _fields_ = [("send", _vp), ("recv", _vp), ("count", _u64), ("datatype", _i32), ("op", _i32),
                 ("comm", _vp), ("stream", _vp), ("steps", ctypes.POINTER(Step)), ("nsteps", _i32),
                 ("grouped", _i32), ("group_start", _vp), ("group_end", _vp), ("shift_bytes", _u64),
-                ("shift_steps", _i64)]
+                ("shift_steps", _i64), ("agg", _i32), ("blocking", _i32), ("stream_query", _vp),
+                ("async_error", _vp), ("barrier", _vp), ("barrier_arg", _vp), ("event_record", _vp),
+                ("events", ctypes.POINTER(_vp)), ("nevents", _i64)]
 
 
-class Failure(ctypes.Structure):
-    _fields_ = [("call", _i64), ("step", _i32)]
+class Outcome(ctypes.Structure):
+    _fields_ = [("call", _i64), ("step", _i32), ("source", _i32), ("busy_s", ctypes.c_double)]
+
+
+BARRIER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+
+
+@dataclass
+class Schedule:
+    """nccl-tests' timed schedule for the loop (BenchTime, startColl): ``agg`` calls per iteration
+    (-m), the blocking mode (-z 0..3), per-iteration ``events`` (-I: raw event handles, iterations + 1,
+    or 2 x iterations with -z 3). ``runtime`` gives the stream query and event record entry points
+    (engines/gpurt.py); ``barrier`` is called from C where every rank must meet (-z 1, -z 3)."""
+
+    agg: int = 1
+    blocking: int = 0
+    events: Sequence[int] = ()
+    runtime: Any = None
+    barrier: Callable[[], None] | None = None
 
 
 _loaded: ctypes.CDLL | None = None
@@ -80,7 +105,7 @@ def library() -> ctypes.CDLL:
     if lib.ccltune_series_abi() != ABI:
         raise EngineUnavailable(f"the launch loop {found} is a stale build (ABI {lib.ccltune_series_abi()}, this "
                                 f"ccltune needs {ABI}): rebuild it with `make -C native`")
-    lib.ccltune_series_run.argtypes = [ctypes.POINTER(Series), _i64, _i64, ctypes.POINTER(Failure)]
+    lib.ccltune_series_run.argtypes = [ctypes.POINTER(Series), _i64, _i64, ctypes.POINTER(Outcome)]
     lib.ccltune_series_run.restype = ctypes.c_int
     _loaded = lib
     return lib
@@ -93,7 +118,8 @@ class Loop:
         self.nccl = nccl
         self.run_fn = library().ccltune_series_run
         self.fns = {name: ctypes.cast(getattr(nccl.lib, name), _vp).value
-                    for name in [*KINDS, "ncclGroupStart", "ncclGroupEnd"] if hasattr(nccl.lib, name)}
+                    for name in [*KINDS, "ncclGroupStart", "ncclGroupEnd", "ncclCommGetAsyncError"]
+                    if hasattr(nccl.lib, name)}
         # the whole-call entry points this library offers (none before NCCL 2.28; RCCL's numbering is
         # NCCL's, and an RCCL that has them takes the same arguments)
         self.whole_calls = frozenset(self.fns) if nccl.version_code >= WHOLE_CALLS_FROM else frozenset()
@@ -106,8 +132,10 @@ class Loop:
         return coll.nccl_ops(lay, root, rank, nranks)
 
     def series(self, coll: Collective, lay: Layout, root: int, rank: int, nranks: int, *, send: int, recv: int,
-               dtype: int, op: int, comm: Any, stream: int, shift_bytes: int = 0, shift_steps: int = 1) -> Series:
-        """One call of ``coll`` as the loop issues it (``send``/``recv``: the base pointers of call 0)."""
+               dtype: int, op: int, comm: Any, stream: int, shift_bytes: int = 0, shift_steps: int = 1,
+               schedule: Schedule | None = None) -> Series:
+        """One call of ``coll`` as the loop issues it (``send``/``recv``: the base pointers of call 0),
+        iterations of them as ``schedule`` says (None: one call per iteration, back to back)."""
         ops = self.operations(coll, lay, root, rank, nranks)
         steps = (Step * len(ops))()
         for st, o in zip(steps, ops):
@@ -118,22 +146,55 @@ class Loop:
                    stream=stream,
                    steps=steps, nsteps=len(ops), grouped=int(grouped(ops)),
                    group_start=self.fns.get("ncclGroupStart"), group_end=self.fns.get("ncclGroupEnd"),
-                   shift_bytes=shift_bytes, shift_steps=max(1, shift_steps))
+                   shift_bytes=shift_bytes, shift_steps=max(1, shift_steps), agg=1)
         s._ops = ops  # the step array and names live as long as the series
-        s._keep = steps
+        s._keep = [steps]
+        s._barrier_error = []
+        if schedule is not None:
+            self._schedule(s, schedule)
         return s
 
-    def run(self, s: Series, first: int, calls: int) -> None:
-        """Calls ``first`` .. ``first + calls - 1`` of ``s``. Raises NcclError naming the NCCL call, the
-        index of the failing call and NCCL's message."""
-        fail = Failure()
-        rc = self.run_fn(ctypes.byref(s), first, calls, ctypes.byref(fail))
+    def _schedule(self, s: Series, sched: Schedule) -> None:
+        s.agg, s.blocking = sched.agg, sched.blocking
+        if sched.runtime is not None:
+            s.stream_query, s.event_record = sched.runtime.stream_query, sched.runtime.event_record
+        s.async_error = self.fns.get("ncclCommGetAsyncError")
+        if sched.barrier is not None:
+            meet, errors = sched.barrier, s._barrier_error
+
+            def barrier(_arg: Any) -> int:  # from C: an exception cannot cross back, so it is kept
+                try:
+                    meet()
+                    return 0
+                except Exception as exc:  # noqa: BLE001 - re-raised by run()
+                    errors.append(exc)
+                    return 1
+            fn = BARRIER_FN(barrier)
+            s._keep.append(fn)  # the C pointer lives as long as the series
+            s.barrier = ctypes.cast(fn, _vp).value
+        if sched.events:
+            arr = (_vp * len(sched.events))(*sched.events)
+            s.events, s.nevents = ctypes.cast(arr, ctypes.POINTER(_vp)), len(sched.events)
+            s._keep.append(arr)
+
+    def run(self, s: Series, first: int, iterations: int) -> float:
+        """Iterations ``first`` .. ``first + iterations - 1`` of ``s`` (one call each without a
+        schedule); returns the loop's busy seconds (-z 3: waits, barriers left out; else 0). Raises
+        NcclError naming the NCCL call, the index of the failing call and NCCL's message; a failed
+        barrier's own error; EngineUnavailable for a GPU runtime failure."""
+        out = Outcome()
+        rc = self.run_fn(ctypes.byref(s), first, iterations, ctypes.byref(out))
         if rc == 0:
-            return
+            return out.busy_s
         if rc == INVALID:
             raise EngineUnavailable("the launch loop refused the series (an entry point missing from "
                                     f"{self.nccl.path}?); rebuild it with `make -C native`")
         ops = s._ops
-        name = ("ncclGroupStart" if fail.step < 0 else "ncclGroupEnd" if fail.step >= len(ops)
-                else ops[fail.step].fn)
-        raise self.nccl.error(f"{name} (call {fail.call} of the series)", rc)
+        name = (_AT[out.step] if out.step < 0 else "ncclGroupEnd" if out.step >= len(ops) else ops[out.step].fn)
+        if out.source == FROM_BARRIER and s._barrier_error:
+            raise s._barrier_error.pop()
+        if out.source == FROM_BARRIER:
+            raise DistError(f"the barrier of -z {s.blocking} failed at call {out.call} of the series")
+        if out.source == FROM_GPU:
+            raise EngineUnavailable(f"{name} failed at call {out.call} of the series: GPU runtime error {rc}")
+        raise self.nccl.error(f"{name} (call {out.call} of the series)", rc)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ccltune.engines.base import Buffers, CudaEngine, Point
+from ccltune.engines.base import Buffers, CudaEngine, EngineOptions, Point
 from ccltune.engines.gloo import torch_api_waiver
 
 
@@ -15,7 +15,7 @@ class TorchEngine(CudaEngine):
     name = "torch"
     capture_mode = "global"
 
-    def __init__(self, ctx: Any, opts: Any):
+    def __init__(self, ctx: Any, opts: EngineOptions = EngineOptions()):
         super().__init__(ctx, opts)
         d = ctx.dist.ReduceOp if ctx.dist is not None else None
         self._ops = {} if d is None else {"sum": d.SUM, "prod": d.PRODUCT, "min": d.MIN,

@@ -14,7 +14,9 @@ from ccltune.engines.base import Engine, Point
 from ccltune.measure import point
 from ccltune.measure.buffers import Buffers
 from ccltune.store import Measurement
-from ccltune.types import DType
+from ccltune.output import memory_line
+from ccltune.periter import IterStats
+from ccltune.datatypes import DType
 
 # point: ``warmup`` untimed calls at each size before it is timed. series: before a collective's
 # first size is timed, ``warmup`` untimed out-of-place calls at every size from the smallest to
@@ -52,9 +54,44 @@ class BenchPlan:
     ops: list[str] = field(default_factory=list)        # empty: ``op`` only
     all_roots: bool = False
     cycles: int = 1
+    # nccl-tests' schedule and reports: -m, -z, -I/-K, -u, -C (see engines.base.Point)
+    agg: int = 1
+    blocking: int = 0
+    per_iter: bool = False
+    per_iter_skip: int = 0
+    unalign: int = 0
+    cputime: bool = False
+    memory: bool = False  # -M: measure what MemoryReport holds
     # -e: nccl-tests allocates its buffers at this many bytes and steps each size's calls through
     # them (steps = -e // size), also where the last size is smaller (-b 8 -e 1M -f 32 ends at 256 KB)
     max_bytes: int = 0
+
+
+@dataclass
+class MemoryReport:
+    """-M 1: nccl-tests' 'GPU memory usage' figures, in bytes, each the largest over the ranks, from
+    the GPU's free memory: the communicator's creation (Initialization), the run's buffers
+    (User-Allocated), and what free memory each collective's loop took (Collective)."""
+
+    init: int = 0
+    user: int = 0
+    collective: dict[str, int] = field(default_factory=dict)
+
+    def line(self, collective: str) -> str:
+        return memory_line(self.init, self.user, self.collective.get(collective, 0))
+
+
+def _free_max(engine: Engine, *free: int) -> list[int]:
+    return [int(v) for v in engine.ctx.allreduce_floats([float(f) for f in free], "max", "GPU memory usage")]
+
+
+@dataclass
+class Row(Measurement):
+    """A bench row: a stored measurement, plus what nccl-tests prints beside it and the database
+    does not keep (-C: rank 0's CPU time per call; -I: the per-iteration statistics)."""
+
+    cpu_time_us: float | None = None
+    iter_stats: IterStats | None = None
 
 
 def variants(plan: BenchPlan, coll: Collective, nranks: int) -> list[BenchPlan]:
@@ -67,29 +104,23 @@ def variants(plan: BenchPlan, coll: Collective, nranks: int) -> list[BenchPlan]:
 
 
 def to_measurement(pt: Point, out: point.Outcome, nranks: int, n_nodes: int, plan: BenchPlan,
-                   rep: int = 0) -> Measurement:
-    coll, lay = pt.coll, pt.lay
-    m = Measurement(
-        collective=coll.name, size_bytes=lay.size_bytes, count=lay.count, dtype=pt.dt.name,
-        op=pt.op if coll.op_column else None, root=pt.root if coll.rooted else None,
-        in_place=pt.in_place, n_ranks=nranks, n_nodes=n_nodes, status=out.status, note=out.note,
-        algo=plan.algo, proto=plan.proto, channels=plan.channels, config=plan.config_label,
-        graph=pt.graph, rep=rep,
-    )
+                   rep: int = 0) -> Row:
+    m = point.measurement(pt, nranks, n_nodes, out.status, note=out.note,
+                          time_us=out.time_us if out.status == "ok" else None, wrong=out.wrong, row_type=Row,
+                          algo=plan.algo, proto=plan.proto, channels=plan.channels, config=plan.config_label, rep=rep)
     if out.status == "ok" and out.time_us is not None:
-        m.time_us = out.time_us
-        m.algbw_gbps = lay.size_bytes / out.time_us / 1e3 if out.time_us > 0 else 0.0
-        m.busbw_gbps = m.algbw_gbps * coll.bus_factor(nranks)
-        m.wrong = out.wrong
+        m.cpu_time_us, m.iter_stats = out.cpu_time_us, out.iter_stats
     return m
 
 
-def points(engine: Engine, plan: BenchPlan, coll: Collective, size: int, in_place: bool) -> Point:
+def point_at(engine: Engine, plan: BenchPlan, coll: Collective, size: int, in_place: bool) -> Point:
+    """The plan's point for ``coll`` at ``size`` bytes, in place or not, laid out for this rank."""
     ctx = engine.ctx
     lay = coll.layout(size, plan.dtype.size, ctx.world_size, ctx.rank)
     root = plan.root if coll.rooted else 0
     return Point(coll, lay, plan.dtype, plan.op, root, in_place, plan.iters, plan.warmup,
-                 plan.graph, plan.config, time_first_launch=plan.warmup_mode == "nccl-tests")
+                 plan.graph, plan.config, time_first_launch=plan.warmup_mode == "nccl-tests", agg=plan.agg,
+                 blocking=plan.blocking, per_iter=plan.per_iter, unalign=plan.unalign)
 
 
 def warm_series(engine: Engine, plan: BenchPlan, coll: Collective) -> None:
@@ -101,14 +132,14 @@ def warm_series(engine: Engine, plan: BenchPlan, coll: Collective) -> None:
     if not plan.sizes or plan.warmup < 1:
         return
     size, top = plan.sizes[0], plan.sizes[-1]
-    big = points(engine, plan, coll, top, False)
+    big = point_at(engine, plan, coll, top, False)
     if engine.waive_reason(big) is not None:
         return
     bufs, _skipped = point.allocate(engine, big)
     if bufs is None:
         return
     while size <= top:
-        pt = points(engine, plan, coll, size, False)
+        pt = point_at(engine, plan, coll, size, False)
         view = Buffers(bufs.send[: pt.lay.send_elems], bufs.recv[: pt.lay.recv_elems], bufs.keep)
         try:
             if not point.warm(engine, pt, view, plan.warmup, plan.timeout_s):
@@ -121,23 +152,33 @@ def warm_series(engine: Engine, plan: BenchPlan, coll: Collective) -> None:
 def run(engine: Engine, plan: BenchPlan,
         on_start: Callable[[Collective], None] = lambda c: None,
         on_row: Callable[[Measurement, Measurement], None] = lambda a, b: None,
-        on_end: Callable[[Collective, list[Measurement]], None] = lambda c, rows: None) -> list[Measurement]:
+        on_end: Callable[[Collective, list[Measurement]], None] = lambda c, rows: None,
+        memory: MemoryReport | None = None) -> list[Measurement]:
+    """Every collective of ``plan``; with ``memory`` (-M), its figures are filled in before each
+    ``on_end``."""
     ctx = engine.ctx
     everything: list[Measurement] = []
+    if memory is not None:
+        before = engine.free_memory()
+        engine.connect(plan.config)  # the communicator, as nccl-tests creates it before its buffers
+        made = engine.free_memory()
     # the largest buffer any point of the run needs, or -e where larger (an engine allocating once per
     # run sizes it here, as nccl-tests allocates -e bytes)
-    engine.reserve(max([dt.size * max(lay.send_elems, lay.recv_elems)
+    engine.reserve(max([dt.size * (max(lay.send_elems, lay.recv_elems) + plan.unalign)
                         for coll in plan.collectives for size in plan.sizes for dt in plan.dtypes or [plan.dtype]
                         for lay in [coll.layout(size, dt.size, ctx.world_size, ctx.rank)]]
-                       + [plan.max_bytes if plan.sizes else 0], default=0))
+                       + [plan.max_bytes + plan.unalign * plan.dtype.size if plan.sizes else 0], default=0))
+    if memory is not None:
+        memory.init, memory.user = _free_max(engine, before - made, made - engine.free_memory())
     if plan.collectives and plan.sizes and plan.warm_first:
         # The run's very first point pays one-time costs (lazy kernel loading, the first graph
         # instantiation, GPU clocks leaving idle): 12.7 us against 7.9 for all_reduce 8 B on 4
         # H200s. nccl-tests warms up before its size loop; this measures that point once unrecorded.
-        first = points(engine, plan, plan.collectives[0], plan.sizes[0], plan.placements[0])
+        first = point_at(engine, plan, plan.collectives[0], plan.sizes[0], plan.placements[0])
         point.measure(engine, first, check=False, average=plan.average, timeout_s=plan.timeout_s)
     for coll in plan.collectives:
         on_start(coll)
+        free = engine.free_memory() if memory is not None else 0
         rows: list[Measurement] = []
         for var in variants(plan, coll, ctx.world_size):
             if var.warmup_mode in SERIES_MODES:
@@ -145,6 +186,8 @@ def run(engine: Engine, plan: BenchPlan,
             for _cycle in range(var.cycles):  # -N: the size loop again, as nccl-tests repeats it
                 rows.extend(_sizes(engine, var, coll, on_row))
         everything.extend(rows)
+        if memory is not None:
+            memory.collective[coll.name] = _free_max(engine, free - engine.free_memory())[0]
         on_end(coll, rows)
     return everything
 
@@ -156,9 +199,10 @@ def _sizes(engine: Engine, plan: BenchPlan, coll: Collective,
     for size in plan.sizes:
         pair = []
         for in_place in (False, True):
-            pt = points(engine, plan, coll, size, in_place)
+            pt = point_at(engine, plan, coll, size, in_place)
             if in_place in plan.placements:
-                out = point.measure(engine, pt, check=plan.check, average=plan.average, timeout_s=plan.timeout_s)
+                out = point.measure(engine, pt, check=plan.check, average=plan.average, timeout_s=plan.timeout_s,
+                                    cputime=plan.cputime, per_iter_skip=plan.per_iter_skip)
             else:
                 out = point.Outcome("waived", note="placement not requested")
             pair.append(to_measurement(pt, out, ctx.world_size, ctx.n_nodes, plan))

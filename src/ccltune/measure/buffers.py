@@ -9,24 +9,27 @@ from typing import Any
 
 from ccltune.collectives.base import Collective, Layout, input_values
 from ccltune.engines.base import Alloc, Buffers  # noqa: F401 - what engines take, laid out here
-from ccltune.types import DType
+from ccltune.datatypes import DType
 
 POISON = 123  # not an input value, exact in every datatype: unwritten output shows up
 
 
-def make(torch: Any, lay: Layout, dt: DType, in_place: bool, device: Any, alloc: Alloc | None = None) -> Buffers:
-    """Send/recv tensors for ``lay``. In place: both are views of one allocation."""
+def make(torch: Any, lay: Layout, dt: DType, in_place: bool, device: Any, alloc: Alloc | None = None,
+         unalign: int = 0) -> Buffers:
+    """Send/recv tensors for ``lay``. In place: both are views of one allocation. ``unalign`` (-u):
+    both start that many elements into their allocation (nccl-tests' misaligned buffers)."""
     tdt = getattr(torch, dt.torch_name)
     if alloc is None:
         def alloc(n: int) -> Any:
             return torch.empty(max(n, 1), dtype=tdt, device=device)
+    u = unalign
     if in_place:
         assert lay.inplace_offsets is not None
-        base = alloc(max(lay.send_elems, lay.recv_elems))
+        base = alloc(max(lay.send_elems, lay.recv_elems) + u)
         so, ro = lay.inplace_offsets
-        return Buffers(base[so:so + lay.send_elems], base[ro:ro + lay.recv_elems], (base,))
-    send, recv = alloc(lay.send_elems), alloc(lay.recv_elems)
-    return Buffers(send[: lay.send_elems], recv[: lay.recv_elems], (send, recv))
+        return Buffers(base[u + so:u + so + lay.send_elems], base[u + ro:u + ro + lay.recv_elems], (base,))
+    send, recv = alloc(lay.send_elems + u), alloc(lay.recv_elems + u)
+    return Buffers(send[u:u + lay.send_elems], recv[u:u + lay.recv_elems], (send, recv))
 
 
 CHUNK = 1 << 24  # elements per piece when filling and checking: bounds the int64 temporaries

@@ -106,3 +106,27 @@ class MatrixLoad:
         if self._thread is not None and not self._stop.is_set():
             self._stop.set()
             self._thread.join()
+
+
+class Loaded:
+    """``with Loaded(engine, m) as got: ...measure...``: a :class:`MatrixLoad` of size ``m`` on the
+    engine's GPU around the block (nothing when ``m`` is None); ``got.result`` is then what it
+    achieved (:meth:`MatrixLoad.stop`), None without a load. A failure inside the block stays the
+    error raised; the load is stopped either way."""
+
+    def __init__(self, engine: Any, m: int | None):
+        self.load = MatrixLoad(engine.torch, engine.device, m) if m else None
+        self.result: dict[str, Any] | None = None
+
+    def __enter__(self) -> Loaded:
+        if self.load is not None:
+            self.load.start()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if self.load is None:
+            return
+        if exc is None:
+            self.result = self.load.stop()
+        else:
+            self.load.__exit__(exc_type, exc, tb)

@@ -10,9 +10,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from typing import Any
+
 from ccltune.engines.base import Engine, Point, Watchdog
 from ccltune.errors import DistError
-from ccltune.measure import buffers as B
+from ccltune.measure import buffers
+from ccltune.periter import IterStats, compute, slowest_process
+from ccltune.store import Measurement
 
 AVERAGES = ("avg", "min", "max", "rank0")
 
@@ -23,6 +27,27 @@ class Outcome:
     time_us: float | None = None
     wrong: int | None = None
     note: str | None = None
+    cpu_time_us: float | None = None       # -C 1: rank 0's host time per call (nccl-tests prints its main thread's)
+    iter_stats: IterStats | None = None    # -I 1: per-iteration statistics over every process
+
+
+def measurement(pt: Point, n_ranks: int, n_nodes: int, status: str, *, time_us: float | None = None,
+                wrong: int | None = None, note: str | None = None, row_type: type[Measurement] = Measurement,
+                **fields: Any) -> Any:
+    """A row of ``pt`` (a ``row_type``); with a time (µs), its algbw (size / time) and busbw (algbw x the
+    collective's bus factor). ``fields``: the rest of the row (configuration labels, rep), or overrides."""
+    coll, lay = pt.coll, pt.lay
+    row: dict[str, Any] = dict(
+        collective=coll.name, size_bytes=lay.size_bytes, count=lay.count, dtype=pt.dt.name,
+        op=pt.op if coll.op_column else None, root=pt.root if coll.rooted else None, in_place=pt.in_place,
+        n_ranks=n_ranks, n_nodes=n_nodes, status=status, note=note, graph=pt.graph)
+    m = row_type(**{**row, **fields})
+    if time_us is not None:
+        m.time_us = time_us
+        m.algbw_gbps = lay.size_bytes / time_us / 1e3 if time_us > 0 else 0.0
+        m.busbw_gbps = m.algbw_gbps * coll.bus_factor(n_ranks)
+        m.wrong = wrong
+    return m
 
 
 def is_oom(message: str) -> bool:
@@ -69,11 +94,11 @@ def _combine(engine: Engine, seconds: float, average: str) -> float:
     return ctx.allreduce_floats([seconds], average, "time exchange")[0]
 
 
-def allocate(engine: Engine, pt: Point) -> tuple[B.Buffers | None, Outcome | None]:
+def allocate(engine: Engine, pt: Point) -> tuple[buffers.Buffers | None, Outcome | None]:
     """The point's buffers, or (None, a 'skipped' outcome) when any rank ran out of memory."""
     bufs, err = None, None
     try:
-        bufs = B.make(engine.torch, pt.lay, pt.dt, pt.in_place, engine.device, engine.alloc(pt))
+        bufs = buffers.make(engine.torch, pt.lay, pt.dt, pt.in_place, engine.device, engine.alloc(pt), pt.unalign)
         engine.arrange(pt, bufs)
     except (RuntimeError, MemoryError) as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
         err = first_line(exc)
@@ -82,7 +107,40 @@ def allocate(engine: Engine, pt: Point) -> tuple[B.Buffers | None, Outcome | Non
     return bufs, None
 
 
-def warm(engine: Engine, pt: Point, bufs: B.Buffers, calls: int, timeout_s: float) -> bool:
+def first_call(engine: Engine, pt: Point, bufs: buffers.Buffers, timeout_s: float, *, prepare: bool = False,
+               on_stream: bool = False, park: bool = False) -> Outcome | None:
+    """``pt``'s first call on every rank, agreed before anyone waits on it: None when it ran on every
+    rank; else the outcome every rank records: 'skipped' when a rank ran out of memory, 'unavailable'
+    when NCCL refused a forced configuration (no algorithm/protocol for that collective) or another
+    rank failed. ``prepare``: the engine's per-buffer set-up first; ``on_stream``: the call on the
+    engine's stream. A refused configuration's communicator is aborted where the call was enqueued
+    (those ranks must not wait on it); with ``park``, set aside where NCCL refused it (nothing was
+    enqueued on it: see the nccl engine's ``park_comm``)."""
+    err = None
+    with Watchdog(engine, timeout_s, f"{pt.coll.name} at {pt.lay.size_bytes} B"):
+        try:
+            if prepare:
+                engine.prepare(pt, bufs)
+            if on_stream:
+                with engine.stream_context():
+                    engine.launch(pt, bufs)
+            else:
+                engine.launch(pt, bufs)
+        except Exception as exc:  # noqa: BLE001 - NcclError, torch errors: reported as a row
+            err = first_line(exc)
+    if not agree(engine, err is not None, "first call"):
+        return None
+    if pt.config is not None:
+        if park and err is not None:
+            engine.park_comm(pt.config)
+        else:
+            engine.drop_comm(pt.config, abort=True)
+    if err and is_oom(err):
+        return Outcome("skipped", note=f"out of memory: {err}")
+    return Outcome("unavailable", note=err or "refused on another rank")
+
+
+def warm(engine: Engine, pt: Point, bufs: buffers.Buffers, calls: int, timeout_s: float) -> bool:
     """``calls`` untimed calls of ``pt`` on ``bufs``; False (on every rank) when any rank failed."""
     err = None
     with Watchdog(engine, timeout_s, f"warm-up {pt.coll.name} at {pt.lay.size_bytes} B"):
@@ -114,7 +172,19 @@ def waive_reason(engine: Engine, pt: Point) -> str | None:
     return engine.waive_reason(pt)
 
 
-def measure(engine: Engine, pt: Point, *, check: int, average: str, timeout_s: float) -> Outcome:
+def _iter_stats(engine: Engine, iter_seconds: list[float], skip: int) -> IterStats:
+    """-I: every process's per-iteration times (one row each, as nccl-tests gathers one per process),
+    iteration i's time the slowest process's, summarised after ``skip`` iterations."""
+    ctx, n = engine.ctx, len(iter_seconds)
+    mine = [0.0] * (n * ctx.world_size)
+    mine[ctx.rank * n:(ctx.rank + 1) * n] = [t * 1e6 for t in iter_seconds]
+    both = ctx.allreduce_floats(mine, "sum", "per-iteration times") if ctx.world_size > 1 else mine
+    rows = [both[r * n:(r + 1) * n] for r in range(ctx.world_size)]
+    return compute(slowest_process(rows), skip, rows if len(rows) > 1 else ())
+
+
+def measure(engine: Engine, pt: Point, *, check: int, average: str, timeout_s: float, cputime: bool = False,
+            per_iter_skip: int = 0) -> Outcome:
     reason = waive_reason(engine, pt)
     if reason:
         return Outcome("waived", note=reason)
@@ -123,56 +193,48 @@ def measure(engine: Engine, pt: Point, *, check: int, average: str, timeout_s: f
         return skipped
     assert bufs is not None
     try:
-        return _measure(engine, pt, bufs, check=check, average=average, timeout_s=timeout_s)
+        return _measure(engine, pt, bufs, check=check, average=average, timeout_s=timeout_s, cputime=cputime,
+                        per_iter_skip=per_iter_skip)
     finally:
         engine.release(pt, bufs)
         del bufs
 
 
-def _check(engine: Engine, pt: Point, bufs: B.Buffers) -> tuple[float, float]:
+def _check(engine: Engine, pt: Point, bufs: buffers.Buffers) -> tuple[float, float]:
     """One check: fill, one call, count this rank's wrong elements; (wrong, 1.0 if unchecked)."""
     torch, ctx = engine.torch, engine.ctx
-    B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+    buffers.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
     engine.launch(pt, bufs)
     engine.sync()
     try:  # local work only: a rank that runs out of memory here leaves nobody waiting
-        return float(B.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.rank, ctx.world_size, pt.op, pt.root)), 0.0
+        wrong = buffers.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.rank, ctx.world_size, pt.op, pt.root)
+        return float(wrong), 0.0
     except (RuntimeError, MemoryError) as exc:
         if not is_oom(str(exc)):
             raise
         return 0.0, 1.0
 
 
-def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: int, average: str,
-             timeout_s: float) -> Outcome:
+def _measure(engine: Engine, pt: Point, bufs: buffers.Buffers, *, check: int, average: str,
+             timeout_s: float, cputime: bool, per_iter_skip: int) -> Outcome:
     torch, ctx = engine.torch, engine.ctx
     oom = None
     try:
-        B.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+        buffers.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
     except (RuntimeError, MemoryError) as exc:  # the local int64 temporaries
         oom = first_line(exc)
         oom = "out of memory" if isinstance(exc, MemoryError) and not is_oom(oom) else oom
     if agree_memory(engine, oom, "filling the input"):
         return Outcome("skipped", note=f"out of memory filling the input{': ' + oom if oom else ' on another rank'}")
     # the first call: NCCL may refuse a forced configuration here; agree before waiting
-    err = None
+    refused = first_call(engine, pt, bufs, timeout_s, prepare=True)
+    if refused is not None:
+        return refused
     what = f"{pt.coll.name} at {pt.lay.size_bytes} B"
-    with Watchdog(engine, timeout_s, what):
-        try:
-            engine.prepare(pt, bufs)
-            engine.launch(pt, bufs)
-        except Exception as exc:  # noqa: BLE001 - NcclError, torch errors: reported as a row
-            err = first_line(exc)
-    if agree(engine, err is not None, "first call"):
-        if pt.config is not None:
-            engine.drop_comm(pt.config, abort=True)  # ranks that enqueued must not wait
-        if err and is_oom(err):
-            return Outcome("skipped", note=f"out of memory: {err}")
-        return Outcome("unavailable", note=err or "refused on another rank")
     with Watchdog(engine, timeout_s, what) as dog:
         try:
             engine.sync()
-            seconds = engine.time_point(pt, bufs)
+            timing = engine.time_point(pt, bufs)
             wrong, unchecked = 0.0, 0.0
             for _ in range(int(check)):  # -c N: N checks, up to the first that finds wrong values (nccl-tests)
                 wrong, unchecked = _check(engine, pt, bufs)
@@ -184,10 +246,15 @@ def _measure(engine: Engine, pt: Point, bufs: B.Buffers, *, check: int, average:
             raise ctx.peer_failure(what, "timed out" if dog.fired else str(exc)) from None
     if dog.fired:
         raise ctx.peer_failure(what, "timed out")
-    t = _combine(engine, seconds, average)
+    t = _combine(engine, timing.seconds, average)
     wrong_all, unchecked_all = ctx.allreduce_floats([wrong, unchecked], "sum", "check exchange")
+    out = Outcome("ok", time_us=t * 1e6, wrong=int(wrong_all))
+    if cputime:
+        out.cpu_time_us = 1e6 * _combine(engine, timing.cpu_seconds or 0.0, "rank0")
+    if timing.iter_seconds is not None:
+        out.iter_stats = _iter_stats(engine, timing.iter_seconds, per_iter_skip)
     if not check:  # -c 0: unknown, not "0 wrong" (nccl-tests prints N/A)
-        return Outcome("ok", time_us=t * 1e6, wrong=None)
-    if unchecked_all:
-        return Outcome("ok", time_us=t * 1e6, wrong=None, note="result not checked: out of memory while checking")
-    return Outcome("ok", time_us=t * 1e6, wrong=int(wrong_all))
+        out.wrong = None
+    elif unchecked_all:
+        out.wrong, out.note = None, "result not checked: out of memory while checking"
+    return out

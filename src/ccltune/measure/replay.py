@@ -10,6 +10,10 @@ makes the communicators and their connections).
 
 The run's lifecycle (joining, the engine, the database, signals, teardown) is not here: the
 caller measures inside its session.
+
+The breakdown per entry (:func:`entry_rows`) times each replayed entry alone, arm against arm, as
+``validate`` times its arms (``measure.sweep.measure_size``: interleaved rounds of one call count per
+arm), eagerly, on each arm's communicator of the entry's first captured communicator.
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ccltune import collectives, types
+from ccltune import collectives, datatypes
 from ccltune.engines.base import Point, Watchdog
 from ccltune.errors import UsageError
-from ccltune.measure import buffers as B
-from ccltune.measure import point as P
+from ccltune.measure import buffers
+from ccltune.measure import point as measure_point
+from ccltune.measure import sweep as measure_sweep
+from ccltune.store import Measurement
 
 
 @dataclass
@@ -52,7 +58,7 @@ def prepare(engine: Any, keys: Sequence[Any], seq: Sequence[tuple[int, int, int]
             points[i] = _point(engine, keys[i], op, fallback_dtype, notes)
             if points[i] is not None:
                 pt, bufs = points[i]
-                B.fill(engine.torch, bufs, pt.coll, ctx.rank, ctx.world_size, op)
+                buffers.fill(engine.torch, bufs, pt.coll, ctx.rank, ctx.world_size, op)
         if points[i] is not None:
             items.append(Item(i, comm, n, *points[i]))
     return items, notes
@@ -61,10 +67,10 @@ def prepare(engine: Any, keys: Sequence[Any], seq: Sequence[tuple[int, int, int]
 def _point(engine: Any, k: Any, op: str, fallback: str, notes: list[str]) -> tuple[Point, Any] | None:
     coll = collectives.REGISTRY[k.collective]
     try:
-        dt = types.dtype(k.datatype or fallback)
+        dt = datatypes.dtype(k.datatype or fallback)
     except UsageError:
         notes.append(f"{k.collective} {k.size_bytes} B: datatype {k.datatype} replayed as {fallback}")
-        dt = types.dtype(fallback)
+        dt = datatypes.dtype(fallback)
     lay = coll.layout(k.size_bytes, dt.size, engine.ctx.world_size, engine.ctx.rank)
     pt = Point(coll, lay, dt, op, 0, False, 1, 0, 0, None)
     if engine.waive_reason(pt) and lay.inplace_offsets is not None:
@@ -73,7 +79,7 @@ def _point(engine: Any, k: Any, op: str, fallback: str, notes: list[str]) -> tup
     if why:
         notes.append(f"{k.collective} {k.size_bytes} B: not replayed ({why})")
         return None
-    bufs, skipped = P.allocate(engine, pt)
+    bufs, skipped = measure_point.allocate(engine, pt)
     if skipped is not None:
         notes.append(f"{k.collective} {k.size_bytes} B: not replayed ({skipped.note})")
         return None
@@ -108,4 +114,20 @@ def rounds(engine: Any, items: Sequence[Item], arms: dict[str, Callable[[int], A
             local = [_round(engine, items, arms[a]) for a in order]
             for a, t in zip(order, ctx.allreduce_floats(local, "sum", "replay time exchange")):
                 out[a].append(t / ctx.world_size)
+    return out
+
+
+def entry_rows(engine: Any, items: Sequence[Item], arms: dict[str, Callable[[int], Any]],
+               settings: measure_sweep.SweepSettings) -> dict[int, list[Measurement]]:
+    """Per replayed entry (in order of first use), its rows per arm labelled ``config=<arm>``:
+    ``settings.reps`` rounds of one call count for every arm, in the entry's own datatype."""
+    first: dict[int, Item] = {}
+    for it in items:
+        first.setdefault(it.entry, it)
+    names = list(arms)
+    out: dict[int, list[Measurement]] = {}
+    for i, it in first.items():
+        configs = [arms[a](it.comm) for a in names]
+        out[i] = measure_sweep.measure_size(engine, it.point.coll, it.point.lay.size_bytes, configs,
+                                [dict(config=a) for a in names], replace(settings, dtype=it.point.dt))
     return out

@@ -10,15 +10,16 @@ plan, measure inside :meth:`Session.running` and render.
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from ccltune import dist, environment, launch
+from ccltune.engines.base import EngineOptions
 from ccltune.errors import DataError, DistError, Interrupted, UsageError
 from ccltune.store import Store
 
@@ -65,7 +66,7 @@ class Session:
     def is_root(self) -> bool:
         return self.ctx is not None and self.ctx.is_root
 
-    def start_engine(self, opts: Any) -> Any:
+    def start_engine(self, opts: EngineOptions) -> Any:
         assert self.ctx is not None
         with terminate_as_interrupt():
             self.engine = make_engine(self.engine_name, self.ctx, opts)
@@ -192,7 +193,7 @@ def join(engine: str, timeout: float) -> dist.DistContext:
     return dist.init(timeout, with_nccl=engine == "torch", device=device)
 
 
-def make_engine(name: str, ctx: dist.DistContext, opts: Any) -> Any:
+def make_engine(name: str, ctx: dist.DistContext, opts: EngineOptions) -> Any:
     if name == "gloo":
         from ccltune.engines.gloo import GlooEngine
 
@@ -206,21 +207,19 @@ def make_engine(name: str, ctx: dist.DistContext, opts: Any) -> Any:
     return NcclEngine(ctx, opts)
 
 
-def plugin_options(args: argparse.Namespace, workdir: str) -> argparse.Namespace:
-    """Engine options for sweep and validate: the plugin (for channels and rules) and an empty rule
-    file for NCCL's default."""
+def plugin_options(opts: EngineOptions, workdir: str) -> EngineOptions:
+    """Engine options for sweep, validate and replay: the plugin (for channels and rules) and an empty
+    rule file for NCCL's default, in ``workdir``."""
     from ccltune import tuner_plugin
 
-    opts = argparse.Namespace(**vars(args))
-    opts.workdir = workdir
     try:
-        opts.plugin_path = str(tuner_plugin.library_path())
+        plugin_path: str | None = str(tuner_plugin.library_path())
     except Exception:  # noqa: BLE001 - without the plugin, channels go through min/maxCTAs
-        opts.plugin_path = None
-    opts.empty_rules = os.path.join(workdir, "empty.conf")
-    with open(opts.empty_rules, "w", encoding="utf-8") as fh:
+        plugin_path = None
+    empty_rules = os.path.join(workdir, "empty.conf")
+    with open(empty_rules, "w", encoding="utf-8") as fh:
         fh.write("# ccltune: no rules (NCCL's default)\n")
-    return opts
+    return replace(opts, workdir=workdir, plugin_path=plugin_path, empty_rules=empty_rules)
 
 
 def apply_virtual_nodes(ctx: Any, k: int) -> None:

@@ -27,10 +27,10 @@ from typing import Any
 
 from ccltune.collectives import Collective
 from ccltune.engines.base import Point, Watchdog
-from ccltune.measure import buffers as B
-from ccltune.measure import point as P
+from ccltune.measure import buffers
+from ccltune.measure import point
 from ccltune.store import Measurement
-from ccltune.types import DType
+from ccltune.datatypes import DType
 
 
 @dataclass
@@ -151,16 +151,8 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
 
     def row(i: int, status: str, *, time_us: float | None = None, wrong: int | None = None,
             note: str | None = None, rep: int = 0) -> Measurement:
-        m = Measurement(collective=coll.name, size_bytes=lay.size_bytes, count=lay.count, dtype=s.dtype.name,
-                        op=s.op if coll.reduces else None, root=0 if coll.rooted else None, in_place=base.in_place,
-                        n_ranks=ctx.world_size, n_nodes=ctx.n_nodes, status=status, note=note,
-                        graph=1 if s.graph else 0, rep=rep, **labels[i])
-        if time_us is not None:
-            m.time_us = time_us
-            m.algbw_gbps = lay.size_bytes / time_us / 1e3 if time_us > 0 else 0.0
-            m.busbw_gbps = m.algbw_gbps * coll.bus_factor(ctx.world_size)
-            m.wrong = wrong
-        return m
+        return point.measurement(base, ctx.world_size, ctx.n_nodes, status, time_us=time_us, wrong=wrong, note=note,
+                             op=s.op if coll.reduces else None, graph=1 if s.graph else 0, rep=rep, **labels[i])
 
     reason = engine.waive_reason(base)
     if reason:
@@ -170,7 +162,7 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
     bufs = keep.get(key) if keep is not None else None
     if bufs is None:
         with clock("allocation"):
-            bufs, skipped = P.allocate(engine, base)
+            bufs, skipped = point.allocate(engine, base)
         if skipped is not None:
             return [row(i, "skipped", note=skipped.note) for i in range(len(configs))]
         assert bufs is not None
@@ -178,11 +170,11 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
             keep[key] = bufs
     if base.in_place or not bufs.filled:
         with clock("fill"):  # exact inputs, once for every configuration (a first call needs them only to be there)
-            B.fill(engine.torch, bufs, coll, ctx.rank, ctx.world_size, s.op)
+            buffers.fill(engine.torch, bufs, coll, ctx.rank, ctx.world_size, s.op)
         bufs.filled = True
     what = f"{coll.name} at {lay.size_bytes} B"
     # every configuration is checked against the same expected output: computed once (up to one piece)
-    expected: dict[int, Any] | None = {} if bufs.recv.numel() <= B.CHUNK else None
+    expected: dict[int, Any] | None = {} if bufs.recv.numel() <= buffers.CHUNK else None
     graphs: dict[int, tuple[Any, int]] = {}
     wrong: dict[int, int] = {}
     est: dict[int, float] = {}
@@ -200,7 +192,7 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
             continue
         pt = replace(base, config=cfg)
         with clock("first call"):
-            out = _first_call(engine, pt, bufs, what, s)
+            out = point.first_call(engine, pt, bufs, s.timeout_s, on_stream=True, park=True)
         if out is not None:
             rows.append(row(i, out.status, note=out.note))
             if refused is not None and out.status == "unavailable":
@@ -264,39 +256,21 @@ def warm_collective(engine: Any, coll: Collective, size: int, configs: Sequence[
         measure_size(engine, coll, size, configs, labels, replace(s, clock=Clock()), refused)
 
 
-def _first_call(engine: Any, pt: Point, bufs: B.Buffers, what: str, s: SweepSettings) -> P.Outcome | None:
-    """None when the configuration runs; else an 'unavailable' outcome every rank agrees on."""
-    err = None
-    with Watchdog(engine, s.timeout_s, what):
-        try:
-            with engine.stream_context():
-                engine.launch(pt, bufs)
-        except Exception as exc:  # noqa: BLE001 - NCCL refusing a forced configuration
-            err = P.first_line(exc)
-    if P.agree(engine, err is not None, "first call"):
-        if err is not None:
-            engine.park_comm(pt.config)  # refused here: nothing was enqueued on it
-        else:
-            engine.drop_comm(pt.config, abort=True)  # refused elsewhere: this rank's call must not wait
-        return P.Outcome("unavailable", note=err or "refused on another rank")
-    return None
-
-
-def _check(engine: Any, pt: Point, bufs: B.Buffers, lay: Any, s: SweepSettings,
+def _check(engine: Any, pt: Point, bufs: buffers.Buffers, lay: Any, s: SweepSettings,
            expected: dict[int, Any] | None = None) -> int:
     ctx = engine.ctx
     engine.sync()
     if pt.in_place:
-        B.fill(engine.torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+        buffers.fill(engine.torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
     else:  # the input, written once per size, is never written by an out-of-place call: poison the output only
-        bufs.recv.fill_(B.POISON)
+        bufs.recv.fill_(buffers.POISON)
     with engine.stream_context():
         engine.launch(pt, bufs)
     engine.sync()
-    return B.count_wrong(engine.torch, bufs, pt.coll, lay, s.dtype, ctx.rank, ctx.world_size, pt.op, 0, expected)
+    return buffers.count_wrong(engine.torch, bufs, pt.coll, lay, s.dtype, ctx.rank, ctx.world_size, pt.op, 0, expected)
 
 
-def _estimate(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> float:
+def _estimate(engine: Any, pt: Point, bufs: buffers.Buffers, s: SweepSettings) -> float:
     """Warm-up calls, then one call timed on the host clock (µs), on this rank."""
     with engine.stream_context():
         engine.issue(pt, bufs, s.warmup, step=False)
@@ -307,15 +281,12 @@ def _estimate(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings) -> floa
         return (time.perf_counter() - t0) * 1e6
 
 
-def _capture(engine: Any, pt: Point, bufs: B.Buffers, s: SweepSettings, n: int) -> tuple[Any, int]:
+def _capture(engine: Any, pt: Point, bufs: buffers.Buffers, s: SweepSettings, n: int) -> tuple[Any, int]:
     """(graph or None, calls per replay): ``n`` calls in one replay."""
-    torch = engine.torch
     with engine.stream_context():
         if not (s.graph and engine.supports_graph):  # eager: the nccl engine issues the n calls from C
             return (engine.series(pt, bufs, n, step=False), n)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=engine.stream, capture_error_mode=engine.capture_mode):
-            engine.issue(pt, bufs, n, step=False)
+        graph = engine.capture(pt, bufs, n, step=False)
         graph.replay()
         engine.sync()
         return (graph.replay, n)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune.report import compare as cmp
-from ccltune.report import data, verdict, zones
+from ccltune.report import data, verdict, workload, zones
 from ccltune.report.axes import size_label
 from ccltune.report.model import Block, LineChart, Note, Picker, Section, Table, Text, ZoneChart
 from ccltune.store import Run
@@ -19,7 +19,7 @@ NAV_GROUPS = (("Verdict", [("verdict", "cards")]),
               ("Against the hardware", [("bench", "busbw"), ("links", "links")]),
               ("Tuning", [("rules", "rules"), ("validate", "validation"), ("sweep", "sweep")]),
               ("Details", [("doctor", "findings"), ("runs", "runs"), ("env", "environment"), ("compare", "compare")]))
-_NOT_BENCH = {"sweep", "validate", "links", "doctor", "topo", "tune"}
+_NOT_BENCH = {"sweep", "validate", "replay", "links", "doctor", "topo", "tune"}
 _MAX_SIZE = 1 << 40  # rule ranges open to "any size" are drawn up to here
 
 
@@ -193,6 +193,7 @@ def rules_section(inp: ReportInput) -> Section:
         for p in problems:
             s.blocks.append(Note(f"rules of run {run.id}, {p} (not drawn)", "warn"))
         s.blocks.append(Text(f"rule file of run {run.id}", text))
+        s.blocks += workload.tune_tables(run)
     return s
 
 
@@ -221,7 +222,23 @@ def validate_section(inp: ReportInput) -> Section:
             t.row_class.append("bad" if p.slower else ("good" if p.speedup > 1 + p.noise_pct / 100 else ""))
         s.blocks.append(t)
         s.blocks += [timing] if timing is not None else []
-    return s if s.blocks else Section(s.id, s.title, [_none(inp, "validate runs")])
+    s.blocks += _replays(inp)
+    return s if s.blocks else Section(s.id, s.title, [_none(inp, "validate or replay runs")])
+
+
+def _replays(inp: ReportInput) -> list[Block]:
+    """``replay`` runs: the verdict, communication time per step both ways, the entries by share."""
+    out: list[Block] = []
+    for run in inp.of_kind("replay"):
+        status = str(run.summary.get("status") or "none recorded")
+        per = run.summary.get("comm_us_per_step") or {}
+        both = ", ".join(f"{arm} {per[arm]:.1f} us" for arm in ("default", "rules") if per.get(arm) is not None)
+        out.append(Note(f"{_title(run)}: replay verdict {status}" + (f"; communication per step: {both}" if both else "")
+                        + (f" ({run.summary['reason']})" if run.summary.get("reason") else ""),
+                        {"PASS": "good", "FAIL": "bad"}.get(status.upper(), "info")))
+        table = workload.replay_table(run)
+        out += [table] if table is not None else []
+    return out
 
 
 def links_section(inp: ReportInput) -> Section:

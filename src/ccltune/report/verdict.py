@@ -7,7 +7,7 @@ run of each kind on that node:
 - how close all_reduce comes to what the links allow: the highest all_reduce busbw of the
   node's measurement runs against the slowest-link ceiling of its latest links run
   (``ring_ceiling_gbps``: slowest link x peers, the smallest over the GPUs; see
-  ccltune.diagnose.linkmath), when both are stored;
+  ccltune.diagnose.checks.linkmath), when both are stored;
 - what tuning gained: the latest validate run's geometric mean speedup, its largest win and
   whether any size got slower (its own PASS/FAIL);
 - for a workload, communication time per step with NCCL's default and with the rules, when a

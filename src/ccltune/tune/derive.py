@@ -50,20 +50,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccltune import collectives
+from ccltune.commconfig import BASELINE, TWIN, TWIN_LABEL, CommConfig
 from ccltune.errors import DataError, UsageError
-from ccltune.rules import ANY, Platform, PlatformFacts, Query, Rule, RuleSet, match
-from ccltune.rules import DEFAULT as DEFAULT_NAME
+from ccltune.rules import ANY, NCCL_CHOICE, Platform, PlatformFacts, Query, Rule, RuleSet, match
+from ccltune.store import as_record
 from ccltune.tune.stats import PointStats, beats, point_stats
 
-# ccltune collective name -> the tuner plugin's name. Others never reach a tuner (NCCL only
-# passes Broadcast, Reduce, AllGather, ReduceScatter and AllReduce).
-PLUGIN_COLLECTIVES = {
-    "broadcast": "broadcast",
-    "reduce": "reduce",
-    "all_gather": "allgather",
-    "reduce_scatter": "reducescatter",
-    "all_reduce": "allreduce",
-}
 OBJECTIVES = ("time", "sm")
 # A win at a size where no neighbouring size corroborates it must exceed this (docs/tuning.md).
 ISOLATED_MARGIN = 0.10
@@ -73,37 +66,6 @@ MIN_GAIN_US = 0.5
 PLACEMENTS = ("out-of-place", "in-place", "both")
 # Row fields that must be uniform inside a group: the tuner ABI cannot tell them apart.
 _UNIFORM = ("dtype", "op", "graph")
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A configuration; ``None`` fields are left to NCCL. All ``None`` is NCCL's default."""
-
-    algo: str | None = None
-    proto: str | None = None
-    channels: int | None = None
-    twin: bool = False  # NCCL's default on a second communicator: the A/A control, never a rule
-
-    @property
-    def is_default(self) -> bool:
-        return self.algo is None and self.proto is None and self.channels is None and not self.twin
-
-    @property
-    def label(self) -> str:
-        """The ``config`` column's spelling: 'default', 'ring/ll128/16', 'default/default/8'."""
-        if self.twin:
-            return TWIN_LABEL
-        if self.is_default:
-            return "default"
-        return f"{self.algo or 'default'}/{self.proto or 'default'}/{self.channels or 'default'}".lower()
-
-    def sort_key(self) -> tuple[str, str, int]:
-        return (self.algo or "", self.proto or "", self.channels or 0)
-
-
-TWIN_LABEL = "default-twin"
-DEFAULT = Candidate()
-TWIN = Candidate(twin=True)
 
 
 @dataclass(frozen=True, order=True)
@@ -131,12 +93,12 @@ class SizeDecision:
 
     size_bytes: int
     default: PointStats
-    candidates: Mapping[Candidate, PointStats]
-    winner: Candidate | None  # None: no rule, NCCL's default stays
-    qualifying: frozenset[Candidate] = frozenset()  # the candidates the winner was chosen from
+    candidates: Mapping[CommConfig, PointStats]
+    winner: CommConfig | None  # None: no rule, NCCL's default stays
+    qualifying: frozenset[CommConfig] = frozenset()  # the candidates the winner was chosen from
 
     @property
-    def best(self) -> tuple[Candidate, PointStats] | None:
+    def best(self) -> tuple[CommConfig, PointStats] | None:
         """The fastest candidate measured here, whether or not it beat the noise."""
         real = {c: p for c, p in self.candidates.items() if not c.twin}
         if not real:
@@ -205,9 +167,9 @@ def size_ranges(sizes: Sequence[int]) -> list[tuple[int, int]]:
     return list(zip(lows, highs))
 
 
-def qualifying(default: PointStats, candidates: Mapping[Candidate, PointStats], *, min_margin: float = 0.02,
+def qualifying(default: PointStats, candidates: Mapping[CommConfig, PointStats], *, min_margin: float = 0.02,
                isolated_margin: float = ISOLATED_MARGIN,
-               corroborated: Collection[Candidate] = frozenset()) -> dict[Candidate, PointStats]:
+               corroborated: Collection[CommConfig] = frozenset()) -> dict[CommConfig, PointStats]:
     """The candidates that may make a rule at one size (see the module doc).
 
     Each must beat the default beyond the noise floored at ``min_margin``; one not in
@@ -224,9 +186,9 @@ def qualifying(default: PointStats, candidates: Mapping[Candidate, PointStats], 
     return out
 
 
-def decide(default: PointStats, candidates: Mapping[Candidate, PointStats], *, objective: str = "time",
+def decide(default: PointStats, candidates: Mapping[CommConfig, PointStats], *, objective: str = "time",
            sm_tolerance: float = 0.02, min_margin: float = 0.02, isolated_margin: float = ISOLATED_MARGIN,
-           corroborated: Collection[Candidate] = frozenset()) -> Candidate | None:
+           corroborated: Collection[CommConfig] = frozenset()) -> CommConfig | None:
     """The winner at one size among the :func:`qualifying` candidates, or None when none qualifies.
 
     ``time``: the fastest of them. ``sm``: among them, the ones within ``sm_tolerance`` of the
@@ -248,12 +210,12 @@ def decide(default: PointStats, candidates: Mapping[Candidate, PointStats], *, o
     return min(near, key=lambda cs: (cs[0].channels or math.inf, cs[1].median_us, cs[0].sort_key()))[0]
 
 
-SizePoints = tuple[PointStats, Mapping[Candidate, PointStats]]  # (default, candidates) at one size
+SizePoints = tuple[PointStats, Mapping[CommConfig, PointStats]]  # (default, candidates) at one size
 
 
 def decide_sizes(points: Mapping[int, SizePoints], *, objective: str = "time", sm_tolerance: float = 0.02,
                  min_margin: float = 0.02, isolated_margin: float = ISOLATED_MARGIN,
-                 min_gain_us: float = MIN_GAIN_US) -> dict[int, tuple[Candidate | None, frozenset[Candidate]]]:
+                 min_gain_us: float = MIN_GAIN_US) -> dict[int, tuple[CommConfig | None, frozenset[CommConfig]]]:
     """size -> (winner, qualifying candidates) for one group's measured sizes.
 
     ``points`` maps every measured size (the default measured there) to its (default,
@@ -263,7 +225,7 @@ def decide_sizes(points: Mapping[int, SizePoints], *, objective: str = "time", s
     """
     sizes = sorted(points)
     gaps = [aa_margin(*points[s]) for s in sizes]
-    out: dict[int, tuple[Candidate | None, frozenset[Candidate]]] = {}
+    out: dict[int, tuple[CommConfig | None, frozenset[CommConfig]]] = {}
     for i, size in enumerate(sizes):
         default, cands = points[size]
         near = [g for g in gaps[max(0, i - 1):i + 2] if g is not None]
@@ -282,7 +244,7 @@ def decide_sizes(points: Mapping[int, SizePoints], *, objective: str = "time", s
     return out
 
 
-def nccl_best(default: PointStats, candidates: Mapping[Candidate, PointStats]) -> PointStats:
+def nccl_best(default: PointStats, candidates: Mapping[CommConfig, PointStats]) -> PointStats:
     """What a candidate must beat at one size: NCCL's default, or its twin where that was faster.
     Both are NCCL's own choice; a candidate only as fast as the faster of them shows that one
     communicator was slow, not that NCCL chose badly (4-GPU reduce at 1 KB: default 6.13 us, twin
@@ -291,13 +253,13 @@ def nccl_best(default: PointStats, candidates: Mapping[Candidate, PointStats]) -
     return twin if twin is not None and twin.median_us < default.median_us else default
 
 
-def aa_gap(default: PointStats, candidates: Mapping[Candidate, PointStats]) -> float | None:
+def aa_gap(default: PointStats, candidates: Mapping[CommConfig, PointStats]) -> float | None:
     """|median(twin) / median(default) - 1| at one size; None when the twin was not measured."""
     twin = candidates.get(TWIN)
     return abs(twin.median_us / default.median_us - 1.0) if twin else None
 
 
-def aa_margin(default: PointStats, candidates: Mapping[Candidate, PointStats]) -> float | None:
+def aa_margin(default: PointStats, candidates: Mapping[CommConfig, PointStats]) -> float | None:
     """The part of the A/A gap beyond both points' own noise (0 when the gap is inside it); None
     when the twin was not measured. A steady difference between two communicators has a small
     spread and counts whole (latency-bound sizes); a gap made by a transient in one side's rounds
@@ -308,10 +270,10 @@ def aa_margin(default: PointStats, candidates: Mapping[Candidate, PointStats]) -
     return None if gap is None else max(0.0, gap - (candidates[TWIN].noise + default.noise))
 
 
-def merge_ranges(sizes: Sequence[int], winners: Sequence[Candidate | None]) -> list[tuple[int, int, Candidate]]:
+def merge_ranges(sizes: Sequence[int], winners: Sequence[CommConfig | None]) -> list[tuple[int, int, CommConfig]]:
     """(min_bytes, max_bytes, winner) for runs of consecutive sizes with the same winner."""
-    out: list[tuple[int, int, Candidate]] = []
-    prev: Candidate | None = None
+    out: list[tuple[int, int, CommConfig]] = []
+    prev: CommConfig | None = None
     for (lo, hi), w in zip(size_ranges(sizes), winners):
         if w is not None and w == prev:
             out[-1] = (out[-1][0], hi, w)
@@ -321,20 +283,16 @@ def merge_ranges(sizes: Sequence[int], winners: Sequence[Candidate | None]) -> l
     return out
 
 
-def _record(row: Any) -> Mapping[str, Any]:
-    return row.to_record() if hasattr(row, "to_record") else row
-
-
-def tunable(size_bytes: int, cand: Candidate) -> bool:
+def tunable(size_bytes: int, cand: CommConfig) -> bool:
     """Whether ``cand`` is worth timing at ``size_bytes``: NCCL's default and its twin always; a candidate
     only where bytes move (at 0 B NCCL launches nothing a choice could change; module doc)."""
     return size_bytes > 0 or cand.is_default or cand.twin
 
 
-def candidate_of(row: Mapping[str, Any]) -> Candidate:
+def candidate_of(row: Mapping[str, Any]) -> CommConfig:
     if row.get("config") == TWIN_LABEL:
         return TWIN
-    return Candidate(row.get("algo") or None, row.get("proto") or None, row.get("channels") or None)
+    return CommConfig(row.get("algo") or None, row.get("proto") or None, row.get("channels") or None)
 
 
 def usable(row: Mapping[str, Any], placement: str = "out-of-place") -> bool:
@@ -347,10 +305,10 @@ def usable(row: Mapping[str, Any], placement: str = "out-of-place") -> bool:
     return placement == "both" or in_place == (placement == "in-place")
 
 
-def samples_by_size(rows: Iterable[Any], placement: str = "out-of-place") -> dict[int, dict[Candidate, list[float]]]:
+def samples_by_size(rows: Iterable[Any], placement: str = "out-of-place") -> dict[int, dict[CommConfig, list[float]]]:
     """size -> candidate -> times (µs) of the usable rows (one group's rows)."""
-    out: dict[int, dict[Candidate, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for row in map(_record, rows):
+    out: dict[int, dict[CommConfig, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in map(as_record, rows):
         if usable(row, placement):
             out[int(row["size_bytes"])][candidate_of(row)].append(float(row["time_us"]))
     return out
@@ -370,9 +328,9 @@ def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float 
     notes: list[str] = []
     grouped: dict[GroupKey, list[Mapping[str, Any]]] = defaultdict(list)
     skipped: dict[str, int] = defaultdict(int)
-    for row in map(_record, rows):
+    for row in map(as_record, rows):
         coll = row["collective"]
-        if coll not in PLUGIN_COLLECTIVES:
+        if coll not in collectives.PLUGIN_NAMES:
             skipped[coll] += 1
             continue
         if not row.get("gpu"):
@@ -399,7 +357,7 @@ def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, 
             raise DataError(f"group {key} mixes {col} values ({shown}); the tuner cannot tell them apart:"
                             " pick the runs of one with --runs")
     by_size = samples_by_size(rows, placement)
-    sizes = sorted(s for s, c in by_size.items() if DEFAULT in c)
+    sizes = sorted(s for s, c in by_size.items() if BASELINE in c)
     if not sizes:
         raise DataError(f"group {key} has no usable {placement} measurements of NCCL's default"
                         " (config 'default'); measure it alongside the candidates")
@@ -412,7 +370,7 @@ def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, 
     points = {}
     for size in sizes:
         stats = {c: point_stats(t) for c, t in by_size[size].items() if tunable(size, c)}
-        points[size] = (stats.pop(DEFAULT), stats)
+        points[size] = (stats.pop(BASELINE), stats)
     gaps = {s: g for s in sizes if (g := aa_gap(*points[s])) is not None}
     if gaps:
         worst = max(gaps, key=lambda s: gaps[s])
@@ -426,8 +384,8 @@ def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, 
     if dropped:
         notes.append(f"{key}: no rule at {', '.join(map(str, dropped))} B (excluded: failed validate)")
     decisions = [SizeDecision(s, *points[s], *decided[s]) for s in sizes]
-    coll = PLUGIN_COLLECTIVES[key.collective]
-    rules = [Rule(coll, lo, hi, w.algo or DEFAULT_NAME, w.proto or DEFAULT_NAME, w.channels or ANY,
+    coll = collectives.PLUGIN_NAMES[key.collective]
+    rules = [Rule(coll, lo, hi, w.algo or NCCL_CHOICE, w.proto or NCCL_CHOICE, w.channels or ANY,
                   key.n_nodes, key.n_ranks, platform=key.platform)
              for lo, hi, w in merge_ranges(sizes, [d.winner for d in decisions])]
     return GroupResult(key, decisions, rules)
@@ -438,7 +396,7 @@ class SizeGain:
     size_bytes: int
     available: float  # time saving of the fastest qualifying candidate (else the fastest) over the default
     significant: bool  # some candidate qualifies (beats the default beyond noise; isolated: beyond the margin)
-    selected: Candidate  # what the rules select here (DEFAULT when no rule matches)
+    selected: CommConfig  # what the rules select here (BASELINE when no rule matches)
     captured: float  # the selected configuration's time saving over the default
     slower: bool  # the selected configuration is slower than the default beyond noise
 
@@ -480,7 +438,7 @@ def account_gain(group: GroupResult, rules: Sequence[Rule] | None = None) -> Gai
     for d in group.decisions:
         q = Query(key.collective, d.size_bytes, key.n_ranks, key.n_nodes, platform=PlatformFacts(gpu=key.gpu))
         m = match(ruleset, q)
-        selected = Candidate(m.algo, m.proto, m.channels or None)
+        selected = CommConfig(m.algo, m.proto, m.channels or None)
         significant = bool(d.qualifying)
         pool = {c: d.candidates[c] for c in d.qualifying} if significant else d.candidates
         best = min(pool.values(), key=lambda p: p.median_us, default=None)

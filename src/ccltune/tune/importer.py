@@ -43,10 +43,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccltune import collectives
+from ccltune import collectives, datatypes
+from ccltune.commconfig import CommConfig
 from ccltune.errors import UsageError, unknown_name
 from ccltune.store import Measurement
-from ccltune.tune.derive import Candidate
 
 _START_RE = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 # nccl-tests 2.13+: "#  Rank %2d Group %2d Pid %6d on %10s device %2d [bus] %s" (bus "0x%02x" in 2.13,
@@ -74,6 +74,13 @@ _META_RES = (
 )
 # other lines a run's output may hold between its own: NCCL/RCCL log lines, nccl-tests' notices
 _NOISE_RE = re.compile(r"\bNCCL (INFO|WARN|TRACE)\b|^Option -|^invalid option|^#|^\S+: Test timeout")
+# nccl-tests' NCCLCHECK/CUDACHECK line (common.h: "%s: Test NCCL failure %s:%d '%s / %s'", host, file, line,
+# ncclGetErrorString, ncclGetLastError), after a row's preamble when the failure came while timing it, and
+# TESTCHECK's trace lines under it (" .. %s pid %d: Test failure %s:%d"): the run stopped there
+_FAILURE_RE = re.compile(r"^(?P<head>.*?): Test (?P<lib>NCCL|CUDA) failure (?P<at>\S+) '(?P<msg>.*)'$")
+_PREAMBLE_WIDTH = 52  # writeBenchmarkLinePreamble: "%12li  %12li  %8s  %6s  %6s", the host name glued after it
+_TRACE_RE = re.compile(r"^ \.\. \S+ pid \d+: Test failure ")
+_OP_ORDER = ("sum", "prod", "max", "min", "avg", "mulsum")  # nccl-tests' -o all order (common.cu test_opnames)
 _FOOTER = "# Avg bus bandwidth"
 _TIME_COLS = ("time", "cputime")
 _UNMEASURED = ("n/a", "nan")  # what nccl-tests prints for a value it has not got
@@ -227,7 +234,7 @@ def _number_cell(cell: str, what: str, kind: str, size: int) -> float | None:
 
 
 def _row(collective: str, size: int, count: int, dtype: str, redop: str, root: int, n_ranks: int,
-         n_nodes: int, cand: Candidate, graph: int, in_place: bool, time_us: float | None,
+         n_nodes: int, cand: CommConfig, graph: int, in_place: bool, time_us: float | None,
          algbw: float | None, busbw: float | None, wrong: float | None) -> Measurement:
     status, note = "ok", None
     if time_us is None:
@@ -242,6 +249,51 @@ def _row(collective: str, size: int, count: int, dtype: str, redop: str, root: i
         wrong=None if wrong is None else int(wrong), status=status, note=note, n_nodes=n_nodes,
         algo=cand.algo, proto=cand.proto, channels=cand.channels, config=cand.label, graph=graph,
     )
+
+
+def _failure_rows(m: re.Match, before: list[Measurement], path: str, lineno: int, coll: str, n_ranks: int,
+                  n_nodes: int, cand: CommConfig, graph: int, places: tuple[bool, ...]) -> list[Measurement]:
+    """An NCCL or CUDA failure line: error rows (both placements) for the combination that failed, named
+    by the row preamble printed before it, else the one nccl-tests runs after the last row's (-o all: the
+    next op; after mulsum, or without -o all, the next datatype of -d all at the same sizes). The note
+    names the library, nccl-tests' source line and the message."""
+    msg, last = m.group("msg").rsplit(" / ", 1) if " / " in m.group("msg") else (m.group("msg"), "")
+    note = f"{m.group('lib')} failure at {m.group('at')}: {msg}" + (f": {last}" if last else "")
+    head = m.group("head")
+    pre = head[:_PREAMBLE_WIDTH].split() if len(head) > _PREAMBLE_WIDTH else []
+    try:
+        if len(pre) == 5:
+            combos = [(_int_cell(pre[0], "size"), _int_cell(pre[1], "count"), pre[2], pre[3],
+                       _int_cell(pre[4], "root", -1, n_ranks - 1))]
+        elif before:
+            combos = _next_combination(before)
+        else:
+            raise _Bad("a failure before any row: nothing tells which combination failed")
+    except _Bad as exc:
+        raise _fail(path, lineno, str(exc)) from None
+    rows = [_row(coll, size, count, dtype, op, root, n_ranks, n_nodes, cand, graph, in_place, None, None, None, None)
+            for size, count, dtype, op, root in combos for in_place in places]
+    for r in rows:
+        r.note = note
+    return rows
+
+
+def _next_combination(before: list[Measurement]) -> list[tuple[int, int, str, str, int]]:
+    """The (size, count, type, op, root) rows of the combination nccl-tests runs after the last one."""
+    last = before[-1]
+    same = [r for r in before if (r.dtype, r.op) == (last.dtype, last.op) and not r.in_place]
+    ops_seen = [r.op for r in before if r.dtype == last.dtype]
+    op, dtype = last.op, last.dtype
+    if op in _OP_ORDER and len(set(ops_seen)) > 1 and op != _OP_ORDER[-1]:
+        op = _OP_ORDER[_OP_ORDER.index(op) + 1]
+    else:
+        names = [d.name for d in datatypes.dtypes("all")]
+        if dtype not in names or dtype == names[-1]:
+            raise _Bad("a failure after the last datatype: nothing tells which combination failed")
+        dtype = names[names.index(dtype) + 1]
+        op = _OP_ORDER[0] if len(set(ops_seen)) > 1 else op
+    scale = datatypes.dtype(last.dtype).size / datatypes.dtype(dtype).size
+    return [(r.size_bytes, int(r.count * scale), dtype, op or "none", -1 if r.root is None else r.root) for r in same]
 
 
 def _is_columns(line: str) -> bool:
@@ -266,7 +318,7 @@ def _split_runs(text: str) -> list[list[tuple[int, str]]]:
     return runs
 
 
-def parse_text(text: str, path: str, *, candidate: Candidate = Candidate(), collective: str | None = None,
+def parse_text(text: str, path: str, *, candidate: CommConfig = CommConfig(), collective: str | None = None,
                nranks: int | None = None) -> list[Parsed]:
     """Parse nccl-tests' text output: one Parsed per run in the file, in order (one, unless runs were
     concatenated). Raises UsageError naming ``path:line`` on bad content; nothing is returned then."""
@@ -313,7 +365,7 @@ def _header_line(line: str, lineno: int, path: str, shape: _Shape, env: dict[str
     return blocks
 
 
-def _parse_run(lines: list[tuple[int, str]], path: str, candidate: Candidate, collective: str | None,
+def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, collective: str | None,
                nranks: int | None, several: bool) -> Parsed:
     """One run's lines (see ``_split_runs``). ``several``: the file holds more runs, so errors about
     the whole run name its first line, and the file name does not tell the collective."""
@@ -340,7 +392,10 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: Candidate, co
             if (v := _VERSION_RE.search(line)) and int(v.group(1)):  # 0: no NCCL (ccltune's gloo engine)
                 version = _nccl_version(int(v.group(1)))
             continue
-        if _meta(line, env) or footer or _NOISE_RE.search(line):
+        if m := _FAILURE_RE.match(line):
+            table.append((lineno, m))  # type: ignore[arg-type] - a failure between the rows, in order
+            continue
+        if _TRACE_RE.match(line) or _meta(line, env) or footer or _NOISE_RE.search(line):
             continue  # after the footer: ncclGetLastError's line
         if blocks is None:
             raise _fail(path, lineno, "data before the column header ('#  size  count  type ...')")
@@ -353,7 +408,8 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: Candidate, co
                               + (" (a run that stopped before its table?)" if several else ""))
     if not table:
         raise _fail(path, at, "no result rows")
-    if not footer:
+    failed = any(isinstance(cells, re.Match) for _, cells in table)
+    if not footer and not failed:  # a run that failed stops without its footer, as nccl-tests does
         raise _fail(path, table[-1][0], f"truncated: no '{_FOOTER}' footer after the last row")
     line = program_line if program else at  # where the collective is (or should be) said
     coll = _collective(program, "the header", f"{path}:{line}" if line else path, collective,
@@ -364,6 +420,9 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: Candidate, co
     places = (True,) if len(blocks) == 1 else (False, True)
     rows = []
     for lineno, cells in table:
+        if isinstance(cells, re.Match):
+            rows += _failure_rows(cells, rows, path, lineno, coll, n_ranks, n_nodes, candidate, graph, places)
+            continue
         try:
             size, count = _int_cell(cells[0], "size"), _int_cell(cells[1], "count")
             root = _int_cell(cells[4], "root", -1, n_ranks - 1)
@@ -453,7 +512,7 @@ class _Json:
         return number
 
 
-def parse_json(text: str, path: str, *, candidate: Candidate = Candidate(), collective: str | None = None,
+def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), collective: str | None = None,
                nranks: int | None = None) -> Parsed:
     """Parse nccl-tests' ``-J`` JSON (one run). Raises UsageError naming ``path`` (and line, or the
     field's path) on bad content."""

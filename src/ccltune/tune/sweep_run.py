@@ -1,7 +1,7 @@
 """A whole sweep: every collective, size and candidate, exhaustive or model-guided, resumable.
 
 ``measure.sweep`` times the candidates at one size; this walks the sizes. Exhaustive mode visits
-every size once; model mode (``tune.model``) starts from a few anchor sizes and refines where the
+every size once; model mode (``tune.planner``) starts from a few anchor sizes and refines where the
 model says the best candidate may change, rank 0 planning each round and broadcasting the plan.
 A resumed run skips the points already stored (the same on every rank: rank 0 reads them).
 """
@@ -16,10 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccltune.commconfig import CommConfig
 from ccltune.engines import library
-from ccltune.measure import sweep as S
+from ccltune.measure import sweep as measure_sweep
+from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
-from ccltune.tune.derive import Candidate, tunable
+from ccltune.tune.derive import tunable
+from ccltune.workload import plan as WP
 
 
 @dataclass
@@ -28,11 +31,15 @@ class SweepPlan:
 
     collectives: list[Any]
     sizes: list[int]
-    candidates: list[Candidate]
-    settings: S.SweepSettings
+    candidates: list[CommConfig]
+    settings: measure_sweep.SweepSettings
     mode: str = "exhaustive"          # or "model"
     resume: int | None = None         # the run to continue
     args: dict[str, Any] = field(default_factory=dict)  # recorded with the run
+    # --workload: its points replace collectives x sizes (``collectives`` then only restricts them)
+    workload: Any = None
+    points: dict[str, list[int]] | None = None   # collective name -> sizes, set from the workload in run()
+    under_load: int | None = None     # --under-load M: a MatrixLoad runs while the sizes are measured
     # rank 0, --resume: raises when the stored run is not this sweep (world size given)
     check_resume: Callable[[Any, int], None] = lambda run, world_size: None
 
@@ -40,11 +47,14 @@ class SweepPlan:
 @dataclass
 class SweepResult:
     run_id: int | None = None
-    rows: int = 0
+    rows: int = 0                     # measured by this launch
+    kept: int = 0                     # --resume: rows the run already held (rank 0)
     timed: int = 0
     untimed: Counter = field(default_factory=Counter)  # why points were not timed -> how many
     wall_s: float = 0.0
     status: str = "failed"
+    skipped: list[Any] = field(default_factory=list)  # --workload: entries not swept (workload.plan.Skipped)
+    load: dict[str, Any] | None = None                # --under-load: what the load achieved
 
 
 class Progress:
@@ -58,8 +68,6 @@ class Progress:
 def run(plan: SweepPlan, session: Session, engine_opts: Any,
         progress: Callable[[bool, int], Progress] = lambda root, total: Progress()) -> SweepResult:
     """Measure ``plan`` in ``session`` (entered here). The result's status is the run's."""
-    from ccltune.engines.nccl import CommConfig
-
     t_start = time.perf_counter()
     res = SweepResult()
     settings = plan.settings
@@ -69,22 +77,43 @@ def run(plan: SweepPlan, session: Session, engine_opts: Any,
         settings.clock.add("start-up", time.perf_counter() - t_start)  # rendezvous, CUDA, NCCL library
         s.clock = settings.clock
         plan.candidates = library.sweep_candidates(getattr(engine, "facts", None), plan.candidates)  # what it can run
-        configs = {c: CommConfig(c.algo, c.proto, c.channels, twin=c.twin) for c in plan.candidates}
+        if plan.workload is not None:
+            _fit_workload(plan, s.ctx, res)
         done = _open_run(s, plan)
         res.run_id = s.run_id
-        bar = progress(s.is_root, len(plan.collectives) * len(plan.sizes))
+        if s.store is not None and plan.resume is not None:
+            res.kept = s.store.count_measurements(plan.resume)
+        bar = progress(s.is_root, sum(len(_sizes(plan, c)) for c in plan.collectives))
 
         def summary() -> dict[str, Any]:
             bar.close()
             res.wall_s = time.perf_counter() - t_start
-            return {"rows": res.rows, "mode": plan.mode, "virtual_nodes": s.virtual_nodes,
-                    "wall_s": round(res.wall_s, 3), "time": settings.clock.summary()}
+            return {"rows": res.kept + res.rows, "mode": plan.mode, "virtual_nodes": s.virtual_nodes,
+                    "wall_s": round(res.wall_s, 3), "time": settings.clock.summary(),
+                    **({"under_load": res.load} if plan.under_load else {}),
+                    **({"workload_points": plan.points, "workload_skipped": [
+                        {"entry": k.index, "reason": k.reason} for k in res.skipped]}
+                       if plan.workload is not None else {})}
         s.summary = summary
-        with s.running(lambda: f"sweep interrupted; {res.rows} rows kept in {s.db}; resume with --resume {s.run_id}"):
-            for coll in plan.collectives:
-                _sweep_collective(s, plan, coll, configs, done, res, bar)
+        with s.running(lambda: f"sweep interrupted; {res.kept + res.rows} rows kept in {s.db}; resume with --resume {s.run_id}"):
+            with Loaded(engine, plan.under_load) as load:
+                for coll in plan.collectives:
+                    _sweep_collective(s, plan, coll, done, res, bar)
+            res.load = load.result
     res.status = s.status
     return res
+
+
+def _fit_workload(plan: SweepPlan, ctx: Any, res: SweepResult) -> None:
+    """The workload's points this launch can tune (the same on every rank: a pure function of the file
+    and the launch), the others into ``res.skipped``."""
+    plan.points, res.skipped = WP.sweep_points(plan.workload, ctx.world_size, ctx.n_nodes, plan.settings.dtype,
+                                               [c.name for c in plan.collectives])
+    plan.collectives = [c for c in plan.collectives if c.name in plan.points]
+
+
+def _sizes(plan: SweepPlan, coll: Any) -> list[int]:
+    return plan.points[coll.name] if plan.points is not None else plan.sizes
 
 
 def _open_run(s: Session, plan: SweepPlan) -> set[tuple[str, int, str]]:
@@ -112,21 +141,21 @@ def requested_sizes(coll: Any, sizes: list[int], dtype_size: int, ctx: Any) -> d
     return requested
 
 
-def _sweep_collective(s: Session, plan: SweepPlan, coll: Any, configs: dict[Candidate, Any],
+def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
                       done: set[tuple[str, int, str]], res: SweepResult, bar: Progress) -> None:
-    from ccltune.tune import model
+    from ccltune.tune import planner
 
-    ctx, engine, settings, cands, sizes = s.ctx, s.engine, plan.settings, plan.candidates, plan.sizes
+    ctx, engine, settings, cands, sizes = s.ctx, s.engine, plan.settings, plan.candidates, _sizes(plan, coll)
     store, run_id = s.store, s.run_id
     rows_so_far = [m for m in (store.measurements(run_id, collective=coll.name) if store else [])]
-    refused: S.Refused = {}  # NCCL refuses a forced candidate per collective, not per size
-    keep = S.BufferCache() if plan.mode == "model" else None  # sizes are visited again in later rounds
+    refused: measure_sweep.Refused = {}  # NCCL refuses a forced candidate per collective, not per size
+    keep = measure_sweep.BufferCache() if plan.mode == "model" else None  # sizes are visited again in later rounds
     requested = requested_sizes(coll, sizes, settings.dtype.size, ctx)
-    todo = ({requested[s]: c for s, c in model.plan_initial(requested).items()} if plan.mode == "model"
+    todo = ({requested[s]: c for s, c in planner.plan_initial(requested).items()} if plan.mode == "model"
             else {s: None for s in sizes})
     if any((coll.name, s, c.label) not in done for s in requested for c in cands):
         bar.step(f"{coll.name} {min(sizes)} B (warm-up, not stored)", advance=0)
-        S.warm_collective(engine, coll, min(sizes), [configs[c] for c in cands], settings, refused)
+        measure_sweep.warm_collective(engine, coll, min(sizes), cands, settings, refused)
     while todo:
         for size, want in todo.items():
             chosen = [c for c in cands if want is None or c in want]
@@ -136,8 +165,8 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any, configs: dict[Cand
             if not chosen:
                 continue
             labels = [dict(algo=c.algo, proto=c.proto, channels=c.channels, config=c.label) for c in chosen]
-            rows = S.measure_size(engine, coll, size, [configs[c] for c in chosen], labels, settings,
-                                  refused, keep)
+            rows = measure_sweep.measure_size(engine, coll, size, chosen, labels, settings,
+                                              refused, keep)
             if store is not None:
                 store.add_measurements(run_id, rows)
                 rows_so_far.extend(rows)
@@ -151,13 +180,13 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any, configs: dict[Cand
         keep.clear()
 
 
-def _next_round(ctx: Any, settings: S.SweepSettings, rows_so_far: list[Any], requested: dict[int, int],
-                cands: list[Candidate]) -> dict[int, list[Candidate] | None]:
+def _next_round(ctx: Any, settings: measure_sweep.SweepSettings, rows_so_far: list[Any], requested: dict[int, int],
+                cands: list[CommConfig]) -> dict[int, list[CommConfig] | None]:
     """Model mode: every rank must plan the same next step: rank 0 plans, the others follow."""
-    from ccltune.tune import model
+    from ccltune.tune import planner
 
     with settings.clock("planning"):
-        plan = model.plan_refine(rows_so_far, list(requested)) if ctx.is_root else None
+        plan = planner.plan_refine(rows_so_far, list(requested)) if ctx.is_root else None
         blob = json.dumps({str(s): (None if c is None else [x.label for x in c])
                            for s, c in plan.items()}).encode() if plan is not None else None
         decoded = json.loads(ctx.broadcast_bytes(blob, "sweep plan"))

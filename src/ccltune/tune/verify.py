@@ -1,7 +1,7 @@
 """Did the rules take effect? NCCL's own TUNING log lines against what the rule file asks.
 
 With ``NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING`` rank 0 logs, for every collective call, the
-algorithm, protocol and channel range NCCL settled on (:class:`ccltune.diagnose.ncclog.Choice`).
+algorithm, protocol and channel range NCCL settled on (:class:`ccltune.diagnose.parsers.ncclog.Choice`).
 For each (collective, size) seen, the rule the plugin applies there is found with the
 plugin's own first-match semantics (:func:`ccltune.rules.match`, the platform taken from the
 plugin's log line for the communicator) and compared:
@@ -21,8 +21,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ccltune.diagnose.ncclog import TUNER_FUNC, Choice
-from ccltune.rules import DEFAULT, PlatformFacts, Query, Rule, RuleSet, match
+from ccltune.diagnose.parsers.ncclog import TUNER_FUNC, Choice
+from ccltune.rules import NCCL_CHOICE, PlatformFacts, Query, Rule, RuleSet, match
 
 Seen = tuple[str, str, int | None]  # (algo, proto, channels) as NCCL logged them
 
@@ -97,8 +97,8 @@ def verify(ruleset: RuleSet, choices: Iterable[Choice], *, n_ranks: int, n_nodes
         if d.rule is None:
             out.append(Check(coll, size, None, None, None, 0, seen, "NO RULE", f"NCCL's own choice: {_seen_text(seen)}"))
             continue
-        want_algo = None if d.rule.algo == DEFAULT else d.rule.algo
-        want_proto = None if d.rule.proto == DEFAULT else d.rule.proto
+        want_algo = None if d.rule.algo == NCCL_CHOICE else d.rule.algo
+        want_proto = None if d.rule.proto == NCCL_CHOICE else d.rule.proto
         status, reason = judge(want_algo, want_proto, d.channels, seen)
         out.append(Check(coll, size, d.rule, want_algo, want_proto, d.channels, seen, status, reason))
     return out

@@ -34,10 +34,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ccltune import collectives
+from ccltune.commconfig import CommConfig
 from ccltune.errors import DataError
-from ccltune.rules import ANY, PlatformFacts, Query, Rule, RuleSet, match
-from ccltune.rules import DEFAULT as DEFAULT_NAME
-from ccltune.tune.derive import PLUGIN_COLLECTIVES, Candidate, Derivation, GroupResult, SizeDecision, nccl_best
+from ccltune.rules import ANY, NCCL_CHOICE, PlatformFacts, Query, Rule, RuleSet, match
+from ccltune.tune.derive import Derivation, GroupResult, SizeDecision, nccl_best
 from ccltune.tune.stats import PointStats, beats
 from ccltune.workload.model import Workload
 
@@ -64,7 +65,7 @@ class PointVerdict:
     status: str                        # one of the statuses above
     reason: str
     default: PointStats | None = None  # the faster of NCCL's default and its twin
-    selected: Candidate | None = None  # what the written rules select (None: not measured)
+    selected: CommConfig | None = None  # what the written rules select (None: not measured)
     selected_stats: PointStats | None = None
     per_step: float = 1.0              # calls are divided by this (the workload's steps, else 1)
 
@@ -163,7 +164,7 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
               steps: int | None, min_share: float, dtypes: Mapping[tuple[str, str, int, int], Iterable[str]]
               ) -> WorkloadPlan:
     first: list[PointVerdict] = []
-    winners: dict[int, tuple[GroupResult, Candidate]] = {}
+    winners: dict[int, tuple[GroupResult, CommConfig]] = {}
     notes: list[str] = []
     for p in points:
         v, hit = _judge(p, groups, per_step)
@@ -178,7 +179,7 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
         first.append(v)
     total = sum(v.default_us for v in first)
     rules: list[Rule] = []
-    kept: dict[int, Candidate] = {}
+    kept: dict[int, CommConfig] = {}
     for i, (g, w) in winners.items():
         v = first[i]
         saving = v.point.calls * (v.default.median_us - g.decisions[_index(g, v.point.size_bytes)]
@@ -188,8 +189,8 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
                                     f"of the {total:.1f} us default", v.default, v.selected, v.selected_stats, per_step)
             continue
         kept[i] = w
-        rules.append(Rule(PLUGIN_COLLECTIVES[g.key.collective], v.point.size_bytes, v.point.size_bytes,
-                          w.algo or DEFAULT_NAME, w.proto or DEFAULT_NAME, w.channels or ANY, g.key.n_nodes,
+        rules.append(Rule(collectives.PLUGIN_NAMES[g.key.collective], v.point.size_bytes, v.point.size_bytes,
+                          w.algo or NCCL_CHOICE, w.proto or NCCL_CHOICE, w.channels or ANY, g.key.n_nodes,
                           g.key.n_ranks, platform=g.key.platform))
     verdicts = [_apply(v, RuleSet(rules), gpu, groups, per_step) if v.default is not None else v for v in first]
     return WorkloadPlan(gpu, verdicts, rules, steps, notes)
@@ -201,7 +202,7 @@ def _index(g: GroupResult, size: int) -> int:
 
 def _judge(p: WPoint, groups: Mapping[tuple[str, int, int], GroupResult], per_step: float
            ) -> tuple[PointVerdict, tuple[GroupResult, SizeDecision] | None]:
-    if p.collective not in PLUGIN_COLLECTIVES:
+    if p.collective not in collectives.PLUGIN_NAMES:
         return PointVerdict(p, UNTUNABLE, f"NCCL does not pass {p.collective} to a tuner", per_step=per_step), None
     if p.n_ranks < 2:
         return PointVerdict(p, ONE_RANK, "NCCL does not consult a tuner with one rank", per_step=per_step), None
@@ -220,7 +221,7 @@ def _judge(p: WPoint, groups: Mapping[tuple[str, int, int], GroupResult], per_st
     base = nccl_best(d.default, d.candidates)
     if d.winner is None:
         why = "no configuration beat NCCL's default beyond the noise"
-        return PointVerdict(p, DEFAULT_KEPT, why, base, Candidate(), base, per_step), (g, d)
+        return PointVerdict(p, DEFAULT_KEPT, why, base, CommConfig(), base, per_step), (g, d)
     return PointVerdict(p, RULE, f"{d.winner.label} beats NCCL's default beyond the noise", base, d.winner,
                         d.candidates[d.winner], per_step), (g, d)
 
@@ -234,7 +235,7 @@ def _apply(v: PointVerdict, ruleset: RuleSet, gpu: str, groups: Mapping[tuple[st
     g = groups[(p.collective, p.n_ranks, n_nodes)]
     d = g.decisions[_index(g, p.size_bytes)]
     m = match(ruleset, Query(p.collective, p.size_bytes, p.n_ranks, n_nodes, platform=PlatformFacts(gpu=gpu)))
-    sel = Candidate(m.algo, m.proto, m.channels or None)
+    sel = CommConfig(m.algo, m.proto, m.channels or None)
     if sel.is_default:
         status = v.status if v.status != RULE else DEFAULT_KEPT
         return PointVerdict(p, status, v.reason, v.default, sel, v.default, per_step)

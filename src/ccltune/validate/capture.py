@@ -23,12 +23,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ccltune.commconfig import CommConfig
 from ccltune.errors import UsageError
-from ccltune.store import Store
+from ccltune.store import Store, as_record
 from ccltune.tune.derive import (
-    Candidate,
     Derivation,
-    _record,
     candidate_of,
     derive,
     nccl_best,
@@ -42,13 +41,13 @@ ARM = "best"  # the ``config`` label of the third arm's rows
 Key = tuple[str, int, int, int]  # (collective, n_ranks, n_nodes, size_bytes)
 
 
-def best_arms(result: Derivation, n_ranks: int, n_nodes: int, gpu: str | None = None) -> dict[Key, Candidate]:
+def best_arms(result: Derivation, n_ranks: int, n_nodes: int, gpu: str | None = None) -> dict[Key, CommConfig]:
     """(collective, n_ranks, n_nodes, size) -> the sweep's fastest candidate there, where it beat
     NCCL's own choice (the faster of default and twin) by more than both points' noise.
 
     Only groups of this communicator's shape, and of this GPU when ``gpu`` (a model name as the
     devices report it) is given: the plugin matches ``gpu=`` as a substring of that name."""
-    out: dict[Key, Candidate] = {}
+    out: dict[Key, CommConfig] = {}
     for g in result.groups:
         k = g.key
         if (k.n_ranks, k.n_nodes) != (n_ranks, n_nodes):
@@ -63,7 +62,7 @@ def best_arms(result: Derivation, n_ranks: int, n_nodes: int, gpu: str | None = 
 
 
 def arms_from_db(path: str, n_ranks: int, n_nodes: int, gpu: str | None, placement: str = "out-of-place"
-                 ) -> dict[Key, Candidate]:
+                 ) -> dict[Key, CommConfig]:
     """:func:`best_arms` of the sweep/import runs in the database at ``path`` (``--best-from``)."""
     if not os.path.isfile(path):
         raise UsageError(f"--best-from {path!r}: no such database (a `ccltune sweep` database)")
@@ -128,7 +127,7 @@ def capture(rows: Iterable[Any], placement: str = "out-of-place") -> Capture:
     Sizes without all three arms are left out."""
     samples: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     label: dict[Key, str] = {}
-    for row in map(_record, rows):
+    for row in map(as_record, rows):
         cfg = row.get("config")
         if cfg not in ("default", "rules", ARM):
             continue
@@ -146,6 +145,6 @@ def capture(rows: Iterable[Any], placement: str = "out-of-place") -> Capture:
     return Capture(out)
 
 
-def arm_label(cand: Candidate) -> dict[str, Any]:
+def arm_label(cand: CommConfig) -> dict[str, Any]:
     """The row labels of the third arm measuring ``cand``."""
     return {"config": ARM, "algo": cand.algo, "proto": cand.proto, "channels": cand.channels}

@@ -1,33 +1,24 @@
 """JUnit XML for a validate verdict: one testcase per (collective, nRanks, nNodes, size),
-a <failure> where the rules are slower, an <error> where a side is missing. Built with
-xml.etree so CI systems (Jenkins, GitLab, GitHub) read it unchanged."""
+a <failure> where the rules are slower, an <error> where a side is missing; written by
+:mod:`ccltune.junit`."""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-
+from ccltune import junit
 from ccltune.sizes import format_size
 from ccltune.validate.verdict import SizeVerdict, Verdict
 
 
 def to_junit(v: Verdict, suite: str = "ccltune.validate") -> str:
-    fails = sum(s.status == "FAIL" for s in v.sizes)
-    errors = sum(s.status == "ERROR" for s in v.sizes)
-    root = ET.Element("testsuites", name=suite, tests=str(len(v.sizes)), failures=str(fails), errors=str(errors))
-    ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(v.sizes)), failures=str(fails),
-                       errors=str(errors), skipped="0")
+    cases = []
     for s in v.sizes:
-        tc = ET.SubElement(ts, "testcase", classname=f"{suite}.{s.collective}.nranks{s.n_ranks}.nnodes{s.n_nodes}",
-                           name=f"{s.collective} {format_size(s.size_bytes)}B",
-                           time=f"{(s.rules.median_us if s.rules else 0.0) / 1e6:.9f}")
-        if s.status == "FAIL":
-            ET.SubElement(tc, "failure", message=s.reason, type="slower").text = _detail(s)
-        elif s.status == "ERROR":
-            ET.SubElement(tc, "error", message=s.reason, type="missing")
-        else:
-            ET.SubElement(tc, "system-out").text = s.reason
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+        fail, error = s.status == "FAIL", s.status == "ERROR"
+        cases.append(junit.Case(
+            f"{suite}.{s.collective}.nranks{s.n_ranks}.nnodes{s.n_nodes}", f"{s.collective} {format_size(s.size_bytes)}B",
+            s.status, s.reason, kind="slower" if fail else "missing" if error else None,
+            detail=_detail(s) if fail else None, out=None if fail or error else s.reason,
+            time_s=(s.rules.median_us if s.rules else 0.0) / 1e6))
+    return junit.to_junit(suite, cases)
 
 
 def _detail(s: SizeVerdict) -> str:

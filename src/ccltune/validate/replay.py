@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccltune.store import as_record
 from ccltune.tune.stats import PointStats, beats, point_stats
 from ccltune.workload.model import Workload
 
@@ -66,6 +67,8 @@ class ReplayVerdict:
                 "default_us_per_step": stats(self.default), "rules_us_per_step": stats(self.rules),
                 "ratio": None if self.ratio is None else round(self.ratio, 4),
                 "ratio_noise": None if self.ratio_noise is None else round(self.ratio_noise, 4),
+                "comm_us_per_step": {"default": round(self.default.median_us, 3),
+                                     "rules": None if self.rules is None else round(self.rules.median_us, 3)},
                 "rounds": self.rows(rounds),
                 "entries": [{"entry": e.index, "collective": e.collective, "size_bytes": e.size_bytes,
                              "calls": e.calls, "default_us": stats(e.default), "rules_us": stats(e.rules)}
@@ -77,19 +80,18 @@ def per_step(round_seconds: Iterable[float], steps: int | None) -> list[float]:
     return [t * 1e6 / (steps or 1) for t in round_seconds]
 
 
-def entry_times(wl: Workload, replayed: Iterable[int], rows: Iterable[Any]) -> list[EntryTime]:
-    """Per replayed entry, the medians of its 'ok' rows per arm (rows: Measurements or dicts with
-    collective, size_bytes, config, status, time_us)."""
-    by: dict[tuple[str, int, str], list[float]] = {}
-    for r in rows:
-        r = r.to_record() if hasattr(r, "to_record") else r
-        if r.get("status") == "ok" and r.get("time_us") and r.get("config") in ARMS:
-            by.setdefault((r["collective"], int(r["size_bytes"]), r["config"]), []).append(float(r["time_us"]))
+def entry_times(wl: Workload, rows_by_entry: Mapping[int, Iterable[Any]]) -> list[EntryTime]:
+    """Per replayed entry (``rows_by_entry``: entry index -> its rows, Measurements or dicts with config,
+    status and time_us; ``measure.replay.entry_rows``), the statistics of its 'ok' rows per arm."""
     out = []
-    for i in replayed:
+    for i, rows in rows_by_entry.items():
+        by: dict[str, list[float]] = {}
+        for r in rows:
+            r = as_record(r)
+            if r.get("status") == "ok" and r.get("time_us") and r.get("config") in ARMS:
+                by.setdefault(r["config"], []).append(float(r["time_us"]))
         k = wl.entries[i].key
-        got = {arm: point_stats(by[(k.collective, k.size_bytes, arm)]) if (k.collective, k.size_bytes, arm) in by
-               else None for arm in ARMS}
+        got = {arm: point_stats(by[arm]) if arm in by else None for arm in ARMS}
         out.append(EntryTime(i, k.collective, k.size_bytes, wl.entries[i].calls, got["default"], got["rules"]))
     return out
 

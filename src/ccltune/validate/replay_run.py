@@ -9,10 +9,13 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccltune.measure import replay as M
-from ccltune.measure.load import MatrixLoad
+from ccltune import datatypes
+from ccltune.commconfig import CommConfig
+from ccltune.measure import replay as measure_replay
+from ccltune.measure import sweep as measure_sweep
+from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
-from ccltune.validate import replay as R
+from ccltune.validate import replay as replay_plan
 from ccltune.workload import plan as WP
 from ccltune.workload.model import Workload
 
@@ -29,7 +32,7 @@ class ReplayPlan:
 
 @dataclass
 class ReplayResult:
-    verdict: R.ReplayVerdict | None = None
+    verdict: replay_plan.ReplayVerdict | None = None
     rounds: dict[str, list[float]] = field(default_factory=dict)
     skipped: list[WP.Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -50,8 +53,6 @@ def waived_reason(engine_name: str, world_size: int, rules_path: str | None) -> 
 def _arms(engine_name: str, rules_path: str | None, waived: str | None) -> dict[str, Any]:
     if engine_name != "nccl":
         return {"default": lambda c: None}
-    from ccltune.engines.nccl import CommConfig
-
     arms = {"default": lambda c: CommConfig(instance=c)}
     if waived is None:
         path = os.path.abspath(rules_path or "")
@@ -80,19 +81,28 @@ def run(plan: ReplayPlan, session: Session, engine_opts: Any) -> ReplayResult:
                 s.store.add_artifact(s.run_id, "rules", fh.read())
         s.summary = lambda: _summary(res)
         with s.running(lambda: "replay interrupted; nothing judged"):
-            items, notes = M.prepare(engine, [e.key for e in wl.entries], seq)
+            items, notes = measure_replay.prepare(engine, [e.key for e in wl.entries], seq)
             res.notes += notes
-            load = MatrixLoad(engine.torch, engine.device, plan.under_load).start() if plan.under_load else None
-            try:
-                res.rounds = M.rounds(engine, items, arms, plan.reps, session.timeout_s) if items else {}
-            finally:
-                res.load = load.stop() if load is not None else None
+            with Loaded(engine, plan.under_load) as load:
+                res.rounds = measure_replay.rounds(engine, items, arms, plan.reps, session.timeout_s) if items else {}
+                per_entry = measure_replay.entry_rows(engine, items, arms, _entry_settings(plan, session.timeout_s))
+            res.load = load.result
+            if s.store is not None:
+                for got in per_entry.values():
+                    s.store.add_measurements(s.run_id, got)
             if s.is_root and res.rounds:
                 steps = wl.steps
-                rounds = {a: R.per_step(t, steps) for a, t in res.rounds.items()}
+                rounds = {a: replay_plan.per_step(t, steps) for a, t in res.rounds.items()}
                 res.rounds = rounds
-                res.verdict = R.verdict(rounds, steps, [], waived)
+                res.verdict = replay_plan.verdict(rounds, steps, replay_plan.entry_times(wl, per_entry), waived)
     return res
+
+
+def _entry_settings(plan: ReplayPlan, timeout_s: float) -> measure_sweep.SweepSettings:
+    """How each entry is timed alone: eagerly, as the job issues it, ``--iters`` interleaved rounds of
+    about a millisecond per arm (the datatype is the entry's own)."""
+    return measure_sweep.SweepSettings(dtype=datatypes.dtype("float"), op="sum", reps=plan.reps, graph=False,
+                                       target_us=1000.0, max_iters=100, warmup=2, timeout_s=timeout_s)
 
 
 def _summary(res: ReplayResult) -> dict[str, Any]:

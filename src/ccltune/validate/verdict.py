@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ccltune.errors import DataError
+from ccltune.store import as_record
 from ccltune.tune.derive import usable
 from ccltune.tune.stats import PointStats, beats, point_stats
 
@@ -127,7 +128,7 @@ def verdict(rows: Iterable[Any], *, hard_slowdown: float = HARD_SLOWDOWN,
     measured ratio is shown as a noise reference, never judged."""
     samples: dict[tuple[str, int, int, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
-        row = row.to_record() if hasattr(row, "to_record") else row
+        row = as_record(row)
         if row.get("config") not in SIDES:
             continue
         key = (row["collective"], int(row["n_ranks"]), int(row.get("n_nodes") or 1), int(row["size_bytes"]))

@@ -16,8 +16,6 @@ from ccltune.errors import UsageError
 from ccltune.workload.model import Key, RankRecord
 
 MAGIC = "# ccltune-capture 1"
-_BY_TUNER = {c.tuner_func: c.name for c in collectives.TUNABLE}
-_TUNER_NAMES = {"broadcast": 0, "reduce": 1, "allgather": 2, "reducescatter": 3, "allreduce": 4}
 _HEADER_INTS = ("pid", "nranks", "nnodes", "calls", "overflow_calls", "overflow_bytes")
 
 
@@ -82,14 +80,14 @@ def _call_line(line: str, path: str, no: int, head: dict[str, str]) -> tuple[Key
     f = line.split(",")
     if len(f) != 5:
         raise UsageError(f"{path}:{no}: expected collective,nbytes,num_pipe_ops,reg_buff,calls; got {line!r}")
-    if f[0] not in _TUNER_NAMES:
-        raise UsageError(f"{path}:{no}: unknown collective {f[0]!r} (a tuner sees only {', '.join(_TUNER_NAMES)})")
+    if f[0] not in collectives.BY_PLUGIN_NAME:
+        raise UsageError(f"{path}:{no}: unknown collective {f[0]!r} (a tuner sees only {', '.join(collectives.BY_PLUGIN_NAME)})")
     nbytes = _int(f[1], path, "nbytes", no)
     pipe = _int(f[2], path, "num_pipe_ops", no)
     reg = _int(f[3], path, "reg_buff", no)
     if reg not in (-1, 0, 1):
         raise UsageError(f"{path}:{no}: reg_buff {reg} is not -1, 0 or 1")
     n = _int(f[4], path, "calls", no)
-    key = Key(_BY_TUNER[_TUNER_NAMES[f[0]]], nbytes, _int(head["nranks"], path, "nranks"),
+    key = Key(collectives.BY_PLUGIN_NAME[f[0]].name, nbytes, _int(head["nranks"], path, "nranks"),
               nnodes=_int(head["nnodes"], path, "nnodes"))
     return key, (pipe, reg), n

@@ -16,17 +16,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ccltune.errors import UsageError
+from ccltune.files import read_bytes
 from ccltune.workload import capture, nccl_log, torch_trace
 from ccltune.workload.model import RankRecord, Workload, merge
 
+MAX_TRACE_BYTES = 16 << 30  # profiler traces run to gigabytes; a larger input is not one
 KINDS = "a ccltune capture file, an NCCL COLL log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL), a PyTorch profiler trace"
 
 
 def read_text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read it ({exc.strerror})") from None
+    raw = read_bytes(path, "FILE", limit=MAX_TRACE_BYTES)  # no FIFO on disk, device or folder: a clear error
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)

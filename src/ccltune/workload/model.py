@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune.errors import UsageError
+from ccltune.files import read_bytes
 
 SCHEMA = "ccltune-workload"
 VERSION = 1
@@ -32,7 +33,7 @@ class Key:
     collective: str             # ccltune's registry name: all_reduce, all_gather, ...
     size_bytes: int
     nranks: int
-    datatype: str | None = None  # ccltune's spelling (types.DTYPES), or NCCL's enum as 'nccl:N'
+    datatype: str | None = None  # ccltune's spelling (datatypes.DTYPES), or NCCL's enum as 'nccl:N'
     count: int | None = None
     nnodes: int | None = None
 
@@ -226,11 +227,9 @@ def _need(d: dict[str, Any], name: str, kinds: type | tuple[type, ...], where: s
 
 def load(path: str) -> Workload:
     """Read a workload file; an unreadable or wrong file is a UsageError naming it."""
+    raw = read_bytes(path, "W.json", limit=1 << 30)  # no FIFO on disk, device or folder: a clear error
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read it ({exc.strerror})") from None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not a workload file (not UTF-8 text)") from None
     return from_json(text, path)

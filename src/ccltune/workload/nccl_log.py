@@ -23,7 +23,7 @@ import re
 from collections import Counter
 
 from ccltune import collectives
-from ccltune.types import DTYPES
+from ccltune.datatypes import DTYPES
 from ccltune.workload.model import Key, RankRecord
 
 _PREFIX = r"(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL INFO "
@@ -35,13 +35,8 @@ _COLL = re.compile(
 _INIT = re.compile(_PREFIX + r".*?comm (?P<comm>0x[0-9a-fA-F]+) rank \d+ nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+)")
 _NCCL_INFO = re.compile(_PREFIX)
 
-# NCCL's opName -> ccltune's registry name
-FUNCS = {"AllReduce": "all_reduce", "AllGather": "all_gather", "ReduceScatter": "reduce_scatter",
-         "Broadcast": "broadcast", "Reduce": "reduce", "AlltoAll": "alltoall", "Gather": "gather",
-         "Scatter": "scatter", "Send": "sendrecv", "Recv": "sendrecv"}
 # ncclDataType_t -> (ccltune's spelling, bytes)
 DATATYPES = {d.nccl: (d.name, d.size) for d in DTYPES.values()}
-DATATYPES.update({10: ("float8_e4m3", 1), 11: ("float8_e5m2", 1)})
 
 
 def has_coll_lines(text: str) -> bool:
@@ -76,14 +71,14 @@ def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
             warnings.append(f"{path}:{no}: skipped an incomplete NCCL COLL line{cut}: {line.strip()[:120]!r}")
             continue
         func = m["func"]
-        if func not in FUNCS:
+        if func not in collectives.BY_NCCL_NAME:
             warnings.append(f"{path}:{no}: skipped: unknown NCCL function {func!r}")
             continue
         dt = int(m["dtype"])
         if dt not in DATATYPES:
             warnings.append(f"{path}:{no}: skipped: unknown ncclDataType_t {dt}")
             continue
-        coll = collectives.REGISTRY[FUNCS[func]]
+        coll = collectives.BY_NCCL_NAME[func]
         name, size = DATATYPES[dt]
         n, count = int(m["nranks"]), int(m["count"])
         rank = f"{m['host']}:{m['pid']}"

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from ccltune import collectives
+from ccltune import collectives, datatypes
+from ccltune.errors import UsageError
 from ccltune.workload.model import Entry, Workload
 
 ORDERS = ("captured", "grouped")
@@ -23,12 +25,12 @@ class Skipped:
     reason: str
 
 
-def fit(wl: Workload, world_size: int, n_nodes: int, *, tunable_only: bool = False
+def fit(wl: Workload, world_size: int, n_nodes: int | None, *, tunable_only: bool = False
         ) -> tuple[list[int], list[Skipped]]:
     """(indices of the entries this launch reproduces, the others with the reason).
 
-    ``tunable_only``: also skip what a sweep cannot tune (collectives NCCL passes no tuner,
-    one-rank communicators)."""
+    ``n_nodes`` None: not known yet (before the job starts), not checked. ``tunable_only``: also
+    skip what a sweep cannot tune (collectives NCCL passes no tuner, one-rank communicators)."""
     keep: list[int] = []
     skipped: list[Skipped] = []
     for i, e in enumerate(wl.entries):
@@ -39,7 +41,7 @@ def fit(wl: Workload, world_size: int, n_nodes: int, *, tunable_only: bool = Fal
         elif k.nranks != world_size:
             why = (f"captured on {k.nranks} rank{'s' if k.nranks != 1 else ''}, this launch has {world_size}"
                    f" (launch it with --nproc {k.nranks})")
-        elif k.nnodes is not None and k.nnodes != n_nodes:
+        elif k.nnodes is not None and n_nodes is not None and k.nnodes != n_nodes:
             why = f"captured on {k.nnodes} node(s), this launch spans {n_nodes}"
         elif tunable_only and collectives.REGISTRY[k.collective].tuner_func is None:
             why = f"NCCL passes {k.collective} to no tuner: nothing to sweep"
@@ -50,6 +52,42 @@ def fit(wl: Workload, world_size: int, n_nodes: int, *, tunable_only: bool = Fal
         else:
             skipped.append(Skipped(i, e, why))
     return keep, skipped
+
+
+def sweep_points(wl: Workload, world_size: int, n_nodes: int | None, dtype: Any,
+                 only: Iterable[str] | None = None) -> tuple[dict[str, list[int]], list[Skipped]]:
+    """What ``sweep --workload`` measures: collective -> the sizes (bytes, ascending) of the entries this
+    launch can tune (:func:`fit` with ``tunable_only``), and every other entry with the reason.
+
+    A sweep times one datatype (``dtype``, a ``datatypes.DType``): a size that is not a whole number of
+    its elements on every rank would be stored under another size, which ``tune --workload`` would
+    not find, so it is listed with the datatype that measures it. ``only``: the collectives asked
+    for (None: all)."""
+    keep, skipped = fit(wl, world_size, n_nodes, tunable_only=True)
+    wanted = None if only is None else set(only)
+    points: dict[str, set[int]] = {}
+    for i in keep:
+        e = wl.entries[i]
+        k = e.key
+        stored = collectives.REGISTRY[k.collective].layout(k.size_bytes, dtype.size, world_size, 0).size_bytes
+        if wanted is not None and k.collective not in wanted:
+            skipped.append(Skipped(i, e, f"{k.collective} is not among the collectives asked for"))
+        elif stored != k.size_bytes:
+            skipped.append(Skipped(i, e, f"{k.size_bytes} B does not divide into {dtype.name} elements on "
+                                         f"{world_size} ranks (the sweep would measure {stored} B): sweep it "
+                                         f"with -d {_whole_type(k.datatype)}"))
+        else:
+            points.setdefault(k.collective, set()).add(k.size_bytes)
+    skipped.sort(key=lambda s: s.index)
+    return {c: sorted(v) for c, v in points.items()}, skipped
+
+
+def _whole_type(datatype: str | None) -> str:
+    """The datatype to sweep an entry with: its own when ccltune has it, else int8 (any byte count)."""
+    try:
+        return datatypes.dtype(datatype).name if datatype else "int8"
+    except UsageError:
+        return "int8"
 
 
 def sequence(wl: Workload, keep: Iterable[int], order: str = "captured") -> tuple[list[tuple[int, int, int]], str | None]:

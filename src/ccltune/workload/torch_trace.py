@@ -23,7 +23,7 @@ from typing import Any
 
 from ccltune import collectives
 from ccltune.errors import UsageError
-from ccltune.types import DTYPES
+from ccltune.datatypes import DTYPES
 from ccltune.workload.model import Key, RankRecord, Timing
 
 # c10d's collective names -> ccltune's registry name

@@ -1,4 +1,5 @@
-"""``ccltune check``'s verdicts (pure): a profile's gates and monotonicity over bench records.
+"""``ccltune check``'s verdicts: a profile's gates and monotonicity over bench records (pure but for
+``judge``, which measures when it is given nothing to judge).
 
 Records are the bench JSON's ``records``: dicts with ``collective``, ``size_bytes``,
 ``in_place``, ``busbw_gbps``, ``algbw_gbps`` (GB/s, 1e9 bytes). Several records at one point
@@ -10,13 +11,17 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ccltune.diagnose import linkmath
+from ccltune.diagnose.checks import linkmath
+from ccltune.diagnose.checks.profiles import BenchPlan, Gate, Monotonic, Profile
 from ccltune.diagnose.findings import Finding
-from ccltune.diagnose.profiles import BenchPlan, Gate, Monotonic, Profile
+from ccltune.diagnose.probes import benchrun
 from ccltune.errors import UsageError
 from ccltune.sizes import format_size
+
+if TYPE_CHECKING:
+    from ccltune.diagnose.checks.registry import Context
 
 # A profile derived from the machine's own links: all_reduce in-place busbw at LINK_GATE_BYTES must reach
 # RING_FRACTION of the ring ceiling (linkmath: the smallest over the GPUs of slowest link x peers, capped by
@@ -111,6 +116,46 @@ def profile_misfit(profile: Profile, gpu_model: str | None, world_size: int | No
 def waive_all(profile: Profile, reason: str) -> list[Finding]:
     names = [g.name for g in profile.gates] + (["monotonic"] if profile.monotonic else [])
     return [Finding(n, "WAIVED", reason) for n in names]
+
+
+def planned_how(profile: Profile) -> dict[str, Any]:
+    """How ``judge`` measures ``profile``'s sweep: ``ccltune bench`` under torchrun, one process per GPU."""
+    return {"source": "measured", "world_size": profile.world_size, "engine": "nccl", "graph": False,
+            "launcher": "torchrun", "process_per_gpu": True}
+
+
+def waive(ctx: Context, reason: str) -> list[Finding]:
+    """Every gate of the context's profile WAIVED with ``reason`` (the sweep cannot run here)."""
+    assert ctx.profile is not None
+    ctx.how = ctx.how or planned_how(ctx.profile)
+    return waive_all(ctx.profile, reason)
+
+
+def judge(ctx: Context) -> list[Finding]:
+    """The context's profile over its records, else over a bench JSON (``from_json``), else over a sweep measured
+    now. Leaves how the figures were taken in ``ctx.how`` and the bench output in ``ctx.artifacts``."""
+    profile = ctx.profile
+    assert profile is not None
+    if ctx.records is not None:
+        return evaluate(profile, ctx.records, ctx.how)
+    if ctx.from_json:
+        bench_env, records = benchrun.read_bench_json(ctx.from_json)
+        ctx.how = how_measured(bench_env, records, source=ctx.from_json)
+        return evaluate(profile, records, ctx.how)
+    ctx.how = planned_how(profile)
+    plan = profile.bench
+    run = benchrun.run_bench(profile.world_size, timeout_s=ctx.timeout_s, min_bytes=plan.min_bytes,
+                             max_bytes=plan.max_bytes, step_factor=plan.step_factor, iters=plan.iters,
+                             warmup=plan.warmup)
+    if run.output:
+        ctx.artifacts["bench-output.txt"] = run.output
+    if run.error:
+        sweep = f"{format_size(plan.min_bytes)}..{format_size(plan.max_bytes)}"
+        return [Finding("measure", "ERROR", f"bench {sweep} on {profile.world_size} GPUs failed: {run.error}",
+                        "run the command in data.argv by hand", data={"argv": run.argv})]
+    ctx.how = how_measured(run.bench_env, run.records, source="measured") | {"launcher": "torchrun",
+                                                                          "process_per_gpu": True}
+    return evaluate(profile, run.records, ctx.how)
 
 
 def _gate(gate: Gate, records: Sequence[Record], *, provisional: bool) -> Finding:

@@ -37,7 +37,7 @@ DTYPES: dict[str, DType] = {d.name: d for d in (
 _DTYPE_ALIASES = {
     "char": "int8", "int": "int32", "float32": "float", "fp32": "float", "float16": "half",
     "fp16": "half", "float64": "double", "fp64": "double", "bf16": "bfloat16",
-    "float8e4m3": "f8e4m3", "float8_e4m3fn": "f8e4m3", "fp8e4m3": "f8e4m3",
+    "float8e4m3": "f8e4m3", "float8_e4m3": "f8e4m3", "float8_e4m3fn": "f8e4m3", "fp8e4m3": "f8e4m3",
     "float8e5m2": "f8e5m2", "float8_e5m2": "f8e5m2", "fp8e5m2": "f8e5m2",
 }
 

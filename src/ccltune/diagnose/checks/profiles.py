@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ccltune.errors import UsageError, did_you_mean, unknown_name
+from ccltune.files import check_name, read_text
 from ccltune.sizes import parse_size
 
 METRICS = ("busbw_gbps", "algbw_gbps")
@@ -99,14 +100,8 @@ def builtin_names() -> list[str]:
 
 def load_profile(spec: str) -> Profile:
     """A built-in by name (``h200-4``) or a file by path (anything ending in .toml or naming a file)."""
-    if spec.endswith(".toml") or "/" in spec or Path(spec).is_file():
-        path = Path(spec)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"--profile: {spec!r} does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"--profile: cannot read {spec!r}: {exc}") from None
+    if spec.endswith(".toml") or "/" in spec or check_name(spec, "--profile").is_file():
+        text = read_text(spec, "--profile")
         return parse_profile(_toml_loads(text, spec), where=spec)
     names = builtin_names()
     if spec not in names:

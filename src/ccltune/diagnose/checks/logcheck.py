@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from ccltune.diagnose.envrules import check_env
+from ccltune.diagnose.checks.envrules import check_env
 from ccltune.diagnose.findings import Finding
-from ccltune.diagnose.ncclog import Edge, NcclLog
+from ccltune.diagnose.parsers.ncclog import Edge, NcclLog
 
 P2P_FIX = ("export NCCL_P2P_LEVEL=SYS to let NCCL use P2P across the CPU interconnect "
            "(check with `ccltune topo` that these GPUs can reach each other)")

@@ -1,63 +1,16 @@
 """Host settings that slow collectives: NUMA auto-balancing, numad, IOMMU mode, PCIe ACS.
 
-Every reader takes ``root``, the folder that stands for ``/`` (``--sysfs-root`` or
-``CCLTUNE_SYSFS_ROOT``, so tests use fake trees). A file that cannot be read makes its check
-WAIVED with the reason; nothing here raises but ``sys_root``, for a root the user named that is
-not a folder.
+Each check reads under ``root`` (see ``probes.sysfs``); a file that cannot be read makes its
+check WAIVED with the reason.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 from ccltune.diagnose.findings import Finding
-from ccltune.errors import UsageError
-
-ROOT_ENV = "CCLTUNE_SYSFS_ROOT"
-
-
-def sys_root(cli_value: str | None = None) -> Path:
-    """``--sysfs-root``, else $CCLTUNE_SYSFS_ROOT, else /.
-
-    A root given by the flag or the variable must be an existing folder (UsageError naming which):
-    under a mistyped one every file would be missing and every check WAIVED, which reads as a clean
-    host. / is taken as it is: a real host may lack parts of /sys and /proc.
-    """
-    if cli_value is not None:
-        return _given_root(cli_value, "--sysfs-root")
-    env_value = os.environ.get(ROOT_ENV)
-    if env_value:  # set but empty counts as unset, as for most variables
-        return _given_root(env_value, f"${ROOT_ENV}")
-    return Path("/")
-
-
-def _given_root(value: str, where: str) -> Path:
-    if not value:
-        raise UsageError(f"{where}: empty path; give the folder that stands for /")
-    path = Path(value)
-    if not path.exists():
-        raise UsageError(f"{where}: {value!r} does not exist")
-    if not path.is_dir():
-        raise UsageError(f"{where}: {value!r} is not a directory")
-    return path
-
-
-def read_text(root: Path, rel: str) -> tuple[str | None, str]:
-    """(content, '') or (None, why it could not be read)."""
-    path = root / rel
-    try:
-        return path.read_text(encoding="utf-8", errors="replace"), ""
-    except FileNotFoundError:
-        return None, f"/{rel} does not exist"
-    except PermissionError:
-        return None, f"no permission to read /{rel}"
-    except OSError as exc:
-        return None, f"cannot read /{rel}: {exc.strerror}"
-
+from ccltune.diagnose.probes.sysfs import read_text
 
 def check_numa_balancing(root: Path) -> Finding:
     text, why = read_text(root, "proc/sys/kernel/numa_balancing")
@@ -145,26 +98,3 @@ def check_acs(lspci_vvv: str | None) -> Finding:
                    "on bare metal disable ACS in the BIOS or with `setpci -s BDF ECAP_ACS+0x6.w=0000`; "
                    "keep it in VMs that pass devices through", data={"devices": [d["bdf"] for d in redirect]})
 
-
-def run_lspci() -> str | None:
-    """``lspci -D -vvv`` output, or None when lspci is missing or fails."""
-    if shutil.which("lspci") is None:
-        return None
-    try:
-        return subprocess.run(["lspci", "-D", "-vvv"], capture_output=True, text=True, errors="replace",
-                              timeout=30, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def has_infiniband(root: Path) -> bool | None:
-    try:
-        return any((root / "sys/class/infiniband").iterdir())
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return None
-
-
-def host_checks(root: Path, lspci_vvv: str | None) -> list[Finding]:
-    return [check_numa_balancing(root), check_numad(root), check_iommu(root), check_acs(lspci_vvv)]

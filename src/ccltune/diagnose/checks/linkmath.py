@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ccltune.diagnose.findings import Finding
-from ccltune.diagnose.linkimport import times
+from ccltune.diagnose.parsers.linkimport import times
 
 Pair = tuple[int, int]
 

@@ -1,11 +1,9 @@
 """Model-guided search: NCCL's default at every size, the candidates where they may win.
 
 Each configuration's time is modelled as ``t(s) = alpha + s / beta`` (latency µs, bandwidth
-bytes/µs). One global fit is poor across eight decades of size (protocols saturate, NCCL
-switches internally), so the planner uses the model *piecewise*: between two sizes where a
-configuration was measured, the alpha-beta line through both points (``segment``).
-:func:`fit_alpha_beta` (relative least squares) and :func:`crossing` serve reporting and checks
-over a region.
+bytes/µs), piecewise: between two sizes where a configuration was measured, the alpha-beta line
+through both points (``segment``). :func:`fit_alpha_beta` (relative least squares) and
+:func:`crossing` serve reporting and checks over a region.
 
 The loop the sweep runs::
 
@@ -14,64 +12,12 @@ The loop the sweep runs::
         measure(todo)
         todo = plan_refine(rows_so_far, sizes)   # {} once nothing is left to measure
 
-1. ``plan_initial``: every configuration at the *anchors* (the smallest and the largest size,
-   and evenly between them as few more as keep anchors at most ``stride`` sizes apart: 8 B,
-   128 KB, 1 GB for 8 B-1 GB with the default stride 14), and NCCL's default at **every**
-   other size. The default is one configuration of K (1/K of an exhaustive sweep); every
-   decision compares against it; and its curve is the one a line through a few points cannot
-   predict, because NCCL switches algorithm, protocol and channels inside it: the wins a sweep
-   finds are where those switches go wrong (a bump of the default). Measured everywhere, it also
-   gives each size the same neighbours as in an exhaustive sweep, which the isolation rule of
-   :mod:`ccltune.tune.derive` (a win no neighbouring size corroborates needs
-   ``isolated_margin``) is judged on.
-2. ``plan_refine``, per (collective, nRanks, nNodes), asks for a configuration ``c`` at a size
-   ``s`` where the default was measured and ``c`` was not, when
-
-   - **predicted**: ``c``'s prediction at ``s`` (:func:`predict`, from its nearest measured
-     sizes below and above) beats the measured default by more than the margin a win there
-     needs, less ``ambiguity``: the ordinary margin (noise floored at ``min_margin``) when ``c``
-     beats the default at a neighbouring size, else ``isolated_margin`` (the qualification rule
-     of :func:`ccltune.tune.derive.qualifying`). A configuration that beats the default at
-     neither end of its segment is predicted no faster than the default's trend
-     (:func:`default_trend`): it is pruned unless the default bulges above its trend at ``s``;
-     or
-   - **adjacent**: ``c`` beats the default (ordinary margin) at a neighbouring size. A win is so
-     measured outwards size by size until it stops: the extent of a region of wins and the
-     corroboration of a small win rest on the same neighbouring measurements as in an
-     exhaustive sweep. The walk goes on past up to three sizes where ``c`` is faster than the
-     default but within the noise, within three sizes of a win (on 4 H200s, 32 channels won
-     all_reduce at 16-64 MB and 256 MB-1 GB; 128 MB, 2.9% faster inside a 4.4% margin, had
-     stopped the walk from 1 GB; all_gather had two such sizes, 64 and 128 MB; on the full grid,
-     all_gather's 32 channels won at 8-32 MB and 512 MB, and 64-256 MB were 1.7-2.2% faster
-     inside the margin: a walk of two sizes stopped at 64 MB, one short); or
-   - **sibling**: the next lower or next higher channel count beats the default at ``s``. NCCL's
-     own channel choice is then off there, and the counts' times at small sizes differ by
-     fractions of a microsecond that no trend predicts (2-GPU broadcast at 8-16 KB: 8, 16 and 32
-     channels all 8-10% under the default, 8 the fastest). A sibling that wins too asks for its
-     own next count in the next round, so the counts are climbed from the winner outwards, not
-     all measured at once (on the H200 data: the same decisions with 0-13% fewer points). The
-     counts climbed are those of the winner's own algorithm/protocol choice; on the full grid
-     (``sweep --grid full``) a forced pair winning at NCCL's count starts from its lowest and
-     highest counts (:func:`_siblings`).
-
-   The A/A twin (NCCL's default on a second communicator) is measured at the anchors, then only
-   around a size where some candidate beats the default before the A/A gap is counted (that
-   size and its neighbours: derive's margin at a size takes the gaps of both): elsewhere no
-   decision depends on it.
-
-   Where candidates are first asked for at a size, the default is asked for again beside them,
-   so they are measured interleaved with it as in an exhaustive sweep, not in an earlier round
-   (derive pools both measurements of the default); once per size. It returns ``{}`` when
-   nothing more is asked for.
-
-The planner decides nothing itself: it measures every configuration that may qualify, and the
-rules are ``derive``'s on the rows gathered, with the same margins (so whatever the objective).
-
-**Limits.** A win no prediction indicates is missed: a configuration whose own time dips at one
-or two sizes between anchors (on the H200 data, 16 channels at 32 KB on 2 GPUs: 7.05 µs against
-7.21 and 7.23 at 16 and 64 KB, a win of 7.8% and 3.4% over two sizes that the exhaustive sweep
-keeps), or a win inside a gap where a forced configuration's alpha-beta segment runs above its
-real curve. A configuration is predicted at a size only between two sizes where it was measured.
+``plan_initial`` asks for every configuration at the anchors and NCCL's default at every other
+size; ``plan_refine`` asks for a configuration at a size where it is *predicted* to beat the
+default, is *adjacent* to a size where it does, or has a *sibling* channel count that does; the
+A/A twin only around such sizes. The planner decides nothing itself: the rules are ``derive``'s
+on the rows gathered. docs/tuning.md ("Model-guided search") gives the rules in full, their
+limits, and the measurements behind them.
 """
 
 from __future__ import annotations
@@ -82,20 +28,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ccltune.commconfig import BASELINE, TWIN, CommConfig
+from ccltune.store import as_record
 from ccltune.tune.derive import (
-    DEFAULT,
     ISOLATED_MARGIN,
     MIN_GAIN_US,
-    TWIN,
-    Candidate,
-    _record,
     candidate_of,
     samples_by_size,
 )
 from ccltune.tune.stats import PointStats, beats, gain, margin, point_stats
 
 STRIDE = 14  # plan_initial: anchors at most STRIDE sizes apart (16384x with step factor 2)
-Probes = dict[int, "list[Candidate] | None"]  # size -> configurations to measure (None: all)
+Probes = dict[int, "list[CommConfig] | None"]  # size -> configurations to measure (None: all)
 
 
 @dataclass(frozen=True)
@@ -158,7 +102,7 @@ def plan_initial(sizes: Iterable[int], stride: int = STRIDE) -> Probes:
     """The first measurements: every configuration at the :func:`anchors`, the default elsewhere."""
     s = sorted(set(sizes))
     at = set(anchors(s, stride))
-    return {x: None if x in at else [DEFAULT] for x in s}
+    return {x: None if x in at else [BASELINE] for x in s}
 
 
 def _chord(points: Mapping[int, PointStats], size: int) -> PointStats | None:
@@ -203,7 +147,7 @@ def _track(points: Mapping[int, PointStats], trend: Mapping[int, float], size: i
     return PointStats(trend[size] * ratio, (pa.noise + pb.noise) / 2, min(pa.n, pb.n))
 
 
-def predict(cand: Candidate, points: Mapping[int, PointStats], default: Mapping[int, PointStats],
+def predict(cand: CommConfig, points: Mapping[int, PointStats], default: Mapping[int, PointStats],
             trend: Mapping[int, float], size: int, min_margin: float = 0.02) -> PointStats | None:
     """``cand``'s predicted time at ``size`` from its measured ``points`` (None: not bracketed).
 
@@ -226,7 +170,7 @@ def predict(cand: Candidate, points: Mapping[int, PointStats], default: Mapping[
     return p
 
 
-def _siblings(c: Candidate, configs: Iterable[Candidate]) -> set[Candidate]:
+def _siblings(c: CommConfig, configs: Iterable[CommConfig]) -> set[CommConfig]:
     """Among ``configs`` (the forced candidates: neither the default nor its twin), the configurations to try next beside ``c`` where ``c`` beats the default: the same algorithm and
     protocol choice (a family) with the next lower and next higher channel counts of ``c``'s, and, for a
     family's NCCL-chosen count, its lowest and highest counts.
@@ -264,9 +208,9 @@ def plan_refine(measured_rows: Iterable[Any], all_sizes: Sequence[int], *, min_m
     configuration that may qualify is measured, whichever of them an objective then picks.
     """
     groups: dict[tuple[str, int, int], list[Mapping[str, Any]]] = defaultdict(list)
-    for row in map(_record, measured_rows):
+    for row in map(as_record, measured_rows):
         groups[_group_key(row)].append(row)
-    todo: dict[int, set[Candidate]] = defaultdict(set)
+    todo: dict[int, set[CommConfig]] = defaultdict(set)
     universe = sorted(set(all_sizes))
     for rows in groups.values():
         for s, cands in _refine_group(rows, universe, min_margin, isolated_margin, ambiguity, min_gain_us,
@@ -276,20 +220,20 @@ def plan_refine(measured_rows: Iterable[Any], all_sizes: Sequence[int], *, min_m
 
 
 def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin: float, isolated_margin: float,
-                  ambiguity: float, min_gain_us: float, placement: str) -> dict[int, set[Candidate]]:
+                  ambiguity: float, min_gain_us: float, placement: str) -> dict[int, set[CommConfig]]:
     """{size: configurations} to measure next for one group's rows (see the module doc)."""
     tried = {(int(r["size_bytes"]), candidate_of(r)) for r in rows}
     configs = {c for _, c in tried if not (c.is_default or c.twin)}
     stats = {s: {c: point_stats(t) for c, t in cands.items()} for s, cands in samples_by_size(rows, placement).items()}
-    per_cand: dict[Candidate, dict[int, PointStats]] = defaultdict(dict)
+    per_cand: dict[CommConfig, dict[int, PointStats]] = defaultdict(dict)
     for s, cands in stats.items():
         for c, p in cands.items():
             per_cand[c][s] = p
-    dflt = per_cand.get(DEFAULT, {})
-    want: dict[int, set[Candidate]] = defaultdict(set)
+    dflt = per_cand.get(BASELINE, {})
+    want: dict[int, set[CommConfig]] = defaultdict(set)
     for s in universe:  # the default everywhere (plan_initial asks for it; a resumed or other plan may not)
-        if (s, DEFAULT) not in tried:
-            want[s].add(DEFAULT)
+        if (s, BASELINE) not in tried:
+            want[s].add(BASELINE)
     trend = default_trend(dflt, universe)
     wins = {(s, c) for s, d in dflt.items() for c, p in stats[s].items()
             if not c.is_default and beats(d, p, min_margin)}
@@ -334,8 +278,8 @@ def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin
                     want[n].add(TWIN)
     measured_beside = {s for s, c in tried if not c.is_default}
     for s, cands in want.items():
-        if cands - {DEFAULT} and s not in measured_beside:
+        if cands - {BASELINE} and s not in measured_beside:
             # NCCL's default again beside the first candidates at a size, interleaved with them as
             # in an exhaustive sweep (once per size: later rounds compare against these samples)
-            cands.add(DEFAULT)
+            cands.add(BASELINE)
     return want

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ccltune.diagnose.linkimport import ImportedLinks, check_square, number, row
+from ccltune.diagnose.parsers.linkimport import ImportedLinks, check_square, number, row
 from ccltune.errors import UsageError
 
 _VERSION = re.compile(r"^TransferBench (?:Client v(\S+) Backend v(\S+)|v(\S+))")

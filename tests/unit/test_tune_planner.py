@@ -10,8 +10,9 @@ import zlib
 import pytest
 
 from ccltune.rules import PlatformFacts, Query, RuleSet, match
-from ccltune.tune.derive import DEFAULT, TWIN, Candidate, derive
-from ccltune.tune.model import AlphaBeta, anchors, crossing, fit_alpha_beta, plan_initial, plan_refine, segment
+from ccltune.commconfig import BASELINE, TWIN, CommConfig
+from ccltune.tune.derive import derive
+from ccltune.tune.planner import AlphaBeta, anchors, crossing, fit_alpha_beta, plan_initial, plan_refine, segment
 
 KB, MB = 1 << 10, 1 << 20
 SIZES = [8 << i for i in range(28)]  # 8 B .. 1 GiB, step factor 2, like -b 8 -e 1G -f 2
@@ -46,7 +47,7 @@ def test_plan_initial_measures_the_default_everywhere_and_all_at_the_anchors():
     plan = plan_initial(SIZES)
     assert list(plan) == SIZES
     assert [s for s, c in plan.items() if c is None] == anchors(SIZES)
-    assert all(c == [DEFAULT] for s, c in plan.items() if s not in anchors(SIZES))
+    assert all(c == [BASELINE] for s, c in plan.items() if s not in anchors(SIZES))
 
 
 # --- a synthetic H200-like all_gather / all_reduce on 4 ranks ----------------------------
@@ -60,7 +61,7 @@ def _default_time(coll: str, s: int) -> float:
     return best
 
 
-def _true_time(coll: str, cand: Candidate, s: int) -> float | None:
+def _true_time(coll: str, cand: CommConfig, s: int) -> float | None:
     if cand.is_default:
         return _default_time(coll, s)
     if cand.algo == "tree":
@@ -74,12 +75,12 @@ def _true_time(coll: str, cand: Candidate, s: int) -> float | None:
     return t * (1.0 if coll == "all_gather" else 1.01)
 
 
-CANDS = [DEFAULT, Candidate("ring", "ll"), Candidate("ring", "ll128"), Candidate("ring", "simple"),
-         Candidate("ring", "simple", 8), Candidate("ring", "ll128", 8), Candidate(None, None, 16),
-         Candidate(None, None, 32), Candidate("tree", "ll")]
+CANDS = [BASELINE, CommConfig("ring", "ll"), CommConfig("ring", "ll128"), CommConfig("ring", "simple"),
+         CommConfig("ring", "simple", 8), CommConfig("ring", "ll128", 8), CommConfig(None, None, 16),
+         CommConfig(None, None, 32), CommConfig("tree", "ll")]
 
 
-def _measure(coll: str, cand: Candidate, s: int) -> list[dict]:
+def _measure(coll: str, cand: CommConfig, s: int) -> list[dict]:
     out = []
     for rep in range(REPS):
         t = _true_time(coll, cand, s)
@@ -93,13 +94,13 @@ def _measure(coll: str, cand: Candidate, s: int) -> list[dict]:
 
 
 def _decisions_at_every_size(rows, coll):
-    """What the derived rules select at each size of the full series (Candidate, DEFAULT if none)."""
+    """What the derived rules select at each size of the full series (CommConfig, BASELINE if none)."""
     group = next(g for g in derive(rows).groups if g.key.collective == coll)
     rs = RuleSet(group.rules)
     out = []
     for s in SIZES:
         m = match(rs, Query(coll, s, 4, 1, platform=PlatformFacts(gpu="NVIDIA H200")))
-        out.append(Candidate(m.algo, m.proto, m.channels or None))
+        out.append(CommConfig(m.algo, m.proto, m.channels or None))
     return out
 
 
@@ -132,29 +133,29 @@ def test_planner_matches_exhaustive_on_a_simulated_sweep(coll):
         assert all(c.is_default for c in want)
 
 
-def _rows(times: dict[Candidate, dict[int, float]], coll="all_gather") -> list[dict]:
+def _rows(times: dict[CommConfig, dict[int, float]], coll="all_gather") -> list[dict]:
     """Three repetitions (+-1%) of each (configuration, size) time."""
     return [{"collective": coll, "size_bytes": s, "n_ranks": 4, "n_nodes": 1, "algo": c.algo, "proto": c.proto,
              "channels": c.channels, "config": c.label, "time_us": t * (1 + 0.01 * (i - 1)), "gpu": "H200"}
             for c, by_size in times.items() for s, t in by_size.items() for i in range(3)]
 
 
-SIMPLE, C32 = Candidate("ring", "simple"), Candidate(None, None, 32)
+SIMPLE, C32 = CommConfig("ring", "simple"), CommConfig(None, None, 32)
 FIVE = [1 * MB, 2 * MB, 4 * MB, 8 * MB, 16 * MB]
 
 
 def test_refine_asks_for_the_default_where_it_is_missing_and_stops_when_settled():
-    rows = _rows({DEFAULT: {1 * MB: 100.0, 16 * MB: 100.0}, SIMPLE: {1 * MB: 150.0, 16 * MB: 150.0}})
-    assert plan_refine(rows, FIVE) == {s: [DEFAULT] for s in FIVE[1:4]}
-    rows += _rows({DEFAULT: {s: 100.0 for s in FIVE[1:4]}})
+    rows = _rows({BASELINE: {1 * MB: 100.0, 16 * MB: 100.0}, SIMPLE: {1 * MB: 150.0, 16 * MB: 150.0}})
+    assert plan_refine(rows, FIVE) == {s: [BASELINE] for s in FIVE[1:4]}
+    rows += _rows({BASELINE: {s: 100.0 for s in FIVE[1:4]}})
     assert plan_refine(rows, FIVE) == {}  # ring/simple loses at both ends, the default is flat
 
 
 def test_refine_measures_a_win_outwards_size_by_size():
-    truth = {DEFAULT: {s: 100.0 for s in FIVE}, SIMPLE: {s: 100.0 if s < 4 * MB else 85.0 for s in FIVE}}
-    rows = _rows({DEFAULT: truth[DEFAULT], SIMPLE: {s: truth[SIMPLE][s] for s in (1 * MB, 16 * MB)}})
+    truth = {BASELINE: {s: 100.0 for s in FIVE}, SIMPLE: {s: 100.0 if s < 4 * MB else 85.0 for s in FIVE}}
+    rows = _rows({BASELINE: truth[BASELINE], SIMPLE: {s: truth[SIMPLE][s] for s in (1 * MB, 16 * MB)}})
     todo = plan_refine(rows, FIVE)
-    assert todo == {8 * MB: [DEFAULT, SIMPLE]}  # the neighbour of the win; the default again beside it
+    assert todo == {8 * MB: [BASELINE, SIMPLE]}  # the neighbour of the win; the default again beside it
     seen = []
     while todo:
         seen.append(sorted(todo))
@@ -170,30 +171,30 @@ def test_refine_probes_a_bump_of_the_default_and_prunes_what_loses_at_both_ends(
     # is 10% slower than the default at both ends of its segment
     dflt = {s: 20.0 + s / 200e3 for s in FIVE}
     dflt[4 * MB] *= 1.3
-    rows = _rows({DEFAULT: dflt, C32: {s: dflt[s] for s in (1 * MB, 16 * MB)},
+    rows = _rows({BASELINE: dflt, C32: {s: dflt[s] for s in (1 * MB, 16 * MB)},
                   SIMPLE: {s: 1.1 * dflt[s] for s in (1 * MB, 16 * MB)}})
-    assert plan_refine(rows, FIVE) == {4 * MB: [DEFAULT, C32, SIMPLE]}
+    assert plan_refine(rows, FIVE) == {4 * MB: [BASELINE, C32, SIMPLE]}
     dflt[4 * MB] /= 1.3
-    rows = [r for r in rows if r["size_bytes"] != 4 * MB] + _rows({DEFAULT: {4 * MB: dflt[4 * MB]}})
+    rows = [r for r in rows if r["size_bytes"] != 4 * MB] + _rows({BASELINE: {4 * MB: dflt[4 * MB]}})
     assert plan_refine(rows, FIVE) == {}  # no bump: the segments alone predict no win
 
 
 def test_refine_needs_the_isolated_margin_unless_a_neighbour_corroborates():
     dflt = dict(zip(FIVE, (100.0, 100.0, 108.0, 110.0, 120.0)))
-    rows = _rows({DEFAULT: dflt, SIMPLE: {1 * MB: 100.0, 16 * MB: 105.0}})  # 14% faster at 16 MB
+    rows = _rows({BASELINE: dflt, SIMPLE: {1 * MB: 100.0, 16 * MB: 105.0}})  # 14% faster at 16 MB
     # predicted: 6.9% faster at 4 MB, 7.5% at 8 MB, whose neighbour 16 MB corroborates a win
-    assert plan_refine(rows, FIVE) == {8 * MB: [DEFAULT, SIMPLE]}
-    assert plan_refine(rows, FIVE, isolated_margin=0.05) == {s: [DEFAULT, SIMPLE] for s in (4 * MB, 8 * MB)}
+    assert plan_refine(rows, FIVE) == {8 * MB: [BASELINE, SIMPLE]}
+    assert plan_refine(rows, FIVE, isolated_margin=0.05) == {s: [BASELINE, SIMPLE] for s in (4 * MB, 8 * MB)}
 
 
 def test_refine_asks_for_the_twin_only_around_a_win():
     # the A/A twin measured at the anchors; ring/simple 15% faster at 16 MB: the twin goes to 8 MB
     # (16 MB's neighbour, whose margin includes 16 MB's gap), nowhere else
-    rows = _rows({DEFAULT: {s: 100.0 for s in FIVE}, TWIN: {1 * MB: 100.0, 16 * MB: 100.0},
+    rows = _rows({BASELINE: {s: 100.0 for s in FIVE}, TWIN: {1 * MB: 100.0, 16 * MB: 100.0},
                   SIMPLE: {1 * MB: 100.0, 16 * MB: 85.0}})
     todo = plan_refine(rows, FIVE)
     assert {s for s, cands in todo.items() if TWIN in cands} == {8 * MB}
-    assert todo[8 * MB] == [DEFAULT, TWIN, SIMPLE]
+    assert todo[8 * MB] == [BASELINE, TWIN, SIMPLE]
     # a sweep without the twin (--no-twin) is never asked for it
     no_twin = [r for r in rows if r["config"] != TWIN.label]
     assert all(TWIN not in cands for cands in plan_refine(no_twin, FIVE).values())
@@ -202,54 +203,54 @@ def test_refine_asks_for_the_twin_only_around_a_win():
 def test_refine_walks_past_one_noisy_size_next_to_a_win():
     dflt = {s: 100.0 for s in FIVE}
     measured = {4 * MB: 99.0, 8 * MB: 90.0, 16 * MB: 90.0}  # 4 MB: faster, within the 2% floor
-    rows = _rows({DEFAULT: dflt, SIMPLE: measured})
-    assert plan_refine(rows, FIVE) == {2 * MB: [DEFAULT, SIMPLE]}
+    rows = _rows({BASELINE: dflt, SIMPLE: measured})
+    assert plan_refine(rows, FIVE) == {2 * MB: [BASELINE, SIMPLE]}
     measured[4 * MB] = 101.0  # slower there: the region of wins ends at 8 MB
-    assert plan_refine(_rows({DEFAULT: dflt, SIMPLE: measured}), FIVE) == {}
+    assert plan_refine(_rows({BASELINE: dflt, SIMPLE: measured}), FIVE) == {}
 
 
 def test_refine_walks_past_two_noisy_sizes_next_to_a_win():
     dflt = {s: 100.0 for s in FIVE}
-    rows = _rows({DEFAULT: dflt, SIMPLE: {4 * MB: 99.5, 8 * MB: 99.0, 16 * MB: 90.0}})
-    assert plan_refine(rows, FIVE) == {2 * MB: [DEFAULT, SIMPLE]}  # 4 MB is two sizes from the win
+    rows = _rows({BASELINE: dflt, SIMPLE: {4 * MB: 99.5, 8 * MB: 99.0, 16 * MB: 90.0}})
+    assert plan_refine(rows, FIVE) == {2 * MB: [BASELINE, SIMPLE]}  # 4 MB is two sizes from the win
 
 
 def test_refine_tries_every_channel_count_where_one_beats_the_default():
-    c8 = Candidate(None, None, 8)
+    c8 = CommConfig(None, None, 8)
     dflt = {s: 100.0 for s in FIVE}
-    rows = _rows({DEFAULT: dflt, C32: {1 * MB: 100.0, 4 * MB: 80.0, 16 * MB: 100.0},
+    rows = _rows({BASELINE: dflt, C32: {1 * MB: 100.0, 4 * MB: 80.0, 16 * MB: 100.0},
                   c8: {1 * MB: 110.0, 16 * MB: 110.0}})
     todo = plan_refine(rows, FIVE)
     assert c8 in todo[4 * MB]  # its own ends predict it slower; NCCL's channel choice is off at 4 MB
-    assert todo[2 * MB] == [DEFAULT, C32] and todo[8 * MB] == [DEFAULT, C32]
+    assert todo[2 * MB] == [BASELINE, C32] and todo[8 * MB] == [BASELINE, C32]
 
 
 def test_refine_climbs_the_channel_counts_from_the_winner():
-    c4, c8, c16 = (Candidate(None, None, n) for n in (4, 8, 16))
+    c4, c8, c16 = (CommConfig(None, None, n) for n in (4, 8, 16))
     dflt = {s: 100.0 for s in FIVE}
     ends = {1 * MB: 120.0, 16 * MB: 120.0}
-    rows = _rows({DEFAULT: dflt, c4: ends, c8: ends, C32: ends, c16: {1 * MB: 120.0, 4 * MB: 85.0, 16 * MB: 120.0}})
+    rows = _rows({BASELINE: dflt, c4: ends, c8: ends, C32: ends, c16: {1 * MB: 120.0, 4 * MB: 85.0, 16 * MB: 120.0}})
     todo = plan_refine(rows, FIVE)
     # 16 channels win at 4 MB: the next counts down and up are asked for there, 4 channels not yet
     assert c8 in todo[4 * MB] and C32 in todo[4 * MB] and c4 not in todo[4 * MB]
     # 8 channels win by more: the climb goes on to 4; 32 lost, nothing past it to ask for
-    rows += _rows({DEFAULT: {4 * MB: 100.0}, c8: {4 * MB: 80.0}, C32: {4 * MB: 105.0}})
+    rows += _rows({BASELINE: {4 * MB: 100.0}, c8: {4 * MB: 80.0}, C32: {4 * MB: 105.0}})
     assert c4 in plan_refine(rows, FIVE).get(4 * MB, [])
 
 
 def test_refine_climbs_a_forced_pairs_channel_counts_from_both_ends():
     # sweep --grid full: ring/LL128 at NCCL's channel count wins at 4 MB; its family's lowest and highest
     # counts are asked for there (not the middle ones, not another family's), then the climb goes on
-    pair = Candidate("ring", "ll128")
-    r4, r8, r16, r32 = (Candidate("ring", "ll128", n) for n in (4, 8, 16, 32))
-    s8 = Candidate("ring", "simple", 8)
+    pair = CommConfig("ring", "ll128")
+    r4, r8, r16, r32 = (CommConfig("ring", "ll128", n) for n in (4, 8, 16, 32))
+    s8 = CommConfig("ring", "simple", 8)
     dflt = {s: 100.0 for s in FIVE}
     ends = {1 * MB: 120.0, 16 * MB: 120.0}
-    rows = _rows({DEFAULT: dflt, pair: {1 * MB: 120.0, 4 * MB: 80.0, 16 * MB: 120.0},
+    rows = _rows({BASELINE: dflt, pair: {1 * MB: 120.0, 4 * MB: 80.0, 16 * MB: 120.0},
                   r4: ends, r8: ends, r16: ends, r32: ends, s8: ends})
     at4 = plan_refine(rows, FIVE)[4 * MB]
     assert r4 in at4 and r32 in at4 and r8 not in at4 and r16 not in at4 and s8 not in at4
-    rows += _rows({DEFAULT: {4 * MB: 100.0}, r4: {4 * MB: 130.0}, r32: {4 * MB: 75.0}})
+    rows += _rows({BASELINE: {4 * MB: 100.0}, r4: {4 * MB: 130.0}, r32: {4 * MB: 75.0}})
     assert r16 in plan_refine(rows, FIVE).get(4 * MB, [])  # 32 won: its next count down
 
 
@@ -259,12 +260,12 @@ def test_a_zero_byte_size_is_no_anchor_and_gets_the_default_only():
     sizes = [0] + SIZES[1:]
     assert anchors(sizes) == [SIZES[i] for i in (1, 14, 27)]
     plan = plan_initial(sizes)
-    assert plan[0] == [DEFAULT] and plan[SIZES[1]] is None
+    assert plan[0] == [BASELINE] and plan[SIZES[1]] is None
     at = anchors(sizes)
     dflt = {s: 10.0 + s / 300e3 for s in sizes if s}
     dflt[0] = 0.1
-    times = {DEFAULT: dflt, TWIN: {s: dflt[s] for s in at}, SIMPLE: {s: 0.9 * dflt[s] for s in at}}
+    times = {BASELINE: dflt, TWIN: {s: dflt[s] for s in at}, SIMPLE: {s: 0.9 * dflt[s] for s in at}}
     times[SIMPLE][0] = 0.05  # as if a candidate had been timed at 0 B
     todo = plan_refine(_rows(times), sizes)
-    assert set(todo.get(0, [])) <= {DEFAULT, TWIN}  # the twin may go there: its gap is in 16 B's margin
+    assert set(todo.get(0, [])) <= {BASELINE, TWIN}  # the twin may go there: its gap is in 16 B's margin
     assert SIZES[2] in todo and SIMPLE in todo[SIZES[2]]  # the walk from the 16 B anchor goes up, not to 0 B

@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from ccltune.diagnose.linkimport import ImportedLinks, check_square, number, row
+from ccltune.diagnose.parsers.linkimport import ImportedLinks, check_square, number, row
 from ccltune.errors import UsageError
 
 _RUNNING = re.compile(r"^Running (\S+)\.$")

@@ -14,7 +14,6 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-PCIE_LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")  # nearest first, nvidia-smi's words
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 

@@ -1,7 +1,7 @@
 """AMD GPUs from sysfs: product, compute partition (SPX/DPX/QPX/CPX), memory partition
 (NPS1/NPS4), NUMA node, and xGMI links from the KFD topology.
 
-Read under ``root`` (see ``sysconf.sys_root``):
+Read under ``root`` (see ``sysfs.sys_root``):
 - ``sys/class/drm/cardN/device/{vendor,product_name,current_compute_partition,
   current_memory_partition,numa_node}`` (vendor 0x1002 is AMD);
 - ``sys/class/kfd/kfd/topology/nodes/K/properties`` (GPU nodes have ``simd_count`` > 0) and

@@ -29,7 +29,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ccltune import collectives
 from ccltune.errors import UsageError
+from ccltune.files import read_bytes
 
 _LINE = re.compile(r"(?:(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) )?(?:\[(?P<dev>\d+)\] )?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$")
 _VERSION = re.compile(r"^(?P<lib>NCCL|RCCL) version\s*:?\s*(?P<ver>\S+)")
@@ -52,8 +54,7 @@ _PLUGIN_RULES = re.compile(r"ccltune tuner: loaded (?P<n>\d+) rules from (?P<pat
                            r"nvldomains=(?P<dom>-?\d+) nvlranks=(?P<rmin>-?\d+)\.\.(?P<rmax>-?\d+) "
                            r"partition=(?P<part>\S+) nps=(?P<nps>\S+)\)")
 # NCCL's spelling of a function in TUNING lines -> the tuner plugin's collective name
-TUNER_FUNC = {"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter",
-              "Broadcast": "broadcast", "Reduce": "reduce"}
+TUNER_FUNC = {n: c.plugin_name for n, c in collectives.BY_NCCL_NAME.items() if c.plugin_name}
 _COMPLETE = re.compile(r"rank (?P<rank>\d+) nranks (?P<n>\d+) cudaDev (?P<dev>\d+).*?busId (?P<bus>[0-9a-fA-F]+).*Init COMPLETE")
 
 
@@ -144,16 +145,7 @@ class NcclLog:
 def read_log(path: str | Path, flag: str = "--nccl-log") -> str:
     """The text of a log file. Raises UsageError for a missing, unreadable or binary file."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{flag}: {str(p)!r} does not exist") from None
-    except IsADirectoryError:
-        raise UsageError(f"{flag}: {str(p)!r} is a folder, not a log file") from None
-    except PermissionError:
-        raise UsageError(f"{flag}: no permission to read {str(p)!r}") from None
-    except OSError as exc:
-        raise UsageError(f"{flag}: cannot read {str(p)!r}: {exc.strerror}") from None
+    data = read_bytes(p, flag)
     nul = data.find(b"\x00")
     if nul >= 0:
         raise UsageError(f"{flag}: {str(p)!r} is binary, not a text log (NUL byte at offset {nul})")

@@ -1,104 +1,25 @@
-"""RCCL-only facts of an INFO log and the AMD checks built on them (pure).
+"""The AMD checks of an RCCL run (pure but for ``node_cpus``' read of sysfs).
 
-The lines NCCL and RCCL share (version, transports, rings, trees, channels) are read by
-``ncclog``; this module reads what only RCCL prints (formats from ROCm/rccl 0cbce2a7, 2.21.5):
-
-- ``... - Init COMPLETE`` ends with ``on core N`` in RCCL: the CPU core the rank's thread ran on;
-  with ``cudaDev`` and ``busId`` it places each rank against its GPU's NUMA node;
-- ``MSCCL: Initialization finished, localSize N`` (MSCCL on), ``MSCCL++: Enabled! Msg size
-  threshold=N`` (MSCCL++ on), ``MSCCL++: Cannot enable ...`` WARN lines (off, and why);
-- ``RCCL_X set by environment to V.`` for RCCL's own parameters (``src/misc/param.cc``).
-
-Checks (each a :class:`Finding`): what RCCL_LL128_FORCE_ENABLE / RCCL_MSCCL_ENABLE /
-RCCL_MSCCLPP_ENABLE and RCCL_MSCCLPP_THRESHOLD change; NCCL_MIN_NCHANNELS when a job uses
-fewer than all GPUs of an 8-GPU xGMI node; each rank's core against its GPU's NUMA node;
-HSA_FORCE_FINE_GRAIN_PCIE=1 where AMD GPUs reach each other over PCIe only.
+What RCCL_LL128_FORCE_ENABLE / RCCL_MSCCL_ENABLE / RCCL_MSCCLPP_ENABLE and RCCL_MSCCLPP_THRESHOLD
+change; NCCL_MIN_NCHANNELS when a job uses fewer than all GPUs of an 8-GPU xGMI node; each rank's
+core against its GPU's NUMA node; HSA_FORCE_FINE_GRAIN_PCIE=1 where AMD GPUs reach each other
+over PCIe only. The facts come from ``parsers.rcclog`` (what only RCCL prints) and
+``parsers.ncclog`` (what NCCL and RCCL share).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ccltune.diagnose.findings import Finding
+from ccltune.diagnose.parsers import rcclog
+from ccltune.diagnose.parsers.ncclog import NcclLog
+from ccltune.diagnose.parsers.rcclog import RcclFacts
+from ccltune.diagnose.probes import topo
+from ccltune.diagnose.probes.sysfs import node_cpus
 
-_COMPLETE = re.compile(r"rank (?P<rank>\d+) nranks (?P<n>\d+) cudaDev (?P<dev>\d+).*?busId (?P<bus>[0-9a-fA-F]+)"
-                       r".*?on core (?P<core>\d+) - Init COMPLETE")
-_MSCCL_ON = re.compile(r"MSCCL: Initialization finished")
-_MSCCLPP_ON = re.compile(r"MSCCL\+\+: Enabled! Msg size threshold=(?P<t>\d+)")
-_MSCCLPP_OFF = re.compile(r"MSCCL\+\+: (?P<why>Cannot enable .*|Feature not enabled.*)")
-_PARAM = re.compile(r"NCCL INFO (?P<var>RCCL_[A-Z0-9_]+) set by environment to (?P<val>-?\d+)\.?\s*$")
-_LOCAL = re.compile(r"comm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+ nNodes \d+ localRanks (?P<local>\d+)")
-
-MIN_CHANNELS_ADVICE = 32  # the largest count `ccltune doctor --nproc N` measures (doctor.CHANNEL_VARIANTS)
-
-
-@dataclass
-class RcclFacts:
-    cores: dict[int, int] = field(default_factory=dict)  # rank -> CPU core at init
-    devices: dict[int, int] = field(default_factory=dict)  # rank -> cudaDev (HIP device)
-    bus_ids: dict[int, str] = field(default_factory=dict)  # rank -> busId as RCCL prints it (hex)
-    msccl: bool | None = None
-    mscclpp: bool | None = None
-    mscclpp_threshold: int | None = None
-    mscclpp_off_reason: str | None = None
-    params: dict[str, int] = field(default_factory=dict)  # RCCL_* set by environment
-    local_ranks: int | None = None
-
-
-def parse(text: str) -> RcclFacts:
-    facts = RcclFacts()
-    for line in text.splitlines():
-        if "NCCL" not in line:
-            continue
-        if m := _COMPLETE.search(line):
-            rank = int(m.group("rank"))
-            facts.cores[rank], facts.devices[rank], facts.bus_ids[rank] = (
-                int(m.group("core")), int(m.group("dev")), m.group("bus").lower())
-        elif _MSCCL_ON.search(line):
-            facts.msccl = True
-        elif m := _MSCCLPP_ON.search(line):
-            facts.mscclpp, facts.mscclpp_threshold = True, int(m.group("t"))
-        elif m := _MSCCLPP_OFF.search(line):
-            facts.mscclpp, facts.mscclpp_off_reason = False, m.group("why")
-        elif m := _PARAM.search(line):
-            facts.params[m.group("var")] = int(m.group("val"))
-        elif (m := _LOCAL.search(line)) and facts.local_ranks is None:
-            facts.local_ranks = int(m.group("local"))
-    return facts
-
-
-def bus_to_int(bdf: str) -> int | None:
-    """``0000:05:00.0`` -> 0x5000, RCCL's busId integer (hex digits of the address, ':' and '.' skipped)."""
-    digits = bdf.replace(":", "").replace(".", "")
-    try:
-        return int(digits, 16)
-    except ValueError:
-        return None
-
-
-def node_cpus(root: Path) -> dict[int, set[int]]:
-    """NUMA node -> its CPUs, from ``sys/devices/system/node/nodeN/cpulist`` under ``root``."""
-    out: dict[int, set[int]] = {}
-    base = root / "sys/devices/system/node"
-    try:
-        nodes = [p for p in base.iterdir() if re.fullmatch(r"node\d+", p.name)]
-    except OSError:
-        return out
-    for p in nodes:
-        try:
-            text = (p / "cpulist").read_text().strip()
-        except OSError:
-            continue
-        cpus: set[int] = set()
-        for part in filter(None, text.split(",")):
-            lo, _, hi = part.partition("-")
-            if lo.isdigit() and (not hi or hi.isdigit()):
-                cpus.update(range(int(lo), int(hi or lo) + 1))
-        out[int(p.name[4:])] = cpus
-    return out
+MIN_CHANNELS_ADVICE = 32  # the largest count `ccltune doctor --nproc N` measures (checks.transport.CHANNEL_VARIANTS)
 
 
 def feature_findings(facts: RcclFacts) -> list[Finding]:
@@ -191,3 +112,52 @@ def fine_grain_finding(amd_pcie_only: bool, environ: Mapping[str, str]) -> Findi
     return Finding(name, "WARN", f"AMD GPUs connected over PCIe only and HSA_FORCE_FINE_GRAIN_PCIE="
                    f"{value if value is not None else 'unset'}: RCCL's peer transfers over PCIe need fine-grained "
                    "host-visible memory", "export HSA_FORCE_FINE_GRAIN_PCIE=1", data={"value": value})
+
+
+def rccl_findings(text: str, log: NcclLog, topology: topo.Topology | None, environ: Mapping[str, str] | None,
+                  root: Path) -> list[Finding]:
+    """The AMD checks of an RCCL log: MSCCL/MSCCL++/LL128, NCCL_MIN_NCHANNELS on part of an xGMI node, each
+    rank's core against its GPU's NUMA node, and HSA_FORCE_FINE_GRAIN_PCIE on PCIe-only GPUs. ``environ``:
+    the job's environment when known (a live run); a log alone records only the RCCL_/NCCL_ variables."""
+    facts = rcclog.parse(text)
+    out = feature_findings(facts)
+    amd = topology if topo.is_amd(topology) else None
+    labels = amd.pair_labels() if amd else []
+    env = {**log.env, **(environ or {})}
+    used = facts.local_ranks or log.nranks or len(facts.cores)
+    if amd and used:
+        out.append(min_channels_finding(used, len(amd.gpus), any(c.startswith("XGMI") for c in labels), env,
+                                        log.coll_channels))
+    else:
+        out.append(Finding("rccl:min_nchannels", "WAIVED", "the node's GPUs are unknown: give --from-amd-smi or run on "
+                           "the node"))
+    by_bus = {rcclog.bus_to_int(g.bus_id): g for g in (amd.gpus if amd else []) if g.bus_id}
+
+    def gpu_numa(dev: int, bus: str) -> int | None:
+        g = by_bus.get(int(bus, 16)) or (amd.gpus[dev] if amd and dev < len(amd.gpus) else None)
+        return g.numa_node if g else None
+
+    out.append(affinity_finding(facts, gpu_numa, node_cpus(root)))
+    pcie_only = pcie_only_links(labels)
+    if environ is None and pcie_only:
+        out.append(Finding("rccl:fine_grain_pcie", "WAIVED", "PCIe-only AMD GPUs, but a log does not record "
+                           "HSA_FORCE_FINE_GRAIN_PCIE: check the job's environment sets it to 1"))
+    else:
+        out.append(fine_grain_finding(pcie_only, environ or {}))
+    return out
+
+
+def rank_p2p_capable(text: str, capable: Callable[[int, int], bool]) -> Callable[[int, int], bool]:
+    """RCCL puts bus ids, not devices, in an edge's brackets, so logcheck passes ranks: map them to devices."""
+    devices = rcclog.parse(text).devices
+    return lambda a, b: capable(devices.get(a, a), devices.get(b, b))
+
+
+def pcie_only_links(labels: list[str]) -> bool:
+    """Whether GPU pairs with these link labels reach each other over PCIe only (no xGMI)."""
+    return bool(labels) and not any(c.startswith("XGMI") for c in labels)
+
+
+def fine_grain_here(topology: topo.Topology, environ: Mapping[str, str]) -> Finding:
+    """HSA_FORCE_FINE_GRAIN_PCIE on this node's AMD GPUs, from its topology and this environment."""
+    return fine_grain_finding(pcie_only_links(topology.pair_labels()), environ)

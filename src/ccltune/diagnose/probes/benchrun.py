@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ccltune.errors import UsageError
+from ccltune.files import read_text, shown
 from ccltune.sizes import format_size
 
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,GRAPH,TUNING,ENV"}
@@ -67,13 +68,9 @@ def read_bench_json(path: str | Path, *, flag: str = "--from-json") -> tuple[dic
     """(env, records) of a bench JSON file ``{"env": {...}, "records": [...]}``; UsageError if it is not one."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{flag}: {str(p)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{flag}: cannot read {str(p)!r}: {exc}") from None
+        data = json.loads(read_text(p, flag))
     except json.JSONDecodeError as exc:
-        raise UsageError(f"{flag}: {str(p)!r} is not JSON: {exc}") from None
+        raise UsageError(f"{flag}: {shown(p)} is not JSON: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("records"), list):
         raise UsageError(f"{flag}: {str(p)!r} is not a bench JSON file (needs an object with a 'records' list; "
                          "write one with `ccltune bench --json PATH`)")

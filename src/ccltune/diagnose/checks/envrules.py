@@ -18,7 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ccltune import rules
 from ccltune.diagnose.findings import Finding
+from ccltune.errors import UsageError
+from ccltune.files import read_bytes
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 # C strtoll with base 0: leading white space, a sign, then 0x/0X hex, 0 octal, or decimal digits
@@ -85,12 +88,27 @@ def read_level(value: str) -> tuple[str | None, str]:
 
 
 def _read_text(value: str) -> tuple[str, str]:
+    bad = next((c for c in value if not c.isprintable()), None)
+    if bad is not None:
+        return value, f"holds the control character {bad!r}, which no NCCL value has"
     return value, ""
 
 
-_READERS: dict[str, Callable[[str], tuple[Any, str]]] = {"int": read_int, "level": read_level, "text": _read_text}
+DEBUG_LEVELS = ("VERSION", "WARN", "INFO", "ABORT", "TRACE")
+
+
+def read_debug(value: str) -> tuple[str | None, str]:
+    """NCCL_DEBUG as NCCL reads it: one of DEBUG_LEVELS, in any case, compared whole (strcasecmp);
+    anything else leaves NCCL silent, as if unset."""
+    if value.upper() in DEBUG_LEVELS:
+        return value.upper(), ""
+    return None, f"not a level NCCL knows ({', '.join(DEBUG_LEVELS)}): NCCL prints nothing, as if it were unset"
+
+
+_READERS: dict[str, Callable[[str], tuple[Any, str]]] = {"int": read_int, "level": read_level, "text": _read_text,
+                                                         "debug": read_debug}
 _FORMS = {"int": "an integer (decimal, 0x hex or 0 octal)", "level": f"one of {_DOCUMENTED_LEVELS}",
-          "text": "a valid value"}
+          "text": "a valid value", "debug": f"one of {', '.join(DEBUG_LEVELS)}"}
 
 
 def _int_below(limit: int) -> Callable[[int], bool]:
@@ -151,7 +169,7 @@ RULES: tuple[EnvRule, ...] = (
             "unset NCCL_BUFFSIZE", reads="int"),
     EnvRule("NCCL_DEBUG", _one_of("INFO", "TRACE"), "WARN",
             "verbose logging slows communicator creation and floods the job's output",
-            "unset NCCL_DEBUG or set NCCL_DEBUG=WARN outside diagnosis"),
+            "unset NCCL_DEBUG or set NCCL_DEBUG=WARN outside diagnosis", reads="debug"),
     EnvRule("NCCL_IB_DISABLE", lambda n: n != 0, "WARN",  # NCCL: any value but 0 turns IB off
             "InfiniBand is off: traffic between nodes goes over TCP sockets",
             "unset NCCL_IB_DISABLE on hosts with InfiniBand adapters", reads="int"),
@@ -170,11 +188,55 @@ RULES: tuple[EnvRule, ...] = (
 )
 
 
-def check_env(environ: Mapping[str, str], *, source: str, has_infiniband: bool | None = None) -> list[Finding]:
-    """One finding per rule that matches ``environ``, or one PASS naming what was checked.
+@dataclass(frozen=True)
+class EnvVar:
+    """A variable NCCL reads, whatever its value's effect: how NCCL reads it and which values it
+    accepts. A value NCCL cannot read, or reads and then refuses, is a WARN naming what NCCL does."""
+
+    var: str
+    reads: str  # as EnvRule.reads
+    valid: Callable[[Any], bool] | None = None  # on the value as read; None: any value NCCL can read
+    expect: str = ""  # the valid values, in words
+    otherwise: str = "NCCL ignores it and uses its default"
+
+
+def _channels(n: int) -> bool:
+    return 1 <= n <= 64  # NCCL's MAXCHANNELS
+
+
+def _nthreads(n: int) -> bool:  # NCCL's getNthreads: a multiple of the warp size within its limits
+    return n % 32 == 0 and 64 <= n <= 640
+
+
+VARS: tuple[EnvVar, ...] = (
+    EnvVar("NCCL_NTHREADS", "int", _nthreads, "a multiple of 32 from 64 to 640",
+           "NCCL uses its default thread count (a value <= 0), or the nearest limit with a WARN"),
+    *(EnvVar(v, "int", _channels, "a count from 1 to 64", "NCCL clamps it or ignores it")
+      for v in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS")),
+    EnvVar("NCCL_BUFFSIZE", "int", lambda n: n > 0, "a number of bytes > 0"),
+    *(EnvVar(v, "int") for v in ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_NVLS_ENABLE", "NCCL_CUMEM_ENABLE",
+                                 "NCCL_COLLNET_ENABLE", "NCCL_NET_GDR_READ", "NCCL_IB_DISABLE")),
+    EnvVar("NCCL_P2P_LEVEL", "level"),
+    EnvVar("NCCL_NET_GDR_LEVEL", "level"),
+    EnvVar("NCCL_DEBUG", "debug"),
+    *(EnvVar(v, "text") for v in ("NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_ALGO", "NCCL_PROTO",
+                                  "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_TUNER_PLUGIN", "NCCL_NET",
+                                  "NCCL_TUNER_CONFIG_FILE")),
+)
+
+
+_BY_NAME = {v.var: v for v in VARS}
+
+
+def check_env(environ: Mapping[str, str], *, source: str, has_infiniband: bool | None = None,
+              files_here: bool = False) -> list[Finding]:
+    """One finding per rule that matches ``environ``, and one per variable NCCL reads (VARS) whose
+    value NCCL cannot read or refuses; or one PASS naming what was checked.
 
     ``has_infiniband`` False turns NCCL_IB_DISABLE=1 into a PASS (nothing to disable);
-    None (unknown) keeps the rule's WARN.
+    None (unknown) keeps the rule's WARN. ``files_here``: the files the variables name are on this
+    host (the process environment, not a log's), so NCCL_TUNER_CONFIG_FILE is read as the plugin
+    reads it.
     """
     out = []
     for rule in RULES:
@@ -182,12 +244,14 @@ def check_env(environ: Mapping[str, str], *, source: str, has_infiniband: bool |
         if value is None:
             continue
         read, problem = _READERS[rule.reads](value)
-        harmful = read is not None and rule.matches(read)
+        refused = _refused(rule.var, read) if not problem else ""
+        problem = problem or refused  # a value NCCL refuses is not used, so it does no harm either
+        harmful = read is not None and not refused and rule.matches(read)
         data = {"variable": rule.var, "value": value, "source": source, "read_as": read}
         if problem:  # NCCL misreads or ignores it: say so, and judge what NCCL uses instead
             status = "FAIL" if harmful and rule.status == "FAIL" else "WARN"
             evidence = f"{rule.var}={value!r} ({source}): {problem}" + (f"; {rule.why}" if harmful else "")
-            fix = f"set {rule.var} to {_FORMS[rule.reads]}, or unset it"
+            fix = f"set {rule.var} to {_expect(rule.var, rule.reads)}, or unset it"
             out.append(Finding(f"env:{rule.var}", status, evidence, fix, data=data))
             continue
         if not harmful:
@@ -199,7 +263,64 @@ def check_env(environ: Mapping[str, str], *, source: str, has_infiniband: bool |
         read_as = "" if str(read) == value.strip() else f"; NCCL reads {read}"
         out.append(Finding(f"env:{rule.var}", status, f"{rule.var}={value} ({source}{read_as}): {why}", rule.fix,
                            data=data))
+    judged = {f.data.get("variable") for f in out}
+    for known in VARS:
+        value = environ.get(known.var)
+        if value is None or known.var in judged:
+            continue
+        finding = _misread(known, value, source)
+        if finding is not None:
+            out.append(finding)
+    config = environ.get("NCCL_TUNER_CONFIG_FILE")
+    if files_here and config and "NCCL_TUNER_CONFIG_FILE" not in {f.data.get("variable") for f in out}:
+        out.extend(_rule_file(config, source))
     if not out:
         out.append(Finding("env", "PASS", f"no harmful NCCL/RCCL variable in {source} "
-                           f"({len(RULES)} rules checked)", data={"source": source}))
+                           f"({len(RULES)} rules and {len(VARS)} variables checked)", data={"source": source}))
     return out
+
+
+def _refused(var: str, read: Any) -> str:
+    """What is wrong with a value NCCL read but refuses (VARS' ``valid``), or ''."""
+    known = _BY_NAME.get(var)
+    if known is None or known.valid is None or read is None or known.valid(read):
+        return ""
+    return f"{known.expect} is what NCCL accepts: {known.otherwise}"
+
+
+def _misread(known: EnvVar, value: str, source: str) -> Finding | None:
+    """A WARN when NCCL cannot read ``value`` whole, or reads it and refuses it; else None."""
+    read, problem = _READERS[known.reads](value)
+    problem = problem or _refused(known.var, read)
+    if not problem:
+        return None
+    data = {"variable": known.var, "value": value, "source": source, "read_as": read}
+    return Finding(f"env:{known.var}", "WARN", f"{known.var}={value!r} ({source}): {problem}",
+                   f"set {known.var} to {_expect(known.var, known.reads)}, or unset it", data=data)
+
+
+def _expect(var: str, reads: str) -> str:
+    known = _BY_NAME.get(var)
+    return known.expect if known is not None and known.expect else _FORMS[reads]
+
+
+def _rule_file(path: str, source: str) -> list[Finding]:
+    """NCCL_TUNER_CONFIG_FILE read as the ccltune plugin reads it: a WARN when it cannot be used
+    (missing, not a regular file, over 16 MiB, binary) or has lines the plugin rejects."""
+    data = {"variable": "NCCL_TUNER_CONFIG_FILE", "value": path, "source": source}
+    fix = "point NCCL_TUNER_CONFIG_FILE at a rule file written by `ccltune tune`, or unset it"
+    try:
+        raw = read_bytes(path, "NCCL_TUNER_CONFIG_FILE", limit=rules.MAX_RULE_FILE_BYTES)
+    except UsageError as exc:
+        return [Finding("env:NCCL_TUNER_CONFIG_FILE", "WARN", f"{exc} ({source}): the tuner plugin cannot use "
+                        "it, and NCCL runs untuned", fix, data=data)]
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        return [Finding("env:NCCL_TUNER_CONFIG_FILE", "WARN", f"NCCL_TUNER_CONFIG_FILE={path!r} ({source}) is a "
+                        f"binary file (a NUL byte at offset {nul}), not a rule file", fix, data=data)]
+    diags = rules.parse_text(raw.decode("utf-8", "surrogateescape"), path).diagnostics
+    if diags:
+        return [Finding("env:NCCL_TUNER_CONFIG_FILE", "WARN", f"NCCL_TUNER_CONFIG_FILE={path!r} ({source}): "
+                        f"{len(diags)} lines the plugin rejects (first: {diags[0]})",
+                        f"ccltune plugin check {path}", data=data)]
+    return []

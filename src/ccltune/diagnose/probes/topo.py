@@ -1,5 +1,6 @@
 """How the GPUs of this host are connected, from the first source that answers: NVML,
-``nvidia-smi topo -m``, AMD sysfs. One record (``Topology``) and its findings (pure).
+``nvidia-smi topo -m``, amd-smi, AMD sysfs: one record (``Topology``); its findings are in
+``diagnose.checks.topo``.
 
 Link labels, nvidia-smi's words: ``NV<n>`` (n NVLink links), ``XGMI`` (AMD), or the PCIe
 path: ``PIX`` (one switch) < ``PXB`` (several switches) < ``PHB`` (host bridge) < ``NODE``
@@ -10,13 +11,13 @@ amd-smi reports the pair's P2P access disabled.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccltune.diagnose import amdsmi, amdsysfs, nvml, smitopo
-from ccltune.diagnose.findings import Finding
-from ccltune.diagnose.sysconf import read_text
+from ccltune.diagnose.probes import amdsmi, amdsysfs, nvml, smitopo
+from ccltune.diagnose.probes.sysfs import read_text
 
 
 @dataclass
@@ -45,6 +46,10 @@ class Topology:
 
     def to_record(self) -> dict[str, Any]:
         return asdict(self)
+
+    def pair_labels(self) -> list[str]:
+        """The link label of every ordered pair of distinct GPUs."""
+        return [c for i, row in enumerate(self.links) for j, c in enumerate(row) if i != j]
 
 
 def discover(root: Path) -> Topology:
@@ -129,65 +134,20 @@ def from_amdsmi(smi: amdsmi.AmdSmiTopo, sysfs: amdsysfs.AmdTopo | None = None) -
     return Topology("amd-smi", rows, links)
 
 
-def findings(topo: Topology) -> list[Finding]:
-    """GPUs found, uniform links, NVSwitch fabric, MIG, AMD partitions, NUMA placement."""
-    if not topo.gpus:
-        return [Finding("topo:gpus", "WAIVED", "no GPU found: " + "; ".join(topo.notes))]
-    names = sorted({g.name for g in topo.gpus})
-    out = [Finding("topo:gpus", "PASS", f"{len(topo.gpus)} x {', '.join(names)} ({topo.source})",
-                   value=len(topo.gpus))]
-    out.append(_links(topo))
-    out.append(_state("topo:fabric", {g.index: g.fabric for g in topo.gpus}, good="completed", bad_status="FAIL",
-                      what="NVSwitch fabric", fix="start nvidia-fabricmanager and wait for the fabric to complete"))
-    out.append(_state("topo:mig", {g.index: g.mig for g in topo.gpus}, good="off", bad_status="WARN",
-                      what="MIG mode", fix="NCCL cannot use P2P between MIG instances: nvidia-smi -mig 0"))
-    if topo.source in ("amd-sysfs", "amd-smi"):
-        modes = {g.index: f"{g.compute_partition}/{g.memory_partition}" if g.compute_partition or g.memory_partition
-                 else None for g in topo.gpus}
-        out.append(_state("topo:partition", modes, good="SPX/NPS1", bad_status="WARN", what="compute/memory partition",
-                          fix="AMD's RCCL criteria assume SPX/NPS1; compare figures only within one mode"))
-    numa = {g.index: g.numa_node for g in topo.gpus}
-    if all(v is None for v in numa.values()):
-        out.append(Finding("topo:numa", "WAIVED", "NUMA node of the GPUs unknown"))
-    else:
-        nodes = sorted({v for v in numa.values() if v is not None})
-        out.append(Finding("topo:numa", "PASS", f"GPUs on NUMA node(s) {', '.join(map(str, nodes))}: "
-                           + ", ".join(f"GPU{i}:{v}" for i, v in numa.items()), data={"numa": numa}))
-    return out
+def p2p_capable_from(topology: Topology) -> Callable[[int, int], bool]:
+    """Whether two local GPUs can reach each other peer-to-peer: CUDA's answer when torch sees the
+    GPUs, else the topology's link labels (NVLink/xGMI yes, PCIe unknown so no)."""
+    try:
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.device_count() >= len(topology.gpus):
+            return lambda a, b: a != b and bool(torch.cuda.can_device_access_peer(a, b))
+    except Exception:  # noqa: BLE001 - no CUDA, a broken driver: use the labels
+        pass
+    links = topology.links
+    return lambda a, b: a < len(links) and b < len(links) and links[a][b].startswith(("NV", "XGMI"))
 
 
-def _links(topo: Topology) -> Finding:
-    n = len(topo.gpus)
-    pairs = {(i, j): topo.links[i][j] for i in range(n) for j in range(n) if i != j}
-    if not pairs:
-        return Finding("topo:links", "PASS", "one GPU: no links")
-    kinds = sorted(set(pairs.values()))
-    fast = [k for k in kinds if k.startswith(("NV", "XGMI"))]
-    if len(kinds) == 1:
-        return Finding("topo:links", "PASS", f"every pair {kinds[0]}", data={"kinds": kinds})
-    best = max(fast, key=_link_rank) if fast else None
-    slow = sorted(p for p, k in pairs.items() if k != best and p[0] < p[1])
-    shown = ", ".join(f"{i}-{j}:{pairs[(i, j)]}" for i, j in slow[:8])
-    return Finding("topo:links", "WARN" if best else "PASS",
-                   f"links differ ({', '.join(kinds)}); " + (f"pairs below {best}: {shown}" if best else "PCIe only"),
-                   "a ring through a slower pair runs at its speed; check cabling/NVLink errors (nvidia-smi nvlink -s)"
-                   if best else "", data={"kinds": kinds, "slow_pairs": slow})
-
-
-def _link_rank(label: str) -> int:
-    """Higher is faster: NV<n> by link count; XGMI by fewer hops (XGMI > XGMI+2)."""
-    if label.startswith("NV"):
-        return int(label[2:]) if label[2:].isdigit() else 0
-    hops = label.partition("+")[2]
-    return -int(hops) if hops.isdigit() else -1
-
-
-def _state(name: str, states: dict[int, str | None], *, good: str, bad_status: str, what: str, fix: str) -> Finding:
-    known = {i: s for i, s in states.items() if s is not None}
-    if not known:
-        return Finding(name, "WAIVED", f"{what} not reported for these GPUs")
-    bad = {i: s for i, s in known.items() if s != good}
-    if not bad:
-        return Finding(name, "PASS", f"{what} {good} on {len(known)} GPUs")
-    return Finding(name, bad_status, f"{what}: " + ", ".join(f"GPU{i} {s}" for i, s in bad.items()), fix,
-                   data={"states": known})
+def is_amd(topology: Topology | None) -> bool:
+    """Whether ``topology`` holds AMD GPUs (read by amd-smi or from AMD sysfs)."""
+    return topology is not None and topology.source in ("amd-smi", "amd-sysfs") and bool(topology.gpus)

@@ -1,0 +1,1 @@
+"""Checks: records in, findings out. ``registry`` lists the checks that ``doctor`` and ``check`` run."""

@@ -1,0 +1,126 @@
+"""The registry of checks that ``ccltune doctor`` and ``ccltune check`` run: one entry per check.
+
+Each entry says, once: its key, what it checks, the command that runs it, when it applies here
+and how it runs. The commands iterate ``CHECKS`` in order (``run_checks``) and never name a
+check. ``applies(ctx)`` answers None (run it), a reason (the check cannot run here: it is
+reported WAIVED with that reason) or ``SKIP`` (the check is not this platform's, such as an AMD
+check on NVIDIA GPUs: it is left out of the report). Adding a check means adding one entry here
+(and its function in the module of its concern).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ccltune.diagnose.checks import gates, host, rccl, transport
+from ccltune.diagnose.checks.envrules import check_env
+from ccltune.diagnose.checks.profiles import Profile
+from ccltune.diagnose.checks.topo import topo_findings
+from ccltune.diagnose.findings import Finding
+from ccltune.diagnose.probes import sysfs
+from ccltune.diagnose.probes import topo as topo_probe
+
+SKIP = "\0skip"  # applies(): not this platform's check; no line in the report
+COMMANDS = ("doctor", "check")
+
+
+@dataclass
+class Context:
+    """What one command's checks may read, and where they leave what they produced besides findings.
+
+    The command fills what it knows; a check reads only what it needs. ``topology`` is discovered
+    (NVML, nvidia-smi, amd-smi, AMD sysfs under ``root``) the first time a check asks for it.
+    """
+
+    root: Path = Path("/")  # the folder that stands for / (--sysfs-root)
+    environ: Mapping[str, str] = field(default_factory=dict)  # the job's environment
+    lspci: str | None = None  # ``lspci -D -vvv`` output; None: lspci not installed
+    nproc: int | None = None  # GPUs to run collectives on; None: all present
+    run: bool = True  # False: --no-run, the checks that run collectives are waived
+    timeout_s: float = 300.0  # seconds each collective run may take
+    log: Callable[[str], None] = lambda _: None  # progress lines (the CLI prints them to stderr)
+    # ccltune check: the profile to judge by, the GPUs visible, and what to judge (records given, a bench JSON
+    # file, or else measured now); ``how`` says how the figures were taken
+    profile: Profile | None = None
+    gpus: int = 0
+    from_json: str | None = None
+    records: list[dict[str, Any]] | None = None
+    how: dict[str, Any] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)  # name -> text, kept with the run
+    _topology: topo_probe.Topology | None = None
+
+    @property
+    def topology(self) -> topo_probe.Topology:
+        if self._topology is None:
+            self._topology = topo_probe.discover(self.root)
+        return self._topology
+
+
+@dataclass(frozen=True)
+class Check:
+    key: str  # the finding name it reports under when waived
+    description: str
+    command: str  # the command that runs it: one of COMMANDS
+    run: Callable[[Context], list[Finding]]
+    applies: Callable[[Context], str | None] = lambda ctx: None
+    waive: Callable[[Context, str], list[Finding]] | None = None  # default: one WAIVED finding named ``key``
+
+
+def _amd_only(ctx: Context) -> str | None:
+    return None if topo_probe.is_amd(ctx.topology) else SKIP
+
+
+def _gates_apply(ctx: Context) -> str | None:
+    profile = ctx.profile
+    if ctx.records is None and not ctx.from_json and profile is not None and ctx.gpus < profile.world_size:
+        return f"profile {profile.name} needs {profile.world_size} GPUs, {ctx.gpus} visible here"
+    return None
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("numa_balancing", "kernel.numa_balancing off (page migration stalls transfers)", "doctor",
+          lambda ctx: [host.check_numa_balancing(ctx.root)]),
+    Check("numad", "numad not running (it moves processes between NUMA nodes)", "doctor",
+          lambda ctx: [host.check_numad(ctx.root)]),
+    Check("iommu", "IOMMU off or in passthrough mode", "doctor", lambda ctx: [host.check_iommu(ctx.root)]),
+    Check("pcie_acs", "PCIe ACS redirect off (P2P would detour through the root complex)", "doctor",
+          lambda ctx: [host.check_acs(ctx.lspci)]),
+    Check("env", "NCCL/RCCL variables that hurt performance (the rules of checks.envrules)", "doctor",
+          lambda ctx: check_env(ctx.environ, source="this environment",
+                                has_infiniband=sysfs.has_infiniband(ctx.root), files_here=True)),
+    Check("topo:gpus", "the GPUs of this host and how they were found", "doctor",
+          lambda ctx: topo_findings(ctx.topology)[:1]),
+    Check("rccl:fine_grain_pcie", "HSA_FORCE_FINE_GRAIN_PCIE=1 on PCIe-only AMD GPUs", "doctor",
+          lambda ctx: [rccl.fine_grain_here(ctx.topology, ctx.environ)], applies=_amd_only),
+    Check("transport", "a short all_reduce's NCCL log: transports, channels, tuner, process layout; "
+          "NCCL_P2P_LEVEL=SYS measured where SHM joined P2P-capable GPUs", "doctor",
+          transport.transport, applies=transport.why_not_run),
+    Check("channels", "busbw by channel count when fewer GPUs are used than present", "doctor",
+          transport.channels, applies=transport.why_not_run),
+    Check("gates", "a platform profile's gates and monotonicity over all_reduce busbw", "check",
+          gates.judge, applies=_gates_apply, waive=gates.waive),
+)
+
+
+def checks_of(command: str) -> list[Check]:
+    """The entries ``command`` runs, in order."""
+    if command not in COMMANDS:
+        raise ValueError(f"command must be one of {COMMANDS}, got {command!r}")
+    return [c for c in CHECKS if c.command == command]
+
+
+def run_checks(command: str, ctx: Context) -> list[Finding]:
+    """Every check of ``command``: its findings, or WAIVED with the reason where it cannot run here."""
+    out: list[Finding] = []
+    for check in checks_of(command):
+        why = check.applies(ctx)
+        if why == SKIP:
+            continue
+        if why:
+            out += check.waive(ctx, why) if check.waive else [Finding(check.key, "WAIVED", why)]
+        else:
+            out += check.run(ctx)
+    return out

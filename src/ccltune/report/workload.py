@@ -1,0 +1,71 @@
+"""The tuning section's view of a workload: its sizes weighted by their share of the job (pure).
+
+A ``tune --workload`` run stores its prediction per point (summary ``predictions``: calls, NCCL's
+default and the rules' time per step, docs/workload.md); a ``replay`` run stores each replayed
+entry timed alone (summary ``entries``, with the workload's ``steps``). Either gives each size's
+share of the job's communication time under NCCL's default, so the sizes that matter to the job
+come first, whatever the rule zones or speedup curves say about the sizes it never sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ccltune.report.axes import size_label
+from ccltune.report.model import Table
+
+_COLUMNS = ["collective", "size", "calls", "share of the job", "default us/step", "rules us/step", "saves us/step",
+            "what"]
+
+
+def _table(caption: str, points: list[tuple[str, int, int, float | None, float | None, str]]) -> Table:
+    """points: (collective, size, calls, default us/step, rules us/step, what), sorted here by share."""
+    total = sum(p[3] for p in points if p[3])
+    t = Table(list(_COLUMNS), [], caption=caption)
+    for coll, size, calls, d, r, what in sorted(points, key=lambda p: -(p[3] or 0.0)):
+        saves = d - r if d is not None and r is not None else None
+        t.rows.append([coll, size_label(size), str(calls), f"{100 * d / total:.1f}%" if d and total else "-",
+                       _us(d), _us(r), _us(saves), what])
+        t.row_class.append("" if saves is None or abs(saves) < 1e-9 else "good" if saves > 0 else "bad")
+    return t
+
+
+def _us(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def tune_tables(run: Any) -> list[Table]:
+    """One table per GPU model a ``tune --workload`` run predicted for (none for another run)."""
+    out = []
+    for p in run.summary.get("predictions") or []:
+        if not isinstance(p, Mapping):
+            continue
+        pts = []
+        for q in p.get("points") or []:
+            if isinstance(q, Mapping):
+                d = q.get("default_us_per_step") or None  # 0: not measured (weighted.summary)
+                pts.append((str(q.get("collective")), int(q.get("size_bytes") or 0), int(q.get("calls") or 0), d,
+                            q.get("rules_us_per_step") if d else None, str(q.get("config") or q.get("status") or "")))
+        unit = "step" if p.get("steps") else "captured run"
+        out.append(_table(f"run {run.id}: workload {run.summary.get('workload', '')} on {p.get('gpu')}, predicted: the "
+                          f"sizes by their share of NCCL's default communication time per {unit}", pts))
+    return out
+
+
+def replay_table(run: Any) -> Table | None:
+    """A ``replay`` run's entries timed alone, by their share of the job (None without entries)."""
+    entries = [e for e in run.summary.get("entries") or [] if isinstance(e, Mapping)]
+    if not entries:
+        return None
+    per = float(run.summary.get("steps") or 1)
+
+    def step(e: Mapping[str, Any], arm: str) -> float | None:
+        s = e.get(f"{arm}_us")
+        return int(e.get("calls") or 0) * float(s["median_us"]) / per if isinstance(s, Mapping) else None
+
+    pts = [(str(e.get("collective")), int(e.get("size_bytes") or 0), int(e.get("calls") or 0), step(e, "default"),
+            step(e, "rules"), "replayed") for e in entries]
+    unit = "step" if run.summary.get("steps") else "captured run"
+    return _table(f"run {run.id}: each replayed entry timed alone, by its share of NCCL's default communication "
+                  f"time per {unit}", pts)

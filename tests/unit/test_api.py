@@ -1,0 +1,204 @@
+"""The Python API (ccltune.api) without starting a job: keywords to the command line, the checks it
+shares with the CLI, errors, the results database as objects. docs/api.md's examples run for real
+in tests/dist/test_api_docs.py."""
+
+from __future__ import annotations
+
+import inspect
+import io
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ccltune
+from ccltune import api, launch
+from ccltune.errors import CheckFailed, DistError, Interrupted, MinBandwidthFailed, UsageError, error_for_exit_code
+from ccltune.store import Measurement, Store
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bench" / "h200x2-flow.sqlite"
+
+
+def test_keywords_become_the_command_line():
+    argv = api.command_argv("bench", [["all_reduce", "all_gather"]],
+                            {"nproc": 2, "min_bytes": "8", "max_bytes": 1 << 20, "iters": 3, "symmetric": False,
+                             "engine": None, "root": -1})
+    assert argv == ["bench", "all_reduce", "all_gather", "--nproc=2", "--minbytes=8", "--maxbytes=1048576",
+                    "--iters=3", "--root=-1"]
+    assert api.command_argv("sweep", [], {"no_graph": True, "algos": ""}) == ["sweep", "--no-graph", "--algos="]
+    assert api.command_argv("report", [], {"compare": (1, 2)}) == ["report", "--compare", "1", "2"]
+    assert api.command_argv("tune", [], {"out": "r.conf", "exclude_failed": ["a.json", "b.json"]}) == [
+        "tune", "--out=r.conf", "--exclude-failed=a.json", "--exclude-failed=b.json"]
+
+
+@pytest.mark.parametrize("kw, said", [
+    ({"min_byte": "8"}, "unknown keyword argument 'min_byte' in ccltune.bench() (did you mean 'min_bytes'?)"),
+    ({"minbytes": "8"}, "did you mean 'min_bytes'?"),
+    ({"engine": "glo"}, "unknown engine 'glo' in ccltune.bench() (did you mean 'gloo'?)"),
+    ({"iters": "x"}, "ccltune.bench(iters='x'): -n/--iters: 'x' is not an integer"),
+    ({"iters": [1, 2]}, "ccltune.bench(iters=[1, 2]): one value, not a list"),
+    ({"symmetric": 1}, "ccltune.bench(symmetric=1): True or False"),
+    ({"db": {"a": 1}}, "ccltune.bench(db=...) takes a string or a number, got {'a': 1}"),
+    ({"algo": "-x"}, "ccltune.bench(algo='-x'): a value may not start with '-'"),
+    ({"quiet": "yes"}, "ccltune.bench(quiet='yes'): True or False"),
+])
+def test_a_bad_keyword_is_refused_naming_it(kw, said):
+    with pytest.raises(UsageError) as err:
+        ccltune.bench("all_reduce", **kw)
+    assert said in str(err.value)
+
+
+@pytest.mark.parametrize("call, said", [
+    (lambda: ccltune.bench("al_reduce"), "unknown collective 'al_reduce'"),
+    (lambda: ccltune.bench("all_reduce", engine="gloo", iters=0), "-n/--iters must be >= 1, got 0"),
+    (lambda: ccltune.bench("all_reduce", engine="gloo", min_bytes="1M", max_bytes="1K"),
+     "-b/--minbytes must be <= -e/--maxbytes"),
+    (lambda: ccltune.bench("all_reduce", engine="gloo", nproc=0), "--nproc must be >= 1, got 0"),
+    (lambda: ccltune.sweep(engine="gloo", reps=0), "--reps must be >= 1, got 0"),
+    (lambda: ccltune.tune(), "ccltune.tune() needs out=..."),
+    (lambda: ccltune.validate("no-such.conf"), "RULES: 'no-such.conf' does not exist"),
+    (lambda: ccltune.report(tolerance=float("nan")), "--tolerance must be a number of percent"),
+])
+def test_the_cli_checks_refuse_before_anything_starts(call, said, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(launch, "relaunch", lambda *a, **k: pytest.fail("a job was started"))
+    with pytest.raises(UsageError) as err:
+        call()
+    assert said in str(err.value)
+
+
+def test_help_shows_every_option_with_its_cli_default():
+    sig = inspect.signature(ccltune.bench)
+    assert sig.parameters["min_bytes"].default == "8" and sig.parameters["iters"].default == 20
+    assert sig.parameters["quiet"].default is False and "collective" in sig.parameters
+    assert inspect.signature(ccltune.tune).parameters["out"].default is None  # required: no default
+    assert "max_bytes (--maxbytes): largest size" in ccltune.bench.__doc__
+    text = io.StringIO()
+    help_out = sys.stdout
+    sys.stdout = text
+    try:
+        help(ccltune)
+    finally:
+        sys.stdout = help_out
+    for name in ("bench", "sweep", "tune", "validate", "report", "open_db"):
+        assert f"{name}(" in text.getvalue()
+
+
+def test_the_api_names_stay_functions_when_their_subpackages_are_imported():
+    from ccltune.report import write_report  # noqa: F401
+    from ccltune.tune import derive
+    from ccltune.validate import verdict
+
+    assert callable(derive.derive) and callable(verdict.retested)
+    assert ccltune.tune is api.tune and ccltune.validate is api.validate and ccltune.report is api.report
+    assert ccltune.errors.UsageError is UsageError
+
+
+def test_importing_ccltune_does_not_load_the_api():
+    code = "import sys, ccltune; print('ccltune.api' in sys.modules, 'ccltune.cli' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def _db(tmp_path: Path) -> Path:
+    path = tmp_path / "sweep.db"
+    shutil.copy(FIXTURE, path)
+    return path
+
+
+def test_open_db_reads_runs_and_rows_as_objects(tmp_path):
+    db = ccltune.open_db(_db(tmp_path))
+    runs = db.runs()
+    assert [r.kind for r in runs] == ["sweep"] and db.runs("bench") == []
+    assert db.latest().id == runs[0].id and db.latest("tune") is None
+    rows = db.rows(runs[0].id)
+    assert rows and all(isinstance(m, Measurement) for m in rows)
+    assert {m.collective for m in rows} == {"all_gather"} and any(m.algo for m in rows)
+    assert db.run(runs[0].id).world_size == 2
+
+
+@pytest.mark.parametrize("call, said", [
+    (lambda db: db.run(99), "no run 99; runs in"),
+    (lambda db: db.rows("1"), "a run id is an integer, got '1'"),
+    (lambda db: db.runs("benchh"), "unknown run kind 'benchh' in runs(kind=...) (did you mean 'bench'?)"),
+    (lambda db: db.to_pandas(), "pip install pandas"),
+])
+def test_open_db_errors_name_the_value(tmp_path, call, said, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)  # as where pandas is not installed
+    with pytest.raises(UsageError) as err:
+        call(ccltune.open_db(_db(tmp_path)))
+    assert said in str(err.value)
+
+
+def test_open_db_refuses_what_is_not_a_ccltune_database(tmp_path):
+    with pytest.raises(UsageError, match="does not exist"):
+        ccltune.open_db(tmp_path / "none.db")
+    (tmp_path / "text.db").write_text("not sqlite")
+    with pytest.raises(UsageError, match="not a usable ccltune database"):
+        ccltune.open_db(tmp_path / "text.db")
+
+
+def test_to_pandas_gives_one_column_per_field(tmp_path):
+    pd = pytest.importorskip("pandas")
+    db = ccltune.open_db(_db(tmp_path))
+    df = db.to_pandas()
+    assert isinstance(df, pd.DataFrame) and list(df.columns)[:3] == ["run_id", "collective", "size_bytes"]
+    assert len(df) == len(db.rows(db.latest().id))
+
+
+def test_an_exit_code_stands_for_its_error():
+    assert type(error_for_exit_code(1, "x")) is CheckFailed
+    assert type(error_for_exit_code(7, "x")) is MinBandwidthFailed
+    assert type(error_for_exit_code(130, "x")) is Interrupted
+    assert type(error_for_exit_code(2, "x")) is UsageError
+    assert type(error_for_exit_code(143, "x")) is DistError  # a signal: a rank died
+
+
+def test_a_failed_job_raises_its_error_with_the_run(tmp_path, monkeypatch):
+    """What the job's ranks said (their 'ccltune: error:' lines) is the error's message; the run
+    rank 0 began is its run_id."""
+    db = _db(tmp_path)
+
+    def job(argv, nproc, engine, env, caller=None):
+        caller.errors.append("rank 1 on host h exited (killed or crashed)")
+        caller.run_id = 1
+        return DistError.exit_code
+
+    monkeypatch.setattr(launch, "relaunch", job)
+    with pytest.raises(DistError) as err:
+        ccltune.bench("all_reduce", engine="gloo", nproc=2, db=str(db), quiet=True)
+    assert str(err.value) == "rank 1 on host h exited (killed or crashed)" and err.value.run_id == 1
+
+
+def test_a_job_copies_its_output_and_keeps_its_errors():
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; print('table'); "
+                             "print('ccltune: error: it broke', file=sys.stderr)"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err, caller = io.StringIO(), io.StringIO(), launch.Caller()
+    threads = [launch._copy_lines(proc.stdout, out, None), launch._copy_lines(proc.stderr, err, caller)]
+    proc.wait()
+    for t in threads:
+        t.join(5)
+    assert out.getvalue() == "table\n" and caller.errors == ["it broke"] and "it broke" in err.getvalue()
+
+
+def test_a_job_that_dies_without_a_word_is_said_by_its_last_line(tmp_path, monkeypatch):
+    def job(argv, nproc, engine, env, caller=None):
+        caller.last_words = "ModuleNotFoundError: No module named 'torch'"
+        return 1
+
+    monkeypatch.setattr(launch, "relaunch", job)
+    with pytest.raises(CheckFailed, match="exited with code 1: ModuleNotFoundError: No module named 'torch'"):
+        ccltune.bench("all_reduce", engine="gloo", nproc=2, db=str(tmp_path / "x.db"), quiet=True)
+
+
+def test_results_read_back_from_the_database(tmp_path):
+    db = _db(tmp_path)
+    with Store(db) as st:
+        run_id = st.begin_run("validate", command="ccltune validate r.conf")
+        st.finish_run(run_id, "complete", {"status": "FAIL", "sizes": [{"size_bytes": 8, "status": "FAIL"}]})
+    args = api._parse(["validate", "r.conf", f"--db={db}"])
+    res = api._result("validate", str(db), run_id, args)
+    assert res.verdict == "FAIL" and res.sizes[0]["size_bytes"] == 8 and res.run_id == run_id and res.rows == []

@@ -1,0 +1,65 @@
+"""The report's workload views, fed by the summaries the commands write: replay's communication time
+per step on the verdict card and its entries by share, tune --workload's points by share of the job."""
+
+from __future__ import annotations
+
+from ccltune.report import sections, verdict
+from ccltune.report import workload as RW
+from ccltune.store import Run
+from ccltune.tune import weighted
+from ccltune.tune.derive import derive
+from ccltune.tune.stats import point_stats
+from ccltune.validate import replay as replay_plan
+from ccltune.workload.model import Entry, Key, Workload
+
+ENV = {"host": "vm", "gpus": [{"name": "NVIDIA H100 80GB HBM3"}] * 2, "world_size": 2}
+
+
+def _run(i: int, kind: str, summary: dict) -> Run:
+    return Run(i, kind, "complete", "2026-11-23 20:00", None, f"ccltune {kind}", "nccl", 2, 1, "torchrun", "vm",
+               None, None, None, env=ENV, summary=summary)
+
+
+def _replay() -> Run:
+    ents = [replay_plan.EntryTime(0, "all_reduce", 33587200, 14, point_stats([400.0, 401.0, 402.0]),
+                                  point_stats([300.0] * 3)),
+            replay_plan.EntryTime(3, "broadcast", 1120, 1, point_stats([20.0, 21.0, 22.0]), point_stats([21.0] * 3))]
+    rounds = {"default": [2820.0, 2830.0, 2840.0], "rules": [2120.0, 2130.0, 2140.0]}
+    v = replay_plan.verdict(rounds, 2, ents)
+    return _run(7, "replay", {**v.to_dict(rounds), "under_load": None, "skipped": [], "notes": []})
+
+
+def test_replay_feeds_the_verdict_card_and_its_entries_are_weighted_by_share() -> None:
+    run = _replay()
+    (card,) = verdict.cards([run], {}, {})
+    assert ("communication per step (run 7): default -> rules", "2.83 -> 2.13 ms") in card.figures
+    t = RW.replay_table(run)
+    # 14 calls x 401 us / 2 steps = 2807 us of the default's step; the broadcast 10.5 us
+    assert [r[:7] for r in t.rows] == [["all_reduce", t.rows[0][1], "14", "99.6%", "2807.0", "2100.0", "707.0"],
+                                       ["broadcast", t.rows[1][1], "1", "0.4%", "10.5", "10.5", "0.0"]]
+    assert t.row_class == ["good", ""]
+    sec = sections.validate_section(sections.ReportInput(runs=[run]))
+    assert "replay verdict PASS; communication per step: default 2830.0 us, rules 2130.0 us" in sec.blocks[0].text
+
+
+def test_tune_predictions_are_weighted_by_the_jobs_share() -> None:
+    bucket = 8396800 * 4
+    rows = [dict(collective="all_reduce", size_bytes=s, n_ranks=2, n_nodes=1, algo=a, proto=p, channels=None,
+                 config=c, rep=k, time_us=t * f, status="ok", in_place=False, dtype="float", op=None, graph=1, gpu="H100")
+            for s, t0 in ((1 << 20, 50.0), (bucket, 500.0)) for c, a, p, t in (("default", None, None, t0),
+                                                                              ("ring/simple/-", "ring", "simple",
+                                                                               t0 * (0.8 if s == bucket else 1)))
+            for k, f in enumerate((0.99, 1.0, 1.01))]
+    wl = Workload([Entry(Key("all_reduce", bucket, 2, "float", 8396800), 10),
+                   Entry(Key("all_reduce", 1 << 20, 2, "float", 1 << 18), 4),
+                   Entry(Key("all_reduce", 3 << 20, 2, "float", 3 << 18), 1)], [], 2)
+    (plan,) = weighted.plan(wl, derive(rows, isolated_margin=0.10))
+    run = _run(9, "tune", {"workload": "w.json", "predictions": [weighted.summary(plan)]})
+    (t,) = RW.tune_tables(run)
+    assert [(r[0], r[2], r[3], r[4], r[5], r[7]) for r in t.rows] == [
+        ("all_reduce", "10", "96.2%", "2500.0", "2000.0", "ring/simple/default"),
+        ("all_reduce", "4", "3.8%", "100.0", "100.0", "default"),
+        ("all_reduce", "1", "-", "-", "-", "unmeasured")]
+    assert "on H100" in t.caption and "per step" in t.caption
+    sec = sections.rules_section(sections.ReportInput(runs=[run], artifacts={9: {"rules": "# no rules\n"}}))
+    assert sec.blocks[-1] == t

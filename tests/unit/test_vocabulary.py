@@ -1,0 +1,93 @@
+"""The collective, algorithm and protocol names are defined once (STYLE.md 14): a collective's names
+(ours, the rule file's, NCCL's opName) and ids in its registry entry (collectives/), the algorithm and
+protocol names in rules.py (ALGORITHMS, PROTOCOLS), the datatype ids in datatypes.py. Every other list is
+derived from those; this test fails on a literal second copy anywhere else in src/."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import ccltune
+from ccltune import collectives, datatypes, rules
+
+ROOT = Path(ccltune.__file__).parent
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("_", "").replace("-", "")
+
+
+ALGOS = {_norm(a) for a in rules.ALGORITHMS}
+PROTOS = {_norm(p) for p in rules.PROTOCOLS}
+COLLS = {_norm(n) for c in collectives.REGISTRY.values()
+         for n in (c.name, c.plugin_name or c.name, *c.nccl_names)}
+# where the names are defined, and other programs' vocabularies mapped onto ours
+HOME = {
+    "rules.py": "ALGORITHMS and PROTOCOLS: the one table",
+    "collectives": "the registry: each collective's names",
+    "workload/torch_trace.py": "c10d's collective names (torch's vocabulary) -> ours",
+}
+LIMITS = (("algorithm", ALGOS, 2), ("protocol", PROTOS, 2), ("collective", COLLS, 3))
+
+
+def _is_name(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and (isinstance(node.value, int) or
+                                                (isinstance(node.value, str) and " " not in node.value))
+
+
+def _literals(node: ast.AST) -> list[str]:
+    elts: list[ast.expr | None] = []
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        elts = list(node.elts)
+    elif isinstance(node, ast.Dict) and all(_is_name(v) for v in node.values):
+        elts = [*node.keys, *node.values]  # a name table; a dict of reasons per name is a table of facts
+    return [e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+
+
+def second_copies(path: Path, tree: ast.AST) -> list[str]:
+    out = []
+    for node in ast.walk(tree):
+        names = {_norm(s) for s in _literals(node)}
+        for what, vocab, limit in LIMITS:
+            hit = names & vocab
+            if len(hit) >= limit:
+                out.append(f"{path}:{node.lineno}: a literal list of {what} names ({', '.join(sorted(hit))})")
+    return out
+
+
+def _home(rel: str) -> bool:
+    return any(rel == h or rel.startswith(h + "/") for h in HOME)
+
+
+def test_names_are_defined_once():
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if not _home(rel):
+            found += second_copies(path.relative_to(ROOT.parent), ast.parse(path.read_text(encoding="utf-8")))
+    assert not found, ("a second copy of names that have one table (derive it from collectives/, "
+                       "rules.ALGORITHMS/PROTOCOLS):\n" + "\n".join(found))
+
+
+def test_the_scan_sees_a_second_copy():
+    tree = ast.parse('ALGOS = ("tree", "ring", "pat")\nX = {"AllReduce": 4, "AllGather": 2, "Reduce": 1}\n'
+                     'P = ["LL", "Simple"]\nOK = ("tree", "x")\nWHY = {"nvls": "no NVSwitch", "pat": "one GPU a node"}\n')
+    found = second_copies(Path("bad.py"), tree)
+    assert [f.split(": ", 1)[1].split(" (")[0] for f in found] == [
+        "a literal list of algorithm names", "a literal list of collective names", "a literal list of protocol names"]
+
+
+def test_ids_come_from_the_tables():
+    """ncclFunc_t ids live on the registry entries; ncclDataType_t ids in datatypes.DTYPES."""
+    assert {c.plugin_name: c.tuner_func for c in collectives.TUNABLE} == {
+        "broadcast": 0, "reduce": 1, "allgather": 2, "reducescatter": 3, "allreduce": 4}  # NCCL's enum
+    assert rules.COLLECTIVES == tuple(collectives.PLUGIN_NAMES.values())
+    assert [c.tuner_func for c in map(collectives.BY_PLUGIN_NAME.get, rules.COLLECTIVES)] == [0, 1, 2, 3, 4]
+    assert datatypes.DTYPES["float"].nccl == 7 and datatypes.DTYPES["f8e5m2"].nccl == 11
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Assign) and not rel.startswith("collectives/")
+                    and any(isinstance(t, ast.Name) and t.id == "tuner_func" for t in node.targets)):
+                raise AssertionError(f"{rel}:{node.lineno}: tuner_func assigned outside a registry entry")
