@@ -566,42 +566,36 @@ phase_capture() {  # real artifacts for parsers: nccl-tests of three versions, N
   ls -la $W/*/ | head -80
   (cd $OUT && tar czf $RESULT/capture.tgz cap)
 }
-phase_round6() {  # one GPU: the README as a new user, check/doctor, the new bench flags, workload replay, GPU tests
+phase_round6() {  # one GPU: GPU tests, the README as a new user, check/doctor, the new bench flags, workload replay, capture cost
   local W=$OUT/r6; mkdir -p $W
   make -C native -s > $W/native-build.log 2>&1; echo "native build rc=$?"
+  step GPU tests
+  timeout 220 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/gpu > $W/gpu-tests.txt 2>&1; echo "gpu tests rc=$?"; tail -30 $W/gpu-tests.txt
   step "the README as a new user: a venv over the machine's torch, pip install ., ccltune bench all"
   python3 -m venv --system-site-packages /tmp/u && (unset PYTHONPATH; /tmp/u/bin/pip install -q --no-deps --no-build-isolation . > $W/install.log 2>&1; echo "install rc=$?")
-  (cd /tmp && unset PYTHONPATH && timeout 300 /tmp/u/bin/ccltune bench all > $W/bench-all.txt 2>&1; echo "bench all rc=$?"; grep -ci "warn" $W/bench-all.txt; head -14 $W/bench-all.txt)
-  (cd /tmp && unset PYTHONPATH && /tmp/u/bin/ccltune plugin path)
+  (cd /tmp && unset PYTHONPATH && timeout 120 /tmp/u/bin/ccltune bench all -e 64M > $W/bench-all.txt 2>&1; echo "bench all rc=$?"; echo "lines with warn: $(grep -ci warn $W/bench-all.txt)"; head -12 $W/bench-all.txt; /tmp/u/bin/ccltune plugin path)
   step check and doctor on one H100
-  (cd /tmp && unset PYTHONPATH && timeout 120 /tmp/u/bin/ccltune check > $W/check.txt 2>&1; echo "check rc=$?"; cat $W/check.txt)
-  ct 120 doctor > $W/doctor.txt 2>&1; grep -E "WARN|FAIL|overall" $W/doctor.txt
-  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_DEBUG_FILE=$W/nccl.%p.log ct 90 bench all_reduce -b 8 -e 1M -f 32 -G 10 --db "$DB" > $W/bench-G10.txt 2>&1
-  grep -ci "warn" $W/bench-G10.txt; grep -E "^ +(8|1048576) " $W/bench-G10.txt
+  (cd /tmp && unset PYTHONPATH && timeout 90 /tmp/u/bin/ccltune check > $W/check.txt 2>&1; echo "check rc=$?"; cat $W/check.txt)
+  ct 90 doctor > $W/doctor.txt 2>&1; grep -E "WARN|FAIL|overall" $W/doctor.txt
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_DEBUG_FILE=$W/nccl.%p.log ct 60 bench all_reduce -b 8 -e 1M -f 32 -G 10 --db "$DB" > $W/bench-G10.txt 2>&1
+  echo "bench -G 10 lines with warn: $(grep -ci warn $W/bench-G10.txt)"; grep -E "^ +(8|1048576) " $W/bench-G10.txt
   for f in $W/nccl.*.log; do ct 60 doctor --nccl-log $f > $W/doctor-log.txt 2>&1; grep -E "WARN|overall" $W/doctor-log.txt; break; done
   step bench flags on one GPU
-  local B="bench all_reduce --engine nccl -b 8 -e 1M -f 32 --db $DB"
-  for f in "-m 4" "-z 1" "-z 3" "-y 1" "-C 1 -S 1" "-c 0 -M 1" "-I 1 -K 2 -J $W/pi.json" "-I 1 -z 3 -m 2" "-x 1" "-x 2" "-o mulsum" "-d f8e4m3" "-d f8e5m2" "-r all -N 2 -c 3" "-J $W/j.json"; do
-    echo "## $f"; ct 60 $B $f > $W/f.txt 2>&1; grep -E "^ +(8|1048576) |agg iters|Blocking|memory|Error|error|refus" $W/f.txt | head -4
+  local B="bench all_reduce --engine nccl -b 8 -e 1M -f 32 -n 50 --db $DB"
+  for f in "-m 4" "-z 3" "-C 1 -S 1" "-c 0 -M 1" "-I 1 -K 2 -J $W/pi.json" "-x 1" "-o mulsum" "-d f8e4m3" "-r all -N 2 -c 3"; do
+    echo "## $f"; ct 45 $B $f > $W/f.txt 2>&1; grep -E "^ +(8|1048576) |agg iters|Blocking|memory|rror|refus" $W/f.txt | head -4
   done
-  ct 60 bench all_reduce --engine nccl -b 1.5M -e 6M -i 1M -f 1 -R 1 -u 4 --db $DB | grep -E "^ +[0-9]|unalign" | head -6
-  ct 60 bench all_reduce -b 1K -e 1K -o all -d all --db $DB > $W/alltypes.txt 2>&1; grep -c "^ " $W/alltypes.txt; grep -E "N/A|unavail|error" $W/alltypes.txt | head -4
+  ct 45 bench all_reduce --engine nccl -b 1.5M -e 6M -i 1M -f 1 -R 1 -u 4 --db $DB | grep -E "^ +[0-9]|unalign" | head -6
+  ct 45 bench alltoall gather scatter -b 8 -e 1M -f 32 --db $DB | grep -E "^ +(8|1048576) |rror"
   NCCL_TESTS_MIN_BW=100000 python3 -m ccltune bench all_reduce -b 1M -e 1M --db $DB > /dev/null 2>&1; echo "min_bw exit=$? (nccl-tests: 7)"
-  ct 60 import nccl-tests $W/j.json --db $W/imp.db | tail -2
-  ct 60 bench all_reduce --engine torch -b 8 -e 1M -f 32 -z 1 -I 1 -C 1 -y 1 -u 2 --db $DB | grep -E "^ +(8|1048576) |Error"
   step "workload on one GPU: import the DDP COLL log, replay (one rank: NCCL does no tuning), under load"
   ct 60 workload import tests/fixtures/workload/coll-ddp-1gpu.vm.4029.log --out $W/ddp.json | tail -3
-  ct 120 replay $W/ddp.json --iters 5 --db $W/r.db > $W/replay.txt 2>&1; tail -25 $W/replay.txt
-  ct 120 replay $W/ddp.json --iters 5 --rules tests/fixtures/rules/basic.conf --under-load 8192 --db $W/r.db > $W/replay-load.txt 2>&1; grep -E "WAIVED|under load|step" $W/replay-load.txt | head -5
-  ct 120 validate tests/fixtures/rules/basic.conf all_reduce -b 1M -e 64M -f 4 --under-load 8192 --db $W/v.db > $W/validate-load.txt 2>&1; tail -4 $W/validate-load.txt
-  ct 60 sweep --workload $W/ddp.json --db $W/s.db 2>&1 | tail -2
-  ct 60 report --db $W/r.db --out $W/replay-report.html | tail -1
+  ct 90 replay $W/ddp.json --iters 5 --db $W/r.db > $W/replay.txt 2>&1; tail -22 $W/replay.txt
+  ct 90 replay $W/ddp.json --iters 5 --rules tests/fixtures/rules/basic.conf --under-load 8192 --db $W/r.db > $W/replay-load.txt 2>&1; grep -E "WAIVED|under load|step" $W/replay-load.txt | head -5
   step "the plugin's capture cost (getCollInfo microbenchmark)"
-  make -C plugin bench 2>&1 | tail -6
-  step GPU tests
-  timeout 420 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/gpu > $W/gpu-tests.txt 2>&1; echo "gpu tests rc=$?"; tail -25 $W/gpu-tests.txt
-  (cd $OUT && tar czf $RESULT/r6.tgz r6)
+  make -C plugin bench 2>&1 | tail -5
 }
+
 phase_refs() {
   step reference comparison after aligning the start of timing
   [ -x bench/reference/build/nccl_ref ] || bench/reference/build.sh > "$OUT/ref-build.log" 2>&1
