@@ -573,7 +573,7 @@ phase_round6() {  # one GPU: GPU tests, the README as a new user, check/doctor, 
   timeout 220 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/gpu > $W/gpu-tests.txt 2>&1; echo "gpu tests rc=$?"; tail -30 $W/gpu-tests.txt
   step "the README as a new user: a venv over the machine's torch, pip install ., ccltune bench all"
   python3 -m venv --system-site-packages /tmp/u && (unset PYTHONPATH; /tmp/u/bin/pip install -q --no-deps --no-build-isolation . > $W/install.log 2>&1; echo "install rc=$?")
-  (cd /tmp && unset PYTHONPATH && timeout 120 /tmp/u/bin/ccltune bench all -e 64M > $W/bench-all.txt 2>&1; echo "bench all rc=$?"; echo "lines with warn: $(grep -ci warn $W/bench-all.txt)"; head -12 $W/bench-all.txt; /tmp/u/bin/ccltune plugin path)
+  (cd /tmp && unset PYTHONPATH && timeout 120 /tmp/u/bin/ccltune bench all > $W/bench-all.txt 2>&1; echo "bench all rc=$?"; echo "lines with warn: $(grep -ci warn $W/bench-all.txt)"; head -12 $W/bench-all.txt; /tmp/u/bin/ccltune plugin path)
   step check and doctor on one H100
   (cd /tmp && unset PYTHONPATH && timeout 90 /tmp/u/bin/ccltune check > $W/check.txt 2>&1; echo "check rc=$?"; cat $W/check.txt)
   ct 90 doctor > $W/doctor.txt 2>&1; grep -E "WARN|FAIL|overall" $W/doctor.txt
