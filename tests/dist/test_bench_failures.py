@@ -12,7 +12,7 @@ import pytest
 
 from dist_helpers import alive, count_rows, only_run, wait_rows, worker
 
-TIMEOUT_S = 5
+TIMEOUT_S = 3
 # many sizes: the run is still going when the test acts on it
 LONG = ["all_reduce", "-b", "8", "-e", "64M", "-f", "2", "-n", "20", "-w", "1", "--nproc", "2"]
 

@@ -35,7 +35,7 @@ def test_libfuzzer_short_run(tmp_path) -> None:
     shutil.copytree(CORPUS, corpus)  # libFuzzer writes new inputs into its first corpus folder
     try:
         proc = subprocess.run(
-            [str(build / "fuzz_rules"), "-max_total_time=20", "-timeout=10", "-rss_limit_mb=2048",
+            [str(build / "fuzz_rules"), "-max_total_time=5", "-timeout=10", "-rss_limit_mb=2048",
              f"-artifact_prefix={tmp_path}/", str(corpus)],
             capture_output=True, text=True, timeout=120,
         )
