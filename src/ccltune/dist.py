@@ -147,6 +147,12 @@ class DistContext:
     group: Any = None          # gloo group for host-side barriers and result exchange
     _gen: int = 0
     virtual_nodes: int = 0     # > 1: this host's ranks split into that many nodes for NCCL (NCCL_HOSTID)
+    # nccl-tests' parallel groups (NCCL_TESTS_SPLIT, ``split``): this rank's color, the world ranks of its
+    # group in order (None: every rank), its torch process group, and the smallest group's size
+    color: int = 0
+    members: tuple[int, ...] | None = None
+    comm_group: Any = None
+    smallest_group: int = 0
 
     @property
     def rank(self) -> int:
@@ -166,6 +172,45 @@ class DistContext:
         if self.virtual_nodes > 1:
             return self.virtual_nodes
         return len(set(self.hosts)) if self.hosts else self.info.n_nodes
+
+    # -- the group this rank's collectives run in (the world unless split) -------------
+    @property
+    def comm_rank(self) -> int:
+        """This rank's rank in its group (what the collectives' layouts and data use)."""
+        return self.rank if self.members is None else self.members.index(self.rank)
+
+    @property
+    def comm_size(self) -> int:
+        return self.world_size if self.members is None else len(self.members)
+
+    @property
+    def min_comm_size(self) -> int:
+        """The smallest group's size, the same on every rank (for decisions every rank must share)."""
+        return self.smallest_group or self.comm_size
+
+    @property
+    def comm_nodes(self) -> int:
+        """The nodes this rank's group spans, as NCCL counts them (``n_nodes`` when not split)."""
+        if self.members is None:
+            return self.n_nodes
+        if self.virtual_nodes > 1:
+            return len({r * self.virtual_nodes // self.world_size for r in self.members})
+        return len({self.host_of(r) for r in self.members})
+
+    @property
+    def calls(self) -> Any:
+        """torch.distributed as this rank's group sees it (the module itself when not split)."""
+        if self.members is None or self.dist is None:
+            return self.dist
+        return GroupCalls(self.dist, self.comm_group, self.members)
+
+    def gather_bytes(self, data: bytes | None, what: str) -> list[bytes | None]:
+        """Every rank's ``data``, in rank order (over the world, on the host)."""
+        if self.world_size == 1:
+            return [data]
+        out: list[Any] = [None] * self.world_size
+        self._guard(what, lambda: self.dist.all_gather_object(out, data, group=self.group))
+        return out
 
     def host_of(self, rank: int) -> str:
         return self.hosts[rank] if rank < len(self.hosts) else "?"
@@ -240,6 +285,62 @@ class DistContext:
                 self.dist.destroy_process_group()
             except Exception:  # noqa: BLE001 - teardown after a failure
                 pass
+
+
+def split(ctx: DistContext, colors: tuple[int, ...]) -> None:
+    """nccl-tests' MPI_Comm_split: ranks of one color (``colors[rank]``) form a group, in world order;
+    each rank gets a torch process group of its own group (every rank creates every group, colors in
+    ascending order, as torch.distributed requires). Before any engine: the engines run their
+    collectives there (``ctx.calls``, the nccl engine's communicators)."""
+    if len(colors) != ctx.world_size:
+        raise UsageError(f"{len(colors)} colors for a job of {ctx.world_size} ranks")
+    by_color = {c: tuple(r for r, k in enumerate(colors) if k == c) for c in sorted(set(colors))}
+    ctx.color = colors[ctx.rank]
+    if len(by_color) == 1:  # one group: the world, under its color
+        return
+    ctx.members = by_color[ctx.color]
+    ctx.smallest_group = min(len(m) for m in by_color.values())
+    for members in by_color.values():  # the default group's backends (the torch engine's: gloo and NCCL)
+        pg = ctx._guard("creating the groups (NCCL_TESTS_SPLIT)", lambda m=members: ctx.dist.new_group(
+            list(m), timeout=datetime.timedelta(seconds=ctx.timeout_s)))
+        if ctx.rank in members:
+            ctx.comm_group = pg
+
+
+class GroupCalls:
+    """torch.distributed as one group sees it: every collective runs on ``group``; roots and peers
+    (``src``, ``dst``, a P2POp's peer) are given as group ranks and passed on as world ranks."""
+
+    def __init__(self, dist: Any, group: Any, members: tuple[int, ...]):
+        self._dist, self._group, self._members = dist, group, members
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self._dist, name)
+        if name == "P2POp":  # its op is torch's isend/irecv itself, which it checks by identity
+            return lambda op, tensor, peer, **kw: fn(getattr(op, "torch_fn", op), tensor, self._members[peer],
+                                                     group=self._group, **kw)
+        sig = _signature(fn) if callable(fn) and not isinstance(fn, type) else None
+        if sig is None or "group" not in sig.parameters:
+            return fn
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            bound = sig.bind_partial(*args, **kwargs)
+            for key in ("src", "dst"):
+                if bound.arguments.get(key) is not None:
+                    bound.arguments[key] = self._members[bound.arguments[key]]
+            bound.arguments["group"] = self._group
+            return fn(*bound.args, **bound.kwargs)
+        call.torch_fn = fn  # type: ignore[attr-defined]
+        return call
+
+
+def _signature(fn: Any) -> Any:
+    import inspect
+
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
 
 
 def init(timeout_s: float, *, with_nccl: bool = False, device: Any = None) -> DistContext:

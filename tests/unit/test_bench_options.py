@@ -106,11 +106,26 @@ def test_minus_r_2_is_symmetric_on_nccl():
     assert args.symmetric
 
 
-@pytest.mark.parametrize("var", ["NCCL_TESTS_SPLIT", "NCCL_TESTS_SPLIT_MASK"])
-def test_parallel_groups_are_refused_naming_why(monkeypatch, var):
-    monkeypatch.setenv(var, "0x1")
-    with pytest.raises(UsageError, match=f"{var} 0x1: the nccl engine runs one communicator over every process"):
-        bench_options.check(_parse(), "nccl")
+@pytest.mark.parametrize("engine", ["nccl", "torch", "gloo"])
+def test_parallel_groups_run_on_every_engine_and_a_bad_split_is_refused_naming_it(monkeypatch, engine):
+    monkeypatch.setenv("NCCL_TESTS_SPLIT", "MOD 2")
+    assert bench_options.check(_parse(), engine) == []
+    split, per_proc, note = bench_options.split(_parse("-g", "1"), 4)
+    assert (split.op, split.operand, per_proc) == ("mod", 2, 1)
+    assert note.startswith("NCCL_TESTS_SPLIT='MOD 2': 2 groups: 0 = ranks 0,2; 1 = ranks 1,3; each group runs")
+    monkeypatch.setenv("NCCL_TESTS_SPLIT", "0x1")  # no operation: nccl-tests would quietly run one group
+    with pytest.raises(UsageError, match=r"NCCL_TESTS_SPLIT='0x1': expected '<op><value>'"):
+        bench_options.check(_parse(), engine)
+    monkeypatch.setenv("NCCL_TESTS_SPLIT_MASK", "0xg")  # the mask wins, as nccl-tests reads it first
+    with pytest.raises(UsageError, match=r"NCCL_TESTS_SPLIT_MASK='0xg': expected a hexadecimal mask"):
+        bench_options.check(_parse(), engine)
+
+
+def test_minus_g_splits_nccl_tests_processes_not_gpus(monkeypatch):
+    """nccl-tests colors its MPI processes; with -g 2 each holds 2 of ccltune's one-GPU ranks."""
+    monkeypatch.setenv("NCCL_TESTS_SPLIT", "MOD 2")
+    split, per_proc, note = bench_options.split(_parse("-g", "2"), 8)
+    assert per_proc == 2 and "0 = ranks 0,1,4,5; 1 = ranks 2,3,6,7" in note
 
 
 def test_nccl_tests_device_offsets_the_gpu(monkeypatch):

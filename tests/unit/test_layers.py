@@ -3,8 +3,8 @@
 The layers, lowest first; a module may import its own layer and any below it:
 
   base      ccltune (the package: its version), errors
-  core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, dist, launch, tuner_plugin, output,
-            builtlib, ncclt_json, periter
+  core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, groups, dist, launch,
+            tuner_plugin, output, builtlib, ncclt_json, periter
   engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
   measure   measure/  (timing points and sizes, the run's lifecycle: measure.session)
   analysis  tune/, validate/, diagnose/  (sweeps, rules, verdicts, checks)
@@ -26,7 +26,7 @@ import ccltune
 
 LAYERS = [
     ("base", {"errors"}),
-    ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "gpus", "environment", "collectives", "rules", "store", "dist",
+    ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "gpus", "environment", "collectives", "rules", "store", "groups", "dist",
               "tuner_plugin", "output", "launch", "builtlib", "ncclt_json", "periter"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),

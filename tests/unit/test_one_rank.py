@@ -15,9 +15,10 @@ from ccltune.datatypes import dtype
 
 class _Ctx:
     rank, is_root, n_nodes = 0, True, 1
+    comm_rank, comm_nodes = 0, 1  # one group: the world (dist.DistContext without NCCL_TESTS_SPLIT)
 
     def __init__(self, world_size: int = 1):
-        self.world_size = world_size
+        self.world_size = self.comm_size = self.min_comm_size = world_size
 
     def allreduce_floats(self, values, op, what):  # every rank alike
         return [v * self.world_size for v in values] if op == "sum" else list(values)

@@ -13,6 +13,7 @@ from ccltune.datatypes import dtype
 
 class _Ctx:
     rank, world_size, is_root, n_nodes = 0, 1, True, 1
+    comm_rank, comm_size, min_comm_size, comm_nodes = 0, 1, 1, 1  # one group: the world
 
     def allreduce_floats(self, values, op, what):
         return list(values)

@@ -90,6 +90,7 @@ def test_one_rank_is_waived_and_the_entries_come_from_rows() -> None:
 
 class _Ctx:
     rank, is_root, n_nodes, world_size = 0, True, 1, 1
+    comm_rank, comm_size, min_comm_size, comm_nodes = 0, 1, 1, 1  # one group: the world
 
     def allreduce_floats(self, values, op, what):
         return list(values)

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from ccltune import __version__, collectives, environment, ncclt_json, output, datatypes
+from ccltune import __version__, collectives, environment, groups, ncclt_json, output, datatypes
 from ccltune.cli import _common, bench_options
 from ccltune.commconfig import CommConfig
 from ccltune.errors import CheckFailed, MinBandwidthFailed, UsageError
@@ -86,15 +86,21 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("--symmetric registers ncclMemAlloc buffers; it cannot use --buffers torch")
     if engine_name != "nccl" and (args.symmetric or args.algo or args.proto or args.channels):
         raise UsageError("--symmetric, --algo, --proto and --channels need --engine nccl")
-    if plan.root >= (n := _common.job_size(args, engine_name)):  # before any process joins
-        raise UsageError(f"-r/--root must be < the number of ranks ({n}), got {plan.root}")
+    n = _common.job_size(args, engine_name)
+    split, per_proc, split_note = bench_options.split(args, n)
+    if split_note:
+        note = (f"{note}; " if note else "") + split_note
+        n = groups.groups_of(split, n, per_proc).smallest
+    if plan.root >= n:  # before any process joins
+        raise UsageError(f"-r/--root must be < the number of ranks ({n}{' in the smallest group' if split_note else ''}),"
+                         f" got {plan.root}")
     if engine_name == "gloo" and plan.graph:  # CUDA graphs need a GPU: said, and stored as eager
         note = (f"{note}; " if note else "") + f"-G {plan.graph} ignored: the gloo engine runs eagerly"
         plan.graph = 0
     rc = _common.relaunch(args, argv, engine_name)
     if rc is not None:
         return rc
-    return _run(args, plan, engine_name, note, argv)
+    return _run(args, plan, engine_name, note, argv, split, per_proc)
 
 
 def engine_options(args: argparse.Namespace) -> Any:
@@ -103,9 +109,11 @@ def engine_options(args: argparse.Namespace) -> Any:
                                   cta_policy=args.cta_policy, local_register=args.local_register == 1)
 
 
-def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note: str | None, argv: list[str]) -> int:
+def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note: str | None, argv: list[str],
+         split: groups.Split | None = None, per_proc: int = 1) -> int:
     rows: list[Measurement] = []
-    with Session("bench", engine_name, db=args.db, argv=argv, timeout_s=plan.timeout_s) as s:
+    with Session("bench", engine_name, db=args.db, argv=argv, timeout_s=plan.timeout_s, split=split,
+                 ranks_per_proc=per_proc) as s:
         s.summary = lambda: {"rows": len(rows), "wrong": _wrong_total(rows)}
         if args.json:
             s.on_finished.append(lambda store, run_id: _write_json(args.json, store.run(run_id).env, rows))
@@ -150,13 +158,14 @@ def _devices(ctx: Any, env: dict[str, Any], engine: str) -> list[output.Device]:
     mine[ctx.rank], mine[n + ctx.rank] = float(os.getpid()), float(local)
     both = ctx.allreduce_floats(mine, "sum", "the device list") if n > 1 else mine
     gpus = env.get("gpus") or []
+    colors = (env.get("groups") or {}).get("colors") or [0] * n  # nccl-tests prints each rank's color
     out = []
     for r in range(n):
         dev = int(both[n + r])
         gpu = gpus[dev % len(gpus)] if gpus and engine != "gloo" else None
         out.append(output.Device(rank=r, pid=int(both[r]), host=ctx.host_of(r), device=dev,
                                  bus_id=(gpu or {}).get("pci_bus_id") or "0000:00:00",
-                                 name=gpu["name"] if gpu else "cpu"))
+                                 name=gpu["name"] if gpu else "cpu", group=colors[r]))
     return out
 
 

@@ -12,6 +12,7 @@ import argparse
 import os
 from typing import Any
 
+from ccltune import groups
 from ccltune.errors import UsageError
 from ccltune.measure.point import AVERAGES
 
@@ -171,11 +172,7 @@ def check(args: argparse.Namespace, engine: str) -> list[str]:
         raise UsageError(f"-c/--check must be >= 0, got {args.check}")
     if args.parallel_init:
         notes.append("-p 1: each process creates its own communicator, concurrently")
-    for var in ("NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_SPLIT"):  # not yet: each group needs its own communicator
-        if os.environ.get(var):
-            raise _refuse(var, os.environ[var], engine, "runs one communicator over every process: parallel "
-                                                        "groups (nccl-tests' MPI split by color) are not supported "
-                                                        "yet; unset " + var)
+    groups.from_env()  # a bad NCCL_TESTS_SPLIT(_MASK) fails here, naming the variable
     device = os.environ.get("NCCL_TESTS_DEVICE")
     if device:
         _can("NCCL_TESTS_DEVICE", device, engine)
@@ -211,6 +208,19 @@ def _schedule(args: argparse.Namespace, engine: str) -> list[str]:
     if not 0 <= args.per_iter_skip < args.iters:
         raise UsageError(f"-K/--per_iter_skip must be between 0 and -n - 1 ({args.iters - 1}), got {args.per_iter_skip}")
     return notes
+
+
+def split(args: argparse.Namespace, nranks: int) -> tuple[groups.Split | None, int, str | None]:
+    """NCCL_TESTS_SPLIT / NCCL_TESTS_SPLIT_MASK over a job of ``nranks``: (the split, ranks per nccl-tests
+    process (-t x -g), the note row), or (None, 1, None) when there is none. A -r root must be a rank of
+    every group (checked by the caller against ``groups_of(...).smallest``)."""
+    how = groups.from_env()
+    if how is None:
+        return None, 1, None
+    per = (args.nthreads or 1) * (args.ngpus or 1)
+    job = groups.groups_of(how, nranks, per)
+    return how, per, (f"{how}: {job.describe()}; each group runs on its own communicator, times are averaged "
+                      "over every rank and bandwidths are per group, as nccl-tests reports them")
 
 
 def min_bw() -> float | None:

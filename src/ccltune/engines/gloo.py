@@ -14,11 +14,12 @@ _UNSUPPORTED_OPS = {"avg": "gloo has no AVG reduction",
 IN_PLACE_ONLY_REASON = "torch.distributed's API is in-place only for this collective"
 
 
-def torch_api_waiver(pt: Point, world_size: int) -> str | None:
-    """What torch.distributed (gloo or ProcessGroupNCCL) cannot run as asked."""
+def torch_api_waiver(pt: Point, nranks: int) -> str | None:
+    """What torch.distributed (gloo or ProcessGroupNCCL) cannot run as asked (``nranks``: the smallest
+    group's ranks, so every rank decides alike)."""
     if not pt.in_place and pt.coll.torch_in_place_only:
         return IN_PLACE_ONLY_REASON
-    if world_size == 1:
+    if nranks == 1:
         return "one process: start several with --nproc N or a launcher"
     return None
 
@@ -42,13 +43,13 @@ class GlooEngine(Engine):
             return _UNSUPPORTED_OPS[pt.op]
         if pt.dt.min_sm:
             return f"the gloo engine has no {pt.dt.name} (FP8 needs NCCL >= 2.24 on an sm_90+ GPU: --engine nccl)"
-        return torch_api_waiver(pt, self.ctx.world_size)
+        return torch_api_waiver(pt, self.ctx.min_comm_size)
 
     def launch(self, pt: Point, bufs: Buffers) -> None:
-        dist = self.ctx.dist
+        ctx = self.ctx
         op = self._ops.get(pt.op) if self._ops else None
-        pt.coll.run_torch(dist, bufs.send, bufs.recv, pt.lay, op, pt.root, self.ctx.rank,
-                          self.ctx.world_size, pt.in_place)
+        pt.coll.run_torch(ctx.calls, bufs.send, bufs.recv, pt.lay, op, pt.root, ctx.comm_rank, ctx.comm_size,
+                          pt.in_place)
 
     def time_point(self, pt: Point, bufs: Buffers) -> Timing:
         """nccl-tests' schedule on the host clock: each call returns when it is complete, so the

@@ -131,7 +131,7 @@ class NcclEngine(CudaEngine):
             return OPS[pt.op]
         key = (pt.config or BASELINE, pt.dt.nccl)
         if key not in self._premul:
-            scalar = self.torch.tensor([mulsum_scalar(self.ctx.rank)], dtype=getattr(self.torch, pt.dt.torch_name))
+            scalar = self.torch.tensor([mulsum_scalar(self.ctx.comm_rank)], dtype=getattr(self.torch, pt.dt.torch_name))
             raw = ctypes.create_string_buffer(scalar.view(self.torch.uint8).numpy().tobytes(), 16)
             handle = ctypes.c_int()
             self.lib.call("ncclRedOpCreatePreMulSum", ctypes.byref(handle), raw, pt.dt.nccl, 1, comm)  # 1: ncclScalarHostImmediate
@@ -149,8 +149,14 @@ class NcclEngine(CudaEngine):
         return self.comms[cfg]
 
     def _make_comm(self, cfg: CommConfig) -> Any:
-        uid = self.lib.unique_id() if self.ctx.is_root else None
-        uid = self.ctx.broadcast_bytes(uid, f"NCCL unique id for {cfg.label}")
+        """The communicator of ``cfg``: over every rank, or (NCCL_TESTS_SPLIT) over this rank's group,
+        split from the world's alignment communicator where NCCL has ncclCommSplit (>= 2.18), else
+        from a unique id of the group's first rank (as nccl-tests makes it, over its split MPI group).
+        The alignment communicator (``start_together``) spans every rank, as nccl-tests' barrier does."""
+        ctx, grouped = self.ctx, self.ctx.members is not None and not cfg.align
+        parent = self._align_comm() if grouped and self.lib.has("ncclCommSplit") else None
+        uid = self._unique_id(grouped, cfg.label) if parent is None else b""
+        nranks, rank = (ctx.comm_size, ctx.comm_rank) if grouped else (ctx.world_size, ctx.rank)
         ctas = 1 if cfg.align else cfg.channels if cfg.channels and not self.plugin else None
         ncfg = self.lib.config(min_ctas=ctas, max_ctas=ctas, name=f"ccltune-{cfg.label}", cta_policy=self.cta_policy)
         rule_file = cfg.rules_file or (self._channel_rules(cfg) if cfg.channels and self.plugin and not cfg.align
@@ -163,9 +169,24 @@ class NcclEngine(CudaEngine):
             with self.torch.cuda.device(self.device):
                 t0 = time.perf_counter()
                 try:
-                    return self.lib.comm_init(self.ctx.world_size, uid, self.ctx.rank, ncfg)
+                    if parent is not None:  # key: the world rank, so the group keeps world order
+                        return self.lib.comm_split(parent, ctx.color, ctx.rank, ncfg)
+                    return self.lib.comm_init(nranks, uid, rank, ncfg)
                 finally:
                     self._count("init", t0)
+
+    def _unique_id(self, grouped: bool, label: str) -> bytes:
+        """The NCCL unique id of this rank's communicator: rank 0's, or (``grouped``) its group's first
+        rank's, each group's first rank making one and every rank taking its own group's."""
+        ctx = self.ctx
+        if not grouped:
+            return ctx.broadcast_bytes(self.lib.unique_id() if ctx.is_root else None, f"NCCL unique id for {label}")
+        assert ctx.members is not None
+        uids = ctx.gather_bytes(self.lib.unique_id() if ctx.comm_rank == 0 else None,
+                                f"NCCL unique ids of the groups for {label}")
+        uid = uids[ctx.members[0]]
+        assert uid is not None
+        return uid
 
     def _channel_rules(self, cfg: CommConfig) -> str:
         """A rule file that caps every tuned collective at ``cfg.channels`` (plugin path)."""
@@ -293,7 +314,7 @@ class NcclEngine(CudaEngine):
         CUDA graph): call i ``bufs.shift(i)`` bytes into the buffers when ``step``."""
         stream = self.torch.cuda.current_stream(self.device).cuda_stream
         comm = self.comm(pt.config)
-        return self.loop.series(pt.coll, pt.lay, pt.root, self.ctx.rank, self.ctx.world_size,
+        return self.loop.series(pt.coll, pt.lay, pt.root, self.ctx.comm_rank, self.ctx.comm_size,
                                 send=bufs.send.data_ptr(), recv=bufs.recv.data_ptr(), dtype=pt.dt.nccl,
                                 op=self._op(pt, comm), comm=comm, stream=stream,
                                 shift_bytes=bufs.shift_bytes if step else 0, shift_steps=bufs.steps if step else 1,
@@ -325,14 +346,18 @@ class NcclEngine(CudaEngine):
         if self._align is None:
             self._align = self.torch.zeros(1, dtype=self.torch.float32, device=self.device)
         ptr = self._align.data_ptr()
-        # On a communicator of its own, never the measured one: a forced candidate may not run
-        # all_reduce at all, and a collective issued just before the timed calls on the measured
-        # communicator made NCCL's default slower and noisier than the same configuration on
-        # another communicator (A/A validate on H200, all_gather 1 MB: 16-21 us vs 13.1 us).
-        with _env(NCCL_ALGO=None, NCCL_PROTO=None):
-            comm = self.comm(ALIGN)
+        comm = self._align_comm()
         self.lib.call("ncclAllReduce", ptr, ptr, 1, DTYPES["float"].nccl, OPS["sum"], comm, self.stream.cuda_stream)
         self.sync()
+
+    def _align_comm(self) -> Any:
+        """The communicator ``start_together`` lines the ranks up on, over every rank (also the parent
+        the groups' communicators are split from). On a communicator of its own, never the measured
+        one: a forced candidate may not run all_reduce at all, and a collective issued just before the
+        timed calls on the measured communicator made NCCL's default slower and noisier than the same
+        configuration on another communicator (A/A validate on H200, all_gather 1 MB: 16-21 us vs 13.1 us)."""
+        with _env(NCCL_ALGO=None, NCCL_PROTO=None):
+            return self.comm(ALIGN)
 
     def abort(self) -> None:
         for comm in list(self.comms.values()):

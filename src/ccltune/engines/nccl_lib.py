@@ -47,6 +47,7 @@ _SIGNATURES: dict[str, list[type]] = {
     "ncclGetUniqueId": [ctypes.POINTER(UniqueId)],
     "ncclCommInitRankConfig": [ctypes.POINTER(_vp), _int, UniqueId, _int, ctypes.POINTER(Config)],
     "ncclCommInitRank": [ctypes.POINTER(_vp), _int, UniqueId, _int],
+    "ncclCommSplit": [_vp, _int, _int, ctypes.POINTER(_vp), ctypes.POINTER(Config)],
     "ncclCommDestroy": [_vp],
     "ncclCommAbort": [_vp],
     "ncclAllReduce": [_vp, _vp, _sz, _int, _int, _vp, _vp],
@@ -201,6 +202,12 @@ class NcclLib:
             self.call("ncclCommInitRankConfig", ctypes.byref(comm), nranks, u, rank, ctypes.byref(cfg))
         else:
             self.call("ncclCommInitRank", ctypes.byref(comm), nranks, u, rank)
+        return comm
+
+    def comm_split(self, parent: ctypes.c_void_p, color: int, key: int, cfg: Config | None = None) -> ctypes.c_void_p:
+        """ncclCommSplit (NCCL >= 2.18): the communicator of ``parent``'s ranks of ``color``, ordered by ``key``."""
+        comm = _vp()
+        self.call("ncclCommSplit", parent, color, key, ctypes.byref(comm), ctypes.byref(cfg) if cfg is not None else None)
         return comm
 
     def mem_alloc(self, nbytes: int) -> int:

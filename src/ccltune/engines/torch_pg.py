@@ -29,14 +29,17 @@ class TorchEngine(CudaEngine):
     def waive_reason(self, pt: Point) -> str | None:
         if pt.op == "mulsum" and pt.coll.reduces:
             return "the torch engine does not run mulsum (NCCL's pre-multiplied sum): --engine nccl does"
-        return torch_api_waiver(pt, self.ctx.world_size)
+        return torch_api_waiver(pt, self.ctx.min_comm_size)
 
     def launch(self, pt: Point, bufs: Buffers) -> None:
-        pt.coll.run_torch(self.ctx.dist, bufs.send, bufs.recv, pt.lay, self._ops.get(pt.op), pt.root,
-                          self.ctx.rank, self.ctx.world_size, pt.in_place)
+        ctx = self.ctx
+        pt.coll.run_torch(ctx.calls, bufs.send, bufs.recv, pt.lay, self._ops.get(pt.op), pt.root,
+                          ctx.comm_rank, ctx.comm_size, pt.in_place)
 
     def abort(self) -> None:
-        try:
-            self.ctx.dist.distributed_c10d._abort_process_group()
-        except Exception:  # noqa: BLE001 - best effort from the watchdog thread
-            pass
+        mine = [self.ctx.comm_group] if self.ctx.comm_group is not None else []  # NCCL_TESTS_SPLIT's group
+        for group in mine + [None]:  # then the world
+            try:
+                self.ctx.dist.distributed_c10d._abort_process_group(group)
+            except Exception:  # noqa: BLE001 - best effort from the watchdog thread
+                pass

@@ -116,7 +116,7 @@ def to_measurement(pt: Point, out: point.Outcome, nranks: int, n_nodes: int, pla
 def point_at(engine: Engine, plan: BenchPlan, coll: Collective, size: int, in_place: bool) -> Point:
     """The plan's point for ``coll`` at ``size`` bytes, in place or not, laid out for this rank."""
     ctx = engine.ctx
-    lay = coll.layout(size, plan.dtype.size, ctx.world_size, ctx.rank)
+    lay = coll.layout(size, plan.dtype.size, ctx.comm_size, ctx.comm_rank)  # the group's (NCCL_TESTS_SPLIT)
     root = plan.root if coll.rooted else 0
     return Point(coll, lay, plan.dtype, plan.op, root, in_place, plan.iters, plan.warmup,
                  plan.graph, plan.config, time_first_launch=plan.warmup_mode == "nccl-tests", agg=plan.agg,
@@ -166,7 +166,7 @@ def run(engine: Engine, plan: BenchPlan,
     # run sizes it here, as nccl-tests allocates -e bytes)
     engine.reserve(max([dt.size * (max(lay.send_elems, lay.recv_elems) + plan.unalign)
                         for coll in plan.collectives for size in plan.sizes for dt in plan.dtypes or [plan.dtype]
-                        for lay in [coll.layout(size, dt.size, ctx.world_size, ctx.rank)]]
+                        for lay in [coll.layout(size, dt.size, ctx.comm_size, ctx.comm_rank)]]
                        + [plan.max_bytes + plan.unalign * plan.dtype.size if plan.sizes else 0], default=0))
     if memory is not None:
         memory.init, memory.user = _free_max(engine, before - made, made - engine.free_memory())
@@ -180,7 +180,7 @@ def run(engine: Engine, plan: BenchPlan,
         on_start(coll)
         free = engine.free_memory() if memory is not None else 0
         rows: list[Measurement] = []
-        for var in variants(plan, coll, ctx.world_size):
+        for var in variants(plan, coll, ctx.min_comm_size):  # -r all: every group has these roots
             if var.warmup_mode in SERIES_MODES:
                 warm_series(engine, var, coll)
             for _cycle in range(var.cycles):  # -N: the size loop again, as nccl-tests repeats it
@@ -205,7 +205,7 @@ def _sizes(engine: Engine, plan: BenchPlan, coll: Collective,
                                     cputime=plan.cputime, per_iter_skip=plan.per_iter_skip)
             else:
                 out = point.Outcome("waived", note="placement not requested")
-            pair.append(to_measurement(pt, out, ctx.world_size, ctx.n_nodes, plan))
+            pair.append(to_measurement(pt, out, ctx.comm_size, ctx.comm_nodes, plan))
         rows.extend(pair)
         on_row(pair[0], pair[1])
     return rows

@@ -167,7 +167,7 @@ def waive_reason(engine: Engine, pt: Point) -> str | None:
     """Why ``pt`` is not measured here (None: it is), the same on every rank."""
     if pt.in_place and pt.lay.inplace_offsets is None:
         return "no in-place form"
-    if pt.in_place and engine.ctx.world_size == 1:
+    if pt.in_place and engine.ctx.min_comm_size == 1:
         return ONE_RANK_IN_PLACE
     return engine.waive_reason(pt)
 
@@ -203,11 +203,12 @@ def measure(engine: Engine, pt: Point, *, check: int, average: str, timeout_s: f
 def _check(engine: Engine, pt: Point, bufs: buffers.Buffers) -> tuple[float, float]:
     """One check: fill, one call, count this rank's wrong elements; (wrong, 1.0 if unchecked)."""
     torch, ctx = engine.torch, engine.ctx
-    buffers.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+    buffers.fill(torch, bufs, pt.coll, ctx.comm_rank, ctx.comm_size, pt.op)
     engine.launch(pt, bufs)
     engine.sync()
     try:  # local work only: a rank that runs out of memory here leaves nobody waiting
-        wrong = buffers.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.rank, ctx.world_size, pt.op, pt.root)
+        wrong = buffers.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.comm_rank, ctx.comm_size, pt.op,
+                                    pt.root)
         return float(wrong), 0.0
     except (RuntimeError, MemoryError) as exc:
         if not is_oom(str(exc)):
@@ -220,7 +221,7 @@ def _measure(engine: Engine, pt: Point, bufs: buffers.Buffers, *, check: int, av
     torch, ctx = engine.torch, engine.ctx
     oom = None
     try:
-        buffers.fill(torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
+        buffers.fill(torch, bufs, pt.coll, ctx.comm_rank, ctx.comm_size, pt.op)
     except (RuntimeError, MemoryError) as exc:  # the local int64 temporaries
         oom = first_line(exc)
         oom = "out of memory" if isinstance(exc, MemoryError) and not is_oom(oom) else oom

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from ccltune import dist, environment, launch
+from ccltune.groups import Split, groups_of
 from ccltune.engines.base import EngineOptions
 from ccltune.errors import DataError, DistError, Interrupted, UsageError
 from ccltune.store import Store
@@ -36,12 +37,15 @@ class Session:
 
     ``summary`` (a callable, read when the run finishes) gives the run's summary; ``clock`` (a
     ``measure.sweep.Clock``), when set, times the engine's teardown; ``on_finished`` callables run on
-    rank 0 once the run's final status is stored (e.g. writing --json from the stored run)."""
+    rank 0 once the run's final status is stored (e.g. writing --json from the stored run).
+    ``split`` (nccl-tests' NCCL_TESTS_SPLIT, ``ranks_per_proc`` ranks to one nccl-tests process) splits
+    the ranks into groups, each running its collectives on its own communicator, before the engine."""
 
     def __init__(self, kind: str, engine_name: str, *, db: str, argv: list[str], timeout_s: float,
-                 virtual_nodes: int = 1):
+                 virtual_nodes: int = 1, split: Split | None = None, ranks_per_proc: int = 1):
         self.kind, self.engine_name, self.db, self.argv = kind, engine_name, db, argv
         self.timeout_s, self.virtual_nodes = timeout_s, virtual_nodes
+        self.split, self.ranks_per_proc = split, ranks_per_proc
         self.ctx: dist.DistContext | None = None
         self.engine: Any = None
         self.store: Store | None = None
@@ -59,6 +63,8 @@ class Session:
         self.ctx = join(self.engine_name, self.timeout_s)
         quiet_other_ranks(self.ctx)
         apply_virtual_nodes(self.ctx, self.virtual_nodes)
+        if self.split is not None:
+            dist.split(self.ctx, groups_of(self.split, self.ctx.world_size, self.ranks_per_proc).colors)
         self.store = Store(self.db) if self.ctx.is_root else None
         return self
 
@@ -79,6 +85,8 @@ class Session:
         env = environment.collect(world_size=ctx.world_size, n_nodes=ctx.n_nodes, engine=self.engine_name,
                                   nccl=self.engine.info(), hosts=ctx.hosts, argv=self.argv)
         mark_virtual_nodes(env, self.virtual_nodes)
+        if self.split is not None:
+            mark_groups(env, self.split, groups_of(self.split, ctx.world_size, self.ranks_per_proc).colors)
         return env
 
     def begin(self, args: dict[str, Any], env: dict[str, Any]) -> int | None:
@@ -241,6 +249,13 @@ def mark_virtual_nodes(env: dict[str, Any], k: int) -> None:
     if k > 1:
         env["virtual_nodes"] = k
         env["platform"] = f"{env.get('platform', '')} (simulated {k} nodes)".strip()
+
+
+def mark_groups(env: dict[str, Any], split: Split, colors: tuple[int, ...]) -> None:
+    """Say in a run's environment record how its ranks were split (every rank's color), and that its
+    rows' n_ranks is a group's size (rank 0's group, whose layout the rows report, as nccl-tests does)."""
+    env["groups"] = {"variable": split.variable, "value": split.value, "colors": list(colors),
+                     "count": len(set(colors))}
 
 
 def quiet_other_ranks(ctx: dist.DistContext) -> None:

@@ -1,0 +1,57 @@
+"""NCCL_TESTS_SPLIT on the gloo engine: 4 processes split "MOD 2" into two groups (ranks 0,2 and 1,3),
+each running every collective on its own process group, as nccl-tests runs parallel operations.
+
+One launch. A collective that ran over the world instead of its group, or a root or peer not mapped
+from the group's rank to the world's, would show as #wrong > 0 or a failed call: the expected values
+are the group's (2 ranks), and -r 1 is world rank 2 in group 0 and world rank 3 in group 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from ccltune import collectives
+from dist_helpers import bench_cmd, only_run
+from test_bench_gloo import ALL, check_cells, table
+
+
+def test_two_groups_of_two_each_measure_every_collective_on_their_own(tmp_path: Path):
+    db, js = tmp_path / "t.db", tmp_path / "t.json"
+    env = {**os.environ, "NCCL_TESTS_SPLIT": "MOD 2"}
+    env.pop("NCCL_TESTS_SPLIT_MASK", None)
+    proc = subprocess.run(bench_cmd("all", "-b", "64", "-e", "64", "-n", "2", "-w", "1", "-r", "1", "--timeout", "30",
+                                    "--nproc", "4", "--db", str(db), "--json", str(js)),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+
+    # the rank lines say each rank's group (its color), as nccl-tests prints them
+    for rank, group in enumerate((0, 1, 0, 1)):
+        assert re.search(rf"#  Rank {rank:2d} Group {group:2d} Pid +\d+ on", proc.stdout), proc.stdout[:2000]
+    assert "NCCL_TESTS_SPLIT='MOD 2': 2 groups: 0 = ranks 0,2; 1 = ranks 1,3" in proc.stdout
+
+    # every collective measured, laid out for a group of 2 (not the world's 4), #wrong 0 over both groups
+    rows = table(proc.stdout)
+    assert list(rows) == ALL
+    for name, cells in rows.items():
+        lay = collectives.get(name).layout(64, 4, 2, 0)
+        assert [(int(c[0]), int(c[1])) for c in cells] == [(lay.size_bytes, lay.count)], (name, cells)
+        check_cells(name, cells[0])
+    assert proc.stdout.count("# Out of bounds values : 0 OK") == len(ALL)
+
+    # rows: n_ranks is the group's, busbw the group's factor; the run's environment holds every color
+    recs = json.loads(js.read_text())["records"]
+    measured = [r for r in recs if r["status"] == "ok"]
+    assert {r["collective"] for r in measured} == set(ALL)
+    for r in recs:
+        assert r["n_ranks"] == 2
+    for r in measured:
+        assert r["wrong"] == 0
+        assert abs(r["busbw_gbps"] - r["algbw_gbps"] * collectives.get(r["collective"]).bus_factor(2)) < 1e-12
+    run, stored = only_run(db)
+    assert run.status == "complete" and run.world_size == 4 and run.summary["wrong"] == 0
+    assert run.env["groups"] == {"variable": "NCCL_TESTS_SPLIT", "value": "MOD 2", "colors": [0, 1, 0, 1], "count": 2}
+    assert len(stored) == len(recs)
