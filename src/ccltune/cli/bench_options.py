@@ -1,6 +1,6 @@
 """nccl-tests' command line for ``ccltune bench``: the option table of nccl-tests 2.19.6
 (src/common.cu, getopt_long options), each flag with its short and long spelling and its meaning,
-and the environment variables nccl-tests reads. A value ccltune's engine cannot honour is refused
+and the environment variables nccl-tests reads (NCCL_TESTS_SPLIT: ``ccltune.groups``). A value ccltune's engine cannot honour is refused
 naming the engine; nothing is silently ignored.
 
 Where a flag's meaning needs a mapping (``-g N``: N processes per node, since ccltune runs one
@@ -39,7 +39,13 @@ EPILOG = (
     "-x (ncclConfig_t.CTAPolicy) and -R 1 (ncclCommRegister) need --engine nccl; -y 1 and -M 1 a GPU engine; "
     "-z 0..3, -C 1, -u N and -I 1 -K N run on every engine (gloo: host clock; its calls complete as they "
     "return). -z 3 and -I 1 under -G are disabled with a note, as nccl-tests disables them. -D N > 0 is "
-    "refused: it runs nccl-tests' own device-API kernels. NCCL_TESTS_DEVICE=d: local process i on GPU d + i.")
+    "refused: it runs nccl-tests' own device-API kernels. NCCL_TESTS_DEVICE=d: local process i on GPU d + i. "
+    "NCCL_TESTS_SPLIT='<op><value>' (AND, OR, MOD, DIV or &, |, %, /; decimal, 0x or 0b value) or "
+    "NCCL_TESTS_SPLIT_MASK=<hex> (color = rank & mask; it wins): ranks of one color form a group that runs "
+    "the collectives on its own communicator, every engine; with -g/-t nccl-tests' process of rank r is "
+    "r // (t*g). As nccl-tests: each rank line prints its color, times are averaged over every rank, #wrong "
+    "summed over every group, sizes and busbw are rank 0's group's (n_ranks in the rows; the colors in the "
+    "run's environment, 'groups'). A value nccl-tests would ignore or crash on (no operation, MOD 0) is refused.")
 
 
 def register(p: argparse.ArgumentParser) -> None:
