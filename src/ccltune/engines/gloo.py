@@ -14,12 +14,11 @@ _UNSUPPORTED_OPS = {"avg": "gloo has no AVG reduction",
 IN_PLACE_ONLY_REASON = "torch.distributed's API is in-place only for this collective"
 
 
-def torch_api_waiver(pt: Point, nranks: int) -> str | None:
-    """What torch.distributed (gloo or ProcessGroupNCCL) cannot run as asked (``nranks``: the smallest
-    group's ranks, so every rank decides alike)."""
+def torch_api_waiver(pt: Point, world_size: int) -> str | None:
+    """What torch.distributed (gloo or ProcessGroupNCCL) cannot run as asked."""
     if not pt.in_place and pt.coll.torch_in_place_only:
         return IN_PLACE_ONLY_REASON
-    if nranks == 1:
+    if world_size == 1:  # no process group (a group of one rank under NCCL_TESTS_SPLIT has one)
         return "one process: start several with --nproc N or a launcher"
     return None
 
@@ -43,7 +42,7 @@ class GlooEngine(Engine):
             return _UNSUPPORTED_OPS[pt.op]
         if pt.dt.min_sm:
             return f"the gloo engine has no {pt.dt.name} (FP8 needs NCCL >= 2.24 on an sm_90+ GPU: --engine nccl)"
-        return torch_api_waiver(pt, self.ctx.min_comm_size)
+        return torch_api_waiver(pt, self.ctx.world_size)
 
     def launch(self, pt: Point, bufs: Buffers) -> None:
         ctx = self.ctx

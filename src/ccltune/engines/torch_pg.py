@@ -29,7 +29,7 @@ class TorchEngine(CudaEngine):
     def waive_reason(self, pt: Point) -> str | None:
         if pt.op == "mulsum" and pt.coll.reduces:
             return "the torch engine does not run mulsum (NCCL's pre-multiplied sum): --engine nccl does"
-        return torch_api_waiver(pt, self.ctx.min_comm_size)
+        return torch_api_waiver(pt, self.ctx.world_size)
 
     def launch(self, pt: Point, bufs: Buffers) -> None:
         ctx = self.ctx
