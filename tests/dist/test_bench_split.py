@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 from ccltune import collectives
+from ccltune.tune import importer
 from dist_helpers import bench_cmd, only_run
 from test_bench_gloo import ALL, check_cells, table
 
@@ -23,7 +24,7 @@ def test_two_groups_of_two_each_measure_every_collective_on_their_own(tmp_path: 
     env = {**os.environ, "NCCL_TESTS_SPLIT": "MOD 2"}
     env.pop("NCCL_TESTS_SPLIT_MASK", None)
     proc = subprocess.run(bench_cmd("all", "-b", "64", "-e", "64", "-n", "2", "-w", "1", "-r", "1", "--timeout", "30",
-                                    "--nproc", "4", "--db", str(db), "--json", str(js)),
+                                    "--nproc", "4", "--db", str(db), "--json", str(js), "-J", str(tmp_path / "n.json")),
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
@@ -55,3 +56,13 @@ def test_two_groups_of_two_each_measure_every_collective_on_their_own(tmp_path: 
     assert run.status == "complete" and run.world_size == 4 and run.summary["wrong"] == 0
     assert run.env["groups"] == {"variable": "NCCL_TESTS_SPLIT", "value": "MOD 2", "colors": [0, 1, 0, 1], "count": 2}
     assert len(stored) == len(recs)
+
+    # the table imports back as nccl-tests' split output: rank 0's group's ranks and rows, every color kept
+    parsed = importer.parse_text(proc.stdout, "bench.txt")
+    assert [p.collective for p in parsed] == ALL
+    for p in parsed:
+        assert (p.n_ranks, p.n_nodes, p.env["groups"]) == (2, 1, {"colors": [0, 1, 0, 1], "count": 2})
+        assert all(r.n_ranks == 2 for r in p.rows)
+    # and so does -J's nccl-tests JSON (one file per collective)
+    p = importer.parse_json((tmp_path / "n.json.all_gather").read_text(), "n.json.all_gather")
+    assert (p.n_ranks, p.env["groups"]["colors"]) == (2, [0, 1, 0, 1])

@@ -51,7 +51,7 @@ from ccltune.store import Measurement
 _START_RE = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 # nccl-tests 2.13+: "#  Rank %2d Group %2d Pid %6d on %10s device %2d [bus] %s" (bus "0x%02x" in 2.13,
 # "%04x:%02x:%02x" from 2.17); rccl-tests: "#   Rank %2d Pid %6d on %10s device %2d [%s] %s" (no Group).
-_RANK_RE = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
+_RANK_RE = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
                       r"\s+\[([^\]]*)\]\s*(.*)$")
 # nccl-tests: "# nThread 1 nGpus 8 minBytes ..."; rccl-tests 2022: "# nThread: 1 nGpus: 1 minBytes: ...",
 # 2022-10..2024-02: "# nThreads: 1 nGpus: 1 nRanks: 2 minBytes: ..." (nRanks: ranks per GPU, -R)
@@ -171,6 +171,16 @@ class _Shape:
     gpus: int | None = None
     per_gpu: int | None = None
     elided: bool = False
+    colors: dict[int, int] = field(default_factory=dict)  # rank -> its 'Group' (NCCL_TESTS_SPLIT's color)
+
+    def group_ranks(self) -> list[int] | None:
+        """The ranks of the lowest rank's group when the ranks were split into several groups
+        (NCCL_TESTS_SPLIT: the rows' sizes and busbw are that group's); None when not split, or when
+        the device list was cut (its groups cannot be counted)."""
+        if len(set(self.colors.values())) < 2 or self.elided:
+            return None
+        first = self.colors[min(self.colors)]
+        return [r for r, c in sorted(self.colors.items()) if c == first]
 
     def implied(self) -> int:
         """Ranks the header implies: nThread x nGpus (x rccl-tests' ranks per GPU) x processes (one
@@ -189,7 +199,16 @@ def _ranks(path: str, line: int | None, shape: _Shape, nranks: int | None) -> tu
         return nranks, hosts or 1
     if not shape.ranks:
         raise _fail(path, line, "no '#  Rank N ...' device lines; pass --nranks")
+    if (group := shape.group_ranks()) is not None:  # parallel groups: a row is rank 0's group's
+        return len(group), len({shape.ranks[r][0] for r in group if r in shape.ranks}) or 1
     return shape.implied(), hosts or 1
+
+
+def _mark_groups(shape: _Shape, env: dict[str, Any]) -> None:
+    """Split runs (NCCL_TESTS_SPLIT): every rank's color in the environment, as ``ccltune bench`` stores it."""
+    if shape.group_ranks() is not None:
+        colors = [shape.colors[r] for r in sorted(shape.colors)]
+        env["groups"] = {"colors": colors, "count": len(set(colors))}
 
 
 def _possible(value: float | None, kind: str, size: int) -> bool:
@@ -339,7 +358,8 @@ def _header_line(line: str, lineno: int, path: str, shape: _Shape, env: dict[str
     """Read one '#' line into ``shape`` and ``env``; the column header returns where each
     (time, algbw, busbw, #wrong) block starts (one block: rccl-tests' in-place-only table)."""
     if m := _RANK_RE.match(line):
-        rank, pid, host, dev, bus, model = m.groups()
+        rank, group, pid, host, dev, bus, model = m.groups()
+        shape.colors[int(rank)] = int(group or 0)
         model = model.strip()
         if model.endswith("..."):  # the cut line itself: its model is incomplete
             shape.elided, model = True, model[:-3].rstrip()
@@ -415,6 +435,7 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
     coll = _collective(program, "the header", f"{path}:{line}" if line else path, collective,
                        None if several else path)
     n_ranks, n_nodes = _ranks(path, at, shape, nranks)
+    _mark_groups(shape, env)
     if "tool" not in env:
         env["tool"] = "rccl-tests" if any(k.startswith("rccl") for k in env) else "nccl-tests"
     places = (True,) if len(blocks) == 1 else (False, True)
@@ -544,6 +565,7 @@ def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), co
         info = (js.get(dev, "device_info", at, "a string", lambda v: isinstance(v, str)) or "").strip()
         pid = js.integer(dev, "pid", at) or 0
         shape.ranks[rank] = (host, pid, info)
+        shape.colors[rank] = js.integer(dev, "group", at) or 0
         env.setdefault("devices", []).append({"rank": rank, "host": host, "pid": pid,
                                               "device": js.integer(dev, "device", at),
                                               "bus_id": js.get(dev, "device_hex", at, "a string",
@@ -552,6 +574,7 @@ def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), co
     version = js.integer(doc, "nccl_version", "", low=0) or None
     coll = _collective(program, '"args[0]"', path, collective, path)
     n_ranks, n_nodes = _ranks(path, None, shape, nranks)
+    _mark_groups(shape, env)
     env["tool"] = "nccl-tests"
     rows = []
     for i, res in enumerate(doc["results"]):
