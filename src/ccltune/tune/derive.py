@@ -1,7 +1,8 @@
 """Measurements -> tuner rules: per group, the winner at each size, merged into size ranges.
 
-A *group* is what one rule line can be keyed on: (GPU model, ranks per NVLink domain) for the
-``platform`` section, then (collective, nRanks, nNodes). Inside a group:
+A *group* is what one rule line can be keyed on: (GPU model, ranks per NVLink domain, and on AMD
+GPUs the compute and memory partition modes the sweep ran in) for the ``platform`` section, then
+(collective, nRanks, nNodes). Inside a group:
 
 1. Rows with ``status != 'ok'`` are dropped (an unavailable configuration never wins), and only
    the chosen placement is kept (out-of-place by default).
@@ -77,14 +78,23 @@ class GroupKey:
     collective: str
     n_ranks: int
     n_nodes: int
+    partition: str = ""  # AMD compute partition (CPX, ...) the rows were measured in; "" when none recorded
+    nps: str = ""  # AMD memory partition (NPS4, ...)
 
     @property
     def platform(self) -> Platform:
         # The plugin matches gpu as a lower-case substring of the model name.
-        return Platform(gpu=self.gpu.lower(), nvl_ranks=self.nvlranks)
+        return Platform(gpu=self.gpu.lower(), nvl_ranks=self.nvlranks, partition=self.partition or None,
+                        nps=self.nps or None)
+
+    @property
+    def facts(self) -> PlatformFacts:
+        """The machine facts under which the plugin applies this group's section."""
+        return PlatformFacts(gpu=self.gpu, partition=self.partition or None, nps=self.nps or None)
 
     def __str__(self) -> str:
-        return f"{self.collective} nranks={self.n_ranks} nnodes={self.n_nodes} gpu={self.gpu}"
+        modes = "".join(f" {k}={v}" for k, v in (("partition", self.partition), ("nps", self.nps)) if v)
+        return f"{self.collective} nranks={self.n_ranks} nnodes={self.n_nodes} gpu={self.gpu}{modes}"
 
 
 @dataclass(frozen=True)
@@ -337,7 +347,8 @@ def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float 
             raise DataError(f"a {coll} row of run {row.get('run_id', '?')} has no GPU model; cannot tell its platform")
         n_ranks, n_nodes = int(row["n_ranks"]), int(row.get("n_nodes") or 1)
         nvl = n_ranks // n_nodes if n_ranks % n_nodes == 0 else None
-        grouped[GroupKey(row["gpu"], nvl, coll, n_ranks, n_nodes)].append(row)
+        grouped[GroupKey(row["gpu"], nvl, coll, n_ranks, n_nodes, row.get("partition") or "",
+                         row.get("nps") or "")].append(row)
     for coll, n in sorted(skipped.items()):
         notes.append(f"{n} {coll} rows skipped: NCCL does not pass {coll} to a tuner")
 
@@ -436,7 +447,7 @@ def account_gain(group: GroupResult, rules: Sequence[Rule] | None = None) -> Gai
     key = group.key
     out = []
     for d in group.decisions:
-        q = Query(key.collective, d.size_bytes, key.n_ranks, key.n_nodes, platform=PlatformFacts(gpu=key.gpu))
+        q = Query(key.collective, d.size_bytes, key.n_ranks, key.n_nodes, platform=key.facts)
         m = match(ruleset, q)
         selected = CommConfig(m.algo, m.proto, m.channels or None)
         significant = bool(d.qualifying)
