@@ -151,7 +151,7 @@ def sweep_section(inp: ReportInput) -> Section:
 
 
 def _time_table(run: Run) -> Table | None:
-    """Where the run's time went on rank 0 (sweep and validate summaries since 2026-11-22), or None."""
+    """Where the run's time went on rank 0 (sweep and validate summaries record it; older ones do not: None)."""
     phases = run.summary.get("time")
     if not isinstance(phases, dict) or not phases:
         return None
