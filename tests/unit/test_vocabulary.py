@@ -63,12 +63,17 @@ def _home(rel: str) -> bool:
     return any(rel == h or rel.startswith(h + "/") for h in HOME)
 
 
-def test_names_are_defined_once():
+def _outside_homes(scan) -> list[str]:
+    """What ``scan(path, tree)`` finds in every module of src/ccltune but the tables' homes."""
     found = []
     for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        if not _home(rel):
-            found += second_copies(path.relative_to(ROOT.parent), ast.parse(path.read_text(encoding="utf-8")))
+        if not _home(path.relative_to(ROOT).as_posix()):
+            found += scan(path.relative_to(ROOT.parent), ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_names_are_defined_once():
+    found = _outside_homes(second_copies)
     assert not found, ("a second copy of names that have one table (derive it from collectives/, "
                        "rules.ALGORITHMS/PROTOCOLS):\n" + "\n".join(found))
 
@@ -82,11 +87,7 @@ def underscore_strips(path: Path, tree: ast.AST) -> list[str]:
 
 
 def test_names_are_normalised_through_their_table():
-    found = []
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        if not _home(rel):
-            found += underscore_strips(path.relative_to(ROOT.parent), ast.parse(path.read_text(encoding="utf-8")))
+    found = _outside_homes(underscore_strips)
     assert not found, ("a collective, algorithm or protocol name normalised by hand (use collectives.canonical "
                        "or rules.nccl_spelling):\n" + "\n".join(found))
 
