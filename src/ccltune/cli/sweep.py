@@ -72,7 +72,7 @@ def _names(text: str, valid: tuple[str, ...], flag: str) -> list[str]:
 
     out = []
     # rule files and NCCL_ALGO spell collnet_direct / CollNetDirect: one spelling for both here
-    for t in filter(None, (x.strip().lower().replace("_", "") for x in text.split(","))):
+    for t in filter(None, map(rules.nccl_spelling, text.split(","))):
         if t not in valid:
             raise unknown_name(flag.lstrip("-").rstrip("s"), t, valid, flag)
         out.append(t)

@@ -11,9 +11,8 @@ GPUs the compute and memory partition modes the sweep ran in) for the ``platform
    floored at ``min_margin``, and, when it is *isolated* there, by more than
    ``isolated_margin`` too. A candidate is isolated at a size when it does not beat the default
    (by the noise, floored at ``min_margin``) at either neighbouring measured size: a win seen at
-   one size only must be large to be believed (on the H200 sweeps, isolated wins below 10% did
-   not hold up when re-measured; docs/tuning.md). A group measured at one size has no neighbours: every
-   candidate there is isolated. Whatever the percentages, a win must save at least
+   one size only must be large to be believed (docs/tuning.md, "Why an isolated win needs 10%").
+   A group measured at one size has no neighbours: every candidate there is isolated. Whatever the percentages, a win must save at least
    ``min_gain_us`` (0.5 µs) per call: below that, two communicators of the same configuration
    differ by as much (launch and synchronisation jitter). The winner is chosen among the qualifying candidates
    (``objective``); none qualifies -> no rule at that size and NCCL stays in charge.
@@ -25,9 +24,8 @@ GPUs the compute and memory partition modes the sweep ran in) for the ``platform
 
 The *twin* (``config`` 'default-twin', measured by ``ccltune sweep`` unless ``--no-twin``) is
 NCCL's default again, on a second communicator, interleaved like every candidate. Two
-communicators of the same configuration do not time alike at latency-bound sizes (on 4 H200s,
-identical configurations differed by up to 16% below 64 KB, by under 1% from 16 MB), and every
-candidate runs on a communicator of its own, so that difference is noise a candidate must beat
+communicators of the same configuration do not time alike at latency-bound sizes (docs/tuning.md,
+"The A/A gap"), and every candidate runs on a communicator of its own, so that difference is noise a candidate must beat
 too. At each size the *A/A gap* is ``|median(twin) / median(default) - 1|``, and the part of it
 beyond both points' own noise (:func:`aa_margin`) is a steady difference between communicators;
 the margin a candidate must beat there is at least the largest such part at that size and its
@@ -38,7 +36,7 @@ The twin never makes a rule.
 
 A *0-byte* size (a layout rounding a tiny size down: 8 B of float all_gather on 4 ranks is 0 B
 a rank) moves no data: NCCL launches nothing that an algorithm, protocol or channel count could
-change (its candidates time like the default, 0.1 µs in a CUDA graph), and its time sits on no
+change (its candidates time like the default), and its time sits on no
 alpha-beta line. Candidates there make no rule and corroborate none; the default and the twin
 still count (the twin's A/A gap enters its neighbour's margin).
 """
@@ -257,8 +255,7 @@ def decide_sizes(points: Mapping[int, SizePoints], *, objective: str = "time", s
 def nccl_best(default: PointStats, candidates: Mapping[CommConfig, PointStats]) -> PointStats:
     """What a candidate must beat at one size: NCCL's default, or its twin where that was faster.
     Both are NCCL's own choice; a candidate only as fast as the faster of them shows that one
-    communicator was slow, not that NCCL chose badly (4-GPU reduce at 1 KB: default 6.13 us, twin
-    5.14, 32 channels 5.04; its rule came out 2.8% slower in validate)."""
+    communicator was slow, not that NCCL chose badly (docs/tuning.md, "The A/A gap")."""
     twin = candidates.get(TWIN)
     return twin if twin is not None and twin.median_us < default.median_us else default
 
@@ -273,9 +270,8 @@ def aa_margin(default: PointStats, candidates: Mapping[CommConfig, PointStats]) 
     """The part of the A/A gap beyond both points' own noise (0 when the gap is inside it); None
     when the twin was not measured. A steady difference between two communicators has a small
     spread and counts whole (latency-bound sizes); a gap made by a transient in one side's rounds
-    comes with that side's spread and counts only beyond it (4-GPU all_gather 8 MB: twin 35%
-    slower than the default with a 14% spread of its own; without the discount that one twin
-    barred ring/LL128 there and at both neighbours, a win that validate then measured at 16%)."""
+    comes with that side's spread and counts only beyond it: counted whole, such transients bar
+    real wins (docs/tuning.md, "The A/A gap")."""
     gap = aa_gap(default, candidates)
     return None if gap is None else max(0.0, gap - (candidates[TWIN].noise + default.noise))
 
