@@ -332,7 +332,7 @@ def host_text(run: Any) -> str:
 
 def platform_text(run: Any) -> str:
     """The stored platform; for a node-wide command (no world size: links, doctor, topo) recorded
-    before 2026-11-24 as 'model x1', the node's GPUs instead, so it agrees with the GPUs row."""
+    by an older ccltune as 'model x1', the node's GPUs instead, so it agrees with the GPUs row."""
     from ccltune.environment import platform_name
 
     stored = run.env.get("platform") or run.platform or ""

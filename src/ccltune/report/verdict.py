@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from ccltune import collectives
 from ccltune.report.axes import size_label
 from ccltune.report.data import gpu_names, host_text
 from ccltune.report.model import Card
@@ -57,7 +58,7 @@ def links_for(run: Any, links: list[Any]) -> Any | None:
 
 
 def is_all_reduce(collective: str) -> bool:
-    return collective.replace("_", "").lower() == "allreduce"
+    return collectives.canonical(collective) == "all_reduce"
 
 
 def ids_text(ids: list[int]) -> str:
