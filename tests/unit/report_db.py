@@ -37,7 +37,7 @@ def mixed_store(db: Path) -> None:
     with Store(db) as store:
         fill_store(store)  # runs 1-7
         env = {"host": "node-a", "gpus": [{"name": "NVIDIA H100 80GB HBM3"}] * 8, "world_size": 8, "n_nodes": 1,
-               "platform": "NVIDIA H100 80GB HBM3 x8", "command": "ccltune check --profile h100-8",
+               "platform": "NVIDIA H100 80GB HBM3 x8", "command": "ccltune check --profile h100-8", "nccl_version": "2.21.5",
                "variables": {"NCCL_DEBUG": "WARN", "CCLTUNE_OUTCOME_FILE": "/tmp/ccltune-outcome-1",
                              "CCLTUNE_COMMAND": "ccltune check", "CCLTUNE_ENGINE_NOTE": "x"}}
         rid = store.begin_run("check", command="ccltune check --profile h100-8", env=env)  # run 8

@@ -100,9 +100,10 @@ def fill_store(store: Store, seed: int = 7) -> SyntheticRuns:
     store.finish_run(rid, "complete")
     ids["sweep"] = rid
 
-    rid = store.begin_run("tune", command="ccltune tune (test data)", env=env("node-a", "550.54.15"))
+    # as ccltune tune records it: no host or GPUs of its own, the runs it derived from in its summary
+    rid = store.begin_run("tune", command="ccltune tune (test data)", env={"ccltune_version": "0.1", "platform": "H100"})
     store.add_artifact(rid, "rules", RULES)
-    store.finish_run(rid, "complete")
+    store.finish_run(rid, "complete", {"source_runs": [ids["sweep"]]})
     ids["tune"] = rid
 
     rid = store.begin_run("validate", command="ccltune validate (test data)", env=env("node-a", "550.54.15"))

@@ -42,6 +42,31 @@ def test_cards_give_health_worst_first_ceiling_and_gain(tmp_path):
     assert "4 x NVIDIA H200" in by_title["vm"].subtitle
 
 
+def _r(i: int, kind: str, host: str | None, nccl: str | None = "2.21.5", ranks: int | None = 8, **summary) -> Run:
+    env = {"host": host, "gpus": [{"name": "NVIDIA H100"}] * 8, "world_size": ranks, "nccl_version": nccl} if host \
+        else {"platform": "H100"}
+    return Run(i, kind, "complete", "t", None, f"ccltune {kind}", None, ranks, 1, None, host, None, None, nccl,
+               env=env, summary=summary)
+
+
+def test_one_card_per_node_and_run_group_worst_first():
+    runs = [_r(1, "doctor", "node-a"), _r(2, "sweep", "node-a"), _r(3, "tune", None, source_runs=[2, 99]),
+            _r(4, "validate", "node-a", status="PASS", sizes=[{"collective": "all_reduce", "size_bytes": 1 << 20,
+                                                              "speedup": 1.2, "noise": 0.01, "status": "PASS"}]),
+            _r(5, "bench", "node-a", nccl="2.23.4"), _r(6, "bench", "node-a", ranks=4),
+            _r(7, "links", "node-c"), _r(8, "bench", "node-b")]
+    found = cards(runs, {1: [{"name": "nvlink", "status": "FAIL", "evidence": "GPU 3 -> 5"}]}, {})
+    assert [(c.title, c.group) for c in found] == [
+        ("node-a", "4 ranks, NCCL 2.21.5"), ("node-a", "8 ranks, NCCL 2.21.5"), ("node-a", "8 ranks, NCCL 2.23.4"),
+        ("node-b", "8 ranks, NCCL 2.21.5"), ("node-c", "node-wide runs only")]
+    a = {c.group: c for c in found if c.title == "node-a"}
+    # the doctor run feeds every group of its node; the tune run joins its sweep's group
+    assert all(c.level == "bad" and "doctor run 1" in c.headline for c in a.values())
+    assert "runs 1-4 (1 doctor, 1 sweep, 1 tune, 1 validate)" in a["8 ranks, NCCL 2.21.5"].subtitle
+    assert "runs 1, 5 (1 bench, 1 doctor)" in a["8 ranks, NCCL 2.23.4"].subtitle
+    assert found[-1].level == "info"  # nothing judged on node-c
+
+
 def test_ceiling_line_on_all_reduce_plots(tmp_path):
     inp = _mixed(tmp_path)
     bench = next(s for s in build_sections(inp) if s.id == "bench")

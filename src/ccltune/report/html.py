@@ -54,7 +54,8 @@ input.tg,input.pick{display:none}
 .cards{display:flex;flex-wrap:wrap;gap:12px}
 .card{flex:1 1 340px;max-width:560px;border:1px solid #ddd;border-top:6px solid #9aa5b1;border-radius:6px;padding:8px 14px;background:#fff}
 .card.good{border-top-color:#2e7d32}.card.warn{border-top-color:#f9a825}.card.bad{border-top-color:#c62828}
-.card h3{margin:2px 0;font-size:16px}.card .sub{color:#555;font-size:12.5px;margin:0 0 6px}
+.card h3{margin:2px 0;font-size:16px}
+.card h3 .grp{font-weight:400;color:#444;margin-left:8px;font-size:14px}.card .sub{color:#555;font-size:12.5px;margin:0 0 6px}
 .card .head{font-weight:600;margin:4px 0 8px}
 .card .nums{display:flex;flex-wrap:wrap;gap:6px 18px;margin:4px 0 8px}
 .card .num b{display:block;font-size:21px}.card .num span{font-size:12px;color:#555}
@@ -125,7 +126,8 @@ def render_chart(c: LineChart) -> str:
 def render_card(c: Card) -> str:
     nums = "".join(f'<div class="num"><b>{escape(v)}</b><span>{escape(k)}</span></div>' for k, v in c.figures)
     lines = "".join(f'<li class="{escape(lv)}">{escape(t)}</li>' for lv, t in c.lines)
-    return (f'<div class="card {escape(c.level)}"><h3>{escape(c.title)}</h3><p class="sub">{escape(c.subtitle)}</p>'
+    grp = f'<span class="grp">{escape(c.group)}</span>' if c.group else ""
+    return (f'<div class="card {escape(c.level)}"><h3>{escape(c.title)}{grp}</h3><p class="sub">{escape(c.subtitle)}</p>'
             f'<p class="head">{escape(c.headline)}</p>' + (f'<div class="nums">{nums}</div>' if nums else "")
             + (f"<ul>{lines}</ul>" if lines else "") + "</div>")
 

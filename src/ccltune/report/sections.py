@@ -87,8 +87,9 @@ def verdict_section(inp: ReportInput) -> Section:
     found = verdict.cards(inp.runs, inp.findings, inp.peaks)
     if not found:
         return Section(s.id, s.title, [_none(inp, "run that names its host or GPUs")])
-    s.blocks.append(Note("One card per node (host and GPU model), from the latest stored run of each kind there; "
-                         "the worst first."))
+    s.blocks.append(Note("One card per node (host and GPU model) and run group (rank count and NCCL or RCCL "
+                         "version), from the latest stored run of each kind in it; doctor, links and topo runs "
+                         "count for every group of their node. The worst first."))
     s.blocks += found
     return s
 

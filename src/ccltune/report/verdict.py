@@ -1,8 +1,15 @@
-"""The page's first answer: one card per node (host and GPU model) from the runs stored.
+"""The page's first answer: one card per node and run group, from the runs stored.
+
+A *node* is a host and its GPU model. A *run group* is one job shape on that node, as a user
+reads it: the rank count and the NCCL (or RCCL) version the runs recorded. Runs that measure
+the node itself whatever job runs on it (doctor, links, topo: ``NODE_WIDE``) feed every group
+of their node; a tune run, which records no host, joins the group of the runs it was derived
+from (its summary's ``source_runs``), so sweep -> tune -> validate -> replay on one node and
+one NCCL reads as one card. A node with node-wide runs only gets one card of its own.
 
 Pure: runs, their findings and each run's peak busbw per collective (``peaks``, read by
-``report.load`` with one aggregate query) in, ``Card``s out. A card says, from the latest
-run of each kind on that node:
+``report.load`` with one aggregate query) in, ``Card``s out, the worst first. A card says,
+from the latest run of each kind in its group:
 - healthy or not: the doctor and check findings, worst first;
 - how close all_reduce comes to what the links allow: the highest all_reduce busbw of the
   node's measurement runs against the slowest-link ceiling of its latest links run
@@ -10,8 +17,8 @@ run of each kind on that node:
   ccltune.diagnose.checks.linkmath), when both are stored;
 - what tuning gained: the latest validate run's geometric mean speedup, its largest win and
   whether any size got slower (its own PASS/FAIL);
-- for a workload, communication time per step with NCCL's default and with the rules, when a
-  run's summary carries it (``comm_us_per_step``: {"default": us, "rules": us}).
+- for a workload, communication time per step with NCCL's default and with the rules, from the
+  latest replay run (its summary's ``comm_us_per_step``, median and noise of each arm).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from ccltune.report.model import Card
 _SEVERITY = {"FAIL": 0, "ERROR": 1, "WARN": 2, "WAIVED": 3, "PASS": 4}
 _LEVEL = {"FAIL": "bad", "ERROR": "bad", "WARN": "warn", "PASS": "good", "WAIVED": "info"}
 MEASURES = ("bench", "import", "check", "sweep", "validate")  # kinds whose default rows are measurements
+NODE_WIDE = ("doctor", "links", "topo")  # kinds that measure the node itself: they feed each group on it
 _MAX_LINES = 5
 
 
@@ -71,17 +79,48 @@ def ids_text(ids: list[int]) -> str:
     return ", ".join(parts)
 
 
+def group_key(run: Any) -> str:
+    """The job shape a run ran: '8 ranks, NCCL 2.21.5' ('' for a node-wide run)."""
+    if run.kind in NODE_WIDE:
+        return ""
+    ranks = run.world_size or run.env.get("world_size")
+    rccl, nccl = run.env.get("rccl_version"), run.env.get("nccl_version") or run.nccl_version
+    lib = f"RCCL {rccl}" if rccl else f"NCCL {nccl}" if nccl else "library version not recorded"
+    return ", ".join(p for p in (f"{ranks} ranks" if ranks else "rank count not recorded", lib) if p)
+
+
+def _placement(run: Any, by_id: Mapping[int, Any], seen: frozenset[int] = frozenset()) \
+        -> tuple[tuple[str, str], str] | None:
+    """(node, group) of a run: its own, or for a run recording neither (tune) that of the latest
+    of its ``source_runs`` that has one; None when nothing places it."""
+    key = node_key(run)
+    if key is not None:
+        return key, group_key(run)
+    sources = run.summary.get("source_runs") if isinstance(run.summary, Mapping) else None
+    for i in sorted((i for i in sources or [] if isinstance(i, int) and i in by_id and i not in seen), reverse=True):
+        got = _placement(by_id[i], by_id, seen | {run.id})
+        if got is not None:
+            return got
+    return None
+
+
 def cards(runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
           peaks: Mapping[int, Mapping[str, float]]) -> list[Card]:
-    nodes: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    """One card per node and run group (module docstring), the worst first."""
+    by_id = {r.id: r for r in runs}
+    nodes: dict[tuple[str, str], dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
-        key = node_key(r)
-        if key is not None:
-            nodes[key].append(r)
+        got = _placement(r, by_id)
+        if got is not None:
+            nodes[got[0]][got[1]].append(r)
     links = sorted((r for r in runs if r.kind == "links"), key=lambda r: r.id)
-    out = [_card(key, sorted(rs, key=lambda r: r.id), findings, peaks, links) for key, rs in nodes.items()]
+    out = []
+    for key, groups in nodes.items():
+        wide = groups.pop("", [])
+        for group, rs in (groups.items() if groups else [("", [])]):
+            out.append(_card(key, group, sorted(rs + wide, key=lambda r: r.id), findings, peaks, links))
     order = {"bad": 0, "warn": 1, "info": 2, "good": 3}
-    return sorted(out, key=lambda c: (order.get(c.level, 2), c.title))
+    return sorted(out, key=lambda c: (order.get(c.level, 2), c.title, c.group))
 
 
 def _latest(runs: list[Any], *kinds: str) -> Any | None:
@@ -89,14 +128,15 @@ def _latest(runs: list[Any], *kinds: str) -> Any | None:
     return found[-1] if found else None
 
 
-def _card(key: tuple[str, str], runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
+def _card(key: tuple[str, str], group: str, runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
           peaks: Mapping[int, Mapping[str, float]], links: list[Any]) -> Card:
     host, model = key
     count = max((len(gpu_names(r.env.get("gpus"))) for r in runs), default=0)
     kinds: dict[str, int] = defaultdict(int)
     for r in runs:
         kinds[r.kind] += 1
-    card = Card(title=host, subtitle=f"{count} x {model}" if count else model, level="info", headline="")
+    card = Card(title=host, subtitle=f"{count} x {model}" if count else model, level="info", headline="",
+                group=group or "node-wide runs only")
     card.subtitle += f" · runs {ids_text([r.id for r in runs])} (" + ", ".join(
         f"{n} {k}" for k, n in sorted(kinds.items())) + ")"
     health = _health(runs, findings, card)
