@@ -41,9 +41,9 @@ def mixed_store(db: Path) -> None:
                "variables": {"NCCL_DEBUG": "WARN", "CCLTUNE_OUTCOME_FILE": "/tmp/ccltune-outcome-1",
                              "CCLTUNE_COMMAND": "ccltune check", "CCLTUNE_ENGINE_NOTE": "x"}}
         rid = store.begin_run("check", command="ccltune check --profile h100-8", env=env)  # run 8
-        rows = [Measurement("allreduce", s, s // 4, "float", "sum", None, False, 8, time_us=t, algbw_gbps=s / t / 1e3,
+        rows = [Measurement("all_reduce", s, s // 4, "float", "sum", None, False, 8, time_us=t, algbw_gbps=s / t / 1e3,
                             busbw_gbps=1.75 * s / t / 1e3) for s, t in ((1 << 30, 5900.0), (8 << 30, 47000.0))]
-        rows.append(Measurement("allreduce", 1 << 20, 1 << 18, "float", "sum", None, False, 8, status="error",
+        rows.append(Measurement("all_reduce", 1 << 20, 1 << 18, "float", "sum", None, False, 8, status="error",
                                 note="timeout"))
         store.add_measurements(rid, rows)
         store.add_findings(rid, [{"name": "gate:all_reduce busbw at 8G", "status": "PASS",

@@ -17,8 +17,8 @@ N_RANKS = 8
 BENCH_SIZES = [1 << e for e in range(3, 31)]  # 8B .. 1G
 SWEEP_SIZES = [1 << e for e in range(10, 29, 2)]  # 1K .. 256M
 # busbw factor, small-message latency (us), peak busbw (GB/s)
-COLLECTIVES = {"allreduce": (2 * (N_RANKS - 1) / N_RANKS, 12.0, 360.0),
-               "allgather": ((N_RANKS - 1) / N_RANKS, 9.0, 330.0)}
+COLLECTIVES = {"all_reduce": (2 * (N_RANKS - 1) / N_RANKS, 12.0, 360.0),
+               "all_gather": ((N_RANKS - 1) / N_RANKS, 9.0, 330.0)}
 CANDIDATES = [(a, p, c) for a in ("ring", "tree") for p in ("ll", "ll128", "simple") for c in (16, 32)]
 RULES = """# ccltune tuned rules (TEST DATA)
 platform,gpu=H100
@@ -110,7 +110,7 @@ def fill_store(store: Store, seed: int = 7) -> SyntheticRuns:
     sizes = []
     for coll in COLLECTIVES:
         for size in SWEEP_SIZES:
-            speed = 1.25 if size < (64 << 10) else (0.93 if size == (4 << 20) and coll == "allgather" else 1.02)
+            speed = 1.25 if size < (64 << 10) else (0.93 if size == (4 << 20) and coll == "all_gather" else 1.02)
             noise = 1.5 + 2.0 * rng.random()
             sizes.append({"collective": coll, "size_bytes": size, "speedup": speed, "noise_pct": noise,
                           "slower": speed < 1 - noise / 100})

@@ -11,7 +11,7 @@ from ccltune.environment import INTERNAL_VARIABLES, comm_env, platform_name
 from ccltune.report import data, load, svg
 from ccltune.report.sections import build_sections
 from ccltune.report.verdict import cards
-from ccltune.store import Run, Store
+from ccltune.store import Measurement, Run, Store
 from report_db import many_store, mixed_store
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "ccltune"
@@ -70,10 +70,20 @@ def test_one_card_per_node_and_run_group_worst_first():
 def test_ceiling_line_on_all_reduce_plots(tmp_path):
     inp = _mixed(tmp_path)
     bench = next(s for s in build_sections(inp) if s.id == "bench")
-    ar = next(f for f in bench.figures() if f.title == "allreduce: bus bandwidth")
+    ar = next(f for f in bench.figures() if f.title == "all_reduce: bus bandwidth")
     assert [v for v, _ in ar.refs] == [400.0]
     check = next(s for s in ar.series if s.label.startswith("run 8"))
     assert len(check.xs) == 2 and check.gaps == [(float(1 << 20), "status error")]
+
+
+def test_peaks_merge_spellings_of_one_collective(tmp_path):
+    with Store(tmp_path / "s.db") as store:
+        rid = store.begin_run("import", command="ccltune import nccl-tests x", env={"host": "vm"})
+        store.add_measurements(rid, [Measurement(c, 1 << 20, 1 << 18, "float", "sum", None, False, 2, time_us=10.0,
+                                                 algbw_gbps=bw, busbw_gbps=bw) for c, bw in
+                                     (("allreduce", 90.0), ("all_reduce", 80.0), ("AllGather", 70.0))])
+        store.finish_run(rid, "complete")
+        assert load(store).peaks == {rid: {"all_reduce": 90.0, "all_gather": 70.0}}
 
 
 def test_env_shows_only_the_users_variables_and_consistent_gpus(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from ccltune.collectives.all_gather import COLLECTIVE as _all_gather
 from ccltune.collectives.all_reduce import COLLECTIVE as _all_reduce
 from ccltune.collectives.alltoall import COLLECTIVE as _alltoall
@@ -40,6 +42,19 @@ def get(name: str, where: str = "COLLECTIVE") -> Collective:
     return REGISTRY[key]
 
 
+@functools.lru_cache(maxsize=256)
+def canonical(name: str) -> str:
+    """Our name for any spelling of a collective: ours, the rule file's and tuner plugin's
+    (allreduce), NCCL's opName (AllReduce), an nccl-tests binary (all_reduce_perf); a name no
+    entry knows comes back unchanged (for readers of stored data, which show what was stored)."""
+    if name in BY_NCCL_NAME:
+        return BY_NCCL_NAME[name].name
+    try:
+        return get(name).name
+    except UsageError:
+        return name
+
+
 def select(names: list[str] | str, where: str = "COLLECTIVE") -> list[Collective]:
     """'all' -> every collective in nccl-tests' order; else the named ones."""
     items = [names] if isinstance(names, str) else list(names)
@@ -59,4 +74,4 @@ def select(names: list[str] | str, where: str = "COLLECTIVE") -> list[Collective
 
 
 __all__ = ["BY_NCCL_NAME", "BY_PLUGIN_NAME", "PLUGIN_NAMES", "REGISTRY", "TUNABLE", "Collective",
-           "Layout", "get", "select"]
+           "Layout", "canonical", "get", "select"]

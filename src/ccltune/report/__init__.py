@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ccltune import __version__
+from ccltune.collectives import canonical
 from ccltune.errors import UsageError
 from ccltune.files import write_text
 from ccltune.report.compare import DEFAULT_TOLERANCE_PCT
@@ -88,7 +89,8 @@ def _peaks(store: Store) -> dict[int, dict[str, float]]:
     q = ("SELECT run_id, collective, MAX(busbw_gbps) FROM measurements WHERE status = 'ok' AND config = 'default' "
          "AND busbw_gbps > 0 GROUP BY run_id, collective")
     for run_id, coll, best in store.conn.execute(q):
-        out[run_id][coll] = best
+        name = canonical(coll)  # one entry per collective, however the rows spell it
+        out[run_id][name] = max(best, out[run_id].get(name, 0.0))
     return dict(out)
 
 

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ccltune.collectives import canonical
 from ccltune.report.axes import size_label
 from ccltune.report.data import Row, medians, num, ok_rows, ratio_text
 from ccltune.report.model import Series, Table
@@ -48,7 +49,7 @@ def _keyed(rows: Iterable[Row]) -> dict[tuple, list[Row]]:
     out: dict[tuple, list[Row]] = defaultdict(list)
     for r in ok_rows(rows, "time_us"):
         if (r.get("config") or "default") == "default":
-            out[tuple(r.get(k) for k in _MATCH)].append(r)
+            out[(canonical(r["collective"]), *(r.get(k) for k in _MATCH[1:]))].append(r)
     return out
 
 

@@ -2,7 +2,9 @@
 ``Store.links`` and ``Store.findings`` return them) to plot series and tables.
 
 Conventions: a point is the median over repetitions of rows with status 'ok'; NCCL's own
-choice is ``config == 'default'``; a speedup or ratio above 1 means faster.
+choice is ``config == 'default'``; a speedup or ratio above 1 means faster. Collectives are
+grouped by the registry's name (``collectives.canonical``), so imported rows spelled
+``allreduce`` or ``AllReduce`` land on the same plot as ``all_reduce``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ccltune.collectives import canonical
 from ccltune.report.axes import size_label
 from ccltune.report.model import Heatmap, Series, Table
 
@@ -72,7 +75,7 @@ def curves(rows: Iterable[Row], metric: str, colors: Mapping[int, int] | None = 
     by_coll: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
         if (r.get("config") or "default") == "default":
-            by_coll[r["collective"]].append(r)
+            by_coll[canonical(r["collective"])].append(r)
     out: dict[str, list[Series]] = {}
     for coll, crows in sorted(by_coll.items()):
         groups, varying = _split(crows, _CURVE_KEYS)
@@ -154,7 +157,7 @@ def sweep_best(rows: Iterable[Row]) -> Table:
 def _by_coll_config(rows: list[Row]) -> dict[str, dict[str, list[Row]]]:
     out: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        out[r["collective"]][r.get("config") or "default"].append(r)
+        out[canonical(r["collective"])][r.get("config") or "default"].append(r)
     return {c: dict(v) for c, v in sorted(out.items())}
 
 
@@ -172,7 +175,7 @@ def validate_points(summary: Mapping[str, Any], rows: Iterable[Row]) -> list[Spe
     """The verdict's per-size speedups; computed from the 'default' and 'rules'
     measurements when the summary has none (noise = half the spread, in % of the median)."""
     if summary.get("sizes"):
-        return [SpeedPoint(s["collective"], int(s["size_bytes"]), float(s["speedup"]), _noise_pct(s), _slower(s))
+        return [SpeedPoint(canonical(str(s["collective"])), int(s["size_bytes"]), float(s["speedup"]), _noise_pct(s), _slower(s))
                 for s in summary["sizes"] if s.get("speedup") is not None]
     points = []
     for coll, by_cfg in _by_coll_config(ok_rows(rows, "time_us")).items():

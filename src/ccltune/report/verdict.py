@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from ccltune.collectives import canonical
 from ccltune.report.axes import size_label
 from ccltune.report.data import gpu_names, host_text
 from ccltune.report.model import Card
@@ -65,7 +66,7 @@ def links_for(run: Any, links: list[Any]) -> Any | None:
 
 
 def is_all_reduce(collective: str) -> bool:
-    return collective.replace("_", "").lower() == "allreduce"
+    return canonical(collective) == "all_reduce"
 
 
 def ids_text(ids: list[int]) -> str:
@@ -225,12 +226,12 @@ def _tuning(runs: list[Any], card: Card) -> str:
     if sizes:
         top = max(sizes, key=lambda x: float(x["speedup"]))
         card.figures.append(("largest win", f"{float(top['speedup']):.2f}x"))
-        card.lines.append(("good", f"largest win: {top.get('collective')} at {size_label(int(top['size_bytes']))}, "
+        card.lines.append(("good", f"largest win: {canonical(str(top.get('collective')))} at {size_label(int(top['size_bytes']))}, "
                                    f"{float(top['speedup']):.2f}x faster than NCCL's default"))
     slower = [x for x in s.get("sizes") or [] if isinstance(x, Mapping)
               and (x.get("status") == "FAIL" or (x.get("status") is None and x.get("slower")))]
     if slower or status == "FAIL":
-        what = ", ".join(f"{x.get('collective')} {size_label(int(x['size_bytes']))}" for x in slower[:4])
+        what = ", ".join(f"{canonical(str(x.get('collective')))} {size_label(int(x['size_bytes']))}" for x in slower[:4])
         card.lines.insert(0, ("bad", f"tuned rules are slower than the default beyond the noise at "
                                      f"{len(slower)} size(s){': ' + what if what else ''} (validate run {v.id}: FAIL)"))
         return "bad"

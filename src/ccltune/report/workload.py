@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ccltune.collectives import canonical
 from ccltune.report.axes import size_label
 from ccltune.report.model import Table
 
@@ -45,7 +46,7 @@ def tune_tables(run: Any) -> list[Table]:
         for q in p.get("points") or []:
             if isinstance(q, Mapping):
                 d = q.get("default_us_per_step") or None  # 0: not measured (weighted.summary)
-                pts.append((str(q.get("collective")), int(q.get("size_bytes") or 0), int(q.get("calls") or 0), d,
+                pts.append((canonical(str(q.get("collective"))), int(q.get("size_bytes") or 0), int(q.get("calls") or 0), d,
                             q.get("rules_us_per_step") if d else None, str(q.get("config") or q.get("status") or "")))
         unit = "step" if p.get("steps") else "captured run"
         out.append(_table(f"run {run.id}: workload {run.summary.get('workload', '')} on {p.get('gpu')}, predicted: the "
@@ -64,7 +65,7 @@ def replay_table(run: Any) -> Table | None:
         s = e.get(f"{arm}_us")
         return int(e.get("calls") or 0) * float(s["median_us"]) / per if isinstance(s, Mapping) else None
 
-    pts = [(str(e.get("collective")), int(e.get("size_bytes") or 0), int(e.get("calls") or 0), step(e, "default"),
+    pts = [(canonical(str(e.get("collective"))), int(e.get("size_bytes") or 0), int(e.get("calls") or 0), step(e, "default"),
             step(e, "rules"), "replayed") for e in entries]
     unit = "step" if run.summary.get("steps") else "captured run"
     return _table(f"run {run.id}: each replayed entry timed alone, by its share of NCCL's default communication "
