@@ -1,7 +1,7 @@
 """Synthetic results database for the report tests (TEST DATA, not measurements).
 
 ``fill_store`` writes one run of each kind the report reads, shaped like what
-``bench``/``sweep``/``tune``/``validate``/``links``/``doctor`` record: an 8-GPU H100 node,
+``bench``/``sweep``/``tune --workload``/``validate``/``links``/``doctor`` record: an 8-GPU H100 node,
 NCCL-like curves (latency + bytes / bandwidth), a driver update that slows 1M-16M by 10%,
 one slow NVLink pair, and a finding whose text holds markup (it must be escaped).
 """
@@ -12,6 +12,10 @@ import random
 from dataclasses import dataclass
 
 from ccltune.store import Measurement, Store
+from ccltune.tune import weighted
+from ccltune.tune.derive import derive
+from ccltune.tune.source import source_rows
+from ccltune.workload.model import Entry, Key, Workload
 
 N_RANKS = 8
 BENCH_SIZES = [1 << e for e in range(3, 31)]  # 8B .. 1G
@@ -31,6 +35,16 @@ allgather,oops,1M,ring,ll,16
 """
 SLOW_LINK = (3, 5)
 MARKUP = "<script>alert('x')</script> & <b>bold</b>"
+
+
+def workload() -> Workload:
+    """A training job's collectives (TEST DATA): gradient buckets, a few small all_reduces, an
+    all_gather and a broadcast of one size nobody swept; 50 steps."""
+    return Workload([Entry(Key("all_reduce", 16 << 20, N_RANKS, "float", 4 << 20), 10),
+                     Entry(Key("all_reduce", 1 << 20, N_RANKS, "float", 1 << 18), 4),
+                     Entry(Key("all_reduce", 4 << 10, N_RANKS, "float", 1 << 10), 20),
+                     Entry(Key("all_gather", 4 << 20, N_RANKS, "float", 1 << 20), 2),
+                     Entry(Key("broadcast", 1 << 10, N_RANKS, "float", 1 << 8), 1)], [], steps=50)
 
 
 def env(host: str, driver: str) -> dict:
@@ -100,10 +114,16 @@ def fill_store(store: Store, seed: int = 7) -> SyntheticRuns:
     store.finish_run(rid, "complete")
     ids["sweep"] = rid
 
-    # as ccltune tune records it: no host or GPUs of its own, the runs it derived from in its summary
-    rid = store.begin_run("tune", command="ccltune tune (test data)", env={"ccltune_version": "0.1", "platform": "H100"})
+    # as `ccltune tune --workload` records it: no host or GPUs of its own, the runs it derived from and
+    # its prediction (the real derive and weighted.plan over the sweep just stored) in its summary;
+    # the rule file is RULES, with faults the report must show
+    _, sweep_rows = source_rows(store, [ids["sweep"]])
+    plans = weighted.plan(workload(), derive(sweep_rows))
+    rid = store.begin_run("tune", command="ccltune tune --workload train.json (test data)",
+                          env={"ccltune_version": "0.1", "platform": "H100"})
     store.add_artifact(rid, "rules", RULES)
-    store.finish_run(rid, "complete", {"source_runs": [ids["sweep"]]})
+    store.finish_run(rid, "complete", {"source_runs": [ids["sweep"]], "workload": "train.json",
+                                       "predictions": [weighted.summary(p) for p in plans]})
     ids["tune"] = rid
 
     rid = store.begin_run("validate", command="ccltune validate (test data)", env=env("node-a", "550.54.15"))

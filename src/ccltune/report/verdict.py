@@ -17,8 +17,10 @@ from the latest run of each kind in its group:
   ccltune.diagnose.checks.linkmath), when both are stored;
 - what tuning gained: the latest validate run's geometric mean speedup, its largest win and
   whether any size got slower (its own PASS/FAIL);
-- for a workload, communication time per step with NCCL's default and with the rules, from the
-  latest replay run (its summary's ``comm_us_per_step``, median and noise of each arm).
+- for a workload, communication time per step with NCCL's default and with the rules: measured
+  by the latest replay run (``ReplayVerdict.to_dict``: ``default_us_per_step`` and
+  ``rules_us_per_step``, each a median with its noise, the ratio and the verdict), else
+  predicted by the latest ``tune --workload`` run (its summary's ``predictions``).
 """
 
 from __future__ import annotations
@@ -143,8 +145,8 @@ def _card(key: tuple[str, str], group: str, runs: list[Any], findings: Mapping[i
     health = _health(runs, findings, card)
     _ceiling(runs, peaks, links, card)
     tuned = _tuning(runs, card)
-    _workload(runs, card)
-    levels = [health, tuned]
+    replayed = _workload(runs, card)
+    levels = [health, tuned, replayed]
     card.level = "bad" if "bad" in levels else "warn" if "warn" in levels else "good" if "good" in levels else "info"
     return card
 
@@ -241,11 +243,37 @@ def _tuning(runs: list[Any], card: Card) -> str:
     return "info"
 
 
-def _workload(runs: list[Any], card: Card) -> None:
-    for r in reversed(runs):
-        per_step = r.summary.get("comm_us_per_step")
-        if isinstance(per_step, Mapping) and per_step.get("default") and per_step.get("rules"):
-            d, t = float(per_step["default"]), float(per_step["rules"])
-            card.figures.append((f"communication per step (run {r.id}): default -> rules",
-                                 f"{d / 1e3:.2f} -> {t / 1e3:.2f} ms"))
-            return
+def _workload(runs: list[Any], card: Card) -> str:
+    """Communication time per step of the job, NCCL's default against the rules: measured by the
+    latest replay run (median and noise of each arm, its verdict), else predicted by the latest
+    ``tune --workload`` run. Returns the card level it implies."""
+    replay = next((r for r in reversed(runs) if r.kind == "replay" and r.summary.get("default_us_per_step")), None)
+    if replay is not None:
+        s = replay.summary
+        unit = "step" if s.get("steps") else "captured run"
+        status = str(s.get("status") or "").upper()
+        arms = [(a, s.get(f"{a}_us_per_step")) for a in ("default", "rules")]
+        for arm, st in arms:
+            if isinstance(st, Mapping) and st.get("median_us") is not None:
+                who = "NCCL's default" if arm == "default" else "with the rules"
+                card.figures.append((f"communication per {unit}, {who} (replay run {replay.id}, "
+                                     f"{st.get('n')} rounds)", f"{_time(float(st['median_us']))} "
+                                     f"± {100 * float(st.get('noise') or 0):.1f}%"))
+        if s.get("ratio") is not None:
+            card.figures.append(("rules / default time", f"{float(s['ratio']):.3f}x"))
+        level = {"PASS": "good", "FAIL": "bad"}.get(status, "info")
+        card.lines.insert(0 if level == "bad" else len(card.lines),
+                          (level, f"replay run {replay.id} {status or 'no verdict'}: {s.get('reason') or ''}"))
+        return level
+    tune = next((r for r in reversed(runs) if r.kind == "tune" and r.summary.get("predictions")), None)
+    for p in (tune.summary["predictions"] if tune is not None else [])[:1]:
+        if isinstance(p, Mapping) and p.get("default_us_per_step"):
+            unit = "step" if p.get("steps") else "captured run"
+            card.figures.append((f"predicted communication per {unit} (tune run {tune.id}, not replayed yet): "
+                                 "default -> rules", f"{_time(float(p['default_us_per_step']))} -> "
+                                 f"{_time(float(p.get('rules_us_per_step') or 0))}"))
+    return "info"
+
+
+def _time(us: float) -> str:
+    return f"{us / 1e3:.2f} ms" if us >= 1000 else f"{us:.1f} us"
