@@ -81,15 +81,17 @@ def add_replay(store: Store, seed: int = 3) -> int:
         rows = []
         for arm, gain in (("default", 1.0), ("rules", 0.8 if k.size_bytes <= (4 << 20) else 1.0)):
             for rep in range(5):
-                t, a, b = _point(k.collective, k.size_bytes, 1 + rng.uniform(-0.01, 0.01)) \
-                    if k.collective in ("all_reduce", "all_gather") else (20.0 * (1 + rng.uniform(-0.01, 0.01)), 0, 0)
-                rows.append(_meas(k.collective, k.size_bytes, t * gain, a / gain, b / gain, rep=rep, config=arm))
+                t, a, b = _point(k.collective, k.size_bytes) if k.collective in ("all_reduce", "all_gather") \
+                    else (20.0, 1024 / 20.0 / 1e3, 1024 / 20.0 / 1e3)
+                f = gain * (1 + rng.uniform(-0.01, 0.01))
+                rows.append(_meas(k.collective, k.size_bytes, t * f, a / f, b / f, rep=rep, config=arm))
             per_round[arm] += entry.calls * t * gain
         per_entry[i] = rows
         store.add_measurements(rid, rows)
-    # a round issues every step of the job once: seconds per round, then per step as ReplayRun does
-    rounds = {arm: replay_plan.per_step([wl.steps * us * (1 + rng.uniform(-0.01, 0.01)) / 1e6 for _ in range(5)],
-                                        wl.steps) for arm, us in per_round.items()}
+    # a round issues the whole captured sequence once (every call of every step): its seconds, then
+    # per step as ReplayRun does
+    rounds = {arm: replay_plan.per_step([us * (1 + rng.uniform(-0.01, 0.01)) / 1e6 for _ in range(5)], wl.steps)
+              for arm, us in per_round.items()}
     v = replay_plan.verdict(rounds, wl.steps, replay_plan.entry_times(wl, per_entry))
     store.finish_run(rid, "complete", _summary(ReplayResult(verdict=v, rounds=rounds)))
     return rid

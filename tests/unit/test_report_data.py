@@ -70,6 +70,14 @@ def test_sweep_curves_put_default_last_and_emphasised():
     assert lines[-1].ys == [1.0, 50.0]
 
 
+def test_sweep_winners_come_first_so_a_plot_never_hides_them():
+    slow = [row(size, 500.0, 0.1, rep=k, config=f"a{i}/ll/1") for i in range(8) for size in (1024, 1 << 20)
+            for k in range(3)]
+    rows = sweep_rows() + slow
+    for lines in (data.sweep_curves(rows)["all_reduce"], data.sweep_speedups(rows)["all_reduce"]):
+        assert [s.label for s in lines][:3] == ["ring/simple/32", "tree/ll/16", "a0/ll/1"]
+
+
 def test_sweep_speedups_are_default_time_over_candidate_time():
     lines = {s.label: s for s in data.sweep_speedups(sweep_rows())["all_reduce"]}
     assert lines["tree/ll/16"].xs == [1024.0, float(1 << 20)]

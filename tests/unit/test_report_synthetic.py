@@ -52,7 +52,7 @@ def env(host: str, driver: str) -> dict:
         "host": host, "gpus": [{"name": "NVIDIA H100 80GB HBM3"}] * N_RANKS, "driver_version": driver,
         "cuda_version": "12.4", "nccl_version": "2.21.5", "nccl_library": "/usr/lib/libnccl.so.2",
         "torch_version": "2.4.0", "world_size": N_RANKS, "n_nodes": 1, "launcher": "torchrun",
-        "command": "ccltune bench -b 8 -e 1G", "platform": "H100",
+        "platform": f"NVIDIA H100 80GB HBM3 x{N_RANKS}",
         "variables": {"NCCL_DEBUG": "WARN", "NCCL_IB_DISABLE": "1" if host == "node-a" else "0"},
     }
 
@@ -85,7 +85,7 @@ def fill_store(store: Store, seed: int = 7) -> SyntheticRuns:
     rng = random.Random(seed)
     ids = {}
     for name, host, driver in (("bench_a", "node-a", "550.54.15"), ("bench_b", "node-b", "560.28.03")):
-        rid = store.begin_run("bench", command="ccltune bench (test data)", env=env(host, driver))
+        rid = store.begin_run("bench", command="ccltune bench all_reduce all_gather -b 8 -e 1G", env=env(host, driver))
         rows = []
         for coll in COLLECTIVES:
             for size in BENCH_SIZES:
@@ -96,7 +96,7 @@ def fill_store(store: Store, seed: int = 7) -> SyntheticRuns:
         store.finish_run(rid, "complete")
         ids[name] = rid
 
-    rid = store.begin_run("sweep", command="ccltune sweep (test data)", env=env("node-a", "550.54.15"))
+    rid = store.begin_run("sweep", command="ccltune sweep all_reduce all_gather -b 1K -e 256M -f 4", env=env("node-a", "550.54.15"))
     rows = []
     for coll in COLLECTIVES:
         for size in SWEEP_SIZES:
@@ -119,14 +119,14 @@ def fill_store(store: Store, seed: int = 7) -> SyntheticRuns:
     # the rule file is RULES, with faults the report must show
     _, sweep_rows = source_rows(store, [ids["sweep"]])
     plans = weighted.plan(workload(), derive(sweep_rows))
-    rid = store.begin_run("tune", command="ccltune tune --workload train.json (test data)",
+    rid = store.begin_run("tune", command="ccltune tune --out rules.txt --workload train.json",
                           env={"ccltune_version": "0.1", "platform": "H100"})
     store.add_artifact(rid, "rules", RULES)
     store.finish_run(rid, "complete", {"source_runs": [ids["sweep"]], "workload": "train.json",
                                        "predictions": [weighted.summary(p) for p in plans]})
     ids["tune"] = rid
 
-    rid = store.begin_run("validate", command="ccltune validate (test data)", env=env("node-a", "550.54.15"))
+    rid = store.begin_run("validate", command="ccltune validate --rules rules.txt", env=env("node-a", "550.54.15"))
     sizes = []
     for coll in COLLECTIVES:
         for size in SWEEP_SIZES:
@@ -137,7 +137,7 @@ def fill_store(store: Store, seed: int = 7) -> SyntheticRuns:
     store.finish_run(rid, "complete", {"verdict": "FAIL", "sizes": sizes})
     ids["validate"] = rid
 
-    rid = store.begin_run("links", command="ccltune links (test data)", env=env("node-a", "550.54.15"))
+    rid = store.begin_run("links", command="ccltune links", env=env("node-a", "550.54.15"))
     links = []
     for method in ("ce", "sm"):
         for src in range(N_RANKS):
@@ -154,7 +154,7 @@ def fill_store(store: Store, seed: int = 7) -> SyntheticRuns:
                                                    "latency_us": 2.1}, "ceiling_gbps": 400})
     ids["links"] = rid
 
-    rid = store.begin_run("doctor", command="ccltune doctor (test data)", env=env("node-a", "550.54.15"))
+    rid = store.begin_run("doctor", command="ccltune doctor", env=env("node-a", "550.54.15"))
     store.add_findings(rid, [
         {"name": "driver", "status": "PASS", "evidence": "550.54.15 supports CUDA 12.4"},
         {"name": "nvlink", "status": "FAIL", "evidence": "GPU 3 -> 5 at 110 GB/s, 29% of the others",

@@ -3,6 +3,8 @@ per step on the verdict card and its entries by share, tune --workload's points 
 
 from __future__ import annotations
 
+import re
+
 from ccltune.report import load, sections, verdict
 from ccltune.report import workload as RW
 from ccltune.report.model import Table
@@ -35,9 +37,8 @@ def _replay() -> Run:
 def test_replay_feeds_the_verdict_card_and_its_entries_are_weighted_by_share() -> None:
     run = _replay()
     (card,) = verdict.cards([run], {}, {})
-    assert card.figures == [("communication per step, NCCL's default (replay run 7, 3 rounds)", "2.83 ms ± 0.4%"),
-                            ("communication per step, with the rules (replay run 7, 3 rounds)", "2.13 ms ± 0.5%"),
-                            ("rules / default time", "0.753x")]
+    assert card.figures == [("communication per step, NCCL's default ± 0.4% -> rules ± 0.5% (replay run 7, 3 rounds)",
+                             "2.83 → 2.13 ms"), ("rules / default time", "0.753x")]
     assert card.level == "good" and card.lines[-1][1].startswith("replay run 7 PASS: the rules are faster: x0.753")
     t = RW.replay_table(run)
     # 14 calls x 401 us / 2 steps = 2807 us of the default's step; the broadcast 10.5 us
@@ -45,7 +46,7 @@ def test_replay_feeds_the_verdict_card_and_its_entries_are_weighted_by_share() -
                                        ["broadcast", t.rows[1][1], "1", "0.4%", "10.5", "10.5", "0.0"]]
     assert t.row_class == ["good", ""]
     sec = sections.validate_section(sections.ReportInput(runs=[run]))
-    assert "replay verdict PASS; communication per step: default 2830.0 us, rules 2130.0 us" in sec.blocks[0].text
+    assert "replay verdict PASS; communication per step: default 2830.0 us ± 0.4%, rules 2130.0 us ± 0.5%" in sec.blocks[0].text
 
 
 def test_tune_predictions_are_weighted_by_the_jobs_share() -> None:
@@ -80,12 +81,16 @@ def test_stored_replay_and_tune_reach_the_card_and_the_tuning_section(tmp_path) 
         inp = load(store, latest=20)
     (card,) = [c for c in verdict.cards(inp.runs, inp.findings, inp.peaks) if c.title == "node-a"]
     figs = dict(card.figures)
-    d = figs[f"communication per step, NCCL's default (replay run {rid}, 5 rounds)"]
-    r = figs[f"communication per step, with the rules (replay run {rid}, 5 rounds)"]
-    assert d.endswith("%") and " ms ± " in d and " ms ± " in r and figs["rules / default time"].startswith("0.9")
+    (label, value), ratio = card.figures[-2:]
+    assert re.fullmatch(rf"communication per step, NCCL's default ± \d\.\d% -> rules ± \d\.\d% \(replay run {rid}, "
+                        r"5 rounds\)", label) and re.fullmatch(r"2\d\.\d → 2\d\.\d us", value)
+    assert ratio[0] == "rules / default time" and ratio[1].startswith("0.9")
     assert any(lv == "good" and t.startswith(f"replay run {rid} PASS") for lv, t in card.lines)
     assert "runs 1, 3-8 (" in card.subtitle and "1 tune" in card.subtitle  # tune joined its sweep's group
     rules = sections.rules_section(inp)
+    assert len(rules.figures()) == 1  # the replay stored the tune run's file: drawn once, named
+    assert any(f"run {rid} (replay" in getattr(b, "text", "") and "ran with the rule file of run 4" in b.text
+               for b in rules.blocks)
     (pred,) = [b for b in rules.blocks if isinstance(b, Table) and "predicted" in b.caption]
     shares = [float(row[3].rstrip("%")) for row in pred.rows if row[3] != "-"]
     assert shares == sorted(shares, reverse=True) and abs(sum(shares) - 100) < 0.5

@@ -29,7 +29,7 @@ _KEY_TEXT = {
     "dtype": str,
     "op": lambda v: str(v) if v else "no op",
     "n_ranks": lambda v: f"{v} ranks",
-    "n_nodes": lambda v: f"{v} nodes",
+    "n_nodes": lambda v: f"{v} node{'' if v == 1 else 's'}",
     "graph": lambda v: "graph" if v else "no graph",
 }
 
@@ -109,24 +109,35 @@ def _gaps(rows: list[Row], metric: str) -> list[tuple[float, str]]:
     return [(float(s), ", ".join(sorted(w))) for s, w in sorted(why.items()) if s not in good]
 
 
+def _candidate_order(by_cfg: Mapping[str, list[Row]]) -> list[str]:
+    """The swept candidates in legend order: those fastest at some size first (a plot shows its
+    first ``LineChart.max_visible`` series, so the winners are never among the hidden ones),
+    then the others, each by name; NCCL's default is not a candidate. Both sweep plots use this
+    order, so a candidate has one colour on both."""
+    times = {cfg: medians(cr, "time_us") for cfg, cr in by_cfg.items() if cfg != "default"}
+    winners = {min((c for c in times if size in times[c]), key=lambda c: times[c][size])
+               for size in {s for t in times.values() for s in t}}
+    return sorted(times, key=lambda c: (c not in winners, c))
+
+
 def sweep_curves(rows: Iterable[Row], metric: str = "busbw_gbps") -> dict[str, list[Series]]:
-    """collective -> one line per swept configuration, NCCL's default emphasised and last."""
+    """collective -> one line per swept configuration (winners first), NCCL's default emphasised
+    and last."""
     out: dict[str, list[Series]] = {}
     for coll, by_cfg in _by_coll_config(ok_rows(rows, metric)).items():
-        lines = [_series(cfg, medians(cr, metric), emphasis=cfg == "default") for cfg, cr in by_cfg.items()]
-        out[coll] = sorted(lines, key=lambda s: (s.emphasis, s.label))
+        order = _candidate_order(by_cfg) + (["default"] if "default" in by_cfg else [])
+        out[coll] = [_series(cfg, medians(by_cfg[cfg], metric), emphasis=cfg == "default") for cfg in order]
     return out
 
 
 def sweep_speedups(rows: Iterable[Row]) -> dict[str, list[Series]]:
-    """collective -> per candidate, default time / candidate time at each size both have."""
+    """collective -> per candidate (winners first), default time / candidate time at each size both have."""
     out: dict[str, list[Series]] = {}
     for coll, by_cfg in _by_coll_config(ok_rows(rows, "time_us")).items():
         base = medians(by_cfg.get("default", []), "time_us")
         lines = []
-        for cfg, cr in sorted(by_cfg.items()):
-            if cfg == "default":
-                continue
+        for cfg in _candidate_order(by_cfg):
+            cr = by_cfg[cfg]
             t = medians(cr, "time_us")
             pts = {s: base[s] / t[s] for s in t if s in base and t[s] > 0}
             if pts:

@@ -48,7 +48,7 @@ def node_key(run: Any) -> tuple[str, str] | None:
     model = names[0] if names else ""
     if not host and not model:
         return None
-    return host or "unknown host", model or "no GPU"
+    return host or "host not recorded", model or "GPU not recorded"
 
 
 def node_text(run: Any) -> str:
@@ -252,15 +252,16 @@ def _workload(runs: list[Any], card: Card) -> str:
         s = replay.summary
         unit = "step" if s.get("steps") else "captured run"
         status = str(s.get("status") or "").upper()
-        arms = [(a, s.get(f"{a}_us_per_step")) for a in ("default", "rules")]
-        for arm, st in arms:
-            if isinstance(st, Mapping) and st.get("median_us") is not None:
-                who = "NCCL's default" if arm == "default" else "with the rules"
-                card.figures.append((f"communication per {unit}, {who} (replay run {replay.id}, "
-                                     f"{st.get('n')} rounds)", f"{_time(float(st['median_us']))} "
-                                     f"± {100 * float(st.get('noise') or 0):.1f}%"))
-        if s.get("ratio") is not None:
-            card.figures.append(("rules / default time", f"{float(s['ratio']):.3f}x"))
+        d, r = s.get("default_us_per_step"), s.get("rules_us_per_step")
+        if isinstance(r, Mapping) and r.get("median_us") is not None:  # both arms replayed
+            card.figures.append((f"communication per {unit}, NCCL's default ± {_pct(d)} -> rules ± {_pct(r)} "
+                                 f"(replay run {replay.id}, {d.get('n')} rounds)",
+                                 _times(float(d["median_us"]), float(r["median_us"]))))
+            if s.get("ratio") is not None:
+                card.figures.append(("rules / default time", f"{float(s['ratio']):.3f}x"))
+        elif isinstance(d, Mapping):
+            card.figures.append((f"communication per {unit}, NCCL's default ± {_pct(d)} (replay run {replay.id}, "
+                                 f"{d.get('n')} rounds)", _time(float(d["median_us"]))))
         level = {"PASS": "good", "FAIL": "bad"}.get(status, "info")
         card.lines.insert(0 if level == "bad" else len(card.lines),
                           (level, f"replay run {replay.id} {status or 'no verdict'}: {s.get('reason') or ''}"))
@@ -270,10 +271,21 @@ def _workload(runs: list[Any], card: Card) -> str:
         if isinstance(p, Mapping) and p.get("default_us_per_step"):
             unit = "step" if p.get("steps") else "captured run"
             card.figures.append((f"predicted communication per {unit} (tune run {tune.id}, not replayed yet): "
-                                 "default -> rules", f"{_time(float(p['default_us_per_step']))} -> "
-                                 f"{_time(float(p.get('rules_us_per_step') or 0))}"))
+                                 "default -> rules", _times(float(p["default_us_per_step"]),
+                                                            float(p.get("rules_us_per_step") or 0))))
     return "info"
+
+
+def _pct(stats: Mapping[str, Any]) -> str:
+    return f"{100 * float(stats.get('noise') or 0):.1f}%"
 
 
 def _time(us: float) -> str:
     return f"{us / 1e3:.2f} ms" if us >= 1000 else f"{us:.1f} us"
+
+
+def _times(a_us: float, b_us: float) -> str:
+    """'1.31 → 1.24 ms': two times in one unit (the larger's)."""
+    if max(a_us, b_us) >= 1000:
+        return f"{a_us / 1e3:.2f} → {b_us / 1e3:.2f} ms"
+    return f"{a_us:.1f} → {b_us:.1f} us"

@@ -53,7 +53,8 @@ def _judged(e: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _us(v: float | None) -> str:
-    return "-" if v is None else f"{v:.1f}"
+    """One decimal; three significant digits below 10 us (a small size's saving is not 0.0)."""
+    return "-" if v is None else f"{v:.1f}" if abs(v) >= 10 or v == 0 else f"{v:.3g}"
 
 
 def tune_tables(run: Any) -> list[Table]:
