@@ -18,6 +18,8 @@
 #   MODES           which modes                 (default: eager graph)
 #   PIN             a prefix for both programs  (e.g. "taskset -c 0-7"; default: none)
 #   CCLTUNE_FLAGS   more flags for ccltune      (e.g. "--warmup-mode nccl-tests"; default: none)
+#   CCL_PROCESSES   each: a ccltune process per collective, as nccl-tests runs one per collective
+#                   (default); one: every collective in one ccltune run
 # Needs: one GPU, nvcc and mpicc (bench/nccl_tests_build.sh), ccltune's native/ and plugin/
 # built (make -C native; make -C plugin), PYTHONPATH=src. NCCL_NVLS_ENABLE=0 and friends are
 # set here as scripts/device.sh sets them.
@@ -36,6 +38,7 @@ GRAPH="${GRAPH:-10}"
 MODES="${MODES:-eager graph}"
 PIN="${PIN:-}"
 CCLTUNE_FLAGS="${CCLTUNE_FLAGS:-}"
+CCL_PROCESSES="${CCL_PROCESSES:-each}"
 mkdir -p "$OUTDIR"
 
 missing=0; for c in $COLLS; do [ -x "$B/${c}_perf" ] || missing=1; done
@@ -50,9 +53,16 @@ nt() {  # nccl-tests, one run of every collective: $1 mode dir, $2 run, $3 extra
       > "$1/ncclt-$2-$c.txt" 2>&1 || echo "nccl-tests $c run $2 failed: $(tail -2 "$1/ncclt-$2-$c.txt")"
   done
 }
-cc() {  # ccltune bench, every collective in one run
-  $PIN timeout 240 python3 -m ccltune bench $COLLS $SIZES $3 $CCLTUNE_FLAGS --nproc 1 --db "$1/ccltune.db" --json "$1/ccl-$2.json" \
-    > "$1/ccl-$2.txt" 2>&1 || echo "ccltune run $2 failed: $(tail -3 "$1/ccl-$2.txt")"
+cc() {  # ccltune bench: a process per collective, as nccl-tests runs (CCL_PROCESSES=one: all in one run)
+  if [ "$CCL_PROCESSES" = one ]; then
+    $PIN timeout 240 python3 -m ccltune bench $COLLS $SIZES $3 $CCLTUNE_FLAGS --nproc 1 --db "$1/ccltune.db" --json "$1/ccl-$2.json" \
+      > "$1/ccl-$2.txt" 2>&1 || echo "ccltune run $2 failed: $(tail -3 "$1/ccl-$2.txt")"
+    return
+  fi
+  for c in $COLLS; do
+    $PIN timeout 120 python3 -m ccltune bench $c $SIZES $3 $CCLTUNE_FLAGS --nproc 1 --db "$1/ccltune.db" --json "$1/ccl-$2-$c.json" \
+      > "$1/ccl-$2-$c.txt" 2>&1 || echo "ccltune $c run $2 failed: $(tail -3 "$1/ccl-$2-$c.txt")"
+  done
 }
 for mode in $MODES; do
   W="$OUTDIR/$mode"; mkdir -p "$W"; rm -f "$W"/ncclt-*.txt "$W"/ccl-*.json

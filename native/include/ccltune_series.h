@@ -1,8 +1,8 @@
 /* ccltune's eager launch loop: one call from Python issues a whole series of NCCL calls.
  *
  * Without CUDA graphs every timed call is issued by the host. From Python (ctypes) that cost
- * 8-11 us per call on an H100, more than NCCL's own small-message latency, so ccltune's eager
- * times were Python's. This library issues the series in C instead; Python pays one call per
+ * more per call than NCCL's own small-message latency, so ccltune's eager times were Python's
+ * (docs/performance.md, "Eager calls issued from C"). This library issues the series in C instead; Python pays one call per
  * series. It links against nothing: NCCL's entry points are passed in as function pointers,
  * taken from the libnccl (or librccl) the caller already loaded, so one build serves any NCCL.
  *

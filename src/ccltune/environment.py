@@ -1,11 +1,13 @@
 """What a run ran on: host, GPUs, driver, CUDA, NCCL (version and the library file actually
-loaded), torch, every NCCL_*/RCCL_*/TORCH_NCCL_* variable, world size, launcher, command.
+loaded), torch, every NCCL_*/RCCL_*/TORCH_NCCL_* variable, world size, launcher, command, and on
+AMD GPUs the compute and memory partition modes (CPX/NPS4 ...), as the tuner plugin reads them.
 
 Everything here is best effort and never raises: a fact that cannot be read is ``None``.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import platform as _platform
 import shlex
@@ -22,6 +24,8 @@ ENV_PREFIXES = ("NCCL_", "RCCL_", "TORCH_NCCL_", "CCLTUNE_", "HSA_", "HIP_VISIBL
 # not the user's environment, so never recorded or shown as such.
 INTERNAL_VARIABLES = frozenset({"CCLTUNE_COMMAND", "CCLTUNE_ENGINE_NOTE", "CCLTUNE_OUTCOME_FILE",
                                 "CCLTUNE_RUN_FILE", "CCLTUNE_STOP_FILE", "CCLTUNE_PARENT_PID"})
+# The folder that stands for / when reading /sys (tests use fake trees); the tuner plugin reads it too.
+SYSFS_ROOT_ENV = "CCLTUNE_SYSFS_ROOT"
 # Variables that identify how the processes were started (see ccltune.dist for their use).
 LAUNCHER_MARKERS = (
     ("torchrun", "TORCHELASTIC_RUN_ID"),
@@ -115,6 +119,30 @@ def _pci_bus_id(torch: Any, index: int) -> str | None:
         return None
 
 
+def amd_partitions(root: str | None = None) -> dict[str, str | None]:
+    """``compute_partition`` (SPX, DPX, TPX, QPX, CPX) and ``memory_partition`` (NPS1, NPS2, NPS4) of this
+    host's AMD GPUs, read as the tuner plugin reads them (plugin/src/platform.c): the first
+    ``sys/class/drm/card*/device/current_{compute,memory}_partition`` in sorted order that has a line
+    (connectors such as card0-DP-1 skipped), upper-cased; None where no card has the file (NVIDIA, older
+    amdgpu). ``root``: the folder standing for / (default $CCLTUNE_SYSFS_ROOT, else /)."""
+    base = root if root is not None else (os.environ.get(SYSFS_ROOT_ENV) or "")
+    out: dict[str, str | None] = {}
+    for key in ("compute_partition", "memory_partition"):
+        out[key] = None
+        for path in sorted(glob.glob(os.path.join(base or "/", f"sys/class/drm/card*/device/current_{key}"))):
+            if "-" in path.split("/drm/card", 1)[1].split("/", 1)[0]:
+                continue
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    line = fh.readline().strip()
+            except OSError:
+                continue
+            if line:
+                out[key] = line.upper()
+                break
+    return out
+
+
 def platform_name(gpus: list[dict[str, Any]], world_size: int | None, n_nodes: int | None) -> str:
     """A short platform key such as 'NVIDIA H200 x4' or 'cpu x2'."""
     model = gpus[0]["name"] if gpus else "cpu"
@@ -153,6 +181,7 @@ def collect(*, world_size: int | None = None, n_nodes: int | None = None, engine
         "variables": comm_env(),
         "nccl_version": None,
         "nccl_library": None,
+        **amd_partitions(),
     }
     if nccl:
         env["nccl_version"] = nccl.get("version")

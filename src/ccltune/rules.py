@@ -30,8 +30,16 @@ COLLECTIVES = tuple(collectives.PLUGIN_NAMES.values())  # the tuned collectives,
 # of algorithm and protocol names; every other spelling is derived from it
 ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
 PROTOCOLS = ("ll", "ll128", "simple")
+
+
+def nccl_spelling(name: str) -> str:
+    """An algorithm or protocol name as NCCL_ALGO/NCCL_PROTO spell it, lower-cased: rule files write
+    collnet_direct, NCCL reads CollNetDirect."""
+    return name.strip().lower().replace("_", "")
+
+
 # NCCL_ALGO's spelling, lower-cased (NCCL reads CollNetDirect, NVLSTree): what a sweep forces
-NCCL_ALGOS = tuple(a.replace("_", "") for a in ALGORITHMS)
+NCCL_ALGOS = tuple(map(nccl_spelling, ALGORITHMS))
 PLATFORM_KEYS = ("gpu", "nvldomains", "nvlranks", "partition", "nps")
 PARTITIONS = ("SPX", "DPX", "TPX", "QPX", "CPX")
 MEMORY_PARTITIONS = ("NPS1", "NPS2", "NPS4")

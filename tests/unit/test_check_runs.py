@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from ccltune.store import Measurement, Store
 
 G = 1 << 30
 M = 1 << 20
+RCCLT = Path(__file__).resolve().parents[1] / "fixtures" / "rccl-tests"
 
 
 def _gpus(monkeypatch, name: str, n: int) -> None:
@@ -86,6 +88,48 @@ def test_stored_run_refuses_a_profile_of_other_gpus_naming_both(tmp_path, capsys
     assert main(["check", "--run", str(rid), "--profile", "mi350x-8", "--force-profile", "--db", str(db)]) == 1
     text = capsys.readouterr().out
     assert "WARN    profile_fit" in text and "FAIL    all_reduce_busbw_8G" in text  # 320 < 350
+
+
+def test_rccl_tests_mi300x_to_16g_imported_passes_its_profile_and_is_refused_the_mi350x_one(tmp_path, capsys):
+    """Issue 21's done-means, all through the CLI: rccl-tests all_reduce on 8 x MI300X from 8 B to 16 GB
+    (one process per GPU), imported; check picks mi300x-8 and judges 8 GB (323.68 in place) though 16 GB was
+    measured; mi350x-8 is refused naming both models (exit 2), and forced it FAILs on its 350 GB/s gate."""
+    db, out = tmp_path / "r.db", tmp_path / "v.json"
+    fixture = RCCLT / "rccl-tests-2024-09_all_reduce_mi300x_np8_16g.txt"
+    assert main(["import", "nccl-tests", str(fixture), "--db", str(db)]) == 0
+    assert "platform AMD Instinct MI300X x8" in capsys.readouterr().out
+    with Store(db, readonly=True) as st:
+        (run,) = st.runs()
+        sizes = {m.size_bytes for m in st.measurements(run.id)}
+    assert (min(sizes), max(sizes), run.env["process_per_gpu"]) == (8, 16 * G, True)
+    assert main(["check", "--run", str(run.id), "--db", str(db), "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "--profile mi300x-8" in text and "PASS    all_reduce_busbw_8G" in text and "323.7 >= 304 GB/s" in text
+    assert "engine rccl-tests" in text and "process per GPU True" in text
+    verdict = json.loads(out.read_text())
+    assert (verdict["profile"], verdict["status"]) == ("mi300x-8", "PASS")
+    gate = {c["name"]: c for c in verdict["checks"]}["all_reduce_busbw_8G"]
+    assert (gate["value"], gate["data"]["size_bytes"]) == (323.68, 8 * G)
+
+    assert main(["check", "--run", str(run.id), "--profile", "mi350x-8", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "'Instinct MI300X', the profile's is 'MI350X'" in err and "--force-profile" in err
+    assert main(["check", "--run", str(run.id), "--profile", "mi350x-8", "--force-profile", "--db", str(db)]) == 1
+    text = capsys.readouterr().out
+    assert "WARN    profile_fit" in text and "FAIL    all_reduce_busbw_8G" in text and "323.7 < 350 GB/s" in text
+
+
+def test_imported_run_of_one_process_driving_8_gpus_is_an_error_for_the_profile(tmp_path, capsys):
+    """rccl-tests -g 8 (one Pid for all 8 ranks): AMD's figures are for one process per GPU."""
+    db = tmp_path / "r.db"
+    assert main(["import", "nccl-tests", str(RCCLT / "rccl-tests-2024-03_all_gather_g8.txt"),
+                 "--db", str(db)]) == 0
+    with Store(db, readonly=True) as st:
+        (run,) = st.runs()
+    assert run.env["process_per_gpu"] is False
+    how = gates.how_measured(run.env, [], source="import")
+    findings = gates.evaluate(profiles.load_profile("mi300x-8"), [], how)
+    assert (findings[0].name, findings[0].status) == ("process_per_gpu", "ERROR")
 
 
 def test_stored_run_without_a_matching_profile_names_the_run(tmp_path, capsys):

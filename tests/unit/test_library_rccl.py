@@ -135,3 +135,75 @@ def test_nccl_needs_no_extra_environment(tmp_path: Path) -> None:
     env = library.CommEnv(library.facts_of(nccl))
     assert env.for_comm("ll128", "ring/ll128/default") == {} == env.for_comm(None, "default")
     assert isinstance(nccl.lib.fake_ll128, ctypes._CFuncPtr)
+
+
+def _grid(protos: str) -> list[CommConfig]:
+    from ccltune.cli.sweep import candidates
+
+    ns = type("A", (), {"algos": "tree,ring", "protos": protos, "channels": "8,16", "grid": "full"})()
+    return candidates(ns)
+
+
+def test_deferred_are_exactly_the_candidates_the_fake_rccl_refuses_after_the_default(rccl, monkeypatch) -> None:
+    """What the sweep announces up front is what happens: NCCL's default made first caches 'unset', and every
+    candidate library.deferred names (and no other) is then refused, the rest get their communicator."""
+    monkeypatch.delenv("RCCL_LL128_FORCE_ENABLE", raising=False)
+    facts = library.facts_of(rccl)
+    cands = _grid("ll,ll128,simple")
+    d = library.deferred(facts, cands)
+    assert d is not None and dict(d.env) == {"RCCL_LL128_FORCE_ENABLE": "1"}
+    assert dict(d.first) == {"RCCL_LL128_FORCE_ENABLE": None} and d.library == "RCCL 2.21.5"
+    assert [c.label for c in d.candidates][:2] == ["tree/ll128/default", "ring/ll128/default"]
+    env, refused = library.CommEnv(facts), []
+    for c in cands:
+        try:
+            assert _comm(rccl, env, c.proto) == 0
+        except EngineUnavailable:
+            refused.append(c)
+    assert refused == list(d.candidates) and len(refused) == 2 + 2 * 2  # 2 pairs, 2 pairs x 2 channel counts
+
+
+def test_nothing_deferred_when_the_run_starts_forced_or_without_ll128_or_on_nccl(rccl, monkeypatch) -> None:
+    facts = library.facts_of(rccl)
+    assert library.deferred(facts, _grid("ll,simple"), environ={}) is None
+    assert library.deferred(facts, _grid("ll128,simple"), environ={"RCCL_LL128_FORCE_ENABLE": "1"}) is None
+    nccl = library.detect("libnccl.so.2", lambda s: False, "2.28.9")
+    assert library.deferred(nccl, _grid("ll128"), environ={}) is None and library.deferred(None, _grid("ll128")) is None
+    monkeypatch.setenv("RCCL_LL128_FORCE_ENABLE", "1")  # the follow-up run: every communicator gets LL128
+    assert library.deferred(facts, _grid("ll128")) is None
+    env = library.CommEnv(facts)
+    assert [_comm(rccl, env, c.proto) for c in _grid("ll128")[:4]] == [1, 1, 1, 1]
+
+
+def test_the_sweep_says_up_front_which_command_measures_them() -> None:
+    from ccltune.cli.sweep import deferred_lines, follow_up_command
+
+    facts = library.detect("librccl.so.1", lambda s: False, "2.21.5")
+    d = library.deferred(facts, _grid("ll,ll128,simple"), environ={})
+    argv = ["sweep", "all_reduce", "-b", "8", "-e", "1G", "--protos", "ll,ll128,simple", "--nproc", "8",
+            "--resume", "3", "--db", "my runs.db"]
+    cmd = "RCCL_LL128_FORCE_ENABLE=1 ccltune sweep all_reduce -b 8 -e 1G --nproc 8 --db 'my runs.db' --protos ll128"
+    assert follow_up_command(d, argv) == cmd
+    assert follow_up_command(d, ["sweep", "--protos=ll128,simple", "--resume=2"]) == \
+        "RCCL_LL128_FORCE_ENABLE=1 ccltune sweep --protos ll128"
+    lines = deferred_lines(d, argv)
+    assert lines[0].startswith("# RCCL 2.21.5 reads RCCL_LL128_FORCE_ENABLE once per process, at its first "
+                               "communicator (NCCL's default, made with RCCL_LL128_FORCE_ENABLE unset), so 6 "
+                               "candidates (tree/ll128/default, ring/ll128/default, tree/ll128/8, tree/ll128/16 "
+                               "and 2 more) are recorded unavailable in this run.")
+    assert lines[-1] == f"#   {cmd}"
+
+
+def test_the_sweep_announces_them_on_rank_0_before_measuring(monkeypatch) -> None:
+    from ccltune.tune import sweep_run
+
+    monkeypatch.delenv("RCCL_LL128_FORCE_ENABLE", raising=False)
+    facts = library.detect("librccl.so.1", lambda s: False, "2.21.5")
+    said: list[library.Deferred] = []
+    plan = sweep_run.SweepPlan([], [8], _grid("ll128,simple"), None, on_deferred=said.append)
+    found = sweep_run.fit_candidates(plan, facts, is_root=True)
+    assert said == [found] and len(found.candidates) == 6 and plan.candidates == _grid("ll128,simple")
+    assert sweep_run.fit_candidates(plan, facts, is_root=False) == found and len(said) == 1  # rank 0 only
+    with pytest.raises(UsageError, match="--algos nvls"):
+        sweep_run.fit_candidates(sweep_run.SweepPlan([], [8], [CommConfig("nvls", "simple")], None),
+                                 facts, is_root=True)

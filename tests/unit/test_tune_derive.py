@@ -10,26 +10,10 @@ from ccltune.errors import DataError
 from ccltune.rules import Platform, Rule
 from ccltune.tune.derive import BASELINE, account_gain, decide_sizes, derive, gpu_model, size_ranges
 from ccltune.tune.stats import SINGLE_SAMPLE_NOISE, point_stats
+from tune_rows import rows_for
 
 MB = 1 << 20
 SIZES = [1 * MB, 2 * MB, 4 * MB, 8 * MB, 16 * MB]
-
-
-def rows_for(times: dict[str, dict[int, list[float]]], *, coll="all_gather", n_ranks=4, gpu="H200", **extra):
-    """times: config label -> size -> samples. Labels 'default' or 'algo/proto/channels'."""
-    out = []
-    for label, by_size in times.items():
-        algo = proto = chan = None
-        if label not in ("default", "default-twin"):
-            a, p, c = label.split("/")
-            algo, proto, chan = (None if a == "default" else a), (None if p == "default" else p), (
-                None if c == "-" else int(c))
-        for size, samples in by_size.items():
-            for rep, t in enumerate(samples):
-                out.append(dict(collective=coll, size_bytes=size, n_ranks=n_ranks, n_nodes=1, algo=algo,
-                                proto=proto, channels=chan, config=label, rep=rep, time_us=t, status="ok",
-                                in_place=False, dtype="float", op=None, graph=1, gpu=gpu, **extra))
-    return out
 
 
 def flat(value: float, sizes=SIZES, spread=0.01):

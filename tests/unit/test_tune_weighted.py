@@ -10,25 +10,14 @@ from ccltune.rules import RuleSet, match, Query, PlatformFacts
 from ccltune.tune import weighted
 from ccltune.tune.derive import derive
 from ccltune.workload.model import Entry, Key, Workload
+from tune_rows import rows_for
 
 MB = 1 << 20
 BUCKET = 8396800 * 4  # a real DDP bucket (tests/fixtures/workload): not a power of two
 
 
 def rows(times: dict[str, dict[int, list[float]]], coll: str = "all_reduce", n_ranks: int = 4, gpu: str = "H100"):
-    out = []
-    for label, by_size in times.items():
-        algo = proto = chan = None
-        if label not in ("default", "default-twin"):
-            a, p, c = label.split("/")
-            algo, proto, chan = (None if a == "default" else a), (None if p == "default" else p), (
-                None if c == "-" else int(c))
-        for size, samples in by_size.items():
-            for rep, t in enumerate(samples):
-                out.append(dict(collective=coll, size_bytes=size, n_ranks=n_ranks, n_nodes=1, algo=algo, proto=proto,
-                                channels=chan, config=label, rep=rep, time_us=t, status="ok", in_place=False,
-                                dtype="float", op=None, graph=1, gpu=gpu))
-    return out
+    return rows_for(times, coll=coll, n_ranks=n_ranks, gpu=gpu)
 
 
 def pts(value: float, spread: float = 0.01) -> list[float]:

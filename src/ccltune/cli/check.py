@@ -190,6 +190,7 @@ def _judge_stored(args: argparse.Namespace) -> int:
                              + ", ".join(profiles.builtin_names()) + ") or derive a gate with --links-run N")
     how = gates.how_measured(run.env, records, source=f"run {args.run}: {run.command}")
     how["world_size"] = ranks
+    how["engine"] = how.get("engine") or run.engine  # an import: the tool that measured (nccl-tests, rccl-tests)
     if findings:  # forced: judge the gates, not the count
         how = {**how, "world_size": profile.world_size}
     findings += run_checks("check", Context(profile=profile, records=records, how=how))

@@ -70,6 +70,16 @@ def _library_version(parsed: list[Parsed]) -> str | None:
     return ", ".join(sorted(found)) or None
 
 
+def _process_per_gpu(devices: list[dict[str, Any]], world: int) -> bool | None:
+    """Whether each rank had a process of its own, from the device lines' host and Pid (nccl-tests and
+    rccl-tests ``-g 1`` under mpirun: one Pid per rank; ``-g 8``: one Pid for 8): False as soon as two ranks
+    share a process, True when every rank is listed with a Pid of its own, None when the file cannot say."""
+    procs = [(d.get("host"), d.get("pid")) for d in devices if d.get("pid")]
+    if len(set(procs)) < len(procs):
+        return False
+    return True if procs and len(procs) == world else None
+
+
 def _env(parsed: list[Parsed], args: argparse.Namespace, world: int, nodes: int) -> dict[str, Any]:
     """The run's environment record: what the files say (GPU model per rank, hosts, NCCL or RCCL,
     HIP and ROCm versions, the library path, the tool and its version), else --gpu."""
@@ -81,7 +91,7 @@ def _env(parsed: list[Parsed], args: argparse.Namespace, world: int, nodes: int)
     tool = _joined(parsed, "tool") or "nccl-tests"
     return {"ccltune_version": __version__, "world_size": world, "n_nodes": nodes, "gpus": gpus,
             "gpu_source": "file" if named else ("--gpu" if args.gpu else "unknown"),
-            "devices": devices, "hosts": sorted({h for p in parsed for h in p.hosts}),
+            "devices": devices, "process_per_gpu": _process_per_gpu(devices, world), "hosts": sorted({h for p in parsed for h in p.hosts}),
             "platform": platform_name(gpus, world, nodes),
             "nccl_version": ", ".join(sorted(versions)) or _library_version(parsed),
             "rccl_version": _joined(parsed, "rccl_version"), "hip_version": _joined(parsed, "hip_version"),

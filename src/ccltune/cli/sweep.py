@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from typing import Any
 
@@ -71,7 +72,7 @@ def _names(text: str, valid: tuple[str, ...], flag: str) -> list[str]:
 
     out = []
     # rule files and NCCL_ALGO spell collnet_direct / CollNetDirect: one spelling for both here
-    for t in filter(None, (x.strip().lower().replace("_", "") for x in text.split(","))):
+    for t in filter(None, map(rules.nccl_spelling, text.split(","))):
         if t not in valid:
             raise unknown_name(flag.lstrip("-").rstrip("s"), t, valid, flag)
         out.append(t)
@@ -200,7 +201,8 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
                                            max_iters=args.max_iters, warmup=args.warmup_iters, timeout_s=args.timeout)
     plan = sweep_run.SweepPlan(colls, sizes, cands, settings, mode=args.mode, resume=args.resume,
                                args=_common.args_record(args), workload=workload, under_load=args.under_load,
-                               check_resume=lambda run, world_size: check_resume(run, args, world_size))
+                               check_resume=lambda run, world_size: check_resume(run, args, world_size),
+                               on_deferred=lambda d: print("\n".join(deferred_lines(d, args._argv)), flush=True))
     session = Session("sweep", engine_name, db=args.db, argv=args._argv, timeout_s=args.timeout,
                       virtual_nodes=args.virtual_nodes)
     res = sweep_run.run(plan, session, _common.engine_options(args), progress=_Progress)
@@ -222,11 +224,43 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
         else:
             after = ", none of them timed"
         print(f"ccltune sweep: run {res.run_id} complete, {res.kept + res.rows} rows in {args.db}{after}")
+        if res.deferred is not None and engine_name == "nccl":
+            print(f"ccltune sweep: then, for the candidates this run could not measure: "
+                  f"{follow_up_command(res.deferred, args._argv)}")
         print(f"ccltune sweep: time on rank 0, {settings.clock.line(res.wall_s)}")
     if res.rows and not res.timed and session.is_root:  # every point skipped, waived or refused: nothing to tune from
         why = "; ".join(f"{n} {what}" for what, n in res.untimed.most_common(3))
         raise CheckFailed(f"no point of run {res.run_id} was timed, so it holds nothing to tune from: {why}")
     return 0
+
+
+def follow_up_command(deferred: Any, argv: list[str]) -> str:
+    """The sweep that measures ``deferred``'s candidates: this command's arguments without --protos and
+    --resume, with only their protocols, started with the variables they need."""
+    keep, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--protos", "--resume"):
+            skip = True
+        elif not a.startswith(("--protos=", "--resume=")):
+            keep.append(a)
+    protos = ",".join(dict.fromkeys(c.proto for c in deferred.candidates if c.proto))
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(deferred.env.items()))
+    return f"{env} ccltune {shlex.join([*keep, '--protos', protos])}"
+
+
+def deferred_lines(deferred: Any, argv: list[str]) -> list[str]:
+    """What the sweep says up front when its process cannot measure some candidates (RCCL's LL128)."""
+    names = ", ".join(sorted(deferred.env))
+    had = ", ".join(f"{k}={v}" if v is not None else f"{k} unset" for k, v in sorted(deferred.first.items()))
+    labels = [c.label for c in deferred.candidates]
+    shown = ", ".join(labels[:4]) + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
+    return [f"# {deferred.library} reads {names} once per process, at its first communicator (NCCL's default, "
+            f"made with {had}), so {len(labels)} candidates ({shown}) are recorded unavailable in this run.",
+            "# Measure them in a run of their own (NCCL's default there runs with the same setting, as a job "
+            "that sets it would), then tune that run with --runs N:",
+            f"#   {follow_up_command(deferred, argv)}"]
 
 
 class _Progress(sweep_run.Progress):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
 from ccltune.collectives.all_gather import COLLECTIVE as _all_gather
 from ccltune.collectives.all_reduce import COLLECTIVE as _all_reduce
 from ccltune.collectives.alltoall import COLLECTIVE as _alltoall
@@ -30,29 +28,25 @@ PLUGIN_NAMES: dict[str, str] = {c.name: c.plugin_name for c in sorted(TUNABLE, k
 BY_PLUGIN_NAME: dict[str, Collective] = {p: REGISTRY[n] for n, p in PLUGIN_NAMES.items()}
 BY_NCCL_NAME: dict[str, Collective] = {n: c for c in REGISTRY.values() for n in c.nccl_names}  # NCCL's opName
 _ALIASES = {**{c.plugin_name: c.name for c in TUNABLE if c.plugin_name},  # allreduce, allgather, ...
+            # NCCL's opName of a one-call collective, lower-cased (AllReduce, AlltoAll; not Send/Recv)
+            **{n.lower(): c.name for c in REGISTRY.values() if len(c.nccl_names) == 1 for n in c.nccl_names},
             "all_to_all": "alltoall", "a2a": "alltoall", "send_recv": "sendrecv"}
 
 
-def get(name: str, where: str = "COLLECTIVE") -> Collective:
-    key = name.strip().lower().replace("-", "_")
-    key = key.removesuffix("_perf")
+def canonical(name: str) -> str | None:
+    """Our name of a collective from any of its spellings (ours, the rule file's, NCCL's opName of a
+    one-call collective, nccl-tests' binary ``all_reduce_perf``; case and dashes aside); None when it
+    names none."""
+    key = str(name).strip().lower().replace("-", "_").removesuffix("_perf")
     key = _ALIASES.get(key, key)
-    if key not in REGISTRY:
+    return key if key in REGISTRY else None
+
+
+def get(name: str, where: str = "COLLECTIVE") -> Collective:
+    key = canonical(name)
+    if key is None:
         raise unknown_name("collective", name, [*REGISTRY, "all"], where)
     return REGISTRY[key]
-
-
-@functools.lru_cache(maxsize=256)
-def canonical(name: str) -> str:
-    """Our name for any spelling of a collective: ours, the rule file's and tuner plugin's
-    (allreduce), NCCL's opName (AllReduce), an nccl-tests binary (all_reduce_perf); a name no
-    entry knows comes back unchanged (for readers of stored data, which show what was stored)."""
-    if name in BY_NCCL_NAME:
-        return BY_NCCL_NAME[name].name
-    try:
-        return get(name).name
-    except UsageError:
-        return name
 
 
 def select(names: list[str] | str, where: str = "COLLECTIVE") -> list[Collective]:

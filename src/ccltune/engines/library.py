@@ -19,7 +19,11 @@ harness ``plugin/tests/test_rccl.c`` acts the same facts out):
 - RCCL reads its ``RCCL_*`` parameters once per process and caches them (``RCCL_PARAM`` in
   ``src/include/param.h``): the first communicator's value holds for every later one. A
   communicator that needs another value than the one RCCL cached is refused here with that reason
-  rather than measured as something it is not.
+  rather than measured as something it is not. A sweep's first communicator is NCCL's default, made
+  under the environment the job was started with, so ``deferred`` says before anything is measured
+  which candidates a run started otherwise (``RCCL_LL128_FORCE_ENABLE=1``) must measure instead.
+  They are not run in a second job into the same run: in that job NCCL's default itself has LL128
+  enabled, so its default and twin differ from this run's and the two cannot be compared as one sweep.
 """
 
 from __future__ import annotations
@@ -84,6 +88,36 @@ def sweep_candidates(facts: LibraryFacts | None, cands: Sequence[Any]) -> list[A
         raise UsageError(f"--algos {','.join(bad)}: {facts.name} cannot run {'it' if len(bad) == 1 else 'them'} "
                          f"({why}); sweep {','.join(facts.algos)}")
     return list(cands)
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """Candidates this process cannot measure: each needs a once-per-process variable (``env``) set
+    otherwise than the process's first communicator, NCCL's default, reads it."""
+
+    candidates: tuple[Any, ...]
+    env: Mapping[str, str]          # the variables the run that can measure them is started with
+    library: str                    # 'RCCL 2.21.5'
+    first: Mapping[str, str | None] = field(default_factory=dict)  # those variables as this process has them
+
+
+def deferred(facts: LibraryFacts | None, cands: Sequence[Any],
+             environ: Mapping[str, str] | None = None) -> Deferred | None:
+    """The candidates of a sweep (``CommConfig``, NCCL's default first) that its process cannot measure
+    on this library, or None: a candidate whose protocol needs a cached variable (RCCL: LL128 needs
+    RCCL_LL128_FORCE_ENABLE=1) other than the value in ``environ`` (default: this process's), which the
+    default's communicator, made first, caches. CommEnv refuses exactly these when they come."""
+    if facts is None or not facts.cached_env:
+        return None
+    environ = os.environ if environ is None else environ
+    first = {k: environ.get(k) for k in facts.cached_env}
+    out, env = [], {}
+    for c in cands:
+        differ = {k: v for k, v in facts.proto_env.get((c.proto or "").lower(), {}).items() if first.get(k) != v}
+        if differ:
+            out.append(c)
+            env.update(differ)
+    return Deferred(tuple(out), env, facts.name, {k: first.get(k) for k in env}) if out else None
 
 
 class CommEnv:

@@ -1,10 +1,10 @@
 """The nccl engine: NCCL's C API called directly, as nccl-tests does: set-up through ctypes,
 the calls of a point through the launch loop in C (engines/series.py, ``native/``), so an eager
-series costs the host what nccl-tests' loop costs it, not Python's 8-11 us per call.
+series costs the host what nccl-tests' loop costs it, not Python's per-call overhead.
 
 Buffers come from ``ncclMemAlloc`` by default, as nccl-tests allocates them with NCCL >= 2.19
-(in a CUDA graph NCCL then registers them and reaches peers' buffers directly: on 4 H200s
-sendrecv at 16-128 MB runs twice as fast as with cudaMalloc buffers), or from PyTorch's caching
+(in a CUDA graph NCCL then registers them and reaches peers' buffers directly, which cudaMalloc
+buffers do not allow: docs/performance.md, "Finding: buffer allocation"), or from PyTorch's caching
 allocator (``--buffers torch``, what a PyTorch program passes by default); ``--symmetric``
 also registers them as symmetric windows (NCCL >= 2.27). CUDA graphs are captured with
 PyTorch's graph API on our own stream.
@@ -179,8 +179,8 @@ class NcclEngine(CudaEngine):
         """A communicator on which NCCL refused a forced configuration's first call on this rank
         (no algorithm/protocol available for that collective): nothing was enqueued on it, so
         nothing waits on it. It is set aside, neither aborted nor destroyed, and left to the
-        process's exit: an abort took 0.8 s on 4 H200s, and a sweep of the five collectives
-        refuses 27 of them (22 s of a 65 s sweep). The configuration gets a new communicator
+        process's exit: aborting every refused communicator took a third of a sweep's time
+        (docs/tuning.md, docs/performance.md "where a sweep's time goes"). The configuration gets a new communicator
         when it is next used (another collective); one that never connected holds little memory."""
         self._premul = {k: v for k, v in self._premul.items() if k[0] != cfg}
         comm = self.comms.pop(cfg, None)
@@ -241,8 +241,8 @@ class NcclEngine(CudaEngine):
         """On the buffers of the largest size (``--buffers ncclmem-max``), timed call i starts
         ``i % steps`` sizes further on, steps being how many of this size fit, as nccl-tests'
         calls do "to avoid cache effects": at 1-16 MB a buffer used again by every call stays in
-        the GPU's L2 cache and the call runs faster (on H200, all_reduce 2 MB 25.3 us against
-        28.8 us stepping through 1 GB)."""
+        the GPU's L2 cache and the call runs faster (docs/performance.md, "The 1-16 MB gap
+        explained")."""
         if not self._pool or not all(self._in_pool(t) for t in bufs.keep):
             return
         total = max(pt.lay.send_elems, pt.lay.recv_elems) * pt.dt.size
@@ -328,7 +328,7 @@ class NcclEngine(CudaEngine):
         # On a communicator of its own, never the measured one: a forced candidate may not run
         # all_reduce at all, and a collective issued just before the timed calls on the measured
         # communicator made NCCL's default slower and noisier than the same configuration on
-        # another communicator (A/A validate on H200, all_gather 1 MB: 16-21 us vs 13.1 us).
+        # another communicator (docs/performance.md, "4 GPUs, all_reduce").
         with _env(NCCL_ALGO=None, NCCL_PROTO=None):
             comm = self.comm(ALIGN)
         self.lib.call("ncclAllReduce", ptr, ptr, 1, DTYPES["float"].nccl, OPS["sum"], comm, self.stream.cuda_stream)

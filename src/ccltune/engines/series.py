@@ -1,17 +1,17 @@
 """The eager launch loop: a whole series of NCCL calls issued from C (``native/``), one ctypes
 call per series instead of one per NCCL call.
 
-Issued from Python, every eager call cost 8-11 us of host time on an H100 (NCCL 2.28.9), more
-than NCCL's own time per call at latency-bound sizes, so eager tables showed Python's cost. The
+Issued from Python, every eager call cost more host time than NCCL's own time per call at
+latency-bound sizes, so eager tables showed Python's cost (docs/performance.md, "Eager calls
+issued from C"). The
 loop takes NCCL's entry points from the library the engine already loaded (no link against
 NCCL: one build serves any NCCL or RCCL) and each collective's operations from its
 ``nccl_ops`` (collectives/), so the C side knows signatures, not collectives.
 
 alltoall, gather and scatter are one call of NCCL's own entry point from NCCL 2.28 on
 (``Collective.nccl_call``), as nccl-tests 2.19 issues them when built against it; before, the
-grouped send/recv of ``nccl_ops``. On one H100 (NCCL 2.28.9, one rank) the grouped form took
-10.5-11.6 us a call where nccl-tests' ncclScatter/ncclGather/ncclAlltoAll took 5.3-7.3: ccltune
-measured other NCCL calls than nccl-tests. With NCCL's own call the two agree (docs/performance.md).
+grouped send/recv of ``nccl_ops``. The grouped form is another NCCL call than nccl-tests' and
+times slower; with NCCL's own call the two agree (docs/performance.md, "Eager calls issued from C").
 """
 
 from __future__ import annotations

@@ -172,8 +172,8 @@ def run(engine: Engine, plan: BenchPlan,
         memory.init, memory.user = _free_max(engine, before - made, made - engine.free_memory())
     if plan.collectives and plan.sizes and plan.warm_first:
         # The run's very first point pays one-time costs (lazy kernel loading, the first graph
-        # instantiation, GPU clocks leaving idle): 12.7 us against 7.9 for all_reduce 8 B on 4
-        # H200s. nccl-tests warms up before its size loop; this measures that point once unrecorded.
+        # instantiation, GPU clocks leaving idle; docs/performance.md, "Against nccl-tests").
+        # nccl-tests warms up before its size loop; this measures that point once unrecorded.
         first = point_at(engine, plan, plan.collectives[0], plan.sizes[0], plan.placements[0])
         point.measure(engine, first, check=False, average=plan.average, timeout_s=plan.timeout_s)
     for coll in plan.collectives:

@@ -128,7 +128,8 @@ KEEP_MAX_BYTES = 64 << 20  # BufferCache keeps sizes up to this (the larger ones
 
 class BufferCache(dict):
     """Buffers kept between visits of one collective's sizes (``ccltune sweep --mode model``
-    measures a size again in later rounds): an allocation from ncclMemAlloc took 20 ms on 4 H200s.
+    measures a size again in later rounds): an allocation from ncclMemAlloc is slow
+    (docs/performance.md, "where a sweep's time goes").
     Keyed by (collective, size in bytes, in place); sizes above KEEP_MAX_BYTES are not kept. Clear
     it when the collective changes (its buffers are not used again)."""
 
@@ -210,8 +211,8 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
     # One call count for every configuration, from the fastest estimate: each replay's fixed cost
     # (barrier, graph launch, sync) is then spread over the same number of calls, so it cannot make
     # one configuration look slower than another. A count per configuration from its own one-call
-    # estimate had given a configuration whose estimate caught a stall 5-8 calls per replay where
-    # the others had 30: on 4 H200s the default at 8 B measured 12.2 us against 8.5 us for its twin.
+    # estimate had given a configuration whose estimate caught a stall a few calls per replay where
+    # the others had many, and made it look slower (docs/performance.md, "one call count per size").
     n = calls_per_replay(est.values(), s)
     for i in est:
         with Watchdog(engine, s.timeout_s, what), clock("capture"):
@@ -248,8 +249,8 @@ def warm_collective(engine: Any, coll: Collective, size: int, configs: Sequence[
                     refused: Refused | None = None) -> None:
     """Measure ``size`` once for every configuration and keep nothing: the first size a communicator
     runs a collective at pays one-time costs (the algorithm's connections, kernel loading, the first
-    graph launches). On 4 H200s that first size had spreads of up to 1300% and the default differed
-    from its own twin by 26-43% there; after this throwaway the first size's spread was 3-16%.
+    graph launches): without this throwaway the first size's spreads were far wider and the default
+    differed from its own twin there (docs/performance.md, "one call count per size").
     Its time goes to ``s.clock`` as one ``warm-up`` phase, not into the phases of the stored sizes."""
     labels = [dict(algo=None, proto=None, channels=None, config="warm-up") for _ in configs]
     with s.clock("warm-up"):

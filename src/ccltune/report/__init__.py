@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ccltune import __version__
-from ccltune.collectives import canonical
 from ccltune.errors import UsageError
 from ccltune.files import write_text
 from ccltune.report.compare import DEFAULT_TOLERANCE_PCT
+from ccltune.report.data import canonical
 from ccltune.report.html import render_page
 from ccltune.report.model import Section
 from ccltune.report.sections import NAV_GROUPS, ReportInput, build_sections, picker_groups

@@ -10,9 +10,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ccltune.collectives import canonical
 from ccltune.report.axes import size_label
-from ccltune.report.data import Row, medians, num, ok_rows, ratio_text
+from ccltune.report.data import Row, canonical, medians, num, ok_rows, ratio_text
 from ccltune.report.model import Series, Table
 
 # What must be equal for two measurements to be the same point.

@@ -3,7 +3,7 @@
 
 Conventions: a point is the median over repetitions of rows with status 'ok'; NCCL's own
 choice is ``config == 'default'``; a speedup or ratio above 1 means faster. Collectives are
-grouped by the registry's name (``collectives.canonical``), so imported rows spelled
+grouped by the registry's name (``canonical``, through ``collectives.canonical``), so imported rows spelled
 ``allreduce`` or ``AllReduce`` land on the same plot as ``all_reduce``.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ccltune.collectives import canonical
+from ccltune import collectives
 from ccltune.report.axes import size_label
 from ccltune.report.model import Heatmap, Series, Table
 
@@ -32,6 +32,12 @@ _KEY_TEXT = {
     "n_nodes": lambda v: f"{v} node{'' if v == 1 else 's'}",
     "graph": lambda v: "graph" if v else "no graph",
 }
+
+
+def canonical(name: Any) -> str:
+    """Our name of a stored collective, however the rows spell it (``collectives.canonical``);
+    a name the registry does not know is shown as stored."""
+    return collectives.canonical(str(name)) or str(name)
 
 
 def ok_rows(rows: Iterable[Row], metric: str) -> list[Row]:
@@ -346,7 +352,7 @@ def host_text(run: Any) -> str:
 
 def platform_text(run: Any) -> str:
     """The stored platform; for a node-wide command (no world size: links, doctor, topo) recorded
-    before 2026-11-24 as 'model x1', the node's GPUs instead, so it agrees with the GPUs row."""
+    by an older ccltune as 'model x1', the node's GPUs instead, so it agrees with the GPUs row."""
     from ccltune.environment import platform_name
 
     stored = run.env.get("platform") or run.platform or ""

@@ -13,12 +13,12 @@ from ccltune.report.axes import size_label
 from ccltune.report.model import Block, LineChart, Note, Picker, Section, Table, Text, ZoneChart
 from ccltune.store import Run
 
-SECTION_IDS = ("verdict", "bench", "links", "rules", "validate", "sweep", "doctor", "runs", "env", "compare")
-# (heading, section ids) of the navigation bar: the page answers in this order
+# (heading, (section id, label)) of the navigation bar: the page answers in this order
 NAV_GROUPS = (("Verdict", [("verdict", "cards")]),
               ("Against the hardware", [("bench", "busbw"), ("links", "links")]),
               ("Tuning", [("rules", "rules"), ("validate", "validation"), ("sweep", "sweep")]),
               ("Details", [("doctor", "findings"), ("runs", "runs"), ("env", "environment"), ("compare", "compare")]))
+SECTION_IDS = tuple(sid for _, items in NAV_GROUPS for sid, _ in items)  # the page's sections, in order
 _NOT_BENCH = {"sweep", "validate", "replay", "links", "doctor", "topo", "tune"}
 _MAX_SIZE = 1 << 40  # rule ranges open to "any size" are drawn up to here
 
@@ -152,7 +152,7 @@ def sweep_section(inp: ReportInput) -> Section:
 
 
 def _time_table(run: Run) -> Table | None:
-    """Where the run's time went on rank 0 (sweep and validate summaries since 2026-11-22), or None."""
+    """Where the run's time went on rank 0 (sweep and validate summaries record it; older ones do not: None)."""
     phases = run.summary.get("time")
     if not isinstance(phases, dict) or not phases:
         return None

@@ -29,9 +29,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from ccltune.collectives import canonical
 from ccltune.report.axes import size_label
-from ccltune.report.data import gpu_names, host_text
+from ccltune.report.data import canonical, gpu_names, host_text
 from ccltune.report.model import Card
 
 _SEVERITY = {"FAIL": 0, "ERROR": 1, "WARN": 2, "WAIVED": 3, "PASS": 4}

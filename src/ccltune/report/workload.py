@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ccltune.collectives import canonical
 from ccltune.report.axes import size_label
+from ccltune.report.data import canonical
 from ccltune.report.model import Table
 
 _COLUMNS = ["collective", "size", "calls", "share of the job", "default us/step", "rules us/step", "saves us/step",

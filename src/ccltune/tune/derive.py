@@ -1,7 +1,8 @@
 """Measurements -> tuner rules: per group, the winner at each size, merged into size ranges.
 
-A *group* is what one rule line can be keyed on: (GPU model, ranks per NVLink domain) for the
-``platform`` section, then (collective, nRanks, nNodes). Inside a group:
+A *group* is what one rule line can be keyed on: (GPU model, ranks per NVLink domain, and on AMD
+GPUs the compute and memory partition modes the sweep ran in) for the ``platform`` section, then
+(collective, nRanks, nNodes). Inside a group:
 
 1. Rows with ``status != 'ok'`` are dropped (an unavailable configuration never wins), and only
    the chosen placement is kept (out-of-place by default).
@@ -10,9 +11,8 @@ A *group* is what one rule line can be keyed on: (GPU model, ranks per NVLink do
    floored at ``min_margin``, and, when it is *isolated* there, by more than
    ``isolated_margin`` too. A candidate is isolated at a size when it does not beat the default
    (by the noise, floored at ``min_margin``) at either neighbouring measured size: a win seen at
-   one size only must be large to be believed (on the H200 sweeps, isolated wins below 10% did
-   not hold up when re-measured; docs/tuning.md). A group measured at one size has no neighbours: every
-   candidate there is isolated. Whatever the percentages, a win must save at least
+   one size only must be large to be believed (docs/tuning.md, "Why an isolated win needs 10%").
+   A group measured at one size has no neighbours: every candidate there is isolated. Whatever the percentages, a win must save at least
    ``min_gain_us`` (0.5 µs) per call: below that, two communicators of the same configuration
    differ by as much (launch and synchronisation jitter). The winner is chosen among the qualifying candidates
    (``objective``); none qualifies -> no rule at that size and NCCL stays in charge.
@@ -24,9 +24,8 @@ A *group* is what one rule line can be keyed on: (GPU model, ranks per NVLink do
 
 The *twin* (``config`` 'default-twin', measured by ``ccltune sweep`` unless ``--no-twin``) is
 NCCL's default again, on a second communicator, interleaved like every candidate. Two
-communicators of the same configuration do not time alike at latency-bound sizes (on 4 H200s,
-identical configurations differed by up to 16% below 64 KB, by under 1% from 16 MB), and every
-candidate runs on a communicator of its own, so that difference is noise a candidate must beat
+communicators of the same configuration do not time alike at latency-bound sizes (docs/tuning.md,
+"The A/A gap"), and every candidate runs on a communicator of its own, so that difference is noise a candidate must beat
 too. At each size the *A/A gap* is ``|median(twin) / median(default) - 1|``, and the part of it
 beyond both points' own noise (:func:`aa_margin`) is a steady difference between communicators;
 the margin a candidate must beat there is at least the largest such part at that size and its
@@ -37,7 +36,7 @@ The twin never makes a rule.
 
 A *0-byte* size (a layout rounding a tiny size down: 8 B of float all_gather on 4 ranks is 0 B
 a rank) moves no data: NCCL launches nothing that an algorithm, protocol or channel count could
-change (its candidates time like the default, 0.1 µs in a CUDA graph), and its time sits on no
+change (its candidates time like the default), and its time sits on no
 alpha-beta line. Candidates there make no rule and corroborate none; the default and the twin
 still count (the twin's A/A gap enters its neighbour's margin).
 """
@@ -77,14 +76,23 @@ class GroupKey:
     collective: str
     n_ranks: int
     n_nodes: int
+    partition: str = ""  # AMD compute partition (CPX, ...) the rows were measured in; "" when none recorded
+    nps: str = ""  # AMD memory partition (NPS4, ...)
 
     @property
     def platform(self) -> Platform:
         # The plugin matches gpu as a lower-case substring of the model name.
-        return Platform(gpu=self.gpu.lower(), nvl_ranks=self.nvlranks)
+        return Platform(gpu=self.gpu.lower(), nvl_ranks=self.nvlranks, partition=self.partition or None,
+                        nps=self.nps or None)
+
+    @property
+    def facts(self) -> PlatformFacts:
+        """The machine facts under which the plugin applies this group's section."""
+        return PlatformFacts(gpu=self.gpu, partition=self.partition or None, nps=self.nps or None)
 
     def __str__(self) -> str:
-        return f"{self.collective} nranks={self.n_ranks} nnodes={self.n_nodes} gpu={self.gpu}"
+        modes = "".join(f" {k}={v}" for k, v in (("partition", self.partition), ("nps", self.nps)) if v)
+        return f"{self.collective} nranks={self.n_ranks} nnodes={self.n_nodes} gpu={self.gpu}{modes}"
 
 
 @dataclass(frozen=True)
@@ -247,8 +255,7 @@ def decide_sizes(points: Mapping[int, SizePoints], *, objective: str = "time", s
 def nccl_best(default: PointStats, candidates: Mapping[CommConfig, PointStats]) -> PointStats:
     """What a candidate must beat at one size: NCCL's default, or its twin where that was faster.
     Both are NCCL's own choice; a candidate only as fast as the faster of them shows that one
-    communicator was slow, not that NCCL chose badly (4-GPU reduce at 1 KB: default 6.13 us, twin
-    5.14, 32 channels 5.04; its rule came out 2.8% slower in validate)."""
+    communicator was slow, not that NCCL chose badly (docs/tuning.md, "The A/A gap")."""
     twin = candidates.get(TWIN)
     return twin if twin is not None and twin.median_us < default.median_us else default
 
@@ -263,9 +270,8 @@ def aa_margin(default: PointStats, candidates: Mapping[CommConfig, PointStats]) 
     """The part of the A/A gap beyond both points' own noise (0 when the gap is inside it); None
     when the twin was not measured. A steady difference between two communicators has a small
     spread and counts whole (latency-bound sizes); a gap made by a transient in one side's rounds
-    comes with that side's spread and counts only beyond it (4-GPU all_gather 8 MB: twin 35%
-    slower than the default with a 14% spread of its own; without the discount that one twin
-    barred ring/LL128 there and at both neighbours, a win that validate then measured at 16%)."""
+    comes with that side's spread and counts only beyond it: counted whole, such transients bar
+    real wins (docs/tuning.md, "The A/A gap")."""
     gap = aa_gap(default, candidates)
     return None if gap is None else max(0.0, gap - (candidates[TWIN].noise + default.noise))
 
@@ -337,7 +343,8 @@ def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float 
             raise DataError(f"a {coll} row of run {row.get('run_id', '?')} has no GPU model; cannot tell its platform")
         n_ranks, n_nodes = int(row["n_ranks"]), int(row.get("n_nodes") or 1)
         nvl = n_ranks // n_nodes if n_ranks % n_nodes == 0 else None
-        grouped[GroupKey(row["gpu"], nvl, coll, n_ranks, n_nodes)].append(row)
+        grouped[GroupKey(row["gpu"], nvl, coll, n_ranks, n_nodes, row.get("partition") or "",
+                         row.get("nps") or "")].append(row)
     for coll, n in sorted(skipped.items()):
         notes.append(f"{n} {coll} rows skipped: NCCL does not pass {coll} to a tuner")
 
@@ -436,7 +443,7 @@ def account_gain(group: GroupResult, rules: Sequence[Rule] | None = None) -> Gai
     key = group.key
     out = []
     for d in group.decisions:
-        q = Query(key.collective, d.size_bytes, key.n_ranks, key.n_nodes, platform=PlatformFacts(gpu=key.gpu))
+        q = Query(key.collective, d.size_bytes, key.n_ranks, key.n_nodes, platform=key.facts)
         m = match(ruleset, q)
         selected = CommConfig(m.algo, m.proto, m.channels or None)
         significant = bool(d.qualifying)

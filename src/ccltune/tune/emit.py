@@ -14,7 +14,8 @@ from ccltune.rules import Platform, Rule, format_rules
 
 
 def describe_platform(p: Platform) -> str:
-    return f"gpu={p.gpu}" + (f" nvlranks={p.nvl_ranks}" if p.nvl_ranks else "")
+    return f"gpu={p.gpu}" + "".join(f" {k}={v}" for k, v in (("nvlranks", p.nvl_ranks), ("partition", p.partition),
+                                                               ("nps", p.nps)) if v)
 
 
 def render(sections: Mapping[Platform, list[Rule]], *, source: str, settings: str,

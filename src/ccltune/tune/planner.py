@@ -176,10 +176,9 @@ def _siblings(c: CommConfig, configs: Iterable[CommConfig]) -> set[CommConfig]:
     family's NCCL-chosen count, its lowest and highest counts.
 
     A channel count that beats NCCL says NCCL's choice of channels is off at this size; the neighbouring
-    counts (which no trend predicts: 2-GPU broadcast at 8-16 KB, 8, 16 and 32 channels all 8-10% under
-    the default, 8 the fastest) may beat it more. One that does is a win here too and asks for its own
-    next count in the next round: a climb along the counts, not all of them at once (on the H200 data:
-    the same decisions with 0-13% fewer points). A forced algorithm/protocol winning at NCCL's count
+    counts (which no trend predicts) may beat it more. One that does is a win here too and asks for its own
+    next count in the next round: a climb along the counts, not all of them at once (docs/tuning.md,
+    "Model-guided search", says why). A forced algorithm/protocol winning at NCCL's count
     (``sweep --grid full``) starts the climb from both ends of its family's counts."""
     family = sorted({o.channels for o in configs if (o.algo, o.proto) == (c.algo, c.proto) and o.channels})
     if not family:

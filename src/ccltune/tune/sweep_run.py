@@ -42,6 +42,8 @@ class SweepPlan:
     under_load: int | None = None     # --under-load M: a MatrixLoad runs while the sizes are measured
     # rank 0, --resume: raises when the stored run is not this sweep (world size given)
     check_resume: Callable[[Any, int], None] = lambda run, world_size: None
+    # rank 0, before anything is measured: candidates this process cannot measure (library.deferred)
+    on_deferred: Callable[[library.Deferred], None] = lambda deferred: None
 
 
 @dataclass
@@ -55,6 +57,7 @@ class SweepResult:
     status: str = "failed"
     skipped: list[Any] = field(default_factory=list)  # --workload: entries not swept (workload.plan.Skipped)
     load: dict[str, Any] | None = None                # --under-load: what the load achieved
+    deferred: library.Deferred | None = None          # candidates recorded unavailable: a run of their own
 
 
 class Progress:
@@ -76,7 +79,7 @@ def run(plan: SweepPlan, session: Session, engine_opts: Any,
         engine = s.start_engine(plugin_options(engine_opts, workdir) if s.engine_name == "nccl" else engine_opts)
         settings.clock.add("start-up", time.perf_counter() - t_start)  # rendezvous, CUDA, NCCL library
         s.clock = settings.clock
-        plan.candidates = library.sweep_candidates(getattr(engine, "facts", None), plan.candidates)  # what it can run
+        res.deferred = fit_candidates(plan, getattr(engine, "facts", None), s.is_root)
         if plan.workload is not None:
             _fit_workload(plan, s.ctx, res)
         done = _open_run(s, plan)
@@ -102,6 +105,17 @@ def run(plan: SweepPlan, session: Session, engine_opts: Any,
             res.load = load.result
     res.status = s.status
     return res
+
+
+def fit_candidates(plan: SweepPlan, facts: library.LibraryFacts | None, is_root: bool) -> library.Deferred | None:
+    """The plan's candidates checked against the loaded library (an algorithm it cannot run is a usage error),
+    and those this process cannot measure (RCCL's LL128 after NCCL's default), announced on rank 0 before
+    anything is measured; they stay in the plan and are recorded unavailable with the reason."""
+    plan.candidates = library.sweep_candidates(facts, plan.candidates)
+    found = library.deferred(facts, plan.candidates)
+    if found is not None and is_root:
+        plan.on_deferred(found)
+    return found
 
 
 def _fit_workload(plan: SweepPlan, ctx: Any, res: SweepResult) -> None:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from ccltune import collectives
 from ccltune.commconfig import CommConfig
 from ccltune.errors import DataError
-from ccltune.rules import ANY, NCCL_CHOICE, PlatformFacts, Query, Rule, RuleSet, match
+from ccltune.rules import ANY, NCCL_CHOICE, Query, Rule, RuleSet, match
 from ccltune.tune.derive import Derivation, GroupResult, SizeDecision, nccl_best
 from ccltune.tune.stats import PointStats, beats
 from ccltune.workload.model import Workload
@@ -151,18 +151,18 @@ def plan(wl: Workload, derivation: Derivation, *, min_share: float = 0.0,
     """
     if not 0 <= min_share < 1:
         raise DataError(f"min_share must be in [0, 1), got {min_share}")
-    by_gpu: dict[str, dict[tuple[str, int, int], GroupResult]] = defaultdict(dict)
-    for g in derivation.groups:
-        by_gpu[g.key.gpu][(g.key.collective, g.key.n_ranks, g.key.n_nodes)] = g
+    by_gpu: dict[tuple[str, str, str], dict[tuple[str, int, int], GroupResult]] = defaultdict(dict)
+    for g in derivation.groups:  # one plan per platform section: GPU model and AMD partition modes
+        by_gpu[(g.key.gpu, g.key.partition, g.key.nps)][(g.key.collective, g.key.n_ranks, g.key.n_nodes)] = g
     points = workload_points(wl)
     per_step = float(wl.steps or 1)
-    return [_plan_gpu(gpu, groups, points, per_step, wl.steps, min_share, dtypes or {})
-            for gpu, groups in sorted(by_gpu.items())]
+    return [_plan_gpu(gpu, groups, points, per_step, wl.steps, min_share, dtypes or {}, modes=(part, nps))
+            for (gpu, part, nps), groups in sorted(by_gpu.items())]
 
 
 def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points: list[WPoint], per_step: float,
-              steps: int | None, min_share: float, dtypes: Mapping[tuple[str, str, int, int], Iterable[str]]
-              ) -> WorkloadPlan:
+              steps: int | None, min_share: float, dtypes: Mapping[tuple[str, str, int, int], Iterable[str]],
+              modes: tuple[str, str] = ("", "")) -> WorkloadPlan:
     first: list[PointVerdict] = []
     winners: dict[int, tuple[GroupResult, CommConfig]] = {}
     notes: list[str] = []
@@ -192,8 +192,9 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
         rules.append(Rule(collectives.PLUGIN_NAMES[g.key.collective], v.point.size_bytes, v.point.size_bytes,
                           w.algo or NCCL_CHOICE, w.proto or NCCL_CHOICE, w.channels or ANY, g.key.n_nodes,
                           g.key.n_ranks, platform=g.key.platform))
-    verdicts = [_apply(v, RuleSet(rules), gpu, groups, per_step) if v.default is not None else v for v in first]
-    return WorkloadPlan(gpu, verdicts, rules, steps, notes)
+    verdicts = [_apply(v, RuleSet(rules), groups, per_step) if v.default is not None else v for v in first]
+    label = gpu + "".join(f" {k}={m}" for k, m in zip(("partition", "nps"), modes) if m)
+    return WorkloadPlan(label, verdicts, rules, steps, notes)
 
 
 def _index(g: GroupResult, size: int) -> int:
@@ -226,7 +227,7 @@ def _judge(p: WPoint, groups: Mapping[tuple[str, int, int], GroupResult], per_st
                         d.candidates[d.winner], per_step), (g, d)
 
 
-def _apply(v: PointVerdict, ruleset: RuleSet, gpu: str, groups: Mapping[tuple[str, int, int], GroupResult],
+def _apply(v: PointVerdict, ruleset: RuleSet, groups: Mapping[tuple[str, int, int], GroupResult],
            per_step: float) -> PointVerdict:
     """What the plugin selects for this point under the final rules, and its measured time."""
     p = v.point
@@ -234,7 +235,7 @@ def _apply(v: PointVerdict, ruleset: RuleSet, gpu: str, groups: Mapping[tuple[st
                    and (p.n_nodes is None or n == p.n_nodes))
     g = groups[(p.collective, p.n_ranks, n_nodes)]
     d = g.decisions[_index(g, p.size_bytes)]
-    m = match(ruleset, Query(p.collective, p.size_bytes, p.n_ranks, n_nodes, platform=PlatformFacts(gpu=gpu)))
+    m = match(ruleset, Query(p.collective, p.size_bytes, p.n_ranks, n_nodes, platform=g.key.facts))
     sel = CommConfig(m.algo, m.proto, m.channels or None)
     if sel.is_default:
         status = v.status if v.status != RULE else DEFAULT_KEPT

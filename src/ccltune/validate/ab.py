@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccltune import collectives, rules
+from ccltune import collectives, environment, rules
 from ccltune.commconfig import BASELINE, CommConfig
 from ccltune.errors import DataError, UsageError
 from ccltune.measure import sweep as measure_sweep
@@ -165,9 +165,11 @@ def best_arms(best_from: str | None, ctx: Any, gpu: str | None) -> dict[Any, Any
 
 def coverage(path: str, gpu: str | None) -> Any:
     """covered(collective, n_ranks, n_nodes, size) by the rules in ``path``, as the plugin
-    would see it on this machine (graph-captured calls report regBuff=1)."""
+    would see it on this machine (graph-captured calls report regBuff=1; AMD partition modes as the plugin
+    reads them)."""
     ruleset = rules.load(path)
-    facts = rules.PlatformFacts(gpu=gpu)
+    modes = environment.amd_partitions()
+    facts = rules.PlatformFacts(gpu=gpu, partition=modes["compute_partition"], nps=modes["memory_partition"])
 
     def covered(collective: str, n_ranks: int, n_nodes: int, size: int) -> bool:
         q = rules.Query(collectives.PLUGIN_NAMES.get(collective, collective), size, n_ranks, n_nodes, reg_buff=1, platform=facts)

@@ -21,9 +21,8 @@ from typing import Any
 
 from ccltune.store import as_record
 from ccltune.tune.stats import PointStats, beats, point_stats
+from ccltune.validate.verdict import SIDES
 from ccltune.workload.model import Workload
-
-ARMS = ("default", "rules")
 
 
 @dataclass(frozen=True)
@@ -88,10 +87,10 @@ def entry_times(wl: Workload, rows_by_entry: Mapping[int, Iterable[Any]]) -> lis
         by: dict[str, list[float]] = {}
         for r in rows:
             r = as_record(r)
-            if r.get("status") == "ok" and r.get("time_us") and r.get("config") in ARMS:
+            if r.get("status") == "ok" and r.get("time_us") and r.get("config") in SIDES:
                 by.setdefault(r["config"], []).append(float(r["time_us"]))
         k = wl.entries[i].key
-        got = {arm: point_stats(by[arm]) if arm in by else None for arm in ARMS}
+        got = {arm: point_stats(by[arm]) if arm in by else None for arm in SIDES}
         out.append(EntryTime(i, k.collective, k.size_bytes, wl.entries[i].calls, got["default"], got["rules"]))
     return out
 

@@ -12,8 +12,7 @@ ERROR. The verdict is FAIL if any size fails, else ERROR if any size errs, else 
 
 A size that fails can be measured again (``ccltune validate --retest``): :func:`retested` then
 judges it by the new measurement alone and keeps the first judgement beside it. A real slowdown
-fails again; a transient that hit one side's rounds (on 4 H200s, a validate round of all_gather
-16 KB with a 56% spread) does not.
+fails again; a transient that hit one side's rounds does not (docs/tuning.md, "Validate verdict").
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ccltune import collectives
 from ccltune.diagnose.checks import linkmath
 from ccltune.diagnose.checks.profiles import BenchPlan, Gate, Monotonic, Profile
 from ccltune.diagnose.findings import Finding
@@ -34,7 +35,8 @@ Record = Mapping[str, Any]
 
 
 def _norm(name: str) -> str:
-    return str(name).lower().replace("_", "")
+    """A collective's name in the registry's spelling (a name it does not know stays as given)."""
+    return collectives.canonical(name) or str(name)
 
 
 def _points(records: Sequence[Record], collective: str, in_place: bool, metric: str) -> dict[int, float]:

@@ -46,7 +46,9 @@ _CHANNELS = re.compile(r"(?P<coll>\d+) coll channels,(?: (?P<collnet>\d+) collne
 _TUNER = re.compile(r"(?:TUNER/Plugin: Using (?P<name>.+)|Successfully loaded external tuner plugin (?P<path>\S+))")
 _ENV = re.compile(r"^(?P<var>[A-Z][A-Z0-9_]+) set by environment to (?P<val>.*)$")
 _COMM = re.compile(r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nRanks (?P<n>\d+) nNodes (?P<nodes>\d+)")
-_CHOICE = re.compile(r"^(?P<func>AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|Send|Recv): (?P<bytes>\d+) Bytes "
+# NCCL's opNames from the registry, longest first (ReduceScatter before Reduce)
+_FUNCS = "|".join(sorted(collectives.BY_NCCL_NAME, key=len, reverse=True))
+_CHOICE = re.compile(rf"^(?P<func>{_FUNCS}): (?P<bytes>\d+) Bytes "
                      r"-> Algo (?P<algo>\w+) proto (?P<proto>\w+)(?: channel\{Lo\.\.Hi\}=\{(?P<lo>\d+)\.\.(?P<hi>\d+)\})?"
                      r"(?: comm (?P<comm>0x[0-9a-fA-F]+))?")
 _PLUGIN_RULES = re.compile(r"ccltune tuner: loaded (?P<n>\d+) rules from (?P<path>.+?) \((?P<apply>\d+) apply to this "
@@ -91,7 +93,8 @@ class Choice:
 
     def tuner_bytes(self, n_ranks: int) -> int:
         """The size NCCL passes to a tuner for this call (whole buffer for AllGather/ReduceScatter)."""
-        return self.nbytes * n_ranks if self.func in ("AllGather", "ReduceScatter") else self.nbytes
+        coll = collectives.BY_NCCL_NAME.get(self.func)
+        return self.nbytes * n_ranks if coll is not None and coll.per_rank_count else self.nbytes
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ccltune.environment import SYSFS_ROOT_ENV
 from ccltune.errors import UsageError
 
-ROOT_ENV = "CCLTUNE_SYSFS_ROOT"
+ROOT_ENV = SYSFS_ROOT_ENV
 
 
 def sys_root(cli_value: str | None = None) -> Path:
