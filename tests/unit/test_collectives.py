@@ -197,4 +197,3 @@ def test_data_movement_inputs_differ_between_ranks_and_elements(name):
 def test_reduction_inputs_differ_between_ranks(op):
     ins = _inputs(collectives.get("all_reduce"), 4, 13, op)
     assert len({tuple(x) for x in ins}) > 1
-
