@@ -79,6 +79,7 @@ def test_heatmap_svg_marks_one_cell_and_skips_empty_ones():
     assert sorted(r.find(f"{NS}title").text for r in titled) == [
         "slowest link", "src 0 -> dst 1: 300 GB/s", "src 1 -> dst 0: 100 GB/s"]
     assert svg.cell_color(100, 100, 300) == "#eff3ff" and svg.cell_color(300, 100, 300) == "#08519c"
+    assert svg.heat_range(h)[0] == 0.0  # shades are fractions of the fastest link, not of the spread
 
 
 def test_zone_chart_svg_clips_zones_to_the_axis():

@@ -115,7 +115,7 @@ document.body.dataset.probe = JSON.stringify(out);
 def test_mixed_database_reads_in_chromium(tmp_path):
     db, page = tmp_path / "mixed.db", tmp_path / "report.html"
     mixed_store(db)
-    assert main(["report", "--db", str(db), "--out", str(page)]) == 0
+    assert main(["report", "--db", str(db), "--out", str(page), "--latest", "13"]) == 0  # every run drawn
     html = page.read_text()
     assert "<script" not in html and not re.search(r"(src|href)=\"(https?:)?//", html)  # nothing to fetch
     probe = tmp_path / "probe.html"
@@ -126,6 +126,7 @@ def test_mixed_database_reads_in_chromium(tmp_path):
                        .replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
     node_a = next(c for c in found["cards"] if c.startswith("node-a"))
     assert "Not healthy" in node_a and "400.0 GB/s" in node_a and "90%" in node_a and "1.079x" in node_a
+    assert "26.3 → 24.8 us" in node_a and "default ± 0.3% -> rules ± 0.8%" in node_a and "replay run 13 PASS" in node_a
     mi300x = next(c for c in found["cards"] if "MI300X" in c)
     assert "316.5 GB/s" in mi300x  # the imported TransferBench matrix's ceiling, 45.21 x 7
     assert (found["before"], found["after"], found["again"]) == (True, False, True)

@@ -46,8 +46,8 @@ class _Ids(HTMLParser):
 def test_every_section_from_a_full_database(db):
     s = sections_of(db)
     assert tuple(s) == SECTION_IDS
-    assert [f.title for f in s["bench"].figures()] == ["allgather: bus bandwidth", "allreduce: bus bandwidth",
-                                                       "allgather: time", "allreduce: time"]
+    assert [f.title for f in s["bench"].figures()] == ["all_gather: bus bandwidth", "all_reduce: bus bandwidth",
+                                                       "all_gather: time", "all_reduce: time"]
     sweep = [f for f in s["sweep"].figures() if isinstance(f, LineChart)]
     assert len(sweep) == 4 and sum(x.emphasis for x in sweep[0].series) == 1
     assert len(sweep[0].series) == 13  # 12 candidates + NCCL's default
@@ -159,7 +159,7 @@ def test_png_writes_every_figure(db, tmp_path):
     n_figs = sum(len(s.figures()) for s in result.sections)
     assert len(result.pngs) == n_figs == 12
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in result.pngs)
-    assert result.pngs[0].name == "bench-01-allgather-bus-bandwidth.png"
+    assert result.pngs[0].name == "bench-01-all-gather-bus-bandwidth.png"
 
 
 def test_sweep_and_validate_sections_show_where_the_time_went(tmp_path):

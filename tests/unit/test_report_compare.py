@@ -34,7 +34,7 @@ def test_variants_split_lines_and_table_flags_rows():
     a = [row(8, 10.0, in_place=0), row(8, 10.0, in_place=1)]
     b = [row(8, 20.0, in_place=0, run_id=2), row(8, 5.0, in_place=1, run_id=2)]
     c = compare(a, b)
-    lines = compare_series(c)["allreduce"]
+    lines = compare_series(c)["all_reduce"]
     assert sorted((s.label, s.ys[0], s.marked[0]) for s in lines) == [
         ("in-place", 2.0, False), ("out-of-place", 0.5, True)]
     t = compare_table(c, 1, 2)
@@ -43,5 +43,10 @@ def test_variants_split_lines_and_table_flags_rows():
 
 
 def test_no_common_points():
-    c = compare([row(8, 1.0)], [row(8, 1.0, coll="allgather", run_id=2)])
+    c = compare([row(8, 1.0)], [row(8, 1.0, coll="all_gather", run_id=2)])
     assert c.points == [] and (c.only_a, c.only_b) == (1, 1)
+
+
+def test_spellings_of_one_collective_are_compared():
+    (p,) = compare([row(8, 10.0, coll="allreduce")], [row(8, 5.0, coll="AllReduce", run_id=2)]).points
+    assert p.collective == "all_reduce" and p.ratio == pytest.approx(2.0)

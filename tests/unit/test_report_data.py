@@ -8,7 +8,7 @@ from ccltune.report import data
 from ccltune.store import Run
 
 
-def row(size, time_us, busbw=None, *, coll="allreduce", run_id=1, config="default", rep=0, status="ok", **kw):
+def row(size, time_us, busbw=None, *, coll="all_reduce", run_id=1, config="default", rep=0, status="ok", **kw):
     r = {"run_id": run_id, "collective": coll, "size_bytes": size, "time_us": time_us, "busbw_gbps": busbw,
          "config": config, "rep": rep, "status": status, "in_place": 0, "dtype": "float", "op": "sum",
          "n_ranks": 8, "n_nodes": 1, "graph": 0}
@@ -24,17 +24,32 @@ def test_medians_use_ok_rows_only():
 
 def test_curves_one_line_per_run_and_only_the_default_config():
     rows = [row(8, 10.0, 1.0), row(16, 11.0, 2.0), row(8, 9.0, 1.5, run_id=2),
-            row(8, 1.0, 99.0, config="ring/ll/16"), row(8, 5.0, 3.0, coll="allgather")]
+            row(8, 1.0, 99.0, config="ring/ll/16"), row(8, 5.0, 3.0, coll="all_gather")]
     bw = data.curves(rows, "busbw_gbps")
-    assert sorted(bw) == ["allgather", "allreduce"]
-    assert [(s.label, s.xs, s.ys) for s in bw["allreduce"]] == [("run 2", [8.0], [1.5]),  # the latest first
+    assert sorted(bw) == ["all_gather", "all_reduce"]
+    assert [(s.label, s.xs, s.ys) for s in bw["all_reduce"]] == [("run 2", [8.0], [1.5]),  # the latest first
                                                                 ("run 1", [8.0, 16.0], [1.0, 2.0])]
-    assert [s.label for s in bw["allgather"]] == ["run 1"]
+    assert [s.label for s in bw["all_gather"]] == ["run 1"]
+
+
+def test_every_spelling_of_a_collective_lands_on_one_plot():
+    """Rows as ccltune stores them, as a rule file or the tuner plugin spells them, as NCCL's log
+    does and as an nccl-tests binary is named: one collective, through the registry."""
+    rows = [row(8, 10.0, 1.0), row(8, 9.0, 1.5, run_id=2, coll="allreduce"), row(8, 9.0, 1.2, run_id=3, coll="AllReduce"),
+            row(8, 9.0, 1.3, run_id=4, coll="all_reduce_perf"), row(8, 5.0, 3.0, coll="ReduceScatter"),
+            row(8, 5.0, 3.0, coll="hypercube")]  # a name no registry entry knows is kept as stored
+    bw = data.curves(rows, "busbw_gbps")
+    assert sorted(bw) == ["all_reduce", "hypercube", "reduce_scatter"]
+    assert [s.label for s in bw["all_reduce"]] == ["run 4", "run 3", "run 2", "run 1"]
+    sweep = data.sweep_curves([row(8, 10.0, 1.0, coll="allgather"), row(8, 9.0, 1.0, coll="all_gather", config="x")])
+    assert list(sweep) == ["all_gather"] and len(sweep["all_gather"]) == 2
+    (p,) = data.validate_points({"sizes": [{"collective": "allreduce", "size_bytes": 8, "speedup": 1.1}]}, [])
+    assert p.collective == "all_reduce"
 
 
 def test_curves_label_what_differs():
     rows = [row(8, 10.0, 1.0), row(8, 9.0, 1.1, in_place=1)]
-    labels = [s.label for s in data.curves(rows, "busbw_gbps")["allreduce"]]
+    labels = [s.label for s in data.curves(rows, "busbw_gbps")["all_reduce"]]
     assert labels == ["run 1, out-of-place", "run 1, in-place"]
 
 
@@ -49,14 +64,22 @@ def sweep_rows():
 
 
 def test_sweep_curves_put_default_last_and_emphasised():
-    lines = data.sweep_curves(sweep_rows())["allreduce"]
+    lines = data.sweep_curves(sweep_rows())["all_reduce"]
     assert [(s.label, s.emphasis) for s in lines] == [("ring/simple/32", False), ("tree/ll/16", False),
                                                       ("default", True)]
     assert lines[-1].ys == [1.0, 50.0]
 
 
+def test_sweep_winners_come_first_so_a_plot_never_hides_them():
+    slow = [row(size, 500.0, 0.1, rep=k, config=f"a{i}/ll/1") for i in range(8) for size in (1024, 1 << 20)
+            for k in range(3)]
+    rows = sweep_rows() + slow
+    for lines in (data.sweep_curves(rows)["all_reduce"], data.sweep_speedups(rows)["all_reduce"]):
+        assert [s.label for s in lines][:3] == ["ring/simple/32", "tree/ll/16", "a0/ll/1"]
+
+
 def test_sweep_speedups_are_default_time_over_candidate_time():
-    lines = {s.label: s for s in data.sweep_speedups(sweep_rows())["allreduce"]}
+    lines = {s.label: s for s in data.sweep_speedups(sweep_rows())["all_reduce"]}
     assert lines["tree/ll/16"].xs == [1024.0, float(1 << 20)]
     assert lines["tree/ll/16"].ys == pytest.approx([2.0, 0.5])
     assert lines["ring/simple/32"].ys == pytest.approx([1.25])
@@ -65,8 +88,8 @@ def test_sweep_speedups_are_default_time_over_candidate_time():
 
 def test_sweep_best_table():
     t = data.sweep_best(sweep_rows())
-    assert [r[:4] + r[5:] for r in t.rows] == [["allreduce", "1K", "1.00", "tree/ll/16", "2.000x"],
-                                               ["allreduce", "1M", "50.00", "ring/simple/32", "1.250x"]]
+    assert [r[:4] + r[5:] for r in t.rows] == [["all_reduce", "1K", "1.00", "tree/ll/16", "2.000x"],
+                                               ["all_reduce", "1M", "50.00", "ring/simple/32", "1.250x"]]
     assert t.row_class == ["good", "good"]
 
 
@@ -77,9 +100,9 @@ def test_sweep_best_keeps_default_on_a_tie():
 
 def test_validate_points_from_the_summary():
     summary = {"verdict": "FAIL", "sizes": [
-        {"collective": "allreduce", "size_bytes": 1024, "speedup": 1.2, "noise_pct": 2.0, "slower": False},
-        {"collective": "allreduce", "size_bytes": 4096, "speedup": 0.9, "noise_pct": 3.0, "slower": True}]}
-    s = data.validate_series(data.validate_points(summary, []))["allreduce"]
+        {"collective": "all_reduce", "size_bytes": 1024, "speedup": 1.2, "noise_pct": 2.0, "slower": False},
+        {"collective": "all_reduce", "size_bytes": 4096, "speedup": 0.9, "noise_pct": 3.0, "slower": True}]}
+    s = data.validate_series(data.validate_points(summary, []))["all_reduce"]
     assert s.ys == [1.2, 0.9]
     assert s.lo == pytest.approx([1.2 * 0.98, 0.9 * 0.97]) and s.hi == pytest.approx([1.2 * 1.02, 0.9 * 1.03])
     assert s.marked == [False, True]

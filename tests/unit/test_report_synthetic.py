@@ -1,7 +1,7 @@
 """Synthetic results database for the report tests (TEST DATA, not measurements).
 
 ``fill_store`` writes one run of each kind the report reads, shaped like what
-``bench``/``sweep``/``tune``/``validate``/``links``/``doctor`` record: an 8-GPU H100 node,
+``bench``/``sweep``/``tune --workload``/``validate``/``links``/``doctor`` record: an 8-GPU H100 node,
 NCCL-like curves (latency + bytes / bandwidth), a driver update that slows 1M-16M by 10%,
 one slow NVLink pair, and a finding whose text holds markup (it must be escaped).
 """
@@ -12,13 +12,17 @@ import random
 from dataclasses import dataclass
 
 from ccltune.store import Measurement, Store
+from ccltune.tune import weighted
+from ccltune.tune.derive import derive
+from ccltune.tune.source import source_rows
+from ccltune.workload.model import Entry, Key, Workload
 
 N_RANKS = 8
 BENCH_SIZES = [1 << e for e in range(3, 31)]  # 8B .. 1G
 SWEEP_SIZES = [1 << e for e in range(10, 29, 2)]  # 1K .. 256M
 # busbw factor, small-message latency (us), peak busbw (GB/s)
-COLLECTIVES = {"allreduce": (2 * (N_RANKS - 1) / N_RANKS, 12.0, 360.0),
-               "allgather": ((N_RANKS - 1) / N_RANKS, 9.0, 330.0)}
+COLLECTIVES = {"all_reduce": (2 * (N_RANKS - 1) / N_RANKS, 12.0, 360.0),
+               "all_gather": ((N_RANKS - 1) / N_RANKS, 9.0, 330.0)}
 CANDIDATES = [(a, p, c) for a in ("ring", "tree") for p in ("ll", "ll128", "simple") for c in (16, 32)]
 RULES = """# ccltune tuned rules (TEST DATA)
 platform,gpu=H100
@@ -33,12 +37,22 @@ SLOW_LINK = (3, 5)
 MARKUP = "<script>alert('x')</script> & <b>bold</b>"
 
 
+def workload() -> Workload:
+    """A training job's collectives (TEST DATA): gradient buckets, a few small all_reduces, an
+    all_gather and a broadcast of one size nobody swept; 50 steps."""
+    return Workload([Entry(Key("all_reduce", 16 << 20, N_RANKS, "float", 4 << 20), 10),
+                     Entry(Key("all_reduce", 1 << 20, N_RANKS, "float", 1 << 18), 4),
+                     Entry(Key("all_reduce", 4 << 10, N_RANKS, "float", 1 << 10), 20),
+                     Entry(Key("all_gather", 4 << 20, N_RANKS, "float", 1 << 20), 2),
+                     Entry(Key("broadcast", 1 << 10, N_RANKS, "float", 1 << 8), 1)], [], steps=50)
+
+
 def env(host: str, driver: str) -> dict:
     return {
         "host": host, "gpus": [{"name": "NVIDIA H100 80GB HBM3"}] * N_RANKS, "driver_version": driver,
         "cuda_version": "12.4", "nccl_version": "2.21.5", "nccl_library": "/usr/lib/libnccl.so.2",
         "torch_version": "2.4.0", "world_size": N_RANKS, "n_nodes": 1, "launcher": "torchrun",
-        "command": "ccltune bench -b 8 -e 1G", "platform": "H100",
+        "platform": f"NVIDIA H100 80GB HBM3 x{N_RANKS}",
         "variables": {"NCCL_DEBUG": "WARN", "NCCL_IB_DISABLE": "1" if host == "node-a" else "0"},
     }
 
@@ -71,7 +85,7 @@ def fill_store(store: Store, seed: int = 7) -> SyntheticRuns:
     rng = random.Random(seed)
     ids = {}
     for name, host, driver in (("bench_a", "node-a", "550.54.15"), ("bench_b", "node-b", "560.28.03")):
-        rid = store.begin_run("bench", command="ccltune bench (test data)", env=env(host, driver))
+        rid = store.begin_run("bench", command="ccltune bench all_reduce all_gather -b 8 -e 1G", env=env(host, driver))
         rows = []
         for coll in COLLECTIVES:
             for size in BENCH_SIZES:
@@ -82,7 +96,7 @@ def fill_store(store: Store, seed: int = 7) -> SyntheticRuns:
         store.finish_run(rid, "complete")
         ids[name] = rid
 
-    rid = store.begin_run("sweep", command="ccltune sweep (test data)", env=env("node-a", "550.54.15"))
+    rid = store.begin_run("sweep", command="ccltune sweep all_reduce all_gather -b 1K -e 256M -f 4", env=env("node-a", "550.54.15"))
     rows = []
     for coll in COLLECTIVES:
         for size in SWEEP_SIZES:
@@ -100,23 +114,30 @@ def fill_store(store: Store, seed: int = 7) -> SyntheticRuns:
     store.finish_run(rid, "complete")
     ids["sweep"] = rid
 
-    rid = store.begin_run("tune", command="ccltune tune (test data)", env=env("node-a", "550.54.15"))
+    # as `ccltune tune --workload` records it: no host or GPUs of its own, the runs it derived from and
+    # its prediction (the real derive and weighted.plan over the sweep just stored) in its summary;
+    # the rule file is RULES, with faults the report must show
+    _, sweep_rows = source_rows(store, [ids["sweep"]])
+    plans = weighted.plan(workload(), derive(sweep_rows))
+    rid = store.begin_run("tune", command="ccltune tune --out rules.txt --workload train.json",
+                          env={"ccltune_version": "0.1", "platform": "H100"})
     store.add_artifact(rid, "rules", RULES)
-    store.finish_run(rid, "complete")
+    store.finish_run(rid, "complete", {"source_runs": [ids["sweep"]], "workload": "train.json",
+                                       "predictions": [weighted.summary(p) for p in plans]})
     ids["tune"] = rid
 
-    rid = store.begin_run("validate", command="ccltune validate (test data)", env=env("node-a", "550.54.15"))
+    rid = store.begin_run("validate", command="ccltune validate --rules rules.txt", env=env("node-a", "550.54.15"))
     sizes = []
     for coll in COLLECTIVES:
         for size in SWEEP_SIZES:
-            speed = 1.25 if size < (64 << 10) else (0.93 if size == (4 << 20) and coll == "allgather" else 1.02)
+            speed = 1.25 if size < (64 << 10) else (0.93 if size == (4 << 20) and coll == "all_gather" else 1.02)
             noise = 1.5 + 2.0 * rng.random()
             sizes.append({"collective": coll, "size_bytes": size, "speedup": speed, "noise_pct": noise,
                           "slower": speed < 1 - noise / 100})
     store.finish_run(rid, "complete", {"verdict": "FAIL", "sizes": sizes})
     ids["validate"] = rid
 
-    rid = store.begin_run("links", command="ccltune links (test data)", env=env("node-a", "550.54.15"))
+    rid = store.begin_run("links", command="ccltune links", env=env("node-a", "550.54.15"))
     links = []
     for method in ("ce", "sm"):
         for src in range(N_RANKS):
@@ -133,7 +154,7 @@ def fill_store(store: Store, seed: int = 7) -> SyntheticRuns:
                                                    "latency_us": 2.1}, "ceiling_gbps": 400})
     ids["links"] = rid
 
-    rid = store.begin_run("doctor", command="ccltune doctor (test data)", env=env("node-a", "550.54.15"))
+    rid = store.begin_run("doctor", command="ccltune doctor", env=env("node-a", "550.54.15"))
     store.add_findings(rid, [
         {"name": "driver", "status": "PASS", "evidence": "550.54.15 supports CUDA 12.4"},
         {"name": "nvlink", "status": "FAIL", "evidence": "GPU 3 -> 5 at 110 GB/s, 29% of the others",

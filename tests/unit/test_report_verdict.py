@@ -11,7 +11,7 @@ from ccltune.environment import INTERNAL_VARIABLES, comm_env, platform_name
 from ccltune.report import data, load, svg
 from ccltune.report.sections import build_sections
 from ccltune.report.verdict import cards
-from ccltune.store import Run, Store
+from ccltune.store import Measurement, Run, Store
 from report_db import many_store, mixed_store
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "ccltune"
@@ -42,13 +42,48 @@ def test_cards_give_health_worst_first_ceiling_and_gain(tmp_path):
     assert "4 x NVIDIA H200" in by_title["vm"].subtitle
 
 
+def _r(i: int, kind: str, host: str | None, nccl: str | None = "2.21.5", ranks: int | None = 8, **summary) -> Run:
+    env = {"host": host, "gpus": [{"name": "NVIDIA H100"}] * 8, "world_size": ranks, "nccl_version": nccl} if host \
+        else {"platform": "H100"}
+    return Run(i, kind, "complete", "t", None, f"ccltune {kind}", None, ranks, 1, None, host, None, None, nccl,
+               env=env, summary=summary)
+
+
+def test_one_card_per_node_and_run_group_worst_first():
+    runs = [_r(1, "doctor", "node-a"), _r(2, "sweep", "node-a"), _r(3, "tune", None, source_runs=[2, 99]),
+            _r(4, "validate", "node-a", status="PASS", sizes=[{"collective": "all_reduce", "size_bytes": 1 << 20,
+                                                              "speedup": 1.2, "noise": 0.01, "status": "PASS"}]),
+            _r(5, "bench", "node-a", nccl="2.23.4"), _r(6, "bench", "node-a", ranks=4),
+            _r(7, "links", "node-c"), _r(8, "bench", "node-b")]
+    found = cards(runs, {1: [{"name": "nvlink", "status": "FAIL", "evidence": "GPU 3 -> 5"}]}, {})
+    assert [(c.title, c.group) for c in found] == [
+        ("node-a", "4 ranks, NCCL 2.21.5"), ("node-a", "8 ranks, NCCL 2.21.5"), ("node-a", "8 ranks, NCCL 2.23.4"),
+        ("node-b", "8 ranks, NCCL 2.21.5"), ("node-c", "node-wide runs only")]
+    a = {c.group: c for c in found if c.title == "node-a"}
+    # the doctor run feeds every group of its node; the tune run joins its sweep's group
+    assert all(c.level == "bad" and "doctor run 1" in c.headline for c in a.values())
+    assert "runs 1-4 (1 doctor, 1 sweep, 1 tune, 1 validate)" in a["8 ranks, NCCL 2.21.5"].subtitle
+    assert "runs 1, 5 (1 bench, 1 doctor)" in a["8 ranks, NCCL 2.23.4"].subtitle
+    assert found[-1].level == "info"  # nothing judged on node-c
+
+
 def test_ceiling_line_on_all_reduce_plots(tmp_path):
     inp = _mixed(tmp_path)
     bench = next(s for s in build_sections(inp) if s.id == "bench")
-    ar = next(f for f in bench.figures() if f.title == "allreduce: bus bandwidth")
+    ar = next(f for f in bench.figures() if f.title == "all_reduce: bus bandwidth")
     assert [v for v, _ in ar.refs] == [400.0]
     check = next(s for s in ar.series if s.label.startswith("run 8"))
     assert len(check.xs) == 2 and check.gaps == [(float(1 << 20), "status error")]
+
+
+def test_peaks_merge_spellings_of_one_collective(tmp_path):
+    with Store(tmp_path / "s.db") as store:
+        rid = store.begin_run("import", command="ccltune import nccl-tests x", env={"host": "vm"})
+        store.add_measurements(rid, [Measurement(c, 1 << 20, 1 << 18, "float", "sum", None, False, 2, time_us=10.0,
+                                                 algbw_gbps=bw, busbw_gbps=bw) for c, bw in
+                                     (("allreduce", 90.0), ("all_reduce", 80.0), ("AllGather", 70.0))])
+        store.finish_run(rid, "complete")
+        assert load(store).peaks == {rid: {"all_reduce": 90.0, "all_gather": 70.0}}
 
 
 def test_env_shows_only_the_users_variables_and_consistent_gpus(tmp_path):

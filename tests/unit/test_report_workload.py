@@ -3,14 +3,19 @@ per step on the verdict card and its entries by share, tune --workload's points 
 
 from __future__ import annotations
 
-from ccltune.report import sections, verdict
+import re
+
+from ccltune.report import load, sections, verdict
 from ccltune.report import workload as RW
-from ccltune.store import Run
+from ccltune.report.model import Table
+from ccltune.store import Run, Store
 from ccltune.tune import weighted
 from ccltune.tune.derive import derive
 from ccltune.tune.stats import point_stats
 from ccltune.validate import replay as replay_plan
 from ccltune.workload.model import Entry, Key, Workload
+from report_db import add_replay
+from test_report_synthetic import fill_store
 
 ENV = {"host": "vm", "gpus": [{"name": "NVIDIA H100 80GB HBM3"}] * 2, "world_size": 2}
 
@@ -32,14 +37,16 @@ def _replay() -> Run:
 def test_replay_feeds_the_verdict_card_and_its_entries_are_weighted_by_share() -> None:
     run = _replay()
     (card,) = verdict.cards([run], {}, {})
-    assert ("communication per step (run 7): default -> rules", "2.83 -> 2.13 ms") in card.figures
+    assert card.figures == [("communication per step, NCCL's default ± 0.4% -> rules ± 0.5% (replay run 7, 3 rounds)",
+                             "2.83 → 2.13 ms"), ("rules / default time", "0.753x")]
+    assert card.level == "good" and card.lines[-1][1].startswith("replay run 7 PASS: the rules are faster: x0.753")
     t = RW.replay_table(run)
     # 14 calls x 401 us / 2 steps = 2807 us of the default's step; the broadcast 10.5 us
     assert [r[:7] for r in t.rows] == [["all_reduce", t.rows[0][1], "14", "99.6%", "2807.0", "2100.0", "707.0"],
                                        ["broadcast", t.rows[1][1], "1", "0.4%", "10.5", "10.5", "0.0"]]
     assert t.row_class == ["good", ""]
     sec = sections.validate_section(sections.ReportInput(runs=[run]))
-    assert "replay verdict PASS; communication per step: default 2830.0 us, rules 2130.0 us" in sec.blocks[0].text
+    assert "replay verdict PASS; communication per step: default 2830.0 us ± 0.4%, rules 2130.0 us ± 0.5%" in sec.blocks[0].text
 
 
 def test_tune_predictions_are_weighted_by_the_jobs_share() -> None:
@@ -63,3 +70,33 @@ def test_tune_predictions_are_weighted_by_the_jobs_share() -> None:
     assert "on H100" in t.caption and "per step" in t.caption
     sec = sections.rules_section(sections.ReportInput(runs=[run], artifacts={9: {"rules": "# no rules\n"}}))
     assert sec.blocks[-1] == t
+
+
+def test_stored_replay_and_tune_reach_the_card_and_the_tuning_section(tmp_path) -> None:
+    """Through the store: fill_store's tune --workload run (real derive and weighted.plan over its
+    sweep) and report_db.add_replay's run (real verdict and ReplayRun summary, rows per entry)."""
+    with Store(tmp_path / "w.db") as store:
+        fill_store(store)
+        rid = add_replay(store)
+        inp = load(store, latest=20)
+    (card,) = [c for c in verdict.cards(inp.runs, inp.findings, inp.peaks) if c.title == "node-a"]
+    figs = dict(card.figures)
+    (label, value), ratio = card.figures[-2:]
+    assert re.fullmatch(rf"communication per step, NCCL's default ± \d\.\d% -> rules ± \d\.\d% \(replay run {rid}, "
+                        r"5 rounds\)", label) and re.fullmatch(r"2\d\.\d → 2\d\.\d us", value)
+    assert ratio[0] == "rules / default time" and ratio[1].startswith("0.9")
+    assert any(lv == "good" and t.startswith(f"replay run {rid} PASS") for lv, t in card.lines)
+    assert "runs 1, 3-8 (" in card.subtitle and "1 tune" in card.subtitle  # tune joined its sweep's group
+    rules = sections.rules_section(inp)
+    assert len(rules.figures()) == 1  # the replay stored the tune run's file: drawn once, named
+    assert any(f"run {rid} (replay" in getattr(b, "text", "") and "ran with the rule file of run 4" in b.text
+               for b in rules.blocks)
+    (pred,) = [b for b in rules.blocks if isinstance(b, Table) and "predicted" in b.caption]
+    shares = [float(row[3].rstrip("%")) for row in pred.rows if row[3] != "-"]
+    assert shares == sorted(shares, reverse=True) and abs(sum(shares) - 100) < 0.5
+    assert pred.rows[0][:3] == ["all_reduce", "16M", "10"] and pred.rows[-1][-1] == "unmeasured"  # the broadcast
+    replay = sections.validate_section(inp).blocks
+    (entries,) = [b for b in replay if isinstance(b, Table) and "replayed entry" in b.caption]
+    # the 16M buckets keep NCCL's default: equal within the noise, not red for a jitter of the mean
+    assert entries.rows[0][:3] == ["all_reduce", "16M", "10"] and entries.rows[0][-1].startswith("within the noise")
+    assert entries.row_class == ["", "good", "good", "good", "good"]

@@ -20,6 +20,7 @@ from ccltune import __version__
 from ccltune.errors import UsageError
 from ccltune.files import write_text
 from ccltune.report.compare import DEFAULT_TOLERANCE_PCT
+from ccltune.report.data import canonical
 from ccltune.report.html import render_page
 from ccltune.report.model import Section
 from ccltune.report.sections import NAV_GROUPS, ReportInput, build_sections, picker_groups
@@ -88,7 +89,8 @@ def _peaks(store: Store) -> dict[int, dict[str, float]]:
     q = ("SELECT run_id, collective, MAX(busbw_gbps) FROM measurements WHERE status = 'ok' AND config = 'default' "
          "AND busbw_gbps > 0 GROUP BY run_id, collective")
     for run_id, coll, best in store.conn.execute(q):
-        out[run_id][coll] = best
+        name = canonical(coll)  # one entry per collective, however the rows spell it
+        out[run_id][name] = max(best, out[run_id].get(name, 0.0))
     return dict(out)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ccltune.report.axes import size_label
-from ccltune.report.data import Row, medians, num, ok_rows, ratio_text
+from ccltune.report.data import Row, canonical, medians, num, ok_rows, ratio_text
 from ccltune.report.model import Series, Table
 
 # What must be equal for two measurements to be the same point.
@@ -48,7 +48,7 @@ def _keyed(rows: Iterable[Row]) -> dict[tuple, list[Row]]:
     out: dict[tuple, list[Row]] = defaultdict(list)
     for r in ok_rows(rows, "time_us"):
         if (r.get("config") or "default") == "default":
-            out[tuple(r.get(k) for k in _MATCH)].append(r)
+            out[(canonical(r["collective"]), *(r.get(k) for k in _MATCH[1:]))].append(r)
     return out
 
 

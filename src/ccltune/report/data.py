@@ -2,7 +2,9 @@
 ``Store.links`` and ``Store.findings`` return them) to plot series and tables.
 
 Conventions: a point is the median over repetitions of rows with status 'ok'; NCCL's own
-choice is ``config == 'default'``; a speedup or ratio above 1 means faster.
+choice is ``config == 'default'``; a speedup or ratio above 1 means faster. Collectives are
+grouped by the registry's name (``canonical``, through ``collectives.canonical``), so imported rows spelled
+``allreduce`` or ``AllReduce`` land on the same plot as ``all_reduce``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ccltune import collectives
 from ccltune.report.axes import size_label
 from ccltune.report.model import Heatmap, Series, Table
 
@@ -26,9 +29,15 @@ _KEY_TEXT = {
     "dtype": str,
     "op": lambda v: str(v) if v else "no op",
     "n_ranks": lambda v: f"{v} ranks",
-    "n_nodes": lambda v: f"{v} nodes",
+    "n_nodes": lambda v: f"{v} node{'' if v == 1 else 's'}",
     "graph": lambda v: "graph" if v else "no graph",
 }
+
+
+def canonical(name: Any) -> str:
+    """Our name of a stored collective, however the rows spell it (``collectives.canonical``);
+    a name the registry does not know is shown as stored."""
+    return collectives.canonical(str(name)) or str(name)
 
 
 def ok_rows(rows: Iterable[Row], metric: str) -> list[Row]:
@@ -72,7 +81,7 @@ def curves(rows: Iterable[Row], metric: str, colors: Mapping[int, int] | None = 
     by_coll: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
         if (r.get("config") or "default") == "default":
-            by_coll[r["collective"]].append(r)
+            by_coll[canonical(r["collective"])].append(r)
     out: dict[str, list[Series]] = {}
     for coll, crows in sorted(by_coll.items()):
         groups, varying = _split(crows, _CURVE_KEYS)
@@ -106,24 +115,35 @@ def _gaps(rows: list[Row], metric: str) -> list[tuple[float, str]]:
     return [(float(s), ", ".join(sorted(w))) for s, w in sorted(why.items()) if s not in good]
 
 
+def _candidate_order(by_cfg: Mapping[str, list[Row]]) -> list[str]:
+    """The swept candidates in legend order: those fastest at some size first (a plot shows its
+    first ``LineChart.max_visible`` series, so the winners are never among the hidden ones),
+    then the others, each by name; NCCL's default is not a candidate. Both sweep plots use this
+    order, so a candidate has one colour on both."""
+    times = {cfg: medians(cr, "time_us") for cfg, cr in by_cfg.items() if cfg != "default"}
+    winners = {min((c for c in times if size in times[c]), key=lambda c: times[c][size])
+               for size in {s for t in times.values() for s in t}}
+    return sorted(times, key=lambda c: (c not in winners, c))
+
+
 def sweep_curves(rows: Iterable[Row], metric: str = "busbw_gbps") -> dict[str, list[Series]]:
-    """collective -> one line per swept configuration, NCCL's default emphasised and last."""
+    """collective -> one line per swept configuration (winners first), NCCL's default emphasised
+    and last."""
     out: dict[str, list[Series]] = {}
     for coll, by_cfg in _by_coll_config(ok_rows(rows, metric)).items():
-        lines = [_series(cfg, medians(cr, metric), emphasis=cfg == "default") for cfg, cr in by_cfg.items()]
-        out[coll] = sorted(lines, key=lambda s: (s.emphasis, s.label))
+        order = _candidate_order(by_cfg) + (["default"] if "default" in by_cfg else [])
+        out[coll] = [_series(cfg, medians(by_cfg[cfg], metric), emphasis=cfg == "default") for cfg in order]
     return out
 
 
 def sweep_speedups(rows: Iterable[Row]) -> dict[str, list[Series]]:
-    """collective -> per candidate, default time / candidate time at each size both have."""
+    """collective -> per candidate (winners first), default time / candidate time at each size both have."""
     out: dict[str, list[Series]] = {}
     for coll, by_cfg in _by_coll_config(ok_rows(rows, "time_us")).items():
         base = medians(by_cfg.get("default", []), "time_us")
         lines = []
-        for cfg, cr in sorted(by_cfg.items()):
-            if cfg == "default":
-                continue
+        for cfg in _candidate_order(by_cfg):
+            cr = by_cfg[cfg]
             t = medians(cr, "time_us")
             pts = {s: base[s] / t[s] for s in t if s in base and t[s] > 0}
             if pts:
@@ -154,7 +174,7 @@ def sweep_best(rows: Iterable[Row]) -> Table:
 def _by_coll_config(rows: list[Row]) -> dict[str, dict[str, list[Row]]]:
     out: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        out[r["collective"]][r.get("config") or "default"].append(r)
+        out[canonical(r["collective"])][r.get("config") or "default"].append(r)
     return {c: dict(v) for c, v in sorted(out.items())}
 
 
@@ -172,7 +192,7 @@ def validate_points(summary: Mapping[str, Any], rows: Iterable[Row]) -> list[Spe
     """The verdict's per-size speedups; computed from the 'default' and 'rules'
     measurements when the summary has none (noise = half the spread, in % of the median)."""
     if summary.get("sizes"):
-        return [SpeedPoint(s["collective"], int(s["size_bytes"]), float(s["speedup"]), _noise_pct(s), _slower(s))
+        return [SpeedPoint(canonical(str(s["collective"])), int(s["size_bytes"]), float(s["speedup"]), _noise_pct(s), _slower(s))
                 for s in summary["sizes"] if s.get("speedup") is not None]
     points = []
     for coll, by_cfg in _by_coll_config(ok_rows(rows, "time_us")).items():

@@ -26,7 +26,7 @@ nav a{margin-right:16px;color:#1f5fa8;text-decoration:none;font-size:14px}
 main{padding:8px 24px 40px;max-width:1600px}
 section{background:#fff;border:1px solid #ddd;border-radius:6px;margin:16px 0;padding:8px 18px 16px}
 section h2{font-size:17px;margin:8px 0 10px}
-.figs{display:flex;flex-wrap:wrap;gap:12px}
+.figs{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}
 figure{margin:0;border:1px solid #eee;border-radius:4px;flex:1 1 540px;max-width:780px}
 figure>svg{display:block;width:100%;height:auto}figure.fixed{flex:0 1 auto}figure.fixed>svg{width:auto;max-width:100%}
 table{border-collapse:collapse;font-size:12.5px;margin:8px 0;max-width:100%}
@@ -51,11 +51,13 @@ input.tg,input.pick{display:none}
 .fignote{font-size:12px;color:#6b4e00;margin:0 10px 8px}
 .picker{font-size:13px;margin:6px 0;padding:6px 10px;background:#f7f8fa;border:1px solid #e3e6ea;border-radius:4px}
 .picker label{display:inline-block;margin:2px 10px 2px 0;padding:1px 6px;border-radius:3px;border-left:6px solid #999}
-.cards{display:flex;flex-wrap:wrap;gap:12px}
+.cards{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}
 .card{flex:1 1 340px;max-width:560px;border:1px solid #ddd;border-top:6px solid #9aa5b1;border-radius:6px;padding:8px 14px;background:#fff}
+.card.wide{flex-basis:100%;max-width:none}.card.wide ul{columns:2 420px}
 .card.good{border-top-color:#2e7d32}.card.warn{border-top-color:#f9a825}.card.bad{border-top-color:#c62828}
-.card h3{margin:2px 0;font-size:16px}.card .sub{color:#555;font-size:12.5px;margin:0 0 6px}
-.card .head{font-weight:600;margin:4px 0 8px}
+.card h3{margin:2px 0;font-size:16px}
+.card h3 .grp{font-weight:400;color:#444;margin-left:8px;font-size:14px}.card .sub{color:#555;font-size:12.5px;margin:0 0 6px}
+.card .head{font-weight:600;margin:4px 0 8px}.card.info .head{font-weight:400;color:#555}
 .card .nums{display:flex;flex-wrap:wrap;gap:6px 18px;margin:4px 0 8px}
 .card .num b{display:block;font-size:21px}.card .num span{font-size:12px;color:#555}
 .card ul{margin:4px 0;padding-left:18px;font-size:13px}.card li.bad{color:#b71c1c}.card li.warn{color:#8a6100}
@@ -125,7 +127,11 @@ def render_chart(c: LineChart) -> str:
 def render_card(c: Card) -> str:
     nums = "".join(f'<div class="num"><b>{escape(v)}</b><span>{escape(k)}</span></div>' for k, v in c.figures)
     lines = "".join(f'<li class="{escape(lv)}">{escape(t)}</li>' for lv, t in c.lines)
-    return (f'<div class="card {escape(c.level)}"><h3>{escape(c.title)}</h3><p class="sub">{escape(c.subtitle)}</p>'
+    grp = f'<span class="grp">{escape(c.group)}</span>' if c.group else ""
+    # a card with much to say (a red one, or tuning and workload numbers) takes the whole row, so
+    # its numbers sit side by side and the cards after it are not pushed below a tall narrow one
+    wide = " wide" if c.level == "bad" or len(c.figures) > 3 else ""
+    return (f'<div class="card {escape(c.level)}{wide}"><h3>{escape(c.title)}{grp}</h3><p class="sub">{escape(c.subtitle)}</p>'
             f'<p class="head">{escape(c.headline)}</p>' + (f'<div class="nums">{nums}</div>' if nums else "")
             + (f"<ul>{lines}</ul>" if lines else "") + "</div>")
 

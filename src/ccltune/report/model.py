@@ -81,8 +81,9 @@ Figure = Union[LineChart, Heatmap, ZoneChart]
 
 @dataclass
 class Card:
-    """One verdict: a node (host, GPUs) and the runs it draws on. ``lines`` are
-    (level, text), worst first; ``figures`` are (label, value text) pairs shown large."""
+    """One verdict: a node (host, GPUs), a run group on it ('8 ranks, NCCL 2.21.5') and the runs
+    it draws on. ``lines`` are (level, text), worst first; ``figures`` are (label, value text)
+    pairs shown large."""
 
     title: str
     subtitle: str
@@ -90,6 +91,7 @@ class Card:
     headline: str
     figures: list[tuple[str, str]] = field(default_factory=list)
     lines: list[tuple[str, str]] = field(default_factory=list)
+    group: str = ""
 
 
 @dataclass

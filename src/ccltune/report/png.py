@@ -116,8 +116,7 @@ def _heatmap(fig: Any, ax: Any, h: Heatmap) -> None:
     from matplotlib.colors import LinearSegmentedColormap
     from matplotlib.patches import Rectangle
 
-    vals = [v for row in h.values for v in row if v is not None]
-    lo, hi = min(vals, default=0.0), max(vals, default=1.0)
+    lo, hi = svg.heat_range(h)
     cmap = LinearSegmentedColormap.from_list("ccltune", [svg.cell_color(0, 0, 1), svg.cell_color(1, 0, 1)])
     grid = [[float("nan") if v is None else v for v in row] for row in h.values]
     im = ax.imshow(grid, cmap=cmap, vmin=lo, vmax=hi if hi > lo else lo + 1)

@@ -87,8 +87,9 @@ def verdict_section(inp: ReportInput) -> Section:
     found = verdict.cards(inp.runs, inp.findings, inp.peaks)
     if not found:
         return Section(s.id, s.title, [_none(inp, "run that names its host or GPUs")])
-    s.blocks.append(Note("One card per node (host and GPU model), from the latest stored run of each kind there; "
-                         "the worst first."))
+    s.blocks.append(Note("One card per node (host and GPU model) and run group (rank count and NCCL or RCCL "
+                         "version), from the latest stored run of each kind in it; doctor, links and topo runs "
+                         "count for every group of their node. The worst first."))
     s.blocks += found
     return s
 
@@ -185,7 +186,13 @@ def rules_section(inp: ReportInput) -> Section:
     if not parsed:
         return Section(s.id, s.title, [_none(inp, "rule files (artifacts named 'rules')")])
     lo, hi = _size_bounds(inp, [r for p in parsed for r in p[2]])
+    first: dict[str, int] = {}  # rule file text -> the run that showed it first
     for run, text, rules, problems in parsed:
+        if text in first:  # validate and replay store the file they ran with: drawn once
+            s.blocks.append(Note(f"{_title(run)} ran with the rule file of run {first[text]} (drawn above)."))
+            s.blocks += workload.tune_tables(run)
+            continue
+        first[text] = run.id
         s.blocks.append(Note(f"{_title(run)}: {len(rules)} rules; first match wins, so each zone is the part "
                              "of a rule's range that no earlier rule covers."))
         if rules:
@@ -215,7 +222,8 @@ def validate_section(inp: ReportInput) -> Section:
         s.blocks.append(LineChart(f"run {run.id}: speedup of the rules (band: noise; red: slower)",
                                   "message size", "default time / rules time", list(series.values()),
                                   y_log=False, ref_y=1.0))
-        t = Table(["collective", "size", "speedup", "noise %", "slower"], [])
+        t = Table(["collective", "size", "speedup", "noise %", "slower"], [],
+                  folded=f"run {run.id}: speedup per size (table)")
         for p in points:
             t.rows.append([p.collective, size_label(p.size_bytes), data.ratio_text(p.speedup),
                            f"{p.noise_pct:.1f}", "yes" if p.slower else ""])
@@ -231,8 +239,9 @@ def _replays(inp: ReportInput) -> list[Block]:
     out: list[Block] = []
     for run in inp.of_kind("replay"):
         status = str(run.summary.get("status") or "none recorded")
-        per = run.summary.get("comm_us_per_step") or {}
-        both = ", ".join(f"{arm} {per[arm]:.1f} us" for arm in ("default", "rules") if per.get(arm) is not None)
+        stats = {arm: run.summary.get(f"{arm}_us_per_step") for arm in ("default", "rules")}
+        both = ", ".join(f"{arm} {st['median_us']:.1f} us ± {100 * float(st.get('noise') or 0):.1f}%"
+                         for arm, st in stats.items() if isinstance(st, dict) and st.get("median_us") is not None)
         out.append(Note(f"{_title(run)}: replay verdict {status}" + (f"; communication per step: {both}" if both else "")
                         + (f" ({run.summary['reason']})" if run.summary.get("reason") else ""),
                         {"PASS": "good", "FAIL": "bad"}.get(status.upper(), "info")))

@@ -57,8 +57,8 @@ class _Scale:
 def y_range(chart: LineChart) -> tuple[float, float, list[float]]:
     """(lo, hi, ticks) of the value axis; shared with png.py."""
     vals = [v for s in chart.series for v in (*s.ys, *(s.lo or []), *(s.hi or []))]
-    if chart.y_log:
-        vals += [v for v, _ in chart.refs] if vals else []
+    if chart.y_log:  # a ceiling line keeps some room above it: it is a limit, not the plot's frame
+        vals += [v * 1.4 for v, _ in chart.refs] if vals else []
         lo, hi = axes.log_bounds(vals)
         return lo, hi, axes.log_ticks(lo, hi)
     extra = [chart.ref_y] if chart.ref_y is not None else []
@@ -117,14 +117,17 @@ def line_chart(chart: LineChart) -> str:
     if chart.ref_y is not None and y_lo <= chart.ref_y <= y_hi:
         y = sy(chart.ref_y)
         out.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="{REF_COLOR}" stroke-dasharray="6,4"/>')
-    for k, (v, label) in enumerate(chart.refs):  # ceilings: a labelled line each
+    # ceilings: a labelled line each, the label under its line at the left, where busbw (which
+    # grows with size) stays far below any ceiling; labels of close ceilings are stacked
+    last = -1e9
+    for v, label in sorted(chart.refs, key=lambda r: -r[0]):
         if not y_lo <= v <= y_hi:
             continue
         y = sy(v)
         out.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="{REF_COLOR}" stroke-width="1.6" '
                    f'stroke-dasharray="8,3,2,3"><title>{escape(label)}</title></line>')
-        above = k % 2 == 0 and y - 18 > _TOP
-        out.append(_text(right - 6, y - 5 if above else y + 13, label, "end",
+        last = max(y + 14, last + 14)
+        out.append(_text(_LEFT + 6, last, label, "start",
                          ' font-size="11" fill="#222" paint-order="stroke" stroke="#fafafa" stroke-width="3"'))
     out.append(_text((_LEFT + right) / 2, bottom + 34, chart.x_label))
     out.append(_text(16, (_TOP + bottom) / 2, chart.y_label, extra=f' transform="rotate(-90 16 {(_TOP + bottom) / 2:.1f})"'))
@@ -191,17 +194,24 @@ def cell_color(v: float, lo: float, hi: float) -> str:
     return "#" + "".join(f"{round(x + (y - x) * f):02x}" for x, y in zip(a, b))
 
 
+def heat_range(h: Heatmap) -> tuple[float, float]:
+    """The colour scale of a heatmap: from 0 to its fastest link, so a shade is a fraction of the
+    fastest (a link at 99% of the others looks like them, one at a third looks pale); shared
+    with png.py."""
+    vals = [v for row in h.values for v in row if v is not None]
+    return 0.0, max(vals, default=1.0) or 1.0
+
+
 def heatmap(h: Heatmap) -> str:
     n_r, n_c = len(h.row_names), len(h.col_names)
-    cell = max(18.0, min(56.0, 560.0 / max(n_r, n_c, 1)))
-    left, top = 80.0, 56.0
-    vals = [v for row in h.values for v in row if v is not None]
-    lo, hi = min(vals, default=0.0), max(vals, default=1.0)
-    width = max(left + cell * n_c + 140, 420)
-    height = top + cell * n_r + 40
+    cell = max(18.0, min(44.0, 400.0 / max(n_r, n_c, 1)))
+    left, top = 60.0, 56.0
+    lo, hi = heat_range(h)
+    width = max(left + cell * n_c + 120, 380)
+    height = max(top + cell * n_r + 16, top + 6 * 20 + 30)
     out = [_open(width, height, h.title)]
     out.append(_text(left + cell * n_c / 2, top - 22, h.col_label))
-    out.append(_text(18, top + cell * n_r / 2, h.row_label, extra=f' transform="rotate(-90 18 {top + cell * n_r / 2:.1f})"'))
+    out.append(_text(16, top + cell * n_r / 2, h.row_label, extra=f' transform="rotate(-90 16 {top + cell * n_r / 2:.1f})"'))
     for j, name in enumerate(h.col_names):
         out.append(_text(left + cell * (j + 0.5), top - 6, name))
     for i, name in enumerate(h.row_names):
@@ -222,7 +232,7 @@ def heatmap(h: Heatmap) -> str:
         i, j = h.mark
         out.append(f'<rect x="{left + cell * j + 1.5:.1f}" y="{top + cell * i + 1.5:.1f}" width="{cell - 3:.1f}" '
                    f'height="{cell - 3:.1f}" fill="none" stroke="{ALARM}" stroke-width="3"><title>slowest link</title></rect>')
-    kx = left + cell * n_c + 24
+    kx = left + cell * n_c + 16
     for k in range(5):
         v = lo + (hi - lo) * k / 4
         y = top + k * 20

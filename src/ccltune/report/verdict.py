@@ -1,8 +1,15 @@
-"""The page's first answer: one card per node (host and GPU model) from the runs stored.
+"""The page's first answer: one card per node and run group, from the runs stored.
+
+A *node* is a host and its GPU model. A *run group* is one job shape on that node, as a user
+reads it: the rank count and the NCCL (or RCCL) version the runs recorded. Runs that measure
+the node itself whatever job runs on it (doctor, links, topo: ``NODE_WIDE``) feed every group
+of their node; a tune run, which records no host, joins the group of the runs it was derived
+from (its summary's ``source_runs``), so sweep -> tune -> validate -> replay on one node and
+one NCCL reads as one card. A node with node-wide runs only gets one card of its own.
 
 Pure: runs, their findings and each run's peak busbw per collective (``peaks``, read by
-``report.load`` with one aggregate query) in, ``Card``s out. A card says, from the latest
-run of each kind on that node:
+``report.load`` with one aggregate query) in, ``Card``s out, the worst first. A card says,
+from the latest run of each kind in its group:
 - healthy or not: the doctor and check findings, worst first;
 - how close all_reduce comes to what the links allow: the highest all_reduce busbw of the
   node's measurement runs against the slowest-link ceiling of its latest links run
@@ -10,8 +17,10 @@ run of each kind on that node:
   ccltune.diagnose.checks.linkmath), when both are stored;
 - what tuning gained: the latest validate run's geometric mean speedup, its largest win and
   whether any size got slower (its own PASS/FAIL);
-- for a workload, communication time per step with NCCL's default and with the rules, when a
-  run's summary carries it (``comm_us_per_step``: {"default": us, "rules": us}).
+- for a workload, communication time per step with NCCL's default and with the rules: measured
+  by the latest replay run (``ReplayVerdict.to_dict``: ``default_us_per_step`` and
+  ``rules_us_per_step``, each a median with its noise, the ratio and the verdict), else
+  predicted by the latest ``tune --workload`` run (its summary's ``predictions``).
 """
 
 from __future__ import annotations
@@ -20,14 +29,14 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from ccltune import collectives
 from ccltune.report.axes import size_label
-from ccltune.report.data import gpu_names, host_text
+from ccltune.report.data import canonical, gpu_names, host_text
 from ccltune.report.model import Card
 
 _SEVERITY = {"FAIL": 0, "ERROR": 1, "WARN": 2, "WAIVED": 3, "PASS": 4}
 _LEVEL = {"FAIL": "bad", "ERROR": "bad", "WARN": "warn", "PASS": "good", "WAIVED": "info"}
 MEASURES = ("bench", "import", "check", "sweep", "validate")  # kinds whose default rows are measurements
+NODE_WIDE = ("doctor", "links", "topo")  # kinds that measure the node itself: they feed each group on it
 _MAX_LINES = 5
 
 
@@ -38,7 +47,7 @@ def node_key(run: Any) -> tuple[str, str] | None:
     model = names[0] if names else ""
     if not host and not model:
         return None
-    return host or "unknown host", model or "no GPU"
+    return host or "host not recorded", model or "GPU not recorded"
 
 
 def node_text(run: Any) -> str:
@@ -58,7 +67,7 @@ def links_for(run: Any, links: list[Any]) -> Any | None:
 
 
 def is_all_reduce(collective: str) -> bool:
-    return collectives.canonical(collective) == "all_reduce"
+    return canonical(collective) == "all_reduce"
 
 
 def ids_text(ids: list[int]) -> str:
@@ -72,17 +81,48 @@ def ids_text(ids: list[int]) -> str:
     return ", ".join(parts)
 
 
+def group_key(run: Any) -> str:
+    """The job shape a run ran: '8 ranks, NCCL 2.21.5' ('' for a node-wide run)."""
+    if run.kind in NODE_WIDE:
+        return ""
+    ranks = run.world_size or run.env.get("world_size")
+    rccl, nccl = run.env.get("rccl_version"), run.env.get("nccl_version") or run.nccl_version
+    lib = f"RCCL {rccl}" if rccl else f"NCCL {nccl}" if nccl else "library version not recorded"
+    return ", ".join(p for p in (f"{ranks} ranks" if ranks else "rank count not recorded", lib) if p)
+
+
+def _placement(run: Any, by_id: Mapping[int, Any], seen: frozenset[int] = frozenset()) \
+        -> tuple[tuple[str, str], str] | None:
+    """(node, group) of a run: its own, or for a run recording neither (tune) that of the latest
+    of its ``source_runs`` that has one; None when nothing places it."""
+    key = node_key(run)
+    if key is not None:
+        return key, group_key(run)
+    sources = run.summary.get("source_runs") if isinstance(run.summary, Mapping) else None
+    for i in sorted((i for i in sources or [] if isinstance(i, int) and i in by_id and i not in seen), reverse=True):
+        got = _placement(by_id[i], by_id, seen | {run.id})
+        if got is not None:
+            return got
+    return None
+
+
 def cards(runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
           peaks: Mapping[int, Mapping[str, float]]) -> list[Card]:
-    nodes: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    """One card per node and run group (module docstring), the worst first."""
+    by_id = {r.id: r for r in runs}
+    nodes: dict[tuple[str, str], dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
-        key = node_key(r)
-        if key is not None:
-            nodes[key].append(r)
+        got = _placement(r, by_id)
+        if got is not None:
+            nodes[got[0]][got[1]].append(r)
     links = sorted((r for r in runs if r.kind == "links"), key=lambda r: r.id)
-    out = [_card(key, sorted(rs, key=lambda r: r.id), findings, peaks, links) for key, rs in nodes.items()]
+    out = []
+    for key, groups in nodes.items():
+        wide = groups.pop("", [])
+        for group, rs in (groups.items() if groups else [("", [])]):
+            out.append(_card(key, group, sorted(rs + wide, key=lambda r: r.id), findings, peaks, links))
     order = {"bad": 0, "warn": 1, "info": 2, "good": 3}
-    return sorted(out, key=lambda c: (order.get(c.level, 2), c.title))
+    return sorted(out, key=lambda c: (order.get(c.level, 2), c.title, c.group))
 
 
 def _latest(runs: list[Any], *kinds: str) -> Any | None:
@@ -90,21 +130,22 @@ def _latest(runs: list[Any], *kinds: str) -> Any | None:
     return found[-1] if found else None
 
 
-def _card(key: tuple[str, str], runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
+def _card(key: tuple[str, str], group: str, runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
           peaks: Mapping[int, Mapping[str, float]], links: list[Any]) -> Card:
     host, model = key
     count = max((len(gpu_names(r.env.get("gpus"))) for r in runs), default=0)
     kinds: dict[str, int] = defaultdict(int)
     for r in runs:
         kinds[r.kind] += 1
-    card = Card(title=host, subtitle=f"{count} x {model}" if count else model, level="info", headline="")
+    card = Card(title=host, subtitle=f"{count} x {model}" if count else model, level="info", headline="",
+                group=group or "node-wide runs only")
     card.subtitle += f" · runs {ids_text([r.id for r in runs])} (" + ", ".join(
         f"{n} {k}" for k, n in sorted(kinds.items())) + ")"
     health = _health(runs, findings, card)
     _ceiling(runs, peaks, links, card)
     tuned = _tuning(runs, card)
-    _workload(runs, card)
-    levels = [health, tuned]
+    replayed = _workload(runs, card)
+    levels = [health, tuned, replayed]
     card.level = "bad" if "bad" in levels else "warn" if "warn" in levels else "good" if "good" in levels else "info"
     return card
 
@@ -186,12 +227,12 @@ def _tuning(runs: list[Any], card: Card) -> str:
     if sizes:
         top = max(sizes, key=lambda x: float(x["speedup"]))
         card.figures.append(("largest win", f"{float(top['speedup']):.2f}x"))
-        card.lines.append(("good", f"largest win: {top.get('collective')} at {size_label(int(top['size_bytes']))}, "
+        card.lines.append(("good", f"largest win: {canonical(str(top.get('collective')))} at {size_label(int(top['size_bytes']))}, "
                                    f"{float(top['speedup']):.2f}x faster than NCCL's default"))
     slower = [x for x in s.get("sizes") or [] if isinstance(x, Mapping)
               and (x.get("status") == "FAIL" or (x.get("status") is None and x.get("slower")))]
     if slower or status == "FAIL":
-        what = ", ".join(f"{x.get('collective')} {size_label(int(x['size_bytes']))}" for x in slower[:4])
+        what = ", ".join(f"{canonical(str(x.get('collective')))} {size_label(int(x['size_bytes']))}" for x in slower[:4])
         card.lines.insert(0, ("bad", f"tuned rules are slower than the default beyond the noise at "
                                      f"{len(slower)} size(s){': ' + what if what else ''} (validate run {v.id}: FAIL)"))
         return "bad"
@@ -201,11 +242,49 @@ def _tuning(runs: list[Any], card: Card) -> str:
     return "info"
 
 
-def _workload(runs: list[Any], card: Card) -> None:
-    for r in reversed(runs):
-        per_step = r.summary.get("comm_us_per_step")
-        if isinstance(per_step, Mapping) and per_step.get("default") and per_step.get("rules"):
-            d, t = float(per_step["default"]), float(per_step["rules"])
-            card.figures.append((f"communication per step (run {r.id}): default -> rules",
-                                 f"{d / 1e3:.2f} -> {t / 1e3:.2f} ms"))
-            return
+def _workload(runs: list[Any], card: Card) -> str:
+    """Communication time per step of the job, NCCL's default against the rules: measured by the
+    latest replay run (median and noise of each arm, its verdict), else predicted by the latest
+    ``tune --workload`` run. Returns the card level it implies."""
+    replay = next((r for r in reversed(runs) if r.kind == "replay" and r.summary.get("default_us_per_step")), None)
+    if replay is not None:
+        s = replay.summary
+        unit = "step" if s.get("steps") else "captured run"
+        status = str(s.get("status") or "").upper()
+        d, r = s.get("default_us_per_step"), s.get("rules_us_per_step")
+        if isinstance(r, Mapping) and r.get("median_us") is not None:  # both arms replayed
+            card.figures.append((f"communication per {unit}, NCCL's default ± {_pct(d)} -> rules ± {_pct(r)} "
+                                 f"(replay run {replay.id}, {d.get('n')} rounds)",
+                                 _times(float(d["median_us"]), float(r["median_us"]))))
+            if s.get("ratio") is not None:
+                card.figures.append(("rules / default time", f"{float(s['ratio']):.3f}x"))
+        elif isinstance(d, Mapping):
+            card.figures.append((f"communication per {unit}, NCCL's default ± {_pct(d)} (replay run {replay.id}, "
+                                 f"{d.get('n')} rounds)", _time(float(d["median_us"]))))
+        level = {"PASS": "good", "FAIL": "bad"}.get(status, "info")
+        card.lines.insert(0 if level == "bad" else len(card.lines),
+                          (level, f"replay run {replay.id} {status or 'no verdict'}: {s.get('reason') or ''}"))
+        return level
+    tune = next((r for r in reversed(runs) if r.kind == "tune" and r.summary.get("predictions")), None)
+    for p in (tune.summary["predictions"] if tune is not None else [])[:1]:
+        if isinstance(p, Mapping) and p.get("default_us_per_step"):
+            unit = "step" if p.get("steps") else "captured run"
+            card.figures.append((f"predicted communication per {unit} (tune run {tune.id}, not replayed yet): "
+                                 "default -> rules", _times(float(p["default_us_per_step"]),
+                                                            float(p.get("rules_us_per_step") or 0))))
+    return "info"
+
+
+def _pct(stats: Mapping[str, Any]) -> str:
+    return f"{100 * float(stats.get('noise') or 0):.1f}%"
+
+
+def _time(us: float) -> str:
+    return f"{us / 1e3:.2f} ms" if us >= 1000 else f"{us:.1f} us"
+
+
+def _times(a_us: float, b_us: float) -> str:
+    """'1.31 → 1.24 ms': two times in one unit (the larger's)."""
+    if max(a_us, b_us) >= 1000:
+        return f"{a_us / 1e3:.2f} → {b_us / 1e3:.2f} ms"
+    return f"{a_us:.1f} → {b_us:.1f} us"

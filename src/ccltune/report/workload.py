@@ -13,26 +13,48 @@ from collections.abc import Mapping
 from typing import Any
 
 from ccltune.report.axes import size_label
+from ccltune.report.data import canonical
 from ccltune.report.model import Table
 
 _COLUMNS = ["collective", "size", "calls", "share of the job", "default us/step", "rules us/step", "saves us/step",
             "what"]
 
 
-def _table(caption: str, points: list[tuple[str, int, int, float | None, float | None, str]]) -> Table:
-    """points: (collective, size, calls, default us/step, rules us/step, what), sorted here by share."""
+Point = tuple[str, int, int, "float | None", "float | None", str, "str | None"]
+
+
+def _table(caption: str, points: list[Point]) -> Table:
+    """points: (collective, size, calls, default us/step, rules us/step, what, row class or None:
+    by the sign of the saving), sorted here by share."""
     total = sum(p[3] for p in points if p[3])
     t = Table(list(_COLUMNS), [], caption=caption)
-    for coll, size, calls, d, r, what in sorted(points, key=lambda p: -(p[3] or 0.0)):
+    for coll, size, calls, d, r, what, cls in sorted(points, key=lambda p: -(p[3] or 0.0)):
         saves = d - r if d is not None and r is not None else None
         t.rows.append([coll, size_label(size), str(calls), f"{100 * d / total:.1f}%" if d and total else "-",
                        _us(d), _us(r), _us(saves), what])
-        t.row_class.append("" if saves is None or abs(saves) < 1e-9 else "good" if saves > 0 else "bad")
+        t.row_class.append(cls if cls is not None else
+                           "" if saves is None or abs(saves) < 1e-9 else "good" if saves > 0 else "bad")
     return t
 
 
+def _judged(e: Mapping[str, Any]) -> tuple[str, str]:
+    """(what, row class) of a replayed entry: the rules' time against the default's beyond both
+    arms' noise (as the replay verdict judges the whole job), else 'within the noise'."""
+    d, r = e.get("default_us"), e.get("rules_us")
+    if not (isinstance(d, Mapping) and isinstance(r, Mapping) and d.get("median_us")):
+        return "replayed", ""
+    ratio = float(r["median_us"]) / float(d["median_us"])
+    noise = float(d.get("noise") or 0) + float(r.get("noise") or 0)
+    if ratio > 1 + noise:
+        return f"slower beyond the noise (x{ratio:.3f}, +-{100 * noise:.1f}%)", "bad"
+    if ratio < 1 - noise:
+        return f"faster beyond the noise (x{ratio:.3f}, +-{100 * noise:.1f}%)", "good"
+    return f"within the noise (x{ratio:.3f}, +-{100 * noise:.1f}%)", ""
+
+
 def _us(v: float | None) -> str:
-    return "-" if v is None else f"{v:.1f}"
+    """One decimal; three significant digits below 10 us (a small size's saving is not 0.0)."""
+    return "-" if v is None else f"{v:.1f}" if abs(v) >= 10 or v == 0 else f"{v:.3g}"
 
 
 def tune_tables(run: Any) -> list[Table]:
@@ -45,8 +67,9 @@ def tune_tables(run: Any) -> list[Table]:
         for q in p.get("points") or []:
             if isinstance(q, Mapping):
                 d = q.get("default_us_per_step") or None  # 0: not measured (weighted.summary)
-                pts.append((str(q.get("collective")), int(q.get("size_bytes") or 0), int(q.get("calls") or 0), d,
-                            q.get("rules_us_per_step") if d else None, str(q.get("config") or q.get("status") or "")))
+                pts.append((canonical(str(q.get("collective"))), int(q.get("size_bytes") or 0), int(q.get("calls") or 0), d,
+                            q.get("rules_us_per_step") if d else None, str(q.get("config") or q.get("status") or ""),
+                            None))
         unit = "step" if p.get("steps") else "captured run"
         out.append(_table(f"run {run.id}: workload {run.summary.get('workload', '')} on {p.get('gpu')}, predicted: the "
                           f"sizes by their share of NCCL's default communication time per {unit}", pts))
@@ -64,8 +87,8 @@ def replay_table(run: Any) -> Table | None:
         s = e.get(f"{arm}_us")
         return int(e.get("calls") or 0) * float(s["median_us"]) / per if isinstance(s, Mapping) else None
 
-    pts = [(str(e.get("collective")), int(e.get("size_bytes") or 0), int(e.get("calls") or 0), step(e, "default"),
-            step(e, "rules"), "replayed") for e in entries]
+    pts = [(canonical(str(e.get("collective"))), int(e.get("size_bytes") or 0), int(e.get("calls") or 0),
+            step(e, "default"), step(e, "rules"), *_judged(e)) for e in entries]
     unit = "step" if run.summary.get("steps") else "captured run"
     return _table(f"run {run.id}: each replayed entry timed alone, by its share of NCCL's default communication "
                   f"time per {unit}", pts)
