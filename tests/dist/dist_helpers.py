@@ -167,3 +167,45 @@ def run_bench(tmp_path):
                               capture_output=True, text=True, timeout=timeout)
         return proc, db, js
     return run
+
+
+def background_fixture(bodies: dict, at_once: int = 3):
+    """A module fixture that runs this module's selected tests' bodies at once, each in its own thread
+    and with its own Launcher and folder, from the module's first test on; each test then waits for
+    its own body and sees its own failure. Most of a launch is waiting (torch's import on one core,
+    --timeout running out), so jobs overlap well even on 2 cores; no assertion changes.
+
+    ``bodies`` maps a test's name (with its parameter id) to ``(function, *args)``; the function is
+    called as ``function(launcher, folder, *args)``, in the order of ``bodies`` (put the ones that wait
+    longest first), ``at_once`` at a time: more would only share the 2 cores' torch imports and make
+    every job slower. A test reads its outcome with ``ran(background, request)``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    @pytest.fixture(scope="module")
+    def background(request, tmp_path_factory):
+        selected = {item.name for item in request.session.items if item.module is request.module}
+        wanted = [name for name in bodies if name in selected]
+        launchers, futures = [], {}
+        pool = ThreadPoolExecutor(at_once)
+        try:
+            for name in wanted:
+                lau = Launcher(tmp_path_factory.mktemp("bg"))
+                launchers.append(lau)
+                fn, *args = bodies[name]
+                futures[name] = pool.submit(fn, lau, lau.tmp_path, *args)
+            yield futures
+        finally:
+            for fut in futures.values():
+                try:
+                    fut.result(timeout=180)   # every body's waits are bounded; this only orders teardown
+                except Exception:  # noqa: BLE001 - its test reported it
+                    pass
+            for lau in launchers:
+                lau.cleanup()
+            pool.shutdown(wait=True)
+    return background
+
+
+def ran(background, request) -> None:
+    """Wait for this test's body (started by background_fixture) and raise what it raised."""
+    background[request.node.name].result(timeout=300)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from dist_helpers import alive, count_rows, only_run, wait_rows, worker
+from dist_helpers import alive, background_fixture, count_rows, only_run, ran, wait_rows, worker
 
 TIMEOUT_S = 3
 # many sizes: the run is still going when the test acts on it
@@ -51,7 +51,7 @@ def _start(launcher, tmp_path):
     return proc, err, db, before
 
 
-def test_killed_rank_stops_the_others_and_is_named(launcher, tmp_path):
+def _killed_rank_stops_the_others_and_is_named(launcher, tmp_path):
     proc, err, db, before = _start(launcher, tmp_path)
     victim = worker(proc.pid, 1)
     os.kill(victim, signal.SIGKILL)
@@ -69,7 +69,7 @@ def test_killed_rank_stops_the_others_and_is_named(launcher, tmp_path):
     assert all(m.wrong in (0, None) for m in rows)
 
 
-def test_hung_rank_is_named_within_the_timeout(launcher, tmp_path):
+def _hung_rank_is_named_within_the_timeout(launcher, tmp_path):
     proc, err, db, before = _start(launcher, tmp_path)
     victim = worker(proc.pid, 1)
     os.kill(victim, signal.SIGSTOP)
@@ -90,7 +90,7 @@ def test_hung_rank_is_named_within_the_timeout(launcher, tmp_path):
     assert run.status == "failed" and len(rows) >= before
 
 
-def test_ctrl_c_keeps_rows_and_marks_the_run_interrupted(launcher, tmp_path):
+def _ctrl_c_keeps_rows_and_marks_the_run_interrupted(launcher, tmp_path):
     proc, err, db, before = _start(launcher, tmp_path)
     os.killpg(proc.pid, signal.SIGINT)   # what the terminal does: the launcher's whole group
     t0 = time.monotonic()
@@ -121,8 +121,7 @@ def _only_ccltune_lines(text: str) -> None:
     assert "terminate called" not in text and "Root Cause" not in text and "Traceback" not in text
 
 
-@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP", "SIGKILL"])
-def test_stopping_ccltune_stops_the_whole_job_within_5_s(launcher, tmp_path, sig):
+def _stopping_ccltune_stops_the_whole_job_within_5_s(launcher, tmp_path, sig):
     """kill (TERM), Ctrl-C (INT), a closed terminal (HUP) or kill -9 of the ccltune process: torchrun
     and every worker are gone within 5 s, every row measured is kept and the run's status is final.
     (Before: the workers ran on under PID 1 after TERM, HUP and KILL, and the run stayed 'running'.)"""
@@ -145,8 +144,7 @@ def test_stopping_ccltune_stops_the_whole_job_within_5_s(launcher, tmp_path, sig
     _only_ccltune_lines(text)
 
 
-@pytest.mark.parametrize("sig", ["SIGKILL", pytest.param("SIGSTOP", marks=pytest.mark.slow)])
-def test_rank_0_killed_or_stopped_the_parent_finishes_the_run(launcher, tmp_path, sig):
+def _rank_0_killed_or_stopped_the_parent_finishes_the_run(launcher, tmp_path, sig):
     """Rank 0 writes the run; when it is killed (or stopped, so the others give up after --timeout)
     the parent marks the run failed, keeps the rows, says it in ccltune's words and exits 3."""
     proc, err, db, before = _start(launcher, tmp_path)
@@ -161,3 +159,42 @@ def test_rank_0_killed_or_stopped_the_parent_finishes_the_run(launcher, tmp_path
     assert "rank 0 on host " in text
     _only_ccltune_lines(text)
     assert not any(alive(p) for p in launcher.seen)  # the stopped rank too: killed, not left stopped
+
+
+# Every job of this module runs at once, each test's body in its own thread (background_fixture):
+# a job mostly waits (torch's import, --timeout running out), so they overlap well, three at a time.
+# Each body acts on its own job as soon as that job has stored its rows.
+STOP_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP", "SIGKILL"]
+background = background_fixture({   # the two that wait out --timeout first
+    "test_rank_0_killed_or_stopped_the_parent_finishes_the_run[SIGSTOP]":
+        (_rank_0_killed_or_stopped_the_parent_finishes_the_run, "SIGSTOP"),
+    "test_hung_rank_is_named_within_the_timeout": (_hung_rank_is_named_within_the_timeout,),
+    "test_killed_rank_stops_the_others_and_is_named": (_killed_rank_stops_the_others_and_is_named,),
+    "test_ctrl_c_keeps_rows_and_marks_the_run_interrupted": (_ctrl_c_keeps_rows_and_marks_the_run_interrupted,),
+    **{f"test_stopping_ccltune_stops_the_whole_job_within_5_s[{sig}]": (_stopping_ccltune_stops_the_whole_job_within_5_s, sig)
+       for sig in STOP_SIGNALS},
+    "test_rank_0_killed_or_stopped_the_parent_finishes_the_run[SIGKILL]":
+        (_rank_0_killed_or_stopped_the_parent_finishes_the_run, "SIGKILL"),
+})
+
+
+def test_killed_rank_stops_the_others_and_is_named(background, request):
+    ran(background, request)
+
+
+def test_hung_rank_is_named_within_the_timeout(background, request):
+    ran(background, request)
+
+
+def test_ctrl_c_keeps_rows_and_marks_the_run_interrupted(background, request):
+    ran(background, request)
+
+
+@pytest.mark.parametrize("sig", STOP_SIGNALS)
+def test_stopping_ccltune_stops_the_whole_job_within_5_s(background, request, sig):
+    ran(background, request)
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", pytest.param("SIGSTOP", marks=pytest.mark.slow)])
+def test_rank_0_killed_or_stopped_the_parent_finishes_the_run(background, request, sig):
+    ran(background, request)

@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from dist_helpers import alive, count_rows, descendants, only_run
+from dist_helpers import alive, background_fixture, count_rows, descendants, only_run, ran
 
 DEFAULT_ONLY = ["--algos", "", "--protos", "", "--channels", ""]
 
@@ -21,7 +21,7 @@ def sweep_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "ccltune", "sweep", *args]
 
 
-def test_sweep_stores_every_rep_of_every_size(tmp_path):
+def _sweep_stores_every_rep_of_every_size(tmp_path):
     db = tmp_path / "s.db"
     proc = subprocess.run(sweep_cmd("all_reduce", "all_gather", "-b", "8", "-e", "4K", "-f", "8", "--reps", "3",
                                     *DEFAULT_ONLY, "--db", str(db)),
@@ -49,7 +49,7 @@ def test_sweep_stores_every_rep_of_every_size(tmp_path):
     assert " timed " in line and " (8)" in line and line.endswith(" s")
 
 
-def test_model_mode_plans_in_stored_sizes_and_finishes(tmp_path):
+def _model_mode_plans_in_stored_sizes_and_finishes(tmp_path):
     # 1, 2 and 4 B of float all_gather on 2 ranks are all stored as 0 B (no whole element per rank):
     # the planner works in the stored sizes, so it neither asks for them forever nor twice
     db = tmp_path / "s.db"
@@ -73,8 +73,7 @@ def test_candidates_need_the_nccl_engine(tmp_path):
     assert not (tmp_path / "x.db").exists()
 
 
-@pytest.mark.slow   # two launches and a Ctrl-C: about 10 s on 2 cores
-def test_interrupted_sweep_resumes_where_it_stopped(tmp_path):
+def _interrupted_sweep_resumes_where_it_stopped(tmp_path):
     db = tmp_path / "s.db"
     args = ["all_reduce", "-b", "8", "-e", "1M", "-f", "2", "--reps", "2", *DEFAULT_ONLY, "--db", str(db)]
     proc = subprocess.Popen(sweep_cmd(*args), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -105,7 +104,7 @@ def test_interrupted_sweep_resumes_where_it_stopped(tmp_path):
     assert not any(alive(p) for p in workers), "a worker outlived the interrupted sweep"
 
 
-def test_virtual_nodes_are_the_nodes_of_the_rows_and_the_run(tmp_path):
+def _virtual_nodes_are_the_nodes_of_the_rows_and_the_run(tmp_path):
     # NCCL sees K nodes (NCCL_HOSTID) and passes nNodes=K to the tuner: rules must be keyed on K,
     # so the rows say K too, and the run says the nodes were simulated (gloo ignores NCCL_HOSTID)
     db = tmp_path / "s.db"
@@ -153,7 +152,7 @@ ctx.close()
 """
 
 
-def test_kept_buffers_are_allocated_and_filled_once_and_stay_correct(tmp_path):
+def _kept_buffers_are_allocated_and_filled_once_and_stay_correct(tmp_path):
     # measure_size with a BufferCache: a size measured again reuses its buffers; an out-of-place input
     # (all_gather) is written once and every later check still finds every element right; an in-place
     # one (gloo's all_reduce) is written again each time (the call overwrote it)
@@ -170,7 +169,7 @@ def test_kept_buffers_are_allocated_and_filled_once_and_stay_correct(tmp_path):
     assert got["counts"]["fill"] == 1 + 3  # all_gather once; all_reduce (in place) every visit
 
 
-def test_resume_with_other_options_is_refused_before_any_process_starts(tmp_path):
+def _resume_with_other_options_is_refused_before_any_process_starts(tmp_path):
     db = tmp_path / "s.db"
     args = ["all_reduce", "-b", "8", "-e", "64", "-f", "8", "--reps", "2", *DEFAULT_ONLY, "--db", str(db)]
     assert subprocess.run(sweep_cmd(*args), cwd=tmp_path, capture_output=True, timeout=180).returncode == 0
@@ -186,7 +185,7 @@ def test_resume_with_other_options_is_refused_before_any_process_starts(tmp_path
     assert run.status == "complete" and len(rows) == len(before)
 
 
-def test_a_sweep_that_timed_nothing_says_so_and_fails(tmp_path):
+def _a_sweep_that_timed_nothing_says_so_and_fails(tmp_path):
     db = tmp_path / "s.db"
     proc = subprocess.run(sweep_cmd("all_reduce", "-b", "1T", "-e", "1T", *DEFAULT_ONLY, "--db", str(db)),
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
@@ -197,7 +196,7 @@ def test_a_sweep_that_timed_nothing_says_so_and_fails(tmp_path):
     assert run.status == "complete" and [m.status for m in rows] == ["skipped"]
 
 
-def test_workload_sweeps_exactly_its_points_and_lists_the_others(tmp_path):
+def _workload_sweeps_exactly_its_points_and_lists_the_others(tmp_path):
     from ccltune.workload.model import Entry, Key, Workload, to_json
 
     wl = Workload([Entry(Key("all_reduce", 4100, 2, "float", 1025), 7), Entry(Key("all_gather", 24, 2, "float", 3), 2),
@@ -219,3 +218,47 @@ def test_workload_sweeps_exactly_its_points_and_lists_the_others(tmp_path):
     assert ("# not swept: all_reduce 512 B x3: captured on 4 ranks, this launch has 2 (launch it with --nproc 4)"
             in proc.stdout.splitlines())
     assert "# not swept: reduce_scatter 4 B x1: 4 B does not divide into float elements on 2 ranks" in proc.stdout
+
+
+# The launches of this module run at once, each test's body in its own thread (background_fixture):
+# torch's import in torchrun and its workers leaves a core idle, so they overlap well.
+_BODIES = [_interrupted_sweep_resumes_where_it_stopped, _sweep_stores_every_rep_of_every_size,
+           _model_mode_plans_in_stored_sizes_and_finishes, _virtual_nodes_are_the_nodes_of_the_rows_and_the_run,
+           _kept_buffers_are_allocated_and_filled_once_and_stay_correct,
+           _resume_with_other_options_is_refused_before_any_process_starts,
+           _a_sweep_that_timed_nothing_says_so_and_fails, _workload_sweeps_exactly_its_points_and_lists_the_others]
+background = background_fixture({"test" + body.__name__: (lambda launcher, folder, body=body: body(folder),)
+                                 for body in _BODIES})
+
+
+@pytest.mark.slow   # two launches and a Ctrl-C: about 10 s on 2 cores
+def test_interrupted_sweep_resumes_where_it_stopped(background, request):
+    ran(background, request)
+
+
+def test_sweep_stores_every_rep_of_every_size(background, request):
+    ran(background, request)
+
+
+def test_model_mode_plans_in_stored_sizes_and_finishes(background, request):
+    ran(background, request)
+
+
+def test_virtual_nodes_are_the_nodes_of_the_rows_and_the_run(background, request):
+    ran(background, request)
+
+
+def test_kept_buffers_are_allocated_and_filled_once_and_stay_correct(background, request):
+    ran(background, request)
+
+
+def test_resume_with_other_options_is_refused_before_any_process_starts(background, request):
+    ran(background, request)
+
+
+def test_a_sweep_that_timed_nothing_says_so_and_fails(background, request):
+    ran(background, request)
+
+
+def test_workload_sweeps_exactly_its_points_and_lists_the_others(background, request):
+    ran(background, request)
