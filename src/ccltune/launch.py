@@ -376,6 +376,8 @@ def _bound_shutdown() -> None:
         return
 
     def bounded(self: Any, death_sig: Any = None, timeout: int = 30) -> None:
+        with contextlib.suppress(Exception):   # the workers still alive now are stopped, not the cause
+            _STOPPED.update(pid for pid in self.pids().values() if alive(pid))
         close(self, death_sig, min(timeout, SHUTDOWN_S))
     bounded._ccltune = True  # type: ignore[attr-defined]
     api.PContext.close = bounded
@@ -391,14 +393,34 @@ def _failure_code(exc: Any) -> int:
     if codes <= set(EXIT_CODES) - {0}:
         return exc.get_first_failure()[1].exitcode
     if not codes & set(EXIT_CODES):  # no worker said anything
-        host = socket.gethostname()
-        for rank, f in sorted(failures.items()):
-            how = f"exited with code {f.exitcode}"
-            if f.exitcode < 0:
-                with contextlib.suppress(ValueError):
-                    how = f"was killed by {signal.Signals(-f.exitcode).name}"
-            print(f"ccltune: error: rank {rank} on host {host} (pid {f.pid}) {how}", file=sys.stderr)
+        for line in failure_lines(failures, socket.gethostname(), _STOPPED):
+            print(line, file=sys.stderr)
     return DistError.exit_code
+
+
+def failure_lines(failures: dict[int, Any], host: str, stopped: set[int]) -> list[str]:
+    """What to say of workers that ended without a word: the ones that ended first (killed, crashed)
+    as errors; the ones torchrun then stopped because of them (still running when it began to stop
+    the job, and killed when they did not end within SHUTDOWN_S, for example waiting inside a
+    collective for the dead rank) after them, as what followed, not as causes."""
+    def how(f: Any) -> str:
+        if f.exitcode < 0:
+            with contextlib.suppress(ValueError):
+                return f"was killed by {signal.Signals(-f.exitcode).name}"
+        return f"exited with code {f.exitcode}"
+
+    causes = {r: f for r, f in failures.items() if f.pid not in stopped} or failures
+    lines = [f"{ERROR_PREFIX}rank {r} on host {host} (pid {f.pid}) {how(f)}" for r, f in sorted(causes.items())]
+    for r, f in sorted(failures.items()):
+        if r not in causes:
+            line = f"ccltune: rank {r} on host {host} (pid {f.pid}) was then stopped by the launcher"
+            if f.exitcode == -signal.SIGKILL:
+                line += f", killed when it did not end within {SHUTDOWN_S} s (waiting for the rank that ended)"
+            lines.append(line)
+    return lines
+
+
+_STOPPED: set[int] = set()   # pids of workers still running when torchrun began to stop the job
 
 
 if __name__ == "__main__":

@@ -101,3 +101,19 @@ def test_a_rank_that_died_is_exit_code_3_said_once(capsys):
     err = capsys.readouterr().err
     assert "ccltune: error: rank 0 on host " in err and "killed by SIGKILL" in err and "Root Cause" not in err
     assert launch._failure_code(_failed(2, 2)) == 2  # every worker refused the input: its code
+
+
+def test_the_rank_that_ended_first_is_the_error_the_ones_stopped_after_it_are_not():
+    """Rank 1 killed; rank 0 was waiting inside a collective for it, so it did not end within the
+    launcher's grace and was killed too: rank 1 is the error, rank 0 what followed."""
+    failures = _failed(-9, -9).failures
+    lines = launch.failure_lines(failures, "h", stopped={100})
+    assert lines[0] == "ccltune: error: rank 1 on host h (pid 101) was killed by SIGKILL"
+    assert lines[1].startswith("ccltune: rank 0 on host h (pid 100) was then stopped by the launcher, killed")
+    assert len(lines) == 2
+    # a crash (exit code 1) with the other rank ending on torchrun's SIGTERM: not killed, only stopped
+    lines = launch.failure_lines(_failed(-15, 1).failures, "h", stopped={100})
+    assert lines == ["ccltune: error: rank 1 on host h (pid 101) exited with code 1",
+                     "ccltune: rank 0 on host h (pid 100) was then stopped by the launcher"]
+    # nothing known about who was stopped: every rank is said as it ended
+    assert len([x for x in launch.failure_lines(failures, "h", stopped=set()) if "error" in x]) == 2
