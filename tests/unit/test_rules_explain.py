@@ -36,3 +36,17 @@ def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "line 3: tree/ll128" in out and "NCCL's default" in out
     assert main(["rules", "explain", str(basic), "--nranks", "2", "--nnodes", "4"]) == 2
+
+
+def test_a_file_with_no_rule_is_refused_not_explained_as_defaults(tmp_path, capsys) -> None:
+    """A binary or a CSV of results passed by mistake: exit 2 naming the file and its first rejected
+    line, not a table of NCCL's defaults with exit 0. A file with comments only is a valid empty one."""
+    csv = tmp_path / "results.csv"
+    csv.write_text("collective,size,time\nallreduce,8,1.0\n")
+    assert main(["rules", "explain", str(csv)]) == 2
+    err = capsys.readouterr().err
+    assert f"{csv}: no line is a rule the plugin reads (2 rejected; line 1: " in err and "plugin check" in err
+    empty = tmp_path / "empty.conf"
+    empty.write_text("# nothing decided yet\n")
+    assert main(["rules", "explain", str(empty), "--collective", "allreduce"]) == 0
+    assert "NCCL's default" in capsys.readouterr().out

@@ -41,6 +41,10 @@ def _explain(args: argparse.Namespace) -> int:
         rs = rules.load(args.file)
     except RuleFileError as exc:
         raise UsageError(str(exc)) from None
+    if not rs.rules and rs.diagnostics:   # a wrong file (a binary, a CSV of results): not a table of defaults
+        first = rs.diagnostics[0]
+        raise UsageError(f"{args.file}: no line is a rule the plugin reads ({len(rs.diagnostics)} rejected; "
+                         f"line {first.line}: {first.reason}); `ccltune plugin check {args.file}` names each")
     facts = rules.PlatformFacts(gpu=args.gpu) if args.gpu else rules.PlatformFacts()
     print(f"# {args.file}: {len(rs.rules)} rules, {len(rs.diagnostics)} rejected lines "
           f"(ccltune plugin check names them); communicator nranks={args.nranks} nnodes={args.nnodes}"
