@@ -105,6 +105,15 @@ def test_show_estimates_from_db(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["workload", "show", str(out), "--db", str(db)]) == 0
     text = capsys.readouterr().out
     assert "us/step" in text and "~" in text and "estimated communication time per step" in text
+    # a run made --under-load (the GPU busy with matrix multiplies) times another machine state:
+    # its rows at the same sizes, 100x slower, leave the estimates as they were
+    with Store(db) as st:
+        run = st.begin_run("replay", command="test")
+        st.add_measurements(run, [Measurement("all_reduce", s, s // 4, "float", "sum", None, False, 1,
+                                              time_us=100 * t) for s, t in ((33554432, 100.0), (33587200, 110.0))])
+        st.finish_run(run, "complete", {"under_load": {"matrix": 4096}})
+    assert main(["workload", "show", str(out), "--db", str(db)]) == 0
+    assert capsys.readouterr().out == text
 
 
 # ---- bad input: a clear error naming the file (and line or event); nothing replaced ----

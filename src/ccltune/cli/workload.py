@@ -60,7 +60,8 @@ def _show(args: argparse.Namespace) -> int:
         from ccltune.store import Store
 
         with Store(args.db, readonly=True) as st:  # a missing or wrong file: an error naming it
-            est = estimate.estimate(wl, st.measurements())
+            idle = [r.id for r in st.runs() if not (r.summary or {}).get("under_load")]
+            est = estimate.estimate(wl, st.measurements(idle) if idle else [])
     for line in show.table(wl, est, args.db):
         print(line)
     return 0

@@ -3,7 +3,9 @@
 An entry's time per call is the median of the default-configuration rows measured at its
 exact (collective, size, ranks, nodes), or, between two measured sizes, the log-log
 interpolation of their medians (marked ``interpolated``). Outside the measured range
-there is no estimate: extrapolating would invent a number nobody measured.
+there is no estimate: extrapolating would invent a number nobody measured. The caller passes
+rows measured on an idle GPU: ``workload show --db`` leaves out the runs made ``--under-load``
+(a sweep's or a replay's), whose times are those of a GPU busy with other work.
 """
 
 from __future__ import annotations
