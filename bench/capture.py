@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     rows = []
-    with Store(args.db, create=False) as store:
+    with Store(args.db, readonly=True) as store:
         for run in store.runs("sweep"):
             gpu = gpu_model(run.env, run.platform)
             rows.extend({**m, "gpu": gpu} for m in store.measurement_rows([run.id]))

@@ -143,7 +143,7 @@ def load_groups(db: str | Path) -> tuple[list[Group], list[str]]:
     """The complete groups of every sweep run in ``db``, and why the others were skipped."""
     groups: list[Group] = []
     skipped: list[str] = []
-    with Store(db, create=False) as store:
+    with Store(db, readonly=True) as store:
         for run in store.runs("sweep"):
             gpu = gpu_model(run.env, run.platform)
             by_key: dict[tuple[str, int, int], list[dict[str, Any]]] = defaultdict(list)

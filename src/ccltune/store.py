@@ -8,7 +8,9 @@ Tables (units in column names):
 - ``runs``: one row per command invocation: kind (bench, sweep, validate, links, doctor,
   check), status (running, complete, interrupted, failed), the environment as JSON.
 - ``measurements``: one row per (size, placement, configuration, repetition) timing.
-  ``algo``/``proto``/``channels`` are NULL for NCCL's own choice ("default").
+  ``algo``/``proto``/``channels`` are NULL for NCCL's own choice ("default"). ``extra``: JSON
+  of what else a row measured (bench ``-C``: ``cpu_time_us``; ``-I``: ``per_iter``, its statistics
+  and every iteration's time), NULL otherwise (schema version 2; version 1 had no such column).
 - ``links``: per GPU pair bandwidth/latency (``ccltune links``).
 - ``findings``: PASS/WARN/FAIL/WAIVED results of ``doctor`` and ``check``.
 - ``artifacts``: named text blobs attached to a run (rule files, verdict JSON, logs).
@@ -30,7 +32,7 @@ from ccltune.errors import UsageError
 from ccltune.files import check_name, printable, shown
 
 DEFAULT_DB = "ccltune.db"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2   # 2: measurements.extra (bench -C/-I figures); a version-1 file gains it when opened to write
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -76,7 +78,8 @@ CREATE TABLE IF NOT EXISTS measurements (
     busbw_gbps REAL,
     wrong INTEGER,
     status TEXT NOT NULL DEFAULT 'ok',
-    note TEXT
+    note TEXT,
+    extra TEXT
 );
 CREATE INDEX IF NOT EXISTS measurements_run ON measurements(run_id, collective, size_bytes);
 CREATE TABLE IF NOT EXISTS links (
@@ -138,6 +141,7 @@ class Measurement:
     config: str = "default"
     graph: int = 0
     rep: int = 0
+    extra: dict[str, Any] | None = None   # what else was measured: bench -C's cpu_time_us, -I's per_iter
 
     def to_record(self) -> dict[str, Any]:
         return asdict(self)
@@ -268,6 +272,7 @@ class Store:
                     "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
+                self._upgrade()
                 self.conn.commit()
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"{shown(self.path)} is not a usable ccltune database ({flag}): {exc}") from None
@@ -291,6 +296,13 @@ class Store:
         if not str(version).isdigit() or int(version) > SCHEMA_VERSION:
             raise UsageError(f"{where} has schema version {version!r}, which this ccltune ({SCHEMA_VERSION}) "
                              "does not read: it was written by a newer ccltune")
+
+    def _upgrade(self) -> None:
+        """A version-1 file opened to write: add what version 2 has (every row of it stays as it was)."""
+        cols = {r[1] for r in self.conn.execute("PRAGMA table_info(measurements)")}
+        if "extra" not in cols:
+            self.conn.execute("ALTER TABLE measurements ADD COLUMN extra TEXT")
+        self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 
     # -- context manager -------------------------------------------------------------
     def __enter__(self) -> Store:
@@ -440,8 +452,7 @@ class Store:
         q = "SELECT * FROM measurements" + (" WHERE " + " AND ".join(clauses) if clauses else "") + " ORDER BY id"
         out = []
         for r in self.conn.execute(q, params):
-            self._check_row(r, "measurements")
-            d = {c: r[c] for c in _MEAS_COLS}
+            d = self._measurement_dict(r)
             d["in_place"] = bool(d["in_place"])
             out.append(Measurement(**d))
         return out
@@ -454,7 +465,21 @@ class Store:
         """Measurements with their run id, as plain dicts (for analyses spanning runs)."""
         ids = list(run_ids)
         q = f"SELECT * FROM measurements WHERE run_id IN ({', '.join('?' * len(ids))}) ORDER BY id"
-        return [dict(self._check_row(r, "measurements")) for r in self.conn.execute(q, ids)]
+        return [{"id": r["id"], "run_id": r["run_id"], **self._measurement_dict(r)} for r in self.conn.execute(q, ids)]
+
+    def _measurement_dict(self, r: sqlite3.Row) -> dict[str, Any]:
+        """A stored row's columns, checked; ``extra`` read from its JSON (None in a version-1 file)."""
+        self._check_row(r, "measurements")
+        d = {c: (r[c] if c in r.keys() else None) for c in _MEAS_COLS}
+        if d["extra"] is not None:
+            try:
+                d["extra"] = json.loads(d["extra"])
+                if not isinstance(d["extra"], dict):
+                    raise ValueError("not a JSON object")
+            except (TypeError, ValueError) as exc:
+                raise UsageError(f"{self.flag} {shown(self.path)}: measurements row {r['id']} (run {r['run_id']}) "
+                                 f"has extra = {printable(repr(r['extra']), 60)}, not a JSON object ({exc})") from None
+        return d
 
     def _check_row(self, row: sqlite3.Row, table: str) -> sqlite3.Row:
         """``row`` when each number column holds a number (SQLite stores any value in any column: a
@@ -508,6 +533,8 @@ class Store:
 
 
 def _sql(value: Any) -> Any:
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
     return int(value) if isinstance(value, bool) else value
 
 

@@ -198,6 +198,13 @@ def test_nccl_tests_schedule_and_reports_on_gloo(warmup_modes):
     per = res["in_place_per_iter"]
     assert per["skipped_iterations"] == 1 and len(per["times_us"]) == 4 and len(per["per_process_max_times_us"]) == 2
     assert doc["config"]["per_iter_timing"] == "true" and doc["config"]["blocking_collectives"] == "true"
+    # the database keeps what the table printed: -C's CPU time and -I's statistics, every iteration
+    _, stored = only_run(warmup_modes["schedule"][0])
+    ok = [m for m in stored if m.status == "ok"]
+    assert ok and all(m.extra["cpu_time_us"] > 0 for m in ok)
+    assert all(m.extra["per_iter"]["skipped"] == 1 and len(m.extra["per_iter"]["times_us"]) == 4
+               and m.extra["per_iter"]["min_us"] <= m.extra["per_iter"]["p99_us"] <= m.extra["per_iter"]["max_us"]
+               for m in ok)
 
 
 @pytest.mark.parametrize("mode", ["series", "nccl-tests"])

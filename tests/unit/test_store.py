@@ -114,3 +114,43 @@ def test_reopen_run_marks_a_finished_run_running_again(tmp_path):
         st.reopen_run(rid)
         run = st.run(rid)
         assert run.status == "running" and run.finished_at is None
+
+
+def test_a_version_1_file_is_read_as_it_is_and_gains_extra_when_written(tmp_path):
+    """A database written before schema 2 (no measurements.extra): read-only it reads with extra None
+    and is not changed; opened to write it gains the column, every old row as it was."""
+    import shutil
+    from pathlib import Path
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "bench" / "iters-s-each-0.sqlite"
+    db = tmp_path / "old.db"
+    shutil.copy(src, db)
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "1"
+    assert "extra" not in {r[1] for r in con.execute("PRAGMA table_info(measurements)")}
+    con.close()
+    before = db.read_bytes()
+    with Store(db, readonly=True) as st:
+        old = st.measurements()
+    assert old and all(m.extra is None for m in old) and db.read_bytes() == before
+    with Store(db) as st:
+        assert st.measurements() == old
+        rid = st.begin_run("bench", command="t")
+        st.add_measurements(rid, [_m(8, extra={"cpu_time_us": 3.5, "per_iter": {"times_us": [1.0, 2.0]}})])
+        assert st.measurements(rid)[0].extra == {"cpu_time_us": 3.5, "per_iter": {"times_us": [1.0, 2.0]}}
+        assert st.measurement_rows([rid])[0]["extra"]["cpu_time_us"] == 3.5
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+    con.close()
+
+
+def test_extra_that_is_not_a_json_object_names_the_row(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as st:
+        rid = st.begin_run("bench", command="t")
+        st.add_measurements(rid, [_m(8)])
+    con = sqlite3.connect(db)
+    con.execute("UPDATE measurements SET extra = '{broken'")
+    con.commit()
+    con.close()
+    with Store(db, readonly=True) as st, pytest.raises(UsageError, match=r"measurements row 1 \(run 1\) has extra = "):
+        st.measurements()

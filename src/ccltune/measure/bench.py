@@ -6,7 +6,7 @@ Rank 0 hands each finished row to ``on_row`` (the CLI prints and stores it at on
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ccltune.collectives import Collective
@@ -87,11 +87,28 @@ def _free_max(engine: Engine, *free: int) -> list[int]:
 
 @dataclass
 class Row(Measurement):
-    """A bench row: a stored measurement, plus what nccl-tests prints beside it and the database
-    does not keep (-C: rank 0's CPU time per call; -I: the per-iteration statistics)."""
+    """A bench row: a stored measurement, plus what nccl-tests prints beside it (-C: rank 0's CPU
+    time per call; -I: the per-iteration statistics), which the database keeps in ``extra``."""
 
     cpu_time_us: float | None = None
     iter_stats: IterStats | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        """As every stored row: the measurement's fields, -C and -I in ``extra``."""
+        return {f.name: getattr(self, f.name) for f in fields(Measurement)}
+
+
+def extra_of(cpu_time_us: float | None, stats: IterStats | None) -> dict[str, Any] | None:
+    """A row's ``extra``: -C's ``cpu_time_us``; -I's ``per_iter``: the statistics the table prints and
+    every iteration's time (the slowest process's, as nccl-tests reduces them), -K's skipped ones included."""
+    out: dict[str, Any] = {}
+    if cpu_time_us is not None:
+        out["cpu_time_us"] = cpu_time_us
+    if stats is not None:
+        out["per_iter"] = {k: getattr(stats, k) for k in ("min_us", "max_us", "avg_us", "p50_us", "p95_us",
+                                                          "p99_us", "stdev_us", "cv_pct", "skipped")}
+        out["per_iter"]["times_us"] = list(stats.times_us)
+    return out or None
 
 
 def variants(plan: BenchPlan, coll: Collective, nranks: int) -> list[BenchPlan]:
@@ -110,6 +127,7 @@ def to_measurement(pt: Point, out: point.Outcome, nranks: int, n_nodes: int, pla
                           algo=plan.algo, proto=plan.proto, channels=plan.channels, config=plan.config_label, rep=rep)
     if out.status == "ok" and out.time_us is not None:
         m.cpu_time_us, m.iter_stats = out.cpu_time_us, out.iter_stats
+        m.extra = extra_of(out.cpu_time_us, out.iter_stats)
     return m
 
 
