@@ -92,3 +92,46 @@ def test_cli_doctor_rccl_log_with_amd_smi(tmp_path, capsys):
     assert rc == 1  # the SHM edges between xGMI GPUs FAIL
     for text in ("FAIL    log:transport", "WARN    rccl:min_nchannels", "WARN    rccl:affinity", "rccl:mscclpp"):
         assert text in out
+
+
+# RCCL 2.21.5's version block (src/init.cc showVersion): two printf calls by rank 0, no prefix (the fixtures' shape);
+# with NCCL_DEBUG_FILE also an INFO copy in the debug file: debug.cc's prefix, the message's own newlines, and the
+# newline ncclDebugLog adds after it (a blank line after each of the two INFO calls).
+PRINTF_BLOCK = ("RCCL version : 2.21.5-HEAD:0cbce2a\nHIP version  : 6.2.41134-65d174c3e\nROCm version : 6.2.4.0-139-fc3ff81\n"
+                "Hostname     : mi300x-12\nLibrccl path : /opt/rocm-6.2.4/lib/librccl.so.1\n")
+DEBUG_FILE_BLOCK = ("mi300x-12:4101:4121 [0] NCCL INFO RCCL version : 2.21.5-HEAD:0cbce2a\nHIP version  : 6.2.41134-65d174c3e\n"
+                    "ROCm version : 6.2.4.0-139-fc3ff81\n\nmi300x-12:4101:4121 [0] NCCL INFO Hostname     : mi300x-12\n"
+                    "Librccl path : /opt/rocm-6.2.4/lib/librccl.so.1\n\n")
+
+
+def _doctor(text: str, tmp_path, capsys) -> list[tuple[str, str]]:
+    log = tmp_path / "job.log"
+    log.write_text(text)
+    main(["doctor", "--nccl-log", str(log), "--from-amd-smi", str(SMI / MI300X[0]), "--from-amd-smi",
+          str(SMI / MI300X[1]), "--sysfs-root", str(NUMA), "--db", str(tmp_path / "d.db"), "--json",
+          str(tmp_path / "d.json")])
+    capsys.readouterr()
+    import json
+    return [(c["name"], c["status"]) for c in json.loads((tmp_path / "d.json").read_text())["checks"]]
+
+
+def test_version_block_as_rccl_prints_it_and_as_its_debug_file_copy(tmp_path, capsys):
+    for name in ("rccl_mi300x_4of8_shm.log", "rccl_mi300x_8gpu.log"):
+        text = (LOGS / name).read_text()
+        assert text.count(PRINTF_BLOCK) == 1 and "NCCL INFO RCCL version" not in text  # rank 0, printf only
+        log = parse_log(text)
+        assert (log.library, log.version, log.hip_version) == ("RCCL", "2.21.5-HEAD:0cbce2a", "6.2.41134-65d174c3e")
+        real = _doctor(text, tmp_path, capsys)
+        assert ("log:version", "PASS") in real and sum(n.startswith("rccl:") for n, _ in real) == 6
+        shapes = {"NCCL_DEBUG_FILE": text.replace(PRINTF_BLOCK, DEBUG_FILE_BLOCK),
+                  "mpirun --tag-output": text.replace(PRINTF_BLOCK, "".join(
+                      f"[1,0]<stdout>:{line}\n" for line in PRINTF_BLOCK.splitlines()))}
+        for shape, other in shapes.items():
+            assert parse_log(other).version == "2.21.5-HEAD:0cbce2a", shape
+            assert _doctor(other, tmp_path, capsys) == real, shape
+    assert dict(_doctor((LOGS / "rccl_mi300x_4of8_shm.log").read_text(), tmp_path, capsys))["log:transport"] == "FAIL"
+
+
+def test_a_comment_quoting_the_version_format_is_not_a_version():
+    assert parse_log("# prints RCCL version : 2.21.5 here\n").version is None
+    assert parse_log("RCCL version 2.16.5+hip5.6 HEAD:3dcebc7\n").hip_version == "5.6"
