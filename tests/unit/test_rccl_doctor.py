@@ -122,7 +122,7 @@ def test_version_block_as_rccl_prints_it_and_as_its_debug_file_copy(tmp_path, ca
         log = parse_log(text)
         assert (log.library, log.version, log.hip_version) == ("RCCL", "2.21.5-HEAD:0cbce2a", "6.2.41134-65d174c3e")
         real = _doctor(text, tmp_path, capsys)
-        assert ("log:version", "PASS") in real and sum(n.startswith("rccl:") for n, _ in real) == 6
+        assert ("log:version", "PASS") in real and sum(n.startswith("rccl:") for n, _ in real) == 7
         shapes = {"NCCL_DEBUG_FILE": text.replace(PRINTF_BLOCK, DEBUG_FILE_BLOCK),
                   "mpirun --tag-output": text.replace(PRINTF_BLOCK, "".join(
                       f"[1,0]<stdout>:{line}\n" for line in PRINTF_BLOCK.splitlines()))}
@@ -135,3 +135,46 @@ def test_version_block_as_rccl_prints_it_and_as_its_debug_file_copy(tmp_path, ca
 def test_a_comment_quoting_the_version_format_is_not_a_version():
     assert parse_log("# prints RCCL version : 2.21.5 here\n").version is None
     assert parse_log("RCCL version 2.16.5+hip5.6 HEAD:3dcebc7\n").hip_version == "5.6"
+
+
+PCIE_LOG = LOGS / "rccl_mi210_pcie_2.16.5.log"  # RCCL 2.16.5 (rocm-5.6.0), 4 x MI210 on PCIe, WARNs at init
+MI210 = ("mi210_pcie_topology.json", "mi210_pcie_static.json")
+FINE_GRAIN_WARN = 'NCCL WARN Missing "HSA_FORCE_FINE_GRAIN_PCIE=1"'
+
+
+def test_which_rccl_builds_warn_about_fine_grain_pcie():
+    assert rccl.checks_fine_grain("2.16.5+hip5.6", "5.6") is True
+    assert rccl.checks_fine_grain("2.15.5+hip5.5", "5.5") is False  # before the WARN existed
+    assert rccl.checks_fine_grain("2.21.5-HEAD:0cbce2a", "6.2.41134-65d174c3e") is False  # HIP_UNCACHED_MEMORY
+    assert rccl.checks_fine_grain("2.17.1+hip5.6", "5.6") is True  # built against an older HIP
+    assert rccl.checks_fine_grain("2.21.5-HEAD:0cbce2a", None) is None and rccl.checks_fine_grain(None, None) is None
+
+
+def test_rccls_host_warnings_become_findings_on_a_pcie_node(tmp_path, capsys):
+    text = PCIE_LOG.read_text()
+    log = parse_log(text)
+    assert (log.library, log.version, log.hip_version) == ("RCCL", "2.16.5+hip5.6", "5.6")
+    found = by_name(rccl.rccl_findings(text, log, node(*MI210), None, NUMA))
+    assert found["rccl:fine_grain_pcie"].status == "WARN" and "warned at init" in found["rccl:fine_grain_pcie"].evidence
+    assert found["rccl:fine_grain_pcie"].fix == "export HSA_FORCE_FINE_GRAIN_PCIE=1"
+    assert found["rccl:numa_balancing"].status == "WARN" and "numa_balancing=0" in found["rccl:numa_balancing"].fix
+    # the same job with the variable set and NUMA balancing off: RCCL 2.16 checked both at init and said nothing
+    quiet = "\n".join(line for line in text.splitlines() if " NCCL WARN " not in line)
+    found = by_name(rccl.rccl_findings(quiet, parse_log(quiet), node(*MI210), None, NUMA))
+    assert (found["rccl:fine_grain_pcie"].status, found["rccl:numa_balancing"].status) == ("PASS", "PASS")
+    # a log that starts after init proves nothing
+    late = "\n".join(line for line in quiet.splitlines() if "Bootstrap : Using" not in line)
+    found = by_name(rccl.rccl_findings(late, parse_log(late), node(*MI210), None, NUMA))
+    assert (found["rccl:fine_grain_pcie"].status, found["rccl:numa_balancing"].status) == ("WAIVED", "WAIVED")
+    rc = main(["doctor", "--nccl-log", str(PCIE_LOG), "--from-amd-smi", str(SMI / MI210[0]), "--from-amd-smi",
+               str(SMI / MI210[1]), "--sysfs-root", str(NUMA), "--db", str(tmp_path / "d.db")])
+    out = capsys.readouterr().out
+    assert "WARN    rccl:fine_grain_pcie" in out and "WARN    rccl:numa_balancing" in out and rc in (0, 1)
+
+
+def test_rccl_2_21_on_rocm_6_does_not_record_fine_grain_pcie():
+    text = (LOGS / "rccl_mi300x_8gpu.log").read_text()
+    assert FINE_GRAIN_WARN not in text
+    found = by_name(rccl.rccl_findings(text, parse_log(text), node(*MI210), None, NUMA))
+    assert found["rccl:fine_grain_pcie"].status == "WAIVED" and "does not check it" in found["rccl:fine_grain_pcie"].evidence
+    assert found["rccl:numa_balancing"].status == "PASS"

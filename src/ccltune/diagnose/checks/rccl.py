@@ -3,12 +3,14 @@
 What RCCL_LL128_FORCE_ENABLE / RCCL_MSCCL_ENABLE / RCCL_MSCCLPP_ENABLE and RCCL_MSCCLPP_THRESHOLD
 change; NCCL_MIN_NCHANNELS when a job uses fewer than all GPUs of an 8-GPU xGMI node; each rank's
 core against its GPU's NUMA node; HSA_FORCE_FINE_GRAIN_PCIE=1 where AMD GPUs reach each other
-over PCIe only. The facts come from ``parsers.rcclog`` (what only RCCL prints) and
+over PCIe only (from the job's environment, or from the WARN RCCL prints at init where the build has it); RCCL's
+NUMA auto balancing WARN. The facts come from ``parsers.rcclog`` (what only RCCL prints) and
 ``parsers.ncclog`` (what NCCL and RCCL share).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -20,6 +22,29 @@ from ccltune.diagnose.probes import topo
 from ccltune.diagnose.probes.sysfs import node_cpus
 
 MIN_CHANNELS_ADVICE = 32  # the largest count `ccltune doctor --nproc N` measures (checks.transport.CHANNEL_VARIANTS)
+# ROCm/rccl src/init.cc ncclInit: the HSA_FORCE_FINE_GRAIN_PCIE WARN came in 2.16 (rocm-5.6.0, 3dcebc7c: on every
+# node, whatever its links); from 2.17 (rocm-5.7.0) it is compiled only without HIP_UNCACHED_MEMORY, which CMake
+# defines from HIP 5.7.31920 on (0cbce2a7, 2.21.5: CMakeLists.txt), so ROCm 5.7 and later builds never print it.
+FINE_GRAIN_WARN_FROM = (2, 16)
+FINE_GRAIN_IFNDEF_FROM = (2, 17)
+UNCACHED_HIP = (5, 7, 31920)
+FINE_GRAIN_FIX = "export HSA_FORCE_FINE_GRAIN_PCIE=1"
+
+
+def version_tuple(text: str | None) -> tuple[int, ...]:
+    """``2.21.5-HEAD:0cbce2a`` -> (2, 21, 5); ``6.2.41134-65d174c3e`` -> (6, 2, 41134); () when there is none."""
+    m = re.match(r"\d+(?:\.\d+)*", text or "")
+    return tuple(int(x) for x in m.group(0).split(".")) if m else ()
+
+
+def checks_fine_grain(version: str | None, hip: str | None) -> bool | None:
+    """Whether this RCCL build warns at init when HSA_FORCE_FINE_GRAIN_PCIE is not 1 (None: unknown)."""
+    v, h = version_tuple(version), version_tuple(hip)
+    if not v:
+        return None
+    if v < FINE_GRAIN_IFNDEF_FROM:
+        return v >= FINE_GRAIN_WARN_FROM
+    return h < UNCACHED_HIP if h else None
 
 
 def feature_findings(facts: RcclFacts) -> list[Finding]:
@@ -111,7 +136,43 @@ def fine_grain_finding(amd_pcie_only: bool, environ: Mapping[str, str]) -> Findi
         return Finding(name, "PASS", "PCIe-connected AMD GPUs and HSA_FORCE_FINE_GRAIN_PCIE=1")
     return Finding(name, "WARN", f"AMD GPUs connected over PCIe only and HSA_FORCE_FINE_GRAIN_PCIE="
                    f"{value if value is not None else 'unset'}: RCCL's peer transfers over PCIe need fine-grained "
-                   "host-visible memory", "export HSA_FORCE_FINE_GRAIN_PCIE=1", data={"value": value})
+                   "host-visible memory", FINE_GRAIN_FIX, data={"value": value})
+
+
+def numa_finding(facts: RcclFacts) -> Finding:
+    """kernel.numa_balancing as RCCL saw it at init (it warns when /proc/sys/kernel/numa_balancing is 1)."""
+    name = "rccl:numa_balancing"
+    if facts.numa_warned:
+        return Finding(name, "WARN", "RCCL warned at init: NUMA auto balancing enabled (kernel.numa_balancing = 1): "
+                       "the kernel migrates pages under running transfers", "sudo sysctl -w kernel.numa_balancing=0 "
+                       "(persist in /etc/sysctl.d/)")
+    if facts.init_seen:
+        return Finding(name, "PASS", "RCCL read kernel.numa_balancing at init and did not warn")
+    return Finding(name, "WAIVED", "the log does not start at RCCL's init (no 'Bootstrap : Using' line), where RCCL "
+                   "checks kernel.numa_balancing")
+
+
+def log_fine_grain_finding(facts: RcclFacts, log: NcclLog, pcie_only: bool) -> Finding:
+    """HSA_FORCE_FINE_GRAIN_PCIE from an RCCL log: the WARN RCCL prints at init when it is not 1, where the build
+    prints it (:func:`checks_fine_grain`); ``pcie_only``: the node's AMD GPUs reach each other over PCIe only."""
+    name, lib = "rccl:fine_grain_pcie", f"RCCL {log.version or '(version unknown)'}"
+    if not pcie_only:
+        said = f"; {lib} warned that it is not 1 (it warns on every node)" if facts.fine_grain_warned else ""
+        return Finding(name, "WAIVED", f"no PCIe-only AMD GPU pair (xGMI, or the node's GPUs unknown){said}")
+    if facts.fine_grain_warned:
+        return Finding(name, "WARN", f"{lib} warned at init: HSA_FORCE_FINE_GRAIN_PCIE=1 missing from the job's "
+                       "environment, and these AMD GPUs reach each other over PCIe only: RCCL's peer transfers over "
+                       "PCIe need fine-grained host-visible memory", FINE_GRAIN_FIX, data={"warned": True})
+    checks = checks_fine_grain(log.version, log.hip_version)
+    if checks and facts.init_seen:
+        return Finding(name, "PASS", f"HSA_FORCE_FINE_GRAIN_PCIE=1: {lib} checks it at init and did not warn")
+    if checks:
+        return Finding(name, "WAIVED", f"the log does not start at RCCL's init (no 'Bootstrap : Using' line), where "
+                       f"{lib} warns when HSA_FORCE_FINE_GRAIN_PCIE is not 1")
+    why = ("does not check it (a build against HIP 5.7.31920 or later, or before 2.16)" if checks is False
+           else "may not check it (HIP version not in the log)")
+    return Finding(name, "WAIVED", f"PCIe-only AMD GPUs, but {lib} {why}, so the log does not record "
+                   "HSA_FORCE_FINE_GRAIN_PCIE: check that the job's environment sets it to 1", FINE_GRAIN_FIX)
 
 
 def rccl_findings(text: str, log: NcclLog, topology: topo.Topology | None, environ: Mapping[str, str] | None,
@@ -138,12 +199,10 @@ def rccl_findings(text: str, log: NcclLog, topology: topo.Topology | None, envir
         return g.numa_node if g else None
 
     out.append(affinity_finding(facts, gpu_numa, node_cpus(root)))
+    out.append(numa_finding(facts))
     pcie_only = pcie_only_links(labels)
-    if environ is None and pcie_only:
-        out.append(Finding("rccl:fine_grain_pcie", "WAIVED", "PCIe-only AMD GPUs, but a log does not record "
-                           "HSA_FORCE_FINE_GRAIN_PCIE: check the job's environment sets it to 1"))
-    else:
-        out.append(fine_grain_finding(pcie_only, environ or {}))
+    out.append(log_fine_grain_finding(facts, log, pcie_only) if environ is None
+               else fine_grain_finding(pcie_only, environ))
     return out
 
 
