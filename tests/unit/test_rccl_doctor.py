@@ -45,7 +45,8 @@ def test_all_checks_on_a_job_using_4_of_8_gpus():
     assert "NCCL_MIN_NCHANNELS=32" in found["rccl:min_nchannels"].fix
     assert found["rccl:affinity"].status == "WARN"
     assert found["rccl:affinity"].data["misplaced"] == [{"rank": 2, "gpu": 4, "core": 3, "core_node": 0, "gpu_node": 1}]
-    assert found["rccl:ll128"].status == "WARN" and "forced on" in found["rccl:ll128"].evidence
+    # RCCL 2.21.5 on MI300X (gfx942): RCCL_LL128_FORCE_ENABLE=1 changes nothing (tuning.cc: gfx90a only)
+    assert found["rccl:ll128"].status == "WARN" and "no effect on gfx942" in found["rccl:ll128"].evidence
     assert "2097152" in found["rccl:mscclpp"].evidence and "bypasses" in found["rccl:mscclpp"].evidence
     assert "never reach a tuner plugin" in found["rccl:msccl"].evidence
     assert found["rccl:fine_grain_pcie"].status == "WAIVED"
@@ -178,3 +179,22 @@ def test_rccl_2_21_on_rocm_6_does_not_record_fine_grain_pcie():
     found = by_name(rccl.rccl_findings(text, parse_log(text), node(*MI210), None, NUMA))
     assert found["rccl:fine_grain_pcie"].status == "WAIVED" and "does not check it" in found["rccl:fine_grain_pcie"].evidence
     assert found["rccl:numa_balancing"].status == "PASS"
+
+
+def test_ll128_by_rccl_version_gfx_arch_and_nccl_proto():
+    forced = rcclog.RcclFacts(params={"RCCL_LL128_FORCE_ENABLE": 1})
+    v2215 = parse_log("RCCL version : 2.21.5-HEAD:0cbce2a\n")
+    newer = parse_log("RCCL version : 2.27.7-HEAD:0d2c4fd\n")
+    explicit = parse_log("RCCL version : 2.21.5-HEAD:0cbce2a\nh:1:1 [0] NCCL INFO NCCL_PROTO set by environment to LL128\n")
+    ev = lambda facts, log, arch: (rccl.ll128_finding(facts, log, arch).status, rccl.ll128_finding(facts, log, arch).evidence)
+    assert "forced on (gfx90a" in ev(forced, v2215, "gfx90a")[1]
+    assert "no effect on gfx942" in ev(forced, v2215, "gfx942")[1]
+    assert "forced on (gfx942" in ev(forced, newer, "gfx942")[1]  # gfx942/gfx950 joined after 2.21
+    status, text = ev(rcclog.RcclFacts(), explicit, "gfx942")
+    assert status == "WARN" and "enables LL128 on any GPU" in text  # 2.21.5 skips the check for an explicit NCCL_PROTO
+    newer.env["NCCL_PROTO"] = "LL128"
+    assert "does not bypass" in ev(rcclog.RcclFacts(), newer, "gfx942")[1]
+    assert ev(rcclog.RcclFacts(), v2215, None)[0] == "PASS"
+    assert [rccl.proto_enables_ll128(p) for p in (None, "LL128", "LL,Simple", "^LL", "^LL128", "LL;allreduce:LL128")] == [
+        None, True, False, True, False, True]
+    assert rccl.gfx_arch("", node(*MI300X)) == "gfx942" and rccl.gfx_arch("", node(*MI210)) == "gfx90a"

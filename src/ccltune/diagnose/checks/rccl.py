@@ -47,18 +47,79 @@ def checks_fine_grain(version: str | None, hip: str | None) -> bool | None:
     return h < UNCACHED_HIP if h else None
 
 
-def feature_findings(facts: RcclFacts) -> list[Finding]:
+# The gfx architecture of the GPU models doctor meets (AMD's product pages); RCCL's LL128 rule depends on it.
+GFX_OF_MODEL = (("MI355", "gfx950"), ("MI350", "gfx950"), ("MI325", "gfx942"), ("MI300", "gfx942"),
+                ("MI250", "gfx90a"), ("MI210", "gfx90a"), ("MI100", "gfx908"))
+_ARCH_IN_LOG = re.compile(r"NCCL WARN MSCCL\+\+: Cannot enable MSCCL\+\+ on (gfx[0-9a-f]+)")  # init.cc, gcnArchName
+# RCCL's LL128 rule changed after 2.21: at 2.21.5 (0cbce2a7 src/graph/tuning.cc, ncclTopoTuneModel) NCCL_PROTO unset
+# leaves LL128 on only on gfx90a whose topology enables it (RCCL_LL128_FORCE_ENABLE=1 does, init.cc), and an explicit
+# NCCL_PROTO that enables LL128 skips that check; at ROCm/rocm-systems projects/rccl 03a89144 the check applies to
+# every enabled LL128 and accepts gfx90a, gfx942 and gfx950. Both need a build with ENABLE_LL128 and xGMI links.
+LL128_OLD_RULE_UNTIL = (2, 21)
+LL128_ARCHS_OLD, LL128_ARCHS_NEW = ("gfx90a",), ("gfx90a", "gfx942", "gfx950")
+
+
+def gfx_arch(text: str, topology: topo.Topology | None) -> str | None:
+    """The GPUs' gfx architecture: from the log (RCCL names it only in its MSCCL++ WARN), else from the node's GPU model."""
+    if m := _ARCH_IN_LOG.search(text):
+        return m.group(1)
+    names = {g.name.upper() for g in (topology.gpus if topology else [])}
+    found = {arch for key, arch in GFX_OF_MODEL for name in names if key in name}
+    return found.pop() if len(found) == 1 else None
+
+
+def proto_enables_ll128(proto: str | None) -> bool | None:
+    """Whether NCCL_PROTO explicitly enables LL128 (True), disables it (False), or is unset (None). A list
+    starting with ^ names what is off; ``allreduce:LL128`` prefixes (newer RCCL) count for any function."""
+    if proto is None:
+        return None
+    enabled = False
+    for part in proto.split(";"):
+        elems = part.split(":")[-1].strip()
+        negate = elems.startswith("^")
+        named = "ll128" in {e.strip().lower() for e in elems.lstrip("^").split(",")}
+        enabled = enabled or (named != negate)
+    return enabled
+
+
+def ll128_finding(facts: RcclFacts, log: NcclLog, arch: str | None) -> Finding:
+    """What RCCL_LL128_FORCE_ENABLE and NCCL_PROTO do to LL128 for this RCCL version and gfx architecture."""
+    name, forced = "rccl:ll128", bool(facts.params.get("RCCL_LL128_FORCE_ENABLE"))
+    proto, version = log.env.get("NCCL_PROTO"), version_tuple(log.version)
+    explicit = proto_enables_ll128(proto)
+    old = bool(version) and version[:2] <= LL128_OLD_RULE_UNTIL
+    archs = LL128_ARCHS_OLD if old else LL128_ARCHS_NEW
+    lib = f"RCCL {log.version}" if log.version else "RCCL (version not in the log)"
+    on_arch = None if arch is None else arch in archs
+    where = f"{arch or 'gfx architecture unknown'}"
+    data = {"RCCL_LL128_FORCE_ENABLE": facts.params.get("RCCL_LL128_FORCE_ENABLE"), "NCCL_PROTO": proto,
+            "arch": arch, "version": log.version}
+    rule = (f"{lib} enables LL128 only on {'/'.join(archs)} with xGMI links, in a build with ENABLE_LL128, when "
+            "the topology model or RCCL_LL128_FORCE_ENABLE=1 allows it")
+    if explicit is False:
+        return Finding(name, "PASS", f"NCCL_PROTO={proto} leaves LL128 off ({where})", data=data)
+    if explicit and old:
+        return Finding(name, "WARN", f"NCCL_PROTO={proto} enables LL128 on any GPU in {lib} (its gfx90a check "
+                       f"applies only when NCCL_PROTO is unset; {where})", "keep it only where a measured sweep shows "
+                       "LL128 winning (ccltune sweep on RCCL)", data=data)
+    explicit_note = (f"; NCCL_PROTO={proto} does not bypass that in this version" if explicit else "")
+    if forced and on_arch is False:
+        return Finding(name, "WARN", f"RCCL_LL128_FORCE_ENABLE=1 has no effect on {arch}: {rule}{explicit_note}; "
+                       "tuner rules naming LL128 are ignored", "drop RCCL_LL128_FORCE_ENABLE" + (
+                           ", or set NCCL_PROTO to include LL128 (this version then enables it on any GPU)"
+                           if old else ""), data=data)
+    if forced:
+        maybe = "" if on_arch else f" if the GPUs are {'/'.join(archs)}"
+        return Finding(name, "WARN", f"RCCL_LL128_FORCE_ENABLE=1: LL128 is forced on{maybe} ({where}; {rule})"
+                       f"{explicit_note}", "keep it only where a measured sweep shows LL128 winning "
+                       "(ccltune sweep on RCCL)", data=data)
+    return Finding(name, "PASS", f"LL128 as RCCL decides (RCCL_LL128_FORCE_ENABLE not set, {where}): {rule}"
+                   f"{explicit_note}; tuner rules naming LL128 are ignored where it is off", data=data)
+
+
+def feature_findings(facts: RcclFacts, log: NcclLog | None = None, arch: str | None = None) -> list[Finding]:
     """What RCCL's MSCCL, MSCCL++ and LL128 switches did in this run, and what each changes."""
-    out = []
-    ll128 = facts.params.get("RCCL_LL128_FORCE_ENABLE")
-    if ll128:
-        out.append(Finding("rccl:ll128", "WARN", "RCCL_LL128_FORCE_ENABLE=1: the LL128 protocol is forced on "
-                           "(RCCL keeps it off by default on AMD except gfx90a with a topology model that enables it)",
-                           "keep it only where a measured sweep shows LL128 winning (ccltune sweep on RCCL)",
-                           data={"RCCL_LL128_FORCE_ENABLE": ll128}))
-    else:
-        out.append(Finding("rccl:ll128", "PASS", "LL128 as RCCL decides (RCCL_LL128_FORCE_ENABLE not set): off on "
-                           "most AMD GPUs, so tuner rules naming LL128 are ignored unless it is forced"))
+    out = [ll128_finding(facts, log or NcclLog(), arch)]
     enable = facts.params.get("RCCL_MSCCL_ENABLE")
     state = {True: "on (MSCCL initialized)", False: "off", None: "not reported"}[facts.msccl]
     out.append(Finding("rccl:msccl", "PASS" if enable != 0 or not facts.msccl else "WARN",
@@ -181,7 +242,7 @@ def rccl_findings(text: str, log: NcclLog, topology: topo.Topology | None, envir
     rank's core against its GPU's NUMA node, and HSA_FORCE_FINE_GRAIN_PCIE on PCIe-only GPUs. ``environ``:
     the job's environment when known (a live run); a log alone records only the RCCL_/NCCL_ variables."""
     facts = rcclog.parse(text)
-    out = feature_findings(facts)
+    out = feature_findings(facts, log, gfx_arch(text, topology))
     amd = topology if topo.is_amd(topology) else None
     labels = amd.pair_labels() if amd else []
     env = {**log.env, **(environ or {})}
