@@ -164,3 +164,24 @@ def test_p2p_bidir_pair_measured_twice_keeps_its_lower_value(tmp_path, capsys):
     series = json.loads((tmp_path / "l.json").read_text())["summary"]["series"]["sm-write/bidir"]
     gpu1 = next(g for g in series["per_gpu"] if g["gpu"] == 1)
     assert (gpu1["slowest_gbps"], gpu1["slowest_peer"], series["pairs_measured_twice"]) == (39.87, 2, 12)
+
+
+def test_import_host_flag_and_a_hostless_links_run_is_host_unknown(tmp_path, capsys):
+    from ccltune.report.verdict import cards
+    from ccltune.store import Run, Store
+    db = tmp_path / "h.db"
+    assert main(["import", "transferbench", str(A2A), "--gpu", "AMD Instinct MI300X", "--db", str(db)]) == 0
+    assert "8 GPUs on host unknown (give --host)" in capsys.readouterr().out
+    assert main(["import", "transferbench", str(A2A), "--host", "mi300x-12", "--db", str(db)]) == 0
+    capsys.readouterr()
+    with Store(db, create=False) as store:
+        assert [store.run(i).host for i in (1, 2)] == [None, "mi300x-12"]
+        assert "--host mi300x-12" in store.run(2).command
+    assert main(["import", "transferbench", str(A2A), "--host", " ", "--db", str(db)]) == 2
+    gpus = [{"name": "AMD Instinct MI300X"}] * 8
+    bench = Run(1, "bench", "complete", "t", None, "ccltune bench", None, 8, 1, None, "node-a", None, None, "2.21.5",
+                env={"host": "node-a", "gpus": gpus, "world_size": 8}, summary={})
+    links = Run(2, "links", "complete", "t", None, "ccltune import", None, 8, 1, None, None, None, None, None,
+                env={"gpus": gpus, "world_size": 8}, summary={"ring_ceiling_gbps": 316.47})
+    figures = dict(next(c for c in cards([bench, links], {}, {}) if c.title == "node-a").figures)
+    assert "slowest-link ceiling (links run 2 on host unknown)" in figures
