@@ -1,5 +1,5 @@
 """doctor on RCCL logs and AMD hosts (log fixtures written from ROCm/rccl 0cbce2a7 print statements, amd-smi
-fixtures from ROCm/amdsmi rocm-6.2.2)."""
+fixtures from ROCm/amdsmi amd-staging 0ceca28)."""
 
 from __future__ import annotations
 
