@@ -7,12 +7,16 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ccltune import collectives
+from ccltune.cli import main
+from ccltune.store import Store
 from ccltune.sizes import size_series
-from dist_helpers import ROW_FIELDS, bench_many, only_run
+from dist_helpers import ROW_FIELDS, bench_cmd, bench_many, only_run
 
 ALL = list(collectives.REGISTRY)
 SIZES = ["-b", "8", "-e", "4K", "-f", "8"]
@@ -233,3 +237,40 @@ def test_a_reader_that_goes_stops_the_table_not_the_run(tmp_path):
     assert first[0].startswith(b"# nccl-tests version") and "Traceback" not in err and "BrokenPipe" not in err
     run, rows = only_run(db)
     assert run.status == "complete" and len(rows) == 2 * 14
+
+
+# nccl-tests' ar-step capture's flags (-R 1 left out: gloo registers nothing), with -g 2: 2 processes
+STEP = ["all_reduce", "-g", "2", "-b", "1.5M", "-e", "6M", "-i", "1M", "-f", "1", "-u", "4", "-w", "1"]
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests"
+
+
+@pytest.fixture(scope="module")
+def step_run(tmp_path_factory):
+    """One gloo bench of STEP with -J: (stdout, the table's file, the -J file, the database)."""
+    tmp = tmp_path_factory.mktemp("step")
+    db, ncclt = tmp / "s.db", tmp / "ncclt.json"
+    proc = subprocess.run(bench_cmd(*STEP, "--timeout", "60", "-J", str(ncclt), "--db", str(db)), cwd=tmp,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    out = tmp / "table.txt"
+    out.write_text(proc.stdout)
+    return proc.stdout, out, ncclt, db
+
+
+def _import(path: Path, db: Path) -> tuple[Any, list[Any]]:
+    assert main(["import", "nccl-tests", str(path), "--db", str(db)]) == 0
+    with Store(db, create=False) as st:
+        run = st.runs()[-1]
+        return run, st.measurements(run.id)
+
+
+def test_minus_g_2_prints_the_shape_that_imports_back_as_2_ranks(step_run, tmp_path, capsys):
+    stdout, table_file, ncclt, db = step_run
+    assert re.search(r"^# ccltune: .*-t 1 -g 2: 2 processes per node, one GPU each", stdout, re.M)
+    assert "# nThread 1 nGpus 1 " in stdout and len(re.findall(r"^#  Rank  \d Group", stdout, re.M)) == 2
+    assert json.loads(ncclt.read_text())["config"]["ngpus"] == 1
+    run, stored = only_run(db)
+    assert run.world_size == 2 and {m.n_ranks for m in stored} == {2}
+    for path in (table_file, ncclt):
+        back, rows = _import(path, tmp_path / "i.db")
+        assert back.world_size == 2 and {m.n_ranks for m in rows} == {2}, path

@@ -50,6 +50,27 @@ def test_minus_t_minus_g_map_to_processes_with_a_note():
         bench_options.check(_parse("-g", "4", "--nproc", "2"), "nccl")
 
 
+def _under_torchrun(monkeypatch, local: int, world: int) -> None:
+    for k, v in {"RANK": "0", "WORLD_SIZE": str(world), "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": str(local),
+                 "TORCHELASTIC_RUN_ID": "x", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}.items():
+        monkeypatch.setenv(k, v)
+
+
+def test_minus_g_under_a_launcher_must_match_its_processes_per_node(monkeypatch):
+    """Under torchrun -g cannot start processes: -g 4 on a node of 2 would print '4 processes per node'
+    over a job of 2, so it is refused; -g 2 there says what the launcher did, with the note."""
+    _under_torchrun(monkeypatch, local=2, world=4)
+    with pytest.raises(UsageError, match="-t 1 -g 4 means 4 processes per node, but the torchrun launcher started 2"):
+        bench_options.check(_parse("-g", "4"), "gloo")
+    with pytest.raises(UsageError, match="-t 2 -g 2 means 4"):
+        bench_options.check(_parse("-g", "2", "-t", "2"), "gloo")
+    args = _parse("-g", "2")
+    note = "one GPU per process; the torchrun launcher started 2 per node"
+    assert bench_options.check(args, "gloo") == [f"-t 1 -g 2: {note}"]
+    assert args.nproc is None  # the launcher's job, untouched
+    assert bench_options.check(_parse("-g", "1"), "gloo") == [f"-t 1 -g 1: {note}"]  # mpirun -np N -g 1
+
+
 def test_timeout_average_root_codes_and_strtol_integers():
     assert _parse("-T", "7").timeout == 7.0
     assert [bench_options.average(c) for c in "0123"] == ["rank0", "avg", "min", "max"]

@@ -237,7 +237,7 @@ class _Printer:
             program=output.program(coll.name), min_bytes=p.sizes[0], max_bytes=p.sizes[-1], step_factor=factor,
             step_bytes=parse_size(a.stepbytes, "-i/--stepbytes"), warmup=p.warmup, iters=p.iters,
             agg_iters=a.agg_iters, check=a.check, graph=p.graph, unalign=a.unalign,
-            threads=a.nthreads or 1, gpus=a.ngpus or 1, parallel_init=bool(a.parallel_init),
+            threads=1, gpus=1, parallel_init=bool(a.parallel_init),  # one GPU a process: -t/-g are in the note
             blocking=p.blocking, per_iter=p.per_iter, per_iter_skip=p.per_iter_skip,
             nccl_code=_version_code(self.env.get("nccl_version")),
             tool=f"ccltune={__version__} engine={self.engine}", devices=self.devices, notes=self.extra)

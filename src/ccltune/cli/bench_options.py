@@ -12,7 +12,7 @@ import argparse
 import os
 from typing import Any
 
-from ccltune import groups
+from ccltune import dist, groups
 from ccltune.errors import UsageError
 from ccltune.measure.point import AVERAGES
 
@@ -147,15 +147,7 @@ def check(args: argparse.Namespace, engine: str) -> list[str]:
     -R 2 to --symmetric, -T to the timeout); return the note rows. ``args`` is updated in place."""
     notes: list[str] = []
     if args.nthreads is not None or args.ngpus is not None:
-        t, g = args.nthreads or 1, args.ngpus or 1
-        if t < 1 or g < 1:
-            raise UsageError(f"-t/--nthreads and -g/--ngpus must be >= 1, got -t {t} -g {g}")
-        if args.nproc is not None and args.nproc != t * g:
-            raise UsageError(f"-t {t} -g {g} means {t * g} processes per node, but --nproc is {args.nproc}")
-        if args.nproc is None and t * g > 1:
-            args.nproc = t * g
-        notes.append(f"-t {t} -g {g}: {t * g} process{'es' if t * g > 1 else ''} per node, one GPU each"
-                     " (ccltune runs one process per GPU)")
+        notes.append(_threads_gpus(args))
     notes += _schedule(args, engine)
     for flag, value, off in (("-y/--stream_null", args.stream_null, 0), ("-M/--memory", args.memory, 0),
                              ("-x/--cta_policy", args.cta_policy, None), ("-R/--local_register", args.local_register, 0)):
@@ -187,6 +179,29 @@ def check(args: argparse.Namespace, engine: str) -> list[str]:
             raise UsageError(f"NCCL_TESTS_DEVICE must be a GPU index (>= 0), got {device!r}")
         notes.append(f"NCCL_TESTS_DEVICE={device.strip()}: local process i uses GPU {device.strip()} + i")
     return notes
+
+
+def _threads_gpus(args: argparse.Namespace) -> str:
+    """-t N -g M: N*M processes per node (``args.nproc``), said in a note row; the header then says
+    nThread 1 nGpus 1, each process's shape, so that its rank lines add up. Under a launcher, which
+    has already started the processes, t*g > 1 must be its processes per node."""
+    t, g = args.nthreads or 1, args.ngpus or 1
+    if t < 1 or g < 1:
+        raise UsageError(f"-t/--nthreads and -g/--ngpus must be >= 1, got -t {t} -g {g}")
+    if args.nproc is not None and args.nproc != t * g:
+        raise UsageError(f"-t {t} -g {g} means {t * g} processes per node, but --nproc is {args.nproc}")
+    info = dist.launch_info()
+    if info.launcher == "single":
+        if args.nproc is None and t * g > 1:
+            args.nproc = t * g
+    elif t * g > 1 and t * g != info.local_world_size:
+        raise UsageError(f"-t {t} -g {g} means {t * g} processes per node, but the {info.launcher} launcher "
+                         f"started {info.local_world_size} on this node")
+    if info.launcher == "single" or os.environ.get("CCLTUNE_COMMAND"):  # ccltune starts (or started) them
+        return (f"-t {t} -g {g}: {t * g} process{'es' if t * g > 1 else ''} per node, one GPU each"
+                " (ccltune runs one process per GPU)")
+    return (f"-t {t} -g {g}: one GPU per process; the {info.launcher} launcher started {info.local_world_size}"
+            " per node")
 
 
 def _schedule(args: argparse.Namespace, engine: str) -> list[str]:
