@@ -274,3 +274,16 @@ def test_minus_g_2_prints_the_shape_that_imports_back_as_2_ranks(step_run, tmp_p
     for path in (table_file, ncclt):
         back, rows = _import(path, tmp_path / "i.db")
         assert back.world_size == 2 and {m.n_ranks for m in rows} == {2}, path
+
+
+def test_the_shape_line_is_nccl_tests_own_for_the_same_flags(step_run):
+    """maxBytes is -e (6M), as nccl-tests prints it, not the last size run (5.5M): the whole line equals
+    the real nccl-tests 2.19.6 capture's for these flags."""
+    shape = [line for line in step_run[0].splitlines() if line.startswith("# nThread")]
+    real = [line for line in (FIXTURES / "v2.19.6" / "ar-step-v2.19.6.txt").read_text().splitlines()
+            if line.startswith("# nThread")]
+    assert shape == real == ["# nThread 1 nGpus 1 minBytes 1572864 maxBytes 6291456 step: 1048576(bytes) warmup iters:"
+                             " 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 4"]
+    doc = json.loads(step_run[2].read_text())
+    assert (doc["config"]["minimum_bytes"], doc["config"]["maximum_bytes"]) == (1572864, 6291456)
+    assert [r["size"] for r in doc["results"]][-1] == 5767168

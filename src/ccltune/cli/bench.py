@@ -234,7 +234,7 @@ class _Printer:
         p, a = self.plan, self.args
         factor = int(a.stepfactor) if a.stepfactor > 1 else 1
         return output.Header(
-            program=output.program(coll.name), min_bytes=p.sizes[0], max_bytes=p.sizes[-1], step_factor=factor,
+            program=output.program(coll.name), min_bytes=p.sizes[0], max_bytes=p.max_bytes, step_factor=factor,
             step_bytes=parse_size(a.stepbytes, "-i/--stepbytes"), warmup=p.warmup, iters=p.iters,
             agg_iters=a.agg_iters, check=a.check, graph=p.graph, unalign=a.unalign,
             threads=1, gpus=1, parallel_init=bool(a.parallel_init),  # one GPU a process: -t/-g are in the note
