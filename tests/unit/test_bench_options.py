@@ -189,3 +189,30 @@ def test_all_loops_every_datatype_op_and_root_in_nccl_tests_order():
                                                                             ("uint8", 0)]
     assert len(variants(plan, sr, 4)) == 72 and len(variants(plan, ag, 4)) == 12  # sendrecv prints its op
     assert bench_options.root("all") is None and bench_options.root("ALL") is None
+
+
+def _bench_plan(*argv: str):
+    from ccltune.cli import bench, build_parser
+
+    args = build_parser().parse_args(["bench", "all_reduce", *argv])
+    note = bench_options.ncclt_defaults(args)
+    return note, bench._plan(args)
+
+
+def test_ncclt_defaults_fill_only_what_the_command_line_omits(monkeypatch):
+    monkeypatch.delenv(bench_options.NCCLT_DEFAULTS_ENV, raising=False)
+    note, plan = _bench_plan()
+    assert note is None and plan.sizes[0] == 8 and plan.warmup == 5  # ccltune's own defaults
+    note, plan = _bench_plan("--ncclt-defaults")
+    assert (plan.sizes, plan.warmup, plan.max_bytes) == ([32 << 20], 1, 32 << 20)  # nccl-tests': one size, 32M
+    assert note == "nccl-tests' defaults: -b 32M, -e 32M, -f 1, -w 1"
+    # a flag given keeps its value, even one equal to ccltune's default
+    monkeypatch.setenv(bench_options.NCCLT_DEFAULTS_ENV, "1")
+    note, plan = _bench_plan("-b", "8M", "-w", "5", "-f", "2")
+    assert (plan.sizes, plan.warmup) == ([8 << 20, 16 << 20, 32 << 20], 5)
+    assert note == "nccl-tests' defaults: -e 32M"
+    monkeypatch.setenv(bench_options.NCCLT_DEFAULTS_ENV, "0")
+    assert _bench_plan()[0] is None
+    monkeypatch.setenv(bench_options.NCCLT_DEFAULTS_ENV, "yes")
+    with pytest.raises(UsageError, match="CCLTUNE_NCCLT_DEFAULTS must be 1 \\(on\\) or 0 \\(off\\), got 'yes'"):
+        _bench_plan()

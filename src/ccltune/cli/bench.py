@@ -73,9 +73,10 @@ def _plan(args: argparse.Namespace) -> bench.BenchPlan:
 
 def main(args: argparse.Namespace) -> int:
     argv = args._argv
+    defaults = bench_options.ncclt_defaults(args)
     plan = _plan(args)
     engine_name, note = _common.resolve_engine(args)
-    rows_notes = bench_options.check(args, engine_name)
+    rows_notes = ([defaults] if defaults else []) + bench_options.check(args, engine_name)
     plan.agg, plan.blocking, plan.unalign = args.agg_iters, args.blocking, args.unalign
     plan.per_iter, plan.per_iter_skip = bool(args.per_iter_timing), args.per_iter_skip
     plan.cputime, plan.memory = bool(args.report_cputime), bool(args.memory)

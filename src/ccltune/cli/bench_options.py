@@ -30,8 +30,44 @@ def _int(flag: str):
     return parse
 
 
+class _Str(str):
+    """A string default argparse kept: the flag was omitted (``ncclt_defaults`` may replace it)."""
+
+
+class _Int(int):
+    """An integer default argparse kept: the flag was omitted."""
+
+
+# The options whose default differs from nccl-tests 2.19.6's (src/common.cu: minBytes, maxBytes,
+# stepFactor, warmup_iters): dest -> (flag, ccltune's default, nccl-tests'). ccltune's defaults visit
+# a whole series; nccl-tests' one size, 32 MB.
+NCCLT_DEFAULTS = {"minbytes": ("-b", _Str("8"), "32M"), "maxbytes": ("-e", _Str("32M"), "32M"),
+                  "stepfactor": ("-f", _Int(2), 1), "warmup_iters": ("-w", _Int(5), 1)}
+NCCLT_DEFAULTS_ENV = "CCLTUNE_NCCLT_DEFAULTS"
+
+
+def ncclt_defaults(args: argparse.Namespace) -> str | None:
+    """--ncclt-defaults (or CCLTUNE_NCCLT_DEFAULTS=1): every option of NCCLT_DEFAULTS the command line
+    omitted takes nccl-tests' default, so a command line taken from nccl-tests runs the sizes nccl-tests
+    runs. Returns the note row (None when off)."""
+    env = os.environ.get(NCCLT_DEFAULTS_ENV, "").strip()
+    if env not in ("", "0", "1"):
+        raise UsageError(f"{NCCLT_DEFAULTS_ENV} must be 1 (on) or 0 (off), got {env!r}")
+    if not (getattr(args, "ncclt_defaults", False) or env == "1"):
+        return None
+    taken = []
+    for dest, (flag, _, theirs) in NCCLT_DEFAULTS.items():
+        if isinstance(getattr(args, dest), (_Str, _Int)):
+            setattr(args, dest, theirs)
+            taken.append(f"{flag} {theirs}")
+    return "nccl-tests' defaults: " + (", ".join(taken) if taken else "none needed (every such flag given)")
+
+
 EPILOG = (
-    "nccl-tests 2.19.6 compatibility: -d/-o/-r all loop inside one run (datatypes, then ops, then roots, "
+    "nccl-tests 2.19.6 compatibility: ccltune's defaults differ from nccl-tests' in -b (8; nccl-tests 32M), "
+    f"-f (2; nccl-tests 1) and -w (5; nccl-tests 1): --ncclt-defaults or {NCCLT_DEFAULTS_ENV}=1 (for runbooks) "
+    "gives every one of them the command line omits nccl-tests' value, so a nccl-tests command line runs "
+    "nccl-tests' sizes (--timeout stays ccltune's: nccl-tests' -T 0 waits forever on a hung rank). -d/-o/-r all loop inside one run (datatypes, then ops, then roots, "
     "as each *_perf program does); -N repeats the size loop; -c N checks N times; -J writes nccl-tests' JSON "
     "byte for byte; NCCL_TESTS_MIN_BW fails the run with exit status 7 (nccl-tests' testNumResults). "
     "mulsum runs on the nccl engine only (gloo and torch waive it); f8e4m3/f8e5m2 need NCCL >= 2.24 and an "
@@ -57,15 +93,21 @@ def register(p: argparse.ArgumentParser) -> None:
     a("-t", "--nthreads", type=_int("-t/--nthreads"), default=None, metavar="N",
       help="threads per process; ccltune runs one process per GPU: -t N x -g M = N*M processes per node")
     a("-g", "--ngpus", type=_int("-g/--ngpus"), default=None, metavar="N", help="GPUs per thread (as -t)")
-    a("-b", "--minbytes", default="8", help="smallest size (K/M/G suffixes, fractions allowed: 1.5M)")
-    a("-e", "--maxbytes", default="32M", help="largest size")
+    theirs = " (nccl-tests: %s, --ncclt-defaults)"
+    a("-b", "--minbytes", default=NCCLT_DEFAULTS["minbytes"][1],
+      help="smallest size (K/M/G suffixes, fractions allowed: 1.5M)" + theirs % NCCLT_DEFAULTS["minbytes"][2])
+    a("-e", "--maxbytes", default=NCCLT_DEFAULTS["maxbytes"][1], help="largest size")
     a("-i", "--stepbytes", default="1M", help="add this many bytes when -f is 0 or 1 (a series holds at most 10000 sizes)")
-    a("-f", "--stepfactor", type=float, default=2, help="multiply the size by this (>= 2); 0 or 1: step by -i")
+    a("-f", "--stepfactor", type=float, default=NCCLT_DEFAULTS["stepfactor"][1],
+      help="multiply the size by this (>= 2); 0 or 1: step by -i" + theirs % NCCLT_DEFAULTS["stepfactor"][2])
     a("-n", "--iters", type=_int("-n/--iters"), default=20, help="timed calls per size")
     a("-m", "--agg_iters", type=_int("-m/--agg_iters"), default=1, help="calls aggregated per timed iteration")
-    a("-w", "--warmup_iters", type=_int("-w/--warmup_iters"), default=5,
+    a("-w", "--warmup_iters", type=_int("-w/--warmup_iters"), default=NCCLT_DEFAULTS["warmup_iters"][1],
       help="untimed calls right before each size is timed (and with the series warm-up modes, also at "
-           "every size before the first is timed)")
+           "every size before the first is timed)" + theirs % NCCLT_DEFAULTS["warmup_iters"][2])
+    p.add_argument("--ncclt-defaults", action="store_true",
+      help=f"nccl-tests' defaults for the nccl-tests options the command line omits (-b 32M -e 32M -f 1 -w 1; "
+           f"also {NCCLT_DEFAULTS_ENV}=1)")
     a("-N", "--run_cycles", type=_int("-N/--run_cycles"), default=1,
       help="run and print the size loop this many times (rows again, one header and footer)")
     a("-p", "--parallel_init", type=_int("-p/--parallel_init"), default=0, choices=(0, 1),
