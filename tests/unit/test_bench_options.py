@@ -84,7 +84,7 @@ def test_timeout_average_root_codes_and_strtol_integers():
     (["-m", "4"], "torch", "-m/--agg_iters 4: the torch engine issues each collective on its own"),
     (["-m", "4"], "gloo", "-m/--agg_iters 4: the gloo engine has no group calls"),
     (["-m", "0"], "nccl", "-m/--agg_iters must be >= 1, got 0"),
-    (["-N", "0"], "torch", "-N/--run_cycles must be >= 1, got 0"),
+    (["-N", "-1"], "torch", "-N/--run_cycles must be >= 0 (0: until interrupted), got -1"),
     (["-z", "1", "-G", "2"], "nccl", "-z 1 with -G 2: a stream being captured"),
     (["-y", "1"], "gloo", "-y/--stream_null 1: the gloo engine runs on the CPU"),
     (["-y", "1", "-G", "1"], "nccl", "-y 1 with -G 1: CUDA cannot capture the legacy NULL stream"),
@@ -216,3 +216,19 @@ def test_ncclt_defaults_fill_only_what_the_command_line_omits(monkeypatch):
     monkeypatch.setenv(bench_options.NCCLT_DEFAULTS_ENV, "yes")
     with pytest.raises(UsageError, match="CCLTUNE_NCCLT_DEFAULTS must be 1 \\(on\\) or 0 \\(off\\), got 'yes'"):
         _bench_plan()
+
+
+def test_values_nccl_tests_gives_a_meaning_are_taken_with_it():
+    """-T 0: no timeout (nccl-tests' default); -N 0: until interrupted; -f by strtol, as -n and the others."""
+    args = _parse("-T", "0", "-N", "0")
+    assert args.timeout == bench_options.NO_TIMEOUT_S and args.run_cycles == 0
+    assert bench_options.check(args, "gloo") == [
+        "-N 0: the size loop runs until interrupted (Ctrl-C keeps every row)",
+        "-T 0: no time limit, as nccl-tests (a hung rank is waited for up to a year)"]
+    assert _parse("-T", "0x10").timeout == 16.0 and _parse("-f", "0x4").stepfactor == 4
+    assert _parse("--stepfactor=010").stepfactor == 8  # strtol base 0: a leading 0 is octal
+    for flag, value in (("-f", "1.5"), ("-f", "2x"), ("-T", "1.5"), ("-T", "-1")):
+        with pytest.raises(argparse.ArgumentError, match=repr(value)):
+            _parse(flag, value)
+    with pytest.raises(UsageError, match="-N/--run_cycles must be >= 0 \\(0: until interrupted\\), got -1"):
+        bench_options.check(_parse("-N", "-1"), "gloo")

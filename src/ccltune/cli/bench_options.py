@@ -24,7 +24,8 @@ def _int(flag: str):
     """An integer as strtol(optarg, NULL, 0) reads it (0x.. and 0.. prefixes), named in errors."""
     def parse(text: str) -> int:
         try:
-            return int(text, 0)
+            octal = text.strip().lstrip("+-")[:1] == "0" and text.strip().lstrip("+-")[1:2].isdigit()
+            return int(text, 8) if octal else int(text, 0)  # strtol base 0: '010' is 8
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag}: {text!r} is not an integer") from None
     return parse
@@ -63,13 +64,24 @@ def ncclt_defaults(args: argparse.Namespace) -> str | None:
     return "nccl-tests' defaults: " + (", ".join(taken) if taken else "none needed (every such flag given)")
 
 
+NO_TIMEOUT_S = 365 * 24 * 3600.0  # -T 0: nccl-tests' "no timeout"; a process group needs a finite one
+
+
+def _timeout(text: str) -> float:
+    """-T: whole seconds as strtol reads them; 0 is nccl-tests' "no timeout"."""
+    seconds = _int("-T/--timeout")(text)
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"-T/--timeout: must be >= 0 seconds (0: no limit), got {text!r}")
+    return float(seconds) if seconds else NO_TIMEOUT_S
+
+
 EPILOG = (
     "nccl-tests 2.19.6 compatibility: ccltune's defaults differ from nccl-tests' in -b (8; nccl-tests 32M), "
     f"-f (2; nccl-tests 1) and -w (5; nccl-tests 1): --ncclt-defaults or {NCCLT_DEFAULTS_ENV}=1 (for runbooks) "
     "gives every one of them the command line omits nccl-tests' value, so a nccl-tests command line runs "
     "nccl-tests' sizes (--timeout stays ccltune's: nccl-tests' -T 0 waits forever on a hung rank). -d/-o/-r all loop inside one run (datatypes, then ops, then roots, "
     "as each *_perf program does); -N repeats the size loop; -c N checks N times; -J writes nccl-tests' JSON "
-    "byte for byte; NCCL_TESTS_MIN_BW fails the run with exit status 7 (nccl-tests' testNumResults). "
+    "byte for byte; -T 0 means no time limit and -N 0 runs until interrupted, as in nccl-tests; NCCL_TESTS_MIN_BW fails the run with exit status 7 (nccl-tests' testNumResults). "
     "mulsum runs on the nccl engine only (gloo and torch waive it); f8e4m3/f8e5m2 need NCCL >= 2.24 and an "
     "sm_90+ GPU (rows elsewhere are WAIVED, naming why). -m N (N calls in one NCCL group per iteration), "
     "-x (ncclConfig_t.CTAPolicy) and -R 1 (ncclCommRegister) need --engine nccl; -y 1 and -M 1 a GPU engine; "
@@ -98,7 +110,7 @@ def register(p: argparse.ArgumentParser) -> None:
       help="smallest size (K/M/G suffixes, fractions allowed: 1.5M)" + theirs % NCCLT_DEFAULTS["minbytes"][2])
     a("-e", "--maxbytes", default=NCCLT_DEFAULTS["maxbytes"][1], help="largest size")
     a("-i", "--stepbytes", default="1M", help="add this many bytes when -f is 0 or 1 (a series holds at most 10000 sizes)")
-    a("-f", "--stepfactor", type=float, default=NCCLT_DEFAULTS["stepfactor"][1],
+    a("-f", "--stepfactor", type=_int("-f/--stepfactor"), default=NCCLT_DEFAULTS["stepfactor"][1],
       help="multiply the size by this (>= 2); 0 or 1: step by -i" + theirs % NCCLT_DEFAULTS["stepfactor"][2])
     a("-n", "--iters", type=_int("-n/--iters"), default=20, help="timed calls per size")
     a("-m", "--agg_iters", type=_int("-m/--agg_iters"), default=1, help="calls aggregated per timed iteration")
@@ -109,7 +121,8 @@ def register(p: argparse.ArgumentParser) -> None:
       help=f"nccl-tests' defaults for the nccl-tests options the command line omits (-b 32M -e 32M -f 1 -w 1; "
            f"also {NCCLT_DEFAULTS_ENV}=1)")
     a("-N", "--run_cycles", type=_int("-N/--run_cycles"), default=1,
-      help="run and print the size loop this many times (rows again, one header and footer)")
+      help="run and print the size loop this many times (rows again, one header and footer); 0: until "
+           "interrupted (Ctrl-C keeps every row)")
     a("-p", "--parallel_init", type=_int("-p/--parallel_init"), default=0, choices=(0, 1),
       help="communicators created concurrently (ccltune's processes always do)")
     a("-c", "--check", type=_int("-c/--check"), default=1,
@@ -122,8 +135,9 @@ def register(p: argparse.ArgumentParser) -> None:
       help="0: no wait between calls; 1, 2, 3: nccl-tests' blocking modes")
     a("-y", "--stream_null", type=_int("-y/--stream_null"), default=0, choices=(0, 1),
       help="1: launch on the NULL stream")
-    a("-T", dest="timeout", type=float, default=argparse.SUPPRESS, metavar="S",
-      help="as --timeout: seconds before a stuck collective or a dead peer fails the run")
+    a("-T", dest="timeout", type=_timeout, default=argparse.SUPPRESS, metavar="S",
+      help="as --timeout: seconds before a stuck collective or a dead peer fails the run; 0: no limit, as "
+           "nccl-tests (ccltune then waits up to a year)")
     a("-G", "--cudagraph", type=_int("-G/--cudagraph"), default=0, metavar="N",
       help="capture the timed calls in a CUDA graph and launch it N times (0: eager; the nccl engine "
            "then issues them from C, one Python call per series)")
@@ -207,8 +221,12 @@ def check(args: argparse.Namespace, engine: str) -> list[str]:
         if engine != "nccl":
             raise _refuse("-R/--local_register", 2, engine, "has no symmetric windows (use --engine nccl)")
         args.symmetric = True
-    if args.run_cycles < 1:  # nccl-tests' do {} while (--repeat) would run 0 "forever": refused
-        raise UsageError(f"-N/--run_cycles must be >= 1, got {args.run_cycles}")
+    if args.run_cycles < 0:  # nccl-tests' do {} while (--repeat): 0 runs until stopped, as here
+        raise UsageError(f"-N/--run_cycles must be >= 0 (0: until interrupted), got {args.run_cycles}")
+    if args.run_cycles == 0:
+        notes.append("-N 0: the size loop runs until interrupted (Ctrl-C keeps every row)")
+    if args.timeout == NO_TIMEOUT_S:
+        notes.append("-T 0: no time limit, as nccl-tests (a hung rank is waited for up to a year)")
     if args.check < 0:
         raise UsageError(f"-c/--check must be >= 0, got {args.check}")
     if args.parallel_init:
