@@ -29,6 +29,9 @@ def register(sub: Any) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("collective", nargs="+", metavar="COLLECTIVE", help="collective(s), comma or space separated, or 'all'")
     bench_options.register(p)
+    p.add_argument("--ncclt-defaults", action="store_true",
+                   help="nccl-tests' defaults for the nccl-tests options the command line omits (-b 32M -e 32M "
+                        f"-f 1 -w 1; also {bench_options.NCCLT_DEFAULTS_ENV}=1)")
     p.add_argument("--warmup-mode", choices=bench.WARMUP_MODES, default="point",
                    help="point: the -w calls at each size right before it is timed, timing after the graph's "
                         "first launch; series: also, as nccl-tests 2.19 does, -w calls at every size from -b to -e "

@@ -117,9 +117,6 @@ def register(p: argparse.ArgumentParser) -> None:
     a("-w", "--warmup_iters", type=_int("-w/--warmup_iters"), default=NCCLT_DEFAULTS["warmup_iters"][1],
       help="untimed calls right before each size is timed (and with the series warm-up modes, also at "
            "every size before the first is timed)" + theirs % NCCLT_DEFAULTS["warmup_iters"][2])
-    p.add_argument("--ncclt-defaults", action="store_true",
-      help=f"nccl-tests' defaults for the nccl-tests options the command line omits (-b 32M -e 32M -f 1 -w 1; "
-           f"also {NCCLT_DEFAULTS_ENV}=1)")
     a("-N", "--run_cycles", type=_int("-N/--run_cycles"), default=1,
       help="run and print the size loop this many times (rows again, one header and footer); 0: until "
            "interrupted (Ctrl-C keeps every row)")
