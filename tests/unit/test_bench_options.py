@@ -232,3 +232,22 @@ def test_values_nccl_tests_gives_a_meaning_are_taken_with_it():
             _parse(flag, value)
     with pytest.raises(UsageError, match="-N/--run_cycles must be >= 0 \\(0: until interrupted\\), got -1"):
         bench_options.check(_parse("-N", "-1"), "gloo")
+
+
+def test_rank_lines_name_the_gpu_the_engine_uses_under_nccl_tests_device(monkeypatch):
+    """NCCL_TESTS_DEVICE=2, local rank 1: the engine opens GPU 3 (device_index), and so says the rank line."""
+    from types import SimpleNamespace
+
+    from ccltune.cli.bench import _devices
+
+    ctx = SimpleNamespace(world_size=1, rank=0, host_of=lambda r: "node")
+    gpus = [{"name": f"GPU{i}", "pci_bus_id": f"0000:{i:02x}:00"} for i in range(4)]
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("NCCL_TESTS_DEVICE", "2")
+    [d] = _devices(ctx, {"gpus": gpus}, "nccl")
+    assert (d.device, d.bus_id, d.name) == (3, "0000:03:00", "GPU3")
+    monkeypatch.delenv("NCCL_TESTS_DEVICE")
+    [d] = _devices(ctx, {"gpus": gpus}, "torch")
+    assert (d.device, d.name) == (1, "GPU1")
+    [d] = _devices(ctx, {"gpus": []}, "gloo")
+    assert (d.device, d.name, d.bus_id) == (1, "cpu", "0000:00:00")

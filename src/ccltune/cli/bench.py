@@ -13,6 +13,7 @@ from typing import Any
 from ccltune import __version__, collectives, environment, groups, ncclt_json, output, datatypes
 from ccltune.cli import _common, bench_options
 from ccltune.commconfig import CommConfig
+from ccltune.engines.base import device_index
 from ccltune.errors import CheckFailed, MinBandwidthFailed, UsageError
 from ccltune.files import write_text
 from ccltune.measure import bench
@@ -155,13 +156,16 @@ def _version_code(version: str | None) -> int:
 
 
 def _devices(ctx: Any, env: dict[str, Any], engine: str) -> list[output.Device]:
-    """One '#  Rank' line per rank: every rank adds its Pid and local device index (one collective)."""
+    """One '#  Rank' line per rank: every rank adds its Pid and the device its engine uses (one collective):
+    the GPU ``device_index`` picks (NCCL_TESTS_DEVICE + local rank), on the CPU engine the local rank."""
     n = ctx.world_size
+    gpus = env.get("gpus") or []
     local = int(os.environ.get("LOCAL_RANK", "0"))
+    if gpus and engine != "gloo":
+        local = device_index(local, len(gpus))
     mine = [0.0] * (2 * n)
     mine[ctx.rank], mine[n + ctx.rank] = float(os.getpid()), float(local)
     both = ctx.allreduce_floats(mine, "sum", "the device list") if n > 1 else mine
-    gpus = env.get("gpus") or []
     colors = (env.get("groups") or {}).get("colors") or [0] * n  # nccl-tests prints each rank's color
     out = []
     for r in range(n):
