@@ -284,6 +284,10 @@ def test_the_shape_line_is_nccl_tests_own_for_the_same_flags(step_run):
     shape = [line for line in step_run[0].splitlines() if line.startswith("# nThread")]
     real = [line for line in (FIXTURES / "v2.19.6" / "ar-step-v2.19.6.txt").read_text().splitlines()
             if line.startswith("# nThread")]
+    # jsonOutputInit's line comes first, as in the real capture made with -J
+    said = (FIXTURES / "v2.19.6" / "ar-json-v2.19.6.txt").read_text().splitlines()[0]
+    assert said.startswith("# Writing JSON output to ") and said.endswith("/ar-v2.19.6.json")
+    assert step_run[0].splitlines()[0] == f"# Writing JSON output to {step_run[2]}"
     assert shape == real == ["# nThread 1 nGpus 1 minBytes 1572864 maxBytes 6291456 step: 1048576(bytes) warmup iters:"
                              " 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 4"]
     doc = json.loads(step_run[2].read_text())

@@ -251,3 +251,18 @@ def test_rank_lines_name_the_gpu_the_engine_uses_under_nccl_tests_device(monkeyp
     assert (d.device, d.name) == (1, "GPU1")
     [d] = _devices(ctx, {"gpus": []}, "gloo")
     assert (d.device, d.name, d.bus_id) == (1, "cpu", "0000:00:00")
+
+
+def test_minus_j_names_a_json_file_and_never_replaces_one(tmp_path):
+    """nccl-tests' classifyOutputFile (the suffix after the last '/', any case) and jsonOutputInit's
+    probe: FILE, else FILE.0, FILE.1, ..."""
+    assert all(bench_options.json_suffix(p) for p in ("r.json", "a/b.JSON", "x.y.json"))
+    assert not any(bench_options.json_suffix(p) for p in ("r.txt", "json", "a.json/r", "r.json.", "r.jsonl"))
+    with pytest.raises(UsageError, match="-J/--output_file 'r.txt': nccl-tests infers the output's type from the suffix"):
+        bench_options.check(_parse("-J", "r.txt"), "gloo")
+    f = tmp_path / "r.json"
+    assert bench_options.free_path(str(f)) == str(f)
+    f.write_text("{}")
+    assert bench_options.free_path(str(f)) == f"{f}.0"
+    (tmp_path / "r.json.0").write_text("{}")
+    assert bench_options.free_path(str(f)) == f"{f}.1"

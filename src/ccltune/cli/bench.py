@@ -143,7 +143,7 @@ def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note
     return 0
 
 
-_JSON_ENV = ("NCCL_", "CUDA_", "CCLTUNE_", "TORCH_NCCL_")  # -J's "env": these, not every variable
+_JSON_ENV = ("NCCL_", "CUDA_", "CCLTUNE_", "TORCH_NCCL_")  # -J's "env": these only, never secrets (bench_options.EPILOG)
 
 
 def _version_code(version: str | None) -> int:
@@ -206,6 +206,7 @@ class _Printer:
         self.failed: list[str] = []  # NCCL_TESTS_MIN_BW verdicts
         self.memory = bench.MemoryReport() if plan.memory else None  # -M 1, filled by bench.run
         self.started = ""
+        self.json_path = ""  # -J: where this collective's JSON goes (bench_options.free_path)
         self.progress = None
         self.task = None
         if enabled and sys.stderr.isatty():
@@ -252,9 +253,7 @@ class _Printer:
 
     def write_json(self, coll: Any, rows: list[Measurement], min_bw: float | None) -> None:
         """-J FILE: nccl-tests' JSON of this collective (FILE.<collective> when the run has several)."""
-        path = self.args.output_file
-        if len(self.plan.collectives) > 1:
-            path = f"{path}.{coll.name}"
+        path = self.json_path
         pairs = [(self.shown(a), self.shown(b)) for a, b in zip(rows[0::2], rows[1::2])]  # (out-of-place, in-place)
         stats = [(_stats(a), _stats(b)) for a, b in zip(rows[0::2], rows[1::2])] if self.plan.per_iter else None
         doc = ncclt_json.document(self.header(coll), pairs, argv=[output.program(coll.name), *self.args._argv[1:]],
@@ -272,6 +271,10 @@ class _Printer:
     def start(self, coll: Any) -> None:
         self.started = time.strftime(output.TIME_FORMAT)
         self.seen: set[str] = set()
+        if self.args.output_file and self.enabled:  # jsonOutputInit: the file chosen and said before the header
+            path = self.args.output_file + (f".{coll.name}" if len(self.plan.collectives) > 1 else "")
+            self.json_path = bench_options.free_path(path)
+            self._print(f"# Writing JSON output to {self.json_path}")
         for line in output.preamble(self.header(coll)) + output.header(
                 cputime=self.plan.cputime, timestamps=bool(self.args.report_timestamps), per_iter=self.plan.per_iter):
             self._print(line)

@@ -81,7 +81,10 @@ EPILOG = (
     "gives every one of them the command line omits nccl-tests' value, so a nccl-tests command line runs "
     "nccl-tests' sizes (--timeout stays ccltune's: nccl-tests' -T 0 waits forever on a hung rank). -d/-o/-r all loop inside one run (datatypes, then ops, then roots, "
     "as each *_perf program does); -N repeats the size loop; -c N checks N times; -J writes nccl-tests' JSON "
-    "byte for byte; -T 0 means no time limit and -N 0 runs until interrupted, as in nccl-tests; NCCL_TESTS_MIN_BW fails the run with exit status 7 (nccl-tests' testNumResults). "
+    "byte for byte (FILE must end in .json; an existing FILE is kept and FILE.0, FILE.1, ... written instead, as "
+    "nccl-tests does; its 'env' lists only NCCL_*, CUDA_*, CCLTUNE_* and TORCH_NCCL_* variables, where nccl-tests "
+    "dumps the whole environment: a -J file is shared with dashboards, and tokens and passwords in the "
+    "environment must not travel with it); -T 0 means no time limit and -N 0 runs until interrupted, as in nccl-tests; NCCL_TESTS_MIN_BW fails the run with exit status 7 (nccl-tests' testNumResults). "
     "mulsum runs on the nccl engine only (gloo and torch waive it); f8e4m3/f8e5m2 need NCCL >= 2.24 and an "
     "sm_90+ GPU (rows elsewhere are WAIVED, naming why). -m N (N calls in one NCCL group per iteration), "
     "-x (ncclConfig_t.CTAPolicy) and -R 1 (ncclCommRegister) need --engine nccl; -y 1 and -M 1 a GPU engine; "
@@ -226,6 +229,9 @@ def check(args: argparse.Namespace, engine: str) -> list[str]:
         notes.append("-T 0: no time limit, as nccl-tests (a hung rank is waited for up to a year)")
     if args.check < 0:
         raise UsageError(f"-c/--check must be >= 0, got {args.check}")
+    if args.output_file is not None and not json_suffix(args.output_file):
+        raise UsageError(f"-J/--output_file {args.output_file!r}: nccl-tests infers the output's type from the suffix "
+                         "and writes only JSON (it would write nothing here): name a FILE ending in .json")
     if args.parallel_init:
         notes.append("-p 1: each process creates its own communicator, concurrently")
     groups.from_env()  # a bad NCCL_TESTS_SPLIT(_MASK) fails here, naming the variable
@@ -259,6 +265,22 @@ def _threads_gpus(args: argparse.Namespace) -> str:
                 " (ccltune runs one process per GPU)")
     return (f"-t {t} -g {g}: one GPU per process; the {info.launcher} launcher started {info.local_world_size}"
             " per node")
+
+
+def json_suffix(path: str) -> bool:
+    """Whether -J's FILE ends in '.json' (any case) after its last '/', as nccl-tests' classifyOutputFile
+    infers the output's type (it writes nothing for any other suffix)."""
+    name = path.rsplit("/", 1)[-1]
+    return "." in name and name.rsplit(".", 1)[1].lower() == "json"
+
+
+def free_path(path: str) -> str:
+    """Where -J writes: FILE, or when it exists FILE.0, FILE.1, ... (the first that does not), as
+    nccl-tests' jsonOutputInit probes with fopen(..., "wx") and never replaces a file."""
+    candidate, n = path, 0
+    while os.path.lexists(candidate):
+        candidate, n = f"{path}.{n}", n + 1
+    return candidate
 
 
 def _schedule(args: argparse.Namespace, engine: str) -> list[str]:
