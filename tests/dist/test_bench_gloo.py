@@ -311,3 +311,23 @@ def test_minus_n_0_runs_until_ctrl_c_and_keeps_every_row(launcher, tmp_path):
     assert run.status == "interrupted" and len(rows) >= before and len(rows) == count_rows(db)
     assert f"ccltune: interrupted; {len(rows)} rows kept in {db} (run {run.id})" in err
     assert "-N 0: the size loop runs until interrupted" in out and out.count("# Collective test starting") == 1
+
+
+def test_own_table_imports_back_to_the_stored_rows(step_run, tmp_path):
+    """ccltune bench's table -> import nccl-tests: every stored field comes back (times and bandwidths
+    to the table's precision), the WAIVED cells with their status and reason from the note lines."""
+    from ccltune import output
+
+    _, table_file, _, db = step_run
+    _, stored = only_run(db)
+    _, back = _import(table_file, tmp_path / "i.db")
+    assert any(m.status == "waived" and m.note for m in stored)  # gloo: all_reduce has no out-of-place form
+    assert len(back) == len(stored)
+    widths = {"time_us": 7, "algbw_gbps": 6, "busbw_gbps": 6}
+    for mine, theirs in zip(stored, back):
+        a, b = mine.to_record(), theirs.to_record()
+        for key, width in widths.items():
+            if a[key] is not None:
+                a[key] = float(output.float_cell(a[key], width))
+        diff = {k: (a[k], b.get(k)) for k in a if a[k] != b.get(k)}
+        assert not diff, diff
