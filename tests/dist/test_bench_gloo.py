@@ -194,7 +194,8 @@ def test_nccl_tests_schedule_and_reports_on_gloo(warmup_modes):
             "iterations ") in lines
     assert any(line.startswith("#       size") and line.count("cputime") == 2 and line.count("i_cv%") == 2
                for line in lines)
-    assert "unalign: 3" in lines[2] and "iters: 4" in lines[2]
+    assert lines[0].startswith("# Writing JSON output to ")  # -J: said first, as nccl-tests does
+    assert "unalign: 3" in lines[3] and "iters: 4" in lines[3]
     rows = [line.split() for line in lines if line.strip() and not line.startswith("#")]
     assert len(rows) == 4 and all(len(r) == 9 + 8 for r in rows)  # all_reduce in place: 4 + 4 per-iteration cells
     assert all(r[12] == "0" and float(r[13]) <= float(r[14]) for r in rows)  # #wrong 0 on -u 3; i_min <= i_max
