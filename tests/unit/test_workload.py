@@ -68,17 +68,41 @@ def test_trace_and_log_of_one_process_agree() -> None:
     log, trace = _calls(importer.import_files([LOG])), _calls(importer.import_files([TRACE]))
     for key, n in trace.items():
         assert log[key] * 2 == n * 7, key
-    both = importer.import_files([LOG, TRACE])  # one rank each: the larger count per entry
-    assert _calls(both) == log
+    both = importer.import_files([LOG, TRACE], steps=7)  # one rank each: the larger count per entry
+    assert _calls(both) == log and both.steps == 7
+    assert both.steps_note == (f"steps: 7, from --steps (the files: {LOG}: steps not known (nccl-log); "
+                               f"{TRACE}: 2 steps (torch-trace))")
+
+
+def test_log_and_trace_of_other_spans_are_refused_without_steps(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The log counts the whole run (7 backward passes), the trace 2 profiled steps: merged as the
+    largest count per entry with the trace's 2 steps, every per-step figure was 3.5x too high."""
+    err = _import_fails(tmp_path, [LOG, TRACE_GZ], capsys)
+    assert "do not cover the same steps" in err and "--steps N" in err
+    assert f"{LOG}: steps not known (nccl-log)" in err and f"{TRACE_GZ}: 2 steps (torch-trace)" in err
+    # two traces of other lengths disagree too: the gzipped one cut to its first ProfilerStep
+    doc = json.loads(TRACE.read_text())
+    first = min(e["ts"] for e in doc["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#"))
+    doc["traceEvents"] = [e for e in doc["traceEvents"]
+                          if not str(e.get("name", "")).startswith("ProfilerStep#") or e["ts"] == first]
+    one = tmp_path / "one_step.json"
+    one.write_text(json.dumps(doc))
+    err = _import_fails(tmp_path, [TRACE, one], capsys)
+    assert f"{TRACE}: 2 steps" in err and f"{one}: 1 step (torch-trace)" in err
+    out = tmp_path / "w.json"
+    assert main(["workload", "import", str(LOG), str(TRACE_GZ), "--steps", "7", "--out", str(out)]) == 0
+    assert "# steps: 7, from --steps (the files:" in capsys.readouterr().out
+    assert json.loads(out.read_text())["steps"] == 7
 
 
 def test_cli_import_then_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "w.json"
-    assert main(["workload", "import", str(LOG), str(TRACE_GZ), "--out", str(out)]) == 0
+    assert main(["workload", "import", str(TRACE), str(TRACE_GZ), "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["schema"] == "ccltune-workload" and doc["version"] == 1 and doc["steps"] == 2
     wl = model.from_json(out.read_text(), str(out))
-    assert _calls(wl) == _calls(importer.import_files([LOG, TRACE_GZ]))
+    assert _calls(wl) == _calls(importer.import_files([TRACE, TRACE_GZ]))
     capsys.readouterr()
     assert main(["workload", "show", str(out)]) == 0
     text = capsys.readouterr().out
