@@ -13,7 +13,7 @@ import pytest
 from ccltune.cli import main
 from ccltune.errors import UsageError
 from ccltune.store import Measurement, Store
-from ccltune.workload import estimate, importer, model
+from ccltune.workload import estimate, importer, model, nccl_log
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "workload"
 LOG = FIX / "coll-ddp-1gpu.vm.4029.log"
@@ -196,6 +196,41 @@ def test_rank_died_mid_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     wl = model.from_json(out.read_text(), str(out))
     assert sum(e.calls for e in wl.entries) == 62  # every complete line stays
     assert wl.warnings and "dead.log:64" in wl.warnings[0]
+
+
+def test_glued_lines_of_two_processes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A shared stdout (coll-2proc-glued.log: real lines of two processes, cut and interleaved by
+    hand): a line cut mid-way with another process's line glued to it ('recvvm:4029:4042 ...')
+    must not invent a process 'recvvm:4029' nor lose the complete line; the cut one is skipped
+    with a warning naming the file and line. torchrun's '[rank1]:' tag starts a line."""
+    glued = FIX / "coll-2proc-glued.log"
+    wl = importer.import_files([glued])
+    assert sorted(s["rank"] for s in wl.sources) == ["vm:4029", "vm:4086"]
+    calls = {s["rank"]: s["calls"] for s in wl.sources}
+    assert calls == {"vm:4029": 11, "vm:4086": 9}  # every complete line; 4086's cut Broadcast skipped
+    assert len(wl.warnings) == 1 and wl.warnings[0].startswith(
+        f"{glued}:15: 2 NCCL COLL lines glued on one line (processes sharing one stream, one cut short): "
+        "counted the 1 complete one(s), skipped 1")
+    assert _calls(wl)[("all_reduce", "float", 115922944, 4 * 115922944)] == 1  # the glued, complete line
+    assert ("broadcast", "float", 39073792, 4 * 39073792) not in _calls(wl)   # the cut one
+    # the line whose process cannot be told (no line of its pid starts with a host) is skipped, said
+    alone = tmp_path / "alone.log"
+    alone.write_text("\n".join(glued.read_text().splitlines()[14:15]) + "\n")
+    out = tmp_path / "w.json"
+    assert main(["workload", "import", str(alone), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{alone}:1: 2 NCCL COLL lines glued" in err and "whose process cannot be told" in err
+
+
+@pytest.mark.parametrize("lead", ["", "[rank0]:", "[2026-11-23 20:30:01] ", "[1,0]<stdout>:", "0: ",
+                                  "2026-11-23T20:30:01.123 "])
+def test_line_prefixes_of_timestamps_and_launchers(lead: str) -> None:
+    """Real lines of the 1-GPU log behind what NCCL_DEBUG_TIMESTAMP_FORMAT or a launcher (torchrun
+    --tee, mpirun --tag-output, srun --label) puts before NCCL's prefix: every call counted, one rank."""
+    text = "".join(lead + line for line in LOG.read_text().splitlines(keepends=True))
+    records, warnings = nccl_log.parse(text, "x.log")
+    assert [r.rank_id for r in records] == ["vm:4029"] and not warnings
+    assert sum(records[0].calls.values()) == 63
 
 
 def test_workload_file_errors(tmp_path: Path) -> None:

@@ -76,5 +76,7 @@ def import_files(paths: Sequence[str | Path], steps: int | None = None) -> Workl
         records += recs
         warnings += warns
     if not any(r.calls for r in records):
-        raise UsageError(f"{', '.join(map(str, paths))}: no collective calls in them")
+        why = f" (skipped: {warnings[0]}" + (f"; and {len(warnings) - 1} more)" if len(warnings) > 1 else ")") \
+            if warnings else ""
+        raise UsageError(f"{', '.join(map(str, paths))}: no collective calls in them{why}")
     return merge(records, warnings, steps)
