@@ -233,6 +233,22 @@ def test_line_prefixes_of_timestamps_and_launchers(lead: str) -> None:
     assert sum(records[0].calls.values()) == 63
 
 
+P2P_LOG = FIX / "coll-p2p-2rank-from-source.log"
+
+
+def test_send_and_recv_are_one_sendrecv_call() -> None:
+    """NCCL prints a Send and a Recv line per exchange (P2P_LOG, written from NCCL 2.28.9's print
+    statement): counted as two calls, replay issued twice the traffic. One exchange is one call."""
+    wl = importer.import_files([P2P_LOG])
+    assert _calls(wl) == {("all_reduce", "float", 1048576, 4 << 20): 1, ("sendrecv", "float", 262144, 1 << 20): 3}
+    assert sorted(s["calls"] for s in wl.sources) == [4, 4]  # per rank: 1 all_reduce + 3 exchanges
+    assert wl.order == [(0, 0, 1), (1, 0, 3)]  # replay issues 3 exchanges, not 6
+    # a Send with no Recv of its size (a pipeline stage that only sends) is a call of its own
+    sends = "".join(line for line in P2P_LOG.read_text().splitlines(keepends=True) if "Recv:" not in line)
+    records, _ = nccl_log.parse(sends, "sends.log")
+    assert {r.rank_id: sum(r.calls.values()) for r in records} == {"vm:5101": 4, "vm:5102": 4}
+
+
 def test_workload_file_errors(tmp_path: Path) -> None:
     p = tmp_path / "w.json"
     p.write_text('{"schema": "ccltune-workload", "version": 1, "entries": [{"collective": "all_reduce"}]}')
