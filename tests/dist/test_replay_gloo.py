@@ -41,3 +41,19 @@ def test_replay_on_gloo_replays_the_default_and_lists_what_it_cannot(tmp_path):
     assert {(m.collective, m.size_bytes, m.dtype, m.config) for m in stored} == {
         ("all_reduce", 4096, "float", "default"), ("broadcast", 64, "int64", "default")}
     assert len(stored) == 6 and all(m.status == "ok" for m in stored)
+
+
+def test_replay_with_nothing_the_engine_can_run_says_why_and_stores_nothing(tmp_path):
+    """Entries that fit the launch but that the engine cannot issue (gloo has no FP8), found once the
+    job runs: each entry's reason printed, one error, and no empty 'complete' run in the database."""
+    wl = Workload([Entry(Key("all_reduce", 4096, 2, "f8e4m3", 4096), 3)], [], steps=1)
+    w = tmp_path / "w.json"
+    w.write_text(to_json(wl, {}))
+    db = tmp_path / "r.db"
+    proc = subprocess.run([sys.executable, "-m", "ccltune", "replay", str(w), "--engine", "gloo", "--nproc", "2",
+                           "--iters", "2", "--db", str(db)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "# note: all_reduce 4096 B: not replayed (the gloo engine has no f8e4m3" in proc.stdout
+    assert "nothing this launch (the gloo engine, 2 processes) can replay (the reasons above)" in proc.stderr
+    with Store(db, readonly=True) as st:
+        assert st.runs() == []

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ccltune.validate import replay as replay_plan
-from ccltune.workload import importer, plan
+from ccltune.workload import importer, model, plan
 from ccltune.workload.model import Entry, Key, Workload
 
 LOG = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "coll-ddp-1gpu.vm.4029.log"
@@ -22,6 +22,36 @@ def test_one_rank_log_fits_one_rank_and_nothing_else_with_the_reason() -> None:
                             for s in skipped)
     keep, skipped = plan.fit(wl, 1, 1, tunable_only=True)  # a sweep: nothing NCCL tunes on one rank
     assert not keep and "one rank" in skipped[0].reason
+
+
+def test_one_rank_workload_on_gloo_is_refused_before_launch_saying_what_would_work(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """gloo runs no one-process job (torch.distributed has no process group of one): with --nproc 1
+    every entry used to be waived inside the job, with its reason kept unprinted, and an empty
+    'complete' run stored; with 2 processes the message said --nproc 1. Now: refused before any
+    process starts, every entry's reason printed, one message naming what works, nothing stored."""
+    from ccltune import launch
+    from ccltune.cli import main
+
+    monkeypatch.setattr(launch, "relaunch", lambda *a, **k: pytest.fail("a process was started"))
+    wl = importer.import_files([LOG])
+    keep, skipped = plan.fit(wl, 1, None, engine="gloo")
+    assert not keep and skipped[0].reason == ("captured on 1 rank: launch it with --engine nccl --nproc 1 on a GPU, "
+                                              "as the gloo engine runs 2 processes or more")
+    assert plan.fit(wl, 1, None, engine="nccl")[0] == list(range(len(wl.entries)))
+    w = tmp_path / "w.json"
+    w.write_text(model.to_json(wl, {}))
+    db = tmp_path / "r.db"
+    for nproc in (["--nproc", "1"], []):
+        assert main(["replay", str(w), "--engine", "gloo", *nproc, "--db", str(db)]) == 2
+        out, err = capsys.readouterr()
+        assert out.count("# not replayed: ") == len(wl.entries)
+        assert "--engine nccl --nproc 1 on a GPU" in out
+        procs = "1 process" if nproc else "2 processes"
+        assert (f"nothing this launch (the gloo engine, {procs}) can replay (the reasons above); the workload's "
+                "entries were captured on 1 rank: --engine nccl --nproc 1 on a GPU") in err
+        assert "launch it with --nproc 1)" not in out
+    assert not db.exists()
 
 
 def test_fit_names_other_node_counts_and_untuned_collectives() -> None:
