@@ -118,6 +118,34 @@ def test_one_rank_is_waived_and_the_entries_come_from_rows() -> None:
     assert v.to_dict({})["comm_us_per_step"] == {"default": 20.25, "rules": None}
 
 
+def test_entries_show_the_jobs_own_trace_time_beside_the_default() -> None:
+    """A workload whose trace timed its kernels: replay's breakdown puts the job's time per call
+    (trace_us) next to replay's default time, and stores it with the entry."""
+    from ccltune.workload.model import Timing
+
+    timed = Timing()
+    for us in (30.0, 34.0):
+        timed.add(us)
+    wl = Workload([Entry(Key("all_reduce", 64, 2, "float", 16), 4, timed), Entry(Key("broadcast", 32, 2, "int32", 8), 1)],
+                  [], steps=2)
+    rows = {i: [{"config": "default", "status": "ok", "time_us": t} for t in (9.0, 10.0, 11.0)] for i in (0, 1)}
+    ents = replay_plan.entry_times(wl, rows)
+    assert [e.trace_us for e in ents] == [32.0, None]
+    v = replay_plan.verdict({"default": [40.0, 41.0]}, 2, ents, waived="gloo")
+    text = replay_plan.lines(v, wl, "captured")
+    head = next(x for x in text if x.startswith("# collective"))
+    assert head.split()[1:6] == ["collective", "size_bytes", "calls", "default_us", "trace_us"]
+    (ar,) = [x.split() for x in text if x.startswith("  all_reduce")]
+    (bc,) = [x.split() for x in text if x.startswith("  broadcast")]
+    assert ar == ["all_reduce", "64", "4", "10.0", "32.0", "-", "-", "20.0"]
+    assert bc == ["broadcast", "32", "1", "10.0", "-", "-", "-", "5.0"]
+    assert [e["trace_us"] for e in v.to_dict({})["entries"]] == [32.0, None]
+    # without trace times the table is as before (no trace_us column)
+    wl.entries[0].timing = None
+    plain = replay_plan.lines(replay_plan.verdict({"default": [40.0]}, 2, replay_plan.entry_times(wl, rows)), wl, "x")
+    assert not any("trace_us" in x for x in plain)
+
+
 class _Ctx:
     rank, is_root, n_nodes, world_size = 0, True, 1, 1
     comm_rank, comm_size, min_comm_size, comm_nodes = 0, 1, 1, 1  # one group: the world

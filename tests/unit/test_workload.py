@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,52 @@ def test_trace_exact_counts(path: Path) -> None:
     assert all(e.key.collective == "all_reduce" and e.key.datatype == "float" and e.key.nranks == 1
                for e in wl.entries)
     assert all(e.timing is None for e in wl.entries)  # one rank: NCCL launches no kernel
+
+
+# A real GPU kernel event of the job's trace (/work/captures/cap/ddp/trace-json/trace_rank0.json, torch
+# 2.11, the first 'kernel' event: at::native::vectorized_gather_kernel), whole. With one rank NCCL launches
+# no kernel, so the NCCL kernels below are made in exactly this shape: name, ts, dur, External id,
+# correlation and stream changed, every other field as torch.profiler wrote it.
+REAL_KERNEL = {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_gather_kernel<16, long>(char*, char*, "
+               "long*, int, long, long, long, long, bool)", "pid": 0, "tid": 7, "ts": 4608972409519.892, "dur": 4.48,
+               "args": {"External id": 12, "queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 75,
+                        "registers per thread": 32, "shared memory": 0, "blocks per SM": 7.757576,
+                        "warps per SM": 62.060608, "grid": [1024, 1, 1], "block": [256, 1, 1],
+                        "est. achieved occupancy %": 97}}
+
+
+def _with_nccl_kernels(doc: dict, dur_us: Callable[[int, int], float]) -> dict:
+    """The trace with one ncclDevKernel per record_param_comms, launched by it (its External id),
+    on NCCL's stream 13, ``dur_us(call index, elements)`` long."""
+    comms = [e for e in doc["traceEvents"] if e.get("name") == "record_param_comms"]
+    for i, e in enumerate(comms):
+        k = json.loads(json.dumps(REAL_KERNEL))
+        k.update(name="ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", tid=13,
+                 ts=e["ts"] + 20.0, dur=dur_us(i, e["args"]["In msg nelems"]))
+        k["args"].update({"External id": e["args"]["External id"], "stream": 13, "correlation": 900000 + i})
+        doc["traceEvents"].append(k)
+    return doc
+
+
+def test_trace_kernel_times_per_entry(tmp_path: Path) -> None:
+    doc = _with_nccl_kernels(json.loads(TRACE.read_text()), lambda i, n: n / 1e5 + (i % 2))
+    t = tmp_path / "kernels.json"
+    t.write_text(json.dumps(doc))
+    wl = importer.import_files([t])
+    for e in wl.entries:  # every call timed by its own kernel: n/1e5 us, +1 on every other call
+        assert e.timing is not None and e.timing.calls == e.calls, e.key
+        assert e.timing.min_us >= e.key.count / 1e5 and e.timing.max_us <= e.key.count / 1e5 + 1
+        assert e.timing.mean_us == pytest.approx(e.key.count / 1e5 + 0.5, abs=0.5)
+    back = json.loads(model.to_json(wl, {}))["entries"]
+    assert all(d["timed_calls"] == d["calls"] and d["time_us_min"] <= d["time_us_mean"] <= d["time_us_max"]
+               for d in back)
+    # a kernel of another op (the real gather kernel) and NCCL kernels of no comms event time nothing
+    doc = json.loads(TRACE.read_text())
+    doc["traceEvents"].append(REAL_KERNEL)
+    stray = dict(REAL_KERNEL, name="ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)")
+    doc["traceEvents"].append(stray)
+    t.write_text(json.dumps(doc))
+    assert all(e.timing is None for e in importer.import_files([t]).entries)
 
 
 def test_trace_and_log_of_one_process_agree() -> None:

@@ -35,6 +35,7 @@ class EntryTime:
     calls: int
     default: PointStats | None
     rules: PointStats | None
+    trace_us: float | None = None    # the job's own GPU time per call, from its trace's kernels (None: untimed)
 
 
 @dataclass
@@ -70,7 +71,8 @@ class ReplayVerdict:
                                      "rules": None if self.rules is None else round(self.rules.median_us, 3)},
                 "rounds": self.rows(rounds),
                 "entries": [{"entry": e.index, "collective": e.collective, "size_bytes": e.size_bytes,
-                             "calls": e.calls, "default_us": stats(e.default), "rules_us": stats(e.rules)}
+                             "calls": e.calls, "default_us": stats(e.default), "rules_us": stats(e.rules),
+                             "trace_us": None if e.trace_us is None else round(e.trace_us, 3)}
                             for e in self.entries]}
 
 
@@ -89,9 +91,10 @@ def entry_times(wl: Workload, rows_by_entry: Mapping[int, Iterable[Any]]) -> lis
             r = as_record(r)
             if r.get("status") == "ok" and r.get("time_us") and r.get("config") in SIDES:
                 by.setdefault(r["config"], []).append(float(r["time_us"]))
-        k = wl.entries[i].key
+        e = wl.entries[i]
         got = {arm: point_stats(by[arm]) if arm in by else None for arm in SIDES}
-        out.append(EntryTime(i, k.collective, k.size_bytes, wl.entries[i].calls, got["default"], got["rules"]))
+        job = e.timing.mean_us if e.timing is not None and e.timing.calls else None
+        out.append(EntryTime(i, e.key.collective, e.key.size_bytes, e.calls, got["default"], got["rules"], job))
     return out
 
 
@@ -122,15 +125,22 @@ def lines(v: ReplayVerdict, wl: Workload, order: str, skipped: Iterable[Any] = (
     if v.rules is not None:
         head += f", rules {v.rules.median_us:.1f} us (+-{100 * v.rules.noise:.1f}%): ratio {v.ratio:.3f}"
     out = [head, f"# {v.status}: {v.reason}", f"# order: {order}"]
-    out.append(f"# {'collective':<15}{'size_bytes':>12}{'calls':>7}{'default_us':>12}{'rules_us':>10}{'ratio':>8}"
+    traced = any(e.trace_us is not None for e in v.entries)  # the job's own kernel time per call, beside replay's
+    if traced:
+        out.append("# trace_us: the job's own GPU time per call (its profiler trace's NCCL kernels), "
+                   "beside replay's default_us")
+    out.append(f"# {'collective':<15}{'size_bytes':>12}{'calls':>7}{'default_us':>12}"
+               + (f"{'trace_us':>10}" if traced else "") + f"{'rules_us':>10}{'ratio':>8}"
                f"{f'default_us/{unit[:4]}':>17}")
     per = v.steps or 1
     for e in v.entries:
         dm = f"{e.default.median_us:.1f}" if e.default else "-"
+        tm = (f"{e.trace_us:.1f}" if e.trace_us is not None else "-") if traced else ""
         rm = f"{e.rules.median_us:.1f}" if e.rules else "-"
         ratio = f"{e.rules.median_us / e.default.median_us:.3f}" if e.rules and e.default else "-"
         share = f"{e.calls * e.default.median_us / per:.1f}" if e.default else "-"
-        out.append(f"  {e.collective:<15}{e.size_bytes:>12}{e.calls:>7}{dm:>12}{rm:>10}{ratio:>8}{share:>17}")
+        out.append(f"  {e.collective:<15}{e.size_bytes:>12}{e.calls:>7}{dm:>12}{tm:>{10 if traced else 0}}{rm:>10}"
+                   f"{ratio:>8}{share:>17}")
     for s in skipped:
         k = s.entry.key
         out.append(f"# not replayed: {k.collective} {k.size_bytes} B x{s.entry.calls}: {s.reason}")
