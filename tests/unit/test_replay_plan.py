@@ -146,6 +146,27 @@ def test_entries_show_the_jobs_own_trace_time_beside_the_default() -> None:
     assert not any("trace_us" in x for x in plain)
 
 
+def test_the_default_arm_is_named_after_the_library_that_ran_it() -> None:
+    """On the gloo engine the default arm is gloo's, not NCCL's: replay's head line and the report's
+    verdict card say so (older runs without 'library': from the run's engine)."""
+    from ccltune.report import verdict as report_verdict
+    from ccltune.store import Run
+
+    assert [replay_plan.library_of(e, i) for e, i in (("gloo", {"backend": "gloo"}), ("nccl", {"flavor": "nccl"}),
+                                                      ("nccl", {"flavor": "rccl"}), ("torch", {}))] == [
+        "gloo", "NCCL", "RCCL", "NCCL"]
+    wl = Workload([Entry(Key("all_reduce", 64, 2, "float", 16), 4)], [], steps=2)
+    v = replay_plan.verdict({"default": [40.0, 41.0]}, 2, [], waived="the gloo engine has no tuner plugin",
+                            library="gloo")
+    assert replay_plan.lines(v, wl, "captured")[0].startswith("# communication time per step: gloo default 40.5 us")
+    summary = {**v.to_dict({}), "under_load": None, "skipped": [], "notes": []}
+    for engine, kept in (("gloo", summary), ("gloo", {k: x for k, x in summary.items() if k != "library"})):
+        run = Run(1, "replay", "complete", "2026-11-23 20:00", None, "ccltune replay", engine, 2, 1, "torchrun", "vm",
+                  None, None, None, env={}, summary=kept)
+        (card,) = report_verdict.cards([run], {}, {})
+        assert card.figures[0][0].startswith("communication per step, gloo's default ± ")
+
+
 class _Ctx:
     rank, is_root, n_nodes, world_size = 0, True, 1, 1
     comm_rank, comm_size, min_comm_size, comm_nodes = 0, 1, 1, 1  # one group: the world

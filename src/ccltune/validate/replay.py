@@ -46,6 +46,7 @@ class ReplayVerdict:
     default: PointStats              # µs per step
     rules: PointStats | None
     entries: list[EntryTime] = field(default_factory=list)
+    library: str = "NCCL"            # whose default the default arm ran: NCCL, RCCL, or gloo on the CPU
 
     @property
     def ratio(self) -> float | None:
@@ -63,7 +64,7 @@ class ReplayVerdict:
     def to_dict(self, rounds: Mapping[str, Sequence[float]]) -> dict[str, Any]:
         def stats(p: PointStats | None) -> dict[str, Any] | None:
             return None if p is None else {"median_us": round(p.median_us, 3), "noise": round(p.noise, 4), "n": p.n}
-        return {"status": self.status, "reason": self.reason, "steps": self.steps,
+        return {"status": self.status, "reason": self.reason, "steps": self.steps, "library": self.library,
                 "default_us_per_step": stats(self.default), "rules_us_per_step": stats(self.rules),
                 "ratio": None if self.ratio is None else round(self.ratio, 4),
                 "ratio_noise": None if self.ratio_noise is None else round(self.ratio_noise, 4),
@@ -74,6 +75,14 @@ class ReplayVerdict:
                              "calls": e.calls, "default_us": stats(e.default), "rules_us": stats(e.rules),
                              "trace_us": None if e.trace_us is None else round(e.trace_us, 3)}
                             for e in self.entries]}
+
+
+def library_of(engine_name: str, info: Mapping[str, Any]) -> str:
+    """The library whose default an engine runs: gloo on the CPU, else NCCL or RCCL (``info``: the
+    engine's ``info()``, whose ``flavor`` names RCCL)."""
+    if engine_name == "gloo":
+        return "gloo"
+    return "RCCL" if info.get("flavor") == "rccl" else "NCCL"
 
 
 def per_step(round_seconds: Iterable[float], steps: int | None) -> list[float]:
@@ -99,21 +108,23 @@ def entry_times(wl: Workload, rows_by_entry: Mapping[int, Iterable[Any]]) -> lis
 
 
 def verdict(rounds: Mapping[str, Sequence[float]], steps: int | None, entries: list[EntryTime],
-            waived: str | None = None) -> ReplayVerdict:
-    """Judge the rounds (µs per step per arm; module doc). ``waived``: why only the default ran."""
+            waived: str | None = None, library: str = "NCCL") -> ReplayVerdict:
+    """Judge the rounds (µs per step per arm; module doc). ``waived``: why only the default ran;
+    ``library``: whose default that is (:func:`library_of`)."""
     default = point_stats(rounds["default"])
     if waived is not None or not rounds.get("rules"):
-        return ReplayVerdict("WAIVED", waived or "only NCCL's default was replayed", steps, default, None, entries)
+        return ReplayVerdict("WAIVED", waived or f"only {library}'s default was replayed", steps, default, None,
+                             entries, library)
     rules = point_stats(rounds["rules"])
     ratio, noise = rules.median_us / default.median_us, rules.noise + default.noise
     if beats(rules, default):
         return ReplayVerdict("FAIL", f"the rules are slower: x{ratio:.3f}, beyond the noise (+-{100 * noise:.1f}%)",
-                             steps, default, rules, entries)
+                             steps, default, rules, entries, library)
     if beats(default, rules):
         why = f"the rules are faster: x{ratio:.3f}, beyond the noise (+-{100 * noise:.1f}%)"
     else:
         why = f"no difference beyond the noise: x{ratio:.3f} (+-{100 * noise:.1f}%)"
-    return ReplayVerdict("PASS", why, steps, default, rules, entries)
+    return ReplayVerdict("PASS", why, steps, default, rules, entries, library)
 
 
 def lines(v: ReplayVerdict, wl: Workload, order: str, skipped: Iterable[Any] = (), notes: Iterable[str] = ()
@@ -121,7 +132,7 @@ def lines(v: ReplayVerdict, wl: Workload, order: str, skipped: Iterable[Any] = (
     """The report: time per step both ways, the ratio and its noise, the entries, what was skipped."""
     unit = "step" if v.steps else "captured run (steps unknown)"
     d = v.default
-    head = f"# communication time per {unit}: NCCL default {d.median_us:.1f} us (+-{100 * d.noise:.1f}%, {d.n} rounds)"
+    head = f"# communication time per {unit}: {v.library} default {d.median_us:.1f} us (+-{100 * d.noise:.1f}%, {d.n} rounds)"
     if v.rules is not None:
         head += f", rules {v.rules.median_us:.1f} us (+-{100 * v.rules.noise:.1f}%): ratio {v.ratio:.3f}"
     out = [head, f"# {v.status}: {v.reason}", f"# order: {order}"]

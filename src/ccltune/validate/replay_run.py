@@ -91,7 +91,8 @@ def run(plan: ReplayPlan, session: Session, engine_opts: Any) -> ReplayResult:
                 steps = wl.steps
                 rounds = {a: replay_plan.per_step(t, steps) for a, t in res.rounds.items()}
                 res.rounds = rounds
-                res.verdict = replay_plan.verdict(rounds, steps, replay_plan.entry_times(wl, per_entry), waived)
+                res.verdict = replay_plan.verdict(rounds, steps, replay_plan.entry_times(wl, per_entry), waived,
+                                                  replay_plan.library_of(s.engine_name, engine.info()))
     return res
 
 
