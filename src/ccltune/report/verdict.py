@@ -252,14 +252,15 @@ def _workload(runs: list[Any], card: Card) -> str:
         unit = "step" if s.get("steps") else "captured run"
         status = str(s.get("status") or "").upper()
         d, r = s.get("default_us_per_step"), s.get("rules_us_per_step")
+        lib = s.get("library") or ("gloo" if getattr(replay, "engine", None) == "gloo" else "NCCL")  # whose default the arm ran
         if isinstance(r, Mapping) and r.get("median_us") is not None:  # both arms replayed
-            card.figures.append((f"communication per {unit}, NCCL's default ± {_pct(d)} -> rules ± {_pct(r)} "
+            card.figures.append((f"communication per {unit}, {lib}'s default ± {_pct(d)} -> rules ± {_pct(r)} "
                                  f"(replay run {replay.id}, {d.get('n')} rounds)",
                                  _times(float(d["median_us"]), float(r["median_us"]))))
             if s.get("ratio") is not None:
                 card.figures.append(("rules / default time", f"{float(s['ratio']):.3f}x"))
         elif isinstance(d, Mapping):
-            card.figures.append((f"communication per {unit}, NCCL's default ± {_pct(d)} (replay run {replay.id}, "
+            card.figures.append((f"communication per {unit}, {lib}'s default ± {_pct(d)} (replay run {replay.id}, "
                                  f"{d.get('n')} rounds)", _time(float(d["median_us"]))))
         level = {"PASS": "good", "FAIL": "bad"}.get(status, "info")
         card.lines.insert(0 if level == "bad" else len(card.lines),
