@@ -161,3 +161,19 @@ def test_no_module_reaches_a_subpackage_through_the_package():
             elif isinstance(node, ast.ImportFrom) and node.module == "ccltune":
                 found += [f"{path}:{node.lineno}: from ccltune import {a.name}" for a in node.names if a.name in shadowed]
     assert not found, "subpackages reached as attributes of ccltune (they are the API's functions):\n" + "\n".join(found)
+
+
+def test_no_module_is_imported_under_a_short_alias():
+    """`from ccltune.workload import plan as WP` makes a reader look the letters up: a module imported under
+    another name gets a name that says what it is (`workload_plan`), in the code and in the tests."""
+    found = []
+    for path in sorted([*ROOT.rglob("*.py"), *(ROOT.parents[1] / "tests").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "ccltune":
+                found += [f"{path}:{node.lineno}: {a.name} as {a.asname}" for a in node.names
+                          if a.asname and _is_module(f"{node.module}.{a.name}")
+                          and (len(a.asname.lstrip("_")) < 3 or a.asname.isupper())]
+            elif isinstance(node, ast.Import):
+                found += [f"{path}:{node.lineno}: {a.name} as {a.asname}" for a in node.names
+                          if a.asname and a.name.startswith("ccltune") and (len(a.asname) < 3 or a.asname.isupper())]
+    assert not found, "ccltune modules under short aliases:\n" + "\n".join(found)

@@ -180,13 +180,14 @@ def _workload(args: argparse.Namespace, colls: list[Any], ranks: int) -> Any:
     """The workload of --workload, checked before any process starts: no -b/-e/-f beside it, and at
     least one point this launch can sweep (the node count is checked once the job runs)."""
     from ccltune.workload import model
-    from ccltune.workload import plan as WP
+    from ccltune.workload import plan as workload_plan
 
     given = [flag for key, (flag, default) in _SIZE_DEFAULTS.items() if getattr(args, key) != default]
     if given:
         raise UsageError(f"--workload sweeps the workload's own sizes; {', '.join(given)} do not apply with it")
     wl = model.load(args.workload)
-    points, skipped = WP.sweep_points(wl, ranks, None, datatypes.dtype(args.datatype), [c.name for c in colls])
+    points, skipped = workload_plan.sweep_points(wl, ranks, None, datatypes.dtype(args.datatype),
+                                                 [c.name for c in colls])
     if not points:
         raise UsageError(f"--workload {args.workload}: nothing this launch can sweep: "
                          + "; ".join(f"{s.entry.key.collective} {s.entry.key.size_bytes} B: {s.reason}"
