@@ -32,6 +32,13 @@ def check_virtual_nodes(args: argparse.Namespace, engine: str) -> None:
         raise UsageError(f"--virtual-nodes {k} does not divide the job's {n} processes")
 
 
+def comma_list(action: argparse.Action) -> argparse.Action:
+    """Mark an option whose value is a comma-separated list (``--algos ring,tree``): the Python API
+    (``ccltune.api``) takes a list or tuple for it too and joins it with commas."""
+    action.comma_list = True  # type: ignore[attr-defined]
+    return action
+
+
 def parse_run_ids(text: str, flag: str = "--runs") -> list[tuple[int, int]]:
     """'3,5-7' -> [(3, 3), (5, 7)]: inclusive ranges of run ids (``Store.runs_in`` resolves them)."""
     out: list[tuple[int, int]] = []

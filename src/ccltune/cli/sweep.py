@@ -35,10 +35,13 @@ def register(sub: Any) -> None:
     p.add_argument("-f", "--stepfactor", type=float, default=2)
     p.add_argument("-d", "--datatype", default="float")
     p.add_argument("-o", "--op", default="sum")
-    p.add_argument("--algos", default="tree,ring,pat", help="algorithms to force (NCCL_ALGO names)")
-    p.add_argument("--protos", default="ll,ll128,simple", help="protocols to force (NCCL_PROTO names)")
-    p.add_argument("--channels", default="4,8,16,32",
-                   help="channel counts to try with NCCL's algorithm/protocol ('' for none)")
+    _common.comma_list(p.add_argument("--algos", default="tree,ring,pat",
+                                      help="algorithms to force (NCCL_ALGO names, comma-separated)"))
+    _common.comma_list(p.add_argument("--protos", default="ll,ll128,simple",
+                                      help="protocols to force (NCCL_PROTO names, comma-separated)"))
+    _common.comma_list(p.add_argument("--channels", default="4,8,16,32",
+                                      help="channel counts to try with NCCL's algorithm/protocol, comma-separated "
+                                           "('' for none)"))
     p.add_argument("--grid", choices=GRIDS, default="full",
                    help="full: every algorithm x protocol x channel count, besides each pair with NCCL's channel "
                         "count and each count with NCCL's pair; axes: only those two (about a third of the points "
