@@ -204,7 +204,7 @@ def _ceiling(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], all_link
     if links is None:
         return
     ceiling = link_ceiling(links)
-    where = "" if node_key(links) == node_key(runs[-1]) else f" on {host_text(links) or 'another host'}"
+    where = "" if node_key(links) == node_key(runs[-1]) else f" on {host_text(links) or 'host unknown'}"
     card.figures.append((f"slowest-link ceiling (links run {links.id}{where})", f"{ceiling:.1f} GB/s"))
     if got is not None:
         card.figures.append(("of the ceiling reached", f"{100 * got[0] / ceiling:.0f}%"))
