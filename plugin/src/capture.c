@@ -9,6 +9,7 @@
  * that finds no slot within CCLT_CAPTURE_PROBES probes, is added to overflow_calls and
  * overflow_bytes, which the file reports: nothing is dropped silently. */
 #include "capture.h"
+#include "rules.h" /* ccl_coll_names */
 
 #include <errno.h>
 #include <pthread.h>
@@ -25,8 +26,6 @@
 
 #define MASK (CCLT_CAPTURE_SLOTS - 1)
 _Static_assert((CCLT_CAPTURE_SLOTS & MASK) == 0, "slot count must be a power of two");
-
-static const char* const COLL_NAMES[] = {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"};
 
 typedef struct {
   _Atomic uint64_t key;
@@ -165,7 +164,8 @@ static int write_file(ccl_capture* c, const char* closedBy, const char** why) {
     if (!k || !n) continue;
     int coll = (int)(k >> 48 & 15) - 1, reg = (int)(k >> 52 & 3) - 1, pipe = (int)(k >> 54);
     unsigned long long bytes = k & ((1ull << 48) - 1);
-    if (coll < 5) fprintf(f, "%s,%llu,%d,%d,%llu\n", COLL_NAMES[coll], bytes, pipe, reg, (unsigned long long)n);
+    if (coll < CCLT_NUM_COLL_IDS)
+      fprintf(f, "%s,%llu,%d,%d,%llu\n", ccl_coll_names[coll], bytes, pipe, reg, (unsigned long long)n);
     else fprintf(f, "func%d,%llu,%d,%d,%llu\n", coll, bytes, pipe, reg, (unsigned long long)n);
   }
   fprintf(f, "# end\n");

@@ -12,27 +12,18 @@
 
 #include "rules.h"
 
-const char* const ccl_coll_names[5] = {"broadcast", "reduce", "allgather", "reducescatter",
-                                       "allreduce"};
-const char* const ccl_algo_names[7] = {"tree", "ring", "collnet_direct", "collnet_chain",
-                                       "nvls", "nvls_tree", "pat"};
-const char* const ccl_proto_names[3] = {"ll", "ll128", "simple"};
+/* The names, once (index = id; the Python twin: rules.COLLECTIVES, rules.ALGORITHMS, rules.PROTOCOLS,
+ * checked equal by tests/plugin/test_golden.py). The parser's lookups are derived from them. */
+const char* const ccl_coll_names[CCLT_NUM_COLL_IDS] = {"broadcast", "reduce", "allgather", "reducescatter",
+                                                       "allreduce"};
+/* ccltune's name of each collective (collectives/ registry) where it differs, accepted as an alias */
+const char* const ccl_coll_aliases[CCLT_NUM_COLL_IDS] = {NULL, NULL, "all_gather", "reduce_scatter", "all_reduce"};
+const char* const ccl_algo_names[CCLT_NUM_ALGOS] = {"tree", "ring", "collnet_direct", "collnet_chain",
+                                                    "nvls", "nvls_tree", "pat"};
+const char* const ccl_proto_names[CCLT_NUM_PROTOS] = {"ll", "ll128", "simple"};
 
 #define ECHO_MAX 40 /* bytes of an offending value quoted in a reason */
 #define REASON_MAX 512
-
-typedef struct { const char* name; int id; } name_id;
-
-static const name_id coll_table[] = {
-    {"broadcast", 0}, {"reduce", 1}, {"allgather", 2}, {"all_gather", 2},
-    {"reducescatter", 3}, {"reduce_scatter", 3}, {"allreduce", 4}, {"all_reduce", 4},
-    {NULL, 0}};
-static const name_id algo_table[] = {
-    {"tree", 0}, {"ring", 1}, {"collnet_direct", 2}, {"collnetdirect", 2},
-    {"collnet_chain", 3}, {"collnetchain", 3}, {"nvls", 4}, {"nvls_tree", 5},
-    {"nvlstree", 5}, {"pat", 6}, {"default", CCLT_DEFAULT}, {NULL, 0}};
-static const name_id proto_table[] = {
-    {"ll", 0}, {"ll128", 1}, {"simple", 2}, {"default", CCLT_DEFAULT}, {NULL, 0}};
 
 static char lower(char c) { return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c; }
 static char upper(char c) { return (c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A') : c; }
@@ -43,9 +34,26 @@ static int ieq(const char* a, const char* b) {
   return *a == *b;
 }
 
-static int lookup(const name_id* t, const char* s, int* id) {
-  for (; t->name; t++)
-    if (ieq(t->name, s)) { *id = t->id; return 1; }
+/* s equals name with name's underscores left out (case-insensitive): NCCL_ALGO's spelling of an algorithm
+ * (collnetdirect, nvlstree), as rules.nccl_spelling derives it. */
+static int ieq_nccl_spelling(const char* s, const char* name) {
+  for (;; s++, name++) {
+    while (*name == '_') name++;
+    if (lower(*s) != lower(*name)) return 0;
+    if (!*s) return 1;
+  }
+}
+
+/* The id of s among names[0..n) (or aliases[i], or NCCL's spelling when nccl_spelling), or "default"
+ * (CCLT_DEFAULT) when with_default. 1 when found. */
+static int lookup(const char* const* names, const char* const* aliases, int n, int nccl_spelling,
+                  int with_default, const char* s, int* id) {
+  for (int i = 0; i < n; i++)
+    if (ieq(names[i], s) || (aliases && aliases[i] && ieq(aliases[i], s)) || (nccl_spelling && ieq_nccl_spelling(s, names[i]))) {
+      *id = i;
+      return 1;
+    }
+  if (with_default && ieq("default", s)) { *id = CCLT_DEFAULT; return 1; }
   return 0;
 }
 
@@ -209,7 +217,7 @@ static int parse_rule(char** f, int nf, ccl_rule* r, char* why) {
     snprintf(why, REASON_MAX, "expected 8, 9 or 10 fields, got %d", nf);
     return -1;
   }
-  if (!lookup(coll_table, f[0], &r->coll)) {
+  if (!lookup(ccl_coll_names, ccl_coll_aliases, CCLT_NUM_COLL_IDS, 0, 0, f[0], &r->coll)) {
     echo(f[0], e, sizeof e);
     snprintf(why, REASON_MAX,
              "unknown collective '%s' (valid: broadcast, reduce, allgather, reducescatter, allreduce)", e);
@@ -232,13 +240,13 @@ static int parse_rule(char** f, int nf, ccl_rule* r, char* why) {
              (unsigned long long)r->maxBytes);
     return -1;
   }
-  if (!lookup(algo_table, f[3], &r->algo)) {
+  if (!lookup(ccl_algo_names, NULL, CCLT_NUM_ALGOS, 1, 1, f[3], &r->algo)) {
     echo(f[3], e, sizeof e);
     snprintf(why, REASON_MAX,
              "unknown algorithm '%s' (valid: tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat, default)", e);
     return -1;
   }
-  if (!lookup(proto_table, f[4], &r->proto)) {
+  if (!lookup(ccl_proto_names, NULL, CCLT_NUM_PROTOS, 0, 1, f[4], &r->proto)) {
     echo(f[4], e, sizeof e);
     snprintf(why, REASON_MAX, "unknown protocol '%s' (valid: ll, ll128, simple, default)", e);
     return -1;

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ccltune_tuner_abi.h" /* CCLT_NUM_ALGOS, CCLT_NUM_PROTOS */
+
 #define CCLT_MAX_LINE 1024      /* bytes per line, terminator excluded */
 #define CCLT_MAX_CHANNELS 64
 #define CCLT_DEFAULT (-2)       /* algo/proto "default": keep NCCL's choice */
@@ -65,10 +67,12 @@ int ccl_parse_file(const char* path, ccl_ruleset* rs, ccl_diag_fn diag, void* us
 const char* ccl_file_problem(int rc);
 void ccl_ruleset_free(ccl_ruleset* rs);
 
-/* Name tables (index = id); used by the parser and the harnesses. */
-extern const char* const ccl_coll_names[5];
-extern const char* const ccl_algo_names[7];
-extern const char* const ccl_proto_names[3];
+/* Name tables (index = id), defined once in parse.c; used by the parser, the capture writer and the
+ * harnesses. ccl_coll_aliases: ccltune's name of a collective where it differs (all_reduce), else NULL. */
+extern const char* const ccl_coll_names[CCLT_NUM_COLL_IDS];
+extern const char* const ccl_coll_aliases[CCLT_NUM_COLL_IDS];
+extern const char* const ccl_algo_names[CCLT_NUM_ALGOS];
+extern const char* const ccl_proto_names[CCLT_NUM_PROTOS];
 
 /* platform.c */
 void ccl_platform_detect(ccl_platform* p); /* gpu/partition/nps from env + sysfs */

@@ -3,7 +3,10 @@
  * Prints "diag LINE: REASON" per rejected line, "rules N", "platform DESC", then for each
  * stdin query line
  *   COLL SIZE NRANKS NNODES PIPEOPS REGBUFF NALGO NPROTO COST...   (REGBUFF -1 = unknown)
- * one line "LINE ALGO PROTO CHANNELS" ('-' where no rule matched or no cell changed). */
+ * one line "LINE ALGO PROTO CHANNELS" ('-' where no rule matched or no cell changed).
+ *   golden --names
+ * Prints the C name tables, one line each: "collectives ...", "aliases ..." (ccltune's name of each),
+ * "algorithms ...", "protocols ...". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,16 +18,30 @@ static void print_diag(void* user, int line, const char* reason) {
   printf("diag %d: %s\n", line, reason);
 }
 
+/* names[i], or fallback[i] where names[i] is NULL */
+static void print_names(const char* what, const char* const* names, const char* const* fallback, int n) {
+  printf("%s", what);
+  for (int i = 0; i < n; i++) printf(" %s", names[i] ? names[i] : fallback[i]);
+  printf("\n");
+}
+
 static int coll_id(const char* s) {
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < CCLT_NUM_COLL_IDS; i++)
     if (strcmp(s, ccl_coll_names[i]) == 0) return i;
   return -1;
 }
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: golden RULEFILE [D,MIN,MAX] < queries\n");
+    fprintf(stderr, "usage: golden RULEFILE [D,MIN,MAX] < queries | golden --names\n");
     return 2;
+  }
+  if (strcmp(argv[1], "--names") == 0) {
+    print_names("collectives", ccl_coll_names, NULL, CCLT_NUM_COLL_IDS);
+    print_names("aliases", ccl_coll_aliases, ccl_coll_names, CCLT_NUM_COLL_IDS);  /* ccltune's names */
+    print_names("algorithms", ccl_algo_names, NULL, CCLT_NUM_ALGOS);
+    print_names("protocols", ccl_proto_names, NULL, CCLT_NUM_PROTOS);
+    return 0;
   }
   ccl_ruleset rs;
   memset(&rs, 0, sizeof rs);

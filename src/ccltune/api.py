@@ -236,6 +236,8 @@ def _option_argv(command: str, keyword: str, action: argparse.Action, value: Any
         if not isinstance(value, bool):
             raise UsageError(f"{where}: True or False")
         return [_flag(action)] if value != action.default else []
+    if getattr(action, "comma_list", False) and isinstance(value, (list, tuple)):  # --algos ring,tree
+        value = ",".join(_text(keyword, v, command) for v in value)
     values = list(value) if isinstance(value, (list, tuple)) else [value]
     want = action.nargs if isinstance(action.nargs, int) else None
     if isinstance(action, argparse._AppendAction) or want:

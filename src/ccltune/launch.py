@@ -24,8 +24,12 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from ccltune import dist
+from ccltune.errors import UsageError
 
 OUTCOME_ENV = "CCLTUNE_OUTCOME_FILE"   # a worker's failed check writes its exit code here (hand_over)
 RUN_ENV = "CCLTUNE_RUN_FILE"           # rank 0 writes '<db>\n<run id>' of the run it began (note_run)
@@ -53,6 +57,35 @@ class Caller:
 
 
 ERROR_PREFIX = "ccltune: error: "   # how the CLI starts an error message (cli.main)
+GLOO_NPROC = 2   # processes of a gloo job when --nproc is not given (no GPU to count)
+
+
+def job_size(nproc: int | None, engine: str, gpu_count: Callable[[], int]) -> int:
+    """How many processes the job will have: the launcher's world size; else ``nproc`` (``--nproc``: one process
+    per GPU, so at most the GPUs visible, except on gloo); else one per GPU visible (``GLOO_NPROC`` on gloo).
+    ``gpu_count``: the GPUs a process started here would see."""
+    info = dist.launch_info()
+    if info.launcher != "single":
+        return info.world_size
+    if nproc is not None:
+        if nproc < 1:
+            raise UsageError(f"--nproc must be >= 1, got {nproc}")
+        if engine != "gloo" and nproc > (n := gpu_count()):  # NCCL refuses two ranks on one GPU
+            raise UsageError(f"--nproc {nproc}: one process per GPU, and {n} GPUs are visible here")
+        return nproc
+    return gpu_count() if engine != "gloo" else GLOO_NPROC
+
+
+def runs_here(nproc: int, engine: str, caller: Caller | None) -> bool:
+    """Whether a job of ``nproc`` processes runs in this process instead of under torchrun (``relaunch``).
+
+    From a terminal, a job of one process does. A call from Python (``ccltune.api``: ``caller``) runs in a job of
+    its own even on one process, so that the caller's process never opens a GPU library or signal handlers it
+    keeps; only one gloo process, which joins no process group, runs there (in the main thread, where signals
+    can be caught)."""
+    if nproc != 1:
+        return False
+    return caller is None or (engine == "gloo" and threading.current_thread() is threading.main_thread())
 
 
 def relaunch(argv: list[str], nproc: int, engine: str, env: dict[str, str], caller: Caller | None = None) -> int:

@@ -143,6 +143,16 @@ class Measurement:
     rep: int = 0
     extra: dict[str, Any] | None = None   # what else was measured: bench -C's cpu_time_us, -I's per_iter
 
+    @property
+    def busbw(self) -> float | None:
+        """``busbw_gbps`` (GB/s): a short name for notebooks; not a field, so records and columns keep one name."""
+        return self.busbw_gbps
+
+    @property
+    def algbw(self) -> float | None:
+        """``algbw_gbps`` (GB/s), as ``busbw``."""
+        return self.algbw_gbps
+
     def to_record(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -22,20 +22,33 @@ def test_check_clean_file(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_check_bad_lines(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(FIXTURES / "bad_lines.conf")
-    assert main(["plugin", "check", path]) == 1
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[-1] == "4 rules loaded, 19 lines rejected"
+    assert main(["plugin", "check", path]) == 1  # RuleFileError, through cli.main's one exit point
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == ["4 rules loaded, 19 lines rejected"]
+    lines = captured.err.splitlines()  # the rejected lines go to stderr, one FILE:LINE: reason each
+    assert len(lines) == 20
     assert lines[0] == (f"{path}:3: unknown collective 'alltoall' "
                         "(valid: broadcast, reduce, allgather, reducescatter, allreduce)")
     assert f"{path}:6: line longer than 1024 bytes" in lines
     assert f"{path}:20: embedded NUL byte" in lines
+    assert lines[-1] == f"ccltune: error: {path}: 19 lines rejected (the plugin skips them)"
+
+
+def test_check_bad_lines_raises_the_typed_error() -> None:
+    from ccltune.cli import build_parser, run_command
+    from ccltune.errors import RuleFileError
+
+    args = build_parser().parse_args(["plugin", "check", str(FIXTURES / "bad_lines.conf")])
+    with pytest.raises(RuleFileError, match="19 lines rejected"):
+        run_command(args)
 
 
 def test_check_with_platform(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(FIXTURES / "platforms.conf")
     assert main(["plugin", "check", path, "--platform", "gpu=NVIDIA H100 PCIe"]) == 1  # line 13 is bad
-    out = capsys.readouterr().out
-    assert "platforms.conf:13: platform: unknown key 'cores'" in out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert "platforms.conf:13: platform: unknown key 'cores'" in captured.err
     assert "10 rules loaded, 1 lines rejected" in out
     assert "5 rules apply to platform gpu=NVIDIA H100 PCIe" in out  # 1 before sections, 2 H100, 2 after "*"
     assert main(["plugin", "check", path, "--platform", "color=red"]) == 2

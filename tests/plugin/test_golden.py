@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ccltune import rules
+from ccltune import collectives, rules
 
 from plugin_build import REPO, run
 
@@ -117,6 +117,35 @@ def test_c_and_python_agree(fixture: Path, c_build: Path, tmp_path: Path) -> Non
         assert not mismatches, "\n".join(mismatches[:20])
         matched = sum(1 for d in decisions if not d.startswith("-"))
         assert matched > 0, f"{name}: no query matched any rule; the comparison proves nothing"
+
+
+def test_the_c_name_tables_are_pythons(c_build: Path) -> None:
+    """The plugin's one definition of each vocabulary (plugin/src/parse.c, read from the built harness) equals
+    Python's: the collectives' plugin names in ncclFunc_t order and ccltune's names for them (the aliases),
+    rules.ALGORITHMS and rules.PROTOCOLS in NCCL's enum order."""
+    proc = run([c_build / "golden", "--names"])
+    assert proc.returncode == 0, proc.stderr
+    tables = {line.split()[0]: line.split()[1:] for line in proc.stdout.splitlines()}
+    assert tables == {
+        "collectives": list(collectives.PLUGIN_NAMES.values()),
+        "aliases": list(collectives.PLUGIN_NAMES),
+        "algorithms": list(rules.ALGORITHMS),
+        "protocols": list(rules.PROTOCOLS),
+    }
+    assert tables["collectives"] == list(rules.COLLECTIVES)
+
+
+def test_the_c_sources_spell_each_name_once() -> None:
+    """A second C table of names (a capture writer's own list, a lookup table with the aliases) is a copy to
+    drift: each name is one string literal in plugin/src, the tables above."""
+    import re
+
+    text = "\n".join(p.read_text() for p in sorted((REPO / "plugin" / "src").glob("*.[ch]")))
+    once = {*collectives.PLUGIN_NAMES.values(), *collectives.PLUGIN_NAMES, *rules.ALGORITHMS, *rules.PROTOCOLS}
+    derived = set(rules.NCCL_ALGOS) - once  # collnetdirect: matched by leaving out the underscores, never spelled
+    wrong = {n: c for n in once | derived
+             if (c := len(re.findall(f'"{re.escape(n)}"', text, flags=re.IGNORECASE))) != (n in once)}
+    assert not wrong, f"names spelled other than once in plugin/src: {wrong}"
 
 
 def test_platform_facts_read_from_fake_sysfs(c_build: Path, tmp_path: Path) -> None:

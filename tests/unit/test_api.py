@@ -33,6 +33,29 @@ def test_keywords_become_the_command_line():
         "tune", "--out=r.conf", "--exclude-failed=a.json", "--exclude-failed=b.json"]
 
 
+def test_a_comma_separated_option_takes_a_list(monkeypatch):
+    argv = api.command_argv("sweep", ["all_reduce"], {"algos": ["ring", "tree"], "protos": ("simple",),
+                                                      "channels": [8, 16], "engine": "gloo"})
+    assert argv == ["sweep", "all_reduce", "--algos=ring,tree", "--protos=simple", "--channels=8,16", "--engine=gloo"]
+    assert api.command_argv("sweep", [], {"channels": []}) == ["sweep", "--channels="]  # none
+    assert api.command_argv("tune", [], {"out": "r.conf", "runs": [3, "5-7"]}) == ["tune", "--out=r.conf",
+                                                                                  "--runs=3,5-7"]
+    assert api.command_argv("report", [], {"runs": (1, 2)}) == ["report", "--runs=1,2"]
+    with pytest.raises(UsageError, match=r"ccltune.sweep\(algos='-x'\): a value may not start with '-'"):
+        api.command_argv("sweep", [], {"algos": ["ring", "-x"]})
+    monkeypatch.setattr(launch, "relaunch", lambda *a, **k: pytest.fail("a job was started"))
+    with pytest.raises(UsageError, match="unknown algo 'rnig' in --algos"):
+        ccltune.sweep("all_reduce", algos=["rnig"], engine="gloo")
+    with pytest.raises(UsageError, match="forced candidates .* need the nccl engine"):  # the command's own answer
+        ccltune.sweep("all_reduce", algos=["ring", "tree"], engine="gloo")
+
+
+def test_a_row_has_short_bandwidth_names_that_are_not_columns():
+    m = Measurement("all_reduce", 8, 2, "float", "sum", None, False, 2, 1.0, algbw_gbps=3.5, busbw_gbps=7.0)
+    assert (m.busbw, m.algbw) == (7.0, 3.5)
+    assert "busbw" not in m.to_record() and "busbw" not in api._MEASUREMENT_COLUMNS
+
+
 @pytest.mark.parametrize("kw, said", [
     ({"min_byte": "8"}, "unknown keyword argument 'min_byte' in ccltune.bench() (did you mean 'min_bytes'?)"),
     ({"minbytes": "8"}, "did you mean 'min_bytes'?"),

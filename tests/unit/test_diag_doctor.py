@@ -199,3 +199,30 @@ def test_a_check_that_cannot_run_here_is_waived_with_its_reason_and_another_plat
     assert found["transport"].status == "WAIVED" and found["transport"].evidence == "not run (--no-run)"
     assert "rccl:fine_grain_pcie" not in found  # an AMD check on NVIDIA GPUs
     assert list(found)[:4] == ["numa_balancing", "numad", "iommu", "pcie_acs"]
+
+
+def test_doctor_nccl_log_runs_the_registrys_log_checks(tmp_path, capsys, monkeypatch):
+    # doctor --nccl-log names no check: one added to the registry shows in its report, reading the log from the context
+    from ccltune.diagnose.checks import registry
+    from ccltune.diagnose.findings import Finding
+
+    extra = registry.Check("log:extra", "a test's check", "doctor --nccl-log",
+                           lambda ctx: [Finding("log:extra", "PASS", f"{ctx.nccl_log.nranks} ranks in the context")])
+    monkeypatch.setattr(registry, "CHECKS", (*registry.CHECKS, extra))
+    monkeypatch.setattr(topo, "discover", lambda root: pytest.fail("an NCCL log is judged without the host"))
+    assert main(["doctor", "--nccl-log", str(LOGS / "nccl_4gpu_p2p.log"), "--db", str(tmp_path / "r.db")]) == 0
+    out = capsys.readouterr().out
+    assert "PASS    log:transport" in out and "log:extra" in out and "4 ranks in the context" in out
+    assert "numa_balancing" not in out  # the host's checks are doctor's other mode
+
+
+def test_the_log_checks_of_an_rccl_log_read_the_node_from_saved_amd_smi(monkeypatch):
+    monkeypatch.setattr(topo, "discover", lambda root: pytest.fail("--from-amd-smi given: the host is not read"))
+    smi = FIX / "amd-smi"
+    ctx = Context(root=FIX / "sysfs" / "amd-numa", nccl_log_text=(LOGS / "rccl_mi300x_4of8_shm.log").read_text(),
+                  amd_smi=[str(smi / "mi300x_topology.json"), str(smi / "mi300x_static.json")])
+    found = _by_name(run_checks("doctor --nccl-log", ctx))
+    assert found["log:transport"].status == "FAIL"  # SHM between GPUs amd-smi says are joined by xGMI
+    assert found["rccl:min_nchannels"].status == "WARN" and "rccl:affinity" in found
+    nccl = Context(nccl_log_text=(LOGS / "nccl_4gpu_p2p.log").read_text())
+    assert not any(f.name.startswith("rccl:") for f in run_checks("doctor --nccl-log", nccl))

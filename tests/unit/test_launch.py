@@ -117,3 +117,33 @@ def test_the_rank_that_ended_first_is_the_error_the_ones_stopped_after_it_are_no
                      "ccltune: rank 0 on host h (pid 100) was then stopped by the launcher"]
     # nothing known about who was stopped: every rank is said as it ended
     assert len([x for x in launch.failure_lines(failures, "h", stopped=set()) if "error" in x]) == 2
+
+
+def test_job_size_is_the_launchers_else_nproc_else_one_per_gpu(monkeypatch):
+    import pytest
+
+    from ccltune.errors import UsageError
+
+    monkeypatch.setattr(launch.dist, "launch_info", lambda: SimpleNamespace(launcher="single", world_size=1))
+    assert launch.job_size(None, "nccl", lambda: 4) == 4
+    assert launch.job_size(None, "gloo", lambda: 0) == launch.GLOO_NPROC
+    assert launch.job_size(3, "gloo", lambda: 0) == 3  # gloo counts no GPU
+    with pytest.raises(UsageError, match="--nproc 5: one process per GPU, and 4 GPUs are visible here"):
+        launch.job_size(5, "nccl", lambda: 4)
+    with pytest.raises(UsageError, match="--nproc must be >= 1, got 0"):
+        launch.job_size(0, "gloo", lambda: 0)
+    monkeypatch.setattr(launch.dist, "launch_info", lambda: SimpleNamespace(launcher="torchrun", world_size=8))
+    assert launch.job_size(2, "nccl", lambda: 1) == 8  # under a launcher, its world
+
+
+def test_runs_here_only_one_process_and_from_python_only_gloo_in_the_main_thread():
+    import threading
+
+    caller = launch.Caller()
+    assert launch.runs_here(1, "nccl", None) and not launch.runs_here(2, "gloo", None)
+    assert not launch.runs_here(1, "nccl", caller) and launch.runs_here(1, "gloo", caller)
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(launch.runs_here(1, "gloo", caller)))
+    worker.start()
+    worker.join()
+    assert seen == [False]

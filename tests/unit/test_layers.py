@@ -53,15 +53,26 @@ def _layer(module: str) -> int:
     return RANK[part]
 
 
+def _is_module(name: str) -> bool:
+    """Whether ccltune.a.b names a module of the tree (a.b.py or a/b/__init__.py)."""
+    path = ROOT.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
 def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, module) of every ccltune import in ``path``; ``from ccltune import x`` imports ccltune.x."""
+    """(line, module) of every ccltune import in ``path``. ``from X import y`` imports X.y where X.y is a module
+    (``from ccltune.cli import sweep`` imports ccltune.cli.sweep), else X; ``from ccltune import x`` imports
+    ccltune.x."""
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] == "ccltune":
             if node.module == "ccltune":
                 out += [(node.lineno, f"ccltune.{a.name}") for a in node.names]
             else:
-                out.append((node.lineno, node.module))
+                named = [f"{node.module}.{a.name}" for a in node.names]
+                out += [(node.lineno, m) for m in named if _is_module(m)]
+                if not all(_is_module(m) for m in named):
+                    out.append((node.lineno, node.module))
         elif isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "ccltune"]
         elif isinstance(node, ast.ImportFrom) and node.level:
@@ -102,13 +113,38 @@ def test_the_check_sees_an_upward_import(tmp_path):
     assert _layer("ccltune.measure.buffers") > _layer("ccltune.engines.base")
 
 
+def test_the_check_sees_a_module_imported_from_its_package(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from ccltune.cli import sweep, main\nfrom ccltune.diagnose.probes import topo as t\n")
+    assert _imports(bad) == [(1, "ccltune.cli.sweep"), (1, "ccltune.cli"), (2, "ccltune.diagnose.probes.topo")]
+    assert _command_imports(bad) == [(1, "ccltune.cli.sweep")]
+
+
+# what command modules may import from ccltune.cli: the package (main, run_command), the argparse helpers and the
+# parts of one command kept in a module of their own (no command: not in cli._COMMANDS)
+SHARED_CLI = {
+    "ccltune.cli",
+    "ccltune.cli._common",  # argparse helpers
+    "ccltune.cli.bench_options",  # bench's nccl-tests flags (cli/bench.py)
+    "ccltune.cli.import_links",  # `import transferbench|nvbandwidth` (cli/import_.py)
+    "ccltune.cli.linkshow",  # `links --run N` (cli/links.py)
+}
+
+
+def _command_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of each import of another ccltune.cli module than SHARED_CLI."""
+    return [(line, t) for line, t in _imports(path)
+            if (t == "ccltune.cli" or t.startswith("ccltune.cli.")) and t not in SHARED_CLI]
+
+
 def test_no_command_module_imports_another():
-    """Commands share argparse helpers (cli._common) and the layers below, not each other."""
-    shared = {"ccltune.cli", "ccltune.cli._common"}
-    for path in sorted((ROOT / "cli").glob("*.py")):
-        for line, target in _imports(path):
-            if target.startswith("ccltune.cli") and target not in shared:
-                raise AssertionError(f"{path.relative_to(ROOT.parent)}:{line} imports {target}")
+    """Commands share argparse helpers (cli._common, ...) and the layers below, not each other."""
+    from ccltune.cli import _COMMANDS
+
+    assert not {t.rsplit(".", 1)[-1] for t in SHARED_CLI} & set(_COMMANDS), "a command is shared"
+    found = [f"{path.relative_to(ROOT.parent)}:{line} imports {target}"
+             for path in sorted((ROOT / "cli").glob("*.py")) for line, target in _command_imports(path)]
+    assert not found, "command modules that import another:\n" + "\n".join(found)
 
 
 def test_no_module_reaches_a_subpackage_through_the_package():
@@ -125,3 +161,19 @@ def test_no_module_reaches_a_subpackage_through_the_package():
             elif isinstance(node, ast.ImportFrom) and node.module == "ccltune":
                 found += [f"{path}:{node.lineno}: from ccltune import {a.name}" for a in node.names if a.name in shadowed]
     assert not found, "subpackages reached as attributes of ccltune (they are the API's functions):\n" + "\n".join(found)
+
+
+def test_no_module_is_imported_under_a_short_alias():
+    """`from ccltune.workload import plan as WP` makes a reader look the letters up: a module imported under
+    another name gets a name that says what it is (`workload_plan`), in the code and in the tests."""
+    found = []
+    for path in sorted([*ROOT.rglob("*.py"), *(ROOT.parents[1] / "tests").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "ccltune":
+                found += [f"{path}:{node.lineno}: {a.name} as {a.asname}" for a in node.names
+                          if a.asname and _is_module(f"{node.module}.{a.name}")
+                          and (len(a.asname.lstrip("_")) < 3 or a.asname.isupper())]
+            elif isinstance(node, ast.Import):
+                found += [f"{path}:{node.lineno}: {a.name} as {a.asname}" for a in node.names
+                          if a.asname and a.name.startswith("ccltune") and (len(a.asname) < 3 or a.asname.isupper())]
+    assert not found, "ccltune modules under short aliases:\n" + "\n".join(found)

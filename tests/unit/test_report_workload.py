@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ccltune.report import load, sections, verdict
-from ccltune.report import workload as RW
+from ccltune.report import workload as report_workload
 from ccltune.report.model import Table
 from ccltune.store import Run, Store
 from ccltune.tune import weighted
@@ -40,7 +40,7 @@ def test_replay_feeds_the_verdict_card_and_its_entries_are_weighted_by_share() -
     assert card.figures == [("communication per step, NCCL's default ± 0.4% -> rules ± 0.5% (replay run 7, 3 rounds)",
                              "2.83 → 2.13 ms"), ("rules / default time", "0.753x")]
     assert card.level == "good" and card.lines[-1][1].startswith("replay run 7 PASS: the rules are faster: x0.753")
-    t = RW.replay_table(run)
+    t = report_workload.replay_table(run)
     # 14 calls x 401 us / 2 steps = 2807 us of the default's step; the broadcast 10.5 us
     assert [r[:7] for r in t.rows] == [["all_reduce", t.rows[0][1], "14", "99.6%", "2807.0", "2100.0", "707.0"],
                                        ["broadcast", t.rows[1][1], "1", "0.4%", "10.5", "10.5", "0.0"]]
@@ -62,7 +62,7 @@ def test_tune_predictions_are_weighted_by_the_jobs_share() -> None:
                    Entry(Key("all_reduce", 3 << 20, 2, "float", 3 << 18), 1)], [], 2)
     (plan,) = weighted.plan(wl, derive(rows, isolated_margin=0.10))
     run = _run(9, "tune", {"workload": "w.json", "predictions": [weighted.summary(plan)]})
-    (t,) = RW.tune_tables(run)
+    (t,) = report_workload.tune_tables(run)
     assert [(r[0], r[2], r[3], r[4], r[5], r[7]) for r in t.rows] == [
         ("all_reduce", "10", "96.2%", "2500.0", "2000.0", "ring/simple/default"),
         ("all_reduce", "4", "3.8%", "100.0", "100.0", "default"),

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,13 @@ def check_virtual_nodes(args: argparse.Namespace, engine: str) -> None:
     n = job_size(args, engine)
     if k > 1 and n >= 1 and n % k:
         raise UsageError(f"--virtual-nodes {k} does not divide the job's {n} processes")
+
+
+def comma_list(action: argparse.Action) -> argparse.Action:
+    """Mark an option whose value is a comma-separated list (``--algos ring,tree``): the Python API
+    (``ccltune.api``) takes a list or tuple for it too and joins it with commas."""
+    action.comma_list = True  # type: ignore[attr-defined]
+    return action
 
 
 def parse_run_ids(text: str, flag: str = "--runs") -> list[tuple[int, int]]:
@@ -171,33 +177,21 @@ def check_db(path: str) -> None:
 
 
 def job_size(args: argparse.Namespace, engine: str) -> int:
-    """How many processes the job will have: the launcher's world size, else what relaunch() starts."""
-    info = dist.launch_info()
-    if info.launcher != "single":
-        return info.world_size
-    if args.nproc is not None:
-        check_nproc(args.nproc)
-        if engine != "gloo" and args.nproc > (n := gpu_count()):  # NCCL refuses two ranks on one GPU
-            raise UsageError(f"--nproc {args.nproc}: one process per GPU, and {n} GPUs are visible here")
-        return args.nproc
-    return gpu_count() if engine != "gloo" else 2
+    """How many processes the job will have (``launch.job_size``: the launcher's, --nproc's, or the default)."""
+    return launch.job_size(args.nproc, engine, gpu_count)
 
 
 def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | None:
-    """Start torchrun for --nproc (or the default count) unless already launched.
-    Returns the exit code of the job, or None to run in this process.
-
-    A call from Python (``ccltune.api`` sets ``args._caller``, a ``launch.Caller``) runs in a job of
-    its own even on one process, so that the caller's process never opens a GPU library or signal
-    handlers it keeps; only one gloo process, which joins no process group, runs there (in the main
-    thread, where signals can be caught)."""
+    """Start torchrun for --nproc (or the default count) unless already launched or the job runs in this
+    process (``launch.runs_here``; the Python API sets ``args._caller``, a ``launch.Caller``).
+    Returns the exit code of the job, or None to run in this process."""
     if dist.under_launcher():
         return None
     nproc = job_size(args, engine)
     if nproc < 1:  # no GPU visible to the nccl or torch engine
         raise UsageError(f"--nproc must be >= 1, got {nproc}")
     caller = getattr(args, "_caller", None)
-    if nproc == 1 and (caller is None or (engine == "gloo" and threading.current_thread() is threading.main_thread())):
+    if launch.runs_here(nproc, engine, caller):
         return None
     if getattr(args, "db", None):  # an unusable database is said once, before a process per GPU starts
         check_db(args.db)

@@ -10,12 +10,10 @@ from typing import Any
 
 from ccltune import environment
 from ccltune.cli import _common
-from ccltune.diagnose.checks.logcheck import check_log
-from ccltune.diagnose.checks.rccl import rank_p2p_capable, rccl_findings
 from ccltune.diagnose.checks.registry import Context, run_checks
 from ccltune.diagnose.findings import exit_code, format_findings, overall
-from ccltune.diagnose.parsers.ncclog import parse_log, read_log
-from ccltune.diagnose.probes import amdsmi, sysfs, topo
+from ccltune.diagnose.parsers.ncclog import read_log
+from ccltune.diagnose.probes import sysfs
 from ccltune.diagnose.record import add_output_flags, record_run, write_json
 
 
@@ -54,15 +52,8 @@ def main(args: argparse.Namespace) -> int:
     artifacts: dict[str, str] = {}
     if args.nccl_log:
         text = read_log(args.nccl_log)
-        log = parse_log(text)
-        if log.library == "RCCL":
-            root = sysfs.sys_root(args.sysfs_root)
-            node = (topo.from_amdsmi(amdsmi.parse(amdsmi.read_saved(args.from_amd_smi)))
-                    if args.from_amd_smi else topo.discover(root))
-            capable = rank_p2p_capable(text, topo.p2p_capable_from(node)) if topo.is_amd(node) else None
-            findings = check_log(log, p2p_capable=capable) + rccl_findings(text, log, node, None, root)
-        else:
-            findings = check_log(log)
+        ctx = Context(root=sysfs.sys_root(args.sysfs_root), nccl_log_text=text, amd_smi=args.from_amd_smi)
+        findings = run_checks("doctor --nccl-log", ctx)
         title = f"ccltune doctor --nccl-log {args.nccl_log}"
         artifacts["nccl-log"] = text
     else:

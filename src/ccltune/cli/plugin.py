@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     path.set_defaults(func=_path)
     check = sub.add_parser(
         "check", help="check a rule file as the plugin reads it",
-        description="Print each rejected line as FILE:LINE: REASON and a summary. "
+        description="Print each rejected line to stderr as FILE:LINE: REASON, and a summary on stdout. "
         "Exit 1 when a line was rejected, 0 otherwise, 2 when the file cannot be read.",
     )
     check.add_argument("file", metavar="FILE", help="rule file (NCCL_TUNER_CONFIG_FILE format)")
@@ -79,12 +80,14 @@ def _check(args: argparse.Namespace) -> int:
     except RuleFileError as exc:  # unreadable: a usage problem, not a bad line
         raise UsageError(str(exc)) from exc
     for d in ruleset.diagnostics:
-        print(d)
+        print(d, file=sys.stderr)
     print(f"{len(ruleset.rules)} rules loaded, {len(ruleset.diagnostics)} lines rejected")
     if facts is not None:
         n = sum(1 for r in ruleset.rules if r.platform.matches(facts))
         print(f"{n} rules apply to platform {','.join(args.platform)}")
-    return RuleFileError.exit_code if ruleset.diagnostics else 0
+    if ruleset.diagnostics:
+        raise RuleFileError(f"{args.file}: {len(ruleset.diagnostics)} lines rejected (the plugin skips them)")
+    return 0
 
 
 def _verify(args: argparse.Namespace) -> int:

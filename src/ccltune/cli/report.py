@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from ccltune.cli._common import parse_run_ids
+from ccltune.cli._common import comma_list, parse_run_ids
 from ccltune.errors import UsageError
 from ccltune.report.compare import DEFAULT_TOLERANCE_PCT
 from ccltune.store import DEFAULT_DB, Store
@@ -26,8 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--db", default=DEFAULT_DB, help="results database to read (default: %(default)s)")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE.html", help="the page to write, atomically (default: %(default)s)")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--runs", metavar="IDS",
-                       help="runs to show, e.g. 3,4 or 2-5 (default: all runs)")
+    comma_list(which.add_argument("--runs", metavar="IDS", help="runs to show, e.g. 3,4 or 2-5 (default: all runs)"))
     which.add_argument("--run", type=int, metavar="N", help="show one run")
     p.add_argument("--latest", type=int, metavar="N",
                    help="draw the latest N runs in full and summarise the older ones in one table "

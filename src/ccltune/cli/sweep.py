@@ -35,10 +35,13 @@ def register(sub: Any) -> None:
     p.add_argument("-f", "--stepfactor", type=float, default=2)
     p.add_argument("-d", "--datatype", default="float")
     p.add_argument("-o", "--op", default="sum")
-    p.add_argument("--algos", default="tree,ring,pat", help="algorithms to force (NCCL_ALGO names)")
-    p.add_argument("--protos", default="ll,ll128,simple", help="protocols to force (NCCL_PROTO names)")
-    p.add_argument("--channels", default="4,8,16,32",
-                   help="channel counts to try with NCCL's algorithm/protocol ('' for none)")
+    _common.comma_list(p.add_argument("--algos", default="tree,ring,pat",
+                                      help="algorithms to force (NCCL_ALGO names, comma-separated)"))
+    _common.comma_list(p.add_argument("--protos", default="ll,ll128,simple",
+                                      help="protocols to force (NCCL_PROTO names, comma-separated)"))
+    _common.comma_list(p.add_argument("--channels", default="4,8,16,32",
+                                      help="channel counts to try with NCCL's algorithm/protocol, comma-separated "
+                                           "('' for none)"))
     p.add_argument("--grid", choices=GRIDS, default="full",
                    help="full: every algorithm x protocol x channel count, besides each pair with NCCL's channel "
                         "count and each count with NCCL's pair; axes: only those two (about a third of the points "
@@ -180,13 +183,14 @@ def _workload(args: argparse.Namespace, colls: list[Any], ranks: int) -> Any:
     """The workload of --workload, checked before any process starts: no -b/-e/-f beside it, and at
     least one point this launch can sweep (the node count is checked once the job runs)."""
     from ccltune.workload import model
-    from ccltune.workload import plan as WP
+    from ccltune.workload import plan as workload_plan
 
     given = [flag for key, (flag, default) in _SIZE_DEFAULTS.items() if getattr(args, key) != default]
     if given:
         raise UsageError(f"--workload sweeps the workload's own sizes; {', '.join(given)} do not apply with it")
     wl = model.load(args.workload)
-    points, skipped = WP.sweep_points(wl, ranks, None, datatypes.dtype(args.datatype), [c.name for c in colls])
+    points, skipped = workload_plan.sweep_points(wl, ranks, None, datatypes.dtype(args.datatype),
+                                                 [c.name for c in colls])
     if not points:
         raise UsageError(f"--workload {args.workload}: nothing this launch can sweep: "
                          + "; ".join(f"{s.entry.key.collective} {s.entry.key.size_bytes} B: {s.reason}"

@@ -8,7 +8,7 @@ import shlex
 import sys
 
 from ccltune import __version__
-from ccltune.cli._common import parse_run_ids
+from ccltune.cli._common import comma_list, parse_run_ids
 from ccltune.errors import UsageError
 from ccltune.files import printable, read_text, shown
 from ccltune.rules import write_atomic
@@ -36,8 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--db", default=DEFAULT_DB, help="results database")
     p.add_argument("--out", required=True, help="rule file to write (replaced whole, atomically)")
-    p.add_argument("--runs", default=None,
-                   help="run ids to use, e.g. '3,5-7'; None: every sweep and import run")
+    comma_list(p.add_argument("--runs", default=None,
+                              help="run ids to use, e.g. '3,5-7'; None: every sweep and import run"))
     p.add_argument("--objective", choices=OBJECTIVES, default="time",
                    help="time: fastest configuration; sm: fewest channels within --sm-tolerance of the fastest")
     p.add_argument("--sm-tolerance", type=float, default=2.0, metavar="PCT",

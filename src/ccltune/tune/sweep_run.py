@@ -22,7 +22,7 @@ from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
 from ccltune.tune.derive import tunable
-from ccltune.workload import plan as WP
+from ccltune.workload import plan as workload_plan
 
 
 @dataclass
@@ -121,8 +121,8 @@ def fit_candidates(plan: SweepPlan, facts: library.LibraryFacts | None, is_root:
 def _fit_workload(plan: SweepPlan, ctx: Any, res: SweepResult) -> None:
     """The workload's points this launch can tune (the same on every rank: a pure function of the file
     and the launch), the others into ``res.skipped``."""
-    plan.points, res.skipped = WP.sweep_points(plan.workload, ctx.world_size, ctx.n_nodes, plan.settings.dtype,
-                                               [c.name for c in plan.collectives])
+    plan.points, res.skipped = workload_plan.sweep_points(plan.workload, ctx.world_size, ctx.n_nodes,
+                                                          plan.settings.dtype, [c.name for c in plan.collectives])
     plan.collectives = [c for c in plan.collectives if c.name in plan.points]
 
 

@@ -16,7 +16,7 @@ from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
 from ccltune.validate import replay as replay_plan
-from ccltune.workload import plan as WP
+from ccltune.workload import plan as workload_plan
 from ccltune.workload.model import Workload
 
 
@@ -34,7 +34,7 @@ class ReplayPlan:
 class ReplayResult:
     verdict: replay_plan.ReplayVerdict | None = None
     rounds: dict[str, list[float]] = field(default_factory=dict)
-    skipped: list[WP.Skipped] = field(default_factory=list)
+    skipped: list[workload_plan.Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     load: dict[str, Any] | None = None
 
@@ -68,8 +68,8 @@ def run(plan: ReplayPlan, session: Session, engine_opts: Any) -> ReplayResult:
             if s.engine_name == "nccl" else engine_opts
         engine = s.start_engine(opts)
         ctx = s.ctx
-        keep, res.skipped = WP.fit(wl, ctx.world_size, ctx.n_nodes, engine=s.engine_name)
-        seq, note = WP.sequence(wl, keep, plan.order)
+        keep, res.skipped = workload_plan.fit(wl, ctx.world_size, ctx.n_nodes, engine=s.engine_name)
+        seq, note = workload_plan.sequence(wl, keep, plan.order)
         res.notes += [note] if note else []
         waived = waived_reason(s.engine_name, ctx.world_size, plan.rules_path)
         arms = _arms(s.engine_name, plan.rules_path, waived)

@@ -17,22 +17,26 @@ from typing import Any
 
 from ccltune.diagnose.checks import gates, host, rccl, transport
 from ccltune.diagnose.checks.envrules import check_env
+from ccltune.diagnose.checks.logcheck import check_log
 from ccltune.diagnose.checks.profiles import Profile
 from ccltune.diagnose.checks.topo import topo_findings
 from ccltune.diagnose.findings import Finding
-from ccltune.diagnose.probes import sysfs
+from ccltune.diagnose.parsers.ncclog import NcclLog, parse_log
+from ccltune.diagnose.probes import amdsmi, sysfs
 from ccltune.diagnose.probes import topo as topo_probe
 
 SKIP = "\0skip"  # applies(): not this platform's check; no line in the report
-COMMANDS = ("doctor", "check")
+# the commands (and doctor's one mode that reads a saved log instead of this host) whose checks are listed here
+COMMANDS = ("doctor", "doctor --nccl-log", "check")
 
 
 @dataclass
 class Context:
     """What one command's checks may read, and where they leave what they produced besides findings.
 
-    The command fills what it knows; a check reads only what it needs. ``topology`` is discovered
-    (NVML, nvidia-smi, amd-smi, AMD sysfs under ``root``) the first time a check asks for it.
+    The command fills what it knows; a check reads only what it needs. ``topology`` is read from the
+    saved amd-smi outputs when ``amd_smi`` names them, else discovered (NVML, nvidia-smi, amd-smi, AMD
+    sysfs under ``root``), the first time a check asks for it; ``nccl_log`` is ``nccl_log_text`` parsed.
     """
 
     root: Path = Path("/")  # the folder that stands for / (--sysfs-root)
@@ -49,14 +53,27 @@ class Context:
     from_json: str | None = None
     records: list[dict[str, Any]] | None = None
     how: dict[str, Any] = field(default_factory=dict)
+    # doctor --nccl-log: the saved NCCL/RCCL log's text, and the node's saved amd-smi outputs (--from-amd-smi)
+    nccl_log_text: str | None = None
+    amd_smi: list[str] | None = None
     artifacts: dict[str, str] = field(default_factory=dict)  # name -> text, kept with the run
     _topology: topo_probe.Topology | None = None
+    _nccl_log: NcclLog | None = None
 
     @property
     def topology(self) -> topo_probe.Topology:
         if self._topology is None:
-            self._topology = topo_probe.discover(self.root)
+            self._topology = (topo_probe.from_amdsmi(amdsmi.parse(amdsmi.read_saved(self.amd_smi))) if self.amd_smi
+                              else topo_probe.discover(self.root))
         return self._topology
+
+    @property
+    def nccl_log(self) -> NcclLog:
+        if self._nccl_log is None:
+            if self.nccl_log_text is None:
+                raise ValueError("this context carries no NCCL log (nccl_log_text)")
+            self._nccl_log = parse_log(self.nccl_log_text)
+        return self._nccl_log
 
 
 @dataclass(frozen=True)
@@ -71,6 +88,24 @@ class Check:
 
 def _amd_only(ctx: Context) -> str | None:
     return None if topo_probe.is_amd(ctx.topology) else SKIP
+
+
+def _rccl_log(ctx: Context) -> str | None:
+    return None if ctx.nccl_log.library == "RCCL" else SKIP
+
+
+def _log_findings(ctx: Context) -> list[Finding]:
+    """The log's findings; in an RCCL log of AMD GPUs, SHM between a pair the node joins by P2P is a FAIL.
+    The node is looked at only for an RCCL log (an NCCL log is judged on its own)."""
+    capable = None
+    if ctx.nccl_log.library == "RCCL" and topo_probe.is_amd(ctx.topology):
+        capable = rccl.rank_p2p_capable(ctx.nccl_log_text or "", topo_probe.p2p_capable_from(ctx.topology))
+    return check_log(ctx.nccl_log, p2p_capable=capable)
+
+
+def _rccl_log_findings(ctx: Context) -> list[Finding]:
+    # environ None: a log records only the job's RCCL_/NCCL_ variables, not HSA_FORCE_FINE_GRAIN_PCIE
+    return rccl.rccl_findings(ctx.nccl_log_text or "", ctx.nccl_log, ctx.topology, None, ctx.root)
 
 
 def _gates_apply(ctx: Context) -> str | None:
@@ -100,6 +135,11 @@ CHECKS: tuple[Check, ...] = (
           transport.transport, applies=transport.why_not_run),
     Check("channels", "busbw by channel count when fewer GPUs are used than present", "doctor",
           transport.channels, applies=transport.why_not_run),
+    Check("log", "a saved NCCL/RCCL log: version, init, transports, channels, tuner, process layout, warnings, "
+          "variables", "doctor --nccl-log", _log_findings),
+    Check("rccl:log", "an RCCL log's AMD checks: MSCCL/MSCCL++/LL128, NCCL_MIN_NCHANNELS on part of an xGMI node, "
+          "each rank's core against its GPU's NUMA node, HSA_FORCE_FINE_GRAIN_PCIE", "doctor --nccl-log",
+          _rccl_log_findings, applies=_rccl_log),
     Check("gates", "a platform profile's gates and monotonicity over all_reduce busbw", "check",
           gates.judge, applies=_gates_apply, waive=gates.waive),
 )
