@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ccltune.cli import main
 from ccltune.environment import INTERNAL_VARIABLES, comm_env, platform_name
-from ccltune.report import data, load, svg
+from ccltune.report import data, load, svg, verdict
 from ccltune.report.sections import build_sections
 from ccltune.report.verdict import cards
 from ccltune.store import Measurement, Run, Store
@@ -36,8 +36,11 @@ def test_cards_give_health_worst_first_ceiling_and_gain(tmp_path):
     assert figs["slowest-link ceiling (links run 6)"] == "400.0 GB/s"
     assert figs["of the ceiling reached"] == "90%" and figs["largest win"] == "1.25x"
     assert figs["tuning gain, geometric mean (validate run 5)"] == "1.079x"
-    # node-b has no links run: node-a's of the same GPU model and count applies, named as such
-    assert "slowest-link ceiling (links run 6 on node-a)" in dict(by_title["node-b"].figures)
+    # node-b has no links run: node-a's does not bound a job on another host, and the card says so
+    b = by_title["node-b"]
+    assert not any(k.startswith("slowest-link ceiling") for k in dict(b.figures))
+    assert ("info", "no slowest-link ceiling for this job shape: links run 12 measured "
+                    "h100-node-07, not this job's host") in b.lines
     # an import: its host and GPU model from the file
     assert "4 x NVIDIA H200" in by_title["vm"].subtitle
 
@@ -65,6 +68,48 @@ def test_one_card_per_node_and_run_group_worst_first():
     assert "runs 1-4 (1 doctor, 1 sweep, 1 tune, 1 validate)" in a["8 ranks, NCCL 2.21.5"].subtitle
     assert "runs 1, 5 (1 bench, 1 doctor)" in a["8 ranks, NCCL 2.23.4"].subtitle
     assert found[-1].level == "info"  # nothing judged on node-c
+
+
+def _job(i: int, kind: str, ranks: int, nodes: int = 1, bus: list[str] | None = None, visible: int = 8) -> Run:
+    gpus = [{"name": "NVIDIA H100", **({"pci_bus_id": bus[g]} if bus else {})} for g in range(visible)]
+    env = {"host": "node-a", "gpus": gpus, "world_size": None if kind == "links" else ranks, "n_nodes": nodes,
+           "nccl_version": "2.21.5"}
+    return Run(i, kind, "complete", "t", None, f"ccltune {kind}", None, env["world_size"], nodes, None, "node-a",
+               None, None, "2.21.5", env=env, summary={"ring_ceiling_gbps": 700.0} if kind == "links" else {})
+
+
+def test_a_ceiling_applies_only_to_the_job_shape_it_bounds():
+    links8 = _job(1, "links", 8)
+    peaks = {i: {"all_reduce": 350.0} for i in range(2, 6)}
+    runs = [links8, _job(2, "bench", 2), _job(3, "bench", 8, nodes=2), _job(4, "bench", 8)]
+    by_group = {c.group: c for c in cards(runs, {}, peaks)}
+    two = by_group["2 ranks, NCCL 2.21.5"]  # 8 GPUs x 7 peers does not bound a 2-rank job
+    assert "of the ceiling reached" not in dict(two.figures)
+    assert any("no slowest-link ceiling for this job shape: links run 1 measured 8 GPUs" in t for _, t in two.lines)
+    eight = dict(by_group["8 ranks, NCCL 2.21.5"].figures)  # run 3 ran on 2 nodes: run 4 is the one bounded
+    assert eight["slowest-link ceiling (links run 1)"] == "700.0 GB/s" and eight["of the ceiling reached (run 4)"] == "50%"
+    assert verdict.ceiling_why_not(runs[2], links8) == "a 2-node job: the links of one node (links run 1) do not bound it"
+    # by PCI bus id: a links run over the two GPUs a 2-rank job used bounds it; the node's 8 do not
+    bus = [f"0000:{b:02x}:00" for b in range(8)]
+    pair = _job(5, "links", 2, bus=bus[:2], visible=2)
+    job = _job(6, "bench", 2, bus=bus)
+    assert verdict.ceiling_for(job, [_job(1, "links", 8, bus=bus), pair])[0] is pair
+    assert verdict.ceiling_for(job, [_job(1, "links", 8, bus=bus)])[0] is None
+    moved = _job(7, "bench", 2, bus=bus)
+    moved.env["variables"] = {"NCCL_TESTS_DEVICE": "4"}  # ranks on GPUs 4 and 5: not the pair measured
+    assert verdict.ceiling_for(moved, [pair])[0] is None
+
+
+def test_the_ceiling_line_is_drawn_only_where_it_bounds_the_job():
+    from ccltune.report.sections import ReportInput, bench_section
+
+    rows = {i: [{"collective": "all_reduce", "size_bytes": 1 << 20, "busbw_gbps": 300.0, "time_us": 10.0,
+                 "status": "ok", "config": "default", "run_id": i, "in_place": 0}] for i in (2, 4)}
+    runs = [_job(1, "links", 8), _job(2, "bench", 2), _job(4, "bench", 8)]
+    for drawn, refs in (({1, 2}, []), ({1, 2, 4}, [700.0])):
+        sec = bench_section(ReportInput(runs, rows={k: v for k, v in rows.items() if k in drawn}, drawn=drawn))
+        ar = next(f for f in sec.figures() if f.title == "all_reduce: bus bandwidth")
+        assert [v for v, _ in ar.refs] == refs
 
 
 def test_ceiling_line_on_all_reduce_plots(tmp_path):

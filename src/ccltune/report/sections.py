@@ -95,12 +95,13 @@ def verdict_section(inp: ReportInput) -> Section:
 
 
 def _ceilings(inp: ReportInput, runs: list[Run]) -> list[tuple[float, str]]:
-    """Slowest-link ceilings to draw on the all_reduce plots: for each node of the drawn
-    measurement runs, its latest links run (else one of the same GPU model and count)."""
+    """Slowest-link ceilings to draw on the all_reduce plots: for each drawn measurement run, the
+    latest links run whose ceiling bounds that job (same host, one node, the GPUs it used:
+    ``verdict.ceiling_why_not``)."""
     links = [r for r in inp.runs if r.kind == "links" and verdict.link_ceiling(r)]
     out: dict[int, tuple[float, str]] = {}
     for r in runs:
-        run = verdict.links_for(r, links)
+        run, _ = verdict.ceiling_for(r, links)
         if run is not None and run.id not in out:
             c = verdict.link_ceiling(run)
             out[run.id] = (c, f"ceiling {c:.1f} GB/s: {verdict.node_text(run)} (links run {run.id})")
@@ -118,8 +119,9 @@ def bench_section(inp: ReportInput) -> Section:
     s.blocks.append(Picker(picker_groups(inp)))
     s.blocks.append(Note("Median over repetitions, NCCL's default configuration; one colour per run, in-place "
                          "dashed. A run of fewer than 3 sizes is drawn as points. Click a legend entry to hide or "
-                         "show its line. The all_reduce plots carry the slowest-link ceiling (dash-dot) of each "
-                         "node whose links are stored, measured or imported."))
+                         "show its line. The all_reduce plots carry the slowest-link ceiling (dash-dot) of the "
+                         "links run, measured or imported, that bounds each run's job: same host, one node, the "
+                         "GPUs its ranks used."))
     for coll in sorted(set(bw) | set(tm)):
         if coll in bw:
             mine = sorted({ln.group for ln in bw[coll]})

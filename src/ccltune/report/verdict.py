@@ -56,14 +56,63 @@ def node_text(run: Any) -> str:
     return ", ".join(p for p in (host_text(run), f"{len(names)} x {names[0]}" if names else "") if p)
 
 
-def links_for(run: Any, links: list[Any]) -> Any | None:
-    """The links run whose ceiling applies to ``run``: the latest on its node, else the latest
-    on a node of the same GPU model and count (links runs with a ceiling only)."""
-    key, n = node_key(run), len(gpu_names(run.env.get("gpus")))
-    same = [r for r in links if node_key(r) == key]
-    if not same and key is not None:
-        same = [r for r in links if node_key(r) and node_key(r)[1] == key[1] and len(gpu_names(r.env.get("gpus"))) == n]
-    return same[-1] if same else None
+def _bus_ids(gpus: Any) -> list[str] | None:
+    """PCI bus ids of recorded GPUs; None unless every one has one."""
+    ids = [g.get("pci_bus_id") for g in gpus] if isinstance(gpus, list) and gpus \
+        and all(isinstance(g, Mapping) for g in gpus) else []
+    return [str(i) for i in ids] if ids and all(ids) else None
+
+
+def _job_bus_ids(job: Any, ranks: int) -> list[str] | None:
+    """The GPUs a one-node job's ranks used: rank i drives the visible GPU NCCL_TESTS_DEVICE + i
+    (ccltune.engines.base.device_index); None when the bus ids are not recorded."""
+    visible = _bus_ids(job.env.get("gpus"))
+    first = str((job.env.get("variables") or {}).get("NCCL_TESTS_DEVICE") or "0")
+    if visible is None or ranks > len(visible) or not first.isdigit():
+        return None
+    return [visible[(int(first) + i) % len(visible)] for i in range(ranks)]
+
+
+def ceiling_why_not(job: Any, links: Any) -> str | None:
+    """Why the slowest-link ceiling of ``links`` does not bound ``job`` (None: it does). The ceiling
+    is slowest link x peers over the GPUs the links run measured, so it bounds a job on the same
+    host, on one node, whose ranks used exactly those GPUs (by PCI bus id where both record them,
+    else a rank count equal to the links run's GPU count): an 8-GPU ring ceiling (x 7 peers) does
+    not bound a 2-rank job, and one node's links do not bound a 2-node job."""
+    if node_key(links) != node_key(job):
+        return f"links run {links.id} measured {host_text(links) or 'another host'}, not this job's host"
+    hosts = job.env.get("hosts")
+    nodes = max(int(job.n_nodes or job.env.get("n_nodes") or 1),
+                len(set(map(str, hosts))) if isinstance(hosts, list) else 1)
+    if nodes > 1:
+        return f"a {nodes}-node job: the links of one node (links run {links.id}) do not bound it"
+    ranks = job.world_size or job.env.get("world_size")
+    measured = len(gpu_names(links.env.get("gpus")))
+    if not ranks:
+        return f"the job's rank count is not recorded, so links run {links.id} ({measured} GPUs) may not bound it"
+    used, covered = _job_bus_ids(job, int(ranks)), _bus_ids(links.env.get("gpus"))
+    if used is not None and covered is not None:
+        if sorted(used) == sorted(covered):
+            return None
+        return (f"links run {links.id} measured GPUs {', '.join(covered)}; this job's {ranks} ranks used "
+                f"{', '.join(used)}")
+    if int(ranks) == measured:
+        return None
+    return (f"links run {links.id} measured {measured} GPUs (slowest link x {measured - 1} peers); "
+            f"it does not bound a {ranks}-rank job")
+
+
+def ceiling_for(job: Any, links: list[Any]) -> tuple[Any | None, str]:
+    """(the latest links run whose ceiling bounds ``job``, '') or (None, why none does: the latest
+    links run of its node or GPU model, and why not; '' when there is none). ``links``: runs
+    with a ceiling."""
+    for r in reversed(links):
+        if ceiling_why_not(job, r) is None:
+            return r, ""
+    key = node_key(job)
+    near = [r for r in links if node_key(r) == key] or [r for r in links if key and node_key(r)
+                                                        and node_key(r)[1] == key[1]]
+    return None, (ceiling_why_not(job, near[-1]) or "") if near else ""
 
 
 def is_all_reduce(collective: str) -> bool:
@@ -197,17 +246,32 @@ def link_ceiling(run: Any) -> float | None:
 
 
 def _ceiling(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], all_links: list[Any], card: Card) -> None:
+    """The best all_reduce busbw, and the fraction of the slowest-link ceiling reached by the best
+    run that a links run bounds (``ceiling_why_not``: same host, one node, the GPUs it used); a card
+    whose jobs no links run bounds says why; a card of node-wide runs only shows its node's ceiling."""
     got = achieved_all_reduce(runs, peaks)
     if got is not None:
         card.figures.append((f"all_reduce busbw, best (run {got[1]})", f"{got[0]:.1f} GB/s"))
-    links = links_for(runs[-1], [r for r in all_links if link_ceiling(r)])
-    if links is None:
+    with_ceiling = [r for r in all_links if link_ceiling(r)]
+    jobs = [r for r in runs if r.kind not in NODE_WIDE]
+    if not jobs:
+        own = [r for r in with_ceiling if runs and node_key(r) == node_key(runs[-1])]
+        if own:
+            card.figures.append((f"slowest-link ceiling (links run {own[-1].id})", f"{link_ceiling(own[-1]):.1f} GB/s"))
         return
+    bounded = [(a, r, links) for r in jobs if (a := achieved_all_reduce([r], peaks))
+               and (links := ceiling_for(r, with_ceiling)[0]) is not None]
+    if not bounded:
+        job = next((r for r in jobs if got and r.id == got[1]), jobs[-1])
+        why = ceiling_for(job, with_ceiling)[1]
+        if why:
+            card.lines.append(("info", f"no slowest-link ceiling for this job shape: {why}"))
+        return
+    (best, run_id), _, links = max(bounded, key=lambda b: b[0][0])
     ceiling = link_ceiling(links)
-    where = "" if node_key(links) == node_key(runs[-1]) else f" on {host_text(links) or 'another host'}"
-    card.figures.append((f"slowest-link ceiling (links run {links.id}{where})", f"{ceiling:.1f} GB/s"))
-    if got is not None:
-        card.figures.append(("of the ceiling reached", f"{100 * got[0] / ceiling:.0f}%"))
+    card.figures.append((f"slowest-link ceiling (links run {links.id})", f"{ceiling:.1f} GB/s"))
+    which = "" if got is not None and got[1] == run_id else f" (run {run_id})"
+    card.figures.append((f"of the ceiling reached{which}", f"{100 * best / ceiling:.0f}%"))
 
 
 def _tuning(runs: list[Any], card: Card) -> str:
