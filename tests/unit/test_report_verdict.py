@@ -9,6 +9,7 @@ from pathlib import Path
 from ccltune.cli import main
 from ccltune.environment import INTERNAL_VARIABLES, comm_env, platform_name
 from ccltune.report import data, load, svg, verdict
+from ccltune.report.model import Note
 from ccltune.report.sections import build_sections
 from ccltune.report.verdict import cards
 from ccltune.store import Measurement, Run, Store
@@ -119,6 +120,21 @@ def test_ceiling_line_on_all_reduce_plots(tmp_path):
     assert [v for v, _ in ar.refs] == [400.0]
     check = next(s for s in ar.series if s.label.startswith("run 8"))
     assert len(check.xs) == 2 and check.gaps == [(float(1 << 20), "status error")]
+
+
+def test_the_imported_ceiling_can_be_multiplied_out_from_the_link_the_page_names(tmp_path):
+    inp = _mixed(tmp_path)  # run 12: nvbandwidth on 4 H100s; ce-write allows most, ce-read has a 301.45 GB/s link
+    card = next(c for c in cards(inp.runs, inp.findings, inp.peaks) if c.title == "h100-node-07")
+    assert dict(card.figures)["slowest-link ceiling (links run 12: ce-write/uni, 389.26 GB/s x 3 peers; "
+                              "pairwise, an upper bound)"] == "1167.8 GB/s"
+    links = next(s for s in build_sections(inp) if s.id == "links")
+    notes = [b.text for b in links.blocks if isinstance(b, Note)]
+    at = next(i for i, t in enumerate(notes) if t.startswith("run 12 "))
+    slow, other, ceiling = notes[at + 1:at + 4]
+    assert slow.startswith("Slowest link of ce-write/uni") and "GPU 3 -> GPU 0: 389.26 GB/s" in slow
+    assert "GPU 2 -> GPU 3 ce-read/uni: 301.45 GB/s" in other
+    assert ceiling.startswith("Slowest-link ceiling: 1167.78 GB/s = ce-write/uni: GPU 3's slowest link, "
+                              "389.26 GB/s to GPU 0, x 3 peers") and "this is an upper bound" in ceiling
 
 
 def test_peaks_merge_spellings_of_one_collective(tmp_path):

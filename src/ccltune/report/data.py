@@ -17,7 +17,7 @@ from typing import Any
 
 from ccltune import collectives
 from ccltune.report.axes import size_label
-from ccltune.report.model import Heatmap, Series, Table
+from ccltune.report.model import Series, Table
 
 Row = Mapping[str, Any]
 
@@ -237,57 +237,6 @@ def validate_series(points: list[SpeedPoint]) -> dict[str, Series]:
         s.hi.append(p.speedup * (1 + p.noise_pct / 100))  # type: ignore[union-attr]
         s.marked.append(p.slower)  # type: ignore[union-attr]
     return out
-
-
-# -- links ---------------------------------------------------------------------------------
-def slowest_link(links: list[Row], summary: Mapping[str, Any]) -> Row | None:
-    """The run's own verdict on the slowest link, else the lowest measured bandwidth."""
-    if isinstance(summary.get("slowest"), Mapping):
-        return summary["slowest"]
-    measured = [r for r in links if r.get("bandwidth_gbps") is not None]
-    return min(measured, key=lambda r: r["bandwidth_gbps"]) if measured else None
-
-
-_DIRECTIONS = {"uni": "unidirectional", "bi": "bidirectional", "bidir": "bidirectional",
-               "all2all": "all links at once (all-to-all)"}
-
-
-def ceiling_gbps(summary: Mapping[str, Any]) -> float | None:
-    """The node's slowest-link ceiling of a links run (``ring_ceiling_gbps``, linkmath), or the
-    expected ceiling older runs recorded (``ceiling_gbps``)."""
-    for key in ("ring_ceiling_gbps", "ceiling_gbps"):
-        v = summary.get(key)
-        if isinstance(v, (int, float)) and v > 0:
-            return float(v)
-    return None
-
-
-def link_heatmaps(links: list[Row], summary: Mapping[str, Any]) -> list[Heatmap]:
-    """One bandwidth matrix (src rows, dst columns) per method and direction, its slowest link
-    marked (the run's own verdict where it names one in this matrix)."""
-    slow = slowest_link(links, summary)
-    groups: dict[tuple[str, str], list[Row]] = defaultdict(list)
-    for r in links:
-        groups[(r["method"], r["direction"])].append(r)
-    maps = []
-    for (method, direction), rs in sorted(groups.items()):
-        gpus = sorted({int(r["src"]) for r in rs} | {int(r["dst"]) for r in rs})
-        idx = {g: i for i, g in enumerate(gpus)}
-        values: list[list[float | None]] = [[None] * len(gpus) for _ in gpus]
-        for r in rs:
-            if r.get("bandwidth_gbps") is not None:
-                values[idx[int(r["src"])]][idx[int(r["dst"])]] = float(r["bandwidth_gbps"])
-        if slow is not None and slow.get("method", method) == method \
-                and slow.get("direction", direction) == direction \
-                and slow.get("src") in idx and slow.get("dst") in idx:
-            mark = (idx[slow["src"]], idx[slow["dst"]])
-        else:  # this matrix's own slowest link
-            own = slowest_link(rs, {})
-            mark = (idx[int(own["src"])], idx[int(own["dst"])]) if own is not None else None
-        maps.append(Heatmap(f"{method.upper()} copy, {_DIRECTIONS.get(direction, direction)}",
-                            "src GPU", "dst GPU", [str(g) for g in gpus], [str(g) for g in gpus],
-                            values, "GB/s", mark))
-    return maps
 
 
 # -- findings and environment -------------------------------------------------------------

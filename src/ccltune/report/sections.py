@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune.report import compare as cmp
-from ccltune.report import data, verdict, workload, zones
+from ccltune.report import data, linkdata, verdict, workload, zones
 from ccltune.report.axes import size_label
 from ccltune.report.model import Block, LineChart, Note, Picker, Section, Table, Text, ZoneChart
 from ccltune.store import Run
@@ -103,8 +103,9 @@ def _ceilings(inp: ReportInput, runs: list[Run]) -> list[tuple[float, str]]:
     for r in runs:
         run, _ = verdict.ceiling_for(r, links)
         if run is not None and run.id not in out:
-            c = verdict.link_ceiling(run)
-            out[run.id] = (c, f"ceiling {c:.1f} GB/s: {verdict.node_text(run)} (links run {run.id})")
+            c, basis = verdict.link_ceiling(run), linkdata.ceiling_basis(run.summary)
+            how = f" ({basis.product()})" if basis else ""
+            out[run.id] = (c, f"ceiling {c:.1f} GB/s{how}: {verdict.node_text(run)} (links run {run.id})")
     return list(out.values())
 
 
@@ -259,19 +260,32 @@ def links_section(inp: ReportInput) -> Section:
         src = run.env.get("source") if run.command.startswith("ccltune import") else None
         how = f"imported from {src} {run.env.get('tool_version') or ''}".strip() if src else "measured by ccltune links"
         s.blocks.append(Note(f"{_title(run)}: {data.gpus_text(run.env.get('gpus'))}, {how}"))
-        slow = data.slowest_link(links, run.summary)
+        slow = linkdata.slowest_link(links, run.summary)
+        basis = linkdata.ceiling_basis(run.summary)
         if slow is not None:
-            lat = f", {slow['latency_us']:.3g} us" if slow.get("latency_us") is not None else ""
-            bw = slow.get("bandwidth_gbps")
-            kind = "/".join(str(slow[k]) for k in ("method", "direction") if slow.get(k))
-            s.blocks.append(Note(f"Slowest link (outlined in red): GPU {slow.get('src')} -> GPU {slow.get('dst')}"
-                                 f"{' ' + kind if kind else ''}: {bw if bw is None else f'{bw:.4g}'} GB/s{lat}", "warn"))
-        ceiling = data.ceiling_gbps(run.summary)
-        if ceiling is not None:
+            what = f"Slowest link of {basis.series}, the ceiling's method and direction" if basis else "Slowest link"
+            s.blocks.append(Note(f"{what} (outlined in red): {_link_text(slow, kind=basis is None)}", "warn"))
+        other = linkdata.slower_elsewhere(links, run.summary)
+        if other is not None:
+            s.blocks.append(Note(f"Slowest link of any method and direction: {_link_text(other)} (outlined on its "
+                                 "heatmap; the ceiling takes the method that allows most).", "warn"))
+        ceiling = linkdata.ceiling_gbps(run.summary)
+        if basis is not None:
+            s.blocks.append(Note(f"Slowest-link ceiling: {basis.text()} The all_reduce busbw plots draw it as a line."))
+        elif ceiling is not None:
             s.blocks.append(Note(f"Slowest-link ceiling: {ceiling:.2f} GB/s (per GPU, its slowest link x its peers; "
                                  "the smallest over the GPUs). The all_reduce busbw plots draw it as a line."))
-        s.blocks += data.link_heatmaps(links, run.summary) or [Note(f"run {run.id} has no link rows.", "warn")]
+        s.blocks += linkdata.link_heatmaps(links, run.summary) or [Note(f"run {run.id} has no link rows.", "warn")]
     return s if s.blocks else Section(s.id, s.title, [_none(inp, "links runs (measured or imported)")])
+
+
+def _link_text(link: Any, kind: bool = True) -> str:
+    """'GPU 2 -> GPU 3 ce-read/uni: 301.45 GB/s, 2.1 us' (``kind``: with its method and direction)."""
+    lat = f", {link['latency_us']:.3g} us" if link.get("latency_us") is not None else ""
+    bw = link.get("bandwidth_gbps")
+    how = "/".join(str(link[k]) for k in ("method", "direction") if link.get(k)) if kind else ""
+    return (f"GPU {link.get('src')} -> GPU {link.get('dst')}{' ' + how if how else ''}: "
+            f"{bw if bw is None else f'{bw:.2f}'} GB/s{lat}")
 
 
 def env_section(inp: ReportInput) -> Section:

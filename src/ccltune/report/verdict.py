@@ -31,6 +31,7 @@ from typing import Any
 
 from ccltune.report.axes import size_label
 from ccltune.report.data import canonical, gpu_names, host_text
+from ccltune.report.linkdata import ceiling_basis, ceiling_gbps
 from ccltune.report.model import Card
 
 _SEVERITY = {"FAIL": 0, "ERROR": 1, "WARN": 2, "WAIVED": 3, "PASS": 4}
@@ -240,9 +241,16 @@ def achieved_all_reduce(runs: list[Any], peaks: Mapping[int, Mapping[str, float]
 
 
 def link_ceiling(run: Any) -> float | None:
-    from ccltune.report.data import ceiling_gbps
-
     return ceiling_gbps(run.summary)
+
+
+def _ceiling_label(links: Any) -> str:
+    """'slowest-link ceiling (links run 12: ce-write/uni, 389.26 GB/s x 3 peers; pairwise, an upper bound)'."""
+    basis = ceiling_basis(links.summary)
+    if basis is None:
+        return f"slowest-link ceiling (links run {links.id})"
+    bound = "; pairwise, an upper bound" if basis.upper_bound else ""
+    return f"slowest-link ceiling (links run {links.id}: {basis.product()}{bound})"
 
 
 def _ceiling(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], all_links: list[Any], card: Card) -> None:
@@ -257,7 +265,7 @@ def _ceiling(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], all_link
     if not jobs:
         own = [r for r in with_ceiling if runs and node_key(r) == node_key(runs[-1])]
         if own:
-            card.figures.append((f"slowest-link ceiling (links run {own[-1].id})", f"{link_ceiling(own[-1]):.1f} GB/s"))
+            card.figures.append((_ceiling_label(own[-1]), f"{link_ceiling(own[-1]):.1f} GB/s"))
         return
     bounded = [(a, r, links) for r in jobs if (a := achieved_all_reduce([r], peaks))
                and (links := ceiling_for(r, with_ceiling)[0]) is not None]
@@ -269,7 +277,7 @@ def _ceiling(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], all_link
         return
     (best, run_id), _, links = max(bounded, key=lambda b: b[0][0])
     ceiling = link_ceiling(links)
-    card.figures.append((f"slowest-link ceiling (links run {links.id})", f"{ceiling:.1f} GB/s"))
+    card.figures.append((_ceiling_label(links), f"{ceiling:.1f} GB/s"))
     which = "" if got is not None and got[1] == run_id else f" (run {run_id})"
     card.figures.append((f"of the ceiling reached{which}", f"{100 * best / ceiling:.0f}%"))
 
