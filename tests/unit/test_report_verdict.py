@@ -118,6 +118,15 @@ def test_ceiling_line_on_all_reduce_plots(tmp_path):
     bench = next(s for s in build_sections(inp) if s.id == "bench")
     ar = next(f for f in bench.figures() if f.title == "all_reduce: bus bandwidth")
     assert [v for v, _ in ar.refs] == [400.0]
+    # all_gather's busbw is normalised to the same ring bound: the same line (run 1, node-a, drawn with
+    # every run); a time plot has none
+    with Store(tmp_path / "mixed.db", create=False) as store:
+        every = load(store, latest=13)
+    by_title = {f.title: f for f in next(s for s in build_sections(every) if s.id == "bench").figures()}
+    assert [v for v, _ in by_title["all_gather: bus bandwidth"].refs] == [400.0]
+    assert by_title["all_gather: time"].refs == []
+    assert [data.ring_bound(c) for c in ("reducescatter", "AllGather", "all_reduce", "broadcast", "alltoall")] == [
+        True, True, True, False, False]
     check = next(s for s in ar.series if s.label.startswith("run 8"))
     assert len(check.xs) == 2 and check.gaps == [(float(1 << 20), "status error")]
 

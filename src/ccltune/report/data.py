@@ -40,6 +40,16 @@ def canonical(name: Any) -> str:
     return collectives.canonical(str(name)) or str(name)
 
 
+def ring_bound(name: Any) -> bool:
+    """Whether a collective's busbw is bounded by the slowest-link ceiling (``Collective.ring_bound``)."""
+    c = collectives.REGISTRY.get(canonical(name))
+    return bool(c is not None and c.ring_bound)
+
+
+RING_BOUND = tuple(n for n, c in collectives.REGISTRY.items() if c.ring_bound)  # all_reduce, all_gather, ...
+RING_BOUND_TEXT = ", ".join(RING_BOUND)
+
+
 def ok_rows(rows: Iterable[Row], metric: str) -> list[Row]:
     return [r for r in rows if r.get("status") == "ok" and r.get(metric) is not None]
 

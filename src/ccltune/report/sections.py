@@ -95,7 +95,7 @@ def verdict_section(inp: ReportInput) -> Section:
 
 
 def _ceilings(inp: ReportInput, runs: list[Run]) -> list[tuple[float, str]]:
-    """Slowest-link ceilings to draw on the all_reduce plots: for each drawn measurement run, the
+    """Slowest-link ceilings to draw on the busbw plots of ``data.RING_BOUND``: for each drawn measurement run, the
     latest links run whose ceiling bounds that job (same host, one node, the GPUs it used:
     ``verdict.ceiling_why_not``)."""
     links = [r for r in inp.runs if r.kind == "links" and verdict.link_ceiling(r)]
@@ -120,13 +120,14 @@ def bench_section(inp: ReportInput) -> Section:
     s.blocks.append(Picker(picker_groups(inp)))
     s.blocks.append(Note("Median over repetitions, NCCL's default configuration; one colour per run, in-place "
                          "dashed. A run of fewer than 3 sizes is drawn as points. Click a legend entry to hide or "
-                         "show its line. The all_reduce plots carry the slowest-link ceiling (dash-dot) of the "
-                         "links run, measured or imported, that bounds each run's job: same host, one node, the "
-                         "GPUs its ranks used."))
+                         "show its line. The busbw plots of " + data.RING_BOUND_TEXT + " carry the slowest-link "
+                         "ceiling (dash-dot) of the links run, measured or imported, that bounds each run's job "
+                         "(same host, one node, the GPUs its ranks used): their busbw is normalised to what a ring "
+                         "moves over each GPU's links, which that ceiling bounds."))
     for coll in sorted(set(bw) | set(tm)):
         if coll in bw:
             mine = sorted({ln.group for ln in bw[coll]})
-            refs = _ceilings(inp, [r for r in runs if f"r{r.id}" in mine]) if verdict.is_all_reduce(coll) else []
+            refs = _ceilings(inp, [r for r in runs if f"r{r.id}" in mine]) if data.ring_bound(coll) else []
             s.blocks.append(LineChart(f"{coll}: bus bandwidth", "message size", "busbw GB/s", bw[coll], refs=refs))
     for coll in sorted(tm):
         s.blocks.append(LineChart(f"{coll}: time", "message size", "time us", tm[coll]))
@@ -271,10 +272,11 @@ def links_section(inp: ReportInput) -> Section:
                                  "heatmap; the ceiling takes the method that allows most).", "warn"))
         ceiling = linkdata.ceiling_gbps(run.summary)
         if basis is not None:
-            s.blocks.append(Note(f"Slowest-link ceiling: {basis.text()} The all_reduce busbw plots draw it as a line."))
+            s.blocks.append(Note(f"Slowest-link ceiling: {basis.text()} The busbw plots of {data.RING_BOUND_TEXT} "
+                                 "draw it as a line."))
         elif ceiling is not None:
             s.blocks.append(Note(f"Slowest-link ceiling: {ceiling:.2f} GB/s (per GPU, its slowest link x its peers; "
-                                 "the smallest over the GPUs). The all_reduce busbw plots draw it as a line."))
+                                 f"the smallest over the GPUs). The busbw plots of {data.RING_BOUND_TEXT} draw it as a line."))
         s.blocks += linkdata.link_heatmaps(links, run.summary) or [Note(f"run {run.id} has no link rows.", "warn")]
     return s if s.blocks else Section(s.id, s.title, [_none(inp, "links runs (measured or imported)")])
 
