@@ -82,7 +82,9 @@ def _job(i: int, kind: str, ranks: int, nodes: int = 1, bus: list[str] | None = 
 def test_a_ceiling_applies_only_to_the_job_shape_it_bounds():
     links8 = _job(1, "links", 8)
     peaks = {i: {"all_reduce": 350.0} for i in range(2, 6)}
-    runs = [links8, _job(2, "bench", 2), _job(3, "bench", 8, nodes=2), _job(4, "bench", 8)]
+    tune = Run(9, "tune", "complete", "t", None, "ccltune tune", None, None, None, None, None, None, None, None,
+               env={}, summary={"source_runs": [4]})  # records no host: joins run 4's group, as its last run
+    runs = [links8, _job(2, "bench", 2), _job(3, "bench", 8, nodes=2), _job(4, "bench", 8), tune]
     by_group = {c.group: c for c in cards(runs, {}, peaks)}
     two = by_group["2 ranks, NCCL 2.21.5"]  # 8 GPUs x 7 peers does not bound a 2-rank job
     assert "of the ceiling reached" not in dict(two.figures)
@@ -205,3 +207,24 @@ def test_many_runs_draw_the_latest_and_summarise_the_rest(tmp_path):
     assert "60 run(s)" in html and "the latest 5 drawn in full" in html
     assert html.count("summarised") >= 55 and len(html) < 400_000
     assert html.count('class="pick"') == 2  # the drawn nccl-tests imports (57, 59: copies of run 1)
+
+
+def test_a_collective_that_failed_at_every_size_is_said_not_dropped(tmp_path):
+    env = {"host": "node-a", "gpus": [{"name": "NVIDIA H100"}] * 8, "world_size": 8, "n_nodes": 1,
+           "nccl_version": "2.21.5"}
+    with Store(tmp_path / "f.db") as store:
+        rid = store.begin_run("bench", command="ccltune bench all_reduce reduce_scatter", env=env)
+        rows = [Measurement("all_reduce", s, s // 4, "float", "sum", None, False, 8, time_us=10.0, algbw_gbps=1.0,
+                            busbw_gbps=1.75) for s in (1 << 20, 2 << 20)]
+        rows += [Measurement("reduce_scatter", s, s // 32, "float", "sum", None, False, 8, status="error",
+                             note="timeout") for s in (1 << 20, 2 << 20, 4 << 20)]
+        store.add_measurements(rid, rows)
+        store.finish_run(rid, "complete")
+        inp = load(store)
+    assert inp.no_value == {rid: {"reduce_scatter": ({"error": 3}, "timeout")}}
+    text = "reduce_scatter: no value at any size (error x3: timeout)"
+    bench = next(s for s in build_sections(inp) if s.id == "bench")
+    assert Note(f"{text} in run {rid}: nothing to plot.", "warn") in bench.blocks
+    assert not any(f.title.startswith("reduce_scatter") for f in bench.figures())
+    (card,) = cards(inp.runs, inp.findings, inp.peaks, inp.no_value)
+    assert ("warn", f"{text} in bench run {rid}") in card.lines and card.level == "warn"

@@ -110,6 +110,38 @@ def curves(rows: Iterable[Row], metric: str, colors: Mapping[int, int] | None = 
     return out
 
 
+NoValue = tuple[dict[str, int], str]  # (row status -> sizes with it, the first note), see ``no_value``
+_STATUS_WORD = {"ok": "ok but no busbw"}
+
+
+def no_value(rows: Iterable[Row]) -> dict[tuple[int, str], NoValue]:
+    """(run id, collective) -> (status -> number of sizes, the first note) for each collective of a
+    run whose rows of NCCL's default hold no positive busbw at any size (every size errored, was
+    waived...): none of it can be drawn, so the page says so instead of leaving it out."""
+    sizes: dict[tuple[int, str], dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
+    notes: dict[tuple[int, str], str] = {}
+    good: set[tuple[int, str]] = set()
+    for r in rows:
+        if (r.get("config") or "default") != "default":
+            continue
+        key = (int(r["run_id"]), canonical(r["collective"]))
+        if r.get("status") == "ok" and (r.get("busbw_gbps") or 0) > 0:
+            good.add(key)
+            continue
+        sizes[key][str(r.get("status"))].add(int(r["size_bytes"]))
+        if r.get("note"):
+            notes.setdefault(key, str(r["note"]))
+    return {k: ({s: len(v) for s, v in sorted(st.items())}, notes.get(k, "")) for k, st in sizes.items()
+            if k not in good}
+
+
+def no_value_text(collective: str, found: NoValue) -> str:
+    """'reduce_scatter: no value at any size (error x3: timeout)'."""
+    counts, note = found
+    what = ", ".join(f"{_STATUS_WORD.get(s, s)} x{n}" for s, n in counts.items())
+    return f"{collective}: no value at any size ({what}{': ' + note[:120] if note else ''})"
+
+
 def _gaps(rows: list[Row], metric: str) -> list[tuple[float, str]]:
     """(size, why) for each size of ``rows`` with no positive 'ok' value of ``metric``."""
     why: dict[int, set[str]] = defaultdict(set)

@@ -36,6 +36,8 @@ class ReportInput:
     drawn: set[int] | None = None
     # run id -> collective -> highest busbw (GB/s) of NCCL's default, over every run in ``runs``
     peaks: dict[int, dict[str, float]] = field(default_factory=dict)
+    # run id -> collective -> (row status -> sizes, a note) where NCCL's default has no value at any size
+    no_value: dict[int, dict[str, data.NoValue]] = field(default_factory=dict)
 
     def of_kind(self, *kinds: str) -> list[Run]:
         return [r for r in self.runs if r.kind in kinds and self.is_drawn(r)]
@@ -84,7 +86,7 @@ def _short(run: Run) -> str:
 
 def verdict_section(inp: ReportInput) -> Section:
     s = Section("verdict", "Verdict")
-    found = verdict.cards(inp.runs, inp.findings, inp.peaks)
+    found = verdict.cards(inp.runs, inp.findings, inp.peaks, inp.no_value)
     if not found:
         return Section(s.id, s.title, [_none(inp, "run that names its host or GPUs")])
     s.blocks.append(Note("One card per node (host and GPU model) and run group (rank count and NCCL or RCCL "
@@ -115,8 +117,12 @@ def bench_section(inp: ReportInput) -> Section:
     rows = [row for r in runs for row in inp.rows[r.id]]
     colors = inp.run_colors()
     bw, tm = data.curves(rows, "busbw_gbps", colors), data.curves(rows, "time_us", colors)
+    # a collective no drawn run has a value of at any size would vanish from the plots: said instead
+    lost = [Note(f"{data.no_value_text(coll, found)} in run {run_id}: nothing to plot.", "warn")
+            for (run_id, coll), found in sorted(data.no_value(rows).items(), key=lambda kv: (kv[0][1], -kv[0][0]))
+            if coll not in bw and coll not in tm]
     if not bw and not tm:
-        return Section(s.id, s.title, [_none(inp, "measurements of NCCL's default (bench or import runs)")])
+        return Section(s.id, s.title, [_none(inp, "measurements of NCCL's default (bench or import runs)"), *lost])
     s.blocks.append(Picker(picker_groups(inp)))
     s.blocks.append(Note("Median over repetitions, NCCL's default configuration; one colour per run, in-place "
                          "dashed. A run of fewer than 3 sizes is drawn as points. Click a legend entry to hide or "
@@ -124,6 +130,7 @@ def bench_section(inp: ReportInput) -> Section:
                          "ceiling (dash-dot) of the links run, measured or imported, that bounds each run's job "
                          "(same host, one node, the GPUs its ranks used): their busbw is normalised to what a ring "
                          "moves over each GPU's links, which that ceiling bounds."))
+    s.blocks += lost
     for coll in sorted(set(bw) | set(tm)):
         if coll in bw:
             mine = sorted({ln.group for ln in bw[coll]})

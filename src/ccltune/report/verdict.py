@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ccltune.report.axes import size_label
-from ccltune.report.data import canonical, gpu_names, host_text
+from ccltune.report.data import NoValue, canonical, gpu_names, host_text, no_value_text
 from ccltune.report.linkdata import ceiling_basis, ceiling_gbps
 from ccltune.report.model import Card
 
@@ -157,20 +157,23 @@ def _placement(run: Any, by_id: Mapping[int, Any], seen: frozenset[int] = frozen
 
 
 def cards(runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
-          peaks: Mapping[int, Mapping[str, float]]) -> list[Card]:
-    """One card per node and run group (module docstring), the worst first."""
+          peaks: Mapping[int, Mapping[str, float]], no_value: Mapping[int, Mapping[str, NoValue]] | None = None
+          ) -> list[Card]:
+    """One card per node and run group (module docstring), the worst first. ``no_value``: run id ->
+    collective -> its rows' statuses, where NCCL's default has no value at any size (``data.no_value``)."""
     by_id = {r.id: r for r in runs}
     nodes: dict[tuple[str, str], dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
         got = _placement(r, by_id)
         if got is not None:
             nodes[got[0]][got[1]].append(r)
-    links = sorted((r for r in runs if r.kind == "links"), key=lambda r: r.id)
+    links = sorted((r for r in runs if r.kind == "links" and link_ceiling(r)), key=lambda r: r.id)
     out = []
     for key, groups in nodes.items():
         wide = groups.pop("", [])
         for group, rs in (groups.items() if groups else [("", [])]):
-            out.append(_card(key, group, sorted(rs + wide, key=lambda r: r.id), findings, peaks, links))
+            out.append(_card(key, group, sorted(rs + wide, key=lambda r: r.id), findings, peaks, links,
+                             no_value or {}))
     order = {"bad": 0, "warn": 1, "info": 2, "good": 3}
     return sorted(out, key=lambda c: (order.get(c.level, 2), c.title, c.group))
 
@@ -181,7 +184,8 @@ def _latest(runs: list[Any], *kinds: str) -> Any | None:
 
 
 def _card(key: tuple[str, str], group: str, runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
-          peaks: Mapping[int, Mapping[str, float]], links: list[Any]) -> Card:
+          peaks: Mapping[int, Mapping[str, float]], links: list[Any],
+          no_value: Mapping[int, Mapping[str, NoValue]]) -> Card:
     host, model = key
     count = max((len(gpu_names(r.env.get("gpus"))) for r in runs), default=0)
     kinds: dict[str, int] = defaultdict(int)
@@ -192,10 +196,11 @@ def _card(key: tuple[str, str], group: str, runs: list[Any], findings: Mapping[i
     card.subtitle += f" · runs {ids_text([r.id for r in runs])} (" + ", ".join(
         f"{n} {k}" for k, n in sorted(kinds.items())) + ")"
     health = _health(runs, findings, card)
-    _ceiling(runs, peaks, links, card)
+    _ceiling(key, runs, peaks, links, card)
     tuned = _tuning(runs, card)
     replayed = _workload(runs, card)
-    levels = [health, tuned, replayed]
+    lost = _lost(runs, peaks, no_value, card)
+    levels = [health, tuned, replayed, lost]
     card.level = "bad" if "bad" in levels else "warn" if "warn" in levels else "good" if "good" in levels else "info"
     return card
 
@@ -253,33 +258,49 @@ def _ceiling_label(links: Any) -> str:
     return f"slowest-link ceiling (links run {links.id}: {basis.product()}{bound})"
 
 
-def _ceiling(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], all_links: list[Any], card: Card) -> None:
+def _ceiling(key: tuple[str, str], runs: list[Any], peaks: Mapping[int, Mapping[str, float]], all_links: list[Any],
+             card: Card) -> None:
     """The best all_reduce busbw, and the fraction of the slowest-link ceiling reached by the best
     run that a links run bounds (``ceiling_why_not``: same host, one node, the GPUs it used); a card
-    whose jobs no links run bounds says why; a card of node-wide runs only shows its node's ceiling."""
+    whose jobs no links run bounds says why; a card of node-wide runs only shows its node's ceiling.
+    ``key``: the card's node; ``all_links``: the links runs with a ceiling."""
     got = achieved_all_reduce(runs, peaks)
     if got is not None:
         card.figures.append((f"all_reduce busbw, best (run {got[1]})", f"{got[0]:.1f} GB/s"))
-    with_ceiling = [r for r in all_links if link_ceiling(r)]
+    own = [r for r in all_links if node_key(r) == key]  # a card's runs share one node: only its links can bound them
     jobs = [r for r in runs if r.kind not in NODE_WIDE]
     if not jobs:
-        own = [r for r in with_ceiling if runs and node_key(r) == node_key(runs[-1])]
         if own:
             card.figures.append((_ceiling_label(own[-1]), f"{link_ceiling(own[-1]):.1f} GB/s"))
         return
-    bounded = [(a, r, links) for r in jobs if (a := achieved_all_reduce([r], peaks))
-               and (links := ceiling_for(r, with_ceiling)[0]) is not None]
-    if not bounded:
-        job = next((r for r in jobs if got and r.id == got[1]), jobs[-1])
-        why = ceiling_for(job, with_ceiling)[1]
-        if why:
-            card.lines.append(("info", f"no slowest-link ceiling for this job shape: {why}"))
-        return
-    (best, run_id), _, links = max(bounded, key=lambda b: b[0][0])
-    ceiling = link_ceiling(links)
-    card.figures.append((_ceiling_label(links), f"{ceiling:.1f} GB/s"))
-    which = "" if got is not None and got[1] == run_id else f" (run {run_id})"
-    card.figures.append((f"of the ceiling reached{which}", f"{100 * best / ceiling:.0f}%"))
+    reached = sorted(((a, r) for r in jobs if (a := achieved_all_reduce([r], peaks))), key=lambda ar: -ar[0][0])
+    for (best, run_id), r in reached:  # the best run a links run bounds
+        links = ceiling_for(r, own)[0]
+        if links is not None:
+            ceiling = link_ceiling(links)
+            card.figures.append((_ceiling_label(links), f"{ceiling:.1f} GB/s"))
+            which = "" if got is not None and got[1] == run_id else f" (run {run_id})"
+            card.figures.append((f"of the ceiling reached{which}", f"{100 * best / ceiling:.0f}%"))
+            return
+    job = next((r for r in jobs if got and r.id == got[1]), jobs[-1])
+    why = ceiling_for(job, all_links)[1]
+    if why:
+        card.lines.append(("info", f"no slowest-link ceiling for this job shape: {why}"))
+
+
+def _lost(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], no_value: Mapping[int, Mapping[str, NoValue]],
+          card: Card) -> str:
+    """A line per collective whose latest measurement run in the group has no value of it at any size
+    (every size errored, was waived...): 'reduce_scatter: no value at any size (error x3) in run 14'."""
+    latest: dict[str, Any] = {}
+    for r in runs:
+        if r.kind in MEASURES:
+            for coll in (*peaks.get(r.id, {}), *no_value.get(r.id, {})):
+                latest[coll] = r
+    lost = [(coll, r) for coll, r in sorted(latest.items()) if coll in no_value.get(r.id, {})]
+    for coll, r in lost:
+        card.lines.append(("warn", f"{no_value_text(coll, no_value[r.id][coll])} in {r.kind} run {r.id}"))
+    return "warn" if lost else "info"
 
 
 def _tuning(runs: list[Any], card: Card) -> str:
