@@ -172,6 +172,26 @@ def test_env_shows_only_the_users_variables_and_consistent_gpus(tmp_path):
     assert data.platform_text(old) == "NVIDIA H200 x4"
 
 
+def test_variables_torchrun_adds_are_not_the_users(monkeypatch):
+    from ccltune.environment import USER_VARIABLES_ENV, parent_names
+
+    worker = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "NCCL_DEBUG": "INFO", "LOCAL_RANK": "0",
+              USER_VARIABLES_ENV: parent_names({"NCCL_DEBUG": "INFO", "HOME": "/root"})}
+    assert comm_env(worker) == {"NCCL_DEBUG": "INFO"}  # the parent had NCCL_DEBUG only
+    worker[USER_VARIABLES_ENV] = parent_names({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"})  # the user set it
+    assert comm_env(worker) == {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
+    worker[USER_VARIABLES_ENV] = "not json"  # no usable list: nothing left out but ccltune's own
+    assert set(comm_env(worker)) == {"NCCL_DEBUG", "TORCH_NCCL_ASYNC_ERROR_HANDLING"}
+    monkeypatch.setenv(USER_VARIABLES_ENV, "[]")  # os.environ as a worker sees it (collect's source)
+    monkeypatch.setenv("NCCL_DEBUG", "WARN")
+    assert comm_env() == {}
+    # a run recorded without its parent's names under torchrun: torchrun's default is not shown as the user's
+    old = {"launcher": "torchrun", "variables": {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "NCCL_DEBUG": "INFO"}}
+    assert data.user_variables(old) == {"NCCL_DEBUG": "INFO"}
+    assert data.user_variables({**old, "variables_from": "parent"}) == old["variables"]
+    assert "TORCH_NCCL_ASYNC_ERROR_HANDLING" in data.user_variables({**old, "launcher": None})
+
+
 def test_every_ccltune_variable_is_either_the_users_or_internal():
     # variable names as the code spells them: quoted strings (os.environ["X"], env.get("X"), {"X": ...})
     names = {m for p in SRC.rglob("*.py") for m in re.findall(r"[\"'](CCLTUNE_[A-Z_]+[A-Z])[\"']", p.read_text())}

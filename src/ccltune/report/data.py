@@ -359,10 +359,15 @@ def status_text(run: Any) -> str:
 
 
 def user_variables(env: Mapping[str, Any]) -> dict[str, str]:
-    """The run's recorded NCCL_*/RCCL_*/... variables, without ccltune's own plumbing."""
-    from ccltune.environment import INTERNAL_VARIABLES
+    """The run's recorded NCCL_*/RCCL_*/... variables, without ccltune's own plumbing, and, for a run
+    that did not record which names its parent's environment had (``variables_from``), without the
+    value its launcher sets when the user did not (``LAUNCHER_DEFAULTS``: torchrun's
+    TORCH_NCCL_ASYNC_ERROR_HANDLING=1)."""
+    from ccltune.environment import INTERNAL_VARIABLES, LAUNCHER_DEFAULTS
 
-    return {k: str(v) for k, v in sorted((env.get("variables") or {}).items()) if k not in INTERNAL_VARIABLES}
+    added = LAUNCHER_DEFAULTS.get(str(env.get("launcher")), {}) if env.get("variables_from") != "parent" else {}
+    return {k: str(v) for k, v in sorted((env.get("variables") or {}).items())
+            if k not in INTERNAL_VARIABLES and added.get(k) != str(v)}
 
 
 def run_facts(run: Any) -> dict[str, str]:
