@@ -93,6 +93,15 @@ def test_nvbandwidth_import_flags_the_slow_pair(path, tmp_path, capsys):
     assert "WARN    links:ce-read/uni" in out and "slowest 2->3 301.4" in out
     assert main(["links", "--run", "1", "--db", str(db)]) == 0
     assert "below threshold: 2->3 301.45 GB/s" in capsys.readouterr().out
+    # the driver and CUDA runtime the file names are the run's, as the report shows them
+    assert (found.driver_version, found.cuda_version) == ("570.124.06", "12.8")
+    from ccltune.report import data
+    from ccltune.store import Store
+
+    with Store(db, create=False) as store:
+        facts = data.run_facts(store.run(1))
+    assert (facts["driver"], facts["CUDA"]) == ("570.124.06", "12.8")
+    assert nvbandwidth.cuda_text(11040) == "11.4" and nvbandwidth.cuda_text("12.2") == "12.2"
 
 
 def test_nvbandwidth_text_keeps_bidir_direction_and_skips_total():
