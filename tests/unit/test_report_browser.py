@@ -99,6 +99,14 @@ out.cards = [...document.querySelectorAll('.card')].map(c => c.innerText);
 const shown = el => getComputedStyle(el).display !== 'none';
 const fig = [...document.querySelectorAll('#bench figure')].find(f => f.querySelector('svg g.s1'));
 const g = fig.querySelector('svg g.s1'), label = fig.querySelector('.legend label.l1');
+// a keyboard reaches the toggles (hidden from sight, not display:none) and sees which one it is on
+const boxes = [...document.querySelectorAll('input.tg, input.pick')];
+out.unreachable = boxes.filter(b => getComputedStyle(b).display === 'none' || b.tabIndex < 0).length;
+const box = document.getElementById(label.htmlFor);
+box.focus();
+out.focused = document.activeElement === box;
+out.outline = getComputedStyle(label).outlineStyle;
+box.blur();
 out.before = shown(g); label.click(); out.after = shown(g); label.click(); out.again = shown(g);
 const pick = document.querySelector('.picker label');
 const run = document.getElementById(pick.htmlFor).id.replace('pick-', '');
@@ -134,6 +142,7 @@ def probe(tmp_path: Path, page: Path) -> dict:
     assert (found["before"], found["after"], found["again"]) == (True, False, True)  # a legend entry toggles
     assert found["picked"] and not any(found["picked"])  # the picker hides that run on every plot
     assert found["cut"] == [] and found["resources"] == []
+    assert found["unreachable"] == 0 and found["focused"] and found["outline"] == "solid"
     return found
 
 
@@ -142,10 +151,10 @@ def test_mixed_database_reads_in_chromium(tmp_path, mixed_db):
     assert main(["report", "--db", str(mixed_db), "--out", str(page), "--latest", "13"]) == 0  # every run drawn
     found = probe(tmp_path, page)
     node_a = next(c for c in found["cards"] if c.startswith("node-a"))
-    assert "Not healthy" in node_a and "400.0 GB/s" in node_a and "90%" in node_a and "1.079x" in node_a
+    assert "Not healthy" in node_a and "400.00 GB/s" in node_a and "90%" in node_a and "1.079x" in node_a
     assert "26.3 → 24.8 us" in node_a and "default ± 0.3% -> rules ± 0.8%" in node_a and "replay run 13 PASS" in node_a
     mi300x = next(c for c in found["cards"] if "MI300X" in c)
-    assert "316.5 GB/s" in mi300x  # the imported TransferBench matrix's ceiling, 45.21 x 7
+    assert "316.47 GB/s" in mi300x  # the imported TransferBench matrix's ceiling, 45.21 x 7
 
     shot = tmp_path / "report.png"
     run = chromium(tmp_path, page, f"--screenshot={shot}", "--window-size=1400,9000")
@@ -160,4 +169,4 @@ def test_default_report_reads_in_chromium(tmp_path, mixed_db):
     assert main(["report", "--db", str(mixed_db), "--out", str(page)]) == 0
     assert "the latest 12 drawn in full" in page.read_text()
     found = probe(tmp_path, page)
-    assert len(found["cards"]) == 6 and any("Not healthy" in c and "400.0 GB/s" in c for c in found["cards"])
+    assert len(found["cards"]) == 6 and any("Not healthy" in c and "400.00 GB/s" in c for c in found["cards"])

@@ -34,7 +34,7 @@ def test_cards_give_health_worst_first_ceiling_and_gain(tmp_path):
     assert a.level == "bad" and a.headline.startswith("Not healthy: 1 FAIL, 1 ERROR, 1 WARN")
     assert [lv for lv, _ in a.lines][:4] == ["bad", "bad", "bad", "warn"]  # slower sizes, FAIL, ERROR, WARN
     figs = dict(a.figures)
-    assert figs["slowest-link ceiling (links run 6)"] == "400.0 GB/s"
+    assert figs["slowest-link ceiling (links run 6)"] == "400.00 GB/s"
     assert figs["of the ceiling reached"] == "90%" and figs["largest win"] == "1.25x"
     assert figs["tuning gain, geometric mean (validate run 5)"] == "1.079x"
     # node-b has no links run: node-a's does not bound a job on another host, and the card says so
@@ -90,7 +90,7 @@ def test_a_ceiling_applies_only_to_the_job_shape_it_bounds():
     assert "of the ceiling reached" not in dict(two.figures)
     assert any("no slowest-link ceiling for this job shape: links run 1 measured 8 GPUs" in t for _, t in two.lines)
     eight = dict(by_group["8 ranks, NCCL 2.21.5"].figures)  # run 3 ran on 2 nodes: run 4 is the one bounded
-    assert eight["slowest-link ceiling (links run 1)"] == "700.0 GB/s" and eight["of the ceiling reached (run 4)"] == "50%"
+    assert eight["slowest-link ceiling (links run 1)"] == "700.00 GB/s" and eight["of the ceiling reached (run 4)"] == "50%"
     assert verdict.ceiling_why_not(runs[2], links8) == "a 2-node job: the links of one node (links run 1) do not bound it"
     # by PCI bus id: a links run over the two GPUs a 2-rank job used bounds it; the node's 8 do not
     bus = [f"0000:{b:02x}:00" for b in range(8)]
@@ -137,7 +137,7 @@ def test_the_imported_ceiling_can_be_multiplied_out_from_the_link_the_page_names
     inp = _mixed(tmp_path)  # run 12: nvbandwidth on 4 H100s; ce-write allows most, ce-read has a 301.45 GB/s link
     card = next(c for c in cards(inp.runs, inp.findings, inp.peaks) if c.title == "h100-node-07")
     assert dict(card.figures)["slowest-link ceiling (links run 12: ce-write/uni, 389.26 GB/s x 3 peers; "
-                              "pairwise, an upper bound)"] == "1167.8 GB/s"
+                              "pairwise, an upper bound)"] == "1167.78 GB/s"
     links = next(s for s in build_sections(inp) if s.id == "links")
     notes = [b.text for b in links.blocks if isinstance(b, Note)]
     at = next(i for i, t in enumerate(notes) if t.startswith("run 12 "))
@@ -248,3 +248,24 @@ def test_a_collective_that_failed_at_every_size_is_said_not_dropped(tmp_path):
     assert not any(f.title.startswith("reduce_scatter") for f in bench.figures())
     (card,) = cards(inp.runs, inp.findings, inp.peaks, inp.no_value)
     assert ("warn", f"{text} in bench run {rid}") in card.lines and card.level == "warn"
+
+
+def test_small_bandwidths_gloo_groups_and_series_waived_at_every_size():
+    from ccltune.report import html
+    from ccltune.report.model import LineChart
+
+    gloo = Run(1, "bench", "complete", "t", None, "ccltune bench", "gloo", 2, 1, "torchrun", "vm", None, None, None,
+               env={"host": "vm", "gpus": [], "world_size": 2, "engine": "gloo"})
+    (card,) = cards([gloo], {}, {1: {"all_reduce": 0.0614}})
+    assert card.group == "2 ranks, gloo (CPU)"  # not 'library version not recorded'
+    assert dict(card.figures)["all_reduce busbw, best (run 1)"] == "0.0614 GB/s"  # 3 significant digits, not 0.1
+    reason = "torch.distributed's all_gather is in-place only"
+    rows = [{"run_id": 1, "collective": "all_gather", "size_bytes": s, "in_place": p, "config": "default",
+             "status": "ok" if p else "waived", "busbw_gbps": 0.05 if p else None, "time_us": 9.0 if p else None,
+             "note": None if p else reason} for s in (8, 64, 512) for p in (0, 1)]
+    (oop, inp) = data.curves(rows, "busbw_gbps")["all_gather"]
+    assert (oop.label, oop.waived, oop.gaps, oop.xs) == ("run 1, out-of-place", reason, [], [])
+    chart = LineChart.of("all_gather: bus bandwidth", "message size", "busbw GB/s", [oop, inp])
+    assert chart.series == [inp] and chart.notes == [f"run 1, out-of-place: waived, {reason}"]
+    page = html.render_chart(chart)
+    assert page.count("waived") == 1 and "Gaps" not in page and "×" not in page

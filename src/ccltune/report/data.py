@@ -103,7 +103,9 @@ def curves(rows: Iterable[Row], metric: str, colors: Mapping[int, int] | None = 
             s = _series(_label(_CURVE_KEYS, g, varying), {k: v for k, v in medians(gr, metric).items() if v > 0},
                         gaps=_gaps(gr, metric), dashed=both and bool(g[1]), group=f"r{g[0]}",
                         color=None if colors is None else colors.get(g[0]))
-            if s.xs or s.gaps:
+            if not s.xs and all(r.get("status") == "waived" for r in gr):  # one line, not a gap at every size
+                s.gaps, s.waived = [], next((str(r["note"]) for r in gr if r.get("note")), "no reason recorded")
+            if s.xs or s.gaps or s.waived:
                 lines.append(s)
         if any(s.xs for s in lines):
             out[coll] = lines

@@ -107,7 +107,7 @@ def _ceilings(inp: ReportInput, runs: list[Run]) -> list[tuple[float, str]]:
         if run is not None and run.id not in out:
             c, basis = verdict.link_ceiling(run), linkdata.ceiling_basis(run.summary)
             how = f" ({basis.product()})" if basis else ""
-            out[run.id] = (c, f"ceiling {c:.1f} GB/s{how}: {verdict.node_text(run)} (links run {run.id})")
+            out[run.id] = (c, f"ceiling {data.num(c)} GB/s{how}: {verdict.node_text(run)} (links run {run.id})")
     return list(out.values())
 
 
@@ -135,9 +135,9 @@ def bench_section(inp: ReportInput) -> Section:
         if coll in bw:
             mine = sorted({ln.group for ln in bw[coll]})
             refs = _ceilings(inp, [r for r in runs if f"r{r.id}" in mine]) if data.ring_bound(coll) else []
-            s.blocks.append(LineChart(f"{coll}: bus bandwidth", "message size", "busbw GB/s", bw[coll], refs=refs))
+            s.blocks.append(LineChart.of(f"{coll}: bus bandwidth", "message size", "busbw GB/s", bw[coll], refs=refs))
     for coll in sorted(tm):
-        s.blocks.append(LineChart(f"{coll}: time", "message size", "time us", tm[coll]))
+        s.blocks.append(LineChart.of(f"{coll}: time", "message size", "time us", tm[coll]))
     return s
 
 
@@ -332,6 +332,7 @@ def runs_section(inp: ReportInput) -> Section:
     s.blocks.append(t)
     for coll, lines in data.curves([row for r in inp.measured() for row in inp.rows[r.id]], "busbw_gbps").items():
         sizes = sorted({x for ln in lines for x in ln.xs})
+        lines = [ln for ln in lines if not ln.waived]
         raw = Table(["size", *[ln.label for ln in lines]], [], wide=True, folded=f"{coll}: busbw GB/s per size (raw)")
         for x in sizes:
             raw.rows.append([size_label(x), *[data.num(dict(zip(ln.xs, ln.ys)).get(x)) for ln in lines]])

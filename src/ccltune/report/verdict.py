@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ccltune.report.axes import size_label
-from ccltune.report.data import NoValue, canonical, gpu_names, host_text, no_value_text
+from ccltune.report.data import NoValue, canonical, gpu_names, host_text, no_value_text, num
 from ccltune.report.linkdata import ceiling_basis, ceiling_gbps
 from ccltune.report.model import Card
 
@@ -137,7 +137,8 @@ def group_key(run: Any) -> str:
         return ""
     ranks = run.world_size or run.env.get("world_size")
     rccl, nccl = run.env.get("rccl_version"), run.env.get("nccl_version") or run.nccl_version
-    lib = f"RCCL {rccl}" if rccl else f"NCCL {nccl}" if nccl else "library version not recorded"
+    gloo = (run.engine or run.env.get("engine")) == "gloo"  # torch.distributed's CPU backend: no NCCL
+    lib = f"RCCL {rccl}" if rccl else f"NCCL {nccl}" if nccl else "gloo (CPU)" if gloo else "library version not recorded"
     return ", ".join(p for p in (f"{ranks} ranks" if ranks else "rank count not recorded", lib) if p)
 
 
@@ -266,19 +267,19 @@ def _ceiling(key: tuple[str, str], runs: list[Any], peaks: Mapping[int, Mapping[
     ``key``: the card's node; ``all_links``: the links runs with a ceiling."""
     got = achieved_all_reduce(runs, peaks)
     if got is not None:
-        card.figures.append((f"all_reduce busbw, best (run {got[1]})", f"{got[0]:.1f} GB/s"))
+        card.figures.append((f"all_reduce busbw, best (run {got[1]})", f"{num(got[0])} GB/s"))
     own = [r for r in all_links if node_key(r) == key]  # a card's runs share one node: only its links can bound them
     jobs = [r for r in runs if r.kind not in NODE_WIDE]
     if not jobs:
         if own:
-            card.figures.append((_ceiling_label(own[-1]), f"{link_ceiling(own[-1]):.1f} GB/s"))
+            card.figures.append((_ceiling_label(own[-1]), f"{num(link_ceiling(own[-1]))} GB/s"))
         return
     reached = sorted(((a, r) for r in jobs if (a := achieved_all_reduce([r], peaks))), key=lambda ar: -ar[0][0])
     for (best, run_id), r in reached:  # the best run a links run bounds
         links = ceiling_for(r, own)[0]
         if links is not None:
             ceiling = link_ceiling(links)
-            card.figures.append((_ceiling_label(links), f"{ceiling:.1f} GB/s"))
+            card.figures.append((_ceiling_label(links), f"{num(ceiling)} GB/s"))
             which = "" if got is not None and got[1] == run_id else f" (run {run_id})"
             card.figures.append((f"of the ceiling reached{which}", f"{100 * best / ceiling:.0f}%"))
             return
