@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import os
@@ -25,9 +26,17 @@ def render() -> str:
     out = ["# ccltune command reference", "",
            "Generated from each command's `--help` by `python scripts/gen_cli_docs.py`; do not edit.", "",
            "```", help_text([]), "```", ""]
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     for name in names:
         out += [f"## ccltune {name}", "", "```", help_text([name]), "```", ""]
+        for sub in _subcommands(commands[name]):   # import nccl-tests, workload show, ...
+            out += [f"### ccltune {name} {sub}", "", "```", help_text([name, sub]), "```", ""]
     return "\n".join(out)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> list[str]:
+    acts = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return [n for a in acts for n in a.choices]
 
 
 if __name__ == "__main__":

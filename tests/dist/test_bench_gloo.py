@@ -6,14 +6,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ccltune import collectives
+from ccltune.cli import main
+from ccltune.store import Store
 from ccltune.sizes import size_series
-from dist_helpers import ROW_FIELDS, bench_many, only_run
+from dist_helpers import ROW_FIELDS, bench_cmd, bench_many, count_rows, only_run, wait_rows
 
 ALL = list(collectives.REGISTRY)
 SIZES = ["-b", "8", "-e", "4K", "-f", "8"]
@@ -192,7 +197,8 @@ def test_nccl_tests_schedule_and_reports_on_gloo(warmup_modes):
             "iterations ") in lines
     assert any(line.startswith("#       size") and line.count("cputime") == 2 and line.count("i_cv%") == 2
                for line in lines)
-    assert "unalign: 3" in lines[2] and "iters: 4" in lines[2]
+    assert lines[0].startswith("# Writing JSON output to ")  # -J: said first, as nccl-tests does
+    assert "unalign: 3" in lines[3] and "iters: 4" in lines[3]
     rows = [line.split() for line in lines if line.strip() and not line.startswith("#")]
     assert len(rows) == 4 and all(len(r) == 9 + 8 for r in rows)  # all_reduce in place: 4 + 4 per-iteration cells
     assert all(r[12] == "0" and float(r[13]) <= float(r[14]) for r in rows)  # #wrong 0 on -u 3; i_min <= i_max
@@ -237,3 +243,95 @@ def test_a_reader_that_goes_stops_the_table_not_the_run(tmp_path):
     assert first[0].startswith(b"# nccl-tests version") and "Traceback" not in err and "BrokenPipe" not in err
     run, rows = only_run(db)
     assert run.status == "complete" and len(rows) == 2 * 14
+
+
+# nccl-tests' ar-step capture's flags (-R 1 left out: gloo registers nothing), with -g 2: 2 processes
+STEP = ["all_reduce", "-g", "2", "-b", "1.5M", "-e", "6M", "-i", "1M", "-f", "1", "-u", "4", "-w", "1"]
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests"
+
+
+@pytest.fixture(scope="module")
+def step_run(tmp_path_factory):
+    """One gloo bench of STEP with -J: (stdout, the table's file, the -J file, the database)."""
+    tmp = tmp_path_factory.mktemp("step")
+    db, ncclt = tmp / "s.db", tmp / "ncclt.json"
+    proc = subprocess.run(bench_cmd(*STEP, "--timeout", "60", "-J", str(ncclt), "--db", str(db)), cwd=tmp,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    out = tmp / "table.txt"
+    out.write_text(proc.stdout)
+    return proc.stdout, out, ncclt, db
+
+
+def _import(path: Path, db: Path) -> tuple[Any, list[Any]]:
+    assert main(["import", "nccl-tests", str(path), "--db", str(db)]) == 0
+    with Store(db, create=False) as st:
+        run = st.runs()[-1]
+        return run, st.measurements(run.id)
+
+
+def test_minus_g_2_prints_the_shape_that_imports_back_as_2_ranks(step_run, tmp_path, capsys):
+    stdout, table_file, ncclt, db = step_run
+    assert re.search(r"^# ccltune: .*-t 1 -g 2: 2 processes per node, one GPU each", stdout, re.M)
+    assert "# nThread 1 nGpus 1 " in stdout and len(re.findall(r"^#  Rank  \d Group", stdout, re.M)) == 2
+    assert json.loads(ncclt.read_text())["config"]["ngpus"] == 1
+    run, stored = only_run(db)
+    assert run.world_size == 2 and {m.n_ranks for m in stored} == {2}
+    for path in (table_file, ncclt):
+        back, rows = _import(path, tmp_path / "i.db")
+        assert back.world_size == 2 and {m.n_ranks for m in rows} == {2}, path
+
+
+def test_the_shape_line_is_nccl_tests_own_for_the_same_flags(step_run):
+    """maxBytes is -e (6M), as nccl-tests prints it, not the last size run (5.5M): the whole line equals
+    the real nccl-tests 2.19.6 capture's for these flags."""
+    shape = [line for line in step_run[0].splitlines() if line.startswith("# nThread")]
+    real = [line for line in (FIXTURES / "v2.19.6" / "ar-step-v2.19.6.txt").read_text().splitlines()
+            if line.startswith("# nThread")]
+    # jsonOutputInit's line comes first, as in the real capture made with -J
+    said = (FIXTURES / "v2.19.6" / "ar-json-v2.19.6.txt").read_text().splitlines()[0]
+    assert said.startswith("# Writing JSON output to ") and said.endswith("/ar-v2.19.6.json")
+    assert step_run[0].splitlines()[0] == f"# Writing JSON output to {step_run[2]}"
+    assert shape == real == ["# nThread 1 nGpus 1 minBytes 1572864 maxBytes 6291456 step: 1048576(bytes) warmup iters:"
+                             " 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 4"]
+    doc = json.loads(step_run[2].read_text())
+    assert (doc["config"]["minimum_bytes"], doc["config"]["maximum_bytes"]) == (1572864, 6291456)
+    assert [r["size"] for r in doc["results"]][-1] == 5767168
+
+
+def test_minus_n_0_runs_until_ctrl_c_and_keeps_every_row(launcher, tmp_path):
+    """-N 0 (nccl-tests: cycles without end): the size loop repeats until Ctrl-C; the run ends
+    'interrupted' with exit 130, every row measured stays stored."""
+    db = tmp_path / "n0.db"
+    proc = launcher.start("all_reduce", "-b", "8", "-e", "64", "-n", "1", "-w", "0", "-N", "0", "--nproc", "2",
+                          "--timeout", "30", "--db", str(db))
+    before = wait_rows(db, 12, proc)  # three cycles of 2 sizes x 2 placements: it went round
+    launcher.note(proc)
+    os.killpg(proc.pid, signal.SIGINT)  # what the terminal does
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "ccltune: error" not in err
+    run, rows = only_run(db)
+    assert run.status == "interrupted" and len(rows) >= before and len(rows) == count_rows(db)
+    assert f"ccltune: interrupted; {len(rows)} rows kept in {db} (run {run.id})" in err
+    assert "-N 0: the size loop runs until interrupted" in out and out.count("# Collective test starting") == 1
+
+
+def test_own_table_imports_back_to_the_stored_rows(step_run, tmp_path):
+    """ccltune bench's table -> import nccl-tests: every stored field comes back (times and bandwidths
+    to the table's precision), the WAIVED cells with their status and reason from the note lines."""
+    from ccltune import output
+
+    _, table_file, _, db = step_run
+    _, stored = only_run(db)
+    _, back = _import(table_file, tmp_path / "i.db")
+    assert any(m.status == "waived" and m.note for m in stored)  # gloo: all_reduce has no out-of-place form
+    assert len(back) == len(stored)
+    widths = {"time_us": 7, "algbw_gbps": 6, "busbw_gbps": 6}
+    for mine, theirs in zip(stored, back):
+        a, b = mine.to_record(), theirs.to_record()
+        for key, width in widths.items():
+            if a[key] is not None:
+                a[key] = float(output.float_cell(a[key], width))
+        diff = {k: (a[k], b.get(k)) for k in a if a[k] != b.get(k)}
+        assert not diff, diff

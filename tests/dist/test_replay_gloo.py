@@ -10,22 +10,30 @@ from ccltune.store import Store
 from ccltune.workload.model import Entry, Key, Workload, to_json
 
 
-def test_replay_on_gloo_replays_the_default_and_lists_what_it_cannot(tmp_path):
-    wl = Workload([Entry(Key("all_reduce", 4096, 2, "float", 1024), 4), Entry(Key("broadcast", 64, 2, "int64", 8), 1),
-                   Entry(Key("all_reduce", 256, 4, "float", 64), 2)], [], steps=2,
-                  order=[(1, 0, 1), (0, 0, 2), (2, 1, 1), (0, 0, 2), (2, 1, 1)])
+def _replay(tmp_path, wl, iters):
+    """``ccltune replay`` of ``wl`` on 2 gloo processes: (the finished process, the database path)."""
     w = tmp_path / "w.json"
     w.write_text(to_json(wl, {}))
     db = tmp_path / "r.db"
     proc = subprocess.run([sys.executable, "-m", "ccltune", "replay", str(w), "--engine", "gloo", "--nproc", "2",
-                           "--iters", "3", "--db", str(db)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+                           "--iters", str(iters), "--db", str(db)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    return proc, db
+
+
+def test_replay_on_gloo_replays_the_default_and_lists_what_it_cannot(tmp_path):
+    wl = Workload([Entry(Key("all_reduce", 4096, 2, "float", 1024), 4), Entry(Key("broadcast", 64, 2, "int64", 8), 1),
+                   Entry(Key("all_reduce", 256, 4, "float", 64), 2)], [], steps=2,
+                  order=[(1, 0, 1), (0, 0, 2), (2, 1, 1), (0, 0, 2), (2, 1, 1)])
+    proc, db = _replay(tmp_path, wl, iters=3)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "# WAIVED: the gloo engine has no tuner plugin" in out and "NCCL default" in out
+    assert "# WAIVED: the gloo engine has no tuner plugin" in out
+    assert "per step: gloo default " in out and "NCCL" not in out.splitlines()[0]  # the library that ran
     assert "# not replayed: all_reduce 256 B x2: captured on 4 ranks, this launch has 2" in out
     with Store(db, readonly=True) as st:
         (run,) = st.runs()
-    assert run.kind == "replay" and run.status == "complete"
+    assert run.kind == "replay" and run.status == "complete" and run.summary["library"] == "gloo"
     assert [r["arm"] for r in run.summary["rounds"]] == ["default"] * 3
     assert run.summary["status"] == "WAIVED" and run.summary["skipped"][0]["entry"] == 2
     # the breakdown: each replayed entry timed alone (the default only here), printed and stored
@@ -41,3 +49,15 @@ def test_replay_on_gloo_replays_the_default_and_lists_what_it_cannot(tmp_path):
     assert {(m.collective, m.size_bytes, m.dtype, m.config) for m in stored} == {
         ("all_reduce", 4096, "float", "default"), ("broadcast", 64, "int64", "default")}
     assert len(stored) == 6 and all(m.status == "ok" for m in stored)
+
+
+def test_replay_with_nothing_the_engine_can_run_says_why_and_stores_nothing(tmp_path):
+    """Entries that fit the launch but that the engine cannot issue (gloo has no FP8), found once the
+    job runs: each entry's reason printed, one error, and no empty 'complete' run in the database."""
+    wl = Workload([Entry(Key("all_reduce", 4096, 2, "f8e4m3", 4096), 3)], [], steps=1)
+    proc, db = _replay(tmp_path, wl, iters=2)
+    assert proc.returncode == 2, proc.stderr
+    assert "# note: all_reduce 4096 B: not replayed (the gloo engine has no f8e4m3" in proc.stdout
+    assert "nothing this launch (the gloo engine, 2 processes) can replay (the reasons above)" in proc.stderr
+    with Store(db, readonly=True) as st:
+        assert st.runs() == []

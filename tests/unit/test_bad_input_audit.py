@@ -189,7 +189,8 @@ def _cases() -> list[tuple[list[str], str]]:
         cases += [([a.format(p=v) for a in cmd], n) for v, n in BAD_OUT
                   if cmd[0] not in ("plugin", "workload") or v != "good.db"]
     for cmd in (["bench", "all_reduce"], SWEEP, ["validate", "rules.conf"]):
-        cases += [(cmd + flags, n) for flags, n in SIZES]
+        # bench reads -f as nccl-tests' strtol does: an integer, refused as typed
+        cases += [(cmd + flags, repr(flags[1]) if cmd[0] == "bench" and flags[0] == "-f" else n) for flags, n in SIZES]
     cases += [
         (["bench", "all_reduce", "-f", "0", "-i", "1", "-b", "1", "-e", "100M"], "104857600 sizes"),
         (["bench", "all_reduce", "-n", "-1"], "-1"),

@@ -48,7 +48,7 @@ def test_unknown_collective_in_a_comma_list(capsys, no_launch):
     (["-d", "flaot"], "unknown datatype 'flaot' in -d/--datatype (did you mean 'float'?)"),
     (["-o", "summ"], "unknown op 'summ' in -o/--op (did you mean 'sum'?)"),
     (["-b", "1M", "-e", "1K"], "-b/--minbytes must be <= -e/--maxbytes, got 1048576 > 1024"),
-    (["-f", "1.5"], "-f/--stepfactor must be >= 2 (or 0 or 1: step by -i), got 1.5"),
+    (["-f", "-3"], "-f/--stepfactor must be >= 2 (or 0 or 1: step by -i), got -3"),
     (["-f", "0", "-i", "0"], "-i/--stepbytes must be > 0, got 0"),
     (["-b", "lots"], "-b/--minbytes: 'lots' is not a size"),
     (["-e", "1.5X"], "-e/--maxbytes: '1.5X' is not a size"),
@@ -72,7 +72,9 @@ def test_bad_values_are_usage_errors(capsys, no_launch, args, needle):
 @pytest.mark.parametrize("args, needle", [
     (["--engine", "mpi"], "argument --engine: invalid choice: 'mpi'"),
     (["-n", "many"], "argument -n/--iters: -n/--iters: 'many' is not an integer"),
-    (["-f", "x"], "argument -f/--stepfactor: invalid float value: 'x'"),
+    (["-f", "x"], "argument -f/--stepfactor: -f/--stepfactor: 'x' is not an integer"),
+    (["-f", "1.5"], "-f/--stepfactor: '1.5' is not an integer"),  # nccl-tests' strtol would read 1
+    (["-T", "-1"], "-T/--timeout: must be >= 0 seconds (0: no limit), got '-1'"),
     (["-z", "4"], "argument -z/--blocking: invalid choice: 4"),
     (["--warmup-mode", "all"], "argument --warmup-mode: invalid choice: 'all'"),
     (["--buffers", "pool"], "argument --buffers: invalid choice: 'pool'"),

@@ -50,6 +50,27 @@ def test_minus_t_minus_g_map_to_processes_with_a_note():
         bench_options.check(_parse("-g", "4", "--nproc", "2"), "nccl")
 
 
+def _under_torchrun(monkeypatch, local: int, world: int) -> None:
+    for k, v in {"RANK": "0", "WORLD_SIZE": str(world), "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": str(local),
+                 "TORCHELASTIC_RUN_ID": "x", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}.items():
+        monkeypatch.setenv(k, v)
+
+
+def test_minus_g_under_a_launcher_must_match_its_processes_per_node(monkeypatch):
+    """Under torchrun -g cannot start processes: -g 4 on a node of 2 would print '4 processes per node'
+    over a job of 2, so it is refused; -g 2 there says what the launcher did, with the note."""
+    _under_torchrun(monkeypatch, local=2, world=4)
+    with pytest.raises(UsageError, match="-t 1 -g 4 means 4 processes per node, but the torchrun launcher started 2"):
+        bench_options.check(_parse("-g", "4"), "gloo")
+    with pytest.raises(UsageError, match="-t 2 -g 2 means 4"):
+        bench_options.check(_parse("-g", "2", "-t", "2"), "gloo")
+    args = _parse("-g", "2")
+    note = "one GPU per process; the torchrun launcher started 2 per node"
+    assert bench_options.check(args, "gloo") == [f"-t 1 -g 2: {note}"]
+    assert args.nproc is None  # the launcher's job, untouched
+    assert bench_options.check(_parse("-g", "1"), "gloo") == [f"-t 1 -g 1: {note}"]  # mpirun -np N -g 1
+
+
 def test_timeout_average_root_codes_and_strtol_integers():
     assert _parse("-T", "7").timeout == 7.0
     assert [bench_options.average(c) for c in "0123"] == ["rank0", "avg", "min", "max"]
@@ -63,7 +84,7 @@ def test_timeout_average_root_codes_and_strtol_integers():
     (["-m", "4"], "torch", "-m/--agg_iters 4: the torch engine issues each collective on its own"),
     (["-m", "4"], "gloo", "-m/--agg_iters 4: the gloo engine has no group calls"),
     (["-m", "0"], "nccl", "-m/--agg_iters must be >= 1, got 0"),
-    (["-N", "0"], "torch", "-N/--run_cycles must be >= 1, got 0"),
+    (["-N", "-1"], "torch", "-N/--run_cycles must be >= 0 (0: until interrupted), got -1"),
     (["-z", "1", "-G", "2"], "nccl", "-z 1 with -G 2: a stream being captured"),
     (["-y", "1"], "gloo", "-y/--stream_null 1: the gloo engine runs on the CPU"),
     (["-y", "1", "-G", "1"], "nccl", "-y 1 with -G 1: CUDA cannot capture the legacy NULL stream"),
@@ -168,3 +189,80 @@ def test_all_loops_every_datatype_op_and_root_in_nccl_tests_order():
                                                                             ("uint8", 0)]
     assert len(variants(plan, sr, 4)) == 72 and len(variants(plan, ag, 4)) == 12  # sendrecv prints its op
     assert bench_options.root("all") is None and bench_options.root("ALL") is None
+
+
+def _bench_plan(*argv: str):
+    from ccltune.cli import bench, build_parser
+
+    args = build_parser().parse_args(["bench", "all_reduce", *argv])
+    note = bench_options.ncclt_defaults(args)
+    return note, bench._plan(args)
+
+
+def test_ncclt_defaults_fill_only_what_the_command_line_omits(monkeypatch):
+    monkeypatch.delenv(bench_options.NCCLT_DEFAULTS_ENV, raising=False)
+    note, plan = _bench_plan()
+    assert note is None and plan.sizes[0] == 8 and plan.warmup == 5  # ccltune's own defaults
+    note, plan = _bench_plan("--ncclt-defaults")
+    assert (plan.sizes, plan.warmup, plan.max_bytes) == ([32 << 20], 1, 32 << 20)  # nccl-tests': one size, 32M
+    assert note == "nccl-tests' defaults: -b 32M, -e 32M, -f 1, -w 1"
+    # a flag given keeps its value, even one equal to ccltune's default
+    monkeypatch.setenv(bench_options.NCCLT_DEFAULTS_ENV, "1")
+    note, plan = _bench_plan("-b", "8M", "-w", "5", "-f", "2")
+    assert (plan.sizes, plan.warmup) == ([8 << 20, 16 << 20, 32 << 20], 5)
+    assert note == "nccl-tests' defaults: -e 32M"
+    monkeypatch.setenv(bench_options.NCCLT_DEFAULTS_ENV, "0")
+    assert _bench_plan()[0] is None
+    monkeypatch.setenv(bench_options.NCCLT_DEFAULTS_ENV, "yes")
+    with pytest.raises(UsageError, match="CCLTUNE_NCCLT_DEFAULTS must be 1 \\(on\\) or 0 \\(off\\), got 'yes'"):
+        _bench_plan()
+
+
+def test_values_nccl_tests_gives_a_meaning_are_taken_with_it():
+    """-T 0: no timeout (nccl-tests' default); -N 0: until interrupted; -f by strtol, as -n and the others."""
+    args = _parse("-T", "0", "-N", "0")
+    assert args.timeout == bench_options.NO_TIMEOUT_S and args.run_cycles == 0
+    assert bench_options.check(args, "gloo") == [
+        "-N 0: the size loop runs until interrupted (Ctrl-C keeps every row)",
+        "-T 0: no time limit, as nccl-tests (a hung rank is waited for up to a year)"]
+    assert _parse("-T", "0x10").timeout == 16.0 and _parse("-f", "0x4").stepfactor == 4
+    assert _parse("--stepfactor=010").stepfactor == 8  # strtol base 0: a leading 0 is octal
+    for flag, value in (("-f", "1.5"), ("-f", "2x"), ("-T", "1.5"), ("-T", "-1")):
+        with pytest.raises(argparse.ArgumentError, match=repr(value)):
+            _parse(flag, value)
+    with pytest.raises(UsageError, match="-N/--run_cycles must be >= 0 \\(0: until interrupted\\), got -1"):
+        bench_options.check(_parse("-N", "-1"), "gloo")
+
+
+def test_rank_lines_name_the_gpu_the_engine_uses_under_nccl_tests_device(monkeypatch):
+    """NCCL_TESTS_DEVICE=2, local rank 1: the engine opens GPU 3 (device_index), and so says the rank line."""
+    from types import SimpleNamespace
+
+    from ccltune.cli.bench import _devices
+
+    ctx = SimpleNamespace(world_size=1, rank=0, host_of=lambda r: "node")
+    gpus = [{"name": f"GPU{i}", "pci_bus_id": f"0000:{i:02x}:00"} for i in range(4)]
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("NCCL_TESTS_DEVICE", "2")
+    [d] = _devices(ctx, {"gpus": gpus}, "nccl")
+    assert (d.device, d.bus_id, d.name) == (3, "0000:03:00", "GPU3")
+    monkeypatch.delenv("NCCL_TESTS_DEVICE")
+    [d] = _devices(ctx, {"gpus": gpus}, "torch")
+    assert (d.device, d.name) == (1, "GPU1")
+    [d] = _devices(ctx, {"gpus": []}, "gloo")
+    assert (d.device, d.name, d.bus_id) == (1, "cpu", "0000:00:00")
+
+
+def test_minus_j_names_a_json_file_and_never_replaces_one(tmp_path):
+    """nccl-tests' classifyOutputFile (the suffix after the last '/', any case) and jsonOutputInit's
+    probe: FILE, else FILE.0, FILE.1, ..."""
+    assert all(bench_options.json_suffix(p) for p in ("r.json", "a/b.JSON", "x.y.json"))
+    assert not any(bench_options.json_suffix(p) for p in ("r.txt", "json", "a.json/r", "r.json.", "r.jsonl"))
+    with pytest.raises(UsageError, match="-J/--output_file 'r.txt': nccl-tests infers the output's type from the suffix"):
+        bench_options.check(_parse("-J", "r.txt"), "gloo")
+    f = tmp_path / "r.json"
+    assert bench_options.free_path(str(f)) == str(f)
+    f.write_text("{}")
+    assert bench_options.free_path(str(f)) == f"{f}.0"
+    (tmp_path / "r.json.0").write_text("{}")
+    assert bench_options.free_path(str(f)) == f"{f}.1"

@@ -152,3 +152,48 @@ def test_links_run_refuses_a_run_of_another_kind(tmp_path, capsys):
         store.finish_run(rid, "complete")
     assert main(["links", "--run", str(rid), "--db", str(db)]) == 2
     assert "is a bench run, not a links run" in capsys.readouterr().err
+
+
+def test_p2p_bidir_pair_measured_twice_keeps_its_lower_value(tmp_path, capsys):
+    """TransferBench p2p's bidirectional table gives 1->2 twice: 39.87 (row GPU 01 ->, the 1<->2 run) and 46.39
+    (row GPU 02 <-, the 2<->1 run). The slower one bounds the link; the later row must not hide it."""
+    found = transferbench.parse(P2P.read_text(), "p2p")
+    twice = sorted(r["bandwidth_gbps"] for r in found.rows if r["direction"] == "bidir" and (r["src"], r["dst"]) == (1, 2))
+    assert twice == [39.87, 46.39]  # both stored
+    db = tmp_path / "p.db"
+    assert main(["import", "transferbench", str(P2P), "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert main(["links", "--run", "1", "--db", str(db), "--json", str(tmp_path / "l.json")]) == 0
+    out = capsys.readouterr().out
+    assert "# sm-write bidir (GB/s), row = source, column = destination; 12 pairs measured twice" in out
+    row1 = next(line for line in out.splitlines()[out.splitlines().index(
+        next(x for x in out.splitlines() if x.startswith("# sm-write bidir"))) + 2:] if line.split()[0] == "1")
+    assert row1.split()[1:] == ["47.42", "-", "39.87", "46.18"]
+    import json
+    series = json.loads((tmp_path / "l.json").read_text())["summary"]["series"]["sm-write/bidir"]
+    gpu1 = next(g for g in series["per_gpu"] if g["gpu"] == 1)
+    assert (gpu1["slowest_gbps"], gpu1["slowest_peer"], series["pairs_measured_twice"]) == (39.87, 2, 12)
+
+
+def test_import_host_flag_and_a_hostless_links_run_is_host_unknown(tmp_path, capsys):
+    from ccltune.report.verdict import cards
+    from ccltune.store import Run, Store
+    db = tmp_path / "h.db"
+    assert main(["import", "transferbench", str(A2A), "--gpu", "AMD Instinct MI300X", "--db", str(db)]) == 0
+    assert "8 GPUs on host unknown (give --host)" in capsys.readouterr().out
+    assert main(["import", "transferbench", str(A2A), "--host", "mi300x-12", "--db", str(db)]) == 0
+    capsys.readouterr()
+    with Store(db, create=False) as store:
+        assert [store.run(i).host for i in (1, 2)] == [None, "mi300x-12"]
+        assert "--host mi300x-12" in store.run(2).command
+    assert main(["import", "transferbench", str(A2A), "--host", " ", "--db", str(db)]) == 2
+    gpus = [{"name": "AMD Instinct MI300X"}] * 8
+    bench = Run(1, "bench", "complete", "t", None, "ccltune bench", None, 8, 1, None, "node-a", None, None, "2.21.5",
+                env={"host": "node-a", "gpus": gpus, "world_size": 8}, summary={})
+    links = Run(2, "links", "complete", "t", None, "ccltune import", None, 8, 1, None, None, None, None, None,
+                env={"gpus": gpus, "world_size": 8}, summary={"ring_ceiling_gbps": 316.47})
+    card = next(c for c in cards([bench, links], {}, {}) if c.title == "node-a")
+    # a links run that records no host does not bound a job on node-a: the card says so, not borrows it
+    assert not any(k.startswith("slowest-link ceiling") for k in dict(card.figures))
+    assert ("info", "no slowest-link ceiling for this job shape: links run 2 measured a host it did not record, "
+                    "not this job's host") in card.lines

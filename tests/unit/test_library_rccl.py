@@ -56,6 +56,11 @@ int mscclLoadAlgo(const char* path, void* handle, int rank) { (void)path; (void)
 """
 
 
+# RCCL 2.21.5 lets RCCL_LL128_FORCE_ENABLE turn LL128 on only on gfx90a (src/graph/tuning.cc at 0cbce2a7):
+# the tests of that mechanism run as on an MI250X; test_ll128_on_2_21_elsewhere_is_refused covers the rest
+GFX90A = "gfx90a:sramecc+:xnack-"
+
+
 def _build(tmp: Path, name: str, rccl: bool) -> str:
     if shutil.which("gcc") is None:
         pytest.skip("gcc is needed to build the fake library")
@@ -73,7 +78,7 @@ def rccl(tmp_path: Path) -> NcclLib:
 
 
 def test_detects_rccl_by_symbol(rccl: NcclLib) -> None:
-    facts = library.facts_of(rccl)
+    facts = library.facts_of(rccl, GFX90A)
     assert (facts.kind, facts.version, facts.name) == ("rccl", "2.21.5", "RCCL 2.21.5")
     assert facts.proto_env == {"ll128": {"RCCL_LL128_FORCE_ENABLE": "1"}}
 
@@ -108,14 +113,14 @@ def _comm(lib: NcclLib, env: library.CommEnv, proto: str | None) -> int:
 
 def test_ll128_candidate_sets_force_enable_for_its_communicator(rccl: NcclLib, monkeypatch) -> None:
     monkeypatch.delenv("RCCL_LL128_FORCE_ENABLE", raising=False)
-    env = library.CommEnv(library.facts_of(rccl))
+    env = library.CommEnv(library.facts_of(rccl, GFX90A))
     assert _comm(rccl, env, "ll128") == 1  # set around its init only
     assert "RCCL_LL128_FORCE_ENABLE" not in os.environ
 
 
 def test_rccl_cache_refuses_a_later_ll128_communicator(rccl: NcclLib, monkeypatch) -> None:
     monkeypatch.delenv("RCCL_LL128_FORCE_ENABLE", raising=False)
-    env = library.CommEnv(library.facts_of(rccl))
+    env = library.CommEnv(library.facts_of(rccl, GFX90A))
     assert _comm(rccl, env, None) == 0  # NCCL's default first: RCCL caches "unset"
     with pytest.raises(EngineUnavailable, match=r"ring/ll128/default needs RCCL_LL128_FORCE_ENABLE=1, but RCCL "
                                                 r"2.21.5 read RCCL_LL128_FORCE_ENABLE once, at this process's "
@@ -126,7 +131,7 @@ def test_rccl_cache_refuses_a_later_ll128_communicator(rccl: NcclLib, monkeypatc
 
 def test_force_enable_for_the_whole_run(rccl: NcclLib, monkeypatch) -> None:
     monkeypatch.setenv("RCCL_LL128_FORCE_ENABLE", "1")
-    env = library.CommEnv(library.facts_of(rccl))
+    env = library.CommEnv(library.facts_of(rccl, GFX90A))
     assert [_comm(rccl, env, p) for p in (None, "ll128", "ll")] == [1, 1, 1]
 
 
@@ -148,7 +153,7 @@ def test_deferred_are_exactly_the_candidates_the_fake_rccl_refuses_after_the_def
     """What the sweep announces up front is what happens: NCCL's default made first caches 'unset', and every
     candidate library.deferred names (and no other) is then refused, the rest get their communicator."""
     monkeypatch.delenv("RCCL_LL128_FORCE_ENABLE", raising=False)
-    facts = library.facts_of(rccl)
+    facts = library.facts_of(rccl, GFX90A)
     cands = _grid("ll,ll128,simple")
     d = library.deferred(facts, cands)
     assert d is not None and dict(d.env) == {"RCCL_LL128_FORCE_ENABLE": "1"}
@@ -164,7 +169,7 @@ def test_deferred_are_exactly_the_candidates_the_fake_rccl_refuses_after_the_def
 
 
 def test_nothing_deferred_when_the_run_starts_forced_or_without_ll128_or_on_nccl(rccl, monkeypatch) -> None:
-    facts = library.facts_of(rccl)
+    facts = library.facts_of(rccl, GFX90A)
     assert library.deferred(facts, _grid("ll,simple"), environ={}) is None
     assert library.deferred(facts, _grid("ll128,simple"), environ={"RCCL_LL128_FORCE_ENABLE": "1"}) is None
     nccl = library.detect("libnccl.so.2", lambda s: False, "2.28.9")
@@ -178,7 +183,7 @@ def test_nothing_deferred_when_the_run_starts_forced_or_without_ll128_or_on_nccl
 def test_the_sweep_says_up_front_which_command_measures_them() -> None:
     from ccltune.cli.sweep import deferred_lines, follow_up_command
 
-    facts = library.detect("librccl.so.1", lambda s: False, "2.21.5")
+    facts = library.detect("librccl.so.1", lambda s: False, "2.21.5", GFX90A)
     d = library.deferred(facts, _grid("ll,ll128,simple"), environ={})
     argv = ["sweep", "all_reduce", "-b", "8", "-e", "1G", "--protos", "ll,ll128,simple", "--nproc", "8",
             "--resume", "3", "--db", "my runs.db"]
@@ -198,7 +203,7 @@ def test_the_sweep_announces_them_on_rank_0_before_measuring(monkeypatch) -> Non
     from ccltune.tune import sweep_run
 
     monkeypatch.delenv("RCCL_LL128_FORCE_ENABLE", raising=False)
-    facts = library.detect("librccl.so.1", lambda s: False, "2.21.5")
+    facts = library.detect("librccl.so.1", lambda s: False, "2.21.5", GFX90A)
     said: list[library.Deferred] = []
     plan = sweep_run.SweepPlan([], [8], _grid("ll128,simple"), None, on_deferred=said.append)
     found = sweep_run.fit_candidates(plan, facts, is_root=True)
@@ -207,3 +212,21 @@ def test_the_sweep_announces_them_on_rank_0_before_measuring(monkeypatch) -> Non
     with pytest.raises(UsageError, match="--algos nvls"):
         sweep_run.fit_candidates(sweep_run.SweepPlan([], [8], [CommConfig("nvls", "simple")], None),
                                  facts, is_root=True)
+
+
+def test_ll128_on_2_21_elsewhere_is_refused(rccl: NcclLib, monkeypatch) -> None:
+    """RCCL 2.21.5 on an MI300X (gfx942), or on a GPU it cannot name: forcing LL128 changes nothing, so an
+    LL128 candidate is refused with the reason (recorded unavailable), never run as another protocol.
+    From 2.22 (ROCm/rocm-systems @03a89144) RCCL_LL128_FORCE_ENABLE turns it on there too."""
+    monkeypatch.delenv("RCCL_LL128_FORCE_ENABLE", raising=False)
+    for arch in ("gfx942:sramecc+:xnack-", None):
+        facts = library.facts_of(rccl, arch)
+        assert "ll128" in facts.proto_unavailable and facts.proto_env == {}
+        assert library.deferred(facts, _grid("ll128,simple"), environ={}) is None
+        env = library.CommEnv(facts)
+        assert _comm(rccl, env, None) == 0 and _comm(rccl, env, "simple") == 0
+        with pytest.raises(EngineUnavailable, match=r"ring/ll128/default: RCCL 2.21.5 enables LL128 only on gfx90a "
+                                                     r"\(src/graph/tuning.cc\), not on (gfx942|this GPU)"):
+            _comm(rccl, env, "ll128")
+    newer = library.detect("librccl.so.1", lambda s: False, "2.22.3", "gfx942:sramecc+:xnack-")
+    assert newer.proto_env == {"ll128": {"RCCL_LL128_FORCE_ENABLE": "1"}} and not newer.proto_unavailable

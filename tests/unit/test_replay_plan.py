@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ccltune.validate import replay as replay_plan
-from ccltune.workload import importer, plan
+from ccltune.workload import importer, model, plan
 from ccltune.workload.model import Entry, Key, Workload
 
 LOG = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "coll-ddp-1gpu.vm.4029.log"
@@ -22,6 +22,36 @@ def test_one_rank_log_fits_one_rank_and_nothing_else_with_the_reason() -> None:
                             for s in skipped)
     keep, skipped = plan.fit(wl, 1, 1, tunable_only=True)  # a sweep: nothing NCCL tunes on one rank
     assert not keep and "one rank" in skipped[0].reason
+
+
+def test_one_rank_workload_on_gloo_is_refused_before_launch_saying_what_would_work(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """gloo runs no one-process job (torch.distributed has no process group of one): with --nproc 1
+    every entry used to be waived inside the job, with its reason kept unprinted, and an empty
+    'complete' run stored; with 2 processes the message said --nproc 1. Now: refused before any
+    process starts, every entry's reason printed, one message naming what works, nothing stored."""
+    from ccltune import launch
+    from ccltune.cli import main
+
+    monkeypatch.setattr(launch, "relaunch", lambda *a, **k: pytest.fail("a process was started"))
+    wl = importer.import_files([LOG])
+    keep, skipped = plan.fit(wl, 1, None, engine="gloo")
+    assert not keep and skipped[0].reason == ("captured on 1 rank: launch it with --engine nccl --nproc 1 on a GPU, "
+                                              "as the gloo engine runs 2 processes or more")
+    assert plan.fit(wl, 1, None, engine="nccl")[0] == list(range(len(wl.entries)))
+    w = tmp_path / "w.json"
+    w.write_text(model.to_json(wl, {}))
+    db = tmp_path / "r.db"
+    for nproc in (["--nproc", "1"], []):
+        assert main(["replay", str(w), "--engine", "gloo", *nproc, "--db", str(db)]) == 2
+        out, err = capsys.readouterr()
+        assert out.count("# not replayed: ") == len(wl.entries)
+        assert "--engine nccl --nproc 1 on a GPU" in out
+        procs = "1 process" if nproc else "2 processes"
+        assert (f"nothing this launch (the gloo engine, {procs}) can replay (the reasons above); the workload's "
+                "entries were captured on 1 rank: --engine nccl --nproc 1 on a GPU") in err
+        assert "launch it with --nproc 1)" not in out
+    assert not db.exists()
 
 
 def test_fit_names_other_node_counts_and_untuned_collectives() -> None:
@@ -86,6 +116,55 @@ def test_one_rank_is_waived_and_the_entries_come_from_rows() -> None:
     (row,) = [x for x in text.splitlines() if x.startswith("  all_reduce")]
     assert row.split() == ["all_reduce", "64", "4", "10.0", "-", "-", "20.0"]
     assert v.to_dict({})["comm_us_per_step"] == {"default": 20.25, "rules": None}
+
+
+def test_entries_show_the_jobs_own_trace_time_beside_the_default() -> None:
+    """A workload whose trace timed its kernels: replay's breakdown puts the job's time per call
+    (trace_us) next to replay's default time, and stores it with the entry."""
+    from ccltune.workload.model import Timing
+
+    timed = Timing()
+    for us in (30.0, 34.0):
+        timed.add(us)
+    wl = Workload([Entry(Key("all_reduce", 64, 2, "float", 16), 4, timed), Entry(Key("broadcast", 32, 2, "int32", 8), 1)],
+                  [], steps=2)
+    rows = {i: [{"config": "default", "status": "ok", "time_us": t} for t in (9.0, 10.0, 11.0)] for i in (0, 1)}
+    ents = replay_plan.entry_times(wl, rows)
+    assert [e.trace_us for e in ents] == [32.0, None]
+    v = replay_plan.verdict({"default": [40.0, 41.0]}, 2, ents, waived="gloo")
+    text = replay_plan.lines(v, wl, "captured")
+    head = next(x for x in text if x.startswith("# collective"))
+    assert head.split()[1:6] == ["collective", "size_bytes", "calls", "default_us", "trace_us"]
+    (ar,) = [x.split() for x in text if x.startswith("  all_reduce")]
+    (bc,) = [x.split() for x in text if x.startswith("  broadcast")]
+    assert ar == ["all_reduce", "64", "4", "10.0", "32.0", "-", "-", "20.0"]
+    assert bc == ["broadcast", "32", "1", "10.0", "-", "-", "-", "5.0"]
+    assert [e["trace_us"] for e in v.to_dict({})["entries"]] == [32.0, None]
+    # without trace times the table is as before (no trace_us column)
+    wl.entries[0].timing = None
+    plain = replay_plan.lines(replay_plan.verdict({"default": [40.0]}, 2, replay_plan.entry_times(wl, rows)), wl, "x")
+    assert not any("trace_us" in x for x in plain)
+
+
+def test_the_default_arm_is_named_after_the_library_that_ran_it() -> None:
+    """On the gloo engine the default arm is gloo's, not NCCL's: replay's head line and the report's
+    verdict card say so (older runs without 'library': from the run's engine)."""
+    from ccltune.report import verdict as report_verdict
+    from ccltune.store import Run
+
+    assert [replay_plan.library_of(e, i) for e, i in (("gloo", {"backend": "gloo"}), ("nccl", {"flavor": "nccl"}),
+                                                      ("nccl", {"flavor": "rccl"}), ("torch", {}))] == [
+        "gloo", "NCCL", "RCCL", "NCCL"]
+    wl = Workload([Entry(Key("all_reduce", 64, 2, "float", 16), 4)], [], steps=2)
+    v = replay_plan.verdict({"default": [40.0, 41.0]}, 2, [], waived="the gloo engine has no tuner plugin",
+                            library="gloo")
+    assert replay_plan.lines(v, wl, "captured")[0].startswith("# communication time per step: gloo default 40.5 us")
+    summary = {**v.to_dict({}), "under_load": None, "skipped": [], "notes": []}
+    for engine, kept in (("gloo", summary), ("gloo", {k: x for k, x in summary.items() if k != "library"})):
+        run = Run(1, "replay", "complete", "2026-11-23 20:00", None, "ccltune replay", engine, 2, 1, "torchrun", "vm",
+                  None, None, None, env={}, summary=kept)
+        (card,) = report_verdict.cards([run], {}, {})
+        assert card.figures[0][0].startswith("communication per step, gloo's default ± ")
 
 
 class _Ctx:

@@ -38,6 +38,24 @@ def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules", "explain", str(basic), "--nranks", "2", "--nnodes", "4"]) == 2
 
 
+@pytest.mark.parametrize("name", ["all_reduce", "allreduce", "AllReduce", "all-reduce"])
+def test_collective_in_ccltunes_spelling_too(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """ccltune's own names (as workload show, sweep and tune print them) are accepted, not only the plugin's."""
+    basic = next(p for p in RULES if p.name == "basic.conf")
+    assert main(["rules", "explain", str(basic), "--collective", name, "--nranks", "8"]) == 0
+    out = capsys.readouterr().out
+    rows = [x.split()[0] for x in out.splitlines() if x.startswith("  ")]
+    assert rows and set(rows) == {"allreduce"} and "line 3: tree/ll128" in out
+
+
+def test_collective_that_no_rule_reaches_or_no_collective(capsys: pytest.CaptureFixture[str]) -> None:
+    basic = next(p for p in RULES if p.name == "basic.conf")
+    assert main(["rules", "explain", str(basic), "--collective", "alltoall"]) == 2
+    assert "NCCL passes alltoall to no tuner" in capsys.readouterr().err
+    assert main(["rules", "explain", str(basic), "--collective", "all_reduc"]) == 2
+    assert "all_reduc" in capsys.readouterr().err
+
+
 def test_a_file_with_no_rule_is_refused_not_explained_as_defaults(tmp_path, capsys) -> None:
     """A binary or a CSV of results passed by mistake: exit 2 naming the file and its first rejected
     line, not a table of NCCL's defaults with exit 0. A file with comments only is a valid empty one."""

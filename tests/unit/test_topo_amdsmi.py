@@ -1,4 +1,4 @@
-"""``ccltune topo`` on amd-smi JSON (fixtures written from ROCm/amdsmi rocm-6.2.2's topology/static JSON code)."""
+"""``ccltune topo`` on amd-smi JSON (fixtures written from ROCm/amdsmi's topology/static JSON code, amd-staging commit 0ceca28)."""
 
 from __future__ import annotations
 

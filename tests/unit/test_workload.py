@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from ccltune.cli import main
 from ccltune.errors import UsageError
 from ccltune.store import Measurement, Store
-from ccltune.workload import estimate, importer, model
+from ccltune.workload import estimate, importer, model, nccl_log
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "workload"
 LOG = FIX / "coll-ddp-1gpu.vm.4029.log"
@@ -62,23 +63,93 @@ def test_trace_exact_counts(path: Path) -> None:
     assert all(e.timing is None for e in wl.entries)  # one rank: NCCL launches no kernel
 
 
+# A real GPU kernel event of the job's trace (/work/captures/cap/ddp/trace-json/trace_rank0.json, torch
+# 2.11, the first 'kernel' event: at::native::vectorized_gather_kernel), whole. With one rank NCCL launches
+# no kernel, so the NCCL kernels below are made in exactly this shape: name, ts, dur, External id,
+# correlation and stream changed, every other field as torch.profiler wrote it.
+REAL_KERNEL = {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_gather_kernel<16, long>(char*, char*, "
+               "long*, int, long, long, long, long, bool)", "pid": 0, "tid": 7, "ts": 4608972409519.892, "dur": 4.48,
+               "args": {"External id": 12, "queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 75,
+                        "registers per thread": 32, "shared memory": 0, "blocks per SM": 7.757576,
+                        "warps per SM": 62.060608, "grid": [1024, 1, 1], "block": [256, 1, 1],
+                        "est. achieved occupancy %": 97}}
+
+
+def _with_nccl_kernels(doc: dict, dur_us: Callable[[int, int], float]) -> dict:
+    """The trace with one ncclDevKernel per record_param_comms, launched by it (its External id),
+    on NCCL's stream 13, ``dur_us(call index, elements)`` long."""
+    comms = [e for e in doc["traceEvents"] if e.get("name") == "record_param_comms"]
+    for i, e in enumerate(comms):
+        k = json.loads(json.dumps(REAL_KERNEL))
+        k.update(name="ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", tid=13,
+                 ts=e["ts"] + 20.0, dur=dur_us(i, e["args"]["In msg nelems"]))
+        k["args"].update({"External id": e["args"]["External id"], "stream": 13, "correlation": 900000 + i})
+        doc["traceEvents"].append(k)
+    return doc
+
+
+def test_trace_kernel_times_per_entry(tmp_path: Path) -> None:
+    doc = _with_nccl_kernels(json.loads(TRACE.read_text()), lambda i, n: n / 1e5 + (i % 2))
+    t = tmp_path / "kernels.json"
+    t.write_text(json.dumps(doc))
+    wl = importer.import_files([t])
+    for e in wl.entries:  # every call timed by its own kernel: n/1e5 us, +1 on every other call
+        assert e.timing is not None and e.timing.calls == e.calls, e.key
+        assert e.timing.min_us >= e.key.count / 1e5 and e.timing.max_us <= e.key.count / 1e5 + 1
+        assert e.timing.mean_us == pytest.approx(e.key.count / 1e5 + 0.5, abs=0.5)
+    back = json.loads(model.to_json(wl, {}))["entries"]
+    assert all(d["timed_calls"] == d["calls"] and d["time_us_min"] <= d["time_us_mean"] <= d["time_us_max"]
+               for d in back)
+    # a kernel of another op (the real gather kernel) and NCCL kernels of no comms event time nothing
+    doc = json.loads(TRACE.read_text())
+    doc["traceEvents"].append(REAL_KERNEL)
+    stray = dict(REAL_KERNEL, name="ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)")
+    doc["traceEvents"].append(stray)
+    t.write_text(json.dumps(doc))
+    assert all(e.timing is None for e in importer.import_files([t]).entries)
+
+
 def test_trace_and_log_of_one_process_agree() -> None:
     """The trace (2 profiled steps) and the COLL log (7 steps with gradient buckets) of pid
     4029 name the same entries; every bucket is called 7/2 times as often in the log."""
     log, trace = _calls(importer.import_files([LOG])), _calls(importer.import_files([TRACE]))
     for key, n in trace.items():
         assert log[key] * 2 == n * 7, key
-    both = importer.import_files([LOG, TRACE])  # one rank each: the larger count per entry
-    assert _calls(both) == log
+    both = importer.import_files([LOG, TRACE], steps=7)  # one rank each: the larger count per entry
+    assert _calls(both) == log and both.steps == 7
+    assert both.steps_note == (f"steps: 7, from --steps (the files: {LOG}: steps not known (nccl-log); "
+                               f"{TRACE}: 2 steps (torch-trace))")
+
+
+def test_log_and_trace_of_other_spans_are_refused_without_steps(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The log counts the whole run (7 backward passes), the trace 2 profiled steps: merged as the
+    largest count per entry with the trace's 2 steps, every per-step figure was 3.5x too high."""
+    err = _import_fails(tmp_path, [LOG, TRACE_GZ], capsys)
+    assert "do not cover the same steps" in err and "--steps N" in err
+    assert f"{LOG}: steps not known (nccl-log)" in err and f"{TRACE_GZ}: 2 steps (torch-trace)" in err
+    # two traces of other lengths disagree too: the gzipped one cut to its first ProfilerStep
+    doc = json.loads(TRACE.read_text())
+    first = min(e["ts"] for e in doc["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#"))
+    doc["traceEvents"] = [e for e in doc["traceEvents"]
+                          if not str(e.get("name", "")).startswith("ProfilerStep#") or e["ts"] == first]
+    one = tmp_path / "one_step.json"
+    one.write_text(json.dumps(doc))
+    err = _import_fails(tmp_path, [TRACE, one], capsys)
+    assert f"{TRACE}: 2 steps" in err and f"{one}: 1 step (torch-trace)" in err
+    out = tmp_path / "w.json"
+    assert main(["workload", "import", str(LOG), str(TRACE_GZ), "--steps", "7", "--out", str(out)]) == 0
+    assert "# steps: 7, from --steps (the files:" in capsys.readouterr().out
+    assert json.loads(out.read_text())["steps"] == 7
 
 
 def test_cli_import_then_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "w.json"
-    assert main(["workload", "import", str(LOG), str(TRACE_GZ), "--out", str(out)]) == 0
+    assert main(["workload", "import", str(TRACE), str(TRACE_GZ), "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["schema"] == "ccltune-workload" and doc["version"] == 1 and doc["steps"] == 2
     wl = model.from_json(out.read_text(), str(out))
-    assert _calls(wl) == _calls(importer.import_files([LOG, TRACE_GZ]))
+    assert _calls(wl) == _calls(importer.import_files([TRACE, TRACE_GZ]))
     capsys.readouterr()
     assert main(["workload", "show", str(out)]) == 0
     text = capsys.readouterr().out
@@ -172,6 +243,57 @@ def test_rank_died_mid_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     wl = model.from_json(out.read_text(), str(out))
     assert sum(e.calls for e in wl.entries) == 62  # every complete line stays
     assert wl.warnings and "dead.log:64" in wl.warnings[0]
+
+
+def test_glued_lines_of_two_processes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A shared stdout (coll-2proc-glued.log: real lines of two processes, cut and interleaved by
+    hand): a line cut mid-way with another process's line glued to it ('recvvm:4029:4042 ...')
+    must not invent a process 'recvvm:4029' nor lose the complete line; the cut one is skipped
+    with a warning naming the file and line. torchrun's '[rank1]:' tag starts a line."""
+    glued = FIX / "coll-2proc-glued.log"
+    wl = importer.import_files([glued])
+    assert sorted(s["rank"] for s in wl.sources) == ["vm:4029", "vm:4086"]
+    calls = {s["rank"]: s["calls"] for s in wl.sources}
+    assert calls == {"vm:4029": 11, "vm:4086": 9}  # every complete line; 4086's cut Broadcast skipped
+    assert len(wl.warnings) == 1 and wl.warnings[0].startswith(
+        f"{glued}:15: 2 NCCL COLL lines glued on one line (processes sharing one stream, one cut short): "
+        "counted the 1 complete one(s), skipped 1")
+    assert _calls(wl)[("all_reduce", "float", 115922944, 4 * 115922944)] == 1  # the glued, complete line
+    assert ("broadcast", "float", 39073792, 4 * 39073792) not in _calls(wl)   # the cut one
+    # the line whose process cannot be told (no line of its pid starts with a host) is skipped, said
+    alone = tmp_path / "alone.log"
+    alone.write_text("\n".join(glued.read_text().splitlines()[14:15]) + "\n")
+    out = tmp_path / "w.json"
+    assert main(["workload", "import", str(alone), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{alone}:1: 2 NCCL COLL lines glued" in err and "whose process cannot be told" in err
+
+
+@pytest.mark.parametrize("lead", ["", "[rank0]:", "[2026-11-23 20:30:01] ", "[1,0]<stdout>:", "0: ",
+                                  "2026-11-23T20:30:01.123 "])
+def test_line_prefixes_of_timestamps_and_launchers(lead: str) -> None:
+    """Real lines of the 1-GPU log behind what NCCL_DEBUG_TIMESTAMP_FORMAT or a launcher (torchrun
+    --tee, mpirun --tag-output, srun --label) puts before NCCL's prefix: every call counted, one rank."""
+    text = "".join(lead + line for line in LOG.read_text().splitlines(keepends=True))
+    records, warnings = nccl_log.parse(text, "x.log")
+    assert [r.rank_id for r in records] == ["vm:4029"] and not warnings
+    assert sum(records[0].calls.values()) == 63
+
+
+P2P_LOG = FIX / "coll-p2p-2rank-from-source.log"
+
+
+def test_send_and_recv_are_one_sendrecv_call() -> None:
+    """NCCL prints a Send and a Recv line per exchange (P2P_LOG, written from NCCL 2.28.9's print
+    statement): counted as two calls, replay issued twice the traffic. One exchange is one call."""
+    wl = importer.import_files([P2P_LOG])
+    assert _calls(wl) == {("all_reduce", "float", 1048576, 4 << 20): 1, ("sendrecv", "float", 262144, 1 << 20): 3}
+    assert sorted(s["calls"] for s in wl.sources) == [4, 4]  # per rank: 1 all_reduce + 3 exchanges
+    assert wl.order == [(0, 0, 1), (1, 0, 3)]  # replay issues 3 exchanges, not 6
+    # a Send with no Recv of its size (a pipeline stage that only sends) is a call of its own
+    sends = "".join(line for line in P2P_LOG.read_text().splitlines(keepends=True) if "Recv:" not in line)
+    records, _ = nccl_log.parse(sends, "sends.log")
+    assert {r.rank_id: sum(r.calls.values()) for r in records} == {"vm:5101": 4, "vm:5102": 4}
 
 
 def test_workload_file_errors(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from ccltune import __version__, collectives, environment, groups, ncclt_json, output, datatypes
 from ccltune.cli import _common, bench_options
 from ccltune.commconfig import CommConfig
+from ccltune.engines.base import device_index
 from ccltune.errors import CheckFailed, MinBandwidthFailed, UsageError
 from ccltune.files import write_text
 from ccltune.measure import bench
@@ -29,6 +30,9 @@ def register(sub: Any) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("collective", nargs="+", metavar="COLLECTIVE", help="collective(s), comma or space separated, or 'all'")
     bench_options.register(p)
+    p.add_argument("--ncclt-defaults", action="store_true",
+                   help="nccl-tests' defaults for the nccl-tests options the command line omits (-b 32M -e 32M "
+                        f"-f 1 -w 1; also {bench_options.NCCLT_DEFAULTS_ENV}=1)")
     p.add_argument("--warmup-mode", choices=bench.WARMUP_MODES, default="point",
                    help="point: the -w calls at each size right before it is timed, timing after the graph's "
                         "first launch; series: also, as nccl-tests 2.19 does, -w calls at every size from -b to -e "
@@ -73,9 +77,10 @@ def _plan(args: argparse.Namespace) -> bench.BenchPlan:
 
 def main(args: argparse.Namespace) -> int:
     argv = args._argv
+    defaults = bench_options.ncclt_defaults(args)
     plan = _plan(args)
     engine_name, note = _common.resolve_engine(args)
-    rows_notes = bench_options.check(args, engine_name)
+    rows_notes = ([defaults] if defaults else []) + bench_options.check(args, engine_name)
     plan.agg, plan.blocking, plan.unalign = args.agg_iters, args.blocking, args.unalign
     plan.per_iter, plan.per_iter_skip = bool(args.per_iter_timing), args.per_iter_skip
     plan.cputime, plan.memory = bool(args.report_cputime), bool(args.memory)
@@ -138,7 +143,7 @@ def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note
     return 0
 
 
-_JSON_ENV = ("NCCL_", "CUDA_", "CCLTUNE_", "TORCH_NCCL_")  # -J's "env": these, not every variable
+_JSON_ENV = ("NCCL_", "CUDA_", "CCLTUNE_", "TORCH_NCCL_")  # -J's "env": these only, never secrets (bench_options.EPILOG)
 
 
 def _version_code(version: str | None) -> int:
@@ -151,13 +156,16 @@ def _version_code(version: str | None) -> int:
 
 
 def _devices(ctx: Any, env: dict[str, Any], engine: str) -> list[output.Device]:
-    """One '#  Rank' line per rank: every rank adds its Pid and local device index (one collective)."""
+    """One '#  Rank' line per rank: every rank adds its Pid and the device its engine uses (one collective):
+    the GPU ``device_index`` picks (NCCL_TESTS_DEVICE + local rank), on the CPU engine the local rank."""
     n = ctx.world_size
+    gpus = env.get("gpus") or []
     local = int(os.environ.get("LOCAL_RANK", "0"))
+    if gpus and engine != "gloo":
+        local = device_index(local, len(gpus))
     mine = [0.0] * (2 * n)
     mine[ctx.rank], mine[n + ctx.rank] = float(os.getpid()), float(local)
     both = ctx.allreduce_floats(mine, "sum", "the device list") if n > 1 else mine
-    gpus = env.get("gpus") or []
     colors = (env.get("groups") or {}).get("colors") or [0] * n  # nccl-tests prints each rank's color
     out = []
     for r in range(n):
@@ -198,6 +206,7 @@ class _Printer:
         self.failed: list[str] = []  # NCCL_TESTS_MIN_BW verdicts
         self.memory = bench.MemoryReport() if plan.memory else None  # -M 1, filled by bench.run
         self.started = ""
+        self.json_path = ""  # -J: where this collective's JSON goes (bench_options.free_path)
         self.progress = None
         self.task = None
         if enabled and sys.stderr.isatty():
@@ -234,19 +243,17 @@ class _Printer:
         p, a = self.plan, self.args
         factor = int(a.stepfactor) if a.stepfactor > 1 else 1
         return output.Header(
-            program=output.program(coll.name), min_bytes=p.sizes[0], max_bytes=p.sizes[-1], step_factor=factor,
+            program=output.program(coll.name), min_bytes=p.sizes[0], max_bytes=p.max_bytes, step_factor=factor,
             step_bytes=parse_size(a.stepbytes, "-i/--stepbytes"), warmup=p.warmup, iters=p.iters,
             agg_iters=a.agg_iters, check=a.check, graph=p.graph, unalign=a.unalign,
-            threads=a.nthreads or 1, gpus=a.ngpus or 1, parallel_init=bool(a.parallel_init),
+            threads=1, gpus=1, parallel_init=bool(a.parallel_init),  # one GPU a process: -t/-g are in the note
             blocking=p.blocking, per_iter=p.per_iter, per_iter_skip=p.per_iter_skip,
             nccl_code=_version_code(self.env.get("nccl_version")),
             tool=f"ccltune={__version__} engine={self.engine}", devices=self.devices, notes=self.extra)
 
     def write_json(self, coll: Any, rows: list[Measurement], min_bw: float | None) -> None:
         """-J FILE: nccl-tests' JSON of this collective (FILE.<collective> when the run has several)."""
-        path = self.args.output_file
-        if len(self.plan.collectives) > 1:
-            path = f"{path}.{coll.name}"
+        path = self.json_path
         pairs = [(self.shown(a), self.shown(b)) for a, b in zip(rows[0::2], rows[1::2])]  # (out-of-place, in-place)
         stats = [(_stats(a), _stats(b)) for a, b in zip(rows[0::2], rows[1::2])] if self.plan.per_iter else None
         doc = ncclt_json.document(self.header(coll), pairs, argv=[output.program(coll.name), *self.args._argv[1:]],
@@ -264,6 +271,10 @@ class _Printer:
     def start(self, coll: Any) -> None:
         self.started = time.strftime(output.TIME_FORMAT)
         self.seen: set[str] = set()
+        if self.args.output_file and self.enabled:  # jsonOutputInit: the file chosen and said before the header
+            path = self.args.output_file + (f".{coll.name}" if len(self.plan.collectives) > 1 else "")
+            self.json_path = bench_options.free_path(path)
+            self._print(f"# Writing JSON output to {self.json_path}")
         for line in output.preamble(self.header(coll)) + output.header(
                 cputime=self.plan.cputime, timestamps=bool(self.args.report_timestamps), per_iter=self.plan.per_iter):
             self._print(line)

@@ -12,7 +12,7 @@ import argparse
 import os
 from typing import Any
 
-from ccltune import groups
+from ccltune import dist, groups
 from ccltune.errors import UsageError
 from ccltune.measure.point import AVERAGES
 
@@ -24,22 +24,75 @@ def _int(flag: str):
     """An integer as strtol(optarg, NULL, 0) reads it (0x.. and 0.. prefixes), named in errors."""
     def parse(text: str) -> int:
         try:
-            return int(text, 0)
+            octal = text.strip().lstrip("+-")[:1] == "0" and text.strip().lstrip("+-")[1:2].isdigit()
+            return int(text, 8) if octal else int(text, 0)  # strtol base 0: '010' is 8
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag}: {text!r} is not an integer") from None
     return parse
 
 
+class _Str(str):
+    """A string default argparse kept: the flag was omitted (``ncclt_defaults`` may replace it)."""
+
+
+class _Int(int):
+    """An integer default argparse kept: the flag was omitted."""
+
+
+# The options whose default differs from nccl-tests 2.19.6's (src/common.cu: minBytes, maxBytes,
+# stepFactor, warmup_iters): dest -> (flag, ccltune's default, nccl-tests'). ccltune's defaults visit
+# a whole series; nccl-tests' one size, 32 MB.
+NCCLT_DEFAULTS = {"minbytes": ("-b", _Str("8"), "32M"), "maxbytes": ("-e", _Str("32M"), "32M"),
+                  "stepfactor": ("-f", _Int(2), 1), "warmup_iters": ("-w", _Int(5), 1)}
+NCCLT_DEFAULTS_ENV = "CCLTUNE_NCCLT_DEFAULTS"
+
+
+def ncclt_defaults(args: argparse.Namespace) -> str | None:
+    """--ncclt-defaults (or CCLTUNE_NCCLT_DEFAULTS=1): every option of NCCLT_DEFAULTS the command line
+    omitted takes nccl-tests' default, so a command line taken from nccl-tests runs the sizes nccl-tests
+    runs. Returns the note row (None when off)."""
+    env = os.environ.get(NCCLT_DEFAULTS_ENV, "").strip()
+    if env not in ("", "0", "1"):
+        raise UsageError(f"{NCCLT_DEFAULTS_ENV} must be 1 (on) or 0 (off), got {env!r}")
+    if not (getattr(args, "ncclt_defaults", False) or env == "1"):
+        return None
+    taken = []
+    for dest, (flag, _, theirs) in NCCLT_DEFAULTS.items():
+        if isinstance(getattr(args, dest), (_Str, _Int)):
+            setattr(args, dest, theirs)
+            taken.append(f"{flag} {theirs}")
+    return "nccl-tests' defaults: " + (", ".join(taken) if taken else "none needed (every such flag given)")
+
+
+NO_TIMEOUT_S = 365 * 24 * 3600.0  # -T 0: nccl-tests' "no timeout"; a process group needs a finite one
+
+
+def _timeout(text: str) -> float:
+    """-T: whole seconds as strtol reads them; 0 is nccl-tests' "no timeout"."""
+    seconds = _int("-T/--timeout")(text)
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"-T/--timeout: must be >= 0 seconds (0: no limit), got {text!r}")
+    return float(seconds) if seconds else NO_TIMEOUT_S
+
+
 EPILOG = (
-    "nccl-tests 2.19.6 compatibility: -d/-o/-r all loop inside one run (datatypes, then ops, then roots, "
+    "nccl-tests 2.19.6 compatibility: ccltune's defaults differ from nccl-tests' in -b (8; nccl-tests 32M), "
+    f"-f (2; nccl-tests 1) and -w (5; nccl-tests 1): --ncclt-defaults or {NCCLT_DEFAULTS_ENV}=1 (for runbooks) "
+    "gives every one of them the command line omits nccl-tests' value, so a nccl-tests command line runs "
+    "nccl-tests' sizes (--timeout stays ccltune's: nccl-tests' -T 0 waits forever on a hung rank). -d/-o/-r all loop inside one run (datatypes, then ops, then roots, "
     "as each *_perf program does); -N repeats the size loop; -c N checks N times; -J writes nccl-tests' JSON "
-    "byte for byte; NCCL_TESTS_MIN_BW fails the run with exit status 7 (nccl-tests' testNumResults). "
+    "byte for byte (FILE must end in .json; an existing FILE is kept and FILE.0, FILE.1, ... written instead, as "
+    "nccl-tests does; its 'env' lists only NCCL_*, CUDA_*, CCLTUNE_* and TORCH_NCCL_* variables, where nccl-tests "
+    "dumps the whole environment: a -J file is shared with dashboards, and tokens and passwords in the "
+    "environment must not travel with it); -T 0 means no time limit and -N 0 runs until interrupted, as in nccl-tests; NCCL_TESTS_MIN_BW fails the run with exit status 7 (nccl-tests' testNumResults). "
     "mulsum runs on the nccl engine only (gloo and torch waive it); f8e4m3/f8e5m2 need NCCL >= 2.24 and an "
     "sm_90+ GPU (rows elsewhere are WAIVED, naming why). -m N (N calls in one NCCL group per iteration), "
     "-x (ncclConfig_t.CTAPolicy) and -R 1 (ncclCommRegister) need --engine nccl; -y 1 and -M 1 a GPU engine; "
     "-z 0..3, -C 1, -u N and -I 1 -K N run on every engine (gloo: host clock; its calls complete as they "
     "return); the database keeps -C's CPU time and -I's statistics and iteration times with each row "
-    "(measurements.extra). -z 3 and -I 1 under -G are disabled with a note, as nccl-tests disables them. -D N > 0 is "
+    "(measurements.extra). -z 3 and -I 1 under -G are disabled with a note, as nccl-tests disables them. "
+    "-G N on the gloo engine is the one flag taken without effect: the run stays eager, says so in a note row and "
+    "is stored as graph 0; every other flag an engine cannot honour is refused, naming the engine. -D N > 0 is "
     "refused: it runs nccl-tests' own device-API kernels. NCCL_TESTS_DEVICE=d: local process i on GPU d + i. "
     "NCCL_TESTS_SPLIT='<op><value>' (AND, OR, MOD, DIV or &, |, %, /; decimal, 0x or 0b value) or "
     "NCCL_TESTS_SPLIT_MASK=<hex> (color = rank & mask; it wins): ranks of one color form a group that runs "
@@ -57,17 +110,21 @@ def register(p: argparse.ArgumentParser) -> None:
     a("-t", "--nthreads", type=_int("-t/--nthreads"), default=None, metavar="N",
       help="threads per process; ccltune runs one process per GPU: -t N x -g M = N*M processes per node")
     a("-g", "--ngpus", type=_int("-g/--ngpus"), default=None, metavar="N", help="GPUs per thread (as -t)")
-    a("-b", "--minbytes", default="8", help="smallest size (K/M/G suffixes, fractions allowed: 1.5M)")
-    a("-e", "--maxbytes", default="32M", help="largest size")
+    theirs = " (nccl-tests: %s, --ncclt-defaults)"
+    a("-b", "--minbytes", default=NCCLT_DEFAULTS["minbytes"][1],
+      help="smallest size (K/M/G suffixes, fractions allowed: 1.5M)" + theirs % NCCLT_DEFAULTS["minbytes"][2])
+    a("-e", "--maxbytes", default=NCCLT_DEFAULTS["maxbytes"][1], help="largest size")
     a("-i", "--stepbytes", default="1M", help="add this many bytes when -f is 0 or 1 (a series holds at most 10000 sizes)")
-    a("-f", "--stepfactor", type=float, default=2, help="multiply the size by this (>= 2); 0 or 1: step by -i")
+    a("-f", "--stepfactor", type=_int("-f/--stepfactor"), default=NCCLT_DEFAULTS["stepfactor"][1],
+      help="multiply the size by this (>= 2); 0 or 1: step by -i" + theirs % NCCLT_DEFAULTS["stepfactor"][2])
     a("-n", "--iters", type=_int("-n/--iters"), default=20, help="timed calls per size")
     a("-m", "--agg_iters", type=_int("-m/--agg_iters"), default=1, help="calls aggregated per timed iteration")
-    a("-w", "--warmup_iters", type=_int("-w/--warmup_iters"), default=5,
+    a("-w", "--warmup_iters", type=_int("-w/--warmup_iters"), default=NCCLT_DEFAULTS["warmup_iters"][1],
       help="untimed calls right before each size is timed (and with the series warm-up modes, also at "
-           "every size before the first is timed)")
+           "every size before the first is timed)" + theirs % NCCLT_DEFAULTS["warmup_iters"][2])
     a("-N", "--run_cycles", type=_int("-N/--run_cycles"), default=1,
-      help="run and print the size loop this many times (rows again, one header and footer)")
+      help="run and print the size loop this many times (rows again, one header and footer); 0: until "
+           "interrupted (Ctrl-C keeps every row)")
     a("-p", "--parallel_init", type=_int("-p/--parallel_init"), default=0, choices=(0, 1),
       help="communicators created concurrently (ccltune's processes always do)")
     a("-c", "--check", type=_int("-c/--check"), default=1,
@@ -80,8 +137,9 @@ def register(p: argparse.ArgumentParser) -> None:
       help="0: no wait between calls; 1, 2, 3: nccl-tests' blocking modes")
     a("-y", "--stream_null", type=_int("-y/--stream_null"), default=0, choices=(0, 1),
       help="1: launch on the NULL stream")
-    a("-T", dest="timeout", type=float, default=argparse.SUPPRESS, metavar="S",
-      help="as --timeout: seconds before a stuck collective or a dead peer fails the run")
+    a("-T", dest="timeout", type=_timeout, default=argparse.SUPPRESS, metavar="S",
+      help="as --timeout: seconds before a stuck collective or a dead peer fails the run; 0: no limit, as "
+           "nccl-tests (ccltune then waits up to a year)")
     a("-G", "--cudagraph", type=_int("-G/--cudagraph"), default=0, metavar="N",
       help="capture the timed calls in a CUDA graph and launch it N times (0: eager; the nccl engine "
            "then issues them from C, one Python call per series)")
@@ -147,15 +205,7 @@ def check(args: argparse.Namespace, engine: str) -> list[str]:
     -R 2 to --symmetric, -T to the timeout); return the note rows. ``args`` is updated in place."""
     notes: list[str] = []
     if args.nthreads is not None or args.ngpus is not None:
-        t, g = args.nthreads or 1, args.ngpus or 1
-        if t < 1 or g < 1:
-            raise UsageError(f"-t/--nthreads and -g/--ngpus must be >= 1, got -t {t} -g {g}")
-        if args.nproc is not None and args.nproc != t * g:
-            raise UsageError(f"-t {t} -g {g} means {t * g} processes per node, but --nproc is {args.nproc}")
-        if args.nproc is None and t * g > 1:
-            args.nproc = t * g
-        notes.append(f"-t {t} -g {g}: {t * g} process{'es' if t * g > 1 else ''} per node, one GPU each"
-                     " (ccltune runs one process per GPU)")
+        notes.append(_threads_gpus(args))
     notes += _schedule(args, engine)
     for flag, value, off in (("-y/--stream_null", args.stream_null, 0), ("-M/--memory", args.memory, 0),
                              ("-x/--cta_policy", args.cta_policy, None), ("-R/--local_register", args.local_register, 0)):
@@ -173,10 +223,17 @@ def check(args: argparse.Namespace, engine: str) -> list[str]:
         if engine != "nccl":
             raise _refuse("-R/--local_register", 2, engine, "has no symmetric windows (use --engine nccl)")
         args.symmetric = True
-    if args.run_cycles < 1:  # nccl-tests' do {} while (--repeat) would run 0 "forever": refused
-        raise UsageError(f"-N/--run_cycles must be >= 1, got {args.run_cycles}")
+    if args.run_cycles < 0:  # nccl-tests' do {} while (--repeat): 0 runs until stopped, as here
+        raise UsageError(f"-N/--run_cycles must be >= 0 (0: until interrupted), got {args.run_cycles}")
+    if args.run_cycles == 0:
+        notes.append("-N 0: the size loop runs until interrupted (Ctrl-C keeps every row)")
+    if args.timeout == NO_TIMEOUT_S:
+        notes.append("-T 0: no time limit, as nccl-tests (a hung rank is waited for up to a year)")
     if args.check < 0:
         raise UsageError(f"-c/--check must be >= 0, got {args.check}")
+    if args.output_file is not None and not json_suffix(args.output_file):
+        raise UsageError(f"-J/--output_file {args.output_file!r}: nccl-tests infers the output's type from the suffix "
+                         "and writes only JSON (it would write nothing here): name a FILE ending in .json")
     if args.parallel_init:
         notes.append("-p 1: each process creates its own communicator, concurrently")
     groups.from_env()  # a bad NCCL_TESTS_SPLIT(_MASK) fails here, naming the variable
@@ -187,6 +244,45 @@ def check(args: argparse.Namespace, engine: str) -> list[str]:
             raise UsageError(f"NCCL_TESTS_DEVICE must be a GPU index (>= 0), got {device!r}")
         notes.append(f"NCCL_TESTS_DEVICE={device.strip()}: local process i uses GPU {device.strip()} + i")
     return notes
+
+
+def _threads_gpus(args: argparse.Namespace) -> str:
+    """-t N -g M: N*M processes per node (``args.nproc``), said in a note row; the header then says
+    nThread 1 nGpus 1, each process's shape, so that its rank lines add up. Under a launcher, which
+    has already started the processes, t*g > 1 must be its processes per node."""
+    t, g = args.nthreads or 1, args.ngpus or 1
+    if t < 1 or g < 1:
+        raise UsageError(f"-t/--nthreads and -g/--ngpus must be >= 1, got -t {t} -g {g}")
+    if args.nproc is not None and args.nproc != t * g:
+        raise UsageError(f"-t {t} -g {g} means {t * g} processes per node, but --nproc is {args.nproc}")
+    info = dist.launch_info()
+    if info.launcher == "single":
+        if args.nproc is None and t * g > 1:
+            args.nproc = t * g
+    elif t * g > 1 and t * g != info.local_world_size:
+        raise UsageError(f"-t {t} -g {g} means {t * g} processes per node, but the {info.launcher} launcher "
+                         f"started {info.local_world_size} on this node")
+    if info.launcher == "single" or os.environ.get("CCLTUNE_COMMAND"):  # ccltune starts (or started) them
+        return (f"-t {t} -g {g}: {t * g} process{'es' if t * g > 1 else ''} per node, one GPU each"
+                " (ccltune runs one process per GPU)")
+    return (f"-t {t} -g {g}: one GPU per process; the {info.launcher} launcher started {info.local_world_size}"
+            " per node")
+
+
+def json_suffix(path: str) -> bool:
+    """Whether -J's FILE ends in '.json' (any case) after its last '/', as nccl-tests' classifyOutputFile
+    infers the output's type (it writes nothing for any other suffix)."""
+    name = path.rsplit("/", 1)[-1]
+    return "." in name and name.rsplit(".", 1)[1].lower() == "json"
+
+
+def free_path(path: str) -> str:
+    """Where -J writes: FILE, or when it exists FILE.0, FILE.1, ... (the first that does not), as
+    nccl-tests' jsonOutputInit probes with fopen(..., "wx") and never replaces a file."""
+    candidate, n = path, 0
+    while os.path.lexists(candidate):
+        candidate, n = f"{path}.{n}", n + 1
+    return candidate
 
 
 def _schedule(args: argparse.Namespace, engine: str) -> list[str]:

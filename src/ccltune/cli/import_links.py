@@ -39,6 +39,9 @@ def register(src: argparse._SubParsersAction) -> None:
         p.add_argument("--db", default=DEFAULT_DB, help="results database")
         p.add_argument("--gpu", default=None, metavar="NAME",
                        help="GPU model, when the output does not name it (e.g. 'AMD Instinct MI300X')")
+        p.add_argument("--host", default=None, metavar="NAME",
+                       help="the host the output was measured on, when the output does not name it (default: none, "
+                            "and the run's host is recorded as unknown: the report then says 'host unknown')")
         p.add_argument("--threshold", type=float, default=0.8, help="flag links below this fraction of their median")
         p.set_defaults(func=run, source=name)
 
@@ -48,15 +51,21 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--threshold must be in (0, 1], got {args.threshold}")
     parse = _SOURCES[args.source][0]
     found = parse(_common.read_input(args.file), args.file)  # parsed before the database is opened: bad input stores nothing
+    if args.host is not None and not args.host.strip():
+        raise UsageError("--host must name a host, got an empty string")
+    if args.host and found.host and args.host != found.host:
+        raise UsageError(f"--host {args.host!r} disagrees with the host {args.file!r} names ({found.host!r})")
+    host = found.host or args.host
     names = found.gpu_names or ([args.gpu] * found.n_gpus if args.gpu else [])
     gpus = [{"index": i, "name": n} for i, n in enumerate(names)]
     env: dict[str, Any] = {"ccltune_version": __version__, "world_size": found.n_gpus, "n_nodes": 1, "gpus": gpus,
-                           "host": found.host, "platform": platform_name(gpus, found.n_gpus, 1) if gpus else None,
+                           "host": host, "platform": platform_name(gpus, found.n_gpus, 1) if gpus else None,
                            "source": found.tool, "tool_version": found.version,
                            "driver_version": found.driver_version, "cuda_version": found.cuda_version,
                            "files": [str(Path(args.file).resolve())]}
     env["command"] = "ccltune " + shlex.join(["import", args.source, args.file, "--db", str(args.db)]
-                                             + (["--gpu", args.gpu] if args.gpu else []))
+                                             + (["--gpu", args.gpu] if args.gpu else [])
+                                             + (["--host", args.host] if args.host else []))
     summary, findings = linkmath.analyze_stored(found.rows, found.summary(), threshold=args.threshold)
     with Store(args.db) as store:
         run_id = store.begin_run("links", command=env["command"], env=env, engine=found.tool,
@@ -66,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         store.add_artifact(run_id, f"{args.source}.txt", _common.read_input(args.file))
         store.finish_run(run_id, "complete", summary)
     print(f"# run {run_id} (links, imported from {found.tool} {found.version or ''}".rstrip() + f") in {args.db}: "
-          f"{found.n_gpus} GPUs, {len(found.rows)} links, tests {', '.join(found.tests)}")
+          f"{found.n_gpus} GPUs on {host or 'host unknown (give --host)'}, {len(found.rows)} links, "
+          f"tests {', '.join(found.tests)}")
     for method, info in found.method_info.items():
         print(f"#   {method}: {json.dumps(info, sort_keys=True)}")
     for note in found.notes:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ccltune.diagnose.checks import linkmath
 from ccltune.diagnose.checks.linkmath import analyze_stored
 from ccltune.diagnose.findings import format_findings
 from ccltune.diagnose.record import write_json
@@ -41,12 +42,14 @@ def show(args: argparse.Namespace) -> int:
 
 def render_matrix(rows: list[dict[str, Any]], n: int, method: str, direction: str, key: str = "bandwidth_gbps",
                   decimals: int = 2) -> str:
-    """One matrix layout for measured and stored links runs: rows are sources, columns destinations."""
-    cells = {(r["src"], r["dst"]): r[key] for r in rows
-             if r["method"] == method and r["direction"] == direction and r.get(key) is not None}
+    """One matrix layout for measured and stored links runs: rows are sources, columns destinations. A pair
+    measured twice (TransferBench p2p's bidirectional table) shows its worse value, as the analysis uses it."""
+    cells, repeated = linkmath.cells(rows, method, direction, key)
     unit = "us" if key == "latency_us" else "GB/s"
     width = max(9, decimals + 7)
-    lines = [f"# {method} {direction} ({unit}), row = source, column = destination",
+    twice = (f"; {repeated} pairs measured twice (from the s<->d and the d<->s run) show the "
+             f"{'higher' if key == 'latency_us' else 'lower'} value") if repeated else ""
+    lines = [f"# {method} {direction} ({unit}), row = source, column = destination{twice}",
              "src\\dst" + "".join(f"{d:>{width}}" for d in range(n))]
     for s in range(n):
         lines.append(f"{s:>7}" + "".join(f"{'-' if (s, d) not in cells else f'{cells[(s, d)]:.{decimals}f}':>{width}}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ccltune import dist
 from ccltune.cli import _common
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure.load import check as check_load
@@ -42,6 +43,7 @@ def main(args: argparse.Namespace) -> int:
         _common.check_rule_file(args.rules, "--rules")
     engine_name, _ = _common.resolve_engine(args)
     check_load(args.under_load, engine_name)
+    _check_fit(args, wl, engine_name)
     rc = _common.relaunch(args, args._argv, engine_name)
     if rc is not None:
         return rc
@@ -50,14 +52,32 @@ def main(args: argparse.Namespace) -> int:
     res = replay_run.run(rp, session, _common.engine_options(args))
     if session.interrupted:
         return session.exit_code
-    if res.verdict is None:
-        for s in res.skipped:
-            print(f"# not replayed: {s.entry.key.collective} {s.entry.key.size_bytes} B: {s.reason}")
+    if res.verdict is None:  # what the job found out (the node count, the engine's limits); no run stored
         if session.is_root:
-            raise UsageError(f"{args.workload}: nothing this launch can replay (see above)")
+            _print_unreplayed(res.skipped, res.notes)
+            raise UsageError(f"{args.workload}: "
+                             + plan.nothing_to_replay(wl, session.ctx.world_size if session.ctx else 0, engine_name))
         return 0
     notes = res.notes + ([f"under load: {res.load}"] if res.load else [])
     print("\n".join(replay_plan.lines(res.verdict, wl, args.order, res.skipped, notes)))
     if res.verdict.status == "FAIL":
         raise CheckFailed(f"replay: FAIL: {res.verdict.reason}")
     return 0
+
+
+def _check_fit(args: argparse.Namespace, wl: model.Workload, engine_name: str) -> None:
+    """Before any process starts (as ``sweep --workload``): the entries this launch's rank count and
+    engine can replay; none: their reasons, and the launches that would replay them."""
+    ranks = _common.job_size(args, engine_name)
+    keep, skipped = plan.fit(wl, ranks, None, engine=engine_name)
+    if not keep:
+        if dist.launch_info().rank == 0:
+            _print_unreplayed(skipped, [])
+        raise UsageError(f"{args.workload}: {plan.nothing_to_replay(wl, ranks, engine_name)}")
+
+
+def _print_unreplayed(skipped: list[plan.Skipped], notes: list[str]) -> None:
+    for s in skipped:
+        print(f"# not replayed: {s.entry.key.collective} {s.entry.key.size_bytes} B x{s.entry.calls}: {s.reason}")
+    for n in notes:
+        print(f"# note: {n}")

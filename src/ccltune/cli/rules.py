@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ccltune import rules
+from ccltune import collectives, rules
+from ccltune.collectives import PLUGIN_NAMES
 from ccltune.errors import RuleFileError, UsageError
 from ccltune.sizes import format_size
 from ccltune.tune.explain import MAX_SIZE, explain
@@ -23,8 +24,9 @@ def register(sub: Any) -> None:
         "A rule whose cell NCCL marks IGNORE on the machine falls through to the next one at run time.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ex.add_argument("file", metavar="RULES")
-    ex.add_argument("--collective", default=None, choices=rules.COLLECTIVES, metavar="C",
-                    help=f"one collective (default: all of {', '.join(rules.COLLECTIVES)})")
+    ex.add_argument("--collective", default=None, metavar="C",
+                    help=f"one collective, in ccltune's or the rule file's spelling ({', '.join(PLUGIN_NAMES)}; "
+                         f"{', '.join(PLUGIN_NAMES.values())}) (default: all)")
     ex.add_argument("--nranks", type=int, default=8, metavar="N", help="ranks of the communicator")
     ex.add_argument("--nnodes", type=int, default=1, metavar="K", help="nodes of the communicator")
     ex.add_argument("--gpu", default="", metavar="NAME", help="GPU name, for rules under a platform gpu= line")
@@ -34,7 +36,17 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
 
+def _plugin_name(name: str) -> str:
+    """The rule file's name of a collective given in any spelling (all_reduce, allreduce, AllReduce)."""
+    coll = collectives.get(name, "--collective")  # an unknown name: an error with a 'did you mean'
+    if coll.name not in PLUGIN_NAMES:
+        raise UsageError(f"--collective {name}: NCCL passes {coll.name} to no tuner, so no rule applies to it; "
+                         f"give one of {', '.join(PLUGIN_NAMES)} (or {', '.join(PLUGIN_NAMES.values())})")
+    return PLUGIN_NAMES[coll.name]
+
+
 def _explain(args: argparse.Namespace) -> int:
+    only = _plugin_name(args.collective) if args.collective is not None else None
     if args.nranks < 1 or args.nnodes < 1 or args.nnodes > args.nranks:
         raise UsageError(f"--nranks {args.nranks} --nnodes {args.nnodes}: need 1 <= nnodes <= nranks")
     try:
@@ -50,7 +62,7 @@ def _explain(args: argparse.Namespace) -> int:
           f"(ccltune plugin check names them); communicator nranks={args.nranks} nnodes={args.nnodes}"
           f"{' gpu=' + args.gpu if args.gpu else ''} numPipeOps={args.num_pipe_ops} regBuff={args.reg_buff}")
     print(f"# {'collective':<14}{'min_bytes':>12}{'max_bytes':>12}  decision")
-    for coll in [args.collective] if args.collective else rules.COLLECTIVES:
+    for coll in [only] if only else rules.COLLECTIVES:
         for r in explain(rs, coll, args.nranks, args.nnodes, facts, args.num_pipe_ops, args.reg_buff):
             d = r.decision
             if d.rule is None:

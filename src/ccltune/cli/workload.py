@@ -28,7 +28,9 @@ def register(sub: Any) -> None:
     imp.add_argument("files", nargs="+", metavar="FILE")
     imp.add_argument("--out", required=True, metavar="W.json", help="workload file to write (replaced whole)")
     imp.add_argument("--steps", type=int, default=None, metavar="N",
-                     help="training steps the files cover (default: the traces' ProfilerStep count, else unknown)")
+                     help="training steps the files cover (default: the traces' ProfilerStep count, else unknown; "
+                          "needed when files that know their steps (traces) are mixed with files that do not "
+                          "(COLL logs, captures) or disagree)")
     imp.set_defaults(func=_import)
     sh = acts.add_parser("show", help="the entries by share of bytes; with --db, estimated time per step",
                          description="A table of the workload's entries by share of bytes. With --db, the time "
@@ -48,6 +50,8 @@ def _import(args: argparse.Namespace) -> int:
     write_text(args.out, model.to_json(wl, header), flag="--out")
     print(f"# wrote {args.out}: {len(wl.entries)} entries, {sum(e.calls for e in wl.entries)} calls per rank "
           f"from {len(wl.sources)} source rank(s)")
+    if wl.steps_note:
+        print(f"# {wl.steps_note}")
     for line in show.table(wl):
         print(line)
     return 0

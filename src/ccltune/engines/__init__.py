@@ -8,6 +8,9 @@
 from __future__ import annotations
 
 ENGINES = ("nccl", "torch", "gloo")
+# the fewest processes an engine runs collectives on: torch.distributed makes no process group of
+# one (engines/gloo.py:torch_api_waiver waives every call of a one-process job), NCCL does
+MIN_PROCESSES = {"nccl": 1, "torch": 2, "gloo": 2}
 
 
 def default_engine() -> str:

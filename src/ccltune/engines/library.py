@@ -24,6 +24,11 @@ harness ``plugin/tests/test_rccl.c`` acts the same facts out):
   which candidates a run started otherwise (``RCCL_LL128_FORCE_ENABLE=1``) must measure instead.
   They are not run in a second job into the same run: in that job NCCL's default itself has LL128
   enabled, so its default and twin differ from this run's and the two cannot be compared as one sweep.
+- RCCL before 2.22 differs (ROCm/rccl @0cbce2a7, RCCL 2.21.5, ``src/graph/tuning.cc``
+  ncclTopoTuneModel): with NCCL_PROTO unset, LL128 is enabled only on gfx90a (and there only with
+  the topology's or RCCL_LL128_FORCE_ENABLE's ``ll128Enabled``), so on any other GPU forcing it
+  changes nothing and an LL128 candidate would run another protocol under LL128's name. Such a
+  candidate is refused with that reason (``proto_unavailable``), its rows recorded unavailable.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class LibraryFacts:
     unavailable: Mapping[str, str] = field(default_factory=dict)  # algorithm -> why not, on this library
     proto_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # protocol -> env it needs
     cached_env: tuple[str, ...] = ()            # variables read once per process
+    proto_unavailable: Mapping[str, str] = field(default_factory=dict)  # protocol -> why it cannot be forced here
 
     @property
     def name(self) -> str:
@@ -64,17 +70,36 @@ _RCCL_NOT = {
 _RCCL_ALGOS = tuple(a for a in NCCL_ALGOS if a not in _RCCL_NOT)  # tree, ring, pat
 
 
-def detect(path: str, exports: Callable[[str], bool], version: str) -> LibraryFacts:
-    """The facts of the library at ``path``; ``exports(symbol)`` says whether it exports a symbol."""
+def _version(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def detect(path: str, exports: Callable[[str], bool], version: str, arch: str | None = None) -> LibraryFacts:
+    """The facts of the library at ``path``; ``exports(symbol)`` says whether it exports a symbol;
+    ``arch``: the GPU's gfx architecture (``gcnArchName``), when known."""
     if exports("mscclLoadAlgo") or Path(path).name.startswith("librccl"):
+        gfx = (arch or "").split(":")[0]
+        if (0,) < _version(version) < (2, 22) and gfx != "gfx90a":
+            why = (f"RCCL {version} enables LL128 only on gfx90a (src/graph/tuning.cc), not on "
+                   f"{gfx or 'this GPU'}, and RCCL_LL128_FORCE_ENABLE does not change that: forced, it would run "
+                   "another protocol under LL128's name (an explicit NCCL_PROTO listing LL128 enables it on any "
+                   "GPU, which AMD does not test there)")
+            return LibraryFacts("rccl", version, algos=_RCCL_ALGOS, unavailable=_RCCL_NOT,
+                                proto_unavailable={"ll128": why})
         return LibraryFacts("rccl", version, algos=_RCCL_ALGOS, unavailable=_RCCL_NOT,
                             proto_env={"ll128": {LL128_FORCE: "1"}}, cached_env=(LL128_FORCE,))
     return LibraryFacts("nccl", version)
 
 
-def facts_of(lib: Any) -> LibraryFacts:
-    """``detect`` for a loaded ``NcclLib``."""
-    return detect(lib.path, lib.exports, lib.version)
+def facts_of(lib: Any, arch: str | None = None) -> LibraryFacts:
+    """``detect`` for a loaded ``NcclLib`` on a GPU of ``arch``."""
+    return detect(lib.path, lib.exports, lib.version, arch)
 
 
 def sweep_candidates(facts: LibraryFacts | None, cands: Sequence[Any]) -> list[Any]:
@@ -132,6 +157,9 @@ class CommEnv:
     def for_comm(self, proto: str | None, label: str) -> dict[str, str | None]:
         """Variables to set around this communicator's init (None: unset). Raises
         EngineUnavailable when the library would ignore them (cached from an earlier communicator)."""
+        why = self.facts.proto_unavailable.get((proto or "").lower())
+        if why:
+            raise EngineUnavailable(f"{label}: {why}")
         want: dict[str, str | None] = {k: os.environ.get(k) for k in self.facts.cached_env}
         want.update(self.facts.proto_env.get((proto or "").lower(), {}))
         if self.cached is None:

@@ -67,7 +67,7 @@ class NcclEngine(CudaEngine):
             raise EngineUnavailable("the nccl engine needs a CUDA GPU; use --engine gloo on this machine")
         self.lib = NcclLib(find_library(opts.nccl_lib))
         self.loop = Loop(self.lib)  # before anything else: without the built loop the engine cannot time
-        self.facts = library.facts_of(self.lib)  # NCCL or RCCL, detected once
+        self.facts = library.facts_of(self.lib, _gfx_arch(torch))  # NCCL or RCCL, detected once
         self.comm_env = library.CommEnv(self.facts)
         self.symmetric = opts.symmetric
         if self.symmetric and not (self.lib.has("ncclMemAlloc") and self.lib.has("ncclCommWindowRegister")):
@@ -391,3 +391,11 @@ class _DeviceArray:
             self.lib.call("ncclMemFree", ctypes.c_void_p(self.ptr))
         except Exception:  # noqa: BLE001 - interpreter teardown
             pass
+
+
+def _gfx_arch(torch: Any) -> str | None:
+    """The GPU's gfx architecture on ROCm (``gcnArchName``, e.g. 'gfx942:sramecc+:xnack-'), else None."""
+    try:
+        return getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "gcnArchName", None) or None
+    except Exception:  # noqa: BLE001 - unknown: the facts then assume the strictest case
+        return None

@@ -5,6 +5,7 @@ Rank 0 hands each finished row to ``on_row`` (the CLI prints and stores it at on
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -53,7 +54,7 @@ class BenchPlan:
     dtypes: list[DType] = field(default_factory=list)   # empty: ``dtype`` only
     ops: list[str] = field(default_factory=list)        # empty: ``op`` only
     all_roots: bool = False
-    cycles: int = 1
+    cycles: int = 1  # -N; 0: until interrupted
     # nccl-tests' schedule and reports: -m, -z, -I/-K, -u, -C (see engines.base.Point)
     agg: int = 1
     blocking: int = 0
@@ -201,7 +202,7 @@ def run(engine: Engine, plan: BenchPlan,
         for var in variants(plan, coll, ctx.min_comm_size):  # -r all: every group has these roots
             if var.warmup_mode in SERIES_MODES:
                 warm_series(engine, var, coll)
-            for _cycle in range(var.cycles):  # -N: the size loop again, as nccl-tests repeats it
+            for _cycle in itertools.count() if var.cycles == 0 else range(var.cycles):  # -N (0: until stopped)
                 rows.extend(_sizes(engine, var, coll, on_row))
         everything.extend(rows)
         if memory is not None:

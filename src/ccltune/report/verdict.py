@@ -81,7 +81,7 @@ def ceiling_why_not(job: Any, links: Any) -> str | None:
     else a rank count equal to the links run's GPU count): an 8-GPU ring ceiling (x 7 peers) does
     not bound a 2-rank job, and one node's links do not bound a 2-node job."""
     if node_key(links) != node_key(job):
-        return f"links run {links.id} measured {host_text(links) or 'another host'}, not this job's host"
+        return f"links run {links.id} measured {host_text(links) or 'a host it did not record'}, not this job's host"
     hosts = job.env.get("hosts")
     nodes = max(int(job.n_nodes or job.env.get("n_nodes") or 1),
                 len(set(map(str, hosts))) if isinstance(hosts, list) else 1)
@@ -346,14 +346,15 @@ def _workload(runs: list[Any], card: Card) -> str:
         unit = "step" if s.get("steps") else "captured run"
         status = str(s.get("status") or "").upper()
         d, r = s.get("default_us_per_step"), s.get("rules_us_per_step")
+        lib = s.get("library") or ("gloo" if getattr(replay, "engine", None) == "gloo" else "NCCL")  # whose default the arm ran
         if isinstance(r, Mapping) and r.get("median_us") is not None:  # both arms replayed
-            card.figures.append((f"communication per {unit}, NCCL's default ± {_pct(d)} -> rules ± {_pct(r)} "
+            card.figures.append((f"communication per {unit}, {lib}'s default ± {_pct(d)} -> rules ± {_pct(r)} "
                                  f"(replay run {replay.id}, {d.get('n')} rounds)",
                                  _times(float(d["median_us"]), float(r["median_us"]))))
             if s.get("ratio") is not None:
                 card.figures.append(("rules / default time", f"{float(s['ratio']):.3f}x"))
         elif isinstance(d, Mapping):
-            card.figures.append((f"communication per {unit}, NCCL's default ± {_pct(d)} (replay run {replay.id}, "
+            card.figures.append((f"communication per {unit}, {lib}'s default ± {_pct(d)} (replay run {replay.id}, "
                                  f"{d.get('n')} rounds)", _time(float(d["median_us"]))))
         level = {"PASS": "good", "FAIL": "bad"}.get(status, "info")
         card.lines.insert(0 if level == "bad" else len(card.lines),

@@ -31,7 +31,9 @@ as unmeasured, and so is a time of 0 on a 0-byte row (rounded). A value nccl-tes
 (a negative size or count, a time of ``inf``, below 0 or 0 on a row with bytes, a negative or
 infinite bandwidth or #wrong, a root outside the ranks) and, in JSON, a field of the wrong type
 refuse the whole file, naming the file and the line or the field's path: nothing is stored.
-In-place rows get ``in_place=True``.
+In-place rows get ``in_place=True``. ccltune's own table explains its N/A cells in note lines
+(``#  from 8 B, out-of-place: WAIVED: why``): those cells come back with that status and reason.
+In -J JSON an unmeasured block is null, as nccl-tests writes it, and is not imported.
 """
 
 from __future__ import annotations
@@ -78,6 +80,9 @@ _NOISE_RE = re.compile(r"\bNCCL (INFO|WARN|TRACE)\b|^Option -|^invalid option|^#
 # ncclGetErrorString, ncclGetLastError), after a row's preamble when the failure came while timing it, and
 # TESTCHECK's trace lines under it (" .. %s pid %d: Test failure %s:%d"): the run stopped there
 _FAILURE_RE = re.compile(r"^(?P<head>.*?): Test (?P<lib>NCCL|CUDA) failure (?P<at>\S+) '(?P<msg>.*)'$")
+# ccltune's own note under a row whose cells are N/A (output.notes): "#  from 4096 B, out-of-place: WAIVED: why";
+# it tells the status and reason of that placement's N/A cells from that size on
+_CELL_NOTE_RE = re.compile(r"^#  from (\d+) B, (out-of-place|in-place): (WAIVED|SKIPPED|UNAVAILABLE|ERROR): (.+)$")
 _PREAMBLE_WIDTH = 52  # writeBenchmarkLinePreamble: "%12li  %12li  %8s  %6s  %6s", the host name glued after it
 _TRACE_RE = re.compile(r"^ \.\. \S+ pid \d+: Test failure ")
 _OP_ORDER = ("sum", "prod", "max", "min", "avg", "mulsum")  # nccl-tests' -o all order (common.cu test_opnames)
@@ -398,8 +403,11 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
     ncols = 0
     table: list[tuple[int, list[str]]] = []
     footer = False
+    cell_notes: list[tuple[int, bool, str, str]] = []  # (from size, in place, status, reason)
     for lineno, line in lines:
         if line.startswith("#"):
+            if m := _CELL_NOTE_RE.match(line):
+                cell_notes.append((int(m.group(1)), m.group(2) == "in-place", m.group(3).lower(), m.group(4)))
             if m := _START_RE.match(line):
                 program, program_line = m.group(1), lineno
             elif line.startswith(_FOOTER):
@@ -456,9 +464,21 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
                                  graph, in_place, t, alg, bus, wrong))
         except _Bad as exc:
             raise _fail(path, lineno, str(exc)) from None
+    _explain(rows, cell_notes)
     hosts = {h for h, _, _ in shape.ranks.values()} | ({env["hostname"]} if "hostname" in env else set())
     return Parsed(path, coll, n_ranks, n_nodes, rows, [g for _, (_, _, g) in sorted(shape.ranks.items()) if g],
                   sorted(hosts), version, first, env)
+
+
+def _explain(rows: list[Measurement], notes: list[tuple[int, bool, str, str]]) -> None:
+    """N/A cells that ccltune's note lines explain take the note's status and reason (the last note of
+    their placement from a size at or below theirs); a cell no note explains stays 'error', 'time N/A'."""
+    for m in rows:
+        if m.time_us is not None or m.note != "time N/A":
+            continue
+        said = [n for n in notes if n[1] == m.in_place and n[0] <= m.size_bytes]
+        if said:
+            m.status, m.note = said[-1][2], said[-1][3]
 
 
 # --- -J JSON: every field read is checked, an error names the file and the field's path ---

@@ -68,21 +68,18 @@ def run(plan: ReplayPlan, session: Session, engine_opts: Any) -> ReplayResult:
             if s.engine_name == "nccl" else engine_opts
         engine = s.start_engine(opts)
         ctx = s.ctx
-        keep, res.skipped = WP.fit(wl, ctx.world_size, ctx.n_nodes)
+        keep, res.skipped = WP.fit(wl, ctx.world_size, ctx.n_nodes, engine=s.engine_name)
         seq, note = WP.sequence(wl, keep, plan.order)
         res.notes += [note] if note else []
         waived = waived_reason(s.engine_name, ctx.world_size, plan.rules_path)
         arms = _arms(s.engine_name, plan.rules_path, waived)
-        env = s.environment() if s.is_root else {}
-        if plan.under_load:
-            env["under_load"] = plan.under_load
-        if s.begin(plan.args, env) is not None and plan.rules_path:
-            with open(plan.rules_path, encoding="utf-8") as fh:
-                s.store.add_artifact(s.run_id, "rules", fh.read())
         s.summary = lambda: _summary(res)
         with s.running(lambda: "replay interrupted; nothing judged"):
             items, notes = measure_replay.prepare(engine, [e.key for e in wl.entries], seq)
             res.notes += notes
+            if not items:  # nothing to replay (the reasons are in skipped and notes): no run is stored
+                return res
+            _begin(s, plan)
             with Loaded(engine, plan.under_load) as load:
                 res.rounds = measure_replay.rounds(engine, items, arms, plan.reps, session.timeout_s) if items else {}
                 per_entry = measure_replay.entry_rows(engine, items, arms, _entry_settings(plan, session.timeout_s))
@@ -94,8 +91,19 @@ def run(plan: ReplayPlan, session: Session, engine_opts: Any) -> ReplayResult:
                 steps = wl.steps
                 rounds = {a: replay_plan.per_step(t, steps) for a, t in res.rounds.items()}
                 res.rounds = rounds
-                res.verdict = replay_plan.verdict(rounds, steps, replay_plan.entry_times(wl, per_entry), waived)
+                res.verdict = replay_plan.verdict(rounds, steps, replay_plan.entry_times(wl, per_entry), waived,
+                                                  replay_plan.library_of(s.engine_name, engine.info()))
     return res
+
+
+def _begin(s: Session, plan: ReplayPlan) -> None:
+    """Rank 0: the run in the database, with its environment and rule file."""
+    env = s.environment() if s.is_root else {}
+    if plan.under_load:
+        env["under_load"] = plan.under_load
+    if s.begin(plan.args, env) is not None and plan.rules_path:
+        with open(plan.rules_path, encoding="utf-8") as fh:
+            s.store.add_artifact(s.run_id, "rules", fh.read())
 
 
 def _entry_settings(plan: ReplayPlan, timeout_s: float) -> measure_sweep.SweepSettings:

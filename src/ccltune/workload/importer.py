@@ -62,8 +62,9 @@ def load_file(path: Path) -> tuple[list[RankRecord], list[str]]:
 
 
 def import_files(paths: Sequence[str | Path], steps: int | None = None) -> Workload:
-    """Read every file, then merge (see :mod:`ccltune.workload.model`). ``steps`` overrides
-    the step count the traces give (logs and captures give none)."""
+    """Read every file, then merge (see :mod:`ccltune.workload.model`). ``steps`` (--steps) sets
+    the step count; without it, files that know their steps (traces) and files that do not (logs,
+    captures) or that disagree are refused (:func:`ccltune.workload.model.resolve_steps`)."""
     if not paths:
         raise UsageError("workload import: give at least one FILE")
     if steps is not None and steps < 1:
@@ -75,8 +76,7 @@ def import_files(paths: Sequence[str | Path], steps: int | None = None) -> Workl
         records += recs
         warnings += warns
     if not any(r.calls for r in records):
-        raise UsageError(f"{', '.join(map(str, paths))}: no collective calls in them")
-    wl = merge(records, warnings)
-    if steps is not None:
-        wl.steps = steps
-    return wl
+        why = f" (skipped: {warnings[0]}" + (f"; and {len(warnings) - 1} more)" if len(warnings) > 1 else ")") \
+            if warnings else ""
+        raise UsageError(f"{', '.join(map(str, paths))}: no collective calls in them{why}")
+    return merge(records, warnings, steps)

@@ -114,6 +114,7 @@ class Workload:
     # the calls of one source rank in issue order, run-length encoded: (entry index, communicator
     # index, repeat); empty when no source gives an order (capture files count, they keep no order)
     order: list[tuple[int, int, int]] = field(default_factory=list)
+    steps_note: str | None = None  # where ``steps`` came from when --steps set it (not kept in the file)
 
     def by_bytes(self) -> list[Entry]:
         """Entries by share of bytes moved, largest first."""
@@ -150,10 +151,11 @@ def _copy(t: Timing) -> Timing:
     return Timing(t.calls, t.total_us, t.sumsq_us2, t.min_us, t.max_us)
 
 
-def merge(ranks: list[RankRecord], warnings: list[str] | None = None) -> Workload:
+def merge(ranks: list[RankRecord], warnings: list[str] | None = None, steps: int | None = None) -> Workload:
     """Combine source ranks: per key the largest call count (see the module doc); timings
-    of every rank pooled; steps the largest any trace saw."""
+    of every rank pooled; steps as :func:`resolve_steps` decides (``steps``: the user's --steps)."""
     ranks = combine(ranks)
+    steps, steps_note = resolve_steps(ranks, steps)
     calls: dict[Key, int] = {}
     timing: dict[Key, Timing] = {}
     variants: dict[Key, Counter[tuple[int, int]]] = {}
@@ -166,15 +168,40 @@ def merge(ranks: list[RankRecord], warnings: list[str] | None = None) -> Workloa
         for k, t in r.timing.items():
             timing.setdefault(k, Timing()).merge(t)
     entries = [Entry(k, n, timing.get(k), variants.get(k)) for k, n in calls.items()]
-    steps = max((r.steps for r in ranks if r.steps), default=None)
     sources = [{"path": r.source, "kind": r.kind, "rank": r.rank_id, "calls": sum(r.calls.values()),
                 **({"steps": r.steps} if r.steps else {})} for r in ranks]
     wl = Workload(entries, sources, steps, list(warnings or []),
                   overflow_calls=max((r.overflow_calls for r in ranks), default=0),
                   overflow_bytes=max((r.overflow_bytes for r in ranks), default=0))
+    wl.steps_note = steps_note
     wl.entries = wl.by_bytes()
     wl.order = encode_order(wl.entries, max((r.order for r in ranks), key=len, default=[]))
     return wl
+
+
+def _step_counts(ranks: list[RankRecord]) -> str:
+    return "; ".join(f"{r.source}: {f'{r.steps} step' + 's' * (r.steps != 1) if r.steps else 'steps not known'}"
+                     f" ({r.kind})" for r in ranks)
+
+
+def resolve_steps(ranks: list[RankRecord], steps: int | None) -> tuple[int | None, str | None]:
+    """The steps the merged calls cover, and a note saying where that number came from.
+
+    Calls are merged as the largest count per entry, so the sources must cover the same span:
+    a trace knows its steps (ProfilerStep annotations), a COLL log or capture file does not
+    (it counts the whole run, often more steps than a trace profiled). Sources that know their
+    step count merged with sources that do not, or that disagree, would make every per-step
+    figure silently wrong: refused unless ``steps`` (the user's --steps) says what they cover."""
+    known = {r.steps for r in ranks if r.steps}
+    mixed = len(known) > 1 or bool(known and any(not r.steps for r in ranks))
+    if steps is not None:
+        said = f" (the files: {_step_counts(ranks)})" if mixed or known != {steps} else ""
+        return steps, f"steps: {steps}, from --steps{said}"
+    if mixed:
+        raise UsageError(f"the files do not cover the same steps: {_step_counts(ranks)}. Calls are combined "
+                         "as the largest count per entry, so every per-step figure would be wrong; import "
+                         "files of one span together, or give --steps N (the steps the largest counts cover)")
+    return (known.pop() if known else None), None
 
 
 def encode_order(entries: list[Entry], order: list[tuple[Key, str]]) -> list[tuple[int, int, int]]:

@@ -12,7 +12,8 @@ timestamp before it (``NCCL_DEBUG_TIMESTAMP_FORMAT``), and a file shared by seve
 processes (stdout, or one ``NCCL_DEBUG_FILE`` without ``%p``) holds each process's lines
 under its own host:pid, which is how ranks are told apart. ``count`` is the API's per-rank
 element count (the send count of AllGather, the receive count of ReduceScatter, per peer
-for AlltoAll). ``datatype`` is ``ncclDataType_t`` (fp8 e4m3 = 10 and e5m2 = 11 since
+for AlltoAll, of one direction for Send and Recv; a Send and a Recv make one sendrecv call,
+see :class:`_Halves`). ``datatype`` is ``ncclDataType_t`` (fp8 e4m3 = 10 and e5m2 = 11 since
 2.24). With ``NCCL_DEBUG_SUBSYS=INIT,COLL`` the ``comm 0x.. rank R nRanks N nNodes K`` init
 line gives the node count of each communicator; without it ``nnodes`` stays unknown.
 """
@@ -27,6 +28,15 @@ from ccltune.datatypes import DTYPES
 from ccltune.workload.model import Key, RankRecord
 
 _PREFIX = r"(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL INFO "
+# What may stand before NCCL's prefix at the start of a line: NCCL's timestamp
+# (NCCL_DEBUG_TIMESTAMP_FORMAT, "[%F %T] " by default, on the levels NCCL_DEBUG_TIMESTAMP_LEVELS
+# names), a launcher's tag (torchrun's "[rank0]:", mpirun --tag-output's "[1,0]<stdout>:", srun
+# --label's "0: "), or a timestamp of digits without brackets. Nothing else: a prefix found inside
+# a line is another process's line glued to a cut one (see parse).
+_TAG = r"\[[^\]\n]*\](?:<std(?:out|err)>)?:?"
+_LEAD = rf"(?:{_TAG}\s*|\d+:\s+|\d[\d\-:.,/T]*\s+)*"
+_AT_START = re.compile(rf"^{_LEAD}{_PREFIX}", re.M)
+_TRAILING_TAGS = re.compile(rf"(?:{_TAG})+$")
 COLL_HEAD = re.compile(_PREFIX + r"(?P<func>[A-Za-z]+): opCount ")
 _COLL = re.compile(
     _PREFIX + r"(?P<func>[A-Za-z]+): opCount (?P<op_count>[0-9a-fA-F]+) sendbuff \S+ recvbuff \S+ "
@@ -47,43 +57,111 @@ def has_nccl_lines(text: str) -> bool:
     return _NCCL_INFO.search(text) is not None
 
 
+def _known_hosts(text: str) -> dict[str, set[str]]:
+    """pid -> the host names its lines begin with (lines whose NCCL prefix starts the line)."""
+    out: dict[str, set[str]] = {}
+    for m in _AT_START.finditer(text):
+        out.setdefault(m["pid"], set()).add(m["host"])
+    return out
+
+
+def _segments(line: str, known: dict[str, set[str]]) -> tuple[list[str], int]:
+    """The COLL lines one physical line holds, each from its host name on, and how many heads
+    could not be told to a process. A head that starts the line (after a timestamp or a
+    launcher's tag) is one process's line. A head inside the line is another process's line
+    glued to the end of a cut one (a shared stdout): its host name is glued to the cut text
+    ('recvvm:4029'), so it is the longest host that process (its pid) starts lines with
+    elsewhere, and the text before it is the cut line (a launcher's tag between them dropped)."""
+    heads = list(COLL_HEAD.finditer(line))
+    first = _AT_START.match(line)
+    starts: list[int | None] = []
+    for h in heads:
+        if first is not None and h.start() == first.start("host"):
+            starts.append(h.start())
+            continue
+        token = h["host"]
+        host = max((k for k in known.get(h["pid"], ()) if token.endswith(k)), key=len, default=None)
+        starts.append(None if host is None else h.end("host") - len(host))
+    bounds = [h.start() if st is None else st for h, st in zip(heads, starts)] + [len(line)]
+    segs = [_TRAILING_TAGS.sub("", line[st:bounds[j + 1]]) for j, st in enumerate(starts) if st is not None]
+    return segs, starts.count(None)
+
+
+class _Halves:
+    """Send and Recv are two NCCL calls of one ccltune call: sendrecv is a ring shift, each rank
+    sending to r+1 and receiving from r-1 (collectives/sendrecv.py), so one exchange prints a
+    Send and a Recv line on every rank. Per rank and communicator, a Send and a Recv of one
+    datatype and count pair up, in the order they come (the peers, the lines' ``root``, may
+    differ: they do in a ring of 3 or more), and the pair is one call, counted at its first
+    line. A Send or Recv that finds no other half is a call of its own (a one-way transfer)."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[tuple[str, str, Key], Counter[str]] = {}
+
+    def first(self, rank: str, comm: str, key: Key, func: str) -> bool:
+        """Whether this line is a new call (False: it completes one already counted)."""
+        halves = collectives.BY_NCCL_NAME[func].nccl_names
+        if len(halves) < 2:
+            return True
+        waiting = self.waiting.setdefault((rank, comm, key), Counter())
+        other = next((h for h in halves if h != func and waiting[h] > 0), None)
+        if other is not None:
+            waiting[other] -= 1
+            return False
+        waiting[func] += 1
+        return True
+
+
 def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
     """Records per host:pid, and one warning (``path:line: reason``) per COLL line that
-    could not be read (a rank that died mid-line leaves its last line cut); the lines
-    around it are kept."""
+    could not be read (a rank that died mid-line leaves its last line cut; processes
+    sharing stdout may leave a cut line with another's line glued to it, of which the
+    complete one is counted); the lines around it are kept."""
     nnodes: dict[tuple[str, str], int] = {}
     ranks: dict[str, Counter[Key]] = {}
     order: dict[str, list[tuple[Key, str]]] = {}
     warnings: list[str] = []
+    known = _known_hosts(text)
+    halves = _Halves()
     lines = text.split("\n")
     for no, line in enumerate(lines, start=1):
         line = line.rstrip("\r")
-        head = COLL_HEAD.search(line)
-        if head is None:
+        if COLL_HEAD.search(line) is None:
             init = _INIT.search(line)
             if init:
                 nnodes[(f"{init['host']}:{init['pid']}", init["comm"])] = int(init["nnodes"])
             continue
-        m = _COLL.search(line)
-        last = no == len(lines) or (no == len(lines) - 1 and lines[-1] == "")
-        if m is None:
+        segs, untold = _segments(line, known)
+        matches = [_COLL.match(seg) for seg in segs]
+        if len(segs) + untold > 1 or untold:
+            warnings.append(f"{path}:{no}: {len(segs) + untold} NCCL COLL lines glued on one line (processes "
+                            f"sharing one stream, one cut short): counted the {sum(m is not None for m in matches)} "
+                            f"complete one(s), skipped {sum(m is None for m in matches) + untold}"
+                            f"{' whose process cannot be told' if untold else ''}: {line.strip()[:160]!r}")
+        elif matches[0] is None:
+            last = no == len(lines) or (no == len(lines) - 1 and lines[-1] == "")
             cut = " (the file ends here: the process stopped mid-line)" if last and not text.endswith("\n") else ""
             warnings.append(f"{path}:{no}: skipped an incomplete NCCL COLL line{cut}: {line.strip()[:120]!r}")
-            continue
-        func = m["func"]
-        if func not in collectives.BY_NCCL_NAME:
-            warnings.append(f"{path}:{no}: skipped: unknown NCCL function {func!r}")
-            continue
-        dt = int(m["dtype"])
-        if dt not in DATATYPES:
-            warnings.append(f"{path}:{no}: skipped: unknown ncclDataType_t {dt}")
-            continue
-        coll = collectives.BY_NCCL_NAME[func]
-        name, size = DATATYPES[dt]
-        n, count = int(m["nranks"]), int(m["count"])
-        rank = f"{m['host']}:{m['pid']}"
-        key = Key(coll.name, count * size * (n if coll.per_rank_count else 1), n, name, count,
-                  nnodes.get((rank, m["comm"])))
-        ranks.setdefault(rank, Counter())[key] += 1
-        order.setdefault(rank, []).append((key, m["comm"]))
+        for m in matches:
+            key = _key(m, nnodes, path, no, warnings) if m is not None else None
+            rank = f"{m['host']}:{m['pid']}" if m is not None else ""
+            if key is not None and halves.first(rank, m["comm"], key, m["func"]):
+                ranks.setdefault(rank, Counter())[key] += 1
+                order.setdefault(rank, []).append((key, m["comm"]))
     return [RankRecord(path, "nccl-log", rank, calls, order=order[rank]) for rank, calls in ranks.items()], warnings
+
+
+def _key(m: re.Match[str], nnodes: dict[tuple[str, str], int], path: str, no: int, warnings: list[str]) -> Key | None:
+    func = m["func"]
+    if func not in collectives.BY_NCCL_NAME:
+        warnings.append(f"{path}:{no}: skipped: unknown NCCL function {func!r}")
+        return None
+    dt = int(m["dtype"])
+    if dt not in DATATYPES:
+        warnings.append(f"{path}:{no}: skipped: unknown ncclDataType_t {dt}")
+        return None
+    coll = collectives.BY_NCCL_NAME[func]
+    name, size = DATATYPES[dt]
+    n, count = int(m["nranks"]), int(m["count"])
+    return Key(coll.name, count * size * (n if coll.per_rank_count else 1), n, name, count,
+               nnodes.get((f"{m['host']}:{m['pid']}", m["comm"])))

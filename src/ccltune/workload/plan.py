@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ccltune import collectives, datatypes
+from ccltune.engines import MIN_PROCESSES
 from ccltune.errors import UsageError
 from ccltune.workload.model import Entry, Workload
 
@@ -25,22 +26,38 @@ class Skipped:
     reason: str
 
 
-def fit(wl: Workload, world_size: int, n_nodes: int | None, *, tunable_only: bool = False
-        ) -> tuple[list[int], list[Skipped]]:
+def _ranks(n: int) -> str:
+    return f"{n} rank{'s' if n != 1 else ''}"
+
+
+def launch_for(nranks: int, engine: str) -> str:
+    """How to launch a replay of entries captured on ``nranks`` ranks, given this ``engine``."""
+    if nranks < MIN_PROCESSES.get(engine, 1):
+        return (f"--engine nccl --nproc {nranks} on a GPU, as the {engine} engine runs "
+                f"{MIN_PROCESSES[engine]} processes or more")
+    return f"--nproc {nranks}"
+
+
+def fit(wl: Workload, world_size: int, n_nodes: int | None, *, tunable_only: bool = False,
+        engine: str | None = None) -> tuple[list[int], list[Skipped]]:
     """(indices of the entries this launch reproduces, the others with the reason).
 
     ``n_nodes`` None: not known yet (before the job starts), not checked. ``tunable_only``: also
-    skip what a sweep cannot tune (collectives NCCL passes no tuner, one-rank communicators)."""
+    skip what a sweep cannot tune (collectives NCCL passes no tuner, one-rank communicators).
+    ``engine``: the launch's engine (None: not checked), which may not run so few processes."""
     keep: list[int] = []
     skipped: list[Skipped] = []
+    least = MIN_PROCESSES.get(engine or "", 1)
     for i, e in enumerate(wl.entries):
         k = e.key
         why = None
         if k.collective not in collectives.REGISTRY:
             why = f"ccltune has no collective {k.collective!r}"
         elif k.nranks != world_size:
-            why = (f"captured on {k.nranks} rank{'s' if k.nranks != 1 else ''}, this launch has {world_size}"
-                   f" (launch it with --nproc {k.nranks})")
+            why = (f"captured on {_ranks(k.nranks)}, this launch has {world_size}"
+                   f" (launch it with {launch_for(k.nranks, engine or 'nccl')})")
+        elif world_size < least:
+            why = f"captured on {_ranks(k.nranks)}: launch it with {launch_for(k.nranks, engine or 'nccl')}"
         elif k.nnodes is not None and n_nodes is not None and k.nnodes != n_nodes:
             why = f"captured on {k.nnodes} node(s), this launch spans {n_nodes}"
         elif tunable_only and collectives.REGISTRY[k.collective].tuner_func is None:
@@ -120,6 +137,14 @@ def sequence(wl: Workload, keep: Iterable[int], order: str = "captured") -> tupl
         else:
             merged.append((i, c, n))
     return merged, note
+
+
+def nothing_to_replay(wl: Workload, world_size: int, engine: str) -> str:
+    """Why a launch replays nothing, and the launches that would (one per captured rank count)."""
+    counts = sorted({e.key.nranks for e in wl.entries})
+    ways = "; ".join(f"{_ranks(n)}: {launch_for(n, engine)}" for n in counts)
+    return (f"nothing this launch (the {engine} engine, {world_size} process{'es' if world_size != 1 else ''}) "
+            f"can replay (the reasons above); the workload's entries were captured on {ways}")
 
 
 def communicators(seq: Iterable[tuple[int, int, int]]) -> list[int]:

@@ -23,10 +23,29 @@ from ccltune.diagnose.parsers.linkimport import times
 Pair = tuple[int, int]
 
 
+def cells(rows: Iterable[Mapping[str, Any]], method: str, direction: str, key: str = "bandwidth_gbps"
+          ) -> tuple[dict[Pair, float], int]:
+    """((src, dst) -> value, how many pairs were measured more than once) for one method and direction; rows
+    without the value are skipped. A pair measured twice keeps its worse value (the lower bandwidth, the higher
+    latency): TransferBench p2p's bidirectional table holds s->d once from the s<->d run and once from the d<->s
+    run, and the slower of the two is the link's bound."""
+    out: dict[Pair, float] = {}
+    repeated: set[Pair] = set()
+    worse = max if key == "latency_us" else min
+    for r in rows:
+        if r["method"] != method or r["direction"] != direction or r.get(key) is None:
+            continue
+        pair, value = (int(r["src"]), int(r["dst"])), float(r[key])
+        if pair in out:
+            repeated.add(pair)
+            value = worse(out[pair], value)
+        out[pair] = value
+    return out, len(repeated)
+
+
 def matrix(rows: Iterable[Mapping[str, Any]], method: str, direction: str) -> dict[Pair, float]:
-    """(src, dst) -> GB/s for one method and direction (rows without a bandwidth are skipped)."""
-    return {(int(r["src"]), int(r["dst"])): float(r["bandwidth_gbps"]) for r in rows
-            if r["method"] == method and r["direction"] == direction and r.get("bandwidth_gbps") is not None}
+    """(src, dst) -> GB/s for one method and direction; a pair measured twice keeps the lower (:func:`cells`)."""
+    return cells(rows, method, direction)[0]
 
 
 def slow_links(m: Mapping[Pair, float], threshold: float) -> list[dict[str, Any]]:
@@ -82,6 +101,9 @@ def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
                 continue
             series = _series(m, threshold, agg if direction == "uni" else None, nvlink_limit,
                              (decimals or {}).get(f"{method}/{direction}"))
+            repeated = cells(rows, method, direction)[1]
+            if repeated:
+                series["pairs_measured_twice"] = repeated
             summary["series"][f"{method}/{direction}"] = series
             if series["slow_links"]:
                 worst = series["slow_links"][0]

@@ -3,12 +3,14 @@
 What RCCL_LL128_FORCE_ENABLE / RCCL_MSCCL_ENABLE / RCCL_MSCCLPP_ENABLE and RCCL_MSCCLPP_THRESHOLD
 change; NCCL_MIN_NCHANNELS when a job uses fewer than all GPUs of an 8-GPU xGMI node; each rank's
 core against its GPU's NUMA node; HSA_FORCE_FINE_GRAIN_PCIE=1 where AMD GPUs reach each other
-over PCIe only. The facts come from ``parsers.rcclog`` (what only RCCL prints) and
+over PCIe only (from the job's environment, or from the WARN RCCL prints at init where the build has it); RCCL's
+NUMA auto balancing WARN. The facts come from ``parsers.rcclog`` (what only RCCL prints) and
 ``parsers.ncclog`` (what NCCL and RCCL share).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -20,20 +22,104 @@ from ccltune.diagnose.probes import topo
 from ccltune.diagnose.probes.sysfs import node_cpus
 
 MIN_CHANNELS_ADVICE = 32  # the largest count `ccltune doctor --nproc N` measures (checks.transport.CHANNEL_VARIANTS)
+# ROCm/rccl src/init.cc ncclInit: the HSA_FORCE_FINE_GRAIN_PCIE WARN came in 2.16 (rocm-5.6.0, 3dcebc7c: on every
+# node, whatever its links); from 2.17 (rocm-5.7.0) it is compiled only without HIP_UNCACHED_MEMORY, which CMake
+# defines from HIP 5.7.31920 on (0cbce2a7, 2.21.5: CMakeLists.txt), so ROCm 5.7 and later builds never print it.
+FINE_GRAIN_WARN_FROM = (2, 16)
+FINE_GRAIN_IFNDEF_FROM = (2, 17)
+UNCACHED_HIP = (5, 7, 31920)
+FINE_GRAIN_FIX = "export HSA_FORCE_FINE_GRAIN_PCIE=1"
 
 
-def feature_findings(facts: RcclFacts) -> list[Finding]:
+def version_tuple(text: str | None) -> tuple[int, ...]:
+    """``2.21.5-HEAD:0cbce2a`` -> (2, 21, 5); ``6.2.41134-65d174c3e`` -> (6, 2, 41134); () when there is none."""
+    m = re.match(r"\d+(?:\.\d+)*", text or "")
+    return tuple(int(x) for x in m.group(0).split(".")) if m else ()
+
+
+def checks_fine_grain(version: str | None, hip: str | None) -> bool | None:
+    """Whether this RCCL build warns at init when HSA_FORCE_FINE_GRAIN_PCIE is not 1 (None: unknown)."""
+    v, h = version_tuple(version), version_tuple(hip)
+    if not v:
+        return None
+    if v < FINE_GRAIN_IFNDEF_FROM:
+        return v >= FINE_GRAIN_WARN_FROM
+    return h < UNCACHED_HIP if h else None
+
+
+# The gfx architecture of the GPU models doctor meets (AMD's product pages); RCCL's LL128 rule depends on it.
+GFX_OF_MODEL = (("MI355", "gfx950"), ("MI350", "gfx950"), ("MI325", "gfx942"), ("MI300", "gfx942"),
+                ("MI250", "gfx90a"), ("MI210", "gfx90a"), ("MI100", "gfx908"))
+_ARCH_IN_LOG = re.compile(r"NCCL WARN MSCCL\+\+: Cannot enable MSCCL\+\+ on (gfx[0-9a-f]+)")  # init.cc, gcnArchName
+# RCCL's LL128 rule changed after 2.21: at 2.21.5 (0cbce2a7 src/graph/tuning.cc, ncclTopoTuneModel) NCCL_PROTO unset
+# leaves LL128 on only on gfx90a whose topology enables it (RCCL_LL128_FORCE_ENABLE=1 does, init.cc), and an explicit
+# NCCL_PROTO that enables LL128 skips that check; at ROCm/rocm-systems projects/rccl 03a89144 the check applies to
+# every enabled LL128 and accepts gfx90a, gfx942 and gfx950. Both need a build with ENABLE_LL128 and xGMI links.
+LL128_OLD_RULE_UNTIL = (2, 21)
+LL128_ARCHS_OLD, LL128_ARCHS_NEW = ("gfx90a",), ("gfx90a", "gfx942", "gfx950")
+
+
+def gfx_arch(text: str, topology: topo.Topology | None) -> str | None:
+    """The GPUs' gfx architecture: from the log (RCCL names it only in its MSCCL++ WARN), else from the node's GPU model."""
+    if m := _ARCH_IN_LOG.search(text):
+        return m.group(1)
+    names = {g.name.upper() for g in (topology.gpus if topology else [])}
+    found = {arch for key, arch in GFX_OF_MODEL for name in names if key in name}
+    return found.pop() if len(found) == 1 else None
+
+
+def proto_enables_ll128(proto: str | None) -> bool | None:
+    """Whether NCCL_PROTO explicitly enables LL128 (True), disables it (False), or is unset (None). A list
+    starting with ^ names what is off; ``allreduce:LL128`` prefixes (newer RCCL) count for any function."""
+    if proto is None:
+        return None
+    enabled = False
+    for part in proto.split(";"):
+        elems = part.split(":")[-1].strip()
+        negate = elems.startswith("^")
+        named = "ll128" in {e.strip().lower() for e in elems.lstrip("^").split(",")}
+        enabled = enabled or (named != negate)
+    return enabled
+
+
+def ll128_finding(facts: RcclFacts, log: NcclLog, arch: str | None) -> Finding:
+    """What RCCL_LL128_FORCE_ENABLE and NCCL_PROTO do to LL128 for this RCCL version and gfx architecture."""
+    name, forced = "rccl:ll128", bool(facts.params.get("RCCL_LL128_FORCE_ENABLE"))
+    proto, version = log.env.get("NCCL_PROTO"), version_tuple(log.version)
+    explicit = proto_enables_ll128(proto)
+    old = bool(version) and version[:2] <= LL128_OLD_RULE_UNTIL
+    archs = LL128_ARCHS_OLD if old else LL128_ARCHS_NEW
+    lib = f"RCCL {log.version}" if log.version else "RCCL (version not in the log)"
+    on_arch = None if arch is None else arch in archs
+    where = f"{arch or 'gfx architecture unknown'}"
+    data = {"RCCL_LL128_FORCE_ENABLE": facts.params.get("RCCL_LL128_FORCE_ENABLE"), "NCCL_PROTO": proto,
+            "arch": arch, "version": log.version}
+    rule = (f"{lib} enables LL128 only on {'/'.join(archs)} with xGMI links, in a build with ENABLE_LL128, when "
+            "the topology model or RCCL_LL128_FORCE_ENABLE=1 allows it")
+    if explicit is False:
+        return Finding(name, "PASS", f"NCCL_PROTO={proto} leaves LL128 off ({where})", data=data)
+    if explicit and old:
+        return Finding(name, "WARN", f"NCCL_PROTO={proto} enables LL128 on any GPU in {lib} (its gfx90a check "
+                       f"applies only when NCCL_PROTO is unset; {where})", "keep it only where a measured sweep shows "
+                       "LL128 winning (ccltune sweep on RCCL)", data=data)
+    explicit_note = (f"; NCCL_PROTO={proto} does not bypass that in this version" if explicit else "")
+    if forced and on_arch is False:
+        return Finding(name, "WARN", f"RCCL_LL128_FORCE_ENABLE=1 has no effect on {arch}: {rule}{explicit_note}; "
+                       "tuner rules naming LL128 are ignored", "drop RCCL_LL128_FORCE_ENABLE" + (
+                           ", or set NCCL_PROTO to include LL128 (this version then enables it on any GPU)"
+                           if old else ""), data=data)
+    if forced:
+        maybe = "" if on_arch else f" if the GPUs are {'/'.join(archs)}"
+        return Finding(name, "WARN", f"RCCL_LL128_FORCE_ENABLE=1: LL128 is forced on{maybe} ({where}; {rule})"
+                       f"{explicit_note}", "keep it only where a measured sweep shows LL128 winning "
+                       "(ccltune sweep on RCCL)", data=data)
+    return Finding(name, "PASS", f"LL128 as RCCL decides (RCCL_LL128_FORCE_ENABLE not set, {where}): {rule}"
+                   f"{explicit_note}; tuner rules naming LL128 are ignored where it is off", data=data)
+
+
+def feature_findings(facts: RcclFacts, log: NcclLog | None = None, arch: str | None = None) -> list[Finding]:
     """What RCCL's MSCCL, MSCCL++ and LL128 switches did in this run, and what each changes."""
-    out = []
-    ll128 = facts.params.get("RCCL_LL128_FORCE_ENABLE")
-    if ll128:
-        out.append(Finding("rccl:ll128", "WARN", "RCCL_LL128_FORCE_ENABLE=1: the LL128 protocol is forced on "
-                           "(RCCL keeps it off by default on AMD except gfx90a with a topology model that enables it)",
-                           "keep it only where a measured sweep shows LL128 winning (ccltune sweep on RCCL)",
-                           data={"RCCL_LL128_FORCE_ENABLE": ll128}))
-    else:
-        out.append(Finding("rccl:ll128", "PASS", "LL128 as RCCL decides (RCCL_LL128_FORCE_ENABLE not set): off on "
-                           "most AMD GPUs, so tuner rules naming LL128 are ignored unless it is forced"))
+    out = [ll128_finding(facts, log or NcclLog(), arch)]
     enable = facts.params.get("RCCL_MSCCL_ENABLE")
     state = {True: "on (MSCCL initialized)", False: "off", None: "not reported"}[facts.msccl]
     out.append(Finding("rccl:msccl", "PASS" if enable != 0 or not facts.msccl else "WARN",
@@ -111,7 +197,43 @@ def fine_grain_finding(amd_pcie_only: bool, environ: Mapping[str, str]) -> Findi
         return Finding(name, "PASS", "PCIe-connected AMD GPUs and HSA_FORCE_FINE_GRAIN_PCIE=1")
     return Finding(name, "WARN", f"AMD GPUs connected over PCIe only and HSA_FORCE_FINE_GRAIN_PCIE="
                    f"{value if value is not None else 'unset'}: RCCL's peer transfers over PCIe need fine-grained "
-                   "host-visible memory", "export HSA_FORCE_FINE_GRAIN_PCIE=1", data={"value": value})
+                   "host-visible memory", FINE_GRAIN_FIX, data={"value": value})
+
+
+def numa_finding(facts: RcclFacts) -> Finding:
+    """kernel.numa_balancing as RCCL saw it at init (it warns when /proc/sys/kernel/numa_balancing is 1)."""
+    name = "rccl:numa_balancing"
+    if facts.numa_warned:
+        return Finding(name, "WARN", "RCCL warned at init: NUMA auto balancing enabled (kernel.numa_balancing = 1): "
+                       "the kernel migrates pages under running transfers", "sudo sysctl -w kernel.numa_balancing=0 "
+                       "(persist in /etc/sysctl.d/)")
+    if facts.init_seen:
+        return Finding(name, "PASS", "RCCL read kernel.numa_balancing at init and did not warn")
+    return Finding(name, "WAIVED", "the log does not start at RCCL's init (no 'Bootstrap : Using' line), where RCCL "
+                   "checks kernel.numa_balancing")
+
+
+def log_fine_grain_finding(facts: RcclFacts, log: NcclLog, pcie_only: bool) -> Finding:
+    """HSA_FORCE_FINE_GRAIN_PCIE from an RCCL log: the WARN RCCL prints at init when it is not 1, where the build
+    prints it (:func:`checks_fine_grain`); ``pcie_only``: the node's AMD GPUs reach each other over PCIe only."""
+    name, lib = "rccl:fine_grain_pcie", f"RCCL {log.version or '(version unknown)'}"
+    if not pcie_only:
+        said = f"; {lib} warned that it is not 1 (it warns on every node)" if facts.fine_grain_warned else ""
+        return Finding(name, "WAIVED", f"no PCIe-only AMD GPU pair (xGMI, or the node's GPUs unknown){said}")
+    if facts.fine_grain_warned:
+        return Finding(name, "WARN", f"{lib} warned at init: HSA_FORCE_FINE_GRAIN_PCIE=1 missing from the job's "
+                       "environment, and these AMD GPUs reach each other over PCIe only: RCCL's peer transfers over "
+                       "PCIe need fine-grained host-visible memory", FINE_GRAIN_FIX, data={"warned": True})
+    checks = checks_fine_grain(log.version, log.hip_version)
+    if checks and facts.init_seen:
+        return Finding(name, "PASS", f"HSA_FORCE_FINE_GRAIN_PCIE=1: {lib} checks it at init and did not warn")
+    if checks:
+        return Finding(name, "WAIVED", f"the log does not start at RCCL's init (no 'Bootstrap : Using' line), where "
+                       f"{lib} warns when HSA_FORCE_FINE_GRAIN_PCIE is not 1")
+    why = ("does not check it (a build against HIP 5.7.31920 or later, or before 2.16)" if checks is False
+           else "may not check it (HIP version not in the log)")
+    return Finding(name, "WAIVED", f"PCIe-only AMD GPUs, but {lib} {why}, so the log does not record "
+                   "HSA_FORCE_FINE_GRAIN_PCIE: check that the job's environment sets it to 1", FINE_GRAIN_FIX)
 
 
 def rccl_findings(text: str, log: NcclLog, topology: topo.Topology | None, environ: Mapping[str, str] | None,
@@ -120,7 +242,7 @@ def rccl_findings(text: str, log: NcclLog, topology: topo.Topology | None, envir
     rank's core against its GPU's NUMA node, and HSA_FORCE_FINE_GRAIN_PCIE on PCIe-only GPUs. ``environ``:
     the job's environment when known (a live run); a log alone records only the RCCL_/NCCL_ variables."""
     facts = rcclog.parse(text)
-    out = feature_findings(facts)
+    out = feature_findings(facts, log, gfx_arch(text, topology))
     amd = topology if topo.is_amd(topology) else None
     labels = amd.pair_labels() if amd else []
     env = {**log.env, **(environ or {})}
@@ -138,12 +260,10 @@ def rccl_findings(text: str, log: NcclLog, topology: topo.Topology | None, envir
         return g.numa_node if g else None
 
     out.append(affinity_finding(facts, gpu_numa, node_cpus(root)))
+    out.append(numa_finding(facts))
     pcie_only = pcie_only_links(labels)
-    if environ is None and pcie_only:
-        out.append(Finding("rccl:fine_grain_pcie", "WAIVED", "PCIe-only AMD GPUs, but a log does not record "
-                           "HSA_FORCE_FINE_GRAIN_PCIE: check the job's environment sets it to 1"))
-    else:
-        out.append(fine_grain_finding(pcie_only, environ or {}))
+    out.append(log_fine_grain_finding(facts, log, pcie_only) if environ is None
+               else fine_grain_finding(pcie_only, environ))
     return out
 
 

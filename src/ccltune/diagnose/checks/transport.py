@@ -92,7 +92,7 @@ def transport(ctx: Context) -> list[Finding]:
     out += found
     if parsed.library == "RCCL":
         out += [f for f in rccl_findings(first.output, parsed, ctx.topology, ctx.environ, ctx.root)
-                if f.name not in ("rccl:fine_grain_pcie", "rccl:min_nchannels")]
+                if f.name not in ("rccl:fine_grain_pcie", "rccl:min_nchannels", "rccl:numa_balancing")]
     transport = next((f for f in found if f.name == "log:transport"), None)
     if first.error or transport is None or not transport.data.get("shm_pairs_p2p_capable"):
         return out

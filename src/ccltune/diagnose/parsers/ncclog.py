@@ -3,7 +3,7 @@
 The lines this reads, as NCCL 2.28 and RCCL 2.2x print them (a prefix ``host:pid:tid [dev]``
 comes first; anything before it, such as a launcher's own prefix, is ignored)::
 
-    NCCL INFO NCCL version 2.28.9+cuda13.0            RCCL: NCCL INFO RCCL version : 2.27.7-HEAD:0d2c4fd
+    NCCL INFO NCCL version 2.28.9+cuda13.0
     NCCL INFO comm 0x5a1 rank 0 nRanks 4 nNodes 1 localRanks 4 localRank 0 MNNVL 0
     NCCL INFO Channel 00/24 :    0   1   2   3                       (a ring, printed by rank 0)
     NCCL INFO Trees [0] 1/-1/-1->0->-1 [1] 1/-1/-1->0->-1
@@ -17,6 +17,19 @@ comes first; anything before it, such as a launcher's own prefix, is ignored)::
     NCCL INFO ccltune tuner: loaded 3 rules from /r.conf (1 apply to this communicator:     rank 0, each call;
               nRanks=4 nNodes=1 platform=gpu=NVIDIA H200 nvldomains=1 nvlranks=4..4 partition=? nps=?)
     NCCL WARN ...
+
+RCCL prints its version block without that prefix: rank 0 only, two plain ``printf`` calls
+(ROCm/rccl 0cbce2a7, 2.21.5, ``src/init.cc`` showVersion), so a job's log holds, once::
+
+    RCCL version : 2.21.5-HEAD:0cbce2a                (2.16.5: "RCCL version 2.16.5+hip5.6 HEAD:3dcebc7")
+    HIP version  : 6.2.41134-65d174c3e
+    ROCm version : 6.2.4.0-139-fc3ff81
+    Hostname     : mi300x-12
+    Librccl path : /opt/rocm-6.2.4/lib/librccl.so.1
+
+With NCCL_DEBUG_FILE set RCCL also writes an INFO copy to that file (``NCCL INFO RCCL version : ...``,
+the following lines unprefixed). Both are read; a launcher's tag (``[1,0]<stdout>:``, ``[default0]:``)
+before the block is skipped.
 
 A TUNING line's byte count is ``count x type size`` of the call: per rank for AllGather and
 ReduceScatter, whose tuner query (and ccltune's sizes) are the whole buffer, ``nRanks`` times
@@ -35,6 +48,11 @@ from ccltune.files import read_bytes
 
 _LINE = re.compile(r"(?:(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) )?(?:\[(?P<dev>\d+)\] )?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$")
 _VERSION = re.compile(r"^(?P<lib>NCCL|RCCL) version\s*:?\s*(?P<ver>\S+)")
+# RCCL's unprefixed version block (see above), after an optional launcher tag
+_LAUNCHER_TAG = r"^(?:\[[^\]]*\](?:<\w+>)?:\s?)?"
+_PLAIN_VERSION = re.compile(_LAUNCHER_TAG + r"(?P<msg>RCCL version\b.*)$")
+_HIP = re.compile(_LAUNCHER_TAG + r"HIP version\s*:\s*(?P<ver>\S+)")
+_HIP_SUFFIX = re.compile(r"\+hip(?P<ver>\d+\.\d+)")  # RCCL before 2.21: "RCCL version 2.16.5+hip5.6 ..."
 _EDGE = re.compile(
     r"^Channel (?P<ch>\d+)(?:/\d+)? : (?P<sr>\d+)\[(?P<sd>[0-9a-fA-F]+)\] -> (?P<dr>\d+)\[(?P<dd>[0-9a-fA-F]+)\]"
     r"(?: \[(?P<kind>send|receive)\])? via (?P<tr>.+?)(?: comm 0x[0-9a-fA-F]+.*)?$"
@@ -125,6 +143,7 @@ class NcclLog:
 
     library: str | None = None  # "NCCL" or "RCCL"
     version: str | None = None
+    hip_version: str | None = None  # RCCL: the HIP it was built with ("6.2.41134-65d174c3e", or "5.6" from "+hip5.6")
     nranks: int | None = None
     nnodes: int | None = None
     edges: list[Edge] = field(default_factory=list)
@@ -165,6 +184,7 @@ def parse_log(text: str) -> NcclLog:
         log.lines += 1
         m = _LINE.search(raw.rstrip())
         if not m:
+            _parse_plain(log, raw.rstrip())
             continue
         log.nccl_lines += 1
         msg = m["msg"].strip()
@@ -187,6 +207,23 @@ def _unknown(text: str) -> str | None:
     return None if text in ("?", "") else text
 
 
+def _set_version(log: NcclLog, lib: str, ver: str) -> None:
+    if log.version is None:
+        log.version = ver
+        log.library = "RCCL" if lib == "RCCL" or "hip" in ver else "NCCL"
+        if h := _HIP_SUFFIX.search(ver):
+            log.hip_version = log.hip_version or h["ver"]
+
+
+def _parse_plain(log: NcclLog, line: str) -> None:
+    """A line without NCCL's prefix: RCCL's printf'd version block (or the continuation of its INFO copy)."""
+    if p := _PLAIN_VERSION.match(line):
+        if v := _VERSION.match(p["msg"]):
+            _set_version(log, v["lib"], v["ver"])
+    elif (h := _HIP.match(line)) and log.hip_version is None:
+        log.hip_version = h["ver"]
+
+
 def _parse_info(log: NcclLog, msg: str, m: re.Match[str], number: int) -> None:
     if c := _CHOICE.match(msg):
         channels = int(c["hi"]) - int(c["lo"]) + 1 if c["lo"] is not None else None
@@ -196,9 +233,8 @@ def _parse_info(log: NcclLog, msg: str, m: re.Match[str], number: int) -> None:
         log.plugin_loads.append(PluginLoad(int(p["n"]), p["path"], int(p["apply"]), int(p["nranks"]),
                                            int(p["nnodes"]), _unknown(p["gpu"]), int(p["dom"]),
                                            (int(p["rmin"]), int(p["rmax"])), _unknown(p["part"]), _unknown(p["nps"])))
-    elif (v := _VERSION.match(msg)) and log.version is None:
-        log.version = v["ver"]
-        log.library = "RCCL" if v["lib"] == "RCCL" or "hip" in v["ver"] else "NCCL"
+    elif v := _VERSION.match(msg):
+        _set_version(log, v["lib"], v["ver"])
     elif e := _EDGE.match(msg):
         log.edges.append(Edge(int(e["ch"]), int(e["sr"]), e["sd"], int(e["dr"]), e["dd"], e["tr"].strip(),
                               e["kind"], number))

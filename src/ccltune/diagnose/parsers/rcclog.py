@@ -7,7 +7,11 @@ The lines NCCL and RCCL share (version, transports, rings, trees, channels) are 
   with ``cudaDev`` and ``busId`` it places each rank against its GPU's NUMA node;
 - ``MSCCL: Initialization finished, localSize N`` (MSCCL on), ``MSCCL++: Enabled! Msg size
   threshold=N`` (MSCCL++ on), ``MSCCL++: Cannot enable ...`` WARN lines (off, and why);
-- ``RCCL_X set by environment to V.`` for RCCL's own parameters (``src/misc/param.cc``).
+- ``RCCL_X set by environment to V.`` for RCCL's own parameters (``src/misc/param.cc``);
+- the host WARNs RCCL's ``ncclInit`` prints once per process (``src/init.cc``): ``NUMA auto balancing enabled
+  ...`` (kernel.numa_balancing is 1) and ``Missing "HSA_FORCE_FINE_GRAIN_PCIE=1" from environment ...`` (RCCL
+  2.16, and later builds against HIP before 5.7.31920: see ``checks.rccl.checks_fine_grain``), and the
+  ``Bootstrap : Using ...`` INFO line of the same function, which shows the log covers it.
 
 The AMD checks built on these facts are in ``diagnose.checks.rccl``.
 """
@@ -23,6 +27,9 @@ _MSCCL_ON = re.compile(r"MSCCL: Initialization finished")
 _MSCCLPP_ON = re.compile(r"MSCCL\+\+: Enabled! Msg size threshold=(?P<t>\d+)")
 _MSCCLPP_OFF = re.compile(r"MSCCL\+\+: (?P<why>Cannot enable .*|Feature not enabled.*)")
 _PARAM = re.compile(r"NCCL INFO (?P<var>RCCL_[A-Z0-9_]+) set by environment to (?P<val>-?\d+)\.?\s*$")
+_NUMA_WARN = re.compile(r"NCCL WARN NUMA auto balancing enabled")
+_FINE_GRAIN_WARN = re.compile(r'NCCL WARN Missing "HSA_FORCE_FINE_GRAIN_PCIE=1" from environment')
+_INIT = re.compile(r"NCCL INFO Bootstrap : Using")
 _LOCAL = re.compile(r"comm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+ nNodes \d+ localRanks (?P<local>\d+)")
 
 
@@ -37,6 +44,9 @@ class RcclFacts:
     mscclpp_off_reason: str | None = None
     params: dict[str, int] = field(default_factory=dict)  # RCCL_* set by environment
     local_ranks: int | None = None
+    numa_warned: bool = False  # RCCL's "NUMA auto balancing enabled" WARN
+    fine_grain_warned: bool = False  # RCCL's 'Missing "HSA_FORCE_FINE_GRAIN_PCIE=1"' WARN
+    init_seen: bool = False  # ncclInit's "Bootstrap : Using" line: the log covers where those WARNs come
 
 
 def parse(text: str) -> RcclFacts:
@@ -44,7 +54,13 @@ def parse(text: str) -> RcclFacts:
     for line in text.splitlines():
         if "NCCL" not in line:
             continue
-        if m := _COMPLETE.search(line):
+        if _NUMA_WARN.search(line):
+            facts.numa_warned = True
+        elif _FINE_GRAIN_WARN.search(line):
+            facts.fine_grain_warned = True
+        elif _INIT.search(line):
+            facts.init_seen = True
+        elif m := _COMPLETE.search(line):
             rank = int(m.group("rank"))
             facts.cores[rank], facts.devices[rank], facts.bus_ids[rank] = (
                 int(m.group("core")), int(m.group("dev")), m.group("bus").lower())
