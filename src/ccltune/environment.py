@@ -8,6 +8,7 @@ Everything here is best effort and never raises: a fact that cannot be read is `
 from __future__ import annotations
 
 import glob
+import json
 import os
 import platform as _platform
 import shlex
@@ -23,7 +24,16 @@ ENV_PREFIXES = ("NCCL_", "RCCL_", "TORCH_NCCL_", "CCLTUNE_", "HSA_", "HIP_VISIBL
 # Variables ccltune sets for its own worker processes (cli/_common.py, launch.py): plumbing,
 # not the user's environment, so never recorded or shown as such.
 INTERNAL_VARIABLES = frozenset({"CCLTUNE_COMMAND", "CCLTUNE_ENGINE_NOTE", "CCLTUNE_OUTCOME_FILE",
-                                "CCLTUNE_RUN_FILE", "CCLTUNE_STOP_FILE", "CCLTUNE_PARENT_PID"})
+                                "CCLTUNE_RUN_FILE", "CCLTUNE_STOP_FILE", "CCLTUNE_PARENT_PID",
+                                "CCLTUNE_USER_VARIABLES"})
+# Set by launch.relaunch for the workers it starts: the names (a JSON list) of the variables comm_env
+# finds in the parent's own environment. A worker records only those: torchrun adds variables of its
+# own (TORCH_NCCL_ASYNC_ERROR_HANDLING=1) that the user never set.
+USER_VARIABLES_ENV = "CCLTUNE_USER_VARIABLES"
+# What a launcher sets for its workers when the user did not (torch.distributed.elastic's local agent):
+# a run recorded without its parent's names (an older ccltune, or a job the user started with torchrun)
+# cannot tell these from the user's, so they are not shown as the user's (report.data.user_variables)
+LAUNCHER_DEFAULTS = {"torchrun": {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}}
 # The folder that stands for / when reading /sys (tests use fake trees); the tuner plugin reads it too.
 SYSFS_ROOT_ENV = "CCLTUNE_SYSFS_ROOT"
 # Variables that identify how the processes were started (see ccltune.dist for their use).
@@ -36,8 +46,29 @@ LAUNCHER_MARKERS = (
 
 
 def comm_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The user's NCCL_*/RCCL_*/TORCH_NCCL_*/... variables: ccltune's own plumbing left out, and in a
+    worker that ccltune's parent started, only the names the parent's environment had
+    (``USER_VARIABLES_ENV``), so the launcher's additions are not taken for the user's."""
     environ = dict(os.environ if environ is None else environ)
-    return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in INTERNAL_VARIABLES}
+    mine = {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in INTERNAL_VARIABLES}
+    names = _parent_names(environ.get(USER_VARIABLES_ENV))
+    return mine if names is None else {k: v for k, v in mine.items() if k in names}
+
+
+def parent_names(environ: dict[str, str] | None = None) -> str:
+    """``USER_VARIABLES_ENV``'s value for the workers of a parent with this environment."""
+    return json.dumps(sorted(comm_env(environ)))
+
+
+def _parent_names(value: str | None) -> set[str] | None:
+    """The names a parent passed (None: no parent, or a value that is not a JSON list of names)."""
+    if value is None:
+        return None
+    try:
+        names = json.loads(value)
+    except ValueError:
+        return None
+    return set(names) if isinstance(names, list) and all(isinstance(n, str) for n in names) else None
 
 
 def detect_launcher(environ: dict[str, str] | None = None) -> str | None:
@@ -179,6 +210,7 @@ def collect(*, world_size: int | None = None, n_nodes: int | None = None, engine
         "rendezvous": _rendezvous(),
         "command": shlex.join(["ccltune", *(sys.argv[1:] if argv is None else argv)]),
         "variables": comm_env(),
+        "variables_from": "parent" if USER_VARIABLES_ENV in os.environ else "process",
         "nccl_version": None,
         "nccl_library": None,
         **amd_partitions(),

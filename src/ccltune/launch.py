@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccltune import dist
+from ccltune import dist, environment
 from ccltune.errors import UsageError
 
 OUTCOME_ENV = "CCLTUNE_OUTCOME_FILE"   # a worker's failed check writes its exit code here (hand_over)
@@ -95,7 +95,8 @@ def relaunch(argv: list[str], nproc: int, engine: str, env: dict[str, str], call
     job's output goes to its streams, and it learns the job's run and error messages."""
     workdir = tempfile.mkdtemp(prefix="ccltune-job-")
     files = {name: os.path.join(workdir, name.lower()) for name in (OUTCOME_ENV, RUN_ENV, STOP_ENV)}
-    env = {**os.environ, **env, **files, PARENT_ENV: str(os.getpid())}
+    env = {**os.environ, **env, **files, PARENT_ENV: str(os.getpid()),
+           environment.USER_VARIABLES_ENV: environment.parent_names()}  # what the user set, not torchrun
     env.setdefault("OMP_NUM_THREADS", "1")
     try:
         job = _Job(torchrun_argv(nproc, worker_argv(argv, engine)), env, files[STOP_ENV], caller)

@@ -107,6 +107,9 @@ def test_every_collective(run_bench, nproc):
     assert env == data["env"]
     assert env["world_size"] == nproc and env["launcher"] == "torchrun" and env["engine"] == "gloo"
     assert isinstance(env["variables"], dict) and env["torch_version"]
+    # only what the user set: torchrun sets TORCH_NCCL_ASYNC_ERROR_HANDLING=1 for the workers it starts
+    assert env["variables_from"] == "parent" and set(env["variables"]) <= set(os.environ)
+    assert ("TORCH_NCCL_ASYNC_ERROR_HANDLING" in env["variables"]) == ("TORCH_NCCL_ASYNC_ERROR_HANDLING" in os.environ)
     assert len(env["hosts"]) == nproc
     # the environment records what each worker ran: the engine resolved once, --nproc gone
     assert env["command"].startswith("ccltune bench all -b 8") and env["command"].endswith("--engine gloo")

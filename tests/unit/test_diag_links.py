@@ -60,7 +60,8 @@ def test_series_are_judged_separately_and_latency_summarised():
               "latency_us": 2.0}, {"src": 1, "dst": 0, "method": "ce", "direction": "latency", "size_bytes": 4,
                                    "bandwidth_gbps": None, "latency_us": 4.0}]
     summary, findings = linkmath.analyze(rows)
-    assert summary["ring_ceiling_gbps"] == 470.0  # best method's ceiling
+    assert summary["ring_ceiling_gbps"] == 470.0  # best method's ceiling, named
+    assert summary["ring_ceiling_series"] == "sm-write/uni"
     assert summary["latency_us"] == {"median": 3.0, "max": 4.0, "min": 2.0}
     assert all(f.status == "PASS" for f in findings)
 

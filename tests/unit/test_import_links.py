@@ -93,6 +93,15 @@ def test_nvbandwidth_import_flags_the_slow_pair(path, tmp_path, capsys):
     assert "WARN    links:ce-read/uni" in out and "slowest 2->3 301.4" in out
     assert main(["links", "--run", "1", "--db", str(db)]) == 0
     assert "below threshold: 2->3 301.45 GB/s" in capsys.readouterr().out
+    # the driver and CUDA runtime the file names are the run's, as the report shows them
+    assert (found.driver_version, found.cuda_version) == ("570.124.06", "12.8")
+    from ccltune.report import data
+    from ccltune.store import Store
+
+    with Store(db, create=False) as store:
+        facts = data.run_facts(store.run(1))
+    assert (facts["driver"], facts["CUDA"]) == ("570.124.06", "12.8")
+    assert nvbandwidth.cuda_text(11040) == "11.4" and nvbandwidth.cuda_text("12.2") == "12.2"
 
 
 def test_nvbandwidth_text_keeps_bidir_direction_and_skips_total():
@@ -183,5 +192,8 @@ def test_import_host_flag_and_a_hostless_links_run_is_host_unknown(tmp_path, cap
                 env={"host": "node-a", "gpus": gpus, "world_size": 8}, summary={})
     links = Run(2, "links", "complete", "t", None, "ccltune import", None, 8, 1, None, None, None, None, None,
                 env={"gpus": gpus, "world_size": 8}, summary={"ring_ceiling_gbps": 316.47})
-    figures = dict(next(c for c in cards([bench, links], {}, {}) if c.title == "node-a").figures)
-    assert "slowest-link ceiling (links run 2 on host unknown)" in figures
+    card = next(c for c in cards([bench, links], {}, {}) if c.title == "node-a")
+    # a links run that records no host does not bound a job on node-a: the card says so, not borrows it
+    assert not any(k.startswith("slowest-link ceiling") for k in dict(card.figures))
+    assert ("info", "no slowest-link ceiling for this job shape: links run 2 measured a host it did not record, "
+                    "not this job's host") in card.lines

@@ -97,8 +97,16 @@ _PROBE = """<script>
 const out = {};
 out.cards = [...document.querySelectorAll('.card')].map(c => c.innerText);
 const shown = el => getComputedStyle(el).display !== 'none';
-const fig = document.querySelector('#bench figure');
+const fig = [...document.querySelectorAll('#bench figure')].find(f => f.querySelector('svg g.s1'));
 const g = fig.querySelector('svg g.s1'), label = fig.querySelector('.legend label.l1');
+// a keyboard reaches the toggles (hidden from sight, not display:none) and sees which one it is on
+const boxes = [...document.querySelectorAll('input.tg, input.pick')];
+out.unreachable = boxes.filter(b => getComputedStyle(b).display === 'none' || b.tabIndex < 0).length;
+const box = document.getElementById(label.htmlFor);
+box.focus();
+out.focused = document.activeElement === box;
+out.outline = getComputedStyle(label).outlineStyle;
+box.blur();
 out.before = shown(g); label.click(); out.after = shown(g); label.click(); out.again = shown(g);
 const pick = document.querySelector('.picker label');
 const run = document.getElementById(pick.htmlFor).id.replace('pick-', '');
@@ -112,29 +120,53 @@ document.body.dataset.probe = JSON.stringify(out);
 </script>"""
 
 
-def test_mixed_database_reads_in_chromium(tmp_path):
-    db, page = tmp_path / "mixed.db", tmp_path / "report.html"
+@pytest.fixture(scope="module")
+def mixed_db(tmp_path_factory) -> Path:
+    """The 13-run mixed database, built once for the pages below."""
+    db = tmp_path_factory.mktemp("mixed") / "mixed.db"
     mixed_store(db)
-    assert main(["report", "--db", str(db), "--out", str(page), "--latest", "13"]) == 0  # every run drawn
+    return db
+
+
+def probe(tmp_path: Path, page: Path) -> dict:
+    """What a reader sees of ``page`` (``_PROBE``), after checking it fetches nothing and loads
+    without a console message."""
     html = page.read_text()
     assert "<script" not in html and not re.search(r"(src|href)=\"(https?:)?//", html)  # nothing to fetch
-    probe = tmp_path / "probe.html"
-    probe.write_text(html.replace("</body>", _PROBE + "</body>"))
-    dom = chromium(tmp_path, probe, "--dump-dom")
+    copy = tmp_path / f"probe-{page.name}"
+    copy.write_text(html.replace("</body>", _PROBE + "</body>"))
+    dom = chromium(tmp_path, copy, "--dump-dom")
     assert dom.returncode == 0 and console_lines(dom.stderr) == []
     found = json.loads(re.search(r'data-probe="([^"]*)"', dom.stdout).group(1).replace("&quot;", '"')
                        .replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
-    node_a = next(c for c in found["cards"] if c.startswith("node-a"))
-    assert "Not healthy" in node_a and "400.0 GB/s" in node_a and "90%" in node_a and "1.079x" in node_a
-    assert "26.3 → 24.8 us" in node_a and "default ± 0.3% -> rules ± 0.8%" in node_a and "replay run 13 PASS" in node_a
-    mi300x = next(c for c in found["cards"] if "MI300X" in c)
-    assert "316.5 GB/s" in mi300x  # the imported TransferBench matrix's ceiling, 45.21 x 7
-    assert (found["before"], found["after"], found["again"]) == (True, False, True)
+    assert (found["before"], found["after"], found["again"]) == (True, False, True)  # a legend entry toggles
     assert found["picked"] and not any(found["picked"])  # the picker hides that run on every plot
     assert found["cut"] == [] and found["resources"] == []
+    assert found["unreachable"] == 0 and found["focused"] and found["outline"] == "solid"
+    return found
+
+
+def test_mixed_database_reads_in_chromium(tmp_path, mixed_db):
+    page = tmp_path / "report.html"
+    assert main(["report", "--db", str(mixed_db), "--out", str(page), "--latest", "13"]) == 0  # every run drawn
+    found = probe(tmp_path, page)
+    node_a = next(c for c in found["cards"] if c.startswith("node-a"))
+    assert "Not healthy" in node_a and "400.00 GB/s" in node_a and "90%" in node_a and "1.079x" in node_a
+    assert "26.3 → 24.8 us" in node_a and "default ± 0.3% -> rules ± 0.8%" in node_a and "replay run 13 PASS" in node_a
+    mi300x = next(c for c in found["cards"] if "MI300X" in c)
+    assert "316.47 GB/s" in mi300x  # the imported TransferBench matrix's ceiling, 45.21 x 7
 
     shot = tmp_path / "report.png"
     run = chromium(tmp_path, page, f"--screenshot={shot}", "--window-size=1400,9000")
     assert run.returncode == 0 and console_lines(run.stderr) == []
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     shutil.copyfile(shot, SCREENSHOT_COPY)
+
+
+def test_default_report_reads_in_chromium(tmp_path, mixed_db):
+    """``ccltune report`` as a user first runs it: the latest 12 of 13 runs drawn, run 1 summarised."""
+    page = tmp_path / "default.html"
+    assert main(["report", "--db", str(mixed_db), "--out", str(page)]) == 0
+    assert "the latest 12 drawn in full" in page.read_text()
+    found = probe(tmp_path, page)
+    assert len(found["cards"]) == 6 and any("Not healthy" in c and "400.00 GB/s" in c for c in found["cards"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ccltune.report import data
+from ccltune.report import data, linkdata
 from ccltune.store import Run
 
 
@@ -129,7 +129,7 @@ def links():
 
 
 def test_link_heatmaps_one_per_method_and_direction():
-    ce, sm = data.link_heatmaps(links(), {})
+    ce, sm = linkdata.link_heatmaps(links(), {})
     assert ce.title == "CE copy, unidirectional" and sm.title == "SM copy, bidirectional"
     assert ce.values[2][0] == 50.0 and ce.values[0][0] is None
     assert ce.mark == (2, 0) and sm.mark == (0, 1)  # each matrix marks its own slowest link
@@ -137,9 +137,32 @@ def test_link_heatmaps_one_per_method_and_direction():
 
 def test_link_heatmaps_mark_the_runs_own_slowest():
     slowest = {"src": 2, "dst": 0, "method": "ce", "direction": "uni", "bandwidth_gbps": 50.0}
-    ce, sm = data.link_heatmaps(links(), {"slowest": slowest})
+    ce, sm = linkdata.link_heatmaps(links(), {"slowest": slowest})
     assert ce.mark == (2, 0) and sm.mark == (0, 1)
-    assert data.slowest_link([], {}) is None
+    assert linkdata.slowest_link([], {}) is None
+
+
+def test_the_ceiling_names_its_series_and_the_slowest_link_is_of_that_series():
+    from ccltune.diagnose.checks import linkmath
+
+    rows = [dict(r, method="ce-write") for r in links() if r["method"] == "ce"]
+    rows += [dict(r, method="ce-read", bandwidth_gbps=30.0 if (r["src"], r["dst"]) == (1, 2) else 60.0)
+             for r in links() if r["method"] == "ce"]
+    summary, _ = linkmath.analyze(rows)
+    assert summary["ring_ceiling_series"] == "ce-write/uni" and summary["ring_ceiling_gbps"] == 100.0
+    basis = linkdata.ceiling_basis(summary)  # 50 GB/s x 2 peers, not ce-read's 30 GB/s link
+    assert (basis.series, basis.gpu, basis.peer, basis.slowest_gbps, basis.peers) == ("ce-write/uni", 2, 0, 50.0, 2)
+    assert basis.product() == "ce-write/uni, 50.00 GB/s x 2 peers" and "an upper bound" in basis.text()
+    slow = linkdata.slowest_link(rows, summary)
+    assert (slow["method"], slow["src"], slow["dst"], slow["bandwidth_gbps"]) == ("ce-write", 2, 0, 50.0)
+    assert linkdata.slower_elsewhere(rows, summary)["bandwidth_gbps"] == 30.0
+    del summary["ring_ceiling_series"]  # a run stored before the series was recorded: found by its ceiling
+    assert linkdata.ceiling_basis(summary).series == "ce-write/uni"
+    # an all-to-all measurement caps the bound: then it is no upper bound
+    rows += [dict(r, direction="all2all", bandwidth_gbps=35.0) for r in rows if r["method"] == "ce-write"]
+    capped = linkdata.ceiling_basis(linkmath.analyze(rows)[0])
+    assert capped.capped and not capped.upper_bound and capped.ceiling_gbps == 70.0
+    assert capped.product() == "ce-write/uni, GPU 0's all-to-all aggregate 70.00 GB/s"
 
 
 def test_findings_table_classes_by_status():

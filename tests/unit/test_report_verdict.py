@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ccltune.cli import main
 from ccltune.environment import INTERNAL_VARIABLES, comm_env, platform_name
-from ccltune.report import data, load, svg
+from ccltune.report import data, load, svg, verdict
+from ccltune.report.model import Note
 from ccltune.report.sections import build_sections
 from ccltune.report.verdict import cards
 from ccltune.store import Measurement, Run, Store
@@ -16,7 +17,8 @@ from report_db import many_store, mixed_store
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "ccltune"
 # CCLTUNE_ variables a user sets (documented); every other one ccltune sets for itself
-USER_SET = {"CCLTUNE_RULES", "CCLTUNE_NCCL_LIBRARY", "CCLTUNE_SYSFS_ROOT", "CCLTUNE_CAPTURE", "CCLTUNE_GPU_MODEL"}
+USER_SET = {"CCLTUNE_RULES", "CCLTUNE_NCCL_LIBRARY", "CCLTUNE_SYSFS_ROOT", "CCLTUNE_CAPTURE", "CCLTUNE_GPU_MODEL",
+            "CCLTUNE_NCCLT_DEFAULTS"}
 
 
 def _mixed(tmp_path):
@@ -33,11 +35,14 @@ def test_cards_give_health_worst_first_ceiling_and_gain(tmp_path):
     assert a.level == "bad" and a.headline.startswith("Not healthy: 1 FAIL, 1 ERROR, 1 WARN")
     assert [lv for lv, _ in a.lines][:4] == ["bad", "bad", "bad", "warn"]  # slower sizes, FAIL, ERROR, WARN
     figs = dict(a.figures)
-    assert figs["slowest-link ceiling (links run 6)"] == "400.0 GB/s"
+    assert figs["slowest-link ceiling (links run 6)"] == "400.00 GB/s"
     assert figs["of the ceiling reached"] == "90%" and figs["largest win"] == "1.25x"
     assert figs["tuning gain, geometric mean (validate run 5)"] == "1.079x"
-    # node-b has no links run: node-a's of the same GPU model and count applies, named as such
-    assert "slowest-link ceiling (links run 6 on node-a)" in dict(by_title["node-b"].figures)
+    # node-b has no links run: node-a's does not bound a job on another host, and the card says so
+    b = by_title["node-b"]
+    assert not any(k.startswith("slowest-link ceiling") for k in dict(b.figures))
+    assert ("info", "no slowest-link ceiling for this job shape: links run 12 measured "
+                    "h100-node-07, not this job's host") in b.lines
     # an import: its host and GPU model from the file
     assert "4 x NVIDIA H200" in by_title["vm"].subtitle
 
@@ -67,13 +72,81 @@ def test_one_card_per_node_and_run_group_worst_first():
     assert found[-1].level == "info"  # nothing judged on node-c
 
 
+def _job(i: int, kind: str, ranks: int, nodes: int = 1, bus: list[str] | None = None, visible: int = 8) -> Run:
+    gpus = [{"name": "NVIDIA H100", **({"pci_bus_id": bus[g]} if bus else {})} for g in range(visible)]
+    env = {"host": "node-a", "gpus": gpus, "world_size": None if kind == "links" else ranks, "n_nodes": nodes,
+           "nccl_version": "2.21.5"}
+    return Run(i, kind, "complete", "t", None, f"ccltune {kind}", None, env["world_size"], nodes, None, "node-a",
+               None, None, "2.21.5", env=env, summary={"ring_ceiling_gbps": 700.0} if kind == "links" else {})
+
+
+def test_a_ceiling_applies_only_to_the_job_shape_it_bounds():
+    links8 = _job(1, "links", 8)
+    peaks = {i: {"all_reduce": 350.0} for i in range(2, 6)}
+    tune = Run(9, "tune", "complete", "t", None, "ccltune tune", None, None, None, None, None, None, None, None,
+               env={}, summary={"source_runs": [4]})  # records no host: joins run 4's group, as its last run
+    runs = [links8, _job(2, "bench", 2), _job(3, "bench", 8, nodes=2), _job(4, "bench", 8), tune]
+    by_group = {c.group: c for c in cards(runs, {}, peaks)}
+    two = by_group["2 ranks, NCCL 2.21.5"]  # 8 GPUs x 7 peers does not bound a 2-rank job
+    assert "of the ceiling reached" not in dict(two.figures)
+    assert any("no slowest-link ceiling for this job shape: links run 1 measured 8 GPUs" in t for _, t in two.lines)
+    eight = dict(by_group["8 ranks, NCCL 2.21.5"].figures)  # run 3 ran on 2 nodes: run 4 is the one bounded
+    assert eight["slowest-link ceiling (links run 1)"] == "700.00 GB/s" and eight["of the ceiling reached (run 4)"] == "50%"
+    assert verdict.ceiling_why_not(runs[2], links8) == "a 2-node job: the links of one node (links run 1) do not bound it"
+    # by PCI bus id: a links run over the two GPUs a 2-rank job used bounds it; the node's 8 do not
+    bus = [f"0000:{b:02x}:00" for b in range(8)]
+    pair = _job(5, "links", 2, bus=bus[:2], visible=2)
+    job = _job(6, "bench", 2, bus=bus)
+    assert verdict.ceiling_for(job, [_job(1, "links", 8, bus=bus), pair])[0] is pair
+    assert verdict.ceiling_for(job, [_job(1, "links", 8, bus=bus)])[0] is None
+    moved = _job(7, "bench", 2, bus=bus)
+    moved.env["variables"] = {"NCCL_TESTS_DEVICE": "4"}  # ranks on GPUs 4 and 5: not the pair measured
+    assert verdict.ceiling_for(moved, [pair])[0] is None
+
+
+def test_the_ceiling_line_is_drawn_only_where_it_bounds_the_job():
+    from ccltune.report.sections import ReportInput, bench_section
+
+    rows = {i: [{"collective": "all_reduce", "size_bytes": 1 << 20, "busbw_gbps": 300.0, "time_us": 10.0,
+                 "status": "ok", "config": "default", "run_id": i, "in_place": 0}] for i in (2, 4)}
+    runs = [_job(1, "links", 8), _job(2, "bench", 2), _job(4, "bench", 8)]
+    for drawn, refs in (({1, 2}, []), ({1, 2, 4}, [700.0])):
+        sec = bench_section(ReportInput(runs, rows={k: v for k, v in rows.items() if k in drawn}, drawn=drawn))
+        ar = next(f for f in sec.figures() if f.title == "all_reduce: bus bandwidth")
+        assert [v for v, _ in ar.refs] == refs
+
+
 def test_ceiling_line_on_all_reduce_plots(tmp_path):
     inp = _mixed(tmp_path)
     bench = next(s for s in build_sections(inp) if s.id == "bench")
     ar = next(f for f in bench.figures() if f.title == "all_reduce: bus bandwidth")
     assert [v for v, _ in ar.refs] == [400.0]
+    # all_gather's busbw is normalised to the same ring bound: the same line (run 1, node-a, drawn with
+    # every run); a time plot has none
+    with Store(tmp_path / "mixed.db", create=False) as store:
+        every = load(store, latest=13)
+    by_title = {f.title: f for f in next(s for s in build_sections(every) if s.id == "bench").figures()}
+    assert [v for v, _ in by_title["all_gather: bus bandwidth"].refs] == [400.0]
+    assert by_title["all_gather: time"].refs == []
+    assert [data.ring_bound(c) for c in ("reducescatter", "AllGather", "all_reduce", "broadcast", "alltoall")] == [
+        True, True, True, False, False]
     check = next(s for s in ar.series if s.label.startswith("run 8"))
     assert len(check.xs) == 2 and check.gaps == [(float(1 << 20), "status error")]
+
+
+def test_the_imported_ceiling_can_be_multiplied_out_from_the_link_the_page_names(tmp_path):
+    inp = _mixed(tmp_path)  # run 12: nvbandwidth on 4 H100s; ce-write allows most, ce-read has a 301.45 GB/s link
+    card = next(c for c in cards(inp.runs, inp.findings, inp.peaks) if c.title == "h100-node-07")
+    assert dict(card.figures)["slowest-link ceiling (links run 12: ce-write/uni, 389.26 GB/s x 3 peers; "
+                              "pairwise, an upper bound)"] == "1167.78 GB/s"
+    links = next(s for s in build_sections(inp) if s.id == "links")
+    notes = [b.text for b in links.blocks if isinstance(b, Note)]
+    at = next(i for i, t in enumerate(notes) if t.startswith("run 12 "))
+    slow, other, ceiling = notes[at + 1:at + 4]
+    assert slow.startswith("Slowest link of ce-write/uni") and "GPU 3 -> GPU 0: 389.26 GB/s" in slow
+    assert "GPU 2 -> GPU 3 ce-read/uni: 301.45 GB/s" in other
+    assert ceiling.startswith("Slowest-link ceiling: 1167.78 GB/s = ce-write/uni: GPU 3's slowest link, "
+                              "389.26 GB/s to GPU 0, x 3 peers") and "this is an upper bound" in ceiling
 
 
 def test_peaks_merge_spellings_of_one_collective(tmp_path):
@@ -98,6 +171,26 @@ def test_env_shows_only_the_users_variables_and_consistent_gpus(tmp_path):
     old = Run(1, "links", "complete", "t", None, "ccltune links", None, None, None, None, "vm", "NVIDIA H200 x1",
               None, None, env={"gpus": [{"name": "NVIDIA H200"}] * 4, "platform": "NVIDIA H200 x1"})
     assert data.platform_text(old) == "NVIDIA H200 x4"
+
+
+def test_variables_torchrun_adds_are_not_the_users(monkeypatch):
+    from ccltune.environment import USER_VARIABLES_ENV, parent_names
+
+    worker = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "NCCL_DEBUG": "INFO", "LOCAL_RANK": "0",
+              USER_VARIABLES_ENV: parent_names({"NCCL_DEBUG": "INFO", "HOME": "/root"})}
+    assert comm_env(worker) == {"NCCL_DEBUG": "INFO"}  # the parent had NCCL_DEBUG only
+    worker[USER_VARIABLES_ENV] = parent_names({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"})  # the user set it
+    assert comm_env(worker) == {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
+    worker[USER_VARIABLES_ENV] = "not json"  # no usable list: nothing left out but ccltune's own
+    assert set(comm_env(worker)) == {"NCCL_DEBUG", "TORCH_NCCL_ASYNC_ERROR_HANDLING"}
+    monkeypatch.setenv(USER_VARIABLES_ENV, "[]")  # os.environ as a worker sees it (collect's source)
+    monkeypatch.setenv("NCCL_DEBUG", "WARN")
+    assert comm_env() == {}
+    # a run recorded without its parent's names under torchrun: torchrun's default is not shown as the user's
+    old = {"launcher": "torchrun", "variables": {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "NCCL_DEBUG": "INFO"}}
+    assert data.user_variables(old) == {"NCCL_DEBUG": "INFO"}
+    assert data.user_variables({**old, "variables_from": "parent"}) == old["variables"]
+    assert "TORCH_NCCL_ASYNC_ERROR_HANDLING" in data.user_variables({**old, "launcher": None})
 
 
 def test_every_ccltune_variable_is_either_the_users_or_internal():
@@ -135,3 +228,45 @@ def test_many_runs_draw_the_latest_and_summarise_the_rest(tmp_path):
     assert "60 run(s)" in html and "the latest 5 drawn in full" in html
     assert html.count("summarised") >= 55 and len(html) < 400_000
     assert html.count('class="pick"') == 2  # the drawn nccl-tests imports (57, 59: copies of run 1)
+
+
+def test_a_collective_that_failed_at_every_size_is_said_not_dropped(tmp_path):
+    env = {"host": "node-a", "gpus": [{"name": "NVIDIA H100"}] * 8, "world_size": 8, "n_nodes": 1,
+           "nccl_version": "2.21.5"}
+    with Store(tmp_path / "f.db") as store:
+        rid = store.begin_run("bench", command="ccltune bench all_reduce reduce_scatter", env=env)
+        rows = [Measurement("all_reduce", s, s // 4, "float", "sum", None, False, 8, time_us=10.0, algbw_gbps=1.0,
+                            busbw_gbps=1.75) for s in (1 << 20, 2 << 20)]
+        rows += [Measurement("reduce_scatter", s, s // 32, "float", "sum", None, False, 8, status="error",
+                             note="timeout") for s in (1 << 20, 2 << 20, 4 << 20)]
+        store.add_measurements(rid, rows)
+        store.finish_run(rid, "complete")
+        inp = load(store)
+    assert inp.no_value == {rid: {"reduce_scatter": ({"error": 3}, "timeout")}}
+    text = "reduce_scatter: no value at any size (error x3: timeout)"
+    bench = next(s for s in build_sections(inp) if s.id == "bench")
+    assert Note(f"{text} in run {rid}: nothing to plot.", "warn") in bench.blocks
+    assert not any(f.title.startswith("reduce_scatter") for f in bench.figures())
+    (card,) = cards(inp.runs, inp.findings, inp.peaks, inp.no_value)
+    assert ("warn", f"{text} in bench run {rid}") in card.lines and card.level == "warn"
+
+
+def test_small_bandwidths_gloo_groups_and_series_waived_at_every_size():
+    from ccltune.report import html
+    from ccltune.report.model import LineChart
+
+    gloo = Run(1, "bench", "complete", "t", None, "ccltune bench", "gloo", 2, 1, "torchrun", "vm", None, None, None,
+               env={"host": "vm", "gpus": [], "world_size": 2, "engine": "gloo"})
+    (card,) = cards([gloo], {}, {1: {"all_reduce": 0.0614}})
+    assert card.group == "2 ranks, gloo (CPU)"  # not 'library version not recorded'
+    assert dict(card.figures)["all_reduce busbw, best (run 1)"] == "0.0614 GB/s"  # 3 significant digits, not 0.1
+    reason = "torch.distributed's all_gather is in-place only"
+    rows = [{"run_id": 1, "collective": "all_gather", "size_bytes": s, "in_place": p, "config": "default",
+             "status": "ok" if p else "waived", "busbw_gbps": 0.05 if p else None, "time_us": 9.0 if p else None,
+             "note": None if p else reason} for s in (8, 64, 512) for p in (0, 1)]
+    (oop, inp) = data.curves(rows, "busbw_gbps")["all_gather"]
+    assert (oop.label, oop.waived, oop.gaps, oop.xs) == ("run 1, out-of-place", reason, [], [])
+    chart = LineChart.of("all_gather: bus bandwidth", "message size", "busbw GB/s", [oop, inp])
+    assert chart.series == [inp] and chart.notes == [f"run 1, out-of-place: waived, {reason}"]
+    page = html.render_chart(chart)
+    assert page.count("waived") == 1 and "Gaps" not in page and "×" not in page

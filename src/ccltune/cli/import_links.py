@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     env: dict[str, Any] = {"ccltune_version": __version__, "world_size": found.n_gpus, "n_nodes": 1, "gpus": gpus,
                            "host": host, "platform": platform_name(gpus, found.n_gpus, 1) if gpus else None,
                            "source": found.tool, "tool_version": found.version,
+                           "driver_version": found.driver_version, "cuda_version": found.cuda_version,
                            "files": [str(Path(args.file).resolve())]}
     env["command"] = "ccltune " + shlex.join(["import", args.source, args.file, "--db", str(args.db)]
                                              + (["--gpu", args.gpu] if args.gpu else [])

@@ -16,6 +16,7 @@ class AllGather(Collective):
     per_rank_count = True
     formula = "(n-1)/n"
 
+    ring_bound = True  # busbw bounded by the slowest-link ceiling
     bus_factor = staticmethod(ring_factor)
 
     def layout(self, size_bytes, elem, nranks, rank):

@@ -17,6 +17,7 @@ class AllReduce(Collective):
     reduces = True
     formula = "2(n-1)/n"
 
+    ring_bound = True  # busbw bounded by the slowest-link ceiling
     bus_factor = staticmethod(all_reduce_factor)
 
     def layout(self, size_bytes, elem, nranks, rank):

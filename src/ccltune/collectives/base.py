@@ -95,6 +95,10 @@ class Collective:
     # against it; ``nccl_ops`` then give the grouped send/recv of older NCCL (engines/series.py)
     nccl_call: ClassVar[str | None] = None
     torch_in_place_only: ClassVar[bool] = False  # torch.distributed's API for it is in-place only
+    # Its busbw is what a ring moves over each GPU's links (all_reduce, all_gather, reduce_scatter), so
+    # a node's slowest-link ceiling (slowest link x peers, ccltune.diagnose.checks.linkmath) bounds it;
+    # a chain (broadcast, reduce) or a rooted or pairwise pattern is bounded otherwise
+    ring_bound: ClassVar[bool] = False
 
     def bus_factor(self, nranks: int) -> float:
         raise NotImplementedError

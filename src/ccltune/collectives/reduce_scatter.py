@@ -17,6 +17,7 @@ class ReduceScatter(Collective):
     per_rank_count = True
     formula = "(n-1)/n"
 
+    ring_bound = True  # busbw bounded by the slowest-link ceiling
     bus_factor = staticmethod(ring_factor)
 
     def layout(self, size_bytes, elem, nranks, rank):

@@ -20,7 +20,7 @@ from ccltune import __version__
 from ccltune.errors import UsageError
 from ccltune.files import write_text
 from ccltune.report.compare import DEFAULT_TOLERANCE_PCT
-from ccltune.report.data import canonical
+from ccltune.report.data import NoValue, canonical
 from ccltune.report.html import render_page
 from ccltune.report.model import Section
 from ccltune.report.sections import NAV_GROUPS, ReportInput, build_sections, picker_groups
@@ -69,6 +69,7 @@ def load(store: Store, run_ids: list[int] | None = None, compare: tuple[int, int
     for row in store.measurement_rows(ids):
         rows[row["run_id"]].append(row)
     every = {r.id for r in runs}
+    peaks, failed = _peaks(store)
     judged = {r.id for r in runs if r.kind in ("doctor", "check")} | set(ids)
     return ReportInput(
         runs=runs,
@@ -79,19 +80,34 @@ def load(store: Store, run_ids: list[int] | None = None, compare: tuple[int, int
         compare=pair,
         tolerance_pct=tolerance_pct,
         drawn=None if drawn >= every else drawn,
-        peaks={i: p for i, p in _peaks(store).items() if i in every},
+        peaks={i: p for i, p in peaks.items() if i in every},
+        no_value={i: p for i, p in failed.items() if i in every},
     )
 
 
-def _peaks(store: Store) -> dict[int, dict[str, float]]:
-    """run id -> collective -> highest busbw (GB/s) of NCCL's default, 'ok' rows only."""
+def _peaks(store: Store) -> tuple[dict[int, dict[str, float]], dict[int, dict[str, NoValue]]]:
+    """(run id -> collective -> highest busbw (GB/s) of NCCL's default, 'ok' rows only; run id ->
+    collective -> what its rows were, for each collective of a run with no such value at any size:
+    ``data.no_value`` over every run, from one aggregate query)."""
     out: dict[int, dict[str, float]] = defaultdict(dict)
-    q = ("SELECT run_id, collective, MAX(busbw_gbps) FROM measurements WHERE status = 'ok' AND config = 'default' "
-         "AND busbw_gbps > 0 GROUP BY run_id, collective")
-    for run_id, coll, best in store.conn.execute(q):
+    seen: dict[tuple[int, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    notes: dict[tuple[int, str], str] = {}
+    q = ("SELECT run_id, collective, status, COUNT(DISTINCT size_bytes), "
+         "MAX(CASE WHEN busbw_gbps > 0 THEN busbw_gbps END), MIN(note) FROM measurements "
+         "WHERE config = 'default' GROUP BY run_id, collective, status")
+    for run_id, coll, status, sizes, best, note in store.conn.execute(q):
         name = canonical(coll)  # one entry per collective, however the rows spell it
-        out[run_id][name] = max(best, out[run_id].get(name, 0.0))
-    return dict(out)
+        if status == "ok" and best is not None:
+            out[run_id][name] = max(best, out[run_id].get(name, 0.0))
+        else:
+            seen[(run_id, name)][str(status)] += sizes
+            if note:
+                notes.setdefault((run_id, name), str(note))
+    failed: dict[int, dict[str, NoValue]] = defaultdict(dict)
+    for (run_id, name), counts in seen.items():
+        if name not in out.get(run_id, {}):
+            failed[run_id][name] = (dict(sorted(counts.items())), notes.get((run_id, name), ""))
+    return dict(out), dict(failed)
 
 
 def _findings(store: Store) -> dict[int, list[dict]]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ccltune import collectives
 from ccltune.report.axes import size_label
-from ccltune.report.model import Heatmap, Series, Table
+from ccltune.report.model import Series, Table
 
 Row = Mapping[str, Any]
 
@@ -38,6 +38,16 @@ def canonical(name: Any) -> str:
     """Our name of a stored collective, however the rows spell it (``collectives.canonical``);
     a name the registry does not know is shown as stored."""
     return collectives.canonical(str(name)) or str(name)
+
+
+def ring_bound(name: Any) -> bool:
+    """Whether a collective's busbw is bounded by the slowest-link ceiling (``Collective.ring_bound``)."""
+    c = collectives.REGISTRY.get(canonical(name))
+    return bool(c is not None and c.ring_bound)
+
+
+RING_BOUND = tuple(n for n, c in collectives.REGISTRY.items() if c.ring_bound)  # all_reduce, all_gather, ...
+RING_BOUND_TEXT = ", ".join(RING_BOUND)
 
 
 def ok_rows(rows: Iterable[Row], metric: str) -> list[Row]:
@@ -93,11 +103,45 @@ def curves(rows: Iterable[Row], metric: str, colors: Mapping[int, int] | None = 
             s = _series(_label(_CURVE_KEYS, g, varying), {k: v for k, v in medians(gr, metric).items() if v > 0},
                         gaps=_gaps(gr, metric), dashed=both and bool(g[1]), group=f"r{g[0]}",
                         color=None if colors is None else colors.get(g[0]))
-            if s.xs or s.gaps:
+            if not s.xs and all(r.get("status") == "waived" for r in gr):  # one line, not a gap at every size
+                s.gaps, s.waived = [], next((str(r["note"]) for r in gr if r.get("note")), "no reason recorded")
+            if s.xs or s.gaps or s.waived:
                 lines.append(s)
         if any(s.xs for s in lines):
             out[coll] = lines
     return out
+
+
+NoValue = tuple[dict[str, int], str]  # (row status -> sizes with it, the first note), see ``no_value``
+_STATUS_WORD = {"ok": "ok but no busbw"}
+
+
+def no_value(rows: Iterable[Row]) -> dict[tuple[int, str], NoValue]:
+    """(run id, collective) -> (status -> number of sizes, the first note) for each collective of a
+    run whose rows of NCCL's default hold no positive busbw at any size (every size errored, was
+    waived...): none of it can be drawn, so the page says so instead of leaving it out."""
+    sizes: dict[tuple[int, str], dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
+    notes: dict[tuple[int, str], str] = {}
+    good: set[tuple[int, str]] = set()
+    for r in rows:
+        if (r.get("config") or "default") != "default":
+            continue
+        key = (int(r["run_id"]), canonical(r["collective"]))
+        if r.get("status") == "ok" and (r.get("busbw_gbps") or 0) > 0:
+            good.add(key)
+            continue
+        sizes[key][str(r.get("status"))].add(int(r["size_bytes"]))
+        if r.get("note"):
+            notes.setdefault(key, str(r["note"]))
+    return {k: ({s: len(v) for s, v in sorted(st.items())}, notes.get(k, "")) for k, st in sizes.items()
+            if k not in good}
+
+
+def no_value_text(collective: str, found: NoValue) -> str:
+    """'reduce_scatter: no value at any size (error x3: timeout)'."""
+    counts, note = found
+    what = ", ".join(f"{_STATUS_WORD.get(s, s)} x{n}" for s, n in counts.items())
+    return f"{collective}: no value at any size ({what}{': ' + note[:120] if note else ''})"
 
 
 def _gaps(rows: list[Row], metric: str) -> list[tuple[float, str]]:
@@ -239,57 +283,6 @@ def validate_series(points: list[SpeedPoint]) -> dict[str, Series]:
     return out
 
 
-# -- links ---------------------------------------------------------------------------------
-def slowest_link(links: list[Row], summary: Mapping[str, Any]) -> Row | None:
-    """The run's own verdict on the slowest link, else the lowest measured bandwidth."""
-    if isinstance(summary.get("slowest"), Mapping):
-        return summary["slowest"]
-    measured = [r for r in links if r.get("bandwidth_gbps") is not None]
-    return min(measured, key=lambda r: r["bandwidth_gbps"]) if measured else None
-
-
-_DIRECTIONS = {"uni": "unidirectional", "bi": "bidirectional", "bidir": "bidirectional",
-               "all2all": "all links at once (all-to-all)"}
-
-
-def ceiling_gbps(summary: Mapping[str, Any]) -> float | None:
-    """The node's slowest-link ceiling of a links run (``ring_ceiling_gbps``, linkmath), or the
-    expected ceiling older runs recorded (``ceiling_gbps``)."""
-    for key in ("ring_ceiling_gbps", "ceiling_gbps"):
-        v = summary.get(key)
-        if isinstance(v, (int, float)) and v > 0:
-            return float(v)
-    return None
-
-
-def link_heatmaps(links: list[Row], summary: Mapping[str, Any]) -> list[Heatmap]:
-    """One bandwidth matrix (src rows, dst columns) per method and direction, its slowest link
-    marked (the run's own verdict where it names one in this matrix)."""
-    slow = slowest_link(links, summary)
-    groups: dict[tuple[str, str], list[Row]] = defaultdict(list)
-    for r in links:
-        groups[(r["method"], r["direction"])].append(r)
-    maps = []
-    for (method, direction), rs in sorted(groups.items()):
-        gpus = sorted({int(r["src"]) for r in rs} | {int(r["dst"]) for r in rs})
-        idx = {g: i for i, g in enumerate(gpus)}
-        values: list[list[float | None]] = [[None] * len(gpus) for _ in gpus]
-        for r in rs:
-            if r.get("bandwidth_gbps") is not None:
-                values[idx[int(r["src"])]][idx[int(r["dst"])]] = float(r["bandwidth_gbps"])
-        if slow is not None and slow.get("method", method) == method \
-                and slow.get("direction", direction) == direction \
-                and slow.get("src") in idx and slow.get("dst") in idx:
-            mark = (idx[slow["src"]], idx[slow["dst"]])
-        else:  # this matrix's own slowest link
-            own = slowest_link(rs, {})
-            mark = (idx[int(own["src"])], idx[int(own["dst"])]) if own is not None else None
-        maps.append(Heatmap(f"{method.upper()} copy, {_DIRECTIONS.get(direction, direction)}",
-                            "src GPU", "dst GPU", [str(g) for g in gpus], [str(g) for g in gpus],
-                            values, "GB/s", mark))
-    return maps
-
-
 # -- findings and environment -------------------------------------------------------------
 _STATUS_CLASS = {"PASS": "good", "WARN": "warn", "FAIL": "bad", "ERROR": "bad", "WAIVED": ""}
 
@@ -368,10 +361,15 @@ def status_text(run: Any) -> str:
 
 
 def user_variables(env: Mapping[str, Any]) -> dict[str, str]:
-    """The run's recorded NCCL_*/RCCL_*/... variables, without ccltune's own plumbing."""
-    from ccltune.environment import INTERNAL_VARIABLES
+    """The run's recorded NCCL_*/RCCL_*/... variables, without ccltune's own plumbing, and, for a run
+    that did not record which names its parent's environment had (``variables_from``), without the
+    value its launcher sets when the user did not (``LAUNCHER_DEFAULTS``: torchrun's
+    TORCH_NCCL_ASYNC_ERROR_HANDLING=1)."""
+    from ccltune.environment import INTERNAL_VARIABLES, LAUNCHER_DEFAULTS
 
-    return {k: str(v) for k, v in sorted((env.get("variables") or {}).items()) if k not in INTERNAL_VARIABLES}
+    added = LAUNCHER_DEFAULTS.get(str(env.get("launcher")), {}) if env.get("variables_from") != "parent" else {}
+    return {k: str(v) for k, v in sorted((env.get("variables") or {}).items())
+            if k not in INTERNAL_VARIABLES and added.get(k) != str(v)}
 
 
 def run_facts(run: Any) -> dict[str, str]:

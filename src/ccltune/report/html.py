@@ -42,7 +42,7 @@ tr.good td{background:#e8f5e9}tr.warn td{background:#fff8e1}tr.bad td{background
 details{margin:8px 0}pre{background:#f7f8fa;border:1px solid #eee;padding:8px;overflow:auto;font-size:12px}
 footer{color:#666;font-size:12px;padding:0 24px 24px}
 nav b{margin-right:6px;color:#555;font-size:13px}
-input.tg,input.pick{display:none}
+input.tg,input.pick{position:absolute;opacity:0;width:1px;height:1px;margin:0;pointer-events:none}  /* hidden, not display:none: Tab reaches them, Space toggles */
 .legend{display:flex;flex-wrap:wrap;gap:2px 14px;padding:2px 10px 8px;font-size:12.5px}
 .legend label,.picker label{cursor:pointer;user-select:none;white-space:nowrap}
 .legend label:hover,.picker label:hover{text-decoration:underline}
@@ -117,10 +117,10 @@ def render_chart(c: LineChart) -> str:
     extra = len(c.series) - shown
     if extra > 0:
         entries.append(f'<span class="more">{extra} more series hidden: click a faded entry to show it</span>')
-    note = ""
+    note = "".join(f'<p class="fignote">{escape(n)}</p>' for n in c.notes)
     if gaps:
-        note = ('<p class="fignote">Gaps (× on the size axis; the line breaks there): '
-                + escape("; ".join(gaps)) + "</p>")
+        note += ('<p class="fignote">Gaps (× on the size axis; the line breaks there): '
+                 + escape("; ".join(gaps)) + "</p>")
     return (f'<figure>{"".join(boxes)}{svg.render(c)}<div class="legend">{"".join(entries)}</div>{note}</figure>')
 
 
@@ -177,15 +177,21 @@ def render_section(s: Section) -> str:
     return f'<section id="{escape(s.id)}"><h2>{escape(s.title)}</h2>{"".join(parts)}</section>'
 
 
+_FOCUS = "outline:2px solid #1f5fa8;outline-offset:1px"  # the label of the checkbox a keyboard is on
+
+
 def _toggle_css(n_series: int, groups: list[str]) -> str:
-    """Hiding rules: series k of a chart, and every series of a picked-off run."""
+    """Hiding rules: series k of a chart, and every series of a picked-off run; the label of the
+    checkbox that has the keyboard's focus is outlined."""
     rules = [f".tg:nth-of-type({k}):checked~svg .s{k}{{display:none}}"
              f".tg:nth-of-type({k}):checked~.legend .l{k}{{opacity:.4;text-decoration:line-through}}"
+             f".tg:nth-of-type({k}):focus-visible~.legend .l{k}{{{_FOCUS}}}"
              for k in range(1, n_series + 1)]
     for g in groups:
         rules.append(f"#pick-{g}:checked~main .{g}{{display:none}}"
                      f"#pick-{g}:checked~main label[for=pick-{g}],#pick-{g}:checked~main .g-{g}"
-                     "{opacity:.4;text-decoration:line-through}")
+                     "{opacity:.4;text-decoration:line-through}"
+                     f"#pick-{g}:focus-visible~main label[for=pick-{g}]{{{_FOCUS}}}")
     return "".join(rules)
 
 

@@ -29,6 +29,9 @@ class Series:
     color: int | None = None  # palette index; None: by position in the chart
     dashed: bool = False  # in-place placement (bench curves)
     group: str = ""  # what the run picker toggles together: 'r12' (run 12); '' none
+    # Waived at every size (out-of-place on gloo: torch.distributed is in-place only): the reason.
+    # Such a series is not drawn; its chart says so in one line (``LineChart.notes``).
+    waived: str = ""
 
 
 @dataclass
@@ -43,6 +46,14 @@ class LineChart:
     ref_band: tuple[float, float] | None = None  # a shaded tolerance band
     refs: list[tuple[float, str]] = field(default_factory=list)  # labelled lines: slowest-link ceilings
     max_visible: int = 8  # series beyond these are listed but hidden until picked
+    notes: list[str] = field(default_factory=list)  # one line each under the legend
+
+    @classmethod
+    def of(cls, title: str, x_label: str, y_label: str, series: list[Series], **kw: object) -> "LineChart":
+        """A chart of ``series``, those waived at every size left out and named in one line each
+        ('run 4, out-of-place: waived, torch.distributed is in-place only')."""
+        notes = [f"{s.label}: waived, {s.waived}" for s in series if s.waived]
+        return cls(title, x_label, y_label, [s for s in series if not s.waived], notes=notes, **kw)  # type: ignore[arg-type]
 
 
 @dataclass

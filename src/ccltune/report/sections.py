@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune.report import compare as cmp
-from ccltune.report import data, verdict, workload, zones
+from ccltune.report import data, linkdata, verdict, workload, zones
 from ccltune.report.axes import size_label
 from ccltune.report.model import Block, LineChart, Note, Picker, Section, Table, Text, ZoneChart
 from ccltune.store import Run
@@ -36,6 +36,8 @@ class ReportInput:
     drawn: set[int] | None = None
     # run id -> collective -> highest busbw (GB/s) of NCCL's default, over every run in ``runs``
     peaks: dict[int, dict[str, float]] = field(default_factory=dict)
+    # run id -> collective -> (row status -> sizes, a note) where NCCL's default has no value at any size
+    no_value: dict[int, dict[str, data.NoValue]] = field(default_factory=dict)
 
     def of_kind(self, *kinds: str) -> list[Run]:
         return [r for r in self.runs if r.kind in kinds and self.is_drawn(r)]
@@ -84,7 +86,7 @@ def _short(run: Run) -> str:
 
 def verdict_section(inp: ReportInput) -> Section:
     s = Section("verdict", "Verdict")
-    found = verdict.cards(inp.runs, inp.findings, inp.peaks)
+    found = verdict.cards(inp.runs, inp.findings, inp.peaks, inp.no_value)
     if not found:
         return Section(s.id, s.title, [_none(inp, "run that names its host or GPUs")])
     s.blocks.append(Note("One card per node (host and GPU model) and run group (rank count and NCCL or RCCL "
@@ -95,15 +97,17 @@ def verdict_section(inp: ReportInput) -> Section:
 
 
 def _ceilings(inp: ReportInput, runs: list[Run]) -> list[tuple[float, str]]:
-    """Slowest-link ceilings to draw on the all_reduce plots: for each node of the drawn
-    measurement runs, its latest links run (else one of the same GPU model and count)."""
+    """Slowest-link ceilings to draw on the busbw plots of ``data.RING_BOUND``: for each drawn measurement run, the
+    latest links run whose ceiling bounds that job (same host, one node, the GPUs it used:
+    ``verdict.ceiling_why_not``)."""
     links = [r for r in inp.runs if r.kind == "links" and verdict.link_ceiling(r)]
     out: dict[int, tuple[float, str]] = {}
     for r in runs:
-        run = verdict.links_for(r, links)
+        run, _ = verdict.ceiling_for(r, links)
         if run is not None and run.id not in out:
-            c = verdict.link_ceiling(run)
-            out[run.id] = (c, f"ceiling {c:.1f} GB/s: {verdict.node_text(run)} (links run {run.id})")
+            c, basis = verdict.link_ceiling(run), linkdata.ceiling_basis(run.summary)
+            how = f" ({basis.product()})" if basis else ""
+            out[run.id] = (c, f"ceiling {data.num(c)} GB/s{how}: {verdict.node_text(run)} (links run {run.id})")
     return list(out.values())
 
 
@@ -113,20 +117,27 @@ def bench_section(inp: ReportInput) -> Section:
     rows = [row for r in runs for row in inp.rows[r.id]]
     colors = inp.run_colors()
     bw, tm = data.curves(rows, "busbw_gbps", colors), data.curves(rows, "time_us", colors)
+    # a collective no drawn run has a value of at any size would vanish from the plots: said instead
+    lost = [Note(f"{data.no_value_text(coll, found)} in run {run_id}: nothing to plot.", "warn")
+            for (run_id, coll), found in sorted(data.no_value(rows).items(), key=lambda kv: (kv[0][1], -kv[0][0]))
+            if coll not in bw and coll not in tm]
     if not bw and not tm:
-        return Section(s.id, s.title, [_none(inp, "measurements of NCCL's default (bench or import runs)")])
+        return Section(s.id, s.title, [_none(inp, "measurements of NCCL's default (bench or import runs)"), *lost])
     s.blocks.append(Picker(picker_groups(inp)))
     s.blocks.append(Note("Median over repetitions, NCCL's default configuration; one colour per run, in-place "
                          "dashed. A run of fewer than 3 sizes is drawn as points. Click a legend entry to hide or "
-                         "show its line. The all_reduce plots carry the slowest-link ceiling (dash-dot) of each "
-                         "node whose links are stored, measured or imported."))
+                         "show its line. The busbw plots of " + data.RING_BOUND_TEXT + " carry the slowest-link "
+                         "ceiling (dash-dot) of the links run, measured or imported, that bounds each run's job "
+                         "(same host, one node, the GPUs its ranks used): their busbw is normalised to what a ring "
+                         "moves over each GPU's links, which that ceiling bounds."))
+    s.blocks += lost
     for coll in sorted(set(bw) | set(tm)):
         if coll in bw:
             mine = sorted({ln.group for ln in bw[coll]})
-            refs = _ceilings(inp, [r for r in runs if f"r{r.id}" in mine]) if verdict.is_all_reduce(coll) else []
-            s.blocks.append(LineChart(f"{coll}: bus bandwidth", "message size", "busbw GB/s", bw[coll], refs=refs))
+            refs = _ceilings(inp, [r for r in runs if f"r{r.id}" in mine]) if data.ring_bound(coll) else []
+            s.blocks.append(LineChart.of(f"{coll}: bus bandwidth", "message size", "busbw GB/s", bw[coll], refs=refs))
     for coll in sorted(tm):
-        s.blocks.append(LineChart(f"{coll}: time", "message size", "time us", tm[coll]))
+        s.blocks.append(LineChart.of(f"{coll}: time", "message size", "time us", tm[coll]))
     return s
 
 
@@ -257,19 +268,33 @@ def links_section(inp: ReportInput) -> Section:
         src = run.env.get("source") if run.command.startswith("ccltune import") else None
         how = f"imported from {src} {run.env.get('tool_version') or ''}".strip() if src else "measured by ccltune links"
         s.blocks.append(Note(f"{_title(run)}: {data.gpus_text(run.env.get('gpus'))}, {how}"))
-        slow = data.slowest_link(links, run.summary)
+        slow = linkdata.slowest_link(links, run.summary)
+        basis = linkdata.ceiling_basis(run.summary)
         if slow is not None:
-            lat = f", {slow['latency_us']:.3g} us" if slow.get("latency_us") is not None else ""
-            bw = slow.get("bandwidth_gbps")
-            kind = "/".join(str(slow[k]) for k in ("method", "direction") if slow.get(k))
-            s.blocks.append(Note(f"Slowest link (outlined in red): GPU {slow.get('src')} -> GPU {slow.get('dst')}"
-                                 f"{' ' + kind if kind else ''}: {bw if bw is None else f'{bw:.4g}'} GB/s{lat}", "warn"))
-        ceiling = data.ceiling_gbps(run.summary)
-        if ceiling is not None:
+            what = f"Slowest link of {basis.series}, the ceiling's method and direction" if basis else "Slowest link"
+            s.blocks.append(Note(f"{what} (outlined in red): {_link_text(slow, kind=basis is None)}", "warn"))
+        other = linkdata.slower_elsewhere(links, run.summary)
+        if other is not None:
+            s.blocks.append(Note(f"Slowest link of any method and direction: {_link_text(other)} (outlined on its "
+                                 "heatmap; the ceiling takes the method that allows most).", "warn"))
+        ceiling = linkdata.ceiling_gbps(run.summary)
+        if basis is not None:
+            s.blocks.append(Note(f"Slowest-link ceiling: {basis.text()} The busbw plots of {data.RING_BOUND_TEXT} "
+                                 "draw it as a line."))
+        elif ceiling is not None:
             s.blocks.append(Note(f"Slowest-link ceiling: {ceiling:.2f} GB/s (per GPU, its slowest link x its peers; "
-                                 "the smallest over the GPUs). The all_reduce busbw plots draw it as a line."))
-        s.blocks += data.link_heatmaps(links, run.summary) or [Note(f"run {run.id} has no link rows.", "warn")]
+                                 f"the smallest over the GPUs). The busbw plots of {data.RING_BOUND_TEXT} draw it as a line."))
+        s.blocks += linkdata.link_heatmaps(links, run.summary) or [Note(f"run {run.id} has no link rows.", "warn")]
     return s if s.blocks else Section(s.id, s.title, [_none(inp, "links runs (measured or imported)")])
+
+
+def _link_text(link: Any, kind: bool = True) -> str:
+    """'GPU 2 -> GPU 3 ce-read/uni: 301.45 GB/s, 2.1 us' (``kind``: with its method and direction)."""
+    lat = f", {link['latency_us']:.3g} us" if link.get("latency_us") is not None else ""
+    bw = link.get("bandwidth_gbps")
+    how = "/".join(str(link[k]) for k in ("method", "direction") if link.get(k)) if kind else ""
+    return (f"GPU {link.get('src')} -> GPU {link.get('dst')}{' ' + how if how else ''}: "
+            f"{bw if bw is None else f'{bw:.2f}'} GB/s{lat}")
 
 
 def env_section(inp: ReportInput) -> Section:
@@ -307,6 +332,7 @@ def runs_section(inp: ReportInput) -> Section:
     s.blocks.append(t)
     for coll, lines in data.curves([row for r in inp.measured() for row in inp.rows[r.id]], "busbw_gbps").items():
         sizes = sorted({x for ln in lines for x in ln.xs})
+        lines = [ln for ln in lines if not ln.waived]
         raw = Table(["size", *[ln.label for ln in lines]], [], wide=True, folded=f"{coll}: busbw GB/s per size (raw)")
         for x in sizes:
             raw.rows.append([size_label(x), *[data.num(dict(zip(ln.xs, ln.ys)).get(x)) for ln in lines]])

@@ -30,7 +30,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ccltune.report.axes import size_label
-from ccltune.report.data import canonical, gpu_names, host_text
+from ccltune.report.data import NoValue, canonical, gpu_names, host_text, no_value_text, num
+from ccltune.report.linkdata import ceiling_basis, ceiling_gbps
 from ccltune.report.model import Card
 
 _SEVERITY = {"FAIL": 0, "ERROR": 1, "WARN": 2, "WAIVED": 3, "PASS": 4}
@@ -56,14 +57,63 @@ def node_text(run: Any) -> str:
     return ", ".join(p for p in (host_text(run), f"{len(names)} x {names[0]}" if names else "") if p)
 
 
-def links_for(run: Any, links: list[Any]) -> Any | None:
-    """The links run whose ceiling applies to ``run``: the latest on its node, else the latest
-    on a node of the same GPU model and count (links runs with a ceiling only)."""
-    key, n = node_key(run), len(gpu_names(run.env.get("gpus")))
-    same = [r for r in links if node_key(r) == key]
-    if not same and key is not None:
-        same = [r for r in links if node_key(r) and node_key(r)[1] == key[1] and len(gpu_names(r.env.get("gpus"))) == n]
-    return same[-1] if same else None
+def _bus_ids(gpus: Any) -> list[str] | None:
+    """PCI bus ids of recorded GPUs; None unless every one has one."""
+    ids = [g.get("pci_bus_id") for g in gpus] if isinstance(gpus, list) and gpus \
+        and all(isinstance(g, Mapping) for g in gpus) else []
+    return [str(i) for i in ids] if ids and all(ids) else None
+
+
+def _job_bus_ids(job: Any, ranks: int) -> list[str] | None:
+    """The GPUs a one-node job's ranks used: rank i drives the visible GPU NCCL_TESTS_DEVICE + i
+    (ccltune.engines.base.device_index); None when the bus ids are not recorded."""
+    visible = _bus_ids(job.env.get("gpus"))
+    first = str((job.env.get("variables") or {}).get("NCCL_TESTS_DEVICE") or "0")
+    if visible is None or ranks > len(visible) or not first.isdigit():
+        return None
+    return [visible[(int(first) + i) % len(visible)] for i in range(ranks)]
+
+
+def ceiling_why_not(job: Any, links: Any) -> str | None:
+    """Why the slowest-link ceiling of ``links`` does not bound ``job`` (None: it does). The ceiling
+    is slowest link x peers over the GPUs the links run measured, so it bounds a job on the same
+    host, on one node, whose ranks used exactly those GPUs (by PCI bus id where both record them,
+    else a rank count equal to the links run's GPU count): an 8-GPU ring ceiling (x 7 peers) does
+    not bound a 2-rank job, and one node's links do not bound a 2-node job."""
+    if node_key(links) != node_key(job):
+        return f"links run {links.id} measured {host_text(links) or 'a host it did not record'}, not this job's host"
+    hosts = job.env.get("hosts")
+    nodes = max(int(job.n_nodes or job.env.get("n_nodes") or 1),
+                len(set(map(str, hosts))) if isinstance(hosts, list) else 1)
+    if nodes > 1:
+        return f"a {nodes}-node job: the links of one node (links run {links.id}) do not bound it"
+    ranks = job.world_size or job.env.get("world_size")
+    measured = len(gpu_names(links.env.get("gpus")))
+    if not ranks:
+        return f"the job's rank count is not recorded, so links run {links.id} ({measured} GPUs) may not bound it"
+    used, covered = _job_bus_ids(job, int(ranks)), _bus_ids(links.env.get("gpus"))
+    if used is not None and covered is not None:
+        if sorted(used) == sorted(covered):
+            return None
+        return (f"links run {links.id} measured GPUs {', '.join(covered)}; this job's {ranks} ranks used "
+                f"{', '.join(used)}")
+    if int(ranks) == measured:
+        return None
+    return (f"links run {links.id} measured {measured} GPUs (slowest link x {measured - 1} peers); "
+            f"it does not bound a {ranks}-rank job")
+
+
+def ceiling_for(job: Any, links: list[Any]) -> tuple[Any | None, str]:
+    """(the latest links run whose ceiling bounds ``job``, '') or (None, why none does: the latest
+    links run of its node or GPU model, and why not; '' when there is none). ``links``: runs
+    with a ceiling."""
+    for r in reversed(links):
+        if ceiling_why_not(job, r) is None:
+            return r, ""
+    key = node_key(job)
+    near = [r for r in links if node_key(r) == key] or [r for r in links if key and node_key(r)
+                                                        and node_key(r)[1] == key[1]]
+    return None, (ceiling_why_not(job, near[-1]) or "") if near else ""
 
 
 def is_all_reduce(collective: str) -> bool:
@@ -87,7 +137,8 @@ def group_key(run: Any) -> str:
         return ""
     ranks = run.world_size or run.env.get("world_size")
     rccl, nccl = run.env.get("rccl_version"), run.env.get("nccl_version") or run.nccl_version
-    lib = f"RCCL {rccl}" if rccl else f"NCCL {nccl}" if nccl else "library version not recorded"
+    gloo = (run.engine or run.env.get("engine")) == "gloo"  # torch.distributed's CPU backend: no NCCL
+    lib = f"RCCL {rccl}" if rccl else f"NCCL {nccl}" if nccl else "gloo (CPU)" if gloo else "library version not recorded"
     return ", ".join(p for p in (f"{ranks} ranks" if ranks else "rank count not recorded", lib) if p)
 
 
@@ -107,20 +158,23 @@ def _placement(run: Any, by_id: Mapping[int, Any], seen: frozenset[int] = frozen
 
 
 def cards(runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
-          peaks: Mapping[int, Mapping[str, float]]) -> list[Card]:
-    """One card per node and run group (module docstring), the worst first."""
+          peaks: Mapping[int, Mapping[str, float]], no_value: Mapping[int, Mapping[str, NoValue]] | None = None
+          ) -> list[Card]:
+    """One card per node and run group (module docstring), the worst first. ``no_value``: run id ->
+    collective -> its rows' statuses, where NCCL's default has no value at any size (``data.no_value``)."""
     by_id = {r.id: r for r in runs}
     nodes: dict[tuple[str, str], dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
         got = _placement(r, by_id)
         if got is not None:
             nodes[got[0]][got[1]].append(r)
-    links = sorted((r for r in runs if r.kind == "links"), key=lambda r: r.id)
+    links = sorted((r for r in runs if r.kind == "links" and link_ceiling(r)), key=lambda r: r.id)
     out = []
     for key, groups in nodes.items():
         wide = groups.pop("", [])
         for group, rs in (groups.items() if groups else [("", [])]):
-            out.append(_card(key, group, sorted(rs + wide, key=lambda r: r.id), findings, peaks, links))
+            out.append(_card(key, group, sorted(rs + wide, key=lambda r: r.id), findings, peaks, links,
+                             no_value or {}))
     order = {"bad": 0, "warn": 1, "info": 2, "good": 3}
     return sorted(out, key=lambda c: (order.get(c.level, 2), c.title, c.group))
 
@@ -131,7 +185,8 @@ def _latest(runs: list[Any], *kinds: str) -> Any | None:
 
 
 def _card(key: tuple[str, str], group: str, runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
-          peaks: Mapping[int, Mapping[str, float]], links: list[Any]) -> Card:
+          peaks: Mapping[int, Mapping[str, float]], links: list[Any],
+          no_value: Mapping[int, Mapping[str, NoValue]]) -> Card:
     host, model = key
     count = max((len(gpu_names(r.env.get("gpus"))) for r in runs), default=0)
     kinds: dict[str, int] = defaultdict(int)
@@ -142,10 +197,11 @@ def _card(key: tuple[str, str], group: str, runs: list[Any], findings: Mapping[i
     card.subtitle += f" · runs {ids_text([r.id for r in runs])} (" + ", ".join(
         f"{n} {k}" for k, n in sorted(kinds.items())) + ")"
     health = _health(runs, findings, card)
-    _ceiling(runs, peaks, links, card)
+    _ceiling(key, runs, peaks, links, card)
     tuned = _tuning(runs, card)
     replayed = _workload(runs, card)
-    levels = [health, tuned, replayed]
+    lost = _lost(runs, peaks, no_value, card)
+    levels = [health, tuned, replayed, lost]
     card.level = "bad" if "bad" in levels else "warn" if "warn" in levels else "good" if "good" in levels else "info"
     return card
 
@@ -191,23 +247,61 @@ def achieved_all_reduce(runs: list[Any], peaks: Mapping[int, Mapping[str, float]
 
 
 def link_ceiling(run: Any) -> float | None:
-    from ccltune.report.data import ceiling_gbps
-
     return ceiling_gbps(run.summary)
 
 
-def _ceiling(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], all_links: list[Any], card: Card) -> None:
+def _ceiling_label(links: Any) -> str:
+    """'slowest-link ceiling (links run 12: ce-write/uni, 389.26 GB/s x 3 peers; pairwise, an upper bound)'."""
+    basis = ceiling_basis(links.summary)
+    if basis is None:
+        return f"slowest-link ceiling (links run {links.id})"
+    bound = "; pairwise, an upper bound" if basis.upper_bound else ""
+    return f"slowest-link ceiling (links run {links.id}: {basis.product()}{bound})"
+
+
+def _ceiling(key: tuple[str, str], runs: list[Any], peaks: Mapping[int, Mapping[str, float]], all_links: list[Any],
+             card: Card) -> None:
+    """The best all_reduce busbw, and the fraction of the slowest-link ceiling reached by the best
+    run that a links run bounds (``ceiling_why_not``: same host, one node, the GPUs it used); a card
+    whose jobs no links run bounds says why; a card of node-wide runs only shows its node's ceiling.
+    ``key``: the card's node; ``all_links``: the links runs with a ceiling."""
     got = achieved_all_reduce(runs, peaks)
     if got is not None:
-        card.figures.append((f"all_reduce busbw, best (run {got[1]})", f"{got[0]:.1f} GB/s"))
-    links = links_for(runs[-1], [r for r in all_links if link_ceiling(r)])
-    if links is None:
+        card.figures.append((f"all_reduce busbw, best (run {got[1]})", f"{num(got[0])} GB/s"))
+    own = [r for r in all_links if node_key(r) == key]  # a card's runs share one node: only its links can bound them
+    jobs = [r for r in runs if r.kind not in NODE_WIDE]
+    if not jobs:
+        if own:
+            card.figures.append((_ceiling_label(own[-1]), f"{num(link_ceiling(own[-1]))} GB/s"))
         return
-    ceiling = link_ceiling(links)
-    where = "" if node_key(links) == node_key(runs[-1]) else f" on {host_text(links) or 'host unknown'}"
-    card.figures.append((f"slowest-link ceiling (links run {links.id}{where})", f"{ceiling:.1f} GB/s"))
-    if got is not None:
-        card.figures.append(("of the ceiling reached", f"{100 * got[0] / ceiling:.0f}%"))
+    reached = sorted(((a, r) for r in jobs if (a := achieved_all_reduce([r], peaks))), key=lambda ar: -ar[0][0])
+    for (best, run_id), r in reached:  # the best run a links run bounds
+        links = ceiling_for(r, own)[0]
+        if links is not None:
+            ceiling = link_ceiling(links)
+            card.figures.append((_ceiling_label(links), f"{num(ceiling)} GB/s"))
+            which = "" if got is not None and got[1] == run_id else f" (run {run_id})"
+            card.figures.append((f"of the ceiling reached{which}", f"{100 * best / ceiling:.0f}%"))
+            return
+    job = next((r for r in jobs if got and r.id == got[1]), jobs[-1])
+    why = ceiling_for(job, all_links)[1]
+    if why:
+        card.lines.append(("info", f"no slowest-link ceiling for this job shape: {why}"))
+
+
+def _lost(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], no_value: Mapping[int, Mapping[str, NoValue]],
+          card: Card) -> str:
+    """A line per collective whose latest measurement run in the group has no value of it at any size
+    (every size errored, was waived...): 'reduce_scatter: no value at any size (error x3) in run 14'."""
+    latest: dict[str, Any] = {}
+    for r in runs:
+        if r.kind in MEASURES:
+            for coll in (*peaks.get(r.id, {}), *no_value.get(r.id, {})):
+                latest[coll] = r
+    lost = [(coll, r) for coll, r in sorted(latest.items()) if coll in no_value.get(r.id, {})]
+    for coll, r in lost:
+        card.lines.append(("warn", f"{no_value_text(coll, no_value[r.id][coll])} in {r.kind} run {r.id}"))
+    return "warn" if lost else "info"
 
 
 def _tuning(runs: list[Any], card: Card) -> str:

@@ -119,11 +119,11 @@ def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
                 findings.append(Finding(f"links:{method}/{direction}", "PASS",
                                         f"median {series['median_gbps']:.1f} GB/s, min {series['min_gbps']:.1f}"
                                         f"{ratio}; no link below {threshold:g} x median", value=series["median_gbps"]))
-    ceilings = [s["ring_ceiling_gbps"] for k, s in summary["series"].items() if k.endswith("/uni")]
+    ceilings = [(s["ring_ceiling_gbps"], k) for k, s in summary["series"].items() if k.endswith("/uni")]
     if not ceilings:  # only the concurrent all-to-all was measured (TransferBench a2a): its bounds set the ceiling
-        ceilings = [s["ring_ceiling_gbps"] for k, s in summary["series"].items() if k.endswith("/all2all")]
-    if ceilings:
-        summary["ring_ceiling_gbps"] = max(ceilings)
+        ceilings = [(s["ring_ceiling_gbps"], k) for k, s in summary["series"].items() if k.endswith("/all2all")]
+    if ceilings:  # the method that allows most; the series it came from, so a reader can multiply it out
+        summary["ring_ceiling_gbps"], summary["ring_ceiling_series"] = max(ceilings, key=lambda c: c[0])
     lat = [float(r["latency_us"]) for r in rows if r.get("latency_us") is not None]
     if lat:
         summary["latency_us"] = {"median": statistics.median(lat), "max": max(lat), "min": min(lat)}

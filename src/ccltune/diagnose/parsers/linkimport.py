@@ -30,6 +30,8 @@ class ImportedLinks:
     n_gpus: int = 0
     gpu_names: list[str] = field(default_factory=list)
     host: str | None = None
+    driver_version: str | None = None  # the GPU driver the tool ran on ('570.124.06'), where it prints it
+    cuda_version: str | None = None  # the CUDA runtime it was built with ('12.8')
     method_info: dict[str, Any] = field(default_factory=dict)
     decimals: dict[str, int] = field(default_factory=dict)  # "method/direction" -> decimals printed
     tool_figures: dict[str, Any] = field(default_factory=dict)

@@ -51,6 +51,15 @@ def _keep(key: str, description: str) -> tuple[str, str] | None:
     return method, "uni"
 
 
+def cuda_text(value: Any) -> str | None:
+    """CUDA's version number as nvbandwidth prints it (cudaRuntimeGetVersion: 1000 x major + 10 x
+    minor, 12080) as ccltune records CUDA versions ('12.8'); other text as printed."""
+    text = str(value).strip() if value is not None else ""
+    if text.isdigit() and int(text) >= 1000:
+        return f"{int(text) // 1000}.{int(text) % 1000 // 10}"
+    return text or None
+
+
 def parse(text: str, where: str) -> ImportedLinks:
     """A text or JSON nvbandwidth output (told apart by its first non-blank character)."""
     body = text.lstrip()
@@ -71,6 +80,10 @@ def _parse_text(lines: list[str], where: str) -> ImportedLinks:
         line = lines[i].rstrip()
         if line.startswith("nvbandwidth Version:"):
             out.version = line.split(":", 1)[1].strip()
+        elif line.startswith("CUDA Runtime Version:"):
+            out.cuda_version = cuda_text(line.split(":", 1)[1].strip())
+        elif line.startswith("Driver Version:"):
+            out.driver_version = line.split(":", 1)[1].strip() or None
         elif m := _DEVICE.match(line):
             if m.group(1) == "0" and i:
                 out.host = lines[i - 1].strip() or None  # printGPUs: the host name, then the devices
@@ -133,6 +146,8 @@ def _parse_json(doc: Any, where: str) -> ImportedLinks:
     if not isinstance(root, dict):
         raise UsageError(f"{where}: JSON without the 'nvbandwidth' object nvbandwidth -j writes")
     out = ImportedLinks("nvbandwidth", str(root.get("version")) if root.get("version") else None, [])
+    out.cuda_version = cuda_text(root.get("CUDA Runtime Version"))
+    out.driver_version = (str(root["Driver Version"]).strip() or None) if root.get("Driver Version") else None
     for entry in root.get("GPU Device list") or []:
         if isinstance(entry, str) and (m := _JSON_DEVICE.match(entry)):
             out.gpu_names.append(m.group(2).strip())
