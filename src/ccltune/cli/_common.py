@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ccltune import dist, files, launch, rules
+from ccltune import dist, engines, files, launch, rules
 from ccltune.engines import ENGINES, default_engine
 from ccltune.errors import EngineUnavailable, RuleFileError, UsageError
 from ccltune.store import DEFAULT_DB, check_path
@@ -152,16 +152,16 @@ def resolve_engine(args: argparse.Namespace) -> tuple[str, str | None]:
     """(engine, note): the note says when the CPU engine was chosen for lack of a GPU."""
     check_timeout(args.timeout)
     if args.engine:
-        if args.engine in ("nccl", "torch") and gpu_count() == 0:
+        if engines.kind(args.engine).gpu and gpu_count() == 0:
             raise EngineUnavailable(f"--engine {args.engine} needs a CUDA/ROCm GPU and none is visible; "
                                     "use --engine gloo")
         engine, note = args.engine, os.environ.get(NOTE_ENV) or None  # relaunch() passes the parent's note on
     else:
         engine = default_engine()
-        note = NO_GPU_NOTE if engine == "gloo" else None
+        note = None if engines.kind(engine).gpu else NO_GPU_NOTE
     chosen = f"--engine {args.engine}" if args.engine else f"the {engine} engine (no GPU is visible)"
     for flag, value in (("--buffers", getattr(args, "buffers", None)), ("--nccl-lib", getattr(args, "nccl_lib", None))):
-        if value and engine != "nccl":
+        if value and not engines.kind(engine).own_comm:
             raise UsageError(f"{flag} {value} is for the nccl engine, not {chosen}")
     return engine, note
 
@@ -195,7 +195,7 @@ def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | No
         return None
     if getattr(args, "db", None):  # an unusable database is said once, before a process per GPU starts
         check_db(args.db)
-    note = NO_GPU_NOTE if engine == "gloo" and not getattr(args, "engine", None) else ""
+    note = NO_GPU_NOTE if not engines.kind(engine).gpu and not getattr(args, "engine", None) else ""
     return launch.relaunch(argv, nproc, engine, {"CCLTUNE_COMMAND": "ccltune " + " ".join(argv), NOTE_ENV: note},
                            caller)
 

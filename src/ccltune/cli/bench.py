@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from ccltune import __version__, collectives, environment, groups, ncclt_json, output, datatypes
+from ccltune import __version__, collectives, engines, environment, groups, ncclt_json, output, datatypes
 from ccltune.cli import _common, bench_options
 from ccltune.commconfig import CommConfig
 from ccltune.engines.base import device_index
@@ -89,7 +89,7 @@ def main(args: argparse.Namespace) -> int:
         note = "; ".join(([note] if note else []) + rows_notes)
     if args.symmetric and args.buffers == "torch":
         raise UsageError("--symmetric registers ncclMemAlloc buffers; it cannot use --buffers torch")
-    if engine_name != "nccl" and (args.symmetric or args.algo or args.proto or args.channels):
+    if not engines.kind(engine_name).own_comm and (args.symmetric or args.algo or args.proto or args.channels):
         raise UsageError("--symmetric, --algo, --proto and --channels need --engine nccl")
     n = _common.job_size(args, engine_name)
     split, per_proc, split_note = bench_options.split(args, n)
@@ -99,7 +99,7 @@ def main(args: argparse.Namespace) -> int:
     if plan.root >= n:  # before any process joins
         raise UsageError(f"-r/--root must be < the number of ranks ({n}{' in the smallest group' if split_note else ''}),"
                          f" got {plan.root}")
-    if engine_name == "gloo" and plan.graph:  # CUDA graphs need a GPU: said, and stored as eager
+    if not engines.kind(engine_name).gpu and plan.graph:  # CUDA graphs need a GPU: said, and stored as eager
         note = (f"{note}; " if note else "") + f"-G {plan.graph} ignored: the gloo engine runs eagerly"
         plan.graph = 0
     rc = _common.relaunch(args, argv, engine_name)
@@ -161,7 +161,7 @@ def _devices(ctx: Any, env: dict[str, Any], engine: str) -> list[output.Device]:
     n = ctx.world_size
     gpus = env.get("gpus") or []
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    if gpus and engine != "gloo":
+    if gpus and engines.kind(engine).gpu:
         local = device_index(local, len(gpus))
     mine = [0.0] * (2 * n)
     mine[ctx.rank], mine[n + ctx.rank] = float(os.getpid()), float(local)
@@ -170,7 +170,7 @@ def _devices(ctx: Any, env: dict[str, Any], engine: str) -> list[output.Device]:
     out = []
     for r in range(n):
         dev = int(both[n + r])
-        gpu = gpus[dev % len(gpus)] if gpus and engine != "gloo" else None
+        gpu = gpus[dev % len(gpus)] if gpus and engines.kind(engine).gpu else None
         out.append(output.Device(rank=r, pid=int(both[r]), host=ctx.host_of(r), device=dev,
                                  bus_id=(gpu or {}).get("pci_bus_id") or "0000:00:00",
                                  name=gpu["name"] if gpu else "cpu", group=colors[r]))

@@ -12,7 +12,7 @@ import argparse
 import os
 from typing import Any
 
-from ccltune import dist, groups
+from ccltune import dist, engines, groups
 from ccltune.errors import UsageError
 from ccltune.measure.point import AVERAGES
 
@@ -220,7 +220,7 @@ def check(args: argparse.Namespace, engine: str) -> list[str]:
     if args.device_implementation:
         raise _refuse("-D/--device_implementation", args.device_implementation, engine, DEVICE_API)
     if args.local_register == 2:
-        if engine != "nccl":
+        if not engines.kind(engine).own_comm:
             raise _refuse("-R/--local_register", 2, engine, "has no symmetric windows (use --engine nccl)")
         args.symmetric = True
     if args.run_cycles < 0:  # nccl-tests' do {} while (--repeat): 0 runs until stopped, as here
@@ -293,7 +293,7 @@ def _schedule(args: argparse.Namespace, engine: str) -> list[str]:
         raise UsageError(f"-m/--agg_iters must be >= 1, got {args.agg_iters}")
     if args.agg_iters > 1:
         _can("-m/--agg_iters", args.agg_iters, engine)
-    graph = args.cudagraph and engine != "gloo"
+    graph = args.cudagraph and engines.kind(engine).gpu
     if graph and args.blocking == 3:
         notes.append("-z 3 disabled: blocking mode 3 is incompatible with CUDA graph mode (-G), as nccl-tests says")
         args.blocking = 0

@@ -7,7 +7,7 @@ import shlex
 import sys
 from typing import Any
 
-from ccltune import collectives, datatypes, dist, rules
+from ccltune import collectives, datatypes, dist, engines, rules
 from ccltune.cli import _common
 from ccltune.commconfig import TWIN, CommConfig
 from ccltune.errors import CheckFailed, UsageError
@@ -153,7 +153,7 @@ def main(args: argparse.Namespace) -> int:
     engine_name, note = _common.resolve_engine(args)
     _common.check_virtual_nodes(args, engine_name)
     check_load(args.under_load, engine_name)
-    if engine_name != "nccl" and len(cands) > 1:
+    if not engines.kind(engine_name).own_comm and len(cands) > 1:
         raise UsageError(f"forced candidates (--algos/--protos/--channels) need the nccl engine (a GPU); "
                          f"the {engine_name} engine can time only the library's default, so its sweep yields "
                          f"no rules for `ccltune tune` (only timings, for `ccltune report`): to time that anyway, "
@@ -170,7 +170,7 @@ def main(args: argparse.Namespace) -> int:
     rc = _common.relaunch(args, args._argv, engine_name)
     if rc is not None:
         return rc
-    if engine_name == "nccl" and not args.no_twin and len(cands) > 1:
+    if engines.kind(engine_name).own_comm and not args.no_twin and len(cands) > 1:
         cands = [*cands, TWIN]
     return _run(args, colls, sizes, cands, engine_name, workload)
 
@@ -220,7 +220,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
         if workload is not None and not res.rows:  # the node count, known once the job ran, left nothing
             raise UsageError(f"--workload {args.workload}: nothing this launch can sweep (the reasons above); "
                              f"run {res.run_id} holds no rows")
-        if engine_name != "nccl":
+        if not engines.kind(engine_name).own_comm:
             after = (f"; the {engine_name} engine timed only its default, so there are no rules to derive: "
                      f"see the timings with `ccltune report --db {args.db}`")
         elif res.timed or not res.rows:
@@ -228,7 +228,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
         else:
             after = ", none of them timed"
         print(f"ccltune sweep: run {res.run_id} complete, {res.kept + res.rows} rows in {args.db}{after}")
-        if res.deferred is not None and engine_name == "nccl":
+        if res.deferred is not None and engines.kind(engine_name).own_comm:
             print(f"ccltune sweep: then, for the candidates this run could not measure: "
                   f"{follow_up_command(res.deferred, args._argv)}")
         print(f"ccltune sweep: time on rank 0, {settings.clock.line(res.wall_s)}")

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from ccltune import collectives, datatypes, files
+from ccltune import collectives, datatypes, engines, files
 from ccltune.cli import _common
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.files import write_text
@@ -75,7 +75,7 @@ def main(args: argparse.Namespace) -> int:
     engine_name, _ = _common.resolve_engine(args)
     _common.check_virtual_nodes(args, engine_name)
     check_load(args.under_load, engine_name)
-    if engine_name != "nccl":
+    if not engines.kind(engine_name).own_comm:
         raise UsageError("validate needs the nccl engine (a GPU); "
                          + (f"got --engine {engine_name}" if args.engine else "no GPU is visible here"))
     _plugin_or_error()  # said once, before torchrun starts a process per GPU

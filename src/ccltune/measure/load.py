@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any
 
+from ccltune import engines
 from ccltune.errors import UsageError
 
 BATCH = 4          # multiplies queued per batch
@@ -28,7 +29,7 @@ def check(m: int | None, engine_name: str) -> None:
         return
     if not 1 <= m <= MAX_M:
         raise UsageError(f"--under-load must be a matrix size between 1 and {MAX_M}, got {m}")
-    if engine_name == "gloo":
+    if not engines.kind(engine_name).gpu:
         raise UsageError(f"--under-load {m} runs a matrix multiply on a second CUDA stream of each rank's GPU; "
                          "the gloo engine runs on the CPU, where there is no GPU to share: use the nccl or torch "
                          "engine on GPUs, or leave --under-load out")

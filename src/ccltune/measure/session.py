@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from ccltune import dist, environment, launch
+from ccltune import dist, engines, environment, launch
 from ccltune.groups import Split, groups_of
 from ccltune.engines.base import EngineOptions
 from ccltune.errors import DataError, DistError, Interrupted, UsageError
@@ -162,7 +162,7 @@ class Session:
         # after a fault, abort: destroying a communicator on a faulted GPU can hang
         faulted = self.status == "failed" and not isinstance(self._error, (UsageError, DataError))
         try:
-            if faulted and engine.name == "nccl":
+            if faulted and engines.kind(engine.name).own_comm:   # its own communicators: abort them
                 engine.abort()
             elif self.clock is not None:
                 from ccltune.measure.sweep import close_timed
@@ -193,26 +193,17 @@ def command_line(argv: list[str]) -> str:
 
 def join(engine: str, timeout: float) -> dist.DistContext:
     device = None
-    if engine == "torch":
+    torch_nccl = engines.kind(engine).torch_nccl
+    if torch_nccl:
         import torch
 
         info = dist.launch_info()
         device = torch.device("cuda", info.local_rank % max(torch.cuda.device_count(), 1))
-    return dist.init(timeout, with_nccl=engine == "torch", device=device)
+    return dist.init(timeout, with_nccl=torch_nccl, device=device)
 
 
 def make_engine(name: str, ctx: dist.DistContext, opts: EngineOptions) -> Any:
-    if name == "gloo":
-        from ccltune.engines.gloo import GlooEngine
-
-        return GlooEngine(ctx, opts)
-    if name == "torch":
-        from ccltune.engines.torch_pg import TorchEngine
-
-        return TorchEngine(ctx, opts)
-    from ccltune.engines.nccl import NcclEngine
-
-    return NcclEngine(ctx, opts)
+    return engines.make(name, ctx, opts)
 
 
 def plugin_options(opts: EngineOptions, workdir: str) -> EngineOptions:

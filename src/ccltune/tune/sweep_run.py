@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune.commconfig import CommConfig
+from ccltune import engines
 from ccltune.engines import library
 from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import Loaded
@@ -76,7 +77,7 @@ def run(plan: SweepPlan, session: Session, engine_opts: Any,
     settings = plan.settings
     with session as s:
         workdir = tempfile.mkdtemp(prefix="ccltune-sweep-")
-        engine = s.start_engine(plugin_options(engine_opts, workdir) if s.engine_name == "nccl" else engine_opts)
+        engine = s.start_engine(plugin_options(engine_opts, workdir) if engines.kind(s.engine_name).own_comm else engine_opts)
         settings.clock.add("start-up", time.perf_counter() - t_start)  # rendezvous, CUDA, NCCL library
         s.clock = settings.clock
         res.deferred = fit_candidates(plan, getattr(engine, "facts", None), s.is_root)

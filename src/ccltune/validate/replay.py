@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccltune import engines
 from ccltune.store import as_record
 from ccltune.tune.stats import PointStats, beats, point_stats
 from ccltune.validate.verdict import SIDES
@@ -80,8 +81,8 @@ class ReplayVerdict:
 def library_of(engine_name: str, info: Mapping[str, Any]) -> str:
     """The library whose default an engine runs: gloo on the CPU, else NCCL or RCCL (``info``: the
     engine's ``info()``, whose ``flavor`` names RCCL)."""
-    if engine_name == "gloo":
-        return "gloo"
+    if not engines.kind(engine_name).gpu:
+        return engine_name
     return "RCCL" if info.get("flavor") == "rccl" else "NCCL"
 
 

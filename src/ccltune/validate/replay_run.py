@@ -9,7 +9,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccltune import datatypes
+from ccltune import datatypes, engines
 from ccltune.commconfig import CommConfig
 from ccltune.measure import replay as measure_replay
 from ccltune.measure import sweep as measure_sweep
@@ -43,7 +43,7 @@ def waived_reason(engine_name: str, world_size: int, rules_path: str | None) -> 
     """Why only NCCL's default is replayed, or None when both arms are."""
     if world_size == 1:
         return "NCCL does no tuning with one rank (it consults no tuner): only NCCL's default was replayed"
-    if engine_name != "nccl":
+    if not engines.kind(engine_name).own_comm:
         return f"the {engine_name} engine has no tuner plugin: only the library's default was replayed"
     if not rules_path:
         return "no --rules given: only NCCL's default was replayed"
@@ -51,7 +51,7 @@ def waived_reason(engine_name: str, world_size: int, rules_path: str | None) -> 
 
 
 def _arms(engine_name: str, rules_path: str | None, waived: str | None) -> dict[str, Any]:
-    if engine_name != "nccl":
+    if not engines.kind(engine_name).own_comm:
         return {"default": lambda c: None}
     arms = {"default": lambda c: CommConfig(instance=c)}
     if waived is None:
@@ -65,7 +65,7 @@ def run(plan: ReplayPlan, session: Session, engine_opts: Any) -> ReplayResult:
     wl = plan.workload
     with session as s:
         opts = plugin_options(engine_opts, tempfile.mkdtemp(prefix="ccltune-replay-")) \
-            if s.engine_name == "nccl" else engine_opts
+            if engines.kind(s.engine_name).own_comm else engine_opts
         engine = s.start_engine(opts)
         ctx = s.ctx
         keep, res.skipped = workload_plan.fit(wl, ctx.world_size, ctx.n_nodes, engine=s.engine_name)
