@@ -418,14 +418,18 @@ def _bound_shutdown() -> None:
 
 
 def _failure_code(exc: Any) -> int:
-    """The job's exit code when workers failed: theirs when each exited with one of ccltune's codes
-    (a message was printed), else 3, said here for ranks that died without a word (killed, crashed)."""
+    """The job's exit code when workers failed: theirs when each that ended of itself (not stopped by
+    torchrun because another had failed: ``_causes``) exited with one of ccltune's codes (a message was
+    printed), else 3, said here for ranks that died without a word (killed, crashed). A worker still
+    tearing down when another exits with an error is killed by torchrun (SIGTERM): that is what
+    followed, and the job's code stays the error's, however the two processes' timing fell."""
     from ccltune.errors import EXIT_CODES, DistError
 
     failures = exc.failures
+    causes = _causes(failures, _STOPPED)
+    if {f.exitcode for f in causes.values()} <= set(EXIT_CODES) - {0}:
+        return min(causes.items(), key=lambda rf: (getattr(rf[1], "timestamp", 0), rf[0]))[1].exitcode
     codes = {f.exitcode for f in failures.values()}
-    if codes <= set(EXIT_CODES) - {0}:
-        return exc.get_first_failure()[1].exitcode
     if not codes & set(EXIT_CODES):  # no worker said anything
         for line in failure_lines(failures, socket.gethostname(), _STOPPED):
             print(line, file=sys.stderr)
@@ -443,7 +447,7 @@ def failure_lines(failures: dict[int, Any], host: str, stopped: set[int]) -> lis
                 return f"was killed by {signal.Signals(-f.exitcode).name}"
         return f"exited with code {f.exitcode}"
 
-    causes = {r: f for r, f in failures.items() if f.pid not in stopped} or failures
+    causes = _causes(failures, stopped)
     lines = [f"{ERROR_PREFIX}rank {r} on host {host} (pid {f.pid}) {how(f)}" for r, f in sorted(causes.items())]
     for r, f in sorted(failures.items()):
         if r not in causes:
@@ -452,6 +456,11 @@ def failure_lines(failures: dict[int, Any], host: str, stopped: set[int]) -> lis
                 line += f", killed when it did not end within {SHUTDOWN_S} s (waiting for the rank that ended)"
             lines.append(line)
     return lines
+
+
+def _causes(failures: dict[int, Any], stopped: set[int]) -> dict[int, Any]:
+    """The failed workers that ended of themselves: those torchrun did not stop (all, when it says none)."""
+    return {r: f for r, f in failures.items() if f.pid not in stopped} or failures
 
 
 _STOPPED: set[int] = set()   # pids of workers still running when torchrun began to stop the job

@@ -296,6 +296,53 @@ def test_send_and_recv_are_one_sendrecv_call() -> None:
     assert {r.rank_id: sum(r.calls.values()) for r in records} == {"vm:5101": 4, "vm:5102": 4}
 
 
+# c10d's send and recv as torch.profiler writes them (no real trace with P2P exists here: one GPU). Made
+# from the trace's first real record_param_comms event (an allreduce of the 1-rank group; In and Out msg
+# nelems are the tensor's numel for send/recv too), changing only what makes it a send or a recv:
+# 'Collective name', and the peer: 'Rank' is the peer's group rank (the rank argument that
+# ProcessGroupNCCL::send/recv pass to RECORD_PARAM_COMMS_DATA: dstRank/srcRank, pytorch/pytorch
+# torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp), 'Dst Rank' (send) or 'Src Rank' (recv) its global
+# rank (torch/csrc/profiler/util.cpp saveNcclMeta, kP2pDst/kP2pSrc; key names as in torch 2.13's
+# include/torch/csrc/profiler/util.h). The group has one rank, so the peer is rank 0 itself.
+def _p2p(template: dict, name: str, ts: float, ext: int, nelems: int) -> dict:
+    e = json.loads(json.dumps(template))
+    e["ts"] = ts
+    e["args"].update({"Collective name": name, "Rank": 0, "External id": ext,
+                      "In msg nelems": nelems, "Out msg nelems": nelems})
+    e["args"]["Dst Rank" if name == "send" else "Src Rank"] = 0
+    return e
+
+
+def test_trace_send_and_recv_are_one_sendrecv_call(tmp_path: Path) -> None:
+    """A trace has one record_param_comms per c10d send and per recv: counted as two sendrecv calls,
+    replay issued twice the traffic. Paired as the COLL log's Send and Recv lines are (one rule,
+    workload.model.Halves): 3 exchanges are 3 calls timed by both halves' kernels; a send of another
+    size, with no recv, is a call of its own."""
+    doc = json.loads(TRACE.read_text())
+    comms = [e for e in doc["traceEvents"] if e.get("name") == "record_param_comms"]
+    t0, n = max(e["ts"] for e in doc["traceEvents"] if isinstance(e.get("ts"), (int, float))) + 10.0, 262144
+    names = ["send", "recv", "recv", "send", "send", "recv", "send"]   # the last, of n // 2, is one-way
+    p2p = [_p2p(comms[0], name, t0 + 100.0 * j, 990000 + j, n if j < 6 else n // 2) for j, name in enumerate(names)]
+    doc["traceEvents"] += p2p
+    for j, e in enumerate(p2p):   # each half's kernel: 10 us for a send, 5 for a recv
+        k = json.loads(json.dumps(REAL_KERNEL))
+        k.update(name="ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", tid=13, ts=e["ts"] + 20.0,
+                 dur=10.0 if e["args"]["Collective name"] == "send" else 5.0)
+        k["args"].update({"External id": e["args"]["External id"], "stream": 13, "correlation": 990000 + j})
+        doc["traceEvents"].append(k)
+    t = tmp_path / "p2p.json"
+    t.write_text(json.dumps(doc))
+    wl = importer.import_files([t])
+    got = {k: v for k, v in _calls(wl).items() if k[0] == "sendrecv"}
+    assert got == {("sendrecv", "float", n, 4 * n): 3, ("sendrecv", "float", n // 2, 2 * n): 1}
+    assert sum(v for k, v in _calls(wl).items() if k[0] == "all_reduce") == len(comms)  # the rest unchanged
+    timed = {e.key.count: e.timing for e in wl.entries if e.key.collective == "sendrecv"}
+    assert timed[n].calls == 3 and timed[n].min_us == timed[n].max_us == 15.0   # send + recv
+    assert timed[n // 2].calls == 1 and timed[n // 2].mean_us == 10.0
+    sr = {i: e.key.count for i, e in enumerate(wl.entries) if e.key.collective == "sendrecv"}
+    assert [(sr[i], rep) for i, _, rep in wl.order if i in sr] == [(n, 3), (n // 2, 1)]  # replay: 3 exchanges, not 6
+
+
 def test_workload_file_errors(tmp_path: Path) -> None:
     p = tmp_path / "w.json"
     p.write_text('{"schema": "ccltune-workload", "version": 1, "entries": [{"collective": "all_reduce"}]}')

@@ -11,7 +11,8 @@ count one collective nranks times).
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +90,34 @@ class RankRecord:
     overflow_calls: int = 0      # capture: calls the plugin's table could not key
     overflow_bytes: int = 0
     order: list[tuple[Key, str]] = field(default_factory=list)  # (key, communicator) per call, in issue order
+
+
+class Halves:
+    """Send and Recv are two API calls (NCCL's ncclSend/ncclRecv, c10d's send/recv) of one ccltune
+    call: sendrecv is a ring shift, each rank sending to r+1 and receiving from r-1
+    (collectives/sendrecv.py), so one exchange shows a Send and a Recv on every rank (two COLL
+    lines, two record_param_comms events). Per rank and communicator (``scope``), a Send and a
+    Recv of one key (datatype and count) pair up, in the order they come (their peers may differ:
+    they do in a ring of 3 or more), and the pair is one call, counted at its first half. A half
+    that finds no other half is a call of its own (a one-way transfer: a pipeline stage that only
+    sends). Every importer that reads Send/Recv counts through this one rule."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[tuple[Hashable, Key], dict[str, deque[Hashable]]] = {}
+
+    def call_of(self, scope: Hashable, key: Key, half: str, halves: Sequence[str], call: Hashable) -> Hashable:
+        """The call this API call is part of: ``call`` (a token the caller chose, unique per API
+        call) when it begins one, else the token of the waiting other half it completes.
+        ``halves``: the names of the collective's halves (fewer than two: it has none, and every
+        API call is a call)."""
+        if len(halves) < 2:
+            return call
+        waiting = self.waiting.setdefault((scope, key), {})
+        other = next((h for h in halves if h != half and waiting.get(h)), None)
+        if other is not None:
+            return waiting[other].popleft()
+        waiting.setdefault(half, deque()).append(call)
+        return call
 
 
 @dataclass

@@ -13,8 +13,8 @@ processes (stdout, or one ``NCCL_DEBUG_FILE`` without ``%p``) holds each process
 under its own host:pid, which is how ranks are told apart. ``count`` is the API's per-rank
 element count (the send count of AllGather, the receive count of ReduceScatter, per peer
 for AlltoAll, of one direction for Send and Recv; a Send and a Recv make one sendrecv call,
-see :class:`_Halves`). ``datatype`` is ``ncclDataType_t`` (fp8 e4m3 = 10 and e5m2 = 11 since
-2.24). With ``NCCL_DEBUG_SUBSYS=INIT,COLL`` the ``comm 0x.. rank R nRanks N nNodes K`` init
+see :class:`~ccltune.workload.model.Halves`). ``datatype`` is ``ncclDataType_t`` (fp8 e4m3 = 10
+and e5m2 = 11 since 2.24). With ``NCCL_DEBUG_SUBSYS=INIT,COLL`` the ``comm 0x.. rank R nRanks N nNodes K`` init
 line gives the node count of each communicator; without it ``nnodes`` stays unknown.
 """
 
@@ -25,7 +25,7 @@ from collections import Counter
 
 from ccltune import collectives
 from ccltune.datatypes import DTYPES
-from ccltune.workload.model import Key, RankRecord
+from ccltune.workload.model import Halves, Key, RankRecord
 
 _PREFIX = r"(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL INFO "
 # What may stand before NCCL's prefix at the start of a line: NCCL's timestamp
@@ -87,31 +87,6 @@ def _segments(line: str, known: dict[str, set[str]]) -> tuple[list[str], int]:
     return segs, starts.count(None)
 
 
-class _Halves:
-    """Send and Recv are two NCCL calls of one ccltune call: sendrecv is a ring shift, each rank
-    sending to r+1 and receiving from r-1 (collectives/sendrecv.py), so one exchange prints a
-    Send and a Recv line on every rank. Per rank and communicator, a Send and a Recv of one
-    datatype and count pair up, in the order they come (the peers, the lines' ``root``, may
-    differ: they do in a ring of 3 or more), and the pair is one call, counted at its first
-    line. A Send or Recv that finds no other half is a call of its own (a one-way transfer)."""
-
-    def __init__(self) -> None:
-        self.waiting: dict[tuple[str, str, Key], Counter[str]] = {}
-
-    def first(self, rank: str, comm: str, key: Key, func: str) -> bool:
-        """Whether this line is a new call (False: it completes one already counted)."""
-        halves = collectives.BY_NCCL_NAME[func].nccl_names
-        if len(halves) < 2:
-            return True
-        waiting = self.waiting.setdefault((rank, comm, key), Counter())
-        other = next((h for h in halves if h != func and waiting[h] > 0), None)
-        if other is not None:
-            waiting[other] -= 1
-            return False
-        waiting[func] += 1
-        return True
-
-
 def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
     """Records per host:pid, and one warning (``path:line: reason``) per COLL line that
     could not be read (a rank that died mid-line leaves its last line cut; processes
@@ -122,7 +97,7 @@ def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
     order: dict[str, list[tuple[Key, str]]] = {}
     warnings: list[str] = []
     known = _known_hosts(text)
-    halves = _Halves()
+    halves = Halves()
     lines = text.split("\n")
     for no, line in enumerate(lines, start=1):
         line = line.rstrip("\r")
@@ -142,10 +117,11 @@ def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
             last = no == len(lines) or (no == len(lines) - 1 and lines[-1] == "")
             cut = " (the file ends here: the process stopped mid-line)" if last and not text.endswith("\n") else ""
             warnings.append(f"{path}:{no}: skipped an incomplete NCCL COLL line{cut}: {line.strip()[:120]!r}")
-        for m in matches:
+        for j, m in enumerate(matches):
             key = _key(m, nnodes, path, no, warnings) if m is not None else None
             rank = f"{m['host']}:{m['pid']}" if m is not None else ""
-            if key is not None and halves.first(rank, m["comm"], key, m["func"]):
+            if key is not None and halves.call_of((rank, m["comm"]), key, m["func"],
+                                                  collectives.BY_NCCL_NAME[m["func"]].nccl_names, (no, j)) == (no, j):
                 ranks.setdefault(rank, Counter())[key] += 1
                 order.setdefault(rank, []).append((key, m["comm"]))
     return [RankRecord(path, "nccl-log", rank, calls, order=order[rank]) for rank, calls in ranks.items()], warnings

@@ -6,7 +6,10 @@ Events read (torch 2.11 names, as in tests/fixtures/workload):
 - ``record_param_comms`` (cat ``cpu_op``), one per collective call, with ``args``:
   ``Collective name`` (allreduce, allgather_into_tensor_coalesced, ...), ``In msg nelems``,
   ``Out msg nelems``, ``dtype`` (Float, BFloat16, ...), ``Group size``,
-  ``Process Group Name`` and ``External id``.
+  ``Process Group Name`` and ``External id``. ``send`` and ``recv`` (one direction each, their
+  peer in ``Rank``, and ``Dst Rank``/``Src Rank``) are the two halves of one sendrecv call, paired
+  as the COLL log's Send and Recv lines are (:class:`~ccltune.workload.model.Halves`); the pair's
+  time is both halves' kernels.
 - GPU kernels (cat ``kernel``) named ``ncclDevKernel_*`` (``ncclKernel_*`` before NCCL
   2.19): the collective's GPU time. A kernel belongs to the ``record_param_comms`` whose
   ``External id`` it carries, directly or through the ``correlation`` of the
@@ -24,7 +27,7 @@ from typing import Any
 from ccltune import collectives
 from ccltune.errors import UsageError
 from ccltune.datatypes import DTYPES
-from ccltune.workload.model import Key, RankRecord, Timing
+from ccltune.workload.model import Halves, Key, RankRecord, Timing
 
 # c10d's collective names -> ccltune's registry name
 NAMES = {
@@ -42,6 +45,8 @@ NAMES = {
 DTYPE_NAMES = {"Float": "float", "Half": "half", "BFloat16": "bfloat16", "Double": "double", "Int": "int32",
                "Long": "int64", "Char": "int8", "Byte": "uint8", "Bool": "uint8", "UInt32": "uint32",
                "UInt64": "uint64"}
+# c10d's names of sendrecv's two halves: one record_param_comms each
+_HALVES = tuple(n for n, c in NAMES.items() if c == "sendrecv")
 _FP8 = re.compile(r"Float8_e[45]m[23]")
 _KERNEL = re.compile(r"^(?:void )?nccl(?:Dev)?Kernel_")
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
@@ -94,20 +99,31 @@ def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
             kernel_us[ext] = kernel_us.get(ext, 0.0) + float(dur)
     rank_id = _rank(doc, path)
     calls: Counter[Key] = Counter()
-    timing: dict[Key, Timing] = {}
     order: list[tuple[Key, str]] = []
+    halves = Halves()
+    call_us: dict[int, tuple[Key, float | None]] = {}   # a call's first event -> its key, its kernels' time
     # in the order the calls began (a trace's events need not be sorted)
     comms.sort(key=lambda ie: (ie[1].get("ts") if isinstance(ie[1].get("ts"), (int, float)) else 0, ie[0]))
     for i, e in comms:
         where = f"{path}: traceEvents[{i}] (record_param_comms)"
-        key = _key(e.get("args") or {}, where, warnings)
+        args = e.get("args") or {}
+        key = _key(args, where, warnings)
         if key is None:
             continue
-        calls[key] += 1
-        order.append((key, str((e.get("args") or {}).get("Process Group Name", ""))))
-        ext = (e.get("args") or {}).get("External id")
-        if ext in kernel_us:
-            timing.setdefault(key, Timing()).add(kernel_us[ext])
+        pg, us = str(args.get("Process Group Name", "")), kernel_us.get(args.get("External id"))
+        cname = args["Collective name"]
+        call = halves.call_of(pg, key, cname, _HALVES if cname in _HALVES else (), i)
+        if call == i:
+            calls[key] += 1
+            order.append((key, pg))
+            call_us[i] = (key, us)
+        elif us is not None:  # the second half of a sendrecv: its kernels are the call's too
+            k, t = call_us[call]
+            call_us[call] = (k, (t or 0.0) + us)
+    timing: dict[Key, Timing] = {}
+    for key, us in call_us.values():
+        if us is not None:
+            timing.setdefault(key, Timing()).add(us)
     return RankRecord(path, "torch-trace", rank_id, calls, timing, steps=len(steps) or None, order=order), warnings
 
 
