@@ -95,6 +95,23 @@ def test_cli_doctor_rccl_log_with_amd_smi(tmp_path, capsys):
         assert text in out
 
 
+def test_doctor_on_a_cpx_node_from_amd_smi(tmp_path, capsys):
+    """CPX/NPS4 (64 devices on 8 GPUs, amd-smi static output alone): no link is taken for PCIe, the SPX advice on
+    NCCL_MIN_NCHANNELS is waived, and the node is said to be partitioned."""
+    t = node("mi300x_cpx_nps4_static.json")
+    assert not rccl.pcie_only_links(t.pair_labels())
+    assert rccl.fine_grain_here(t, {}).status == "WAIVED"
+    rc = main(["doctor", "--nccl-log", str(LOGS / "rccl_mi300x_4of8_shm.log"),
+               "--from-amd-smi", str(SMI / "mi300x_cpx_nps4_static.json"), "--sysfs-root", str(NUMA),
+               "--db", str(tmp_path / "d.db"), "--json", str(tmp_path / "d.json")])
+    capsys.readouterr()
+    import json
+    checks = {c["name"]: c for c in json.loads((tmp_path / "d.json").read_text())["checks"]}
+    assert rc in (0, 1)
+    assert checks["rccl:min_nchannels"]["status"] == "WAIVED"
+    assert "64 devices on 8 partitioned GPUs" in checks["rccl:min_nchannels"]["evidence"]
+
+
 # RCCL 2.21.5's version block (src/init.cc showVersion): two printf calls by rank 0, no prefix (the fixtures' shape);
 # with NCCL_DEBUG_FILE also an INFO copy in the debug file: debug.cc's prefix, the message's own newlines, and the
 # newline ncclDebugLog adds after it (a blank line after each of the two INFO calls).

@@ -21,14 +21,42 @@ def texts(*names: str) -> list[tuple[str, str]]:
 
 
 def test_mi300x_mesh_and_partition():
-    t = topo.from_amdsmi(amdsmi.parse(texts("mi300x_topology.json", "mi300x_cpx_nps4_static.json")))
-    assert t.source == "amd-smi" and len(t.gpus) == 8
+    t = topo.from_amdsmi(amdsmi.parse(texts("mi300x_topology.json", "mi300x_static.json")))
+    assert t.source == "amd-smi" and len(t.gpus) == 8 and t.physical_gpus() == 8
     assert t.gpus[0].name == "AMD Instinct MI300X" and t.gpus[0].bus_id == "0000:05:00.0"
     assert {c for i, row in enumerate(t.links) for j, c in enumerate(row) if i != j} == {"XGMI"}
     found = {f.name: f for f in topo_findings(t)}
     assert found["topo:links"].status == "PASS"
-    assert found["topo:partition"].status == "WARN" and "CPX/NPS4" in found["topo:partition"].evidence
-    assert found["topo:numa"].data["numa"][7] == 3
+    assert found["topo:partition"].status == "PASS" and "SPX/NPS1 on 8 devices" in found["topo:partition"].evidence
+    assert found["topo:numa"].data["numa"][7] == 1
+
+
+def test_cpx_nps4_node_is_64_devices_on_8_gpus():
+    """An 8 x MI300X node in CPX/NPS4: amd-smi lists 64 devices, 8 per physical GPU, partition_id 0..7."""
+    t = topo.from_amdsmi(amdsmi.parse(texts("mi300x_cpx_nps4_static.json")))
+    assert len(t.gpus) == 64 and t.physical_gpus() == 8
+    assert [g.partition_id for g in t.gpus[8:16]] == list(range(8)) and {g.physical for g in t.gpus[8:16]} == {1}
+    assert {(g.compute_partition, g.memory_partition) for g in t.gpus} == {("CPX", "NPS4")}
+    found = {f.name: f for f in topo_findings(t)}
+    assert found["topo:gpus"].data == {"devices": 64, "physical_gpus": 8}
+    assert "8 physical GPUs, 8 devices each (CPX/NPS4)" in found["topo:gpus"].evidence
+    assert found["topo:partition"].status == "WARN"
+    assert found["topo:partition"].evidence == "compute/memory partition CPX/NPS4 on 64 of 64 devices"
+    assert found["topo:links"].status == "WAIVED"  # static output alone: no links, not a matrix of '?'
+    assert found["topo:numa"].data["numa"][63] == 1
+
+
+def test_physical_groups_without_asic_serial_follow_partition_ids():
+    gpus = [amdsmi.AmdSmiGpu(i, partition_id=i % 4) for i in range(8)] + [amdsmi.AmdSmiGpu(8)]
+    assert amdsmi.physical_groups(gpus) == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]
+
+
+def test_cli_topo_on_a_cpx_node(tmp_path, capsys):
+    rc = main(["topo", "--from-amd-smi", str(SMI / "mi300x_cpx_nps4_static.json"), "--db", str(tmp_path / "t.db"),
+               "--json", str(tmp_path / "t.json")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "64 GPUs via amd-smi (8 physical GPUs, partitioned)" in out
+    assert "CPX/NPS4 (GPU7 part 7)" in out and "links not reported" in out and "GPU63 " not in out
 
 
 def test_pcie_hops_in_the_matrix():

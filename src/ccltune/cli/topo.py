@@ -34,18 +34,26 @@ def register(sub: Any) -> None:
 
 def render(t: topo.Topology) -> str:
     """The GPU table and the link matrix as fixed-width text."""
-    lines = [f"# {len(t.gpus)} GPUs via {t.source}" + (f", driver {t.driver}" if t.driver else "")]
+    physical = t.physical_gpus()
+    lines = [f"# {len(t.gpus)} GPUs via {t.source}" + (f", driver {t.driver}" if t.driver else "")
+             + (f" ({physical} physical GPUs, partitioned)" if physical < len(t.gpus) else "")]
     if not t.gpus:
         return "\n".join(lines)
     lines.append(f"# {'gpu':>3}  {'name':<24} {'bus_id':<13} {'numa':>4}  {'cpus':<12} {'nvlinks':>7} "
                  f"{'link_GBps':>9}  {'fabric':<10} {'mig':<4} partition")
     for g in t.gpus:
         part = f"{g.compute_partition}/{g.memory_partition}" if g.compute_partition or g.memory_partition else "-"
+        if g.physical is not None and physical < len(t.gpus):
+            part += f" (GPU{g.physical} part {g.partition_id if g.partition_id is not None else '?'})"
         lines.append(f"  {g.index:>3}  {g.name[:24]:<24} {g.bus_id or '-':<13} {_s(g.numa_node):>4}  "
                      f"{(g.cpu_affinity or '-')[:12]:<12} {_s(g.nvlinks):>7} {_s(g.nvlink_gbps):>9}  "
                      f"{g.fabric or '-':<10} {g.mig or '-':<4} {part}")
     lines.append("# links: NV<n> = n NVLink links, XGMI (+h: h hops), or PCIe path PIX < PXB < PHB < NODE < SYS"
                  " (PCIE from amd-smi); NOP2P = no P2P access")
+    if all(c in ("X", "?") for row in t.links for c in row):
+        lines.append("# links not reported (no amd-smi topology output)")
+        lines += [f"# note: {n}" for n in t.notes]
+        return "\n".join(lines)
     width = max(6, *(len(c) + 2 for row in t.links for c in row))
     lines.append("      " + "".join(f"{'GPU' + str(j):<{width}}" for j in range(len(t.gpus))))
     for i, row in enumerate(t.links):
@@ -78,5 +86,6 @@ def main(args: argparse.Namespace) -> int:
         write_json(args.json_path, result)
     record_run(args.db, "topo", env=environment.collect(), args=args, findings=found,
                artifacts={"topo.json": json.dumps(result, indent=2, default=str)},
-               summary={"status": result["status"], "gpus": len(t.gpus), "source": t.source})
+               summary={"status": result["status"], "gpus": len(t.gpus), "physical_gpus": t.physical_gpus(),
+                        "source": t.source})
     return exit_code(found)

@@ -247,7 +247,10 @@ def rccl_findings(text: str, log: NcclLog, topology: topo.Topology | None, envir
     labels = amd.pair_labels() if amd else []
     env = {**log.env, **(environ or {})}
     used = facts.local_ranks or log.nranks or len(facts.cores)
-    if amd and used:
+    if amd and used and amd.physical_gpus() < len(amd.gpus):
+        out.append(Finding("rccl:min_nchannels", "WAIVED", f"{len(amd.gpus)} devices on {amd.physical_gpus()} "
+                           "partitioned GPUs: the NCCL_MIN_NCHANNELS advice is for whole (SPX) GPUs of an 8-GPU node"))
+    elif amd and used:
         out.append(min_channels_finding(used, len(amd.gpus), any(c.startswith("XGMI") for c in labels), env,
                                         log.coll_channels))
     else:
@@ -274,8 +277,10 @@ def rank_p2p_capable(text: str, capable: Callable[[int, int], bool]) -> Callable
 
 
 def pcie_only_links(labels: list[str]) -> bool:
-    """Whether GPU pairs with these link labels reach each other over PCIe only (no xGMI)."""
-    return bool(labels) and not any(c.startswith("XGMI") for c in labels)
+    """Whether GPU pairs with these link labels reach each other over PCIe only (no xGMI). Pairs of unknown
+    link ("?": amd-smi's static output alone, no topology) say nothing either way."""
+    known = [c for c in labels if c != "?"]
+    return bool(known) and not any(c.startswith("XGMI") for c in known)
 
 
 def fine_grain_here(topology: topo.Topology, environ: Mapping[str, str]) -> Finding:

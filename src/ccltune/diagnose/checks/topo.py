@@ -11,8 +11,10 @@ def topo_findings(topo: Topology) -> list[Finding]:
     if not topo.gpus:
         return [Finding("topo:gpus", "WAIVED", "no GPU found: " + "; ".join(topo.notes))]
     names = sorted({g.name for g in topo.gpus})
-    out = [Finding("topo:gpus", "PASS", f"{len(topo.gpus)} x {', '.join(names)} ({topo.source})",
-                   value=len(topo.gpus))]
+    physical = topo.physical_gpus()
+    parts = "" if physical == len(topo.gpus) else f": {physical} physical GPUs, {_partitions(topo)}"
+    out = [Finding("topo:gpus", "PASS", f"{len(topo.gpus)} x {', '.join(names)} ({topo.source}){parts}",
+                   value=len(topo.gpus), data={"devices": len(topo.gpus), "physical_gpus": physical})]
     out.append(_links(topo))
     out.append(_state("topo:fabric", {g.index: g.fabric for g in topo.gpus}, good="completed", bad_status="FAIL",
                       what="NVSwitch fabric", fix="start nvidia-fabricmanager and wait for the fabric to complete"))
@@ -22,7 +24,8 @@ def topo_findings(topo: Topology) -> list[Finding]:
         modes = {g.index: f"{g.compute_partition}/{g.memory_partition}" if g.compute_partition or g.memory_partition
                  else None for g in topo.gpus}
         out.append(_state("topo:partition", modes, good="SPX/NPS1", bad_status="WARN", what="compute/memory partition",
-                          fix="AMD's RCCL criteria assume SPX/NPS1; compare figures only within one mode"))
+                          fix="AMD's RCCL criteria assume SPX/NPS1; compare figures only within one mode",
+                          noun="devices"))
     numa = {g.index: g.numa_node for g in topo.gpus}
     if all(v is None for v in numa.values()):
         out.append(Finding("topo:numa", "WAIVED", "NUMA node of the GPUs unknown"))
@@ -39,6 +42,9 @@ def _links(topo: Topology) -> Finding:
     if not pairs:
         return Finding("topo:links", "PASS", "one GPU: no links")
     kinds = sorted(set(pairs.values()))
+    if kinds == ["?"]:
+        return Finding("topo:links", "WAIVED", "links between the GPUs not reported (amd-smi static output without "
+                       "its topology: add `amd-smi topology --json`)")
     fast = [k for k in kinds if k.startswith(("NV", "XGMI"))]
     if len(kinds) == 1:
         return Finding("topo:links", "PASS", f"every pair {kinds[0]}", data={"kinds": kinds})
@@ -59,12 +65,24 @@ def _link_rank(label: str) -> int:
     return -int(hops) if hops.isdigit() else -1
 
 
-def _state(name: str, states: dict[int, str | None], *, good: str, bad_status: str, what: str, fix: str) -> Finding:
+def _partitions(topo: Topology) -> str:
+    """'8 devices each (CPX/NPS4)': how the physical GPUs are split, for the topo:gpus line."""
+    sizes = sorted({sum(1 for g in topo.gpus if g.physical == p) for p in {g.physical for g in topo.gpus}})
+    modes = sorted({f"{g.compute_partition}/{g.memory_partition}" for g in topo.gpus
+                    if g.compute_partition or g.memory_partition})
+    return (f"{'/'.join(map(str, sizes))} devices each" + (f" ({', '.join(modes)})" if modes else ""))
+
+
+def _state(name: str, states: dict[int, str | None], *, good: str, bad_status: str, what: str, fix: str,
+           noun: str = "GPUs") -> Finding:
     known = {i: s for i, s in states.items() if s is not None}
     if not known:
         return Finding(name, "WAIVED", f"{what} not reported for these GPUs")
     bad = {i: s for i, s in known.items() if s != good}
     if not bad:
-        return Finding(name, "PASS", f"{what} {good} on {len(known)} GPUs")
-    return Finding(name, bad_status, f"{what}: " + ", ".join(f"GPU{i} {s}" for i, s in bad.items()), fix,
-                   data={"states": known})
+        return Finding(name, "PASS", f"{what} {good} on {len(known)} {noun}")
+    if len(bad) > 8 and len(set(bad.values())) == 1:  # a partitioned node: one mode on every device, said once
+        evidence = f"{what} {next(iter(bad.values()))} on {len(bad)} of {len(known)} {noun}"
+    else:
+        evidence = f"{what}: " + ", ".join(f"GPU{i} {s}" for i, s in bad.items())
+    return Finding(name, bad_status, evidence, fix, data={"states": known})

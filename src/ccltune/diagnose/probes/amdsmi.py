@@ -10,6 +10,10 @@ Shapes, from ROCm/amdsmi ``amdsmi_cli/amdsmi_commands.py`` (``topology``, ``stat
   ...}, ...]}, ...]``; ``link_type`` is SELF, PCIE, XGMI, N/A or UNKNOWN.
 - static: ``[{"gpu": 0, "asic": {"market_name": ...}, "partition": {"compute_partition": "SPX",
   "memory_partition": "NPS1", "partition_id": 0}, "numa": {"node": 0, "affinity": 0}}, ...]``.
+
+A partitioned GPU is one entry per partition: an 8-GPU MI300X node in CPX mode lists 64, each physical GPU's
+8 in a row with ``partition_id`` 0..7 (rocm_smi sorts devices by BDF with the partition bits cleared, and
+reads a secondary partition's modes from its primary card's sysfs); ``physical_groups`` gathers them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class AmdSmiGpu:
     product: str | None = None
     compute_partition: str | None = None
     memory_partition: str | None = None
+    partition_id: int | None = None  # which partition of its physical GPU (0..7 in CPX on MI300X)
+    asic_serial: str | None = None  # the same on every partition of one physical GPU
     numa_node: int | None = None
 
 
@@ -74,8 +80,11 @@ def parse(texts: list[tuple[str, str]]) -> AmdSmiTopo:
                 part = e.get("partition") if isinstance(e.get("partition"), dict) else {}
                 g.compute_partition = _text(part.get("compute_partition")) or g.compute_partition
                 g.memory_partition = _text(part.get("memory_partition")) or g.memory_partition
+                pid = part.get("partition_id")
+                g.partition_id = pid if isinstance(pid, int) and not isinstance(pid, bool) else g.partition_id
                 asic = e.get("asic") if isinstance(e.get("asic"), dict) else {}
                 g.product = _text(asic.get("market_name")) or g.product
+                g.asic_serial = _text(asic.get("asic_serial")) or g.asic_serial
                 numa = e.get("numa") if isinstance(e.get("numa"), dict) else {}
                 g.numa_node = numa.get("node") if isinstance(numa.get("node"), int) and numa["node"] >= 0 else g.numa_node
         else:
@@ -83,6 +92,23 @@ def parse(texts: list[tuple[str, str]]) -> AmdSmiTopo:
                              "'amd-smi static --partition --json' output (objects with 'partition')")
     topo.gpus = [gpus[i] for i in sorted(gpus)]
     return topo
+
+
+def physical_groups(gpus: list[AmdSmiGpu]) -> list[list[int]]:
+    """The indices of ``gpus`` grouped by physical GPU, in order: entries sharing an ASIC serial, else a new
+    group at every ``partition_id`` 0 (or unknown), each physical GPU's partitions being listed in a row."""
+    groups: list[list[int]] = []
+    serial_of: dict[str, int] = {}
+    for i, g in enumerate(gpus):
+        if g.asic_serial is not None and g.asic_serial in serial_of:
+            groups[serial_of[g.asic_serial]].append(i)
+        elif g.asic_serial is None and groups and g.partition_id and gpus[groups[-1][-1]].asic_serial is None:
+            groups[-1].append(i)
+        else:
+            if g.asic_serial is not None:
+                serial_of[g.asic_serial] = len(groups)
+            groups.append([i])
+    return groups
 
 
 def label(link: dict[str, Any] | None) -> str:

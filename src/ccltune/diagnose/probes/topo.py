@@ -33,6 +33,8 @@ class GpuRow:
     nvlink_gbps: float | None = None  # per link per direction
     compute_partition: str | None = None
     memory_partition: str | None = None
+    partition_id: int | None = None  # AMD: which partition of its physical GPU this device is
+    physical: int | None = None  # AMD: index of the physical GPU this device is a partition of
 
 
 @dataclass
@@ -46,6 +48,11 @@ class Topology:
 
     def to_record(self) -> dict[str, Any]:
         return asdict(self)
+
+    def physical_gpus(self) -> int:
+        """How many physical GPUs the devices are (fewer than ``len(gpus)`` when a GPU is partitioned)."""
+        known = {g.physical for g in self.gpus if g.physical is not None}
+        return len(known) + sum(1 for g in self.gpus if g.physical is None)
 
     def pair_labels(self) -> list[str]:
         """The link label of every ordered pair of distinct GPUs."""
@@ -122,13 +129,16 @@ def from_amd(amd: amdsysfs.AmdTopo) -> Topology:
 def from_amdsmi(smi: amdsmi.AmdSmiTopo, sysfs: amdsysfs.AmdTopo | None = None) -> Topology:
     """amd-smi's view; what it left unsaid (product, partition, NUMA) taken from sysfs by GPU index."""
     side = (sysfs.gpus if sysfs else [])
+    physical = {i: n for n, group in enumerate(amdsmi.physical_groups(smi.gpus)) for i in group}
     rows = []
     for i, g in enumerate(smi.gpus):
-        fs = side[i] if i < len(side) else None
+        # sysfs lists one card per physical GPU (a partition's own card has no attributes of its own)
+        fs = side[physical[i]] if physical[i] < len(side) else None
         rows.append(GpuRow(i, g.product or (fs.product if fs else None) or "AMD GPU", g.bdf,
                            g.numa_node if g.numa_node is not None else (fs.numa_node if fs else None),
                            compute_partition=g.compute_partition or (fs.compute_partition if fs else None),
-                           memory_partition=g.memory_partition or (fs.memory_partition if fs else None)))
+                           memory_partition=g.memory_partition or (fs.memory_partition if fs else None),
+                           partition_id=g.partition_id, physical=physical[i]))
     ids = [g.index for g in smi.gpus]
     links = [["X" if a == b else amdsmi.label(smi.links.get((a, b))) for b in ids] for a in ids]
     return Topology("amd-smi", rows, links)
