@@ -384,7 +384,8 @@ def _document(func: Any, command: str, positionals: int) -> None:
         text = (action.help or "").replace("%(default)s", str(action.default)).replace("%%", "%")
         lines.append(f"    {keyword} ({_flag(action)}): {text}")
     params.append(inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False))
-    lines.append("    quiet: True prints nothing (the table, notes); errors are still raised")
+    lines.append("    quiet: True leaves out the command's stdout (the table, notes); progress and warnings still go "
+                 "to stderr, errors are still raised")
     func.__signature__ = inspect.Signature(params)
     func.__doc__ = f"{func.__doc__}\n\n    Options (``ccltune {command} --help``; None keeps the default):\n" + "\n".join(lines)
 

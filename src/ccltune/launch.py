@@ -107,6 +107,9 @@ def relaunch(argv: list[str], nproc: int, engine: str, env: dict[str, str], call
         _finish_left_running(files[RUN_ENV], "interrupted" if stopped else "failed",
                              f"stopped by {job.stopped_by}" if stopped else f"a rank died or hung (exit code {rc})")
         if stopped and rc != 0:
+            if _run_of(files[RUN_ENV]) is None:  # else rank 0 said how many rows its run kept
+                print(f"ccltune: interrupted ({job.stopped_by}) while the job was starting: nothing was measured "
+                      "or stored", file=sys.stderr, flush=True)
             return 130
         return outcome_code(files[OUTCOME_ENV], rc)
     finally:

@@ -167,6 +167,9 @@ def test_single_process_runs_and_waives(run_bench):
     assert len(recs) == 3 * 2 * 2 and {r["status"] for r in recs} == {"waived"}
     run, stored = only_run(db)
     assert run.status == "complete" and run.world_size == 1 and len(stored) == len(recs)
+    # a new user learns where the rows went (stderr: stdout stays nccl-tests' table)
+    assert f"ccltune bench: run {run.id} complete, {len(recs)} rows in {db}" in proc.stderr
+    assert "ccltune bench: run" not in proc.stdout
 
 
 @pytest.fixture(scope="module")

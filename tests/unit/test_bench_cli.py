@@ -71,10 +71,10 @@ def test_bad_values_are_usage_errors(capsys, no_launch, args, needle):
 
 @pytest.mark.parametrize("args, needle", [
     (["--engine", "mpi"], "argument --engine: invalid choice: 'mpi'"),
-    (["-n", "many"], "argument -n/--iters: -n/--iters: 'many' is not an integer"),
-    (["-f", "x"], "argument -f/--stepfactor: -f/--stepfactor: 'x' is not an integer"),
-    (["-f", "1.5"], "-f/--stepfactor: '1.5' is not an integer"),  # nccl-tests' strtol would read 1
-    (["-T", "-1"], "-T/--timeout: must be >= 0 seconds (0: no limit), got '-1'"),
+    (["-n", "many"], "error: argument -n/--iters: 'many' is not an integer"),  # the flag named once
+    (["-f", "x"], "error: argument -f/--stepfactor: 'x' is not an integer"),
+    (["-f", "1.5"], "error: argument -f/--stepfactor: '1.5' is not an integer"),  # nccl-tests' strtol would read 1
+    (["-T", "-1"], "error: argument -T/--timeout: must be >= 0 seconds (0: no limit), got '-1'"),
     (["-z", "4"], "argument -z/--blocking: invalid choice: 4"),
     (["--warmup-mode", "all"], "argument --warmup-mode: invalid choice: 'all'"),
     (["--buffers", "pool"], "argument --buffers: invalid choice: 'pool'"),

@@ -129,6 +129,7 @@ def test_cli_doctor_without_gpus_waives_runs_and_records(tmp_path, capsys, monke
     text = capsys.readouterr().out
     assert rc == 1  # NCCL_P2P_DISABLE=1 is a FAIL
     assert "FAIL    env:NCCL_P2P_DISABLE" in text and "WARN    numa_balancing" in text
+    assert text.startswith(f"# ccltune doctor (host files read under {FIX / 'sysfs' / 'amd-mi300x'})\n"), text
     found = _by_name_json(out)
     assert found["transport"]["status"] == "WAIVED" and found["channels"]["status"] == "WAIVED"
     names = [r[0] for r in sqlite3.connect(db).execute("SELECT name FROM findings")]

@@ -157,3 +157,14 @@ def test_runs_here_only_one_process_and_from_python_only_gloo_in_the_main_thread
     worker.start()
     worker.join()
     assert seen == [False]
+
+
+def test_ctrl_c_while_the_job_starts_is_said_not_silent(monkeypatch, capsys):
+    """Ctrl-C before rank 0 began a run (torchrun still starting its workers): one line, exit 130."""
+    import threading
+
+    monkeypatch.setattr(launch, "torchrun_argv", lambda n, a: [sys.executable, "-c", "import time; time.sleep(30)"])
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    assert launch.relaunch(["bench", "all"], 2, "gloo", {}) == 130
+    err = capsys.readouterr().err
+    assert err.count("ccltune: interrupted (SIGINT) while the job was starting: nothing was measured") == 1, err

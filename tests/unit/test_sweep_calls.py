@@ -59,6 +59,24 @@ def test_the_full_grid_adds_every_pair_with_every_channel_count_after_the_pairs(
                                 "ring/ll/4", "ring/ll/8", "ring/simple/4", "ring/simple/8"]
 
 
+def test_algorithms_without_protocols_are_refused_not_dropped():
+    import argparse
+
+    import pytest
+
+    from ccltune.cli.sweep import candidates
+    from ccltune.errors import UsageError
+
+    def ask(algos, protos):
+        return candidates(argparse.Namespace(algos=algos, protos=protos, channels="", grid="full"))
+
+    with pytest.raises(UsageError, match=r"--algos ring needs --protos too .*--protos is empty"):
+        ask("ring", "")
+    with pytest.raises(UsageError, match=r"--protos ll needs --algos too"):
+        ask("", "ll")
+    assert [c.label for c in ask("", "")] == ["default"]
+
+
 def test_a_refused_pair_stands_for_its_channel_counts():
     from ccltune.commconfig import CommConfig
     from ccltune.measure.sweep import _pair

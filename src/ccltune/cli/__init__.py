@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 from ccltune import __version__
@@ -40,6 +41,10 @@ _COMMANDS = [
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's own errors: exit 2, no traceback
+        # a type's error names its flag (the API shows it beside the keyword); argparse names it too: once
+        flags = re.match(r"argument (\S+): (-\S+): ", message)
+        if flags and set(flags.group(1).split("/")) <= set(flags.group(2).split("/")):
+            message = f"argument {flags.group(2)}: {message[flags.end():]}"
         self.print_usage(sys.stderr)
         self.exit(2, f"ccltune: error: {message}\n")
 

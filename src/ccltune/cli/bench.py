@@ -135,6 +135,10 @@ def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note
             bench.run(engine, plan, printer.start, printer.row, printer.end, memory=printer.memory)
     if s.interrupted:
         return s.exit_code
+    if s.is_root and s.run_id is not None:  # stderr: stdout stays nccl-tests' table, for its parsers
+        print(f"ccltune bench: run {s.run_id} complete, {len(rows)} rows in {args.db}; "
+              f"see them with `ccltune runs --db {args.db}` or `ccltune report --db {args.db}`",
+              file=sys.stderr, flush=True)
     wrong = sum(m.wrong or 0 for m in rows)
     if wrong:
         raise CheckFailed(f"{wrong} wrong elements (see #wrong): the collective library returned wrong results")

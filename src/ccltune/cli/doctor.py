@@ -62,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
                       run=not args.no_run, timeout_s=args.timeout,
                       log=lambda line: print(line, file=sys.stderr, flush=True))
         findings, artifacts = run_checks("doctor", ctx), ctx.artifacts
-        title = f"ccltune doctor ({root})"
+        title = "ccltune doctor" + ("" if str(root) == "/" else f" (host files read under {root})")  # --sysfs-root
     print(format_findings(findings, title=title))
     result = {"status": overall(findings), "checks": [f.to_record() for f in findings]}
     if args.json_path:

@@ -84,6 +84,10 @@ def _names(text: str, valid: tuple[str, ...], flag: str) -> list[str]:
 
 def candidates(args: argparse.Namespace) -> list[CommConfig]:
     algos, protos = _names(args.algos, rules.NCCL_ALGOS, "--algos"), _names(args.protos, rules.PROTOCOLS, "--protos")
+    if bool(algos) != bool(protos):  # a candidate forces a pair: one list alone would be dropped unsaid
+        given, empty = ("--algos", "--protos") if algos else ("--protos", "--algos")
+        raise UsageError(f"{given} {getattr(args, given[2:])} needs {empty} too (each candidate forces an algorithm "
+                         f"and a protocol; {empty} is empty): give both, or --algos '' --protos '' for none")
     chans = []
     for c in filter(None, (x.strip() for x in args.channels.split(","))):
         if not c.isdigit() or not 1 <= int(c) <= 64:
