@@ -269,6 +269,12 @@ def job_processes() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pids": {str(p): process_start(p) for p in sorted(pids)}}
 
 
+def started_by_parent() -> bool:
+    """Whether this process is a worker of a job that ``relaunch`` started (its parent has said what
+    the command knew before the job started)."""
+    return os.environ.get(PARENT_ENV, "").isdigit()
+
+
 def hand_over(code: int) -> int:
     """The exit code for a worker whose check failed: 0 after writing ``code`` for relaunch() to
     return, when relaunch() started this worker; else ``code`` itself."""

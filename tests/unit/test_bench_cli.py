@@ -130,3 +130,26 @@ def test_relaunch_passes_the_engine_and_drops_nproc(monkeypatch):
 @pytest.mark.parametrize("rc, code", [(0, 0), (1, 1), (-2, 130), (-15, 143), (3, 3)])
 def test_exit_code_of_a_signalled_launcher(rc, code):
     assert launch._exit_code(rc) == code
+
+
+def test_no_gpu_notice_is_said_before_the_job_starts_and_not_by_its_workers(monkeypatch, tmp_path, capsys):
+    """Without a GPU the parent says the CPU engine was chosen (and the notes it knows) before torchrun
+    starts (seconds on a laptop); the workers, rank 0 included, do not say it again."""
+    for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", launch.PARENT_ENV):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr("ccltune.cli._common.default_engine", lambda: "gloo")
+    said = []
+    monkeypatch.setattr(launch, "relaunch", lambda *a, **k: said.append(capsys.readouterr().err) or 0)
+    assert main(["bench", "all_reduce", "-G", "2", "--db", str(tmp_path / "t.db")]) == 0
+    assert said == [f"ccltune: {_common.NO_GPU_NOTE}; -G 2 ignored: the gloo engine runs eagerly\n"]
+
+    args = type("A", (), {})()
+    monkeypatch.setenv(launch.PARENT_ENV, "1")  # a worker relaunch() started: its parent said it
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    _common.announce(args, "x")
+    monkeypatch.delenv(launch.PARENT_ENV)  # the user's own torchrun: rank 0 says it, once
+    _common.announce(args, "y")
+    monkeypatch.setenv("RANK", "1")
+    _common.announce(args, "z")
+    assert capsys.readouterr().err == "ccltune: y\n"

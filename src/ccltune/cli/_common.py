@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,19 @@ def resolve_engine(args: argparse.Namespace) -> tuple[str, str | None]:
         if value and not engines.kind(engine).own_comm:
             raise UsageError(f"{flag} {value} is for the nccl engine, not {chosen}")
     return engine, note
+
+
+def announce(args: argparse.Namespace, note: str | None) -> None:
+    """Say ``note`` on stderr (what the command knows before any process starts: the CPU engine chosen for
+    lack of a GPU, a flag taken without effect) once, right away: from the process the user started, before
+    torchrun starts the job (seconds), not from the job's rank 0 after it. Under a launcher of the user's own,
+    rank 0 says it; a worker that ``relaunch`` started says nothing (its parent did)."""
+    if not note:
+        return
+    if dist.under_launcher() and (launch.started_by_parent() or dist.launch_info().rank != 0):
+        return
+    caller = getattr(args, "_caller", None)
+    print(f"ccltune: {note}", file=caller.stderr if caller is not None and caller.stderr else sys.stderr, flush=True)
 
 
 def check_db(path: str) -> None:

@@ -102,6 +102,7 @@ def main(args: argparse.Namespace) -> int:
     if not engines.kind(engine_name).gpu and plan.graph:  # CUDA graphs need a GPU: said, and stored as eager
         note = (f"{note}; " if note else "") + f"-G {plan.graph} ignored: the gloo engine runs eagerly"
         plan.graph = 0
+    _common.announce(args, note)
     rc = _common.relaunch(args, argv, engine_name)
     if rc is not None:
         return rc
@@ -234,9 +235,7 @@ class _Printer:
         """Every rank takes part (the Pid and device of each rank are gathered); rank 0 prints."""
         self.devices = _devices(ctx, env, engine)
         self.engine, self.env = engine, env
-        self.extra = [note] if note else []
-        if note and self.enabled:
-            print(f"ccltune: {note}", file=sys.stderr)
+        self.extra = [note] if note else []  # said on stderr before the job started (_common.announce)
         if env.get("nccl_version"):
             self.extra.append(f"NCCL {env['nccl_version']} ({env.get('nccl_library')})")
         if self.plan.warmup_mode != "point" or env.get("buffers"):

@@ -41,9 +41,10 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--iters must be >= 2 to know the noise, got {args.iters}")
     if args.rules is not None:
         _common.check_rule_file(args.rules, "--rules")
-    engine_name, _ = _common.resolve_engine(args)
+    engine_name, note = _common.resolve_engine(args)
     check_load(args.under_load, engine_name)
     _check_fit(args, wl, engine_name)
+    _common.announce(args, note)
     rc = _common.relaunch(args, args._argv, engine_name)
     if rc is not None:
         return rc

@@ -171,6 +171,7 @@ def main(args: argparse.Namespace) -> int:
     if args.resume is not None and not dist.under_launcher():  # before any process starts
         with Store(args.db, readonly=True) as store:
             check_resume(store.run(args.resume), args, _common.job_size(args, engine_name))
+    _common.announce(args, note)
     rc = _common.relaunch(args, args._argv, engine_name)
     if rc is not None:
         return rc
