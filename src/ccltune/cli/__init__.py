@@ -12,6 +12,7 @@ import importlib
 import os
 import re
 import sys
+from typing import Any
 
 from ccltune import __version__
 from ccltune import launch
@@ -49,6 +50,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"ccltune: error: {message}\n")
 
 
+class _CommandParser(_Parser):
+    """A command's parser: an argument it does not take is refused with its own usage line
+    (``ccltune links [-h] ...``), not the top level's (``ccltune [-h] [--version] COMMAND ...``)."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        ns, extra = super().parse_known_args(args, namespace)
+        if extra:  # the innermost command says it first (``plugin check``'s parser before ``plugin``'s)
+            self.error(f"unrecognized arguments: {' '.join(extra)}")
+        return ns, extra
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ccltune",
@@ -56,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=exit_code_table(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ccltune {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     for name in _COMMANDS:
         importlib.import_module(f"ccltune.cli.{name}").register(sub)
     return parser
