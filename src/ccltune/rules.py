@@ -49,6 +49,14 @@ _ALGO_ALIASES = {n: a for n, a in zip(NCCL_ALGOS, ALGORITHMS) if n != a}  # coll
 _INT_MAX = (1 << 31) - 1
 
 
+def rule_spelling(name: str) -> str:
+    """An algorithm or protocol name as rule files, the docs and every message spell it (``ALGORITHMS``,
+    ``PROTOCOLS``), from either spelling: CollNetDirect -> collnet_direct. A name of neither comes back
+    lower-cased, for the caller to refuse."""
+    n = _ascii_lower(name.strip())
+    return _ALGO_ALIASES.get(n, n)
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     """A rejected line: ``path:line: reason`` (1-based line)."""

@@ -44,7 +44,7 @@ def test_a_comma_separated_option_takes_a_list(monkeypatch):
     with pytest.raises(UsageError, match=r"ccltune.sweep\(algos='-x'\): a value may not start with '-'"):
         api.command_argv("sweep", [], {"algos": ["ring", "-x"]})
     monkeypatch.setattr(launch, "relaunch", lambda *a, **k: pytest.fail("a job was started"))
-    with pytest.raises(UsageError, match="unknown algo 'rnig' in --algos"):
+    with pytest.raises(UsageError, match="unknown algorithm 'rnig' in --algos"):
         ccltune.sweep("all_reduce", algos=["rnig"], engine="gloo")
     with pytest.raises(UsageError, match="forced candidates .* need the nccl engine"):  # the command's own answer
         ccltune.sweep("all_reduce", algos=["ring", "tree"], engine="gloo")

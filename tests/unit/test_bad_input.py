@@ -206,6 +206,22 @@ def test_sweep_accepts_the_rule_files_spelling_of_collnet():
     assert [c.algo for c in got if c.algo] == ["collnetdirect", "collnetchain"]
 
 
+
+@pytest.mark.parametrize("algos", ["collnet_dirct", "CollNetDirct"])
+def test_sweep_lists_the_algorithms_in_the_rule_files_spelling(algos):
+    """Either spelling is taken; the refusal echoes what was typed and lists the rule files' names (those
+    that rules explain and plugin check list), one spelling only."""
+    from ccltune import rules
+    from ccltune.cli.sweep import candidates
+
+    with pytest.raises(UsageError) as ei:
+        candidates(_args(algos=f"ring,{algos}", protos="simple"))
+    assert str(ei.value) == (f"unknown algorithm '{algos}' in --algos (did you mean 'collnet_direct'?); "
+                             f"valid: {', '.join(rules.ALGORITHMS)}")
+    with pytest.raises(UsageError, match="unknown protocol 'll64' in --protos .*; valid: ll, ll128, simple$"):
+        candidates(_args(algos="ring", protos="ll64"))
+
+
 def test_more_processes_than_gpus_is_refused_for_the_gpu_engines(monkeypatch):
     monkeypatch.setattr(_common, "gpu_count", lambda: 2)
     for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):

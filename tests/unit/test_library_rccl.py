@@ -99,6 +99,9 @@ def test_candidates_from_the_library() -> None:
     with pytest.raises(UsageError, match=r"--algos nvls: RCCL 2.21.5 cannot run it \(nvls: NVLS needs NVIDIA "
                                          r"NVSwitch.*\); sweep tree,ring,pat"):
         library.sweep_candidates(rccl, nvls)
+    with pytest.raises(UsageError, match=r"^--algos collnet_direct,nvls_tree: RCCL 2.21.5 cannot run them "
+                                         r"\(collnet_direct: CollNet.*; nvls_tree: NVLSTree .*\); sweep tree,ring,pat$"):
+        library.sweep_candidates(rccl, [*ok, CommConfig("nvlstree", "simple"), CommConfig("collnetdirect", "ll")])
 
 
 def _comm(lib: NcclLib, env: library.CommEnv, proto: str | None) -> int:

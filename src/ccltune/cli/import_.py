@@ -15,7 +15,7 @@ from ccltune.cli import _common, import_links
 from ccltune.commconfig import CommConfig
 from ccltune.environment import platform_name
 from ccltune.errors import UsageError, unknown_name
-from ccltune.rules import ALGORITHMS, MAX_CHANNELS, PROTOCOLS
+from ccltune.rules import ALGORITHMS, MAX_CHANNELS, PROTOCOLS, rule_spelling
 from ccltune.store import DEFAULT_DB, Store
 from ccltune.tune.importer import Parsed, number_reps, parse
 
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def candidate_from_args(args: argparse.Namespace) -> CommConfig:
-    algo = args.algo.lower() if args.algo else None
+    algo = rule_spelling(args.algo) if args.algo else None  # collnet_direct or NCCL_ALGO's CollNetDirect
     proto = args.proto.lower() if args.proto else None
     if algo and algo not in ALGORITHMS:
         raise unknown_name("algorithm", args.algo, ALGORITHMS, "--algo")

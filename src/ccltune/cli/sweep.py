@@ -36,9 +36,10 @@ def register(sub: Any) -> None:
     p.add_argument("-d", "--datatype", default="float")
     p.add_argument("-o", "--op", default="sum")
     _common.comma_list(p.add_argument("--algos", default="tree,ring,pat",
-                                      help="algorithms to force (NCCL_ALGO names, comma-separated)"))
+                                      help=f"algorithms to force, comma-separated ({', '.join(rules.ALGORITHMS)}; "
+                                           "NCCL_ALGO's spelling, CollNetDirect, is taken too)"))
     _common.comma_list(p.add_argument("--protos", default="ll,ll128,simple",
-                                      help="protocols to force (NCCL_PROTO names, comma-separated)"))
+                                      help=f"protocols to force, comma-separated ({', '.join(rules.PROTOCOLS)})"))
     _common.comma_list(p.add_argument("--channels", default="4,8,16,32",
                                       help="channel counts to try with NCCL's algorithm/protocol, comma-separated "
                                            "('' for none)"))
@@ -71,19 +72,21 @@ def register(sub: Any) -> None:
 
 
 def _names(text: str, valid: tuple[str, ...], flag: str) -> list[str]:
+    """--algos/--protos: names in either spelling (collnet_direct, CollNetDirect), refused in the rule files'
+    (``valid``: rules.ALGORITHMS or PROTOCOLS); NCCL_ALGO's spelling comes back, what the sweep forces."""
     from ccltune.errors import unknown_name
 
     out = []
-    # rule files and NCCL_ALGO spell collnet_direct / CollNetDirect: one spelling for both here
-    for t in filter(None, map(rules.nccl_spelling, text.split(","))):
-        if t not in valid:
-            raise unknown_name(flag.lstrip("-").rstrip("s"), t, valid, flag)
-        out.append(t)
+    for raw in filter(None, (t.strip() for t in text.split(","))):
+        name = rules.rule_spelling(raw)
+        if name not in valid:
+            raise unknown_name("algorithm" if flag == "--algos" else "protocol", raw, valid, flag)
+        out.append(rules.nccl_spelling(name))
     return out
 
 
 def candidates(args: argparse.Namespace) -> list[CommConfig]:
-    algos, protos = _names(args.algos, rules.NCCL_ALGOS, "--algos"), _names(args.protos, rules.PROTOCOLS, "--protos")
+    algos, protos = _names(args.algos, rules.ALGORITHMS, "--algos"), _names(args.protos, rules.PROTOCOLS, "--protos")
     if bool(algos) != bool(protos):  # a candidate forces a pair: one list alone would be dropped unsaid
         given, empty = ("--algos", "--protos") if algos else ("--protos", "--algos")
         raise UsageError(f"{given} {getattr(args, given[2:])} needs {empty} too (each candidate forces an algorithm "

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ccltune.errors import EngineUnavailable, UsageError
-from ccltune.rules import NCCL_ALGOS
+from ccltune.rules import NCCL_ALGOS, rule_spelling
 
 LL128_FORCE = "RCCL_LL128_FORCE_ENABLE"
 
@@ -109,9 +109,10 @@ def sweep_candidates(facts: LibraryFacts | None, cands: Sequence[Any]) -> list[A
         return list(cands)
     bad = sorted({c.algo for c in cands if c.algo and c.algo not in facts.algos})
     if bad:
-        why = "; ".join(f"{a}: {facts.unavailable.get(a, 'not an algorithm of this library')}" for a in bad)
-        raise UsageError(f"--algos {','.join(bad)}: {facts.name} cannot run {'it' if len(bad) == 1 else 'them'} "
-                         f"({why}); sweep {','.join(facts.algos)}")
+        why = "; ".join(f"{rule_spelling(a)}: {facts.unavailable.get(a, 'not an algorithm of this library')}"
+                        for a in bad)
+        raise UsageError(f"--algos {','.join(map(rule_spelling, bad))}: {facts.name} cannot run "
+                         f"{'it' if len(bad) == 1 else 'them'} ({why}); sweep {','.join(map(rule_spelling, facts.algos))}")
     return list(cands)
 
 
