@@ -51,7 +51,7 @@ class Header:
     per_iter: bool = False
     per_iter_skip: int = 0
     parallel_init: bool = False
-    nccl_code: int = 0  # NCCL_VERSION_CODE (22809), 0 when no NCCL
+    nccl_code: int = 0  # NCCL_VERSION_CODE (22809), 0 when no NCCL (then left out of the header)
     tool: str = "ccltune"  # our name and version, beside nccl-tests'
     devices: list[Device] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # '# ccltune: ...' lines
@@ -65,8 +65,9 @@ def program(collective: str) -> str:
 def preamble(h: Header) -> list[str]:
     """writeDeviceReport: version, 'Collective test starting', shape and option lines, the devices."""
     step = f"{h.step_factor}(factor)" if h.step_factor > 1 else f"{h.step_bytes}(bytes)"
-    lines = [f"# nccl-tests version {NCCL_TESTS_VERSION} nccl-headers={h.nccl_code} nccl-library={h.nccl_code}"
-             f" {h.tool}",
+    # NCCL's version codes as nccl-tests prints them; none without NCCL (the CPU engine): h.tool names the engine
+    lib = f" nccl-headers={h.nccl_code} nccl-library={h.nccl_code}" if h.nccl_code else ""
+    lines = [f"# nccl-tests version {NCCL_TESTS_VERSION}{lib} {h.tool}",
              f"# Collective test starting: {h.program}",
              f"# nThread {h.threads} nGpus {h.gpus} minBytes {h.min_bytes} maxBytes {h.max_bytes} step: {step}"
              f" warmup iters: {h.warmup} iters: {h.iters} agg iters: {h.agg_iters} validation: {h.check}"

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from ccltune import collectives
+from ccltune import collectives, output
+from ccltune.cli._common import NO_GPU_NOTE
 from ccltune.cli import main
 from ccltune.store import Store
 from ccltune.sizes import size_series
@@ -70,7 +71,10 @@ def test_every_collective(run_bench, nproc):
             assert (int(c[0]), int(c[1]), c[2]) == (lay.size_bytes, lay.count, "float")
             check_cells(name, c)
     assert proc.stdout.count("# Out of bounds values : 0 OK") == len(ALL)
-    assert "nccl-headers=0 nccl-library=0 ccltune=" in proc.stdout and " engine=gloo" in proc.stdout
+    # no NCCL: nccl-tests' version line names the engine instead of NCCL's version codes
+    assert f"# nccl-tests version {output.NCCL_TESTS_VERSION} ccltune=" in proc.stdout and " engine=gloo" in proc.stdout
+    assert "nccl-headers" not in proc.stdout
+    assert proc.stderr.startswith(f"ccltune: {NO_GPU_NOTE}\n") and proc.stderr.count(NO_GPU_NOTE) == 1  # the parent's
     assert all(re.search(rf"#  Rank {r:2d} Group  0 Pid +\d+ on +\S+ device +\d+ \[0000:00:00\] cpu", proc.stdout)
                for r in range(nproc))
 

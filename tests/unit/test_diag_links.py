@@ -84,7 +84,9 @@ def test_cli_links_without_gpu_is_waived(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(links, "available", lambda: "no CUDA GPU visible")
     out = tmp_path / "l.json"
     assert main(["links", "--db", str(tmp_path / "r.db"), "--json", str(out)]) == 0
-    assert "WAIVED  links  no CUDA GPU visible" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "WAIVED  links  no CUDA GPU visible" in text
+    assert ", nothing measured" in text and "CUDA start" not in text  # no GPU: no CUDA start to speak of
     assert json.loads(out.read_text())["status"] == "WAIVED"
 
 

@@ -4,6 +4,7 @@ by a small column-position reader written from nccl-tests' format."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -43,6 +44,18 @@ def test_table_is_nccl_tests_byte_for_byte():
     assert real[avg] == "# Avg bus bandwidth    : 104.372 "  # of these 5 sizes but of all 28
     assert ours[1:avg] + ours[avg + 1:] == real[1:avg] + real[avg + 1:len(ours)]  # every other byte
     assert real[len(ours):] == [""]  # writeErrors' empty line is the caller's
+
+
+def test_without_nccl_the_header_names_the_engine_and_no_nccl_version():
+    """The CPU engine has no NCCL: no nccl-headers=0 nccl-library=0, the engine in ccltune's own fields;
+    the importer still reads the table (its run starts at '# nccl-tests version')."""
+    h = dataclasses.replace(_header(REAL.read_text().splitlines()[1:]), nccl_code=0, tool="ccltune=0.test engine=gloo")
+    assert output.preamble(h)[0] == "# nccl-tests version 2.19.6 ccltune=0.test engine=gloo"
+    pairs = _rows(REAL.read_text())
+    text = "\n".join(output.preamble(h) + output.header() + [output.row(o, i) for o, i in pairs]
+                     + output.footer([m for pair in pairs for m in pair], "all_reduce_perf"))
+    [p] = parse_text(text, "all_reduce")
+    assert len(p.rows) == 2 * len(pairs)
 
 
 def test_float_cells_shrink_their_decimals():

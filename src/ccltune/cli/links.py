@@ -106,7 +106,8 @@ def main(args: argparse.Namespace) -> int:
     summary["elapsed_s"] = run.elapsed_s
     summary["command_s"] = time.monotonic() - started
     print(format_findings(findings, title="ccltune links checks"))
-    print(f"# elapsed: {run.elapsed_s:.1f} s measuring, {summary['command_s']:.1f} s in all (CUDA start included)")
+    print(f"# elapsed: {summary['command_s']:.1f} s, nothing measured" if why else
+          f"# elapsed: {run.elapsed_s:.1f} s measuring, {summary['command_s']:.1f} s in all (CUDA start included)")
     result = {"status": overall(findings), "n_gpus": run.n_gpus, "gpus": run.gpu_names, "plan": {k: v for k, v in vars(args).items() if k != "func"},
               "rows": run.rows, "summary": summary, "checks": [f.to_record() for f in findings]}
     if args.json_path:

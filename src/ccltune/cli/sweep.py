@@ -161,10 +161,12 @@ def main(args: argparse.Namespace) -> int:
     _common.check_virtual_nodes(args, engine_name)
     check_load(args.under_load, engine_name)
     if not engines.kind(engine_name).own_comm and len(cands) > 1:
-        raise UsageError(f"forced candidates (--algos/--protos/--channels) need the nccl engine (a GPU); "
-                         f"the {engine_name} engine can time only the library's default, so its sweep yields "
-                         f"no rules for `ccltune tune` (only timings, for `ccltune report`): to time that anyway, "
-                         f"pass --algos '' --protos '' --channels ''" + (f" ({note})" if note else ""))
+        why = (f", not --engine {engine_name}: the {engine_name} engine" if args.engine
+               else f" on a GPU; no GPU is visible here, and the CPU engine ({engine_name})")
+        raise UsageError(f"forced candidates (--algos/--protos/--channels) need the nccl engine{why} "
+                         f"can time only the library's default, so its sweep yields "
+                         f"no rules for `ccltune tune`, only timings for `ccltune report`; to time that anyway, "
+                         f"pass --algos '' --protos '' --channels ''")
     if (ranks := _common.job_size(args, engine_name)) < 2:  # before any process starts or file is written
         raise UsageError(f"a sweep needs at least 2 ranks, this job has {ranks} rank"
                          f"{'' if ranks == 1 else 's'} ({_common.gpu_count()} GPU(s) visible): on one rank NCCL "

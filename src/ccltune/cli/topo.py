@@ -35,10 +35,11 @@ def register(sub: Any) -> None:
 def render(t: topo.Topology) -> str:
     """The GPU table and the link matrix as fixed-width text."""
     physical = t.physical_gpus()
-    lines = [f"# {len(t.gpus)} GPUs via {t.source}" + (f", driver {t.driver}" if t.driver else "")
+    if not t.gpus:  # the check below says where it looked
+        return "# no GPU found"
+    lines = [f"# {len(t.gpus)} GPU{'s' if len(t.gpus) > 1 else ''} via {t.source}"
+             + (f", driver {t.driver}" if t.driver else "")
              + (f" ({physical} physical GPUs, partitioned)" if physical < len(t.gpus) else "")]
-    if not t.gpus:
-        return "\n".join(lines)
     lines.append(f"# {'gpu':>3}  {'name':<24} {'bus_id':<13} {'numa':>4}  {'cpus':<12} {'nvlinks':>7} "
                  f"{'link_GBps':>9}  {'fabric':<10} {'mig':<4} partition")
     for g in t.gpus:

@@ -112,7 +112,8 @@ def sweep_candidates(facts: LibraryFacts | None, cands: Sequence[Any]) -> list[A
         why = "; ".join(f"{rule_spelling(a)}: {facts.unavailable.get(a, 'not an algorithm of this library')}"
                         for a in bad)
         raise UsageError(f"--algos {','.join(map(rule_spelling, bad))}: {facts.name} cannot run "
-                         f"{'it' if len(bad) == 1 else 'them'} ({why}); sweep {','.join(map(rule_spelling, facts.algos))}")
+                         f"{'it' if len(bad) == 1 else 'them'} ({why}); "
+                         f"sweep {','.join(map(rule_spelling, facts.algos))}")
     return list(cands)
 
 
