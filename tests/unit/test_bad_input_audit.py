@@ -211,7 +211,7 @@ def _cases() -> list[tuple[list[str], str]]:
         (["sweep", "--reps", "0"], "0"),
         (["sweep", "--channels", "abc"], "abc"),
         (["sweep", "--algos", "rnig"], "rnig"),
-        (["sweep", "--protos", "LL256"], "ll256"),
+        (["sweep", "--protos", "LL256"], "LL256"),  # named as typed
         (SWEEP + ["--resume", "99"], "99"),
         (SWEEP + ["--resume", "abc"], "abc"),
         (["validate", "missing.conf"], "missing.conf"),

@@ -68,3 +68,16 @@ def test_a_file_with_no_rule_is_refused_not_explained_as_defaults(tmp_path, caps
     empty.write_text("# nothing decided yet\n")
     assert main(["rules", "explain", str(empty), "--collective", "allreduce"]) == 0
     assert "NCCL's default" in capsys.readouterr().out
+
+
+def test_cli_prints_every_boundary_in_exact_bytes(capsys: pytest.CaptureFixture[str]) -> None:
+    """One format for every boundary: the exact byte count (a rule's 64K and the 65537 after it alike)."""
+    ext = next(p for p in RULES if p.name == "extensions.conf")
+    assert main(["rules", "explain", str(ext), "--collective", "allreduce", "--nranks", "8"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "# collective       min_bytes   max_bytes  decision",
+        "  allreduce                0       65536  line 4: cheapest/ll, nChannels 2",
+        "  allreduce            65537    16777216  line 7: collnet_direct/simple",
+        "  allreduce         16777217  4294967296  line 9: tree/simple",
+        "  allreduce       4294967297         max  NCCL's default",
+    ]

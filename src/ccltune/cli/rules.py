@@ -8,7 +8,6 @@ from typing import Any
 from ccltune import collectives, rules
 from ccltune.collectives import PLUGIN_NAMES
 from ccltune.errors import RuleFileError, UsageError
-from ccltune.sizes import format_size
 from ccltune.tune.explain import MAX_SIZE, explain
 
 
@@ -61,15 +60,26 @@ def _explain(args: argparse.Namespace) -> int:
     print(f"# {args.file}: {len(rs.rules)} rules, {len(rs.diagnostics)} rejected lines "
           f"(ccltune plugin check names them); communicator nranks={args.nranks} nnodes={args.nnodes}"
           f"{' gpu=' + args.gpu if args.gpu else ''} numPipeOps={args.num_pipe_ops} regBuff={args.reg_buff}")
-    print(f"# {'collective':<14}{'min_bytes':>12}{'max_bytes':>12}  decision")
-    for coll in [only] if only else rules.COLLECTIVES:
-        for r in explain(rs, coll, args.nranks, args.nnodes, facts, args.num_pipe_ops, args.reg_buff):
-            d = r.decision
-            if d.rule is None:
-                what = "NCCL's default"
-            else:
-                pick = "default" if d.algo is None and d.proto is None else f"{d.algo or 'cheapest'}/{d.proto or 'cheapest'}"
-                what = f"line {d.line}: {pick}" + (f", nChannels {d.channels}" if d.channels else "")
-            hi = "max" if r.max_bytes == MAX_SIZE else format_size(r.max_bytes)
-            print(f"  {coll:<14}{format_size(r.min_bytes):>12}{hi:>12}  {what}")
+    table = [(coll, r) for coll in ([only] if only else rules.COLLECTIVES)
+             for r in explain(rs, coll, args.nranks, args.nnodes, facts, args.num_pipe_ops, args.reg_buff)]
+    print("\n".join(_table(table)))
     return 0
+
+
+def _table(table: list[tuple[str, Any]]) -> list[str]:
+    """The decision table's lines: every boundary in exact bytes (``max``: 2^64-1, no upper bound), as a rule
+    file may give it in bytes or K/M/G; the columns as wide as the largest boundary shown."""
+    def bound(n: int) -> str:
+        return "max" if n == MAX_SIZE else str(n)
+
+    width = max([12] + [len(bound(n)) + 2 for _, r in table for n in (r.min_bytes, r.max_bytes)])
+    lines = [f"# {'collective':<14}{'min_bytes':>{width}}{'max_bytes':>{width}}  decision"]
+    for coll, r in table:
+        d = r.decision
+        if d.rule is None:
+            what = "NCCL's default"
+        else:
+            pick = "default" if d.algo is None and d.proto is None else f"{d.algo or 'cheapest'}/{d.proto or 'cheapest'}"
+            what = f"line {d.line}: {pick}" + (f", nChannels {d.channels}" if d.channels else "")
+        lines.append(f"  {coll:<14}{bound(r.min_bytes):>{width}}{bound(r.max_bytes):>{width}}  {what}")
+    return lines
