@@ -28,6 +28,7 @@ from ccltune.cli import main
 from ccltune.store import Measurement, Store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+NCCLT_AG = FIXTURES / "nccl-tests" / "ncclt-2.19.0_all_gather_h200x4.txt"  # a real nccl-tests output
 HANG_S = int(os.environ.get("CCLTUNE_AUDIT_HANG_S", "15"))  # a case that takes longer is a hang (the audit's limit is 20 s)
 LONG_NAME = "n" * 300  # over NAME_MAX (255 bytes)
 LONG_PATH = "/".join(["d" * 200] * 22)  # over PATH_MAX (4096 bytes)
@@ -161,7 +162,7 @@ READERS = [["runs"], ["export", "1"], ["report", "--out", "r.html"], ["tune", "-
            ["workload", "show", "w.json"]]
 SWEEP = ["sweep", "--algos", "", "--protos", "", "--channels", ""]  # what the CPU engine can sweep
 MEASURERS = [["bench", "all_reduce"], SWEEP, ["validate", "rules.conf"], ["links"], ["topo"],
-             ["doctor", "--no-run"], ["import", "nccl-tests", str(FIXTURES / "nccl-tests" / "all_gather_default.txt")]]
+             ["doctor", "--no-run"], ["import", "nccl-tests", str(NCCLT_AG)]]
 OUTPUT_FLAGS = [
     ["export", "1", "--out", "{p}"], ["report", "--out", "{p}"], ["tune", "--out", "{p}"],
     ["bench", "all_reduce", "--json", "{p}"], ["validate", "rules.conf", "--json", "{p}"],
@@ -333,8 +334,8 @@ def _cases() -> list[tuple[list[str], str]]:
         (["import", "nccl-tests", "dir"], "dir"),
         (["import", "nccl-tests", "empty"], "empty"),
         (["import", "nccl-tests", LONG_NAME], LONG_NAME[:40]),
-        (["import", "nccl-tests", str(FIXTURES / "nccl-tests" / "all_gather_default.txt"), "--algo", "rnig"], "rnig"),
-        (["import", "nccl-tests", str(FIXTURES / "nccl-tests" / "all_gather_default.txt"), "--nranks", "-2"], "-2"),
+        (["import", "nccl-tests", str(NCCLT_AG), "--algo", "rnig"], "rnig"),
+        (["import", "nccl-tests", str(NCCLT_AG), "--nranks", "-2"], "-2"),
     ]
     return cases
 

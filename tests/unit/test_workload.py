@@ -198,7 +198,7 @@ def _import_fails(tmp_path: Path, files: list[Path], capsys: pytest.CaptureFixtu
 
 
 def test_file_of_no_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    nt = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests" / "all_gather_default.txt"
+    nt = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests" / "ncclt-2.19.0_all_gather_h200x4.txt"
     assert "none of: a ccltune capture file" in _import_fails(tmp_path, [LOG, nt], capsys)
     info = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "nccl_4gpu_p2p.log"
     assert "without COLL lines" in _import_fails(tmp_path, [info], capsys)
