@@ -1,5 +1,6 @@
 """The AMD sysfs fallback on an MI300X node in CPX/NPS4: 64 KFD GPU nodes on 8 cards (fixture written from the
-kernel sources its README names), read as the amd-smi path reads the same node (tests/unit/test_topo_amdsmi.py)."""
+kernel sources its README names), read as the amd-smi path reads the same node (tests/unit/test_topo_amdsmi.py;
+doctor on both: tests/unit/test_rccl_doctor.py test_doctor_on_a_cpx_node)."""
 
 from __future__ import annotations
 
@@ -73,12 +74,3 @@ def test_cli_topo_on_the_cpx_tree(no_tools, tmp_path, capsys):
     assert "# links between the 8 physical GPUs" in out and "GPU7  XGMI" in out and "GPU63 " not in out
     assert json.loads((tmp_path / "t.json").read_text())["topology"]["gpus"][63]["physical"] == 7
 
-
-def test_doctor_on_the_cpx_tree_waives_the_spx_advice(no_tools, tmp_path, capsys):
-    rc = main(["doctor", "--nccl-log", str(FIX / "logs" / "rccl_mi300x_4of8_shm.log"), "--sysfs-root", str(CPX),
-               "--db", str(tmp_path / "d.db"), "--json", str(tmp_path / "d.json")])
-    capsys.readouterr()
-    checks = {c["name"]: c for c in json.loads((tmp_path / "d.json").read_text())["checks"]}
-    assert rc in (0, 1)
-    assert checks["rccl:min_nchannels"]["status"] == "WAIVED"
-    assert "64 devices on 8 partitioned GPUs" in checks["rccl:min_nchannels"]["evidence"]
