@@ -1,6 +1,7 @@
-"""The AMD sysfs fallback on an MI300X node in CPX/NPS4: 64 KFD GPU nodes on 8 cards (fixture written from the
-kernel sources its README names), read as the amd-smi path reads the same node (tests/unit/test_topo_amdsmi.py;
-doctor on both: tests/unit/test_rccl_doctor.py test_doctor_on_a_cpx_node)."""
+"""The AMD sysfs fallback on an MI300X node in CPX/NPS4: 64 KFD GPU nodes on 8 cards (fixture amd_cpx_root: the KFD
+tree written by tests/fixtures/sysfs/kfd_cpx.py from the kernel sources its docstring names), read as the amd-smi
+path reads the same node (tests/unit/test_topo_amdsmi.py; doctor on both: tests/unit/test_rccl_doctor.py
+test_doctor_on_a_cpx_node)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from ccltune.diagnose.checks.topo import topo_findings
 from ccltune.diagnose.probes import amdsmi, amdsysfs, nvml, smitopo, topo
 
 FIX = Path(__file__).parent.parent / "fixtures"
-CPX = FIX / "sysfs" / "amd-mi300x-cpx"
 SPX = FIX / "sysfs" / "amd-mi300x"
 CPX_SMI = FIX / "amd-smi" / "mi300x_cpx_nps4_static.json"
 
@@ -27,8 +27,8 @@ def no_tools(monkeypatch):
     monkeypatch.setattr(amdsmi, "run", lambda: None)
 
 
-def test_kfd_nodes_are_partitions_of_8_gpus():
-    amd = amdsysfs.read_amd(CPX)
+def test_kfd_nodes_are_partitions_of_8_gpus(amd_cpx_root):
+    amd = amdsysfs.read_amd(amd_cpx_root)
     assert len(amd.gpus) == 8 and len(amd.devices) == 64 and amd.partitioned()
     assert [d.node for d in amd.devices] == list(range(2, 66))  # CPU nodes 0 and 1 come first
     assert [d.partition_id for d in amd.devices[8:16]] == list(range(8))
@@ -37,8 +37,8 @@ def test_kfd_nodes_are_partitions_of_8_gpus():
     assert len(amd.xgmi) == 64 * 63  # every partition to every other, within a GPU and across GPUs
 
 
-def test_sysfs_view_matches_the_amd_smi_view_of_the_same_node():
-    sysfs = topo.from_amd(amdsysfs.read_amd(CPX))
+def test_sysfs_view_matches_the_amd_smi_view_of_the_same_node(amd_cpx_root):
+    sysfs = topo.from_amd(amdsysfs.read_amd(amd_cpx_root))
     smi = topo.from_amdsmi(amdsmi.parse([(CPX_SMI.read_text(), CPX_SMI.name)]))
     assert len(sysfs.gpus) == 64 and sysfs.physical_gpus() == 8
     for field in ("name", "numa_node", "compute_partition", "memory_partition", "partition_id", "physical"):
@@ -66,8 +66,9 @@ def test_partition_bits_and_grouping_without_unique_id():
     assert amdsmi.physical_groups(devices) == [[0, 1, 2, 3], [4, 5, 6, 7]]
 
 
-def test_cli_topo_on_the_cpx_tree(no_tools, tmp_path, capsys):
-    rc = main(["topo", "--sysfs-root", str(CPX), "--db", str(tmp_path / "t.db"), "--json", str(tmp_path / "t.json")])
+def test_cli_topo_on_the_cpx_tree(amd_cpx_root, no_tools, tmp_path, capsys):
+    rc = main(["topo", "--sysfs-root", str(amd_cpx_root), "--db", str(tmp_path / "t.db"),
+               "--json", str(tmp_path / "t.json")])
     out = capsys.readouterr().out
     assert rc == 0 and "64 GPUs via amd-sysfs (8 physical GPUs, partitioned)" in out
     assert "8 physical GPUs, 8 devices each (CPX/NPS4)" in out and "CPX/NPS4 (GPU7 part 7)" in out
