@@ -35,11 +35,11 @@ def test_loader(build) -> None:
         assert f"-- {version} cost-table calls" in proc.stdout
 
 
-def test_rccl_shaped(build) -> None:
+def test_rccl_shaped(build, amd_cpx_root) -> None:
     """The plugin called as RCCL calls it (plugin/tests/test_rccl.c names the RCCL sources):
     loader order, 7- and 8-column tables with RCCL's IGNORE cells, CPX/NPS4 sections."""
     fixtures = REPO / "tests" / "fixtures" / "sysfs"
-    proc = run([build / "test_rccl", build / LIB, fixtures / "amd-mi300x", fixtures / "amd-mi300x-cpx"],
+    proc = run([build / "test_rccl", build / LIB, fixtures / "amd-mi300x", amd_cpx_root],
                env={**os.environ, **SAN_ENV})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "OK: 0 failure(s)" in proc.stdout

@@ -17,7 +17,6 @@ from plugin_build import REPO, run
 
 KB = 1 << 10
 SIZES = [4 * KB, 8 * KB, 16 * KB, 32 * KB]
-CPX_TREE = REPO / "tests" / "fixtures" / "sysfs" / "amd-mi300x-cpx"
 
 
 def _sweep(db: Path, modes: dict[str, str], winner: tuple[str, str]) -> int:
@@ -73,7 +72,7 @@ def test_a_partition_the_plugin_cannot_name_is_refused_naming_the_run(tmp_path, 
     assert not (tmp_path / "r.conf").exists()
 
 
-def test_the_plugin_applies_the_cpx_section_only_in_cpx(tmp_path: Path, c_build: Path) -> None:
+def test_the_plugin_applies_the_cpx_section_only_in_cpx(tmp_path: Path, c_build: Path, amd_cpx_root: Path) -> None:
     """The emitted file through the C parser and matcher, facts read from sysfs as under RCCL."""
     out, _ = _tuned(tmp_path)
     spx = tmp_path / "spx" / "sys/class/drm/card1/device"
@@ -84,7 +83,7 @@ def test_the_plugin_applies_the_cpx_section_only_in_cpx(tmp_path: Path, c_build:
     table = " ".join(["1.0"] * 8 * 3)  # RCCL's 8 algorithms x 3 protocols, every cell available
     queries = "".join(f"allreduce {s} 8 1 1 0 8 3 {table}\n" for s in (2 * KB, 8 * KB, 32 * KB, 64 * KB))
     got = {}
-    for name, root in (("cpx", CPX_TREE), ("spx", tmp_path / "spx")):
+    for name, root in (("cpx", amd_cpx_root), ("spx", tmp_path / "spx")):
         env = {k: v for k, v in os.environ.items() if not k.startswith("CCLTUNE_")} | {"CCLTUNE_SYSFS_ROOT": str(root)}
         proc = run([c_build / "golden", out, "1,8,8"], input=queries, env=env)
         assert proc.returncode == 0 and "diag" not in proc.stdout, proc.stdout + proc.stderr
@@ -95,7 +94,8 @@ def test_the_plugin_applies_the_cpx_section_only_in_cpx(tmp_path: Path, c_build:
     assert got == {"cpx": ["-", "ring", "ring", "-"], "spx": ["-", "tree", "tree", "-"]}
 
 
-def test_a_run_records_the_partition_modes_the_plugin_reads(tmp_path: Path, c_build: Path, monkeypatch) -> None:
+def test_a_run_records_the_partition_modes_the_plugin_reads(tmp_path: Path, c_build: Path, amd_cpx_root: Path,
+                                                            monkeypatch) -> None:
     """environment.collect (every run's record) reads the modes from the same files as the plugin, in its order:
     the first card that has the file, connectors (card0-DP-1) skipped, upper-cased; None where none has it."""
     from ccltune import environment
@@ -106,7 +106,7 @@ def test_a_run_records_the_partition_modes_the_plugin_reads(tmp_path: Path, c_bu
         dev.mkdir(parents=True)
         (dev / "current_compute_partition").write_text(part + "\n")
         (dev / "current_memory_partition").write_text(nps + "\n")
-    for root, want in ((CPX_TREE, ("CPX", "NPS4")), (tree, ("CPX", "NPS4")), (tmp_path / "none", (None, None))):
+    for root, want in ((amd_cpx_root, ("CPX", "NPS4")), (tree, ("CPX", "NPS4")), (tmp_path / "none", (None, None))):
         (tmp_path / "none").mkdir(exist_ok=True)
         monkeypatch.setenv("CCLTUNE_SYSFS_ROOT", str(root))
         got = environment.amd_partitions()
@@ -114,6 +114,6 @@ def test_a_run_records_the_partition_modes_the_plugin_reads(tmp_path: Path, c_bu
         env = {k: v for k, v in os.environ.items() if not k.startswith("CCLTUNE_")} | {"CCLTUNE_SYSFS_ROOT": str(root)}
         line = run([c_build / "golden", REPO / "tests/fixtures/rules/basic.conf"], input="", env=env).stdout
         assert f"partition={want[0] or '?'} nps={want[1] or '?'}" in line
-    monkeypatch.setenv("CCLTUNE_SYSFS_ROOT", str(CPX_TREE))
+    monkeypatch.setenv("CCLTUNE_SYSFS_ROOT", str(amd_cpx_root))
     recorded = environment.collect(world_size=1)
     assert (recorded["compute_partition"], recorded["memory_partition"]) == ("CPX", "NPS4")

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ccltune.cli import main
 from ccltune.diagnose.checks import rccl
 from ccltune.diagnose.parsers import rcclog
-from ccltune.diagnose.probes import amdsmi, topo
+from ccltune.diagnose.probes import amdsmi, nvml, smitopo, topo
 from ccltune.diagnose.parsers.ncclog import parse_log
 
 FIX = Path(__file__).parent.parent / "fixtures"
@@ -95,14 +97,18 @@ def test_cli_doctor_rccl_log_with_amd_smi(tmp_path, capsys):
         assert text in out
 
 
-def test_doctor_on_a_cpx_node_from_amd_smi(tmp_path, capsys):
-    """CPX/NPS4 (64 devices on 8 GPUs, amd-smi static output alone): no link is taken for PCIe, the SPX advice on
-    NCCL_MIN_NCHANNELS is waived, and the node is said to be partitioned."""
+@pytest.mark.parametrize("source", [["--from-amd-smi", str(SMI / "mi300x_cpx_nps4_static.json"), "--sysfs-root", str(NUMA)],
+                                    ["--sysfs-root", "CPX"]], ids=["amd-smi", "sysfs"])
+def test_doctor_on_a_cpx_node(source, amd_cpx_root, monkeypatch, tmp_path, capsys):
+    """CPX/NPS4 (64 devices on 8 GPUs, from amd-smi static output alone or from the KFD topology): no link is taken
+    for PCIe, the SPX advice on NCCL_MIN_NCHANNELS is waived, and the node is said to be partitioned."""
     t = node("mi300x_cpx_nps4_static.json")
     assert not rccl.pcie_only_links(t.pair_labels())
     assert rccl.fine_grain_here(t, {}).status == "WAIVED"
-    rc = main(["doctor", "--nccl-log", str(LOGS / "rccl_mi300x_4of8_shm.log"),
-               "--from-amd-smi", str(SMI / "mi300x_cpx_nps4_static.json"), "--sysfs-root", str(NUMA),
+    for probe, name in ((nvml, "read_nvml"), (smitopo, "run_topo_matrix"), (amdsmi, "run")):
+        monkeypatch.setattr(probe, name, lambda: None)  # the sysfs case: no NVIDIA tool, no amd-smi here
+    source = [str(amd_cpx_root) if arg == "CPX" else arg for arg in source]  # the generated KFD tree
+    rc = main(["doctor", "--nccl-log", str(LOGS / "rccl_mi300x_4of8_shm.log"), *source,
                "--db", str(tmp_path / "d.db"), "--json", str(tmp_path / "d.json")])
     capsys.readouterr()
     import json

@@ -55,16 +55,38 @@ def render(t: topo.Topology) -> str:
         lines.append("# links not reported (no amd-smi topology output)")
         lines += [f"# note: {n}" for n in t.notes]
         return "\n".join(lines)
-    width = max(6, *(len(c) + 2 for row in t.links for c in row))
-    lines.append("      " + "".join(f"{'GPU' + str(j):<{width}}" for j in range(len(t.gpus))))
-    for i, row in enumerate(t.links):
-        lines.append(f"{'GPU' + str(i):<6}" + "".join(f"{c:<{width}}" for c in row))
+    lines += _matrix(t, physical)
     if any(v for row in t.nvlink_limit_gbps for v in row):
         lines.append("# NVLink limit per pair, one direction (GB/s): links x per-link speed")
         for i, row in enumerate(t.nvlink_limit_gbps):
             lines.append(f"{'GPU' + str(i):<6}" + "".join(f"{'-' if v is None else f'{v:.0f}':<{width}}" for v in row))
     lines += [f"# note: {n}" for n in t.notes]
     return "\n".join(lines)
+
+
+def _matrix(t: topo.Topology, physical: int) -> list[str]:
+    """The link matrix; on a partitioned node one row per physical GPU, read from its first partition (every
+    partition of a GPU has its GPU's links)."""
+    heads = list(range(len(t.gpus)))
+    lines = []
+    if physical < len(t.gpus):
+        first = {}
+        for g in t.gpus:
+            first.setdefault(g.physical, g.index)
+        heads = list(first.values())
+        lines.append(f"# links between the {len(heads)} physical GPUs (a partition has its GPU's links; "
+                     f"partitions of one GPU: {_inside(t)})")
+    width = max(6, *(len(t.links[i][j]) + 2 for i in heads for j in heads))
+    lines.append("      " + "".join(f"{'GPU' + str(n):<{width}}" for n in range(len(heads))))
+    for n, i in enumerate(heads):
+        lines.append(f"{'GPU' + str(n):<6}" + "".join(f"{t.links[i][j]:<{width}}" for j in heads))
+    return lines
+
+
+def _inside(t: topo.Topology) -> str:
+    """The link labels between partitions of one physical GPU, as one word list."""
+    kinds = {t.links[a.index][b.index] for a in t.gpus for b in t.gpus if a.physical == b.physical and a != b}
+    return ", ".join(sorted(kinds)) or "none"
 
 
 def _s(value: Any) -> str:

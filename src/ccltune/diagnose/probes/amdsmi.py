@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ccltune.errors import UsageError
 
@@ -94,7 +95,15 @@ def parse(texts: list[tuple[str, str]]) -> AmdSmiTopo:
     return topo
 
 
-def physical_groups(gpus: list[AmdSmiGpu]) -> list[list[int]]:
+class Partition(Protocol):
+    """What ``physical_groups`` reads of a device: amd-smi's entry, or a KFD node (``amdsysfs.KfdGpu``)."""
+    @property
+    def asic_serial(self) -> str | None: ...
+    @property
+    def partition_id(self) -> int | None: ...
+
+
+def physical_groups(gpus: Sequence[Partition]) -> list[list[int]]:
     """The indices of ``gpus`` grouped by physical GPU, in order: entries sharing an ASIC serial, else a new
     group at every ``partition_id`` 0 (or unknown), each physical GPU's partitions being listed in a row."""
     groups: list[list[int]] = []

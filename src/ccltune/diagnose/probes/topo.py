@@ -119,11 +119,35 @@ def from_smi(smi: smitopo.SmiTopo) -> Topology:
 
 
 def from_amd(amd: amdsysfs.AmdTopo) -> Topology:
+    """One row per card, or on a partitioned node one per KFD GPU node (a partition), each with its physical
+    GPU's card (cards and KFD nodes are both made in probe order); links from the KFD io_links."""
+    if amd.partitioned():
+        return _from_amd_partitions(amd)
     rows = [GpuRow(i, g.product or "AMD GPU", g.card, g.numa_node, compute_partition=g.compute_partition,
                    memory_partition=g.memory_partition) for i, g in enumerate(amd.gpus)]
-    n = len(rows)
-    links = [["X" if i == j else "XGMI" if (i, j) in amd.xgmi else "PCIe" for j in range(n)] for i in range(n)]
-    return Topology("amd-sysfs", rows, links, notes=amd.notes)
+    return Topology("amd-sysfs", rows, _kfd_links(amd, len(rows)), notes=amd.notes)
+
+
+def _kfd_links(amd: amdsysfs.AmdTopo, n: int) -> list[list[str]]:
+    return [["X" if i == j else "XGMI" if (i, j) in amd.xgmi else "PCIe" for j in range(n)] for i in range(n)]
+
+
+def _from_amd_partitions(amd: amdsysfs.AmdTopo) -> Topology:
+    groups = amdsmi.physical_groups(amd.devices)
+    physical = {i: n for n, group in enumerate(groups) for i in group}
+    notes = list(amd.notes)
+    if len(groups) != len(amd.gpus):
+        notes.append(f"{len(amd.devices)} KFD GPU nodes make {len(groups)} physical GPUs but {len(amd.gpus)} cards "
+                     "have the GPU's attributes: product, partition and NUMA node taken by position")
+    rows = []
+    for i, d in enumerate(amd.devices):
+        card = amd.gpus[physical[i]] if physical[i] < len(amd.gpus) else None
+        rows.append(GpuRow(i, (card.product if card else None) or "AMD GPU", d.pci_address(),
+                           card.numa_node if card else None,
+                           compute_partition=card.compute_partition if card else None,
+                           memory_partition=card.memory_partition if card else None,
+                           partition_id=d.partition_id, physical=physical[i]))
+    return Topology("amd-sysfs", rows, _kfd_links(amd, len(rows)), notes=notes)
 
 
 def from_amdsmi(smi: amdsmi.AmdSmiTopo, sysfs: amdsysfs.AmdTopo | None = None) -> Topology:
