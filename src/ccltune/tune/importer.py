@@ -47,6 +47,7 @@ from typing import Any
 
 from ccltune import collectives, datatypes
 from ccltune.commconfig import CommConfig
+from ccltune.diagnose.parsers import rcclversion
 from ccltune.errors import UsageError, unknown_name
 from ccltune.store import Measurement
 
@@ -62,18 +63,9 @@ _GRAPH_RE = re.compile(r"\bgraph:\s*(\d+)")
 _VERSION_RE = re.compile(r"nccl-library=(\d+)")
 _TESTS_VERSION_RE = re.compile(r"^#\s*nccl-tests version\s+(\S+)")
 _RUN_START_RE = re.compile(r"^#\s*(nccl-tests version\b|Collective test starting:|nThreads?:?\s|Using devices)")
-# Lines rccl-tests and RCCL print without '#': the env key each one fills (rccl-tests common.cu
-# "rccl-tests: Version %s" from 2024-03; RCCL init.cc showVersion with NCCL_DEBUG=VERSION:
-# "%-12s : %s" lines from RCCL 2.21 (2024-07), "RCCL version 2.18.3+hip6.0 develop:abc1234" before).
-_META_RES = (
-    ("rccl_tests_version", re.compile(r"^rccl-tests: Version\s+(.+?)\s*$")),
-    ("rccl_version", re.compile(r"\bRCCL version\s*:\s*(\S+)")),
-    ("rccl_version", re.compile(r"\bRCCL version\s+(\S+)")),
-    ("hip_version", re.compile(r"^HIP version\s*:\s*(\S+)")),
-    ("rocm_version", re.compile(r"^ROCm version\s*:\s*(\S+)")),
-    ("hostname", re.compile(r"^Hostname\s*:\s*(\S+)")),
-    ("library_path", re.compile(r"^Librccl path\s*:\s*(.+?)\s*$")),
-)
+# rccl-tests' own version line (common.cu "rccl-tests: Version %s", from 2024-03); RCCL's version block
+# (diagnose.parsers.rcclversion) fills rccl_version, hip_version, rocm_version, hostname, library_path
+_TESTS_VERSION_LINE = re.compile(r"^rccl-tests: Version\s+(.+?)\s*$")
 # other lines a run's output may hold between its own: NCCL/RCCL log lines, nccl-tests' notices
 _NOISE_RE = re.compile(r"\bNCCL (INFO|WARN|TRACE)\b|^Option -|^invalid option|^#|^\S+: Test timeout")
 # nccl-tests' NCCLCHECK/CUDACHECK line (common.h: "%s: Test NCCL failure %s:%d '%s / %s'", host, file, line,
@@ -352,10 +344,12 @@ def parse_text(text: str, path: str, *, candidate: CommConfig = CommConfig(), co
 
 def _meta(line: str, env: dict[str, Any]) -> bool:
     """Store what an rccl-tests/RCCL line without '#' says (first value wins); False if it says nothing."""
-    for key, regex in _META_RES:
-        if m := regex.search(line):
-            env.setdefault(key, m.group(1))
-            return True
+    if m := _TESTS_VERSION_LINE.search(line):
+        env.setdefault("rccl_tests_version", m.group(1))
+        return True
+    if found := rcclversion.fact(line):
+        env.setdefault(*found)
+        return True
     return False
 
 

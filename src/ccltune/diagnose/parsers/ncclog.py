@@ -44,15 +44,11 @@ from pathlib import Path
 
 from ccltune import collectives
 from ccltune.errors import UsageError
+from ccltune.diagnose.parsers import rcclversion
 from ccltune.files import read_bytes
 
 _LINE = re.compile(r"(?:(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) )?(?:\[(?P<dev>\d+)\] )?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$")
 _VERSION = re.compile(r"^(?P<lib>NCCL|RCCL) version\s*:?\s*(?P<ver>\S+)")
-# RCCL's unprefixed version block (see above), after an optional launcher tag
-_LAUNCHER_TAG = r"^(?:\[[^\]]*\](?:<\w+>)?:\s?)?"
-_PLAIN_VERSION = re.compile(_LAUNCHER_TAG + r"(?P<msg>RCCL version\b.*)$")
-_HIP = re.compile(_LAUNCHER_TAG + r"HIP version\s*:\s*(?P<ver>\S+)")
-_HIP_SUFFIX = re.compile(r"\+hip(?P<ver>\d+\.\d+)")  # RCCL before 2.21: "RCCL version 2.16.5+hip5.6 ..."
 _EDGE = re.compile(
     r"^Channel (?P<ch>\d+)(?:/\d+)? : (?P<sr>\d+)\[(?P<sd>[0-9a-fA-F]+)\] -> (?P<dr>\d+)\[(?P<dd>[0-9a-fA-F]+)\]"
     r"(?: \[(?P<kind>send|receive)\])? via (?P<tr>.+?)(?: comm 0x[0-9a-fA-F]+.*)?$"
@@ -211,17 +207,17 @@ def _set_version(log: NcclLog, lib: str, ver: str) -> None:
     if log.version is None:
         log.version = ver
         log.library = "RCCL" if lib == "RCCL" or "hip" in ver else "NCCL"
-        if h := _HIP_SUFFIX.search(ver):
+        if h := rcclversion.HIP_SUFFIX.search(ver):
             log.hip_version = log.hip_version or h["ver"]
 
 
 def _parse_plain(log: NcclLog, line: str) -> None:
     """A line without NCCL's prefix: RCCL's printf'd version block (or the continuation of its INFO copy)."""
-    if p := _PLAIN_VERSION.match(line):
-        if v := _VERSION.match(p["msg"]):
-            _set_version(log, v["lib"], v["ver"])
-    elif (h := _HIP.match(line)) and log.hip_version is None:
-        log.hip_version = h["ver"]
+    found = rcclversion.fact(line)
+    if found is not None and found[0] == "rccl_version":
+        _set_version(log, "RCCL", found[1])
+    elif found is not None and found[0] == "hip_version" and log.hip_version is None:
+        log.hip_version = found[1]
 
 
 def _parse_info(log: NcclLog, msg: str, m: re.Match[str], number: int) -> None:
