@@ -24,13 +24,8 @@
 # built (make -C native; make -C plugin), PYTHONPATH=src. NCCL_NVLS_ENABLE=0 and friends are
 # set here as scripts/device.sh sets them.
 set -u
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/.." && pwd)"
 OUTDIR="${1:?usage: bench/eager_vs_ncclt.sh OUTDIR}"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONPATH="$REPO/src${PYTHONPATH:+:$PYTHONPATH}"
-SRC="${NCCL_TESTS_DIR:-$REPO/.cache/ncclt-src/v2.19.6}"
-B="${NCCLT_BUILD:-$REPO/.cache/ncclt-build-$(basename "$SRC")}"
+source "$(dirname "${BASH_SOURCE[0]}")/ncclt_env.sh"
 COLLS="${COLLS:-all_reduce all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv}"
 SIZES="${SIZES:--b 8 -e 1M -f 32 -n 1000 -w 50}"
 REPS="${REPS:-3}"
@@ -41,11 +36,7 @@ CCLTUNE_FLAGS="${CCLTUNE_FLAGS:-}"
 CCL_PROCESSES="${CCL_PROCESSES:-each}"
 mkdir -p "$OUTDIR"
 
-missing=0; for c in $COLLS; do [ -x "$B/${c}_perf" ] || missing=1; done
-if [ $missing = 1 ]; then
-  NCCL_TESTS_DIR="$SRC" BUILDDIR="$B" COLLS="$COLLS" bash "$HERE/nccl_tests_build.sh" > "$OUTDIR/ncclt-build.log" 2>&1 \
-    || { echo "eager_vs_ncclt: building nccl-tests failed:"; tail -15 "$OUTDIR/ncclt-build.log"; exit 1; }
-fi
+need_ncclt "$COLLS" "$OUTDIR/ncclt-build.log"
 
 nt() {  # nccl-tests, one run of every collective: $1 mode dir, $2 run, $3 extra flags
   for c in $COLLS; do

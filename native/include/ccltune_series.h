@@ -24,7 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CCLTUNE_SERIES_ABI 3 /* bumped whenever a struct or the kinds below change (3: alltoall, gather, scatter) */
+#define CCLTUNE_SERIES_ABI 4 /* bumped whenever a struct, a function or the kinds below change (3: alltoall, gather,
+                              * scatter; 4: CUDA graphs captured and launched here) */
 
 /* Which NCCL signature a step's entry point has (the step's fn is cast to it). */
 enum ccltune_step_kind {
@@ -91,6 +92,10 @@ struct ccltune_series {
 #define CCLTUNE_AT_WAIT (-4)        /* waiting for the stream (blocking) */
 #define CCLTUNE_AT_BARRIER (-5)
 #define CCLTUNE_AT_EVENT (-6)       /* recording an event */
+#define CCLTUNE_AT_CAPTURE_BEGIN (-7) /* beginning the stream capture (ccltune_series_capture) */
+#define CCLTUNE_AT_CAPTURE_END (-8)   /* ending it */
+#define CCLTUNE_AT_INSTANTIATE (-9)   /* instantiating the captured graph */
+#define CCLTUNE_AT_LAUNCH (-10)       /* launching it (ccltune_graph_launch; call: the launch's index) */
 /* Whose code the result is. */
 #define CCLTUNE_FROM_NCCL 0    /* an ncclResult_t */
 #define CCLTUNE_FROM_GPU 1     /* the stream query's or event record's (CUresult, hipError_t) */
@@ -119,6 +124,42 @@ struct ccltune_outcome {
  * opened (ncclGroupEnd, whose result is then ignored). */
 int ccltune_series_run(const struct ccltune_series* s, int64_t first, int64_t iterations,
                        struct ccltune_outcome* outcome);
+
+/* CUDA graphs (-G), as nccl-tests' BenchTime makes and launches them: the timed calls captured on
+ * the series' stream in thread-local mode, the graph instantiated with no flags, then launched
+ * -G times. The GPU runtime's graph entry points come in as function pointers, like NCCL's, from
+ * the driver library the process already has (CUDA's driver API or HIP: the same shapes, 0 for
+ * success). Doing this here rather than through a framework's graph object keeps the graph and
+ * its first launch what nccl-tests times (no instantiation flags, nothing else enqueued around a
+ * launch). */
+struct ccltune_graph_api {
+  void* begin_capture; /* int (*)(void* stream, int mode): cuStreamBeginCapture_v2, hipStreamBeginCapture */
+  void* end_capture;   /* int (*)(void* stream, void** graph): cuStreamEndCapture, hipStreamEndCapture */
+  void* instantiate;   /* int (*)(void** exec, void* graph, unsigned long long flags): cuGraphInstantiateWithFlags,
+                        * hipGraphInstantiateWithFlags */
+  void* launch;        /* int (*)(void* exec, void* stream): cuGraphLaunch, hipGraphLaunch */
+  void* exec_destroy;  /* int (*)(void* exec): cuGraphExecDestroy, hipGraphExecDestroy */
+  void* graph_destroy; /* int (*)(void* graph): cuGraphDestroy, hipGraphDestroy */
+};
+#define CCLTUNE_CAPTURE_THREAD_LOCAL 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, hipStreamCaptureModeThreadLocal */
+
+/* Capture iterations first .. first+iterations-1 of the series (as ccltune_series_run issues them)
+ * into a graph on s->stream and instantiate it: *exec receives the executable graph, which the
+ * caller launches with ccltune_graph_launch and frees with ccltune_graph_destroy. The series must
+ * not block or record events (nccl-tests refuses -z and -I with -G too): CCLTUNE_SERIES_INVALID.
+ * A failure while capturing still ends the capture and destroys what was captured (the stream is
+ * never left capturing); *exec is then NULL and *outcome says where (an NCCL call's index, or
+ * CCLTUNE_AT_CAPTURE_BEGIN / _END / INSTANTIATE with CCLTUNE_FROM_GPU). */
+int ccltune_series_capture(const struct ccltune_series* s, const struct ccltune_graph_api* g, int64_t first,
+                           int64_t iterations, void** exec, struct ccltune_outcome* outcome);
+
+/* Launch `exec` `launches` times on `stream`, back to back (no wait). Returns 0, or the runtime's
+ * error with outcome->call the launch's index and outcome->step CCLTUNE_AT_LAUNCH. */
+int ccltune_graph_launch(const struct ccltune_graph_api* g, void* exec, void* stream, int64_t launches,
+                         struct ccltune_outcome* outcome);
+
+/* Free an executable graph of ccltune_series_capture (NULL: nothing). Returns the runtime's result. */
+int ccltune_graph_destroy(const struct ccltune_graph_api* g, void* exec);
 
 /* CCLTUNE_SERIES_ABI of the built library (the binding refuses a stale build). */
 int ccltune_series_abi(void);

@@ -169,4 +169,63 @@ EXPORT int ccltune_series_run(const struct ccltune_series* s, int64_t first, int
   return NCCL_SUCCESS;
 }
 
+/* ---- CUDA graphs (-G) ---- */
+typedef int (*begin_fn)(void*, int);
+typedef int (*end_fn)(void*, void**);
+typedef int (*instantiate_fn)(void**, void*, unsigned long long);
+typedef int (*launch_fn)(void*, void*);
+typedef int (*destroy_fn)(void*);
+
+static int graph_api_valid(const struct ccltune_graph_api* g) {
+  return g && g->begin_capture && g->end_capture && g->instantiate && g->launch && g->exec_destroy && g->graph_destroy;
+}
+
+EXPORT int ccltune_series_capture(const struct ccltune_series* s, const struct ccltune_graph_api* g, int64_t first,
+                                  int64_t iterations, void** exec, struct ccltune_outcome* outcome) {
+  if (exec) *exec = 0;
+  if (outcome) outcome->busy_s = 0.0;
+  if (exec == 0 || !graph_api_valid(g) || !valid(s) || s->blocking != 0 || s->events != 0 || iterations < 0 || first < 0)
+    return fail(outcome, CCLTUNE_SERIES_INVALID, -1, -1, CCLTUNE_FROM_NCCL);
+  int rc = ((begin_fn)g->begin_capture)(s->stream, CCLTUNE_CAPTURE_THREAD_LOCAL);
+  if (rc != 0) return fail(outcome, rc, first * s->agg, CCLTUNE_AT_CAPTURE_BEGIN, CCLTUNE_FROM_GPU);
+  struct ccltune_outcome inner = {0, 0, 0, 0.0};
+  const int issued = ccltune_series_run(s, first, iterations, &inner);
+  void* graph = 0;
+  const int ended = ((end_fn)g->end_capture)(s->stream, &graph); /* always: never leave the stream capturing */
+  if (issued != 0) { /* NCCL's failure is the one to report; the capture it broke is thrown away */
+    if (graph) (void)((destroy_fn)g->graph_destroy)(graph);
+    if (outcome) *outcome = inner;
+    return issued;
+  }
+  if (ended != 0) {
+    if (graph) (void)((destroy_fn)g->graph_destroy)(graph);
+    return fail(outcome, ended, (first + iterations) * s->agg, CCLTUNE_AT_CAPTURE_END, CCLTUNE_FROM_GPU);
+  }
+  rc = ((instantiate_fn)g->instantiate)(exec, graph, 0ULL); /* no flags, as nccl-tests' cudaGraphInstantiate */
+  (void)((destroy_fn)g->graph_destroy)(graph); /* the executable graph does not need its template */
+  if (rc != 0) {
+    *exec = 0;
+    return fail(outcome, rc, (first + iterations) * s->agg, CCLTUNE_AT_INSTANTIATE, CCLTUNE_FROM_GPU);
+  }
+  return NCCL_SUCCESS;
+}
+
+EXPORT int ccltune_graph_launch(const struct ccltune_graph_api* g, void* exec, void* stream, int64_t launches,
+                                struct ccltune_outcome* outcome) {
+  if (outcome) outcome->busy_s = 0.0;
+  if (!graph_api_valid(g) || exec == 0 || launches < 0) return fail(outcome, CCLTUNE_SERIES_INVALID, -1, -1, CCLTUNE_FROM_GPU);
+  const launch_fn launch = (launch_fn)g->launch;
+  for (int64_t i = 0; i < launches; i++) {
+    const int rc = launch(exec, stream);
+    if (rc != 0) return fail(outcome, rc, i, CCLTUNE_AT_LAUNCH, CCLTUNE_FROM_GPU);
+  }
+  return NCCL_SUCCESS;
+}
+
+EXPORT int ccltune_graph_destroy(const struct ccltune_graph_api* g, void* exec) {
+  if (exec == 0) return 0;
+  if (!graph_api_valid(g)) return CCLTUNE_SERIES_INVALID;
+  return ((destroy_fn)g->exec_destroy)(exec);
+}
+
 EXPORT int ccltune_series_abi(void) { return CCLTUNE_SERIES_ABI; }

@@ -39,6 +39,19 @@ EXPORT int ncclCommGetAsyncError(void* comm, int* err) { (void)comm; *err = 0; r
 EXPORT int fake_stream_query(void* st) { return rec("Wait", NULL, NULL, 0, -1, -1, -1, NULL, st); }
 EXPORT int fake_event_record(void* ev, void* st) { return rec("Event", ev, NULL, 0, -1, -1, -1, NULL, st); }
 
+/* the GPU driver's graph calls (cuStreamBeginCapture_v2, cuStreamEndCapture, cuGraphInstantiateWithFlags,
+ * cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy shapes): 0x6a is the captured graph, 0xe8 the
+ * executable one; the mode and the flags are logged in the op column */
+EXPORT int fake_begin_capture(void* st, int mode) { return rec("BeginCapture", NULL, NULL, 0, -1, mode, -1, NULL, st); }
+EXPORT int fake_end_capture(void* st, void** graph) { *graph = (void*)0x6a; return rec("EndCapture", NULL, NULL, 0, -1, -1, -1, NULL, st); }
+EXPORT int fake_instantiate(void** exec, void* graph, unsigned long long flags) {
+  *exec = (void*)0xe8;
+  return rec("Instantiate", graph, NULL, 0, -1, (int)flags, -1, NULL, NULL);
+}
+EXPORT int fake_graph_launch(void* exec, void* st) { return rec("Launch", exec, NULL, 0, -1, -1, -1, NULL, st); }
+EXPORT int fake_exec_destroy(void* exec) { return rec("ExecDestroy", exec, NULL, 0, -1, -1, -1, NULL, NULL); }
+EXPORT int fake_graph_destroy(void* graph) { return rec("GraphDestroy", graph, NULL, 0, -1, -1, -1, NULL, NULL); }
+
 /* the test's controls */
 EXPORT const char* fake_log(void) { return LOG; }
 EXPORT void fake_reset(int fail_at, int rc) { used = 0; LOG[0] = '\0'; calls = 0; failAt = fail_at; failRc = rc; }

@@ -329,6 +329,135 @@ static void test_schedule(void) {
   }
 }
 
+/* ---- CUDA graphs: capture the series, instantiate, launch, free ---- */
+static int GRAPH, EXEC, failBeginRc, failEndRc, failInstRc, failLaunchAt = -1, modeSeen = -1;
+static unsigned long long flagsSeen = 99;
+static void* capturedOn;
+static int fBegin(void* st, int mode) { modeSeen = mode, capturedOn = st; rec('C', NULL, NULL, 0, -1, mode, -1, NULL, st); return failBeginRc; }
+static int fEndCapture(void* st, void** graph) {
+  rec('E', NULL, NULL, 0, -1, -1, -1, NULL, st);
+  *graph = failEndRc ? NULL : &GRAPH;
+  return failEndRc;
+}
+static int fInstantiate(void** exec, void* graph, unsigned long long flags) {
+  flagsSeen = flags;
+  rec('I', graph, NULL, 0, -1, -1, -1, NULL, NULL);
+  *exec = failInstRc ? NULL : &EXEC;
+  return failInstRc;
+}
+static int fLaunch(void* exec, void* st) {
+  int i = nlog;
+  rec('L', exec, NULL, 0, -1, -1, -1, NULL, st);
+  return i == failLaunchAt ? 800 : 0;
+}
+static int fExecDestroy(void* exec) { rec('x', exec, NULL, 0, -1, -1, -1, NULL, NULL); return 0; }
+static int fGraphDestroy(void* graph) { rec('X', graph, NULL, 0, -1, -1, -1, NULL, NULL); return 0; }
+
+static void reset_graph(void) { reset(); failBeginRc = failEndRc = failInstRc = 0; failLaunchAt = -1; modeSeen = -1; flagsSeen = 99; capturedOn = NULL; }
+
+static void test_graph(void) {
+  const struct ccltune_graph_api api = {(void*)fBegin, (void*)fEndCapture, (void*)fInstantiate, (void*)fLaunch,
+                                        (void*)fExecDestroy, (void*)fGraphDestroy};
+  struct ccltune_step ar = {(void*)fAllReduce, CCLTUNE_ALL_REDUCE, 0, 0, 0};
+  struct ccltune_step sr[2] = {{(void*)fSend, CCLTUNE_SEND, 0, 0, 0}, {(void*)fRecv, CCLTUNE_RECV, 0, 0, 0}};
+  struct ccltune_outcome o = {0, 0, 0, 0.0};
+  void* exec = (void*)&o;
+
+  /* the timed calls between BeginCapture and EndCapture, stepping as eagerly; no instantiation flags;
+   * the template freed once instantiated */
+  reset_graph();
+  struct ccltune_series s = series(&ar, 1, 8, 3);
+  int rc = ccltune_series_capture(&s, &api, 0, 5, &exec, &o);
+  CHECK("capture: order", rc == 0 && exec == &EXEC && strcmp(kinds(), "CAAAAAEIX") == 0, "rc %d log %s", rc, kinds());
+  CHECK("capture: thread-local mode on the series' stream", modeSeen == CCLTUNE_CAPTURE_THREAD_LOCAL && capturedOn == &STREAM,
+        "mode %d", modeSeen);
+  CHECK("capture: no instantiation flags (nccl-tests' cudaGraphInstantiate)", flagsSeen == 0, "flags %llu", flagsSeen);
+  CHECK("capture: steps through the buffers", LOG[1].send == SEND && LOG[2].send == SEND + 8 && LOG[3].send == SEND + 16
+                                                  && LOG[4].send == SEND && LOG[5].recv == RECV + 8,
+        "pointers");
+  CHECK("capture: the template is the graph ended", LOG[7].send == &GRAPH && LOG[8].send == &GRAPH, "graph");
+
+  /* -m 2 with send/recv: each iteration's group around the calls' groups, all captured */
+  reset_graph();
+  s = series(sr, 2, 0, 1);
+  s.agg = 2;
+  rc = ccltune_series_capture(&s, &api, 0, 1, &exec, &o);
+  CHECK("capture: -m 2 of sendrecv", rc == 0 && strcmp(kinds(), "C((sr)(sr))EIX") == 0, "rc %d log %s", rc, kinds());
+
+  /* launches: back to back on the stream given, the executable graph each time */
+  reset_graph();
+  rc = ccltune_graph_launch(&api, &EXEC, &STREAM, 4, &o);
+  CHECK("launch: 4 launches", rc == 0 && strcmp(kinds(), "LLLL") == 0 && LOG[3].send == &EXEC && LOG[3].stream == &STREAM,
+        "rc %d log %s", rc, kinds());
+  reset_graph();
+  rc = ccltune_graph_launch(&api, &EXEC, &STREAM, 0, &o);
+  CHECK("launch: none", rc == 0 && nlog == 0, "rc %d, %d", rc, nlog);
+  reset_graph();
+  failLaunchAt = 2;
+  rc = ccltune_graph_launch(&api, &EXEC, &STREAM, 10, &o);
+  CHECK("launch: the failing launch named, none after it", rc == 800 && o.call == 2 && o.step == CCLTUNE_AT_LAUNCH
+                                                               && o.source == CCLTUNE_FROM_GPU && nlog == 3,
+        "rc %d call %lld step %d, %d launched", rc, (long long)o.call, o.step, nlog);
+  reset_graph();
+  rc = ccltune_graph_destroy(&api, &EXEC);
+  CHECK("destroy: the executable graph", rc == 0 && strcmp(kinds(), "x") == 0 && LOG[0].send == &EXEC, "log %s", kinds());
+  reset_graph();
+  rc = ccltune_graph_destroy(&api, NULL);
+  CHECK("destroy: NULL is nothing", rc == 0 && nlog == 0, "log %s", kinds());
+
+  /* NCCL fails during the capture: the capture still ends, what it held is freed, nothing is
+   * instantiated, and the failing call is named as eagerly */
+  reset_graph();
+  s = series(&ar, 1, 0, 1);
+  failAt = 3, failRc = 5; /* the third call (log: C A A A) */
+  exec = (void*)&o;
+  rc = ccltune_series_capture(&s, &api, 10, 6, &exec, &o);
+  CHECK("capture: NCCL fails", rc == 5 && o.call == 12 && o.step == 0 && o.source == CCLTUNE_FROM_NCCL && exec == NULL
+                                   && strcmp(kinds(), "CAAAEX") == 0,
+        "rc %d call %lld step %d source %d log %s", rc, (long long)o.call, o.step, o.source, kinds());
+  /* the runtime fails: at the capture's start, end, or instantiation */
+  reset_graph();
+  failBeginRc = 900;
+  rc = ccltune_series_capture(&s, &api, 0, 2, &exec, &o);
+  CHECK("capture: begin fails, nothing issued", rc == 900 && o.step == CCLTUNE_AT_CAPTURE_BEGIN && o.source == CCLTUNE_FROM_GPU
+                                                    && strcmp(kinds(), "C") == 0 && exec == NULL,
+        "rc %d step %d log %s", rc, o.step, kinds());
+  reset_graph();
+  failEndRc = 901;
+  rc = ccltune_series_capture(&s, &api, 0, 2, &exec, &o);
+  CHECK("capture: end fails", rc == 901 && o.step == CCLTUNE_AT_CAPTURE_END && strcmp(kinds(), "CAAE") == 0 && exec == NULL,
+        "rc %d step %d log %s", rc, o.step, kinds());
+  reset_graph();
+  failInstRc = 902;
+  rc = ccltune_series_capture(&s, &api, 0, 2, &exec, &o);
+  CHECK("capture: instantiation fails, the template still freed",
+        rc == 902 && o.step == CCLTUNE_AT_INSTANTIATE && strcmp(kinds(), "CAAEIX") == 0 && exec == NULL,
+        "rc %d step %d log %s", rc, o.step, kinds());
+
+  /* refused before anything is captured: a schedule that waits or records events (-z, -I), an
+   * incomplete graph API, no place for the result */
+  static void* events[4];
+  struct ccltune_series bad[3] = {series(&ar, 1, 0, 1), series(&ar, 1, 0, 1), series(&ar, 1, 0, 1)};
+  bad[0].blocking = 2, bad[0].stream_query = (void*)fQuery;
+  bad[1].events = events, bad[1].nevents = 4, bad[1].event_record = (void*)fRecord;
+  const char* why[3] = {"-z 2 with -G", "-I with -G", "-z 1 with -G"};
+  bad[2].blocking = 1, bad[2].stream_query = (void*)fQuery, bad[2].barrier = (void*)fBarrier;
+  for (int k = 0; k < 3; k++) {
+    reset_graph();
+    rc = ccltune_series_capture(&bad[k], &api, 0, 3, &exec, &o);
+    CHECK(why[k], rc == CCLTUNE_SERIES_INVALID && nlog == 0 && exec == NULL, "rc %d, %d issued", rc, nlog);
+  }
+  struct ccltune_graph_api partial = api;
+  partial.launch = NULL;
+  reset_graph();
+  rc = ccltune_series_capture(&s, &partial, 0, 3, &exec, &o);
+  CHECK("graph API without launch", rc == CCLTUNE_SERIES_INVALID && nlog == 0, "rc %d, %d issued", rc, nlog);
+  rc = ccltune_graph_launch(&partial, &EXEC, &STREAM, 3, &o);
+  CHECK("launch without launch", rc == CCLTUNE_SERIES_INVALID && nlog == 0, "rc %d", rc);
+  rc = ccltune_series_capture(&s, &api, 0, 3, NULL, &o);
+  CHECK("capture without a place for the graph", rc == CCLTUNE_SERIES_INVALID && nlog == 0, "rc %d", rc);
+}
+
 int main(void) {
   test_each_kind();
   test_steps();
@@ -336,6 +465,7 @@ int main(void) {
   test_errors();
   test_invalid();
   test_schedule();
+  test_graph();
   printf("%s: %d of %d checks failed\n", failures ? "FAILED" : "OK", failures, total);
   return failures > 100 ? 100 : failures;
 }

@@ -1,5 +1,5 @@
 """Shared by the GPU tier: NVLink multicast stays off in every process a test starts (the
-project's machines require it), and the number of GPUs, or a skip when there are fewer than 2."""
+project's machines require it), and the number of GPUs, or a skip when there are fewer than 2 (``gpus``: than 1)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,19 @@ def _nvls_off(monkeypatch):
         monkeypatch.setenv(k, v)
 
 
+def _count(least: int) -> int:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.device_count() < least:
+        pytest.skip(f"needs at least {least} CUDA GPU{'s' if least > 1 else ''}")
+    return torch.cuda.device_count()
+
+
 @pytest.fixture(scope="module")
 def n_gpus() -> int:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
-        pytest.skip("needs at least 2 CUDA GPUs")
-    return torch.cuda.device_count()
+    return _count(2)
+
+
+@pytest.fixture(scope="module")
+def gpus() -> int:
+    """The number of GPUs, at least 1 (tests that also mean something on one GPU)."""
+    return _count(1)

@@ -28,9 +28,11 @@ def records(path: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize("extra", [[], ["-G", "5"], ["-G", "5", "--symmetric"],
-                                   ["-G", "5", "--buffers", "ncclmem-max", "--warmup-mode", "series"]],
-                         ids=["eager", "graph", "symmetric", "nccl-tests-layout"])
-def test_nccl_engine_every_collective_is_exact(tmp_path, n_gpus, extra):
+                                   ["-G", "5", "--buffers", "ncclmem-max", "--warmup-mode", "series"],
+                                   ["-G", "5", "--warmup-mode", "nccl-tests"]],
+                         ids=["eager", "graph", "symmetric", "nccl-tests-layout", "nccl-tests-procedure"])
+def test_nccl_engine_every_collective_is_exact(tmp_path, gpus, extra):
+    n_gpus = gpus
     js = tmp_path / "b.json"
     proc = ccltune("bench", "all", "-b", "8", "-e", "1M", "-f", "32", "-n", "3", "-w", "1", *extra,
                    "--nproc", str(n_gpus), "--db", str(tmp_path / "b.db"), "--json", str(js))
@@ -133,7 +135,7 @@ def test_plugin_verify_sees_a_forced_rule_in_nccls_log(tmp_path, n_gpus):
 
 
 @pytest.mark.parametrize("graph", [0, 3], ids=["eager", "graph"])
-def test_timed_calls_step_through_the_largest_buffers_as_nccl_tests_does(n_gpus, graph):
+def test_timed_calls_step_through_the_largest_buffers_as_nccl_tests_does(gpus, graph):
     """--buffers ncclmem-max (bench's default): timed call i writes its output i sizes into the
     receive buffer, wrapping after the last whole size that fits; the checked call uses the start."""
     import torch
@@ -166,6 +168,16 @@ def test_timed_calls_step_through_the_largest_buffers_as_nccl_tests_does(n_gpus,
         got = recv.view(-1)
         assert (got[: size * steps] == 7).all(), "every whole size that fits was written"
         assert (got[size * steps:] == 0).all(), "nothing past the last whole size"
+        if graph:  # -G: captured and launched by the launch loop, not PyTorch's graph object
+            from ccltune.engines.series import Graph
+            g = eng.capture(pt, bufs, None)
+            assert isinstance(g, Graph) and g.exec
+            recv.fill_(0)
+            torch.cuda.synchronize()
+            g.launch(2)
+            eng.sync()
+            g.close()
+            assert (got[: size * steps] == 7).all() and (got[size * steps:] == 0).all()
         # a pair of the point's own (--buffers ncclmem: no pool) is used from its start by every call
         eng.buffers, eng._pool = "ncclmem", []
         own, _ = point.allocate(eng, pt)

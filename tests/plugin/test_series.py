@@ -55,8 +55,10 @@ def test_exports_only_the_loop(built: Path) -> None:
         pytest.skip("nm (binutils) not installed")
     proc = run(["nm", "-D", "--defined-only", built / series.LIBRARY_NAME])
     names = {line.split()[-1] for line in proc.stdout.splitlines() if line.strip()}
-    assert {"ccltune_series_run", "ccltune_series_abi"} <= names
-    assert names - {"ccltune_series_run", "ccltune_series_abi", "_init", "_fini", "_edata", "_end", "__bss_start"} == set()
+    api = {"ccltune_series_run", "ccltune_series_abi", "ccltune_series_capture", "ccltune_graph_launch",
+           "ccltune_graph_destroy"}
+    assert api <= names
+    assert names - api - {"_init", "_fini", "_edata", "_end", "__bss_start"} == set()
 
 
 @pytest.fixture
@@ -162,6 +164,70 @@ def test_binding_error_names_the_call(loop, name: str, fail_at: int, call: int, 
                               "for details): fake: refused on purpose (ncclResult_t 5)")
     assert err.value.code == 5
     assert len(fake.fake_log().decode().splitlines()) == issued  # nothing after the failing call
+
+
+def _graph_api(fake) -> series.GraphApi:
+    return series.GraphApi(*(ctypes.cast(getattr(fake, f"fake_{n}"), ctypes.c_void_p).value
+                             for n in ("begin_capture", "end_capture", "instantiate", "graph_launch", "exec_destroy",
+                                       "graph_destroy")))
+
+
+def test_binding_captures_and_launches_a_graph(loop) -> None:
+    """-G: the timed calls captured between BeginCapture (thread-local) and EndCapture on the series'
+    stream, instantiated with no flags as nccl-tests does, the template freed; launched n times from C
+    on that stream; the executable graph freed once, by close() or when dropped."""
+    lp, fake = loop
+    api = _graph_api(fake)
+    coll = get("all_reduce")
+    lay = coll.layout(64, 4, 1, 0)
+    s = lp.series(coll, lay, 0, 0, 1, send=SEND, recv=RECV, dtype=7, op=2, comm=COMM, stream=STREAM,
+                  shift_bytes=64, shift_steps=2)
+    fake.fake_reset(-1, 0)
+    graph = lp.capture(s, 0, 3, api)
+    log = fake.fake_log().decode().splitlines()
+    assert log == [f"BeginCapture 0 0 0 -1 1 -1 0 {STREAM:x}", *_expected([NcclOp("ncclAllReduce", 0)], lay, 3, 64, 2),
+                   f"EndCapture 0 0 0 -1 -1 -1 0 {STREAM:x}", "Instantiate 6a 0 0 -1 0 -1 0 0",
+                   "GraphDestroy 6a 0 0 -1 -1 -1 0 0"]
+    fake.fake_reset(-1, 0)
+    graph.launch(4)
+    graph.replay()
+    assert fake.fake_log().decode().splitlines() == [f"Launch e8 0 0 -1 -1 -1 0 {STREAM:x}"] * 5
+    fake.fake_reset(-1, 0)
+    graph.close()
+    graph.close()
+    assert fake.fake_log().decode().splitlines() == ["ExecDestroy e8 0 0 -1 -1 -1 0 0"]
+    fake.fake_reset(-1, 0)
+    dropped = lp.capture(s, 0, 1, api)
+    del dropped
+    assert fake.fake_log().decode().splitlines()[-1] == "ExecDestroy e8 0 0 -1 -1 -1 0 0"
+
+
+def test_binding_graph_errors(loop) -> None:
+    """NCCL refusing a call while capturing is named as eagerly (the capture still ends, nothing is
+    instantiated); a failed launch names its index."""
+    lp, fake = loop
+    api = _graph_api(fake)
+    coll = get("sendrecv")
+    lay = coll.layout(64, 4, 2, 0)
+    s = lp.series(coll, lay, 0, 0, 2, send=SEND, recv=RECV, dtype=7, op=2, comm=COMM, stream=STREAM)
+    fake.fake_reset(7, 5)  # Begin (sr)( s r: the 2nd call's recv
+    with pytest.raises(NcclError, match=r"^ncclRecv \(call 1 of the series\) failed: invalid usage"):
+        lp.capture(s, 0, 4, api)
+    names = [line.split()[0] for line in fake.fake_log().decode().splitlines()]
+    assert names == ["BeginCapture", "GroupStart", "Send", "Recv", "GroupEnd", "GroupStart", "Send", "Recv",
+                     "GroupEnd", "EndCapture", "GraphDestroy"]
+    fake.fake_reset(-1, 0)
+    graph = lp.capture(s, 0, 1, api)
+    fake.fake_reset(2, 700)  # the third launch
+    with pytest.raises(EngineUnavailable, match=r"launching the CUDA graph \(-G\) failed at launch 2 of 10: "
+                                                r"GPU runtime error 700"):
+        graph.launch(10)
+    assert len(fake.fake_log().decode().splitlines()) == 3
+    blocking = lp.series(coll, lay, 0, 0, 2, send=SEND, recv=RECV, dtype=7, op=2, comm=COMM, stream=STREAM,
+                         schedule=series.Schedule(blocking=2, runtime=None))
+    blocking.stream_query = ctypes.cast(fake.fake_stream_query, ctypes.c_void_p).value
+    with pytest.raises(EngineUnavailable, match="refused the series"):
+        lp.capture(blocking, 0, 1, api)
 
 
 def test_missing_library_says_how_to_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

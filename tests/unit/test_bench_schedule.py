@@ -47,3 +47,37 @@ def test_unalign_starts_both_buffers_n_elements_in(in_place):
         assert a.numel() == b.numel()
         assert a.storage_offset() - b.storage_offset() == 3
     assert got.keep[0].numel() == plain.keep[0].numel() + 3
+
+
+def _plan(mode: str, sizes: list[int], max_bytes: int):
+    from ccltune.measure.bench import BenchPlan
+    return BenchPlan([collectives.get("all_reduce")], sizes, dtype("float"), "sum", 0, iters=20, warmup=5, graph=10,
+                     check=1, average="avg", timeout_s=30.0, warmup_mode=mode, max_bytes=max_bytes)
+
+
+@pytest.mark.parametrize("mode, warmup, ncclt", [("point", 5, False), ("series", 5, False), ("nccl-tests", 0, True)])
+def test_each_size_warms_up_as_its_mode_says(mode, warmup, ncclt):
+    """--warmup-mode nccl-tests follows nccl-tests' BenchTime: no warm-up of a size's own (its first
+    call is the only untimed one), the graph's first launch timed and the check through a graph."""
+    from types import SimpleNamespace
+
+    from ccltune.measure.bench import point_at
+    engine = SimpleNamespace(ctx=SimpleNamespace(comm_size=2, comm_rank=0))
+    pt = point_at(engine, _plan(mode, [8, 256], 1 << 20), collectives.get("all_reduce"), 256, False)
+    assert (pt.warmup, pt.ncclt) == (warmup, ncclt)
+
+
+def test_series_warmup_runs_from_b_to_e(monkeypatch):
+    """nccl-tests' TimeTest warms up at every size from -b to -e doubling, also where the last measured
+    size is smaller than -e (-b 8 -e 1M -f 32 ends at 256 KB): 8 B .. 1 MB, -w calls each."""
+    from types import SimpleNamespace
+
+    from ccltune.measure import bench, point
+    warmed: list[tuple[int, int]] = []
+    engine = SimpleNamespace(ctx=SimpleNamespace(comm_size=1, comm_rank=0), waive_reason=lambda pt: None,
+                             release=lambda pt, bufs: None)
+    big = buffers.Buffers(torch.zeros(1 << 18), torch.zeros(1 << 18), [])
+    monkeypatch.setattr(point, "allocate", lambda eng, pt: (big, None))
+    monkeypatch.setattr(point, "warm", lambda eng, pt, view, calls, t: warmed.append((pt.lay.size_bytes, calls)) or True)
+    bench.warm_series(engine, _plan("nccl-tests", [8, 256, 8192, 262144], 1 << 20), collectives.get("all_reduce"))
+    assert warmed == [(8 << k, 5) for k in range(18)]  # 8 B, 16 B, ..., 1 MB

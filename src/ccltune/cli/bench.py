@@ -36,9 +36,9 @@ def register(sub: Any) -> None:
     p.add_argument("--warmup-mode", choices=bench.WARMUP_MODES, default="point",
                    help="point: the -w calls at each size right before it is timed, timing after the graph's "
                         "first launch; series: also, as nccl-tests 2.19 does, -w calls at every size from -b to -e "
-                        "(step x2) before the first size is timed; nccl-tests: series, and with -G the graph's "
-                        "first launch timed too, as nccl-tests times it (with -G this can time sizes under 64 KB "
-                        "slower than nccl-tests' own figures; point matches them closer)")
+                        "(step x2) before the first size is timed; nccl-tests: nccl-tests' own procedure: the "
+                        "series warm-up only (none at each size), and with -G the graph's first launch timed "
+                        "too and the check's call through a graph, as nccl-tests does")
     p.add_argument("--symmetric", action="store_true",
                    help="nccl engine: buffers from ncclMemAlloc registered as symmetric windows (NCCL >= 2.27)")
     p.add_argument("--algo", default=None, help="nccl engine: force NCCL_ALGO for this run's communicator")
@@ -71,6 +71,7 @@ def _plan(args: argparse.Namespace) -> bench.BenchPlan:
         iters=args.iters, warmup=args.warmup_iters, graph=args.cudagraph,
         check=args.check, average=bench_options.average(args.average), timeout_s=args.timeout,
         algo=args.algo, proto=args.proto, channels=args.channels, warmup_mode=args.warmup_mode,
+        warm_first=args.warmup_mode != "nccl-tests",  # nccl-tests' one-time costs go to its series warm-up
         dtypes=dtypes if len(dtypes) > 1 else [], ops=ops if len(ops) > 1 else [], all_roots=root is None,
         cycles=args.run_cycles, max_bytes=hi)
 

@@ -141,8 +141,8 @@ def register(p: argparse.ArgumentParser) -> None:
       help="as --timeout: seconds before a stuck collective or a dead peer fails the run; 0: no limit, as "
            "nccl-tests (ccltune then waits up to a year)")
     a("-G", "--cudagraph", type=_int("-G/--cudagraph"), default=0, metavar="N",
-      help="capture the timed calls in a CUDA graph and launch it N times (0: eager; the nccl engine "
-           "then issues them from C, one Python call per series)")
+      help="capture the timed calls in a CUDA graph and launch it N times (0: eager). Its first launch, which "
+           "uploads it, is timed only with --warmup-mode nccl-tests, as nccl-tests times it")
     a("-C", "--report_cputime", type=_int("-C/--report_cputime"), default=0, choices=(0, 1),
       help="1: report CPU time instead of GPU time")
     a("-S", "--report_timestamps", type=_int("-S/--report_timestamps"), default=0, choices=(0, 1),

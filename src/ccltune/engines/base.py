@@ -78,7 +78,10 @@ class Point:
     warmup: int
     graph: int           # CUDA graph launches; 0 = eager
     config: Any = None   # engine-specific (sweep candidates), None = NCCL's default
-    time_first_launch: bool = False  # graph mode: time the graph's first launch too (nccl-tests does)
+    # nccl-tests' own procedure at a point (BenchTime, --warmup-mode nccl-tests): with -G the graph's
+    # first launch timed with the others and the checked call issued through a graph of its own;
+    # ``warmup`` is then 0 (nccl-tests warms up over the whole series, not at each point)
+    ncclt: bool = False
     # nccl-tests' schedule of the timed calls (BenchTime): ``agg`` calls per iteration (-m, in one NCCL
     # group), ``blocking`` (-z 0..3), per-iteration timing (-I); ``unalign`` (-u): buffers start this
     # many elements in
@@ -322,17 +325,16 @@ class CudaEngine(Engine):
             self.sync()
             if pt.graph and pt.lay.count > 0:  # nothing to capture for an empty buffer
                 graph = self.capture(pt, bufs, None)
-                if not pt.time_first_launch:
+                if not pt.ncclt:
                     graph.replay()  # the first launch uploads the graph (and may set up what it reaches)
                     self.sync()
                 self.start_together(pt.config)
                 t0 = time.perf_counter()
-                for _ in range(pt.graph):
-                    graph.replay()
+                launch_graph(graph, pt.graph)
                 issued = time.perf_counter() - t0
                 self.sync()
                 elapsed = time.perf_counter() - t0
-                del graph
+                close_graph(graph)
                 # nccl-tests' cputime under -G: the launches' host time over iters x agg, not x launches
                 return Timing(elapsed / (pt.calls * pt.graph), issued / pt.calls)
             events = self.events(2 * pt.iters if pt.blocking == 3 else pt.iters + 1) if pt.per_iter else None
@@ -360,6 +362,22 @@ class CudaEngine(Engine):
     def events(self, n: int) -> Any:
         """``n`` timing events on this engine's GPU (-I)."""
         return TorchEvents(self.torch, n)
+
+
+def launch_graph(graph: Any, n: int) -> None:
+    """Launch a graph of ``capture`` ``n`` times back to back: from C for the launch loop's graphs
+    (``launch``), one ``replay()`` each for PyTorch's."""
+    if hasattr(graph, "launch"):
+        graph.launch(n)
+    else:
+        for _ in range(n):
+            graph.replay()
+
+
+def close_graph(graph: Any) -> None:
+    """Free a graph of ``capture`` now (the launch loop's; PyTorch's is freed when dropped)."""
+    if hasattr(graph, "close"):
+        graph.close()
 
 
 class TorchEvents:

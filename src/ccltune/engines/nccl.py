@@ -6,8 +6,10 @@ Buffers come from ``ncclMemAlloc`` by default, as nccl-tests allocates them with
 (in a CUDA graph NCCL then registers them and reaches peers' buffers directly, which cudaMalloc
 buffers do not allow: docs/performance.md, "Finding: buffer allocation"), or from PyTorch's caching
 allocator (``--buffers torch``, what a PyTorch program passes by default); ``--symmetric``
-also registers them as symmetric windows (NCCL >= 2.27). CUDA graphs are captured with
-PyTorch's graph API on our own stream.
+also registers them as symmetric windows (NCCL >= 2.27). CUDA graphs (-G) are captured,
+instantiated and launched by the launch loop too, through the GPU driver's graph calls, as
+nccl-tests' BenchTime makes them (no instantiation flags, nothing else enqueued around a launch);
+the torch engine keeps PyTorch's graph API, which is what a PyTorch program gets.
 
 Communicators are created per configuration (``ccltune.commconfig.CommConfig``) so one process can compare
 NCCL's own choice with forced candidates side by side:
@@ -319,6 +321,16 @@ class NcclEngine(CudaEngine):
                                 op=self._op(pt, comm), comm=comm, stream=stream,
                                 shift_bytes=bufs.shift_bytes if step else 0, shift_steps=bufs.steps if step else 1,
                                 schedule=schedule)
+
+    def capture(self, pt: Point, bufs: Buffers, calls: int | None, *, step: bool = True) -> Any:
+        """A CUDA graph of ``calls`` calls of ``pt`` (None: its timed calls, ``pt.agg`` a group), captured
+        on this engine's stream by the launch loop and instantiated, not launched (series.Graph)."""
+        with self.stream_context():
+            if calls is None:  # -z and -I are refused with -G; -m groups each iteration's calls
+                s, n = self._series(pt, bufs, True, Schedule(agg=pt.agg)), pt.iters
+            else:
+                s, n = self._series(pt, bufs, step), calls
+        return self.loop.capture(s, 0, n, self.runtime().graph)
 
     def timed(self, pt: Point, bufs: Buffers, events: Any) -> Callable[[], float]:
         """nccl-tests' schedule (-m, -z, -I) from the launch loop in C: one ctypes call for the series."""

@@ -27,11 +27,13 @@ from ccltune.engines.nccl_lib import NcclLib
 from ccltune.errors import DistError, EngineUnavailable
 
 LIBRARY_NAME = "libccltune-series.so"
-ABI = 3  # CCLTUNE_SERIES_ABI in native/include/ccltune_series.h
+ABI = 4  # CCLTUNE_SERIES_ABI in native/include/ccltune_series.h
 INVALID = -1  # CCLTUNE_SERIES_INVALID
 # CCLTUNE_AT_*: where a failure happened besides a step; CCLTUNE_FROM_*: whose code it is
 _AT = {-1: "ncclGroupStart", -2: "ncclGroupStart (the -m group)", -3: "ncclGroupEnd (the -m group)",
-       -4: "waiting for the stream (-z)", -5: "the barrier (-z)", -6: "recording an event (-I)"}
+       -4: "waiting for the stream (-z)", -5: "the barrier (-z)", -6: "recording an event (-I)",
+       -7: "beginning the CUDA graph's capture (-G)", -8: "ending the CUDA graph's capture (-G)",
+       -9: "instantiating the CUDA graph (-G)", -10: "launching the CUDA graph (-G)"}
 FROM_NCCL, FROM_GPU, FROM_BARRIER = 0, 1, 2
 # enum ccltune_step_kind: the NCCL signature of each entry point the loop can issue
 KINDS = {"ncclAllReduce": 0, "ncclAllGather": 1, "ncclReduceScatter": 2, "ncclBroadcast": 3,
@@ -63,6 +65,13 @@ class Series(ctypes.Structure):
 
 class Outcome(ctypes.Structure):
     _fields_ = [("call", _i64), ("step", _i32), ("source", _i32), ("busy_s", ctypes.c_double)]
+
+
+class GraphApi(ctypes.Structure):
+    """struct ccltune_graph_api: the GPU runtime's graph entry points (engines/gpurt.py)."""
+
+    _fields_ = [("begin_capture", _vp), ("end_capture", _vp), ("instantiate", _vp), ("launch", _vp),
+                ("exec_destroy", _vp), ("graph_destroy", _vp)]
 
 
 BARRIER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
@@ -107,6 +116,13 @@ def library() -> ctypes.CDLL:
                                 f"ccltune needs {ABI}): rebuild it with `make -C native`")
     lib.ccltune_series_run.argtypes = [ctypes.POINTER(Series), _i64, _i64, ctypes.POINTER(Outcome)]
     lib.ccltune_series_run.restype = ctypes.c_int
+    lib.ccltune_series_capture.argtypes = [ctypes.POINTER(Series), ctypes.POINTER(GraphApi), _i64, _i64,
+                                           ctypes.POINTER(_vp), ctypes.POINTER(Outcome)]
+    lib.ccltune_series_capture.restype = ctypes.c_int
+    lib.ccltune_graph_launch.argtypes = [ctypes.POINTER(GraphApi), _vp, _vp, _i64, ctypes.POINTER(Outcome)]
+    lib.ccltune_graph_launch.restype = ctypes.c_int
+    lib.ccltune_graph_destroy.argtypes = [ctypes.POINTER(GraphApi), _vp]
+    lib.ccltune_graph_destroy.restype = ctypes.c_int
     _loaded = lib
     return lib
 
@@ -116,7 +132,8 @@ class Loop:
 
     def __init__(self, nccl: NcclLib):
         self.nccl = nccl
-        self.run_fn = library().ccltune_series_run
+        self.native = library()
+        self.run_fn = self.native.ccltune_series_run
         self.fns = {name: ctypes.cast(getattr(nccl.lib, name), _vp).value
                     for name in [*KINDS, "ncclGroupStart", "ncclGroupEnd", "ncclCommGetAsyncError"]
                     if hasattr(nccl.lib, name)}
@@ -186,15 +203,59 @@ class Loop:
         rc = self.run_fn(ctypes.byref(s), first, iterations, ctypes.byref(out))
         if rc == 0:
             return out.busy_s
+        raise self._error(s, rc, out)
+
+    def capture(self, s: Series, first: int, iterations: int, api: GraphApi) -> Graph:
+        """A CUDA graph of iterations ``first`` .. ``first + iterations - 1`` of ``s``, captured on its
+        stream and instantiated as nccl-tests does (no flags), not launched yet. Raises as ``run``,
+        and EngineUnavailable naming the graph call the GPU runtime refused."""
+        out, exec_ = Outcome(), _vp()
+        rc = self.native.ccltune_series_capture(ctypes.byref(s), ctypes.byref(api), first, iterations,
+                                                ctypes.byref(exec_), ctypes.byref(out))
+        if rc != 0:
+            raise self._error(s, rc, out)
+        return Graph(self.native, api, exec_.value, s.stream)
+
+    def _error(self, s: Series, rc: int, out: Outcome) -> Exception:
         if rc == INVALID:
-            raise EngineUnavailable("the launch loop refused the series (an entry point missing from "
-                                    f"{self.nccl.path}?); rebuild it with `make -C native`")
+            return EngineUnavailable("the launch loop refused the series (an entry point missing from "
+                                     f"{self.nccl.path}?); rebuild it with `make -C native`")
         ops = s._ops
         name = (_AT[out.step] if out.step < 0 else "ncclGroupEnd" if out.step >= len(ops) else ops[out.step].fn)
         if out.source == FROM_BARRIER and s._barrier_error:
-            raise s._barrier_error.pop()
+            return s._barrier_error.pop()
         if out.source == FROM_BARRIER:
-            raise DistError(f"the barrier of -z {s.blocking} failed at call {out.call} of the series")
+            return DistError(f"the barrier of -z {s.blocking} failed at call {out.call} of the series")
         if out.source == FROM_GPU:
-            raise EngineUnavailable(f"{name} failed at call {out.call} of the series: GPU runtime error {rc}")
-        raise self.nccl.error(f"{name} (call {out.call} of the series)", rc)
+            return EngineUnavailable(f"{name} failed at call {out.call} of the series: GPU runtime error {rc}")
+        return self.nccl.error(f"{name} (call {out.call} of the series)", rc)
+
+
+class Graph:
+    """An instantiated CUDA graph of the launch loop (``Loop.capture``): ``launch(n)`` launches it
+    ``n`` times back to back from C, ``replay()`` once; freed by ``close()`` or when dropped."""
+
+    def __init__(self, native: ctypes.CDLL, api: GraphApi, exec_: int | None, stream: int):
+        self.native, self.api, self.exec, self.stream = native, api, exec_, stream
+
+    def launch(self, n: int) -> None:
+        out = Outcome()
+        rc = self.native.ccltune_graph_launch(ctypes.byref(self.api), self.exec, self.stream, n, ctypes.byref(out))
+        if rc == INVALID:
+            raise EngineUnavailable("the launch loop refused to launch the CUDA graph (freed already?)")
+        if rc != 0:
+            raise EngineUnavailable(f"{_AT[-10]} failed at launch {out.call} of {n}: GPU runtime error {rc}")
+
+    def replay(self) -> None:
+        self.launch(1)
+
+    def close(self) -> None:
+        exec_, self.exec = self.exec, None
+        if exec_:
+            self.native.ccltune_graph_destroy(ctypes.byref(self.api), exec_)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter teardown
+            pass

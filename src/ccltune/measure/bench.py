@@ -21,9 +21,11 @@ from ccltune.datatypes import DType
 
 # point: ``warmup`` untimed calls at each size before it is timed. series: before a collective's
 # first size is timed, ``warmup`` untimed out-of-place calls at every size from the smallest to
-# the largest, doubling (nccl-tests 2.19's TimeTest), then the per-size ones as in point.
-# nccl-tests: series, and in graph mode the graph's first launch is timed with the others, as
-# nccl-tests times it (its first launch uploads the graph; ccltune otherwise launches it once untimed).
+# -e, doubling (nccl-tests 2.19's TimeTest), then the per-size ones as in point.
+# nccl-tests: nccl-tests' own procedure (TimeTest, BenchTime): the series warm-up and no per-size
+# one (each size's first call is its only untimed one), and with -G the graph's first launch timed
+# with the others (its first launch uploads the graph; ccltune otherwise launches it once untimed)
+# and the checked call issued through a graph of its own.
 WARMUP_MODES = ("point", "series", "nccl-tests")
 SERIES_MODES = ("series", "nccl-tests")  # the modes that warm up over the whole series first
 
@@ -137,20 +139,22 @@ def point_at(engine: Engine, plan: BenchPlan, coll: Collective, size: int, in_pl
     ctx = engine.ctx
     lay = coll.layout(size, plan.dtype.size, ctx.comm_size, ctx.comm_rank)  # the group's (NCCL_TESTS_SPLIT)
     root = plan.root if coll.rooted else 0
-    return Point(coll, lay, plan.dtype, plan.op, root, in_place, plan.iters, plan.warmup,
-                 plan.graph, plan.config, time_first_launch=plan.warmup_mode == "nccl-tests", agg=plan.agg,
+    ncclt = plan.warmup_mode == "nccl-tests"  # nccl-tests' procedure: its warm-up is the series' (warm_series)
+    return Point(coll, lay, plan.dtype, plan.op, root, in_place, plan.iters, 0 if ncclt else plan.warmup,
+                 plan.graph, plan.config, ncclt=ncclt, agg=plan.agg,
                  blocking=plan.blocking, per_iter=plan.per_iter, unalign=plan.unalign)
 
 
 def warm_series(engine: Engine, plan: BenchPlan, coll: Collective) -> None:
     """nccl-tests' warm-up: ``plan.warmup`` eager out-of-place calls at each size from the smallest
-    to the largest, doubling, unrecorded, all on one pair of buffers of the largest size (as
+    to -e (or the largest size, where larger), doubling, unrecorded, all on one pair of buffers of the largest size (as
     nccl-tests warms up on its own buffers; a pair per size would allocate, and with ncclMemAlloc
     register, every size twice). Where that pair does not fit, or a size fails, the warm-up is
     left out; the points themselves report why."""
     if not plan.sizes or plan.warmup < 1:
         return
-    size, top = plan.sizes[0], plan.sizes[-1]
+    # from -b to -e, as nccl-tests' loop runs to maxbytes also where the last size is smaller
+    size, top = plan.sizes[0], max(plan.sizes[-1], plan.max_bytes)
     big = point_at(engine, plan, coll, top, False)
     if engine.waive_reason(big) is not None:
         return

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from typing import Any
 
-from ccltune.engines.base import Engine, Point, Watchdog
+from ccltune.engines.base import Engine, Point, Watchdog, close_graph
 from ccltune.errors import DistError
 from ccltune.measure import buffers
 from ccltune.periter import IterStats, compute, slowest_process
@@ -204,7 +204,15 @@ def _check(engine: Engine, pt: Point, bufs: buffers.Buffers) -> tuple[float, flo
     """One check: fill, one call, count this rank's wrong elements; (wrong, 1.0 if unchecked)."""
     torch, ctx = engine.torch, engine.ctx
     buffers.fill(torch, bufs, pt.coll, ctx.comm_rank, ctx.comm_size, pt.op)
-    engine.launch(pt, bufs)
+    if pt.ncclt and pt.graph and engine.supports_graph and pt.lay.count > 0:
+        # nccl-tests' procedure under -G: the checked call is captured into a graph of its own and launched
+        graph = engine.capture(pt, bufs, 1, step=False)
+        with engine.stream_context():
+            graph.replay()
+        engine.sync()
+        close_graph(graph)
+    else:
+        engine.launch(pt, bufs)
     engine.sync()
     try:  # local work only: a rank that runs out of memory here leaves nobody waiting
         wrong = buffers.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.comm_rank, ctx.comm_size, pt.op,
