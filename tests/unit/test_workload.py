@@ -140,7 +140,13 @@ def test_log_and_trace_of_other_spans_are_refused_without_steps(tmp_path: Path,
     out = tmp_path / "w.json"
     assert main(["workload", "import", str(LOG), str(TRACE_GZ), "--steps", "7", "--out", str(out)]) == 0
     assert "# steps: 7, from --steps (the files:" in capsys.readouterr().out
-    assert json.loads(out.read_text())["steps"] == 7
+    doc = json.loads(out.read_text())
+    assert doc["steps"] == 7 and doc["steps_from"].startswith("steps: 7, from --steps (the files: ")
+    # the file keeps where its steps came from: show says it, and a file without --steps has no such line
+    assert main(["workload", "show", str(out)]) == 0
+    assert f"# {doc['steps_from']}\n" in capsys.readouterr().out
+    assert main(["workload", "import", str(TRACE), "--out", str(out)]) == 0
+    assert "steps_from" not in json.loads(out.read_text()) and "from --steps" not in capsys.readouterr().out
 
 
 def test_cli_import_then_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

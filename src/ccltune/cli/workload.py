@@ -50,8 +50,6 @@ def _import(args: argparse.Namespace) -> int:
     write_text(args.out, model.to_json(wl, header), flag="--out")
     print(f"# wrote {args.out}: {len(wl.entries)} entries, {sum(e.calls for e in wl.entries)} calls per rank "
           f"from {len(wl.sources)} source rank(s)")
-    if wl.steps_note:
-        print(f"# {wl.steps_note}")
     for line in show.table(wl):
         print(line)
     return 0

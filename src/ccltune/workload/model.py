@@ -143,7 +143,7 @@ class Workload:
     # the calls of one source rank in issue order, run-length encoded: (entry index, communicator
     # index, repeat); empty when no source gives an order (capture files count, they keep no order)
     order: list[tuple[int, int, int]] = field(default_factory=list)
-    steps_note: str | None = None  # where ``steps`` came from when --steps set it (not kept in the file)
+    steps_note: str | None = None  # where ``steps`` came from when --steps set it (the file's "steps_from")
 
     def by_bytes(self) -> list[Entry]:
         """Entries by share of bytes moved, largest first."""
@@ -266,7 +266,8 @@ def to_json(wl: Workload, header: dict[str, Any]) -> str:
             d["tuner_calls"] = [{"num_pipe_ops": p, "reg_buff": r, "calls": n}
                                 for (p, r), n in sorted(e.variants.items())]
         entries.append(d)
-    doc = {"schema": SCHEMA, "version": VERSION, **header, "steps": wl.steps, "sources": wl.sources,
+    doc = {"schema": SCHEMA, "version": VERSION, **header, "steps": wl.steps,
+           **({"steps_from": wl.steps_note} if wl.steps_note else {}), "sources": wl.sources,
            "warnings": wl.warnings, "overflow_calls": wl.overflow_calls, "overflow_bytes": wl.overflow_bytes,
            "entries": entries, **({"order": [list(o) for o in wl.order]} if wl.order else {})}
     return json.dumps(doc, indent=1) + "\n"
@@ -329,10 +330,11 @@ def from_json(text: str, path: str) -> Workload:
             variants = Counter({(int(v["num_pipe_ops"]), int(v["reg_buff"])): int(v["calls"])
                                 for v in _need(d, "tuner_calls", list, where)})
         entries.append(Entry(key, calls, timing, variants))
-    steps = doc.get("steps")
+    steps, note = doc.get("steps"), doc.get("steps_from")
     return Workload(entries, list(doc.get("sources") or []), steps if isinstance(steps, int) else None,
                     list(doc.get("warnings") or []), int(doc.get("overflow_calls") or 0),
-                    int(doc.get("overflow_bytes") or 0), _order(doc.get("order") or [], len(entries), path))
+                    int(doc.get("overflow_bytes") or 0), _order(doc.get("order") or [], len(entries), path),
+                    note if isinstance(note, str) else None)
 
 
 def _order(raw: Any, n_entries: int, path: str) -> list[tuple[int, int, int]]:

@@ -15,6 +15,8 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
     unit = "step" if wl.steps else "run"
     out = [f"# workload: {len(wl.entries)} entries, {sum(e.calls for e in wl.entries)} calls, "
            + (f"{wl.steps} steps" if wl.steps else "steps unknown (times are per captured run; import --steps N)")]
+    if wl.steps_note:
+        out.append(f"# {wl.steps_note}")
     for s in wl.sources:
         out.append(f"# source: {s.get('kind')} {s.get('path')} ({s.get('calls')} calls)")
     if wl.overflow_calls:
