@@ -35,8 +35,12 @@ def test_cards_give_health_worst_first_ceiling_and_gain(tmp_path):
     assert a.level == "bad" and a.headline.startswith("Not healthy: 1 FAIL, 1 ERROR, 1 WARN")
     assert [lv for lv, _ in a.lines][:4] == ["bad", "bad", "bad", "warn"]  # slower sizes, FAIL, ERROR, WARN
     figs = dict(a.figures)
-    assert figs["slowest-link ceiling (links run 6)"] == "400.00 GB/s"
-    assert figs["of the ceiling reached"] == "90%" and figs["largest win"] == "1.25x"
+    assert figs["slowest-link ceiling (links run 6)"] == "400.00 GB/s" and figs["largest win"] == "1.25x"
+    # each ring-bound collective measured: its best busbw and fraction of the one ceiling, all_reduce first
+    assert [k for k, _ in a.figures][:3] == ["all_reduce busbw, best (run 3)", "all_gather busbw, best (run 3)",
+                                             "slowest-link ceiling (links run 6)"]
+    assert figs["all_reduce busbw, best (run 3)"] == "361.19 GB/s, 90% of the ceiling"
+    assert figs["all_gather busbw, best (run 3)"] == "329.28 GB/s, 82% of the ceiling"
     assert figs["tuning gain, geometric mean (validate run 5)"] == "1.079x"
     # node-b has no links run: node-a's does not bound a job on another host, and the card says so
     b = by_title["node-b"]
@@ -88,10 +92,11 @@ def test_a_ceiling_applies_only_to_the_job_shape_it_bounds():
     runs = [links8, _job(2, "bench", 2), _job(3, "bench", 8, nodes=2), _job(4, "bench", 8), tune]
     by_group = {c.group: c for c in cards(runs, {}, peaks)}
     two = by_group["2 ranks, NCCL 2.21.5"]  # 8 GPUs x 7 peers does not bound a 2-rank job
-    assert "of the ceiling reached" not in dict(two.figures)
+    assert dict(two.figures) == {"all_reduce busbw, best (run 2)": "350.00 GB/s"}  # no fraction, no ceiling
     assert any("no slowest-link ceiling for this job shape: links run 1 measured 8 GPUs" in t for _, t in two.lines)
     eight = dict(by_group["8 ranks, NCCL 2.21.5"].figures)  # run 3 ran on 2 nodes: run 4 is the one bounded
-    assert eight["slowest-link ceiling (links run 1)"] == "700.00 GB/s" and eight["of the ceiling reached (run 4)"] == "50%"
+    assert eight["slowest-link ceiling (links run 1)"] == "700.00 GB/s"
+    assert eight["all_reduce busbw, best (run 3)"] == "350.00 GB/s; run 4: 50% of the ceiling"
     assert verdict.ceiling_why_not(runs[2], links8) == "a 2-node job: the links of one node (links run 1) do not bound it"
     # by PCI bus id: a links run over the two GPUs a 2-rank job used bounds it; the node's 8 do not
     bus = [f"0000:{b:02x}:00" for b in range(8)]
@@ -102,6 +107,59 @@ def test_a_ceiling_applies_only_to_the_job_shape_it_bounds():
     moved = _job(7, "bench", 2, bus=bus)
     moved.env["variables"] = {"NCCL_TESTS_DEVICE": "4"}  # ranks on GPUs 4 and 5: not the pair measured
     assert verdict.ceiling_for(moved, [pair])[0] is None
+
+
+ENV8 = {"host": "node-a", "gpus": [{"name": "NVIDIA H100"}] * 8, "world_size": 8, "n_nodes": 1,
+        "nccl_version": "2.21.5"}
+
+
+def _stored_cards(db, *runs: tuple[str, dict, dict]) -> list:
+    """The cards of runs stored as ccltune stores them: (kind, {collective: busbw GB/s} or, for a
+    links run, its summary, env changes from ENV8)."""
+    with Store(db) as store:
+        for kind, what, changes in runs:
+            rid = store.begin_run(kind, command=f"ccltune {kind}", env={**ENV8, **changes})
+            if kind != "links":
+                store.add_measurements(rid, [Measurement(c, 1 << 28, 1 << 26, "float", "sum", None, False, 8,
+                                                         time_us=1e3, algbw_gbps=bw / 1.75, busbw_gbps=bw)
+                                             for c, bw in what.items()])
+            store.finish_run(rid, "complete", what if kind == "links" else None)
+        inp = load(store)
+    return cards(inp.runs, inp.findings, inp.peaks, inp.no_value)
+
+
+LINKS = ("links", {"ring_ceiling_gbps": 400.0}, {"world_size": None})  # over the 8 GPUs of ENV8
+
+
+def test_the_card_gives_each_ring_bound_collective_its_fraction_of_the_ceiling(tmp_path):
+    (card,) = _stored_cards(tmp_path / "c.db", ("bench", {"all_gather": 300.0, "reduce_scatter": 320.0}, {}),
+                            ("bench", {"reduce_scatter": 340.0, "broadcast": 380.0}, {}), LINKS)
+    assert card.figures == [("all_gather busbw, best (run 1)", "300.00 GB/s, 75% of the ceiling"),
+                            ("reduce_scatter busbw, best (run 2)", "340.00 GB/s, 85% of the ceiling"),
+                            ("slowest-link ceiling (links run 3)", "400.00 GB/s")]  # broadcast: not ring-bound
+
+
+def test_a_card_with_all_gather_only_gives_its_fraction(tmp_path):
+    (only,) = _stored_cards(tmp_path / "g.db", ("sweep", {"all_gather": 328.0}, {}), LINKS)
+    assert only.figures == [("all_gather busbw, best (run 1)", "328.00 GB/s, 82% of the ceiling"),
+                            ("slowest-link ceiling (links run 2)", "400.00 GB/s")]
+
+
+def test_a_collective_no_links_run_bounds_gets_no_fraction(tmp_path):
+    # all_gather's best run ran on 2 nodes: the one-node run the links bound is named; reduce_scatter ran
+    # only on 2 nodes: no fraction; all_reduce stays first
+    (mixed,) = _stored_cards(tmp_path / "m.db", ("bench", {"all_gather": 360.0, "reduce_scatter": 350.0},
+                                              {"n_nodes": 2}),
+                             ("bench", {"all_gather": 200.0, "all_reduce": 380.0}, {}), LINKS)
+    assert mixed.figures == [("all_reduce busbw, best (run 2)", "380.00 GB/s, 95% of the ceiling"),
+                             ("all_gather busbw, best (run 1)", "360.00 GB/s; run 2: 50% of the ceiling"),
+                             ("reduce_scatter busbw, best (run 1)", "350.00 GB/s"),
+                             ("slowest-link ceiling (links run 3)", "400.00 GB/s")]
+    # nothing bounded: busbw only, and why
+    (far,) = _stored_cards(tmp_path / "f.db", ("bench", {"all_gather": 300.0}, {"n_nodes": 2}), LINKS)
+    assert far.figures == [("all_gather busbw, best (run 1)", "300.00 GB/s")]
+    assert ("info", "no slowest-link ceiling for this job shape: a 2-node job: the links of one node "
+                    "(links run 2) do not bound it") in far.lines
 
 
 def test_the_ceiling_line_is_drawn_only_where_it_bounds_the_job():

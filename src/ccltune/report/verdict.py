@@ -11,10 +11,10 @@ Pure: runs, their findings and each run's peak busbw per collective (``peaks``, 
 ``report.load`` with one aggregate query) in, ``Card``s out, the worst first. A card says,
 from the latest run of each kind in its group:
 - healthy or not: the doctor and check findings, worst first;
-- how close all_reduce comes to what the links allow: the highest all_reduce busbw of the
-  node's measurement runs against the slowest-link ceiling of its latest links run
-  (``ring_ceiling_gbps``: slowest link x peers, the smallest over the GPUs; see
-  ccltune.diagnose.checks.linkmath), when both are stored;
+- how close each ring-bound collective (all_reduce, all_gather, reduce_scatter) comes to what
+  the links allow: its highest busbw in the group's measurement runs against the slowest-link
+  ceiling of the latest links run that bounds the job (``ring_ceiling_gbps``: slowest link x
+  peers, the smallest over the GPUs; see ccltune.diagnose.checks.linkmath), when both are stored;
 - what tuning gained: the latest validate run's geometric mean speedup, its largest win and
   whether any size got slower (its own PASS/FAIL);
 - for a workload, communication time per step with NCCL's default and with the rules: measured
@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ccltune.report.axes import size_label
-from ccltune.report.data import NoValue, canonical, gpu_names, host_text, no_value_text, num
+from ccltune.report.data import RING_BOUND, NoValue, canonical, gpu_names, host_text, no_value_text, num
 from ccltune.report.linkdata import ceiling_basis, ceiling_gbps
 from ccltune.report.model import Card
 
@@ -114,10 +114,6 @@ def ceiling_for(job: Any, links: list[Any]) -> tuple[Any | None, str]:
     near = [r for r in links if node_key(r) == key] or [r for r in links if key and node_key(r)
                                                         and node_key(r)[1] == key[1]]
     return None, (ceiling_why_not(job, near[-1]) or "") if near else ""
-
-
-def is_all_reduce(collective: str) -> bool:
-    return canonical(collective) == "all_reduce"
 
 
 def ids_text(ids: list[int]) -> str:
@@ -234,14 +230,15 @@ def _health(runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]], ca
     return "bad" if bad else "warn" if counts.get("WARN") else "good"
 
 
-def achieved_all_reduce(runs: list[Any], peaks: Mapping[int, Mapping[str, float]]) -> tuple[float, int] | None:
-    """(highest all_reduce busbw in GB/s of NCCL's default, the run it is from)."""
+def achieved(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], collective: str = "all_reduce"
+             ) -> tuple[float, int] | None:
+    """(highest busbw in GB/s of NCCL's default of ``collective`` in the measurement runs, the run it is from)."""
     best: tuple[float, int] | None = None
     for r in runs:
         if r.kind not in MEASURES:
             continue
         for coll, v in peaks.get(r.id, {}).items():
-            if is_all_reduce(coll) and v and (best is None or v > best[0]):
+            if canonical(coll) == collective and v and (best is None or v > best[0]):
                 best = (float(v), r.id)
     return best
 
@@ -259,31 +256,48 @@ def _ceiling_label(links: Any) -> str:
     return f"slowest-link ceiling (links run {links.id}: {basis.product()}{bound})"
 
 
+def _bounded(collective: str, jobs: list[Any], peaks: Mapping[int, Mapping[str, float]], own: list[Any]
+             ) -> tuple[float, int, Any] | None:
+    """(busbw, run id, links run) of the best run of ``collective`` that a links run of ``own`` bounds."""
+    reached = sorted(((a, r) for r in jobs if (a := achieved([r], peaks, collective))), key=lambda ar: -ar[0][0])
+    for (best, run_id), r in reached:
+        links = ceiling_for(r, own)[0]
+        if links is not None:
+            return best, run_id, links
+    return None
+
+
 def _ceiling(key: tuple[str, str], runs: list[Any], peaks: Mapping[int, Mapping[str, float]], all_links: list[Any],
              card: Card) -> None:
-    """The best all_reduce busbw, and the fraction of the slowest-link ceiling reached by the best
-    run that a links run bounds (``ceiling_why_not``: same host, one node, the GPUs it used); a card
-    whose jobs no links run bounds says why; a card of node-wide runs only shows its node's ceiling.
-    ``key``: the card's node; ``all_links``: the links runs with a ceiling."""
-    got = achieved_all_reduce(runs, peaks)
-    if got is not None:
-        card.figures.append((f"all_reduce busbw, best (run {got[1]})", f"{num(got[0])} GB/s"))
+    """Per ring-bound collective the card's measurement runs have (``data.RING_BOUND``, all_reduce
+    first): its best busbw and the fraction of the slowest-link ceiling reached by its best run
+    that a links run bounds (``ceiling_why_not``: same host, one node, the GPUs it used), naming
+    that run when it is not the best one; then the ceiling, once. A card whose jobs no links run
+    bounds says why; a card of node-wide runs only shows its node's ceiling. ``key``: the card's
+    node; ``all_links``: the links runs with a ceiling."""
     own = [r for r in all_links if node_key(r) == key]  # a card's runs share one node: only its links can bound them
     jobs = [r for r in runs if r.kind not in NODE_WIDE]
     if not jobs:
         if own:
             card.figures.append((_ceiling_label(own[-1]), f"{num(link_ceiling(own[-1]))} GB/s"))
         return
-    reached = sorted(((a, r) for r in jobs if (a := achieved_all_reduce([r], peaks))), key=lambda ar: -ar[0][0])
-    for (best, run_id), r in reached:  # the best run a links run bounds
-        links = ceiling_for(r, own)[0]
-        if links is not None:
-            ceiling = link_ceiling(links)
-            card.figures.append((_ceiling_label(links), f"{num(ceiling)} GB/s"))
-            which = "" if got is not None and got[1] == run_id else f" (run {run_id})"
-            card.figures.append((f"of the ceiling reached{which}", f"{100 * best / ceiling:.0f}%"))
-            return
-    job = next((r for r in jobs if got and r.id == got[1]), jobs[-1])
+    shown = [(coll, got, _bounded(coll, jobs, peaks, own)) for coll in RING_BOUND
+             if (got := achieved(runs, peaks, coll)) is not None]
+    ceilings = list({b[2].id: b[2] for _, _, b in shown if b is not None}.values())
+    for coll, (best, run_id), bound in shown:
+        value = f"{num(best)} GB/s"
+        if bound is not None:
+            reached, bound_id, links = bound
+            of = "the ceiling" if len(ceilings) == 1 else f"the ceiling of links run {links.id}"
+            pct = f"{100 * reached / link_ceiling(links):.0f}% of {of}"
+            value += f", {pct}" if bound_id == run_id else f"; run {bound_id}: {pct}"
+        card.figures.append((f"{coll} busbw, best (run {run_id})", value))
+    for links in ceilings:
+        card.figures.append((_ceiling_label(links), f"{num(link_ceiling(links))} GB/s"))
+    if ceilings:
+        return
+    best_id = shown[0][1][1] if shown else None
+    job = next((r for r in jobs if r.id == best_id), jobs[-1])
     why = ceiling_for(job, all_links)[1]
     if why:
         card.lines.append(("info", f"no slowest-link ceiling for this job shape: {why}"))
