@@ -566,16 +566,22 @@ phase_capture() {  # real artifacts for parsers: nccl-tests of three versions, N
   ls -la $W/*/ | head -80
   (cd $OUT && tar czf $RESULT/capture.tgz cap)
 }
+phase_readme() {  # the README's install line in the machine's own Python (its torch, scikit-build-core; no internet there), then its main command
+  local W=$OUT/r6; mkdir -p $W
+  step "the README as a new user: pip install . into the machine's Python, ccltune bench all"
+  # a venv made from the image's python3 (itself a venv) would not see its packages: install into it
+  (unset PYTHONPATH; python3 -m pip install -q --no-deps --no-build-isolation . > $W/install.log 2>&1; echo "install rc=$?"; tail -3 $W/install.log)
+  (cd /tmp && unset PYTHONPATH && echo "ccltune is $(command -v ccltune)" && timeout 120 ccltune bench all > $W/bench-all.txt 2>&1; echo "bench all rc=$?"; echo "lines with warn: $(grep -ci warn $W/bench-all.txt)"; head -12 $W/bench-all.txt; ccltune plugin path)
+  (cd /tmp && unset PYTHONPATH && timeout 60 ccltune bench all_reduce -b 8 -e 1M -f 32 -G 10 > $W/bench-G10-installed.txt 2>&1; echo "installed bench -G 10 rc=$?"; grep -E "^ +(8|262144) |rror" $W/bench-G10-installed.txt)
+}
 phase_round6() {  # one GPU: GPU tests, the README as a new user, check/doctor, the new bench flags, workload replay, capture cost
   local W=$OUT/r6; mkdir -p $W
   make -C native -s > $W/native-build.log 2>&1; echo "native build rc=$?"
   step GPU tests
   timeout 220 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/gpu > $W/gpu-tests.txt 2>&1; echo "gpu tests rc=$?"; tail -30 $W/gpu-tests.txt
-  step "the README as a new user: a venv over the machine's torch, pip install ., ccltune bench all"
-  python3 -m venv --system-site-packages /tmp/u && (unset PYTHONPATH; /tmp/u/bin/pip install -q --no-deps --no-build-isolation . > $W/install.log 2>&1; echo "install rc=$?")
-  (cd /tmp && unset PYTHONPATH && timeout 120 /tmp/u/bin/ccltune bench all > $W/bench-all.txt 2>&1; echo "bench all rc=$?"; echo "lines with warn: $(grep -ci warn $W/bench-all.txt)"; head -12 $W/bench-all.txt; /tmp/u/bin/ccltune plugin path)
+  phase_readme
   step check and doctor on one H100
-  (cd /tmp && unset PYTHONPATH && timeout 90 /tmp/u/bin/ccltune check > $W/check.txt 2>&1; echo "check rc=$?"; cat $W/check.txt)
+  (cd /tmp && unset PYTHONPATH && timeout 90 ccltune check > $W/check.txt 2>&1; echo "check rc=$?"; cat $W/check.txt)
   ct 90 doctor > $W/doctor.txt 2>&1; grep -E "WARN|FAIL|overall" $W/doctor.txt
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_DEBUG_FILE=$W/nccl.%p.log ct 60 bench all_reduce -b 8 -e 1M -f 32 -G 10 --db "$DB" > $W/bench-G10.txt 2>&1
   echo "bench -G 10 lines with warn: $(grep -ci warn $W/bench-G10.txt)"; grep -E "^ +(8|1048576) " $W/bench-G10.txt
