@@ -343,9 +343,21 @@ def _signature(fn: Any) -> Any:
         return None
 
 
+_JOINED: LaunchInfo | None = None  # what init read, before it set MASTER_ADDR/MASTER_PORT from it
+
+
+def joined_info() -> LaunchInfo:
+    """The launch this process joined (``init``), else what the environment says now. After ``init``
+    the environment holds the address ccltune chose, so only this keeps how it was chosen
+    (``LaunchInfo.rendezvous``)."""
+    return _JOINED if _JOINED is not None else launch_info()
+
+
 def init(timeout_s: float, *, with_nccl: bool = False, device: Any = None) -> DistContext:
     """Join the job: gloo on the host (and NCCL too for the torch engine)."""
+    global _JOINED
     info = launch_info()
+    _JOINED = info
     ctx = DistContext(info=info, timeout_s=timeout_s)
     if info.world_size == 1:
         ctx.hosts = [socket.gethostname()]

@@ -84,7 +84,7 @@ def _rendezvous() -> str | None:
     from ccltune import dist
 
     try:
-        return dist.launch_info().rendezvous
+        return dist.joined_info().rendezvous
     except Exception:  # noqa: BLE001 - a bad launcher variable is reported where the job joins
         return None
 
