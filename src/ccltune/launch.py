@@ -61,11 +61,17 @@ GLOO_NPROC = 2   # processes of a gloo job when --nproc is not given (no GPU to 
 
 
 def job_size(nproc: int | None, engine: str, gpu_count: Callable[[], int]) -> int:
-    """How many processes the job will have: the launcher's world size; else ``nproc`` (``--nproc``: one process
-    per GPU, so at most the GPUs visible, except on gloo); else one per GPU visible (``GLOO_NPROC`` on gloo).
+    """How many processes the job will have: the launcher's world size (``nproc`` must then be None or
+    equal); else ``nproc`` (``--nproc``: one process per GPU, so at most the GPUs visible, except on
+    gloo); else one per GPU visible (``GLOO_NPROC`` on gloo).
     ``gpu_count``: the GPUs a process started here would see."""
     info = dist.launch_info()
     if info.launcher != "single":
+        if nproc is not None and nproc != info.world_size:  # the launcher started the processes, not ccltune
+            who = "RANK/WORLD_SIZE" if info.launcher == "env" else info.launcher
+            raise UsageError(f"--nproc {nproc} under {who}, whose job has {info.world_size} process"
+                             f"{'es' * (info.world_size != 1)}: the launcher starts them, so leave out --nproc "
+                             f"or have it start {nproc}")
         return info.world_size
     if nproc is not None:
         if nproc < 1:

@@ -142,8 +142,12 @@ def test_job_size_is_the_launchers_else_nproc_else_one_per_gpu(monkeypatch):
         launch.job_size(5, "nccl", lambda: 4)
     with pytest.raises(UsageError, match="--nproc must be >= 1, got 0"):
         launch.job_size(0, "gloo", lambda: 0)
-    monkeypatch.setattr(launch.dist, "launch_info", lambda: SimpleNamespace(launcher="torchrun", world_size=8))
-    assert launch.job_size(2, "nccl", lambda: 1) == 8  # under a launcher, its world
+    monkeypatch.setattr(launch.dist, "launch_info", lambda: SimpleNamespace(launcher="mpirun", world_size=8))
+    assert launch.job_size(None, "nccl", lambda: 1) == 8  # under a launcher, its world
+    assert launch.job_size(8, "nccl", lambda: 1) == 8
+    with pytest.raises(UsageError, match=r"^--nproc 2 under mpirun, whose job has 8 processes: the launcher starts "
+                                         r"them, so leave out --nproc or have it start 2$"):
+        launch.job_size(2, "nccl", lambda: 1)  # was silently 8
 
 
 def test_runs_here_only_one_process_and_from_python_only_gloo_in_the_main_thread():

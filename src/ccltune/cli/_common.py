@@ -110,7 +110,7 @@ def add_launch(p: argparse.ArgumentParser) -> None:
                         "PyTorch program sees; gloo: CPU (default without GPUs)")
     g.add_argument("--nproc", type=int, default=None, metavar="N",
                    help="start N processes on this node with torchrun (default: one per GPU, 2 on the CPU "
-                        "engine). Not needed under torchrun, srun or mpirun")
+                        "engine). Under torchrun, srun or mpirun the launcher starts the processes: leave it out")
     g.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="seconds after which a dead or hung rank stops the others (default: %(default)s)")
     g.add_argument("--nccl-lib", default=None, metavar="PATH",
