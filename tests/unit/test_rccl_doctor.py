@@ -97,8 +97,13 @@ def test_cli_doctor_rccl_log_with_amd_smi(tmp_path, capsys):
         assert text in out
 
 
+CPX_TOPO = ["--from-amd-smi", str(SMI / "mi300x_cpx_nps4_topology.json")]
+
+
 @pytest.mark.parametrize("source", [["--from-amd-smi", str(SMI / "mi300x_cpx_nps4_static.json"), "--sysfs-root", str(NUMA)],
-                                    ["--sysfs-root", "CPX"]], ids=["amd-smi", "sysfs"])
+                                    [*CPX_TOPO, "--from-amd-smi", str(SMI / "mi300x_cpx_nps4_static.json")],
+                                    CPX_TOPO,  # topology alone: was 64 GPUs, a WARN on 4 of 64 xGMI GPUs used
+                                    ["--sysfs-root", "CPX"]], ids=["amd-smi", "amd-smi-topology", "topology-only", "sysfs"])
 def test_doctor_on_a_cpx_node(source, amd_cpx_root, monkeypatch, tmp_path, capsys):
     """CPX/NPS4 (64 devices on 8 GPUs, from amd-smi static output alone or from the KFD topology): no link is taken
     for PCIe, the SPX advice on NCCL_MIN_NCHANNELS is waived, and the node is said to be partitioned."""
