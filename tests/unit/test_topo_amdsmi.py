@@ -46,29 +46,27 @@ def test_cpx_nps4_node_is_64_devices_on_8_gpus():
     assert found["topo:numa"].data["numa"][63] == 1
 
 
-CPX = ("mi300x_cpx_nps4_topology.json", "mi300x_cpx_nps4_static.json")
+CPX_STATIC = "mi300x_cpx_nps4_static.json"
 
 
-def test_cpx_topology_fixture_is_its_generator_output_and_fits_the_static_fixture():
-    """The committed file is what tests/fixtures/amd-smi/cpx_topology.py writes, for the static fixture's node."""
-    import importlib.util
-    import json
+def cpx(topology: Path, static: bool = True) -> list[tuple[str, str]]:
+    """The CPX node's amd-smi texts: its generated topology (conftest ``amd_cpx_topology``), with the static output."""
+    return [(topology.read_text(), topology.name), *(texts(CPX_STATIC) if static else [])]
 
-    spec = importlib.util.spec_from_file_location("cpx_topology", SMI / "cpx_topology.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    assert (SMI / CPX[0]).read_text() == json.dumps(gen.topology(), indent=4) + "\n"
-    smi = amdsmi.parse(texts(*CPX))
+
+def test_cpx_topology_fits_the_static_fixture(amd_cpx_topology):
+    """The generated topology (tests/fixtures/amd-smi/cpx_topology.py) is of the static fixture's node."""
+    smi = amdsmi.parse(cpx(amd_cpx_topology))
     assert [g.index for g in smi.gpus] == list(range(64)) and len(smi.links) == 64 * 63
     assert all(g.bdf.endswith(f".{g.partition_id}") for g in smi.gpus)  # the kernel puts the partition in bits [2:0]
     assert {(g.socket, g.asic_serial) for g in smi.gpus[8:16]} == {("0000:26:00", "0x0000005A3D0000E1")}
     assert smi.links[(9, 8)]["weight"] == 13 and smi.links[(9, 17)]["weight"] == 41
 
 
-def test_cpx_topology_and_static_is_an_xgmi_mesh_of_8_gpus():
+def test_cpx_topology_and_static_is_an_xgmi_mesh_of_8_gpus(amd_cpx_topology):
     """amd-smi gives every pair of partitions XGMI, 1 hop, inside a GPU and across GPUs: no PCIe link, no hop count,
     one kind of pair, so no WARN; the weights and bandwidths that tell the two apart are said in a note."""
-    t = topo.from_amdsmi(amdsmi.parse(texts(*CPX)))
+    t = topo.from_amdsmi(amdsmi.parse(cpx(amd_cpx_topology)))
     assert len(t.gpus) == 64 and t.physical_gpus() == 8 and t.gpus[11].bus_id == "0000:26:00.3"
     assert set(t.pair_labels()) == {"XGMI"}
     found = {f.name: f for f in topo_findings(t)}
@@ -78,10 +76,10 @@ def test_cpx_topology_and_static_is_an_xgmi_mesh_of_8_gpus():
                        "weight 41, bandwidth 0-0 (KFD's figures, MB/s; 0-0: none given)"]
 
 
-def test_cpx_topology_alone_groups_partitions_by_pci_socket():
+def test_cpx_topology_alone_groups_partitions_by_pci_socket(amd_cpx_topology):
     """Without the static output (no asic_serial, no partition_id) the partitions of a GPU share its PCI
     domain:bus:device, as amd-smi's sockets do; before, each of the 64 was taken for a physical GPU."""
-    t = topo.from_amdsmi(amdsmi.parse(texts(CPX[0])))
+    t = topo.from_amdsmi(amdsmi.parse(cpx(amd_cpx_topology, static=False)))
     assert len(t.gpus) == 64 and t.physical_gpus() == 8
     assert [g.physical for g in t.gpus[::8]] == list(range(8)) and {g.physical for g in t.gpus[56:]} == {7}
 
@@ -93,8 +91,8 @@ def test_pci_socket():
     assert amdsmi.physical_groups(legacy) == [[0, 1], [2, 3]]  # a kernel that leaves the function 0
 
 
-def test_cli_topo_on_a_cpx_node_with_its_topology(tmp_path, capsys):
-    rc = main(["topo", "--from-amd-smi", str(SMI / CPX[0]), "--from-amd-smi", str(SMI / CPX[1]),
+def test_cli_topo_on_a_cpx_node_with_its_topology(amd_cpx_topology, tmp_path, capsys):
+    rc = main(["topo", "--from-amd-smi", str(amd_cpx_topology), "--from-amd-smi", str(SMI / CPX_STATIC),
                "--db", str(tmp_path / "t.db")])
     out = capsys.readouterr().out
     assert rc == 0 and "64 GPUs via amd-smi (8 physical GPUs, partitioned)" in out
