@@ -23,3 +23,13 @@ def amd_cpx_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(SYSFS / "amd-mi300x-cpx", root)
     kfd_cpx.write(root)
     return root
+
+
+@pytest.fixture(scope="session")
+def amd_cpx_topology(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``amd-smi topology --json`` of the same 8 x MI300X in CPX/NPS4 (64 x 64 links), written by
+    ``fixtures/amd-smi/cpx_topology.py`` once per session (not committed: 1.6 MB of repeated links)."""
+    spec = importlib.util.spec_from_file_location("cpx_topology", Path(__file__).parent / "fixtures" / "amd-smi" / "cpx_topology.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return gen.write(tmp_path_factory.mktemp("amd-smi"))

@@ -97,9 +97,14 @@ def test_cli_doctor_rccl_log_with_amd_smi(tmp_path, capsys):
         assert text in out
 
 
+CPX_TOPO = ["--from-amd-smi", "CPX_TOPOLOGY"]  # the generated topology (conftest amd_cpx_topology)
+
+
 @pytest.mark.parametrize("source", [["--from-amd-smi", str(SMI / "mi300x_cpx_nps4_static.json"), "--sysfs-root", str(NUMA)],
-                                    ["--sysfs-root", "CPX"]], ids=["amd-smi", "sysfs"])
-def test_doctor_on_a_cpx_node(source, amd_cpx_root, monkeypatch, tmp_path, capsys):
+                                    [*CPX_TOPO, "--from-amd-smi", str(SMI / "mi300x_cpx_nps4_static.json")],
+                                    CPX_TOPO,  # topology alone: was 64 GPUs, a WARN on 4 of 64 xGMI GPUs used
+                                    ["--sysfs-root", "CPX"]], ids=["amd-smi", "amd-smi-topology", "topology-only", "sysfs"])
+def test_doctor_on_a_cpx_node(source, amd_cpx_root, amd_cpx_topology, monkeypatch, tmp_path, capsys):
     """CPX/NPS4 (64 devices on 8 GPUs, from amd-smi static output alone or from the KFD topology): no link is taken
     for PCIe, the SPX advice on NCCL_MIN_NCHANNELS is waived, and the node is said to be partitioned."""
     t = node("mi300x_cpx_nps4_static.json")
@@ -107,7 +112,8 @@ def test_doctor_on_a_cpx_node(source, amd_cpx_root, monkeypatch, tmp_path, capsy
     assert rccl.fine_grain_here(t, {}).status == "WAIVED"
     for probe, name in ((nvml, "read_nvml"), (smitopo, "run_topo_matrix"), (amdsmi, "run")):
         monkeypatch.setattr(probe, name, lambda: None)  # the sysfs case: no NVIDIA tool, no amd-smi here
-    source = [str(amd_cpx_root) if arg == "CPX" else arg for arg in source]  # the generated KFD tree
+    generated = {"CPX": str(amd_cpx_root), "CPX_TOPOLOGY": str(amd_cpx_topology)}  # the KFD tree, amd-smi's links
+    source = [generated.get(arg, arg) for arg in source]
     rc = main(["doctor", "--nccl-log", str(LOGS / "rccl_mi300x_4of8_shm.log"), *source,
                "--db", str(tmp_path / "d.db"), "--json", str(tmp_path / "d.json")])
     capsys.readouterr()

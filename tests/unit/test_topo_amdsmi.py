@@ -46,6 +46,62 @@ def test_cpx_nps4_node_is_64_devices_on_8_gpus():
     assert found["topo:numa"].data["numa"][63] == 1
 
 
+CPX_STATIC = "mi300x_cpx_nps4_static.json"
+
+
+def cpx(topology: Path, static: bool = True) -> list[tuple[str, str]]:
+    """The CPX node's amd-smi texts: its generated topology (conftest ``amd_cpx_topology``), with the static output."""
+    return [(topology.read_text(), topology.name), *(texts(CPX_STATIC) if static else [])]
+
+
+def test_cpx_topology_fits_the_static_fixture(amd_cpx_topology):
+    """The generated topology (tests/fixtures/amd-smi/cpx_topology.py) is of the static fixture's node."""
+    smi = amdsmi.parse(cpx(amd_cpx_topology))
+    assert [g.index for g in smi.gpus] == list(range(64)) and len(smi.links) == 64 * 63
+    assert all(g.bdf.endswith(f".{g.partition_id}") for g in smi.gpus)  # the kernel puts the partition in bits [2:0]
+    assert {(g.socket, g.asic_serial) for g in smi.gpus[8:16]} == {("0000:26:00", "0x0000005A3D0000E1")}
+    assert smi.links[(9, 8)]["weight"] == 13 and smi.links[(9, 17)]["weight"] == 41
+
+
+def test_cpx_topology_and_static_is_an_xgmi_mesh_of_8_gpus(amd_cpx_topology):
+    """amd-smi gives every pair of partitions XGMI, 1 hop, inside a GPU and across GPUs: no PCIe link, no hop count,
+    one kind of pair, so no WARN; the weights and bandwidths that tell the two apart are said in a note."""
+    t = topo.from_amdsmi(amdsmi.parse(cpx(amd_cpx_topology)))
+    assert len(t.gpus) == 64 and t.physical_gpus() == 8 and t.gpus[11].bus_id == "0000:26:00.3"
+    assert set(t.pair_labels()) == {"XGMI"}
+    found = {f.name: f for f in topo_findings(t)}
+    assert (found["topo:links"].status, found["topo:links"].evidence) == ("PASS", "every pair XGMI")
+    assert found["topo:gpus"].data == {"devices": 64, "physical_gpus": 8}
+    assert t.notes == ["amd-smi, partitions of one GPU: weight 13, bandwidth 819200-819200; of different GPUs: "
+                       "weight 41, bandwidth 0-0 (KFD's figures, MB/s; 0-0: none given)"]
+
+
+def test_cpx_topology_alone_groups_partitions_by_pci_socket(amd_cpx_topology):
+    """Without the static output (no asic_serial, no partition_id) the partitions of a GPU share its PCI
+    domain:bus:device, as amd-smi's sockets do; before, each of the 64 was taken for a physical GPU."""
+    t = topo.from_amdsmi(amdsmi.parse(cpx(amd_cpx_topology, static=False)))
+    assert len(t.gpus) == 64 and t.physical_gpus() == 8
+    assert [g.physical for g in t.gpus[::8]] == list(range(8)) and {g.physical for g in t.gpus[56:]} == {7}
+
+
+def test_pci_socket():
+    assert amdsmi.pci_socket("0000:A6:00.7") == "0000:a6:00"
+    assert [amdsmi.pci_socket(b) for b in (None, "", "N/A", "05:00.0")] == [None] * 4
+    legacy = [amdsmi.AmdSmiGpu(i, bdf="0000:05:00.0" if i < 2 else "0000:26:00.0") for i in range(4)]
+    assert amdsmi.physical_groups(legacy) == [[0, 1], [2, 3]]  # a kernel that leaves the function 0
+
+
+def test_cli_topo_on_a_cpx_node_with_its_topology(amd_cpx_topology, tmp_path, capsys):
+    rc = main(["topo", "--from-amd-smi", str(amd_cpx_topology), "--from-amd-smi", str(SMI / CPX_STATIC),
+               "--db", str(tmp_path / "t.db")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "64 GPUs via amd-smi (8 physical GPUs, partitioned)" in out
+    assert "# links between the 8 physical GPUs (a partition has its GPU's links; partitions of one GPU: XGMI)" in out
+    matrix = [line for line in out.splitlines() if line.startswith("GPU")]
+    assert len(matrix) == 8 and matrix[7].split() == ["GPU7"] + ["XGMI"] * 7 + ["X"]
+    assert "PCIE" not in out.replace("(PCIE from amd-smi)", "") and "WARN    topo:links" not in out
+
+
 def test_physical_groups_without_asic_serial_follow_partition_ids():
     gpus = [amdsmi.AmdSmiGpu(i, partition_id=i % 4) for i in range(8)] + [amdsmi.AmdSmiGpu(8)]
     assert amdsmi.physical_groups(gpus) == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]

@@ -37,7 +37,7 @@ def test_kfd_nodes_are_partitions_of_8_gpus(amd_cpx_root):
     assert len(amd.xgmi) == 64 * 63  # every partition to every other, within a GPU and across GPUs
 
 
-def test_sysfs_view_matches_the_amd_smi_view_of_the_same_node(amd_cpx_root):
+def test_sysfs_view_matches_the_amd_smi_view_of_the_same_node(amd_cpx_root, amd_cpx_topology):
     sysfs = topo.from_amd(amdsysfs.read_amd(amd_cpx_root))
     smi = topo.from_amdsmi(amdsmi.parse([(CPX_SMI.read_text(), CPX_SMI.name)]))
     assert len(sysfs.gpus) == 64 and sysfs.physical_gpus() == 8
@@ -50,6 +50,9 @@ def test_sysfs_view_matches_the_amd_smi_view_of_the_same_node(amd_cpx_root):
     for name in ("topo:partition", "topo:numa"):
         assert (found[name].status, found[name].evidence) == (want[name].status, want[name].evidence)
     assert found["topo:links"].evidence == "every pair XGMI"  # sysfs has the links amd-smi's static output lacks
+    topology = amd_cpx_topology  # amd-smi's links, from the same KFD io_links
+    full = topo.from_amdsmi(amdsmi.parse([(topology.read_text(), topology.name), (CPX_SMI.read_text(), CPX_SMI.name)]))
+    assert full.links == sysfs.links and [g.physical for g in full.gpus] == [g.physical for g in sysfs.gpus]
 
 
 def test_spx_tree_is_not_partitioned():

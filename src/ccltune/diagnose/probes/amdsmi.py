@@ -13,7 +13,10 @@ Shapes, from ROCm/amdsmi ``amdsmi_cli/amdsmi_commands.py`` (``topology``, ``stat
 
 A partitioned GPU is one entry per partition: an 8-GPU MI300X node in CPX mode lists 64, each physical GPU's
 8 in a row with ``partition_id`` 0..7 (rocm_smi sorts devices by BDF with the partition bits cleared, and
-reads a secondary partition's modes from its primary card's sysfs); ``physical_groups`` gathers them.
+reads a secondary partition's modes from its primary card's sysfs); ``physical_groups`` gathers them. In the
+topology, a partition's BDF is its GPU's with the partition in the function (``0000:05:00.3``; ``.0`` on kernels
+that put it in bits [31:28]), and every pair of partitions is ``XGMI``, 1 hop, as KFD links them: of one GPU
+weight 13, bandwidth ``819200-819200``; of two GPUs weight 41, ``0-0`` (``tests/fixtures/amd-smi/cpx_topology.py``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,11 @@ class AmdSmiGpu:
     partition_id: int | None = None  # which partition of its physical GPU (0..7 in CPX on MI300X)
     asic_serial: str | None = None  # the same on every partition of one physical GPU
     numa_node: int | None = None
+
+    @property
+    def socket(self) -> str | None:
+        """``domain:bus:device`` of the BDF: amd-smi's socket id, shared by a physical GPU's partitions."""
+        return pci_socket(self.bdf)
 
 
 @dataclass
@@ -101,23 +109,40 @@ class Partition(Protocol):
     def asic_serial(self) -> str | None: ...
     @property
     def partition_id(self) -> int | None: ...
+    @property
+    def socket(self) -> str | None: ...
+
+
+def pci_socket(bdf: str | None) -> str | None:
+    """``0000:05:00.3`` -> ``0000:05:00``: the PCI device without the function, which amd-smi takes for the
+    physical GPU (``amd_smi_system.cc`` ``get_gpu_socket_id``)."""
+    head, dot, _ = (bdf or "").strip().lower().rpartition(".")
+    return head if dot and head.count(":") == 2 else None
 
 
 def physical_groups(gpus: Sequence[Partition]) -> list[list[int]]:
-    """The indices of ``gpus`` grouped by physical GPU, in order: entries sharing an ASIC serial, else a new
-    group at every ``partition_id`` 0 (or unknown), each physical GPU's partitions being listed in a row."""
+    """The indices of ``gpus`` grouped by physical GPU, in order: entries sharing an ASIC serial or a PCI socket
+    (``domain:bus:device``), else a new group at every ``partition_id`` 0 (or unknown), each physical GPU's
+    partitions being listed in a row."""
     groups: list[list[int]] = []
-    serial_of: dict[str, int] = {}
+    group_of: dict[tuple[str, str], int] = {}
     for i, g in enumerate(gpus):
-        if g.asic_serial is not None and g.asic_serial in serial_of:
-            groups[serial_of[g.asic_serial]].append(i)
-        elif g.asic_serial is None and groups and g.partition_id and gpus[groups[-1][-1]].asic_serial is None:
+        keys = [k for k in (("serial", g.asic_serial), ("socket", g.socket)) if k[1] is not None]
+        known = next((group_of[k] for k in keys if k in group_of), None)
+        if known is not None:
+            groups[known].append(i)
+        elif not keys and groups and g.partition_id and not _keyed(gpus[groups[-1][-1]]):
             groups[-1].append(i)
         else:
-            if g.asic_serial is not None:
-                serial_of[g.asic_serial] = len(groups)
+            known = len(groups)
             groups.append([i])
+        for k in keys:
+            group_of.setdefault(k, known)
     return groups
+
+
+def _keyed(g: Partition) -> bool:
+    return g.asic_serial is not None or g.socket is not None
 
 
 def label(link: dict[str, Any] | None) -> str:

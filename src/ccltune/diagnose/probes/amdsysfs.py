@@ -48,6 +48,12 @@ class KfdGpu:
             return None
         return f"{self.domain or 0:04x}:{(self.location_id >> 8) & 0xff:02x}:{(self.location_id >> 3) & 0x1f:02x}.0"
 
+    @property
+    def socket(self) -> str | None:
+        """The physical GPU's ``domain:bus:device`` (``probes.amdsmi.physical_groups`` groups by it)."""
+        address = self.pci_address()
+        return address[:-2] if address else None
+
 
 @dataclass
 class AmdTopo:

@@ -165,7 +165,21 @@ def from_amdsmi(smi: amdsmi.AmdSmiTopo, sysfs: amdsysfs.AmdTopo | None = None) -
                            partition_id=g.partition_id, physical=physical[i]))
     ids = [g.index for g in smi.gpus]
     links = [["X" if a == b else amdsmi.label(smi.links.get((a, b))) for b in ids] for a in ids]
-    return Topology("amd-smi", rows, links)
+    return Topology("amd-smi", rows, links, notes=_partition_links(smi, physical))
+
+
+def _partition_links(smi: amdsmi.AmdSmiTopo, physical: dict[int, int]) -> list[str]:
+    """On a partitioned node, what amd-smi gives the pairs inside one GPU and across GPUs besides the label (every
+    pair is XGMI, 1 hop, in CPX): KFD's weight and min-max bandwidth (MB/s), which tell the two apart."""
+    group = {g.index: physical[i] for i, g in enumerate(smi.gpus)}
+    kinds: tuple[set[str], set[str]] = (set(), set())
+    for (a, b), link in smi.links.items():
+        if a in group and b in group:
+            kinds[group[a] != group[b]].add(f"weight {link.get('weight', '?')}, bandwidth {link.get('bandwidth', '?')}")
+    if not kinds[0]:
+        return []
+    return [f"amd-smi, partitions of one GPU: {'; '.join(sorted(kinds[0]))}; of different GPUs: "
+            f"{'; '.join(sorted(kinds[1])) or 'none'} (KFD's figures, MB/s; 0-0: none given)"]
 
 
 def p2p_capable_from(topology: Topology) -> Callable[[int, int], bool]:
