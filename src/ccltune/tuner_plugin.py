@@ -23,7 +23,8 @@ def library_path() -> Path:
     tried = ", ".join(str(c) for c in _candidates())
     raise EngineUnavailable(
         f"the ccltune tuner plugin is not built (looked for {tried}); "
-        "build it with `make -C plugin` in the source tree, or `pip install .` to ship it in the package"
+        "build it with `make -C plugin` in the source tree, or `pip install .` to ship it in the package "
+        "(both need a C compiler, gcc or clang: without one pip installs ccltune without it)"
     )
 
 

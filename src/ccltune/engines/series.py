@@ -105,7 +105,8 @@ def library() -> ctypes.CDLL:
         raise EngineUnavailable(
             f"the nccl engine's launch loop ({LIBRARY_NAME}) is not built (looked in {paths[0].parent}, "
             f"ccltune/lib on sys.path and {paths[-1].parent}): build it with `make -C native` in the source "
-            "tree, or `pip install .` to ship it in the package (--engine torch runs without it)")
+            "tree, or `pip install .` to ship it in the package (both need a C compiler, gcc or clang: without "
+            "one pip installs ccltune without it); --engine torch runs without it")
     try:
         lib = ctypes.CDLL(str(found))
     except OSError as exc:
