@@ -124,8 +124,23 @@ class Session:
                 yield
             self.status = "complete"
         except KeyboardInterrupt as exc:
-            self.exit_code = interrupted(self.ctx, exc, interrupted_message())
+            dead = peer_death(self.ctx, exc)
+            if dead is not None:
+                raise dead from None
             self.status = "interrupted"
+            self._store_status()  # before the teardown, which a launcher's kill may cut short
+            self.exit_code = interrupted(self.ctx, exc, interrupted_message())
+
+    def _store_status(self) -> None:
+        """Rank 0: the run's status stored now, as ``_finish`` stores it again at the end. srun's second
+        Ctrl-C and a launcher's last SIGKILL end the processes during their teardown; the run then
+        reads ``interrupted`` with its rows instead of being left ``running``."""
+        if self.store is None or self.run_id is None:
+            return
+        try:
+            self.store.finish_run(self.run_id, self.status, self.summary())
+        except Exception:  # noqa: BLE001 - _finish stores it (or says why) after the teardown
+            pass
 
     @property
     def interrupted(self) -> bool:
