@@ -1,8 +1,13 @@
-"""A small transformer trained with DDP or FSDP2 on synthetic data: a real job whose collectives
-ccltune can capture, tune for and replay.
+"""A small transformer trained with DDP or FSDP2 on synthetic data, or served tensor-parallel
+(token-by-token decode): a real job whose collectives ccltune can capture, tune for and replay.
 
     torchrun --nproc-per-node 4 examples/train_transformer.py --mode fsdp2 --steps 30
     torchrun --nproc-per-node 1 examples/train_transformer.py --mode ddp --profile-dir trace/
+    torchrun --nproc-per-node 4 examples/train_transformer.py --mode tp-decode --batch 64
+
+tp-decode: each layer's MLP is split Megatron-style over the ranks (column-parallel up, row-parallel
+down), so every layer ends in an all_reduce of the (batch, width) activations in bf16: batch 64 x
+width 2048 is 256 KB per call, `--decode-tokens` tokens per step, two calls per layer and token.
 
 Built from torch.nn only (no model zoo), bf16 compute, a fixed seed: every run issues the same
 collectives in the same order. Prints one line per step (step time in ms) and, at the end, the
@@ -20,7 +25,7 @@ import time
 
 def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--mode", choices=("ddp", "fsdp2"), default="ddp")
+    p.add_argument("--mode", choices=("ddp", "fsdp2", "tp-decode"), default="ddp")
     p.add_argument("--layers", type=int, default=12)
     p.add_argument("--width", type=int, default=2048, help="model width (d_model)")
     p.add_argument("--heads", type=int, default=16)
@@ -29,6 +34,8 @@ def parse(argv=None):
     p.add_argument("--vocab", type=int, default=32000)
     p.add_argument("--steps", type=int, default=30, help="timed steps after the warm-up")
     p.add_argument("--warmup", type=int, default=5, help="steps before timing starts")
+    p.add_argument("--decode-tokens", type=int, default=16,
+                   help="tp-decode: tokens generated per step (each through every layer)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--profile-dir", default=None,
                    help="trace the timed steps with torch.profiler into this folder")
@@ -75,6 +82,43 @@ def main(argv=None) -> int:
     dev = torch.device("cuda", local)
     dist.init_process_group("nccl", device_id=dev)
     torch.manual_seed(args.seed)
+    if args.mode == "tp-decode":
+        step = tp_decode_step(args, torch, dist, dev, world)
+    else:
+        step = train_step(args, torch, dev, rank, local)
+    return timed(args, torch, dist, step, rank, world)
+
+
+def tp_decode_step(args, torch, dist, dev, world):
+    """One decode step: `--decode-tokens` tokens, each through every layer; a layer is an attention-sized
+    and an MLP-sized block split over the ranks, each closed by an all_reduce (as Megatron's row-parallel
+    linear layers are)."""
+    if (4 * args.width) % world or args.width % world:
+        raise SystemExit(f"train_transformer: --width {args.width} must split evenly over {world} ranks")
+    bf16 = torch.bfloat16
+    blocks = []
+    for _ in range(args.layers):
+        for inner in (args.width, 4 * args.width):   # attention projections, then the MLP
+            up = torch.randn(args.width, inner // world, device=dev, dtype=bf16) * args.width ** -0.5
+            down = torch.randn(inner // world, args.width, device=dev, dtype=bf16) * inner ** -0.5
+            blocks.append((up, down))
+    x0 = torch.randn(args.batch, args.width, device=dev, dtype=bf16)
+    norm = torch.nn.functional.layer_norm
+
+    @torch.no_grad()
+    def step():
+        h = x0
+        for _ in range(args.decode_tokens):
+            for up, down in blocks:
+                y = torch.nn.functional.gelu(norm(h, (args.width,)) @ up) @ down
+                dist.all_reduce(y)
+                h = h + y
+        return h.float().norm() / h.numel() ** 0.5
+
+    return step
+
+
+def train_step(args, torch, dev, rank, local):
     model = build(args, torch).to(dev)
     if args.mode == "ddp":
         from torch.nn.parallel import DistributedDataParallel
@@ -100,6 +144,11 @@ def main(argv=None) -> int:
         opt.zero_grad(set_to_none=True)
         return loss
 
+    return step
+
+
+def timed(args, torch, dist, step, rank, world):
+    """Warm-up, then the timed steps (traced when --profile-dir is set); prints each and the median."""
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
@@ -122,7 +171,8 @@ def main(argv=None) -> int:
         if prof is not None:
             prof.step()
         if rank == 0:
-            print(f"step {i:3d}  {times[-1]:9.2f} ms  loss {loss.item():.4f}", flush=True)
+            label = "norm" if args.mode == "tp-decode" else "loss"
+            print(f"step {i:3d}  {times[-1]:9.2f} ms  {label} {loss.item():.4f}", flush=True)
     if prof is not None:
         prof.stop()
     if rank == 0:

@@ -639,5 +639,66 @@ phase_graphs() {  # CUDA graphs made by the launch loop (2026-11-24): bench, -m,
   run 300 python3 -m pytest -m gpu -q tests/gpu 2>&1 | tail -15
   pack
 }
+phase_cap7() {  # 2026-11-26, 2/4 GPUs: real fixtures (topology, NVML, links twice, nvbandwidth, nccl-tests MPI, SHM/TUNING logs, jobs' COLL logs and traces, Inspector), then the GPU tests
+  local W=$OUT/cap; mkdir -p $W; phase_build
+  step topology as the host reports it
+  nvidia-smi -L > $W/smi_L.txt; nvidia-smi topo -m > $W/smi_topo_m.txt 2>&1; nvidia-smi nvlink -s > $W/smi_nvlink_s.txt 2>&1
+  python3 - > $W/nvml.json 2>$W/nvml.err <<'PY'
+import dataclasses, json
+from ccltune.diagnose.probes import nvml
+t = nvml.read_nvml()
+print(json.dumps(dataclasses.asdict(t) if t else None, indent=1, default=str))
+PY
+  ct 60 topo > $W/topo.txt 2>&1; tail -5 $W/topo.txt
+  ct 60 topo --json $W/topo.json > /dev/null 2>&1
+  step links twice, then check with no built-in profile when none matches
+  ct 120 links --db "$DB" --json $W/links1.json > $W/links1.txt 2>&1; grep -E "WARN|PASS|FAIL" $W/links1.txt | head
+  ct 120 links --db "$DB" --json $W/links2.json > $W/links2.txt 2>&1; grep -E "WARN|PASS|FAIL" $W/links2.txt | head
+  ct 150 check --db "$DB" --json $W/check.json > $W/check.txt 2>&1; tail -8 $W/check.txt
+  step nvbandwidth from its public source
+  (cd .cache/nvbandwidth && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > $W/nvbw-build.log 2>&1 && make -C build -j16 >> $W/nvbw-build.log 2>&1); echo "nvbandwidth build rc=$?"; tail -2 $W/nvbw-build.log
+  if [ -x .cache/nvbandwidth/build/nvbandwidth ]; then
+    for i in 1 2; do timeout 120 .cache/nvbandwidth/build/nvbandwidth -t all_to_one_write_ce all_to_one_read_ce one_to_all_write_ce device_to_device_memcpy_write_ce device_to_device_bidirectional_memcpy_write_ce > $W/nvbw$i.txt 2>&1; echo "nvbw rc=$?"; done
+    timeout 60 .cache/nvbandwidth/build/nvbandwidth -j -t device_to_device_memcpy_write_ce > $W/nvbw.json 2>&1
+  fi
+  step nccl-tests with MPI, one process per GPU, beside ccltune bench
+  COLLS="all_reduce all_gather sendrecv" bash bench/nccl_tests_build.sh > $W/ncclt-build.log 2>&1; echo "nccl-tests build rc=$?"; tail -2 $W/ncclt-build.log
+  local B=.cache/nccl-tests/build M="mpirun --allow-run-as-root -x NCCL_NVLS_ENABLE=0 -x TORCH_SYMM_MEM_DISABLE_MULTICAST=1 -x NVSHMEM_DISABLE_NVLS=1"
+  for n in 2 $NGPU; do
+    timeout 90 $M -np $n $B/all_gather_perf -b 8 -e 1G -f 4 > $W/ncclt_ag_np$n.txt 2>&1
+    timeout 60 $M -np $n $B/sendrecv_perf -b 8 -e 1M -f 32 > $W/ncclt_sr_np$n.txt 2>&1
+    timeout 60 $M -np $n $B/all_reduce_perf -b 8 -e 1M -f 32 -J $W/ncclt_ar_np$n.json > $W/ncclt_ar_J_np$n.txt 2>&1
+    timeout 60 $M -np $n $B/all_reduce_perf -b 8 -e 1M -f 32 -I 1 > $W/ncclt_ar_I_np$n.txt 2>&1
+    timeout 60 $M -np $n -x NCCL_TESTS_SPLIT="MOD 2" $B/all_reduce_perf -b 8 -e 1M -f 32 > $W/ncclt_ar_split_np$n.txt 2>&1
+  done
+  ct 120 bench all_gather -b 8 -e 1G -f 4 --nproc $NGPU --db "$DB" > $W/ccl_ag.txt 2>&1
+  ct 60 bench sendrecv -b 8 -e 1M -f 32 --nproc $NGPU --db "$DB" > $W/ccl_sr.txt 2>&1
+  grep -E "^ +(0|8|32|128|8192) " $W/ncclt_ag_np$NGPU.txt $W/ccl_ag.txt | head -12; grep -E "^ +(8|1048576) " $W/ncclt_sr_np$NGPU.txt $W/ccl_sr.txt
+  pack
+  step NCCL logs: SHM transport, capture cost
+  NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_DEBUG_FILE=$W/shm.%h.%p.log ct 60 bench all_reduce -b 1M -e 1M -n 20 --nproc $NGPU --db "$DB" > /dev/null 2>&1
+  local P=$PWD/plugin/build/libnccl-tuner-ccltune.so; : > $W/none.conf; mkdir -p $W/capdir
+  for r in 1 2 3; do for c in unset set; do
+    if [ $c = set ]; then E="CCLTUNE_CAPTURE=$W/capdir"; else E="CCLTUNE_X=1"; fi
+    env $E NCCL_TUNER_PLUGIN=$P CCLTUNE_RULES=$W/none.conf python3 -m ccltune bench all_reduce -b 8 -e 8 -n 2000 -G 10 --nproc $NGPU --db "$DB" 2>/dev/null | grep -E "^ +8 " | sed "s/^/capture-$c /"
+  done; done
+  step jobs: COLL logs and torch traces, 2 and 4 ranks, ddp fsdp2 tp-decode
+  local T="torchrun --standalone"
+  for n in 2 $NGPU; do for m in ddp fsdp2 tp-decode; do
+    mkdir -p $W/job_${m}_$n
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_DEBUG_FILE=$W/job_${m}_$n/nccl.%p.log timeout 120 $T --nproc-per-node $n examples/train_transformer.py --mode $m --layers 2 --width 1024 --seq 256 --steps 6 --warmup 2 --profile-dir $W/job_${m}_$n --profile-steps 2 --gzip > $W/job_${m}_$n/out.txt 2>&1; echo "job $m $n rc=$?"; tail -1 $W/job_${m}_$n/out.txt
+  done; done
+  pack
+  step "NCCL Inspector, built from NCCL's public source"
+  (cd .cache/nccl-plugins/plugins/profiler/inspector && make -j16 CUDA_HOME=$(dirname $(dirname $(command -v nvcc))) > $W/inspector-build.log 2>&1); echo "inspector build rc=$?"; tail -3 $W/inspector-build.log
+  local I=$(ls $PWD/.cache/nccl-plugins/plugins/profiler/inspector/*.so 2>/dev/null | head -1)
+  if [ -n "$I" ]; then mkdir -p $W/inspector
+    NCCL_PROFILER_PLUGIN=$I NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS=500 NCCL_INSPECTOR_DUMP_DIR=$W/inspector timeout 120 $T --nproc-per-node $NGPU examples/train_transformer.py --mode ddp --layers 2 --width 1024 --seq 256 --steps 6 --warmup 2 > $W/inspector/out.txt 2>&1; echo "inspector job rc=$?"; ls -la $W/inspector | head
+  fi
+  pack
+  step GPU tests on $NGPU GPUs
+  timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/gpu > $W/gpu-tests.txt 2>&1; echo "gpu tests rc=$?"; tail -25 $W/gpu-tests.txt
+  pack
+}
 for p in "$@"; do "phase_$p"; done
 pack
