@@ -700,5 +700,16 @@ PY
   timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/gpu > $W/gpu-tests.txt 2>&1; echo "gpu tests rc=$?"; tail -25 $W/gpu-tests.txt
   pack
 }
+phase_deploy() {  # issue 28 item 3: one candidate forced sweep's way (the communicator's config) and the plugin's way (a rule), the FSDP2 job's all_gather sizes, bf16, alternated
+  local R=$OUT/deploy P=$PWD/plugin/build/libnccl-tuner-ccltune.so; mkdir -p $R
+  printf 'allgather,100679680,100679680,default,default,32,-1,-1\nallgather,268443648,268443648,default,default,32,-1,-1\n' > $R/ch32.conf
+  local S="all_gather -b 100679680 -e 268443648 -i 167763968 -d bfloat16 -G 10 -n 20 -w 5 --nproc $NGPU --db $R/deploy.db"
+  step "deploy: NCCL default / --channels 32 (communicator config) / rule channels=32 (tuner plugin), 3 rounds"
+  for r in 1 2 3; do
+    ct 60 bench $S | grep -E "^ +[0-9]" | sed "s/^/default  r$r /"
+    ct 60 bench $S --channels 32 | grep -E "^ +[0-9]" | sed "s/^/config   r$r /"
+    NCCL_TUNER_PLUGIN=$P CCLTUNE_RULES=$R/ch32.conf ct 60 bench $S | grep -E "^ +[0-9]" | sed "s/^/plugin   r$r /"
+  done 2>&1 | grep -v "^---"
+}
 for p in "$@"; do "phase_$p"; done
 pack
