@@ -94,7 +94,13 @@ cclp_ctx* cclp_ctx_open(int abi, int has_comm, uint64_t comm_hash, int rank, int
   ctx->every = cfg.every;
   ctx->calls_cap = cfg.calls;
   ctx->logger = logger;
-  strcpy(ctx->dir, cfg.dir);
+  /* relative to the directory at init: the job may change directory before the file is written */
+  if (cfg.dir[0] != '/' && getcwd(ctx->dir, sizeof ctx->dir - strlen(cfg.dir) - 2)) {
+    strcat(ctx->dir, "/");
+    strcat(ctx->dir, cfg.dir);
+  } else {
+    strcpy(ctx->dir, cfg.dir);
+  }
   if (gethostname(ctx->host, sizeof ctx->host - 1) != 0 || !ctx->host[0]) strcpy(ctx->host, "unknown");
   for (char* c = ctx->host; *c; c++)
     if (*c == ' ' || *c == '/') *c = '_';
@@ -258,7 +264,7 @@ void cclp_flush_pending(cclp_ctx* ctx) {
 }
 
 static void start_task(cclp_ctx* ctx, void** handle, const cclp_event* ev) {
-  if (ctx->has_comm != 2 && ev->has_hash) { /* v1..v3: the first event names the communicator */
+  if (ev->has_hash && __atomic_load_n(&ctx->has_comm, __ATOMIC_ACQUIRE) != 2) { /* v1..v3: the first event names it */
     int expected = 0;
     if (__atomic_compare_exchange_n(&ctx->has_comm, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
       ctx->comm_hash = ev->comm_hash;

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 static const char* lib_path;
-static char out_root[2048];
+static char out_root[1900];
 #define T0 1732661234000000000ull /* a GPU globaltimer reading (ns since the epoch) */
 
 /* ---- the logger NCCL passes (v4+): keeps the last warning ---------------------------------- */
@@ -234,7 +234,7 @@ static void case_bad_env(void) {
   fn_finalize(&f, ctx);
   char* text;
   read_profiles(dir, &text, NULL, 0);
-  CHECK(text && strstr(text, " every 1\n") && count_prefix(text, "call ") == 1, "bad env defaults:\n%s", text);
+  CHECK(text && strstr(text, " every 1\n") && count_prefix(text, "call ") == 1, "bad env defaults:\n%s", text ? text : "");
   free(text);
   unsetenv("CCLTUNE_PROFILE_EVERY");
   unsetenv("CCLTUNE_PROFILE_CALLS");
@@ -264,9 +264,9 @@ static void case_sampling(void) {
   stats s;
   CHECK(handles == 4, "sampling: %d handles", handles);
   CHECK(text && entry(text, "coll ReduceScatter 1024 ncclBfloat16 RING LL 1 16 -", &s) && s.calls == 10 &&
-        s.timed == 4 && fabs(s.sum - 80.0) < 1e-9, "sampling entry:\n%s", text);
+        s.timed == 4 && fabs(s.sum - 80.0) < 1e-9, "sampling entry:\n%s", text ? text : "");
   CHECK(text && strstr(text, " every 3\n") && has_line(text, "call 9 0 1732661234009000000 1732661234009020000"),
-        "sampling lines:\n%s", text);
+        "sampling lines:\n%s", text ? text : "");
   free(text);
   fn_unload(&f);
 }
@@ -314,9 +314,29 @@ static void case_partial_and_stale(void) {
   read_profiles(dir, &text, NULL, 0);
   stats s;
   CHECK(text && entry(text, "coll Broadcast 64 ncclFloat32 RING SIMPLE 2 8 -", &s) && s.timed == 1 &&
-        fabs(s.max - 3.0) < 1e-9, "partial call:\n%s", text);
+        fabs(s.max - 3.0) < 1e-9, "partial call:\n%s", text ? text : "");
   CHECK(text && entry(text, "coll AllReduce 8 ncclBfloat16 RING LL 1 16 -", &s) && fabs(s.max - 2.0) < 1e-9,
-        "stale channel changed the call:\n%s", text);
+        "stale channel changed the call:\n%s", text ? text : "");
+  free(text);
+  fn_unload(&f);
+}
+
+/* A relative CCLTUNE_PROFILE is the folder relative to where init ran, even if the job changes
+ * directory before finalize. */
+static void case_relative_dir(void) {
+  char dir[2048], cwd[2048];
+  case_dir(dir, sizeof dir, "relative");
+  if (!getcwd(cwd, sizeof cwd) || chdir(out_root) != 0) { CHECK(0, "chdir"); return; }
+  setenv("CCLTUNE_PROFILE", "relative", 1);
+  fake_nccl f;
+  if (fn_load(&f, lib_path, 5) != 0) { CHECK(0, "load"); return; }
+  void* ctx = fn_init(&f, 21, 1, 2, 0, logger);
+  fn_call(&f, ctx, 0, 21, 0, "AllReduce", 8, 1, T0, 1000, 1);
+  CHECK(chdir("/") == 0, "chdir /");
+  fn_finalize(&f, ctx);
+  CHECK(chdir(cwd) == 0, "chdir back");
+  char* text;
+  CHECK(read_profiles(dir, &text, NULL, 0) == 1, "relative folder: no file in %s", dir);
   free(text);
   fn_unload(&f);
 }
@@ -445,6 +465,8 @@ int main(int argc, char** argv) {
   printf("-- table overflow\n");
   case_partial_and_stale();
   printf("-- partial and stale events\n");
+  case_relative_dir();
+  printf("-- relative folder\n");
   case_threads();
   printf("-- %d communicators, user and proxy threads\n", NCOMMS);
   case_exit_writer();
