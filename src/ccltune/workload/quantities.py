@@ -16,6 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+# The job's own median time per call over NCCL's default idle median at or above this: the job's
+# conditions (compute on the same SMs, waiting for peers) are not an idle sweep's, and an idle
+# winner is not evidence for the job (issue 28: a 100 MB all_gather took 2,274 us in the job,
+# 279 us idle; rules from the idle sweep made the job slower). docs/workload.md, "In-job times".
+SLOW_RATIO = 2.0
+
 
 def unit(steps: int | None) -> str:
     """What a total is per: 'step', or 'captured run (steps unknown)'."""

@@ -8,9 +8,7 @@ from ccltune.workload import quantities as q
 from ccltune.workload.estimate import Estimate
 from ccltune.workload.model import Entry, Workload
 
-# in-job time per call over idle at or above this (at the median) is "far slower than idle": the job's
-# conditions (compute on the same GPU, waiting for peers) are not a sweep's (docs/workload.md)
-SLOW_RATIO = 2.0
+SLOW_RATIO = q.SLOW_RATIO
 
 
 def _us(x: float | None) -> str:
