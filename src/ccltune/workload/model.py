@@ -228,8 +228,9 @@ def resolve_steps(ranks: list[RankRecord], steps: int | None) -> tuple[int | Non
     if not known:
         return None, None
     found = known.pop()
-    how = sorted({r.steps_from for r in ranks if r.steps_from})
-    return found, (f"steps: {found}, from {'; '.join(how)}" if how else None)
+    how = [r.steps_from for r in ranks if r.steps_from]
+    more = f" ({len(how) - 1} other source(s) give the same count)" if len(how) > 1 else ""
+    return found, (f"steps: {found}, from {how[0]}{more}" if how else None)
 
 
 def encode_order(entries: list[Entry], order: list[tuple[Key, str]]) -> list[tuple[int, int, int]]:

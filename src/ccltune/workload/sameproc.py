@@ -78,6 +78,8 @@ def fold(records: list[RankRecord]) -> tuple[list[RankRecord], list[str]]:
             if other is counts or other.kind == counts.kind:
                 continue
             counted = counts.source.split(", ")[0]
+            if not counts.steps and other.steps:
+                _scale_steps(counts, other)
             left = _attach(counts, other)
             gone.add(id(other))
             notes.append(f"{other.source} and {counted} are one process (pid {pid}"
@@ -86,6 +88,25 @@ def fold(records: list[RankRecord]) -> tuple[list[RankRecord], list[str]]:
                          + (f", in-job times from {other.source}" if other.timing else "")
                          + (f"; {left} of its entries match none of the calls counted and are left out" if left else ""))
     return [r for r in records if id(r) not in gone], notes
+
+
+def _scale_steps(counts: RankRecord, spans: RankRecord) -> None:
+    """The counting source's steps from a source that knows its own (a trace's ProfilerStep spans): when
+    every shared entry is called ``calls x spans.steps / spans' calls`` times, one whole number, that is
+    the counting source's step count (a TP decode's log: 512 all_reduces, its trace 128 in 2 steps: 8)."""
+    ratios = set()
+    for k, n in spans.calls.items():
+        hit = [c for c in counts.calls if matches(k, c)]
+        if len(hit) != 1 or n == 0:
+            return
+        got = counts.calls[hit[0]] * spans.steps
+        if got % n:
+            return
+        ratios.add(got // n)
+    if len(ratios) == 1 and (steps := ratios.pop()) >= 1:
+        counts.steps = steps
+        counts.steps_from = (f"{counts.source.split(', ')[0]}: {steps} steps, its calls of each entry scaled by "
+                             f"{spans.source}'s {spans.steps} ProfilerStep#N spans")
 
 
 def _attach(into: RankRecord, other: RankRecord) -> int:
