@@ -28,7 +28,8 @@ def register(sub: Any) -> None:
                          f"{', '.join(PLUGIN_NAMES.values())}) (default: all)")
     ex.add_argument("--nranks", type=int, default=8, metavar="N", help="ranks of the communicator")
     ex.add_argument("--nnodes", type=int, default=1, metavar="K", help="nodes of the communicator")
-    ex.add_argument("--gpu", default="", metavar="NAME", help="GPU name, for rules under a platform gpu= line")
+    ex.add_argument("--gpu", default="", metavar="NAME", help="GPU name, for rules under a platform gpu= line (default: the GPU the file's sections name, when "
+                         "they name one; sections left out are listed with the reason)")
     ex.add_argument("--num-pipe-ops", type=int, default=1, help="numPipeOps of the calls")
     ex.add_argument("--reg-buff", type=int, default=0, choices=(0, 1), help="regBuff of the calls")
     ex.set_defaults(func=_explain)
