@@ -70,6 +70,17 @@ def test_tune_predictions_are_weighted_by_the_jobs_share() -> None:
         ("all_reduce", "4", "3.8%", "100.0", "100.0", "default"),
         ("all_reduce", "1", "-", "-", "-", "unmeasured")]
     assert "on H100" in t.caption and "per step" in t.caption
+    # issue 29: the job's own time per call and its waiting, per entry, when the workload has them
+    from ccltune.workload.timing import Timing
+
+    job, wait = Timing(), Timing()
+    for us, w in ((520.0, 20.0), (530.0, 30.0), (540.0, 40.0)):
+        job.add(us)
+        wait.add(w)
+    wl.entries[0].timing, wl.entries[0].wait = job, wait
+    (plan2,) = weighted.plan(wl, derive(rows, isolated_margin=0.10))
+    (t2,) = report_workload.tune_tables(_run(10, "tune", {"workload": "w.json", "predictions": [weighted.summary(plan2)]}))
+    assert t2.rows[0][7] == "ring/simple/default (in the job: 530.0 us/call, 30.0 us of it waiting for the last rank)"
     sec = sections.rules_section(sections.ReportInput(runs=[run], artifacts={9: {"rules": "# no rules\n"}}))
     assert sec.blocks[-1] == t
 
