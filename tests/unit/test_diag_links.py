@@ -209,3 +209,70 @@ def test_measure_reports_copies_that_come_out_wrong(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", fake)
     run = links.measure(links.LinkPlan(size_bytes=1 << 10, iters=1, warmup=0, latency_iters=1, methods=("ce",)))
     assert run.failed_checks == ["ce"]
+
+
+def _repeat(values, method="ce", direction="all2all"):
+    return _rows(values, method, direction + linkmath.REPEAT)
+
+
+def _one(findings, name):
+    (f,) = [f for f in findings if f.name == name]
+    return f
+
+
+def test_a_link_measured_once_warns_without_sending_hardware_for_service():
+    f = _one(linkmath.analyze(_rows(_uniform(4, 380.0) | {(2, 3): 190.0}))[1], "links:ce/uni")
+    assert f.status == "WARN" and "(measured once)" in f.evidence
+    assert "reseat" not in f.fix and "before servicing" in f.fix
+    assert "nvbandwidth -t device_to_device_memcpy_write_ce" in f.fix
+
+
+def test_a_link_fast_when_measured_again_passes():
+    rows = _rows(_uniform(4, 380.0) | {(2, 3): 190.0}) + _repeat({(2, 3): 379.0}, direction="uni")
+    f = _one(linkmath.analyze(rows)[1], "links:ce/uni")
+    assert f.status == "PASS" and "measured again, none of them below" in f.evidence
+
+
+def test_a_link_slow_twice_warns_and_names_the_confirming_test():
+    rows = _rows(_uniform(4, 380.0) | {(2, 3): 190.0}) + _repeat({(2, 3): 192.0}, direction="uni")
+    f = _one(linkmath.analyze(rows)[1], "links:ce/uni")
+    assert f.status == "WARN" and "in two measurements" in f.evidence and "2->3" in f.evidence
+    assert "nvbandwidth -t device_to_device_memcpy_write_ce" in f.fix and "reseat" in f.fix
+
+
+def test_all_to_all_pairs_slow_twice_but_fine_alone_are_the_copy_engines_split():
+    a2a = _uniform(4, 330.0) | {(1, 0): 200.0, (3, 2): 210.0}
+    rows = _rows(_uniform(4, 390.0)) + _rows(a2a, direction="all2all") + _repeat({(1, 0): 205.0, (3, 2): 215.0})
+    f = _one(linkmath.analyze(rows)[1], "links:ce/all2all")
+    assert f.status == "PASS" and "copy engines" in f.evidence and ">= 390.0 GB/s alone" in f.evidence
+    # the same pair slow alone too: the link
+    rows = _rows(_uniform(4, 390.0) | {(1, 0): 200.0}) + _rows(a2a, direction="all2all")
+    rows += _repeat({(1, 0): 205.0, (3, 2): 215.0}) + _repeat({(1, 0): 201.0}, direction="uni")
+    f = _one(linkmath.analyze(rows)[1], "links:ce/all2all")
+    assert f.status == "WARN" and f.evidence.startswith("1 links below") and "two measurements and alone" in f.evidence
+
+
+class _Rig:
+    """links' rig as ``remeasure`` uses it: every transfer of a group takes ``ms[(src, dst, concurrent)]``."""
+
+    def __init__(self, n, ms):
+        self.pairs = [(s, d) for s in range(n) for d in range(n) if s != d]
+        self.ms, self.groups = ms, []
+
+    def time(self, transfers, nbytes, iters, warmup, burst=1):
+        self.groups.append(([(t.src, t.dst) for t in transfers], burst))
+        return [self.ms.get((t.src, t.dst, len(transfers)), 1.0) for t in transfers]
+
+
+def test_remeasure_times_only_the_flagged_links_as_they_were_timed():
+    plan = links.LinkPlan(size_bytes=1 << 20, iters=2, warmup=1)
+    run = links.LinkRun(rows=_rows(_uniform(3, 300.0) | {(1, 0): 100.0})
+                        + _rows(_uniform(3, 300.0) | {(0, 2): 90.0, (2, 0): 95.0}, direction="bidir")
+                        + _rows(_uniform(3, 200.0) | {(2, 1): 50.0}, direction="all2all"))
+    rig = _Rig(3, {(2, 1, 6): 0.5})
+    links.remeasure(rig, run, plan, "ce", lambda _: None)
+    assert rig.groups == [([(1, 0)], links.BURST), ([(0, 2), (2, 0)], 1), (rig.pairs, 1)]
+    again = {(r["direction"], r["src"], r["dst"]): r["bandwidth_gbps"] for r in run.rows if "repeat" in r["direction"]}
+    assert set(again) == {("uni-repeat", 1, 0), ("bidir-repeat", 0, 2), ("bidir-repeat", 2, 0),
+                          ("all2all-repeat", 2, 1)}
+    assert again[("all2all-repeat", 2, 1)] == pytest.approx((1 << 20) / 0.5e6)
