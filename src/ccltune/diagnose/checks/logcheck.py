@@ -46,9 +46,18 @@ def _version(log: NcclLog) -> Finding:
 
 def _init(log: NcclLog) -> Finding:
     if not log.nranks:
+        if log.choices or log.plugin_loads:  # collectives ran, so init finished: INIT was not logged
+            return Finding("log:init", "WAIVED", "no INIT lines, though collectives ran (TUNING lines): "
+                           "NCCL_DEBUG_SUBSYS left INIT out", DEBUG_FIX)
         return Finding("log:init", "WARN", "no communicator line (comm ... rank ... nRanks ...): "
                        "the log is truncated or init never began", DEBUG_FIX)
-    missing = sorted(set(range(log.nranks)) - log.init_complete)
+    # a log written per process (NCCL_DEBUG_FILE=...%p) holds its own rank's lines only: judge the ranks it holds
+    held = log.ranks_seen or set(range(log.nranks))
+    missing = sorted(held - log.init_complete)
+    if not missing and len(held) < log.nranks:
+        return Finding("log:init", "PASS", f"{len(held)}/{len(held)} ranks in this log completed init (it holds "
+                       f"rank{'s' if len(held) > 1 else ''} {_short(sorted(held))} of {log.nranks}: one process's "
+                       "log)", value=len(held))
     if not missing:
         return Finding("log:init", "PASS", f"{log.nranks}/{log.nranks} ranks completed init", value=log.nranks)
     return Finding("log:init", "WARN", f"{len(missing)} of {log.nranks} ranks never logged 'Init COMPLETE' "
