@@ -276,3 +276,52 @@ def test_remeasure_times_only_the_flagged_links_as_they_were_timed():
     assert set(again) == {("uni-repeat", 1, 0), ("bidir-repeat", 0, 2), ("bidir-repeat", 2, 0),
                           ("all2all-repeat", 2, 1)}
     assert again[("all2all-repeat", 2, 1)] == pytest.approx((1 << 20) / 0.5e6)
+
+
+def _real(n: int):
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "fixtures" / "links" / f"h200x4_links{n}.json"
+    return json.loads(path.read_text())["rows"]
+
+
+def test_real_h200_all_to_all_measured_once_warns_without_the_service_advice():
+    # 4 x H200, NVSwitch: copy-engine pairs 393 GB/s alone, 200-388 GB/s all at once
+    findings = {f.name: f for f in linkmath.analyze(_real(1))[1]}
+    assert findings["links:ce/uni"].status == "PASS" and findings["links:ce/bidir"].status == "PASS"
+    f = findings["links:ce/all2all"]
+    assert f.status == "WARN" and f.evidence.startswith("5 links below 0.8 x median 337.6 GB/s") and "measured once" in f.evidence
+    assert "reseat" not in f.fix and "nvbandwidth -t device_to_device_memcpy_write_ce" in f.fix
+
+
+def test_real_h200_all_to_all_measured_again_passes():
+    # the second run of the same session as the repeat: its all-to-all rows are what links measures again
+    again = [dict(r, direction=r["direction"] + linkmath.REPEAT) for r in _real(2) if r["direction"] == "all2all"]
+    findings = {f.name: f for f in linkmath.analyze(_real(1) + again)[1]}
+    ce = findings["links:ce/all2all"]
+    # 0->3 was slow both times (205.5, then 221.3 GB/s) but carries 392.9 alone: the copy engines' split
+    assert ce.status == "PASS" and "1 of them again" in ce.evidence and "copy engines" in ce.evidence
+    assert [(x["src"], x["dst"]) for x in ce.data["slow_twice"]] == [(0, 3)]
+    sm = findings["links:sm-write/all2all"]  # 2->3 69.2, 1->3 71.4 GB/s; 77.6 and 82.5 again
+    assert sm.status == "PASS" and "none of them below" in sm.evidence
+    assert all(f.status == "PASS" for f in findings.values())
+
+
+def test_cli_links_renders_a_real_4_gpu_run_with_nvml_limits(tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+
+    from ccltune.diagnose.probes import nvml
+
+    saved = Path(__file__).parent.parent / "fixtures" / "topo" / "h200x4_nvml.json"
+    run = links.LinkRun(rows=_real(1), n_gpus=4, gpu_names=["NVIDIA H200"] * 4,
+                        bus_ids=[f"0000:00:0{d}.0" for d in (6, 7, 8, 9)], elapsed_s=3.0)
+    monkeypatch.setattr(links, "available", lambda: None)
+    monkeypatch.setattr(links, "measure", lambda plan, log: run)
+    monkeypatch.setattr(nvml, "read_nvml", lambda: nvml.from_record(json.loads(saved.read_text()), saved.name))
+    out = tmp_path / "l.json"
+    assert main(["links", "--db", str(tmp_path / "r.db"), "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "# ce all2all (GB/s), row = source, column = destination" in text
+    assert "PASS    links:ce/uni            median 393.2 GB/s, min 392.9, 82% of the NVLink limit" in text
+    summary = json.loads(out.read_text())["summary"]
+    assert summary["nvlink_limit_gbps"]["0-1"] == pytest.approx(18 * 26.562)
