@@ -54,3 +54,22 @@ def test_in_place_sendrecv_is_timed_and_its_na_explained_once():
 @pytest.mark.parametrize("name", [n for n in collectives.REGISTRY])
 def test_only_sendrecv_leaves_its_in_place_check_out(name):
     assert collectives.get(name).checks_in_place == (name != "sendrecv")
+
+
+MPI = __import__("pathlib").Path(__file__).parent.parent / "fixtures" / "nccl-tests" / "v2.19.6-mpi"
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_sizes_match_real_nccl_tests_all_gather_on_several_ranks(ranks):
+    # all_gather_perf -b 8 -e 1G -f 4 under mpirun -np 2 and 4 (4 x H200, README there): its size column
+    text = (MPI / f"all_gather-np{ranks}.txt").read_text()
+    printed = [int(line.split()[0]) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    assert printed[:3] == ([0, 0, 128] if ranks == 4 else [0, 32, 128])
+    assert _sizes("all_gather", ranks, 4, 8, 1 << 30, 4) == printed
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_real_nccl_tests_times_in_place_sendrecv_and_leaves_its_check_out(ranks):
+    rows = [line.split() for line in (MPI / f"sendrecv-np{ranks}.txt").read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+    assert rows and all(float(r[9]) > 0 and r[12] == "N/A" and r[8] == "0" for r in rows)
