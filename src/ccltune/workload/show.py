@@ -4,11 +4,11 @@ is defined in the heading lines it prints and in docs/workload.md ("Show")."""
 from __future__ import annotations
 
 from ccltune.sizes import format_size
-from ccltune.workload import quantities as q
+from ccltune.workload import quantities
 from ccltune.workload.estimate import Estimate
 from ccltune.workload.model import Entry, Workload
 
-SLOW_RATIO = q.SLOW_RATIO
+SLOW_RATIO = quantities.SLOW_RATIO
 
 
 def _us(x: float | None) -> str:
@@ -24,7 +24,7 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
     """Entries by share of bytes: the job's own time per call (median) and waiting where a source timed
     them; with ``db``, NCCL's default idle time per call, the ratio, and time per step from it."""
     total_bytes = sum(e.bytes_total for e in wl.entries) or 1
-    unit, short = q.unit(wl.steps), q.short_unit(wl.steps)
+    unit, short = quantities.unit(wl.steps), quantities.short_unit(wl.steps)
     out = [f"# workload: {len(wl.entries)} entries, {sum(e.calls for e in wl.entries)} calls, "
            + (f"{wl.steps} steps" if wl.steps else "steps unknown (times are per captured run; import --steps N)")]
     if wl.steps_note:
@@ -52,7 +52,7 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
                    + ("steps" if wl.steps else "1 (steps unknown)") + "; time%: share of that sum")
         head += f"{'idle_us':>10}" + (f"{'ratio':>7}" if timed else "") + f"{f'us/{short}':>11}{'time%':>7}"
     out.append(head)
-    shares = {i: q.per_step(e.calls, est[i].time_us, wl.steps) for i, e in enumerate(wl.entries) if i in est}
+    shares = {i: quantities.per_step(e.calls, est[i].time_us, wl.steps) for i, e in enumerate(wl.entries) if i in est}
     total_us = sum(shares.values())
     for i, e in enumerate(wl.entries):
         k = e.key
@@ -74,7 +74,7 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
                 row += f"{'-':>10}" + (f"{'-':>7}" if timed else "") + f"{'-':>11}{'-':>7}"
         out.append(row)
     if timed:
-        job_total = q.total(((e.calls, job_us(e) or 0.0) for e in timed), wl.steps)
+        job_total = quantities.total(((e.calls, job_us(e) or 0.0) for e in timed), wl.steps)
         out.append(f"# in-job communication time per {unit}: {job_total:.1f} us = sum of calls x job_us"
                    f"{'' if wl.steps is None else ' / steps'} over the {len(timed)} of {len(wl.entries)} entries timed "
                    "(calls back to back: overlap with compute not counted)")
