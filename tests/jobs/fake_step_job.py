@@ -34,3 +34,15 @@ for i in range(steps):
     print(f"step {i:3d}  {base * (1 + rng.gauss(0, noise)):9.3f} ms  loss 1.0", flush=True)
     if sleep_s:
         time.sleep(sleep_s / steps)
+profile = os.environ.get("CCLTUNE_PROFILE")
+if profile:  # as ccltune's profiler plugin writes (format version 1, /work/notes/profile-format.md)
+    sum_us = base * 10 * (1 + rng.gauss(0, noise))
+    with open(os.path.join(profile, f"ccltune-profile.fakehost.{os.getpid()}.00000000000000ab.0.txt"), "w") as fh:
+        fh.write("# ccltune-profile 1\n"
+                 f"# host fakehost pid {os.getpid()} comm 00000000000000ab rank 0 nranks 2 nnodes 1 abi 5 every 2\n"
+                 "# timing gpu-kernel-channels\n"
+                 "# columns kind op count datatype algo proto nchannels nwarps peer calls timed sum_us p10_us "
+                 "p50_us p90_us max_us\n"
+                 f"coll AllReduce 65536 ncclBfloat16 RING LL 24 16 - 20 10 {sum_us:.3f} 9.0 10.0 11.0 12.0\n"
+                 "p2p Send 1048576 ncclInt8 - - 2 - 1 4 0 - - - - -\n"
+                 "# dropped entries 0 calls 0\n# end\n")

@@ -119,3 +119,47 @@ def test_ctrl_c_keeps_finished_rounds_prints_the_verdict_and_leaves_no_job(tmp_p
     assert run.summary["rounds"] == 2
     for pid in jobs:  # the job that was running is gone with its process group
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
+
+
+def test_metric_comm_sums_the_profiler_files_of_each_run(tmp_path, capsys, monkeypatch) -> None:
+    """The fake job writes a profiler file as the plugin does (every 2nd call timed: 10 of 20 calls,
+    so an entry counts twice its sum_us); the plugin's library itself is not needed by the fake job."""
+    from ccltune.measure import jobrun
+
+    monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))
+    rc = _ab(tmp_path, "--env", "FAKE_SLOW=1", "--metric", "comm", "--rounds", "4", "--no-aa", "--seed", "4")
+    out = capsys.readouterr().out
+    assert rc == 1 and "GPU time of the job's collectives" in out
+    _, samples = _samples(tmp_path)
+    default = [s.value for s in samples if s.arm == "default"]
+    assert all(1800 < v < 2200 for v in default) and {s.unit for s in samples} == {"us"}  # 100 ms x 10 x 2 us
+
+
+_RULE_JOB = ("import os, runpy, sys\n"
+             "r = os.environ.get('CCLTUNE_RULES')\n"
+             "text = open(r).read() if r else ''\n"
+             "if 'allgather' in text: os.environ['FAKE_SLOW'] = '1'\n"
+             "if 'allreduce' in text: os.environ['FAKE_BASE_MS'] = '90'\n"
+             "sys.argv = ['job']\n"
+             f"runpy.run_path({JOB!r}, run_name='__main__')\n")
+
+
+def test_prune_keeps_only_the_rule_group_that_was_faster(tmp_path, capsys) -> None:
+    """A job 10% faster with the allreduce rule and 5% slower with the allgather rule (it reads the rule
+    file the plugin is given): two groups, one arm each; the written file keeps the allreduce rule."""
+    from ccltune.rules import load
+
+    rules = tmp_path / "cand.conf"
+    rules.write_text("allreduce,0,1024,ring,simple,-1,-1,-1\nallreduce,0,1024,tree,simple,-1,-1,8\n"
+                     "allgather,0,1024,ring,ll,-1,-1,-1\n")
+    kept = tmp_path / "kept.conf"
+    rc = main(["ab", "--db", str(tmp_path / "ab.db"), "--rules", str(rules), "--prune", str(kept),
+               "--metric", REGEX, "--rounds", "5", "--seed", "7", "--", sys.executable, "-c", _RULE_JOB])
+    out = capsys.readouterr()
+    assert rc == 1 and "cand:allgather:0-1024 slower" in out.err
+    assert "2 group(s) of rules" in out.out and "one arm per group" in out.out
+    assert f"wrote {kept}: 2 rule(s) of 1 part(s) kept, of 2" in out.out
+    text = kept.read_text()
+    assert "ab --prune" in text and f"from {rules}" in text and "# job: " in text
+    assert "cand:allgather:0-1024: slower" in text and "cand:allreduce:0-1024: faster" in text
+    assert [(r.collective, r.algo) for r in load(kept).rules] == [("allreduce", "ring"), ("allreduce", "tree")]
