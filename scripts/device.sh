@@ -700,5 +700,24 @@ PY
   timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/gpu > $W/gpu-tests.txt 2>&1; echo "gpu tests rc=$?"; tail -25 $W/gpu-tests.txt
   pack
 }
+phase_ab() {  # issue 28: ccltune ab on the example job (ddp, fsdp2, tp-decode), a candidate rule file, and a node made slow on purpose
+  local W=$OUT/ab; mkdir -p $W; phase_build
+  # a candidate that forces ring/LL everywhere: LL is built for small messages, so the job should not gain
+  printf '# phase_ab candidate: ring/LL for every size\nallreduce,0,1T,ring,ll,-1,-1,-1\nallgather,0,1T,ring,ll,-1,-1,-1\nreducescatter,0,1T,ring,ll,-1,-1,-1\n' > $W/cand.conf
+  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --layers 2 --width 1024 --seq 256 --steps 8 --warmup 2"
+  local A=(--metric 'step +[0-9]+ +([0-9.]+) ms' --rounds 4 --seed 28 --run-timeout 60 --db "$DB")
+  step "ab ddp: default, A/A, the candidate rules, NCCL_P2P_DISABLE=1 (slow on purpose), 4 rounds"
+  run 420 python3 -m ccltune ab "${A[@]}" --rules $W/cand.conf --env NCCL_P2P_DISABLE=1 --json $W/ddp.json -- $J --mode ddp > $W/ddp.txt 2>&1
+  step "ab fsdp2 and tp-decode: default vs the candidate rules (no A/A, to fit the time), 4 rounds"
+  for m in fsdp2 tp-decode; do
+    run 200 python3 -m ccltune ab "${A[@]}" --no-aa --rules $W/cand.conf --json $W/$m.json -- $J --mode $m > $W/$m.txt 2>&1
+  done
+  step "doctor on the slow node's log: does it name the fix and the ab line?"
+  NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_DEBUG_FILE=$W/slow.%p.log timeout 120 $J --mode ddp --steps 2 > /dev/null 2>&1
+  cat $W/slow.*.log > $W/slow.log 2>/dev/null; ct 60 doctor --nccl-log $W/slow.log --db "$DB" > $W/doctor.txt 2>&1; grep -E "FAIL|WARN|fix:|prove" $W/doctor.txt | head -8
+  step "verdict tables (ratio = arm / default; lower is faster)"
+  for m in ddp fsdp2 tp-decode; do echo "## $m"; grep -E "^# (arm|ratio)|^  [^ ]|^# (run failed|failed run)" $W/$m.txt; done
+  pack
+}
 for p in "$@"; do "phase_$p"; done
 pack
