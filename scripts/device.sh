@@ -719,5 +719,22 @@ phase_ab() {  # issue 28: ccltune ab on the example job (ddp, fsdp2, tp-decode),
   for m in ddp fsdp2 tp-decode; do echo "## $m"; grep -E "^# (arm|ratio)|^  [^ ]|^# (run failed|failed run)" $W/$m.txt; done
   pack
 }
+phase_wl() {  # branch wl (issues 28.4, 29, 30), 2+ GPUs: import log+trace merged with steps, show's job/idle ratio, sweep in the job's datatype and under load when the job is far slower than idle, tune's job-slow rule, replay's paired interval and rows-vs-rounds line
+  local W=$OUT/wl; mkdir -p $W; phase_build
+  local T="torchrun --standalone"
+  for m in tp-decode fsdp2; do
+    step "workload loop: $m on $NGPU GPUs"
+    mkdir -p $W/$m
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_DEBUG_FILE=$W/$m/nccl.%p.log timeout 120 $T --nproc-per-node $NGPU examples/train_transformer.py --mode $m --layers 2 --width 1024 --seq 256 --steps 6 --warmup 2 --profile-dir $W/$m --profile-steps 2 --gzip > $W/$m/out.txt 2>&1; echo "job $m rc=$?"; tail -1 $W/$m/out.txt
+    ct 60 workload import $W/$m/nccl.*.log $W/$m/trace_rank*.json.gz --out $W/$m/w.json 2>/dev/null | grep -v "^# source" | head -12
+    ct 240 sweep --workload $W/$m/w.json --idle --reps 3 --nproc $NGPU --db $W/$m/s.db 2>&1 | grep -E "^# |complete" | head -6
+    ct 30 workload show $W/$m/w.json --db $W/$m/s.db | grep -vE "^# (source|warning)" | tail -10
+    ct 300 sweep --workload $W/$m/w.json --reps 3 --nproc $NGPU --db $W/$m/s.db 2>&1 | grep -E "^# |complete" | head -6
+    ct 30 tune --db $W/$m/s.db --out $W/$m/rules.conf --workload $W/$m/w.json 2>&1 | head -14
+    ct 30 tune --db $W/$m/s.db --out $W/$m/rules_load.conf --workload $W/$m/w.json --under-load 8192 2>&1 | head -8
+    ct 240 replay $W/$m/w.json --rules $W/$m/rules.conf --iters 5 --nproc $NGPU --db $W/$m/s.db 2>&1 | grep -v "^# not replayed" | head -16
+  done
+  pack
+}
 for p in "$@"; do "phase_$p"; done
 pack

@@ -394,6 +394,11 @@ def format_rules(rules: Iterable[Rule], header_lines: Iterable[str] = ()) -> str
     return "\n".join(out) + "\n"
 
 
+def platform_line(p: Platform) -> str:
+    """The section line that selects ``p`` (``platform,gpu=h200,nvlranks=4``), as a rule file writes it."""
+    return _platform_line(p)
+
+
 def _platform_line(p: Platform) -> str:
     pairs = [
         f"{k}={v}" for k, v in (("gpu", p.gpu), ("nvldomains", p.nvl_domains), ("nvlranks", p.nvl_ranks),

@@ -56,3 +56,21 @@ def test_confident_needs_the_interval_out_of_one_or_inside_the_band() -> None:
     e = jobab.Effect(1.001, 0.998, 1.004, 0.1, -0.2, 0.4, 8, 8)
     assert jobab.confident(e, 0.01) and not jobab.confident(e, 0.0)
     assert jobab.judge(jobab.Effect(1.004, 1.001, 1.008, 0, 0, 0, 8, 8), 0.01) is Status.NO_DIFFERENCE
+
+
+def test_comm_time_sums_every_timed_entry_of_every_profiler_file(tmp_path) -> None:
+    """The two-rank profiler fixture (format version 1): 272 + 468 + 138 + 110 us per rank; the
+    ReduceScatter entry timed no call and adds nothing. A file cut short fails the run, named."""
+    from pathlib import Path
+
+    from ccltune.validate import profsum
+
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile"
+    assert profsum.comm_time_us(folder) == (2 * (272 + 468 + 138 + 110), "")
+    cut = tmp_path / folder.joinpath("x").name
+    cut.mkdir()
+    src = sorted(folder.glob("ccltune-profile.*.txt"))[0]
+    (cut / src.name).write_text(src.read_text().replace("# end\n", ""))
+    value, why = profsum.comm_time_us(cut)
+    assert value is None and src.name in why
+    assert profsum.comm_time_us(tmp_path)[0] is None

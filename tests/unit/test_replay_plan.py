@@ -95,7 +95,8 @@ def test_verdict_judges_the_ratio_beyond_noise(rules, status, word) -> None:
     rounds = {"default": [99.0, 100.0, 101.0], "rules": rules}
     v = replay_plan.verdict(rounds, 2, [])
     assert v.status == status and word in v.reason
-    assert v.ratio == pytest.approx(rules[1] / 100.0) and v.ratio_noise == pytest.approx(0.01 + (rules[2] - rules[0]) / 2 / rules[1])
+    pairs = sorted(r / d for d, r in zip(rounds["default"], rules))
+    assert v.ratio == pytest.approx(pairs[1]) and v.interval == pytest.approx((pairs[0], pairs[2], 0.75))
     d = v.to_dict(rounds)
     assert d["status"] == status and len(d["rounds"]) == 6 and d["rounds"][0] == {"arm": "default", "rep": 0,
                                                                                   "time_us_per_step": 99.0}
@@ -118,6 +119,34 @@ def test_one_rank_is_waived_and_the_entries_come_from_rows() -> None:
     assert v.to_dict({})["comm_us_per_step"] == {"default": 20.25, "rules": None}
 
 
+def test_five_rounds_give_a_distribution_free_interval_and_digits_that_show_the_spread() -> None:
+    """Issue 30: 'ratio 1.004 ... FAIL ... beyond the noise (+-0.0%)' from 5 rounds. The ratio's interval
+    is the smallest and largest of the 5 paired ratios (93.75%); one pair below 1 puts 1 inside it, and
+    the spread is printed with two significant digits."""
+    default = [1000.0, 1001.0, 999.0, 1000.5, 1000.2]
+    rules = [1004.0, 1005.0, 998.0, 1004.5, 1004.2]        # one pair faster, four 0.4% slower
+    v = replay_plan.verdict({"default": default, "rules": rules}, 2, [])
+    assert v.status == "PASS" and v.reason.startswith("no difference: x1.0040, 93.8% interval [0.9990, ")
+    assert v.reason.endswith("over 5 paired rounds contains 1")
+    head = replay_plan.lines(v, Workload([], [], steps=2), "captured")[0]
+    assert "spread +-0.1%" in head and "+-0.0%" not in head
+    slower = replay_plan.verdict({"default": default, "rules": [1004.0, 1005.0, 1003.0, 1004.5, 1004.2]}, 2, [])
+    assert slower.status == "FAIL" and "interval [1.0040, 1.0040]" in slower.reason   # all 5 pairs slower
+
+
+def test_rows_sum_to_the_total_or_the_difference_is_named() -> None:
+    """Issue 30: replay's header said 174.6 ms, its rows summed to 76.9 ms (16.7 us x 4608), with
+    nothing saying why. The rows' sum is printed with the rounds' total and the difference named."""
+    wl = Workload([Entry(Key("all_reduce", 262144, 4, "bfloat16", 131072), 4608)], [], steps=None)
+    rows = {0: [{"config": "default", "status": "ok", "time_us": t} for t in (16.6, 16.7, 16.8)]}
+    v = replay_plan.verdict({"default": [174646.2, 174700.0, 174600.0]}, None, replay_plan.entry_times(wl, rows))
+    assert v.rows_us == pytest.approx(16.7 * 4608)
+    text = "\n".join(replay_plan.lines(v, wl, "captured"))
+    assert "the rows sum to 76953.6 us per captured run (steps unknown)" in text
+    assert "the rounds took 174646.2 us: +97692.6 us (+55.9%) is the time between and around calls" in text
+    assert v.to_dict({})["rows_us_per_step"] == pytest.approx(76953.6)
+
+
 def test_entries_show_the_jobs_own_trace_time_beside_the_default() -> None:
     """A workload whose trace timed its kernels: replay's breakdown puts the job's time per call
     (trace_us) next to replay's default time, and stores it with the entry."""
@@ -130,20 +159,20 @@ def test_entries_show_the_jobs_own_trace_time_beside_the_default() -> None:
                   [], steps=2)
     rows = {i: [{"config": "default", "status": "ok", "time_us": t} for t in (9.0, 10.0, 11.0)] for i in (0, 1)}
     ents = replay_plan.entry_times(wl, rows)
-    assert [e.trace_us for e in ents] == [32.0, None]
+    assert [e.job_us for e in ents] == [32.0, None]
     v = replay_plan.verdict({"default": [40.0, 41.0]}, 2, ents, waived="gloo")
     text = replay_plan.lines(v, wl, "captured")
     head = next(x for x in text if x.startswith("# collective"))
-    assert head.split()[1:6] == ["collective", "size_bytes", "calls", "default_us", "trace_us"]
+    assert head.split()[1:6] == ["collective", "size_bytes", "calls", "default_us", "job_us"]
     (ar,) = [x.split() for x in text if x.startswith("  all_reduce")]
     (bc,) = [x.split() for x in text if x.startswith("  broadcast")]
     assert ar == ["all_reduce", "64", "4", "10.0", "32.0", "-", "-", "20.0"]
     assert bc == ["broadcast", "32", "1", "10.0", "-", "-", "-", "5.0"]
-    assert [e["trace_us"] for e in v.to_dict({})["entries"]] == [32.0, None]
-    # without trace times the table is as before (no trace_us column)
+    assert [e["job_us"] for e in v.to_dict({})["entries"]] == [32.0, None]
+    # without trace times the table is as before (no job_us column)
     wl.entries[0].timing = None
     plain = replay_plan.lines(replay_plan.verdict({"default": [40.0]}, 2, replay_plan.entry_times(wl, rows)), wl, "x")
-    assert not any("trace_us" in x for x in plain)
+    assert not any("job_us" in x for x in plain)
 
 
 def test_the_default_arm_is_named_after_the_library_that_ran_it() -> None:
@@ -158,7 +187,8 @@ def test_the_default_arm_is_named_after_the_library_that_ran_it() -> None:
     wl = Workload([Entry(Key("all_reduce", 64, 2, "float", 16), 4)], [], steps=2)
     v = replay_plan.verdict({"default": [40.0, 41.0]}, 2, [], waived="the gloo engine has no tuner plugin",
                             library="gloo")
-    assert replay_plan.lines(v, wl, "captured")[0].startswith("# communication time per step: gloo default 40.5 us")
+    assert replay_plan.lines(v, wl, "captured")[0].startswith(
+        "# communication time per step, the whole sequence in captured order, eager: gloo default 40.5 us")
     summary = {**v.to_dict({}), "under_load": None, "skipped": [], "notes": []}
     for engine, kept in (("gloo", summary), ("gloo", {k: x for k, x in summary.items() if k != "library"})):
         run = Run(1, "replay", "complete", "2026-11-23 20:00", None, "ccltune replay", engine, 2, 1, "torchrun", "vm",

@@ -81,3 +81,23 @@ def test_cli_prints_every_boundary_in_exact_bytes(capsys: pytest.CaptureFixture[
         "  allreduce         16777217  4294967296  line 9: tree/simple",
         "  allreduce       4294967297         max  NCCL's default",
     ]
+
+
+def test_a_tune_written_file_explains_for_its_own_platform_and_names_what_it_leaves_out(tmp_path, capsys) -> None:
+    """Issue 30: `rules explain rules.conf --nranks 8` said NCCL's default at every size for any file tune
+    writes (its rules sit under platform,gpu=...). Without --gpu the file's one GPU is taken; a section the
+    communicator does not match is named with the reason (the real FSDP2 rules: nvlranks=4, 8 ranks asked)."""
+    from ccltune.cli import main
+
+    conf = tmp_path / "rules.conf"
+    conf.write_text("# written by tune\nplatform,gpu=h200,nvlranks=4\n"
+                    "allgather,100679680,100679680,default,default,32,1,4,-1,-1\n")
+    assert main(["rules", "explain", str(conf), "--nranks", "4", "--collective", "all_gather"]) == 0
+    out = capsys.readouterr().out
+    assert "gpu=h200 (gpu from the file's platform section" in out and "line 3: default, nChannels 32" in out
+    assert main(["rules", "explain", str(conf), "--nranks", "8", "--collective", "all_gather"]) == 0
+    out = capsys.readouterr().out
+    assert ("# left out: 1 rule(s) under platform,gpu=h200,nvlranks=4 (line 2): nvlranks=4, and this communicator "
+            "has 8 ranks per node") in out and "nChannels" not in out
+    assert main(["rules", "explain", str(conf), "--nranks", "4", "--gpu", "H100", "--collective", "all_gather"]) == 0
+    assert "gpu=h200, and 'H100' does not contain it" in capsys.readouterr().out

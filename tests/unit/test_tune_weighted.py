@@ -223,3 +223,32 @@ def test_a_saving_inside_twice_its_own_noise_makes_no_rule() -> None:
     tight = {"default": {BUCKET: pts(1000.0, 0.05)}, "ring/simple/-": {BUCKET: pts(600.0, 0.05)}}
     (p,) = weighted.plan(wl(("all_reduce", BUCKET, 4, 12), steps=1), derive(rows(tight)))
     assert len(p.rules) == 1
+
+
+def test_a_point_the_job_runs_far_slower_than_idle_gets_no_rule_from_idle_measurements() -> None:
+    """Issue 28 item 4: the 100 MB all_gather took 2,274 us in the job, 279 us idle; idle rules made the
+    job slower. With the job's own median (profiler files, trace kernels) at >= 2x the idle default,
+    an idle winner makes no rule and no predicted gain; measured under load, it does."""
+    from ccltune.workload.timing import Timing
+
+    times = {"default": {s: pts(100.0) for s in SIZES}, "ring/simple/-": {s: pts(100.0) for s in SIZES}}
+    times["ring/simple/-"][BUCKET] = pts(80.0)
+    d = derive(rows(times), isolated_margin=0.10)
+    w = wl(("all_reduce", BUCKET, 4, 10), ("all_reduce", MB, 4, 4))
+    job = Timing()
+    for us in (310.0, 300.0, 290.0, 266512.0):   # one call waited a quarter second: the median is 305
+        job.add(us)
+    w.entries[0].timing = job
+    (p,) = weighted.plan(w, d)
+    v = next(v for v in p.verdicts if v.point.size_bytes == BUCKET)
+    assert not p.rules and v.status == weighted.JOB_SLOW and p.rules_us == p.default_us
+    assert "x3.0 NCCL's default idle (100.0 us)" in v.reason and v.point.job_us == 305.0
+    assert any("the idle winner is no evidence for the job" in n for n in p.notes)
+    (loaded,) = weighted.plan(w, d, under_load=True)
+    assert len(loaded.rules) == 1
+    # below the threshold the job's own time changes nothing
+    fast = Timing()
+    fast.add(150.0)
+    w.entries[0].timing = fast
+    (p2,) = weighted.plan(w, d)
+    assert len(p2.rules) == 1 and "idle GPU, back to back" in weighted.lines(p2)[1]

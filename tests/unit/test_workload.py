@@ -115,10 +115,14 @@ def test_trace_and_log_of_one_process_agree() -> None:
     log, trace = _calls(importer.import_files([LOG])), _calls(importer.import_files([TRACE]))
     for key, n in trace.items():
         assert log[key] * 2 == n * 7, key
-    both = importer.import_files([LOG, TRACE], steps=7)  # one rank each: the larger count per entry
-    assert _calls(both) == log and both.steps == 7
-    assert both.steps_note == (f"steps: 7, from --steps (the files: {LOG}: steps not known (nccl-log); "
-                               f"{TRACE}: 2 steps (torch-trace))")
+    # issue 30: one process (pid 4029) seen twice is merged, never added; the log's repeating sequence
+    # gives its 7 steps (the trace's 2 are another span)
+    both = importer.import_files([LOG, TRACE])
+    assert _calls(both) == log and both.steps == 7 and len(both.sources) == 1
+    assert "repeating sequence (7 repeats of 8 calls" in both.steps_note
+    assert any("are one process (pid 4029 on vm): merged, not added" in w for w in both.warnings)
+    forced = importer.import_files([LOG, TRACE], steps=7)
+    assert _calls(forced) == log and forced.steps_note == "steps: 7, from --steps"
 
 
 def test_log_and_trace_of_other_spans_are_refused_without_steps(tmp_path: Path,
@@ -127,7 +131,7 @@ def test_log_and_trace_of_other_spans_are_refused_without_steps(tmp_path: Path,
     largest count per entry with the trace's 2 steps, every per-step figure was 3.5x too high."""
     err = _import_fails(tmp_path, [LOG, TRACE_GZ], capsys)
     assert "do not cover the same steps" in err and "--steps N" in err
-    assert f"{LOG}: steps not known (nccl-log)" in err and f"{TRACE_GZ}: 2 steps (torch-trace)" in err
+    assert f"{LOG}: 7 steps (nccl-log)" in err and f"{TRACE_GZ}: 2 steps (torch-trace)" in err
     # two traces of other lengths disagree too: the gzipped one cut to its first ProfilerStep
     doc = json.loads(TRACE.read_text())
     first = min(e["ts"] for e in doc["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#"))
@@ -146,7 +150,10 @@ def test_log_and_trace_of_other_spans_are_refused_without_steps(tmp_path: Path,
     assert main(["workload", "show", str(out)]) == 0
     assert f"# {doc['steps_from']}\n" in capsys.readouterr().out
     assert main(["workload", "import", str(TRACE), "--out", str(out)]) == 0
-    assert "steps_from" not in json.loads(out.read_text()) and "from --steps" not in capsys.readouterr().out
+    # issue 30: the steps always say where they came from: here the trace's ProfilerStep#N spans
+    said = capsys.readouterr().out
+    assert json.loads(out.read_text())["steps_from"] == f"steps: 2, from {TRACE}: 2 ProfilerStep#N spans"
+    assert "from --steps" not in said and "ProfilerStep#N spans" in said
 
 
 def test_cli_import_then_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -28,7 +28,8 @@ def register(sub: Any) -> None:
                          f"{', '.join(PLUGIN_NAMES.values())}) (default: all)")
     ex.add_argument("--nranks", type=int, default=8, metavar="N", help="ranks of the communicator")
     ex.add_argument("--nnodes", type=int, default=1, metavar="K", help="nodes of the communicator")
-    ex.add_argument("--gpu", default="", metavar="NAME", help="GPU name, for rules under a platform gpu= line")
+    ex.add_argument("--gpu", default="", metavar="NAME", help="GPU name, for rules under a platform gpu= line (default: the GPU the file's sections name, when "
+                         "they name one; sections left out are listed with the reason)")
     ex.add_argument("--num-pipe-ops", type=int, default=1, help="numPipeOps of the calls")
     ex.add_argument("--reg-buff", type=int, default=0, choices=(0, 1), help="regBuff of the calls")
     ex.set_defaults(func=_explain)
@@ -56,14 +57,44 @@ def _explain(args: argparse.Namespace) -> int:
         first = rs.diagnostics[0]
         raise UsageError(f"{args.file}: no line is a rule the plugin reads ({len(rs.diagnostics)} rejected; "
                          f"line {first.line}: {first.reason}); `ccltune plugin check {args.file}` names each")
-    facts = rules.PlatformFacts(gpu=args.gpu) if args.gpu else rules.PlatformFacts()
+    sections = list(dict.fromkeys(r.platform for r in rs.rules if r.platform.valid and r.platform != rules.ANY_PLATFORM))
+    gpu, taken = args.gpu, ""
+    if not gpu and len({p.gpu for p in sections}) == 1 and sections[0].gpu:  # a file `tune` wrote for one GPU
+        gpu = sections[0].gpu
+        taken = " (gpu from the file's platform section; --gpu asks about another)"
+    facts = rules.PlatformFacts(gpu=gpu) if gpu else rules.PlatformFacts()
     print(f"# {args.file}: {len(rs.rules)} rules, {len(rs.diagnostics)} rejected lines "
           f"(ccltune plugin check names them); communicator nranks={args.nranks} nnodes={args.nnodes}"
-          f"{' gpu=' + args.gpu if args.gpu else ''} numPipeOps={args.num_pipe_ops} regBuff={args.reg_buff}")
+          f"{' gpu=' + gpu if gpu else ''}{taken} numPipeOps={args.num_pipe_ops} regBuff={args.reg_buff}")
+    for line in _left_out(rs, sections, facts.with_nvl_defaults(args.nranks, args.nnodes)):
+        print(line)
     table = [(coll, r) for coll in ([only] if only else rules.COLLECTIVES)
              for r in explain(rs, coll, args.nranks, args.nnodes, facts, args.num_pipe_ops, args.reg_buff)]
     print("\n".join(_table(table)))
     return 0
+
+
+def _left_out(rs: rules.RuleSet, sections: list[rules.Platform], facts: rules.PlatformFacts) -> list[str]:
+    """One line per platform section this communicator does not match: its rules never apply here."""
+    out = []
+    for p in sections:
+        if p.matches(facts):
+            continue
+        why = []
+        if p.gpu is not None and (not facts.gpu or p.gpu not in facts.gpu.lower()):
+            why.append(f"gpu={p.gpu}, and " + (f"{facts.gpu!r} does not contain it" if facts.gpu else "no --gpu given"))
+        if p.nvl_ranks is not None and not (facts.min_ranks_per_nvl_domain == p.nvl_ranks
+                                            == facts.max_ranks_per_nvl_domain):
+            why.append(f"nvlranks={p.nvl_ranks}, and this communicator has {facts.min_ranks_per_nvl_domain} ranks "
+                       "per node (--nranks / --nnodes)")
+        if p.nvl_domains is not None and facts.nvl_domains != p.nvl_domains:
+            why.append(f"nvldomains={p.nvl_domains}, and this communicator spans {facts.nvl_domains}")
+        if p.partition is not None or p.nps is not None:
+            why.append("a partition mode (partition=/nps=) this command is not told")
+        n = sum(1 for r in rs.rules if r.platform == p)
+        out.append(f"# left out: {n} rule(s) under {rules.platform_line(p)} (line {p.line}): "
+                   f"{'; '.join(why) or 'the section does not match'}")
+    return out
 
 
 def _table(table: list[tuple[str, Any]]) -> list[str]:

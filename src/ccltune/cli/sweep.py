@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from typing import Any
@@ -64,6 +65,10 @@ def register(sub: Any) -> None:
                         "this launch can reproduce, instead of -b/-e/-f; the others are listed with the reason. "
                         "Collectives named restrict it (docs/workload.md)")
     _common.add_under_load(p)
+    p.add_argument("--idle", action="store_true",
+                   help="with --workload: sweep on an idle GPU even when the job's own times (profiler files, "
+                        "trace kernels) show its calls at least 2x slower than NCCL's default idle in --db, where "
+                        f"the sweep otherwise runs --under-load {DEFAULT_LOAD_M} (docs/workload.md)")
     _common.add_virtual_nodes(p)
     p.add_argument("--resume", type=int, default=None, metavar="RUN", help="continue an interrupted sweep run")
     _common.add_db(p)
@@ -173,6 +178,9 @@ def main(args: argparse.Namespace) -> int:
                          "selects no algorithm, so there is nothing to sweep; time one GPU with `ccltune bench`, "
                          "or sweep with --nproc N >= 2 on a machine with 2 or more GPUs")
     workload = _workload(args, colls, ranks) if args.workload else None
+    if workload is not None and not dist.under_launcher():  # decided once: the ranks get it in their argv
+        for line in load_from_job(args, workload):
+            print(line)
     if args.resume is not None and not dist.under_launcher():  # before any process starts
         with Store(args.db, readonly=True) as store:
             check_resume(store.run(args.resume), args, _common.job_size(args, engine_name))
@@ -200,12 +208,49 @@ def _workload(args: argparse.Namespace, colls: list[Any], ranks: int) -> Any:
         raise UsageError(f"--workload sweeps the workload's own sizes; {', '.join(given)} do not apply with it")
     wl = model.load(args.workload)
     points, skipped = workload_plan.sweep_points(wl, ranks, None, datatypes.dtype(args.datatype),
-                                                 [c.name for c in colls])
+                                                 [c.name for c in colls], job_dtypes(args, wl))
     if not points:
         raise UsageError(f"--workload {args.workload}: nothing this launch can sweep: "
                          + "; ".join(f"{s.entry.key.collective} {s.entry.key.size_bytes} B: {s.reason}"
                                      for s in skipped[:5]) + (f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else ""))
     return wl
+
+
+DEFAULT_LOAD_M = 8192  # the matrix of --under-load when the job's own times call for a load (issue 28)
+
+
+def job_dtypes(args: argparse.Namespace, wl: Any) -> dict[str, Any] | None:
+    """Without -d: each collective in the job's own datatype (``workload.plan.job_dtypes``); with -d, None."""
+    from ccltune.workload import plan as workload_plan
+
+    typed = any(a in ("-d", "--datatype") or a.startswith("--datatype=") or (a.startswith("-d") and a[2:3] != "-")
+                for a in getattr(args, "_argv", None) or [])
+    return None if typed else workload_plan.job_dtypes(wl)
+
+
+def load_from_job(args: argparse.Namespace, wl: Any) -> list[str]:
+    """The sweep of a workload whose calls the job runs far slower than idle is made under load (issue 28;
+    docs/workload.md, "In-job times"): sets ``--under-load`` in ``args`` and its argv, and says why."""
+    from ccltune.cli.workload import idle_estimates
+    from ccltune.workload import show
+
+    if args.under_load is not None or not any(show.job_us(e) is not None for e in wl.entries):
+        return []
+    if not os.path.exists(args.db):
+        return [f"# the workload has the job's own times, but {args.db} holds no idle measurement to compare them "
+                "with: sweeping idle (then `ccltune workload show W.json --db` compares them)"]
+    slow = show.slow_entries(wl, idle_estimates(args.db, wl))
+    if not slow:
+        return []
+    worst = ", ".join(f"{wl.entries[i].key.collective} {wl.entries[i].key.size_bytes} B x{r:.1f}" for i, r in slow[:3])
+    if args.idle:
+        return [f"# the job runs its calls far slower than idle ({worst}): sweeping idle as --idle asks; "
+                "tune --workload will give those sizes no rule"]
+    args.under_load = DEFAULT_LOAD_M
+    args._argv = [*args._argv, "--under-load", str(DEFAULT_LOAD_M)]
+    return [f"# the job runs its calls far slower than NCCL's default idle in {args.db} ({worst}; at least "
+            f"x{show.SLOW_RATIO:g} at the median): sweeping under load, --under-load {DEFAULT_LOAD_M} (--idle to "
+            f"sweep idle); then tune with --under-load {DEFAULT_LOAD_M}"]
 
 
 def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[CommConfig],
@@ -215,6 +260,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
                                            max_iters=args.max_iters, warmup=args.warmup_iters, timeout_s=args.timeout)
     plan = sweep_run.SweepPlan(colls, sizes, cands, settings, mode=args.mode, resume=args.resume,
                                args=_common.args_record(args), workload=workload, under_load=args.under_load,
+                               dtypes=job_dtypes(args, workload) if workload is not None else None,
                                check_resume=lambda run, world_size: check_resume(run, args, world_size),
                                on_deferred=lambda d: print("\n".join(deferred_lines(d, args._argv)), flush=True))
     session = Session("sweep", engine_name, db=args.db, argv=args._argv, timeout_s=args.timeout,

@@ -179,7 +179,8 @@ def _for_workload(args: argparse.Namespace, result: Derivation, rows: list[dict]
     for r in rows:
         dtypes.setdefault((r["gpu"], r["collective"], int(r["n_ranks"]), int(r.get("n_nodes") or 1)),
                           set()).add(r.get("dtype") or "")
-    plans = weighted.plan(wl, result, min_share=_percent(args.min_share, "--min-share"), dtypes=dtypes)
+    plans = weighted.plan(wl, result, min_share=_percent(args.min_share, "--min-share"), dtypes=dtypes,
+                          under_load=args.under_load is not None)
     sections: dict = {}
     for p in plans:
         for rule in p.rules:

@@ -260,7 +260,7 @@ def _replays(inp: ReportInput) -> list[Block]:
     for run in inp.of_kind("replay"):
         status = str(run.summary.get("status") or "none recorded")
         stats = {arm: run.summary.get(f"{arm}_us_per_step") for arm in ("default", "rules")}
-        both = ", ".join(f"{arm} {st['median_us']:.1f} us ± {100 * float(st.get('noise') or 0):.1f}%"
+        both = ", ".join(f"{arm} {st['median_us']:.1f} us ± {100 * float(st.get('noise') or 0):.2g}%"
                          for arm, st in stats.items() if isinstance(st, dict) and st.get("median_us") is not None)
         out.append(Note(f"{_title(run)}: replay verdict {status}" + (f"; communication per step: {both}" if both else "")
                         + (f" ({run.summary['reason']})" if run.summary.get("reason") else ""),

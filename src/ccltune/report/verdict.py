@@ -366,7 +366,11 @@ def _workload(runs: list[Any], card: Card) -> str:
                                  f"(replay run {replay.id}, {d.get('n')} rounds)",
                                  _times(float(d["median_us"]), float(r["median_us"]))))
             if s.get("ratio") is not None:
-                card.figures.append(("rules / default time", f"{float(s['ratio']):.3f}x"))
+                iv = s.get("ratio_interval")
+                within = (f" [{float(iv['low']):.4f}, {float(iv['high']):.4f}] at {100 * float(iv['confidence']):.1f}%"
+                          if isinstance(iv, Mapping) and iv.get("low") is not None else "")
+                card.figures.append(("rules / default time (paired rounds' median, interval)" if within else
+                                     "rules / default time", f"{float(s['ratio']):.4f}x{within}"))
         elif isinstance(d, Mapping):
             card.figures.append((f"communication per {unit}, {lib}'s default ± {_pct(d)} (replay run {replay.id}, "
                                  f"{d.get('n')} rounds)", _time(float(d["median_us"]))))
@@ -385,7 +389,8 @@ def _workload(runs: list[Any], card: Card) -> str:
 
 
 def _pct(stats: Mapping[str, Any]) -> str:
-    return f"{100 * float(stats.get('noise') or 0):.1f}%"
+    """A spread with two significant digits: 0.03%, never a 0.0% that five rounds cannot have."""
+    return f"{100 * float(stats.get('noise') or 0):.2g}%"
 
 
 def _time(us: float) -> str:

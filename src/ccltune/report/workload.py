@@ -57,6 +57,15 @@ def _us(v: float | None) -> str:
     return "-" if v is None else f"{v:.1f}" if abs(v) >= 10 or v == 0 else f"{v:.3g}"
 
 
+def _in_job(q: Mapping[str, Any]) -> str:
+    """' (in the job: 41.0 us/call, 1.0 us waiting)' from a point's job_us/wait_us, or ''."""
+    job, wait = q.get("job_us"), q.get("wait_us")
+    if not isinstance(job, (int, float)):
+        return ""
+    return f" (in the job: {_us(float(job))} us/call" + (f", {_us(float(wait))} us of it waiting for the last rank"
+                                                        if isinstance(wait, (int, float)) else "") + ")"
+
+
 def tune_tables(run: Any) -> list[Table]:
     """One table per GPU model a ``tune --workload`` run predicted for (none for another run)."""
     out = []
@@ -68,8 +77,8 @@ def tune_tables(run: Any) -> list[Table]:
             if isinstance(q, Mapping):
                 d = q.get("default_us_per_step") or None  # 0: not measured (weighted.summary)
                 pts.append((canonical(str(q.get("collective"))), int(q.get("size_bytes") or 0), int(q.get("calls") or 0), d,
-                            q.get("rules_us_per_step") if d else None, str(q.get("config") or q.get("status") or ""),
-                            None))
+                            q.get("rules_us_per_step") if d else None,
+                            str(q.get("config") or q.get("status") or "") + _in_job(q), None))
         unit = "step" if p.get("steps") else "captured run"
         out.append(_table(f"run {run.id}: workload {run.summary.get('workload', '')} on {p.get('gpu')}, predicted: the "
                           f"sizes by their share of NCCL's default communication time per {unit}", pts))

@@ -65,3 +65,25 @@ def gain(default: PointStats, other: PointStats) -> float:
 def beats(default: PointStats, other: PointStats, min_margin: float = 0.0) -> bool:
     """True when ``other`` is faster than ``default`` by more than the noise of the comparison."""
     return gain(default, other) > margin(default, other, min_margin)
+
+
+def median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """A distribution-free interval for the median of ``values``: (low, high, its confidence).
+
+    The k-th smallest and k-th largest value hold the median with probability
+    ``1 - 2 * P(Binomial(n, 1/2) < k)``, whatever the distribution (the sign test's interval). k is
+    the largest that keeps at least ``confidence``; when even the smallest and largest values (k = 1)
+    hold less (fewer than 6 values for 95%), the interval is theirs and its own confidence is returned:
+    5 values give 93.75%, 4 give 87.5%. One value: (v, v, 0.0)."""
+    s = sorted(float(v) for v in values)
+    n = len(s)
+    if n == 0:
+        raise ValueError("interval of no values")
+
+    def cover(k: int) -> float:
+        return 1.0 - 2.0 * sum(math.comb(n, i) for i in range(k)) / 2.0 ** n
+
+    k = 1
+    while k + 1 <= n // 2 and cover(k + 1) >= confidence:
+        k += 1
+    return s[k - 1], s[n - k], max(0.0, cover(k))

@@ -8,6 +8,8 @@ A resumed run skips the points already stored (the same on every rank: rank 0 re
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import tempfile
 import time
@@ -40,6 +42,7 @@ class SweepPlan:
     # --workload: its points replace collectives x sizes (``collectives`` then only restricts them)
     workload: Any = None
     points: dict[str, list[int]] | None = None   # collective name -> sizes, set from the workload in run()
+    dtypes: dict[str, Any] | None = None          # --workload without -d: collective -> the job's datatype
     under_load: int | None = None     # --under-load M: a MatrixLoad runs while the sizes are measured
     # rank 0, --resume: raises when the stored run is not this sweep (world size given)
     check_resume: Callable[[Any, int], None] = lambda run, world_size: None
@@ -123,7 +126,8 @@ def _fit_workload(plan: SweepPlan, ctx: Any, res: SweepResult) -> None:
     """The workload's points this launch can tune (the same on every rank: a pure function of the file
     and the launch), the others into ``res.skipped``."""
     plan.points, res.skipped = workload_plan.sweep_points(plan.workload, ctx.world_size, ctx.n_nodes,
-                                                          plan.settings.dtype, [c.name for c in plan.collectives])
+                                                          plan.settings.dtype, [c.name for c in plan.collectives],
+                                                          plan.dtypes)
     plan.collectives = [c for c in plan.collectives if c.name in plan.points]
 
 
@@ -161,6 +165,8 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
     from ccltune.tune import planner
 
     ctx, engine, settings, cands, sizes = s.ctx, s.engine, plan.settings, plan.candidates, _sizes(plan, coll)
+    if plan.dtypes and coll.name in plan.dtypes:  # the job's datatype: a reduction's kernel depends on it
+        settings = dataclasses.replace(settings, dtype=plan.dtypes[coll.name])
     store, run_id = s.store, s.run_id
     rows_so_far = [m for m in (store.measurements(run_id, collective=coll.name) if store else [])]
     refused: measure_sweep.Refused = {}  # NCCL refuses a forced candidate per collective, not per size

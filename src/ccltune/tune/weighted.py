@@ -24,8 +24,15 @@ for one GPU model at a time:
    rules finally written, and a point where the selected configuration is slower than the
    default beyond noise, or was not measured, is a bug raised as DataError, never a rule.
 
-Time per step: ``sum(calls x median) / steps`` over the measured points (per captured run when
-the workload does not know its steps). The default's time is the faster of NCCL's default and
+5. **In the job's conditions** (issue 28): where the workload carries the job's own time per call
+   (profiler files, Inspector, trace kernels) and its median is at least
+   :data:`ccltune.workload.quantities.SLOW_RATIO` (2x) NCCL's default median measured on an idle
+   GPU, an idle winner is no evidence for the job: the point gets no rule (status ``job-slow``) and
+   no predicted gain, unless the measurements were taken under load (``under_load``).
+
+Time per step (:mod:`ccltune.workload.quantities`): ``sum(calls x median) / steps`` over the measured
+points (per captured run when the workload does not know its steps): each size timed alone by the
+sweep, back to back, so the time between the job's calls is not in it. The default's time is the faster of NCCL's default and
 its twin (both are NCCL's own choice; a rule must beat the faster). Uncertainty: each point's
 half spread (:mod:`ccltune.tune.stats`) times its calls, entries combined as independent
 (root of the sum of squares); the gain's uncertainty adds, per point with a rule, both sides'
@@ -45,11 +52,12 @@ from ccltune.errors import DataError
 from ccltune.rules import ANY, NCCL_CHOICE, Query, Rule, RuleSet, match
 from ccltune.tune.derive import Derivation, GroupResult, SizeDecision, nccl_best
 from ccltune.tune.stats import PointStats, beats
+from ccltune.workload import quantities
 from ccltune.workload.model import Workload
 
 # statuses of a workload point
-RULE, DEFAULT_KEPT, SMALL, IN_NOISE, UNMEASURED, UNTUNABLE, ONE_RANK, AMBIGUOUS = (
-    "rule", "default", "small", "in-noise", "unmeasured", "untunable", "one-rank", "ambiguous")
+RULE, DEFAULT_KEPT, SMALL, IN_NOISE, UNMEASURED, UNTUNABLE, ONE_RANK, AMBIGUOUS, JOB_SLOW = (
+    "rule", "default", "small", "in-noise", "unmeasured", "untunable", "one-rank", "ambiguous", "job-slow")
 
 # A rule's saving per step must be at least this many times its own +- (module doc, point 2)
 NOISE_MULTIPLE = 2.0
@@ -65,6 +73,8 @@ class WPoint:
     n_nodes: int | None
     calls: int
     datatypes: tuple[str, ...] = ()
+    job_us: float | None = None    # the job's own median per call (the entry of most calls), None: not timed
+    wait_us: float | None = None   # of it, the median waiting for the last rank (all ranks' profiler files)
 
 
 @dataclass(frozen=True)
@@ -107,6 +117,7 @@ class WorkloadPlan:
     rules: list[Rule]
     steps: int | None
     notes: list[str] = field(default_factory=list)
+    under_load: bool = False
 
     @property
     def measured(self) -> list[PointVerdict]:
@@ -141,21 +152,28 @@ def workload_points(wl: Workload) -> list[WPoint]:
     """The workload's entries merged by what a tuner sees (collective, bytes, ranks, nodes)."""
     calls: dict[tuple[str, int, int, int | None], int] = defaultdict(int)
     dtypes: dict[tuple[str, int, int, int | None], set[str]] = defaultdict(set)
+    job: dict[tuple[str, int, int, int | None], tuple[int, float | None, float | None]] = {}
     for e in wl.entries:
         k = (e.key.collective, e.key.size_bytes, e.key.nranks, e.key.nnodes)
         calls[k] += e.calls
         if e.key.datatype:
             dtypes[k].add(e.key.datatype)
-    return [WPoint(c, s, r, n, calls[(c, s, r, n)], tuple(sorted(dtypes[(c, s, r, n)])))
+        med = e.timing.median_us if e.timing is not None and e.timing.calls else None
+        if med is not None and e.calls > job.get(k, (-1, None, None))[0]:
+            job[k] = (e.calls, med, e.wait.median_us if e.wait is not None else None)
+    return [WPoint(c, s, r, n, calls[(c, s, r, n)], tuple(sorted(dtypes[(c, s, r, n)])),
+                   *job.get((c, s, r, n), (0, None, None))[1:])
             for (c, s, r, n) in sorted(calls, key=lambda k: (k[0], k[2], k[3] or 0, k[1]))]
 
 
 def plan(wl: Workload, derivation: Derivation, *, min_share: float = 0.0,
-         dtypes: Mapping[tuple[str, str, int, int], Iterable[str]] | None = None) -> list[WorkloadPlan]:
+         dtypes: Mapping[tuple[str, str, int, int], Iterable[str]] | None = None,
+         under_load: bool = False) -> list[WorkloadPlan]:
     """One :class:`WorkloadPlan` per GPU model the derivation measured (module doc).
 
     ``dtypes``: (gpu, collective, n_ranks, n_nodes) -> datatypes measured there, to note a
-    workload datatype the measurements did not use.
+    workload datatype the measurements did not use. ``under_load``: the derivation's rows were
+    measured under load (rule 5 then lets a point the job runs slowly have its rule).
     """
     if not 0 <= min_share < 1:
         raise DataError(f"min_share must be in [0, 1), got {min_share}")
@@ -164,13 +182,14 @@ def plan(wl: Workload, derivation: Derivation, *, min_share: float = 0.0,
         by_gpu[(g.key.gpu, g.key.partition, g.key.nps)][(g.key.collective, g.key.n_ranks, g.key.n_nodes)] = g
     points = workload_points(wl)
     per_step = float(wl.steps or 1)
-    return [_plan_gpu(gpu, groups, points, per_step, wl.steps, min_share, dtypes or {}, modes=(part, nps))
+    return [_plan_gpu(gpu, groups, points, per_step, wl.steps, min_share, dtypes or {}, modes=(part, nps),
+                      under_load=under_load)
             for (gpu, part, nps), groups in sorted(by_gpu.items())]
 
 
 def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points: list[WPoint], per_step: float,
               steps: int | None, min_share: float, dtypes: Mapping[tuple[str, str, int, int], Iterable[str]],
-              modes: tuple[str, str] = ("", "")) -> WorkloadPlan:
+              modes: tuple[str, str] = ("", ""), under_load: bool = False) -> WorkloadPlan:
     first: list[PointVerdict] = []
     winners: dict[int, tuple[GroupResult, CommConfig]] = {}
     notes: list[str] = []
@@ -188,8 +207,13 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
     total = sum(v.default_us for v in first)
     rules: list[Rule] = []
     kept: dict[int, CommConfig] = {}
-    for i, (g, w) in winners.items():
+    for i, (g, w) in list(winners.items()):
         v = first[i]
+        slow = _job_slow(v)
+        if slow is not None and not under_load:
+            first[i] = PointVerdict(v.point, JOB_SLOW, slow, v.default, CommConfig(), v.default, per_step)
+            notes.append(f"{v.point.collective} {v.point.size_bytes} B: {slow}")
+            continue
         won = g.decisions[_index(g, v.point.size_bytes)].candidates[w]
         saving = v.point.calls * (v.default.median_us - won.median_us) / per_step
         noise = v.point.calls * (v.default.median_us * v.default.noise + won.median_us * won.noise) / per_step
@@ -206,9 +230,29 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
         rules.append(Rule(collectives.PLUGIN_NAMES[g.key.collective], v.point.size_bytes, v.point.size_bytes,
                           w.algo or NCCL_CHOICE, w.proto or NCCL_CHOICE, w.channels or ANY, g.key.n_nodes,
                           g.key.n_ranks, platform=g.key.platform))
+    if not under_load:  # say so where no rule was at stake too: the prediction is an idle GPU's
+        slow = [v for v in first if v.status != JOB_SLOW and _job_slow(v) is not None]
+        if slow:
+            notes.append("the job's calls take at least x" + f"{quantities.SLOW_RATIO:g} the idle time at "
+                         + ", ".join(f"{v.point.collective} {v.point.size_bytes} B (x{v.point.job_us / v.default.median_us:.1f})"
+                                     for v in slow) + ": the predicted times are an idle GPU's, not the job's")
     verdicts = [_apply(v, RuleSet(rules), groups, per_step) if v.default is not None else v for v in first]
     label = gpu + "".join(f" {k}={m}" for k, m in zip(("partition", "nps"), modes) if m)
-    return WorkloadPlan(label, verdicts, rules, steps, notes)
+    return WorkloadPlan(label, verdicts, rules, steps, notes, under_load)
+
+
+def _job_slow(v: PointVerdict) -> str | None:
+    """Why an idle winner is no evidence for the job at this point (rule 5), or None."""
+    p = v.point
+    if p.job_us is None or v.default is None or v.default.median_us <= 0:
+        return None
+    ratio = p.job_us / v.default.median_us
+    if ratio < quantities.SLOW_RATIO:
+        return None
+    waiting = f", {p.wait_us:.1f} us of it waiting for the last rank" if p.wait_us is not None else ""
+    return (f"in the job a call takes {p.job_us:.1f} us (median{waiting}), x{ratio:.1f} NCCL's default idle "
+            f"({v.default.median_us:.1f} us): the idle winner is no evidence for the job; no rule, no gain "
+            "predicted. Sweep and tune under load (`sweep --workload` does so by default, `tune --under-load M`)")
 
 
 def _index(g: GroupResult, size: int) -> int:
@@ -271,6 +315,8 @@ def summary(p: WorkloadPlan) -> dict[str, object]:
             "points": [{"collective": v.point.collective, "size_bytes": v.point.size_bytes,
                         "n_ranks": v.point.n_ranks, "n_nodes": v.point.n_nodes, "calls": v.point.calls,
                         "status": v.status, "config": v.selected.label if v.selected else None,
+                        "job_us": None if v.point.job_us is None else round(v.point.job_us, 3),
+                        "wait_us": None if v.point.wait_us is None else round(v.point.wait_us, 3),
                         "default_us_per_step": round(v.default_us, 3), "rules_us_per_step": round(v.rules_us, 3)}
                        for v in p.verdicts]}
 
@@ -282,7 +328,10 @@ def lines(p: WorkloadPlan) -> list[str]:
     pct = f" ({100 * gain / p.default_us:.1f}%)" if p.default_us else ""
     out = [f"# gpu {p.gpu}: predicted communication time per {unit}: NCCL default {p.default_us:.1f} "
            f"+- {p.default_noise_us:.1f} us, with the rules {p.rules_us:.1f} +- {p.rules_noise_us:.1f} us; "
-           f"saves {gain:.1f} +- {p.gain_noise_us:.1f} us{pct}"]
+           f"saves {gain:.1f} +- {p.gain_noise_us:.1f} us{pct}",
+           f"# (sum of calls x the sweep's median per call, each size timed alone{', under load' if p.under_load else ', idle GPU'}, "
+           f"back to back{' / steps' if p.steps else ''}: the time between the job's calls is not in it; "
+           "`ccltune replay` times the captured order)"]
     measured = len(p.measured)
     if measured < len(p.verdicts):
         out.append(f"# {measured} of {len(p.verdicts)} points measured; the others are not in the prediction")

@@ -1,16 +1,23 @@
 """The verdict of ``ccltune replay`` (pure): the workload's communication time per step under
-NCCL's default and under the rules, their ratio with its noise, and the breakdown per entry.
+NCCL's default and under the rules, their ratio with its interval, and the breakdown per entry.
 
 A *round* issues the whole replayed sequence once (one captured run: every step the sources
-hold); its time per step is the round's time divided by the workload's steps (1 when unknown).
-The two arms are timed in interleaved rounds on their own communicators, as ``validate`` times
-its arms. Noise is :mod:`ccltune.tune.stats`'s half spread of the rounds; the ratio
-``rules / default`` is judged beyond the sum of both arms' noise:
+hold) in the captured (or grouped) order, eagerly; its time per step is the round's time divided
+by the workload's steps (1 when unknown; :mod:`ccltune.workload.quantities`). The two arms are timed
+in interleaved rounds on their own communicators, so round i of each arm forms a pair. The ratio is
+the median over the pairs of ``rules_i / default_i``, with a distribution-free interval for that
+median (:func:`ccltune.tune.stats.median_interval`: with 5 rounds, the smallest and largest paired
+ratio, 93.75%; 95% from 6 rounds on), and:
 
-- FAIL: the rules are slower beyond the noise (``replay`` exits 1);
-- PASS: faster beyond the noise, or no difference beyond it;
+- FAIL: the whole interval is above 1: the rules are slower (``replay`` exits 1);
+- PASS: the whole interval is below 1 (faster), or it contains 1: no difference shown;
 - WAIVED: only NCCL's default was replayed (one rank, where NCCL consults no tuner, or an
   engine without the tuner plugin, such as gloo), so there is nothing to compare.
+
+The rows time each entry alone (eager, ``validate``'s interleaved rounds at its size); their sum,
+``sum of calls x median / steps``, leaves out what the round also holds: the time between calls in
+the captured order (launches, switching communicators). :func:`lines` prints both and names that
+difference.
 """
 
 from __future__ import annotations
@@ -21,8 +28,9 @@ from typing import Any
 
 from ccltune import engines
 from ccltune.store import as_record
-from ccltune.tune.stats import PointStats, beats, point_stats
+from ccltune.tune.stats import PointStats, median, median_interval, point_stats
 from ccltune.validate.verdict import SIDES
+from ccltune.workload import quantities
 from ccltune.workload.model import Workload
 
 
@@ -36,7 +44,7 @@ class EntryTime:
     calls: int
     default: PointStats | None
     rules: PointStats | None
-    trace_us: float | None = None    # the job's own GPU time per call, from its trace's kernels (None: untimed)
+    job_us: float | None = None      # the job's own GPU time per call, median (profiler files or trace kernels)
 
 
 @dataclass
@@ -48,14 +56,27 @@ class ReplayVerdict:
     rules: PointStats | None
     entries: list[EntryTime] = field(default_factory=list)
     library: str = "NCCL"            # whose default the default arm ran: NCCL, RCCL, or gloo on the CPU
+    interval: tuple[float, float, float] | None = None  # the paired ratio's median: low, high, confidence
+    paired_ratio: float | None = None                   # median of rules_i / default_i
 
     @property
     def ratio(self) -> float | None:
+        if self.paired_ratio is not None:
+            return self.paired_ratio
         return self.rules.median_us / self.default.median_us if self.rules else None
 
     @property
     def ratio_noise(self) -> float | None:
+        """Half the interval's width (the old field, kept for readers of stored runs)."""
+        if self.interval is not None:
+            return (self.interval[1] - self.interval[0]) / 2
         return self.rules.noise + self.default.noise if self.rules else None
+
+    @property
+    def rows_us(self) -> float | None:
+        """The entries timed alone, summed: sum of calls x default median / steps (None: none timed)."""
+        got = [(e.calls, e.default.median_us) for e in self.entries if e.default is not None]
+        return quantities.total(got, self.steps) if got else None
 
     def rows(self, rounds: Mapping[str, Sequence[float]]) -> list[dict[str, Any]]:
         """Plain rows for the database and the report: one per arm and round (µs per step)."""
@@ -64,17 +85,21 @@ class ReplayVerdict:
 
     def to_dict(self, rounds: Mapping[str, Sequence[float]]) -> dict[str, Any]:
         def stats(p: PointStats | None) -> dict[str, Any] | None:
-            return None if p is None else {"median_us": round(p.median_us, 3), "noise": round(p.noise, 4), "n": p.n}
+            return None if p is None else {"median_us": round(p.median_us, 3), "noise": round(p.noise, 6), "n": p.n}
         return {"status": self.status, "reason": self.reason, "steps": self.steps, "library": self.library,
                 "default_us_per_step": stats(self.default), "rules_us_per_step": stats(self.rules),
-                "ratio": None if self.ratio is None else round(self.ratio, 4),
-                "ratio_noise": None if self.ratio_noise is None else round(self.ratio_noise, 4),
+                "ratio": None if self.ratio is None else round(self.ratio, 5),
+                "ratio_noise": None if self.ratio_noise is None else round(self.ratio_noise, 5),
+                "ratio_interval": None if self.interval is None else
+                {"low": round(self.interval[0], 5), "high": round(self.interval[1], 5),
+                 "confidence": round(self.interval[2], 4), "how": "paired rounds, distribution-free (sign test)"},
+                "rows_us_per_step": None if self.rows_us is None else round(self.rows_us, 3),
                 "comm_us_per_step": {"default": round(self.default.median_us, 3),
                                      "rules": None if self.rules is None else round(self.rules.median_us, 3)},
                 "rounds": self.rows(rounds),
                 "entries": [{"entry": e.index, "collective": e.collective, "size_bytes": e.size_bytes,
                              "calls": e.calls, "default_us": stats(e.default), "rules_us": stats(e.rules),
-                             "trace_us": None if e.trace_us is None else round(e.trace_us, 3)}
+                             "job_us": None if e.job_us is None else round(e.job_us, 3)}
                             for e in self.entries]}
 
 
@@ -103,9 +128,14 @@ def entry_times(wl: Workload, rows_by_entry: Mapping[int, Iterable[Any]]) -> lis
                 by.setdefault(r["config"], []).append(float(r["time_us"]))
         e = wl.entries[i]
         got = {arm: point_stats(by[arm]) if arm in by else None for arm in SIDES}
-        job = e.timing.mean_us if e.timing is not None and e.timing.calls else None
+        job = e.timing.median_us if e.timing is not None and e.timing.calls else None
         out.append(EntryTime(i, e.key.collective, e.key.size_bytes, e.calls, got["default"], got["rules"], job))
     return out
+
+
+def pct(x: float) -> str:
+    """A relative spread as a percentage with two significant digits (0.03%, not 0.0%)."""
+    return f"{100 * x:.2g}%"
 
 
 def verdict(rounds: Mapping[str, Sequence[float]], steps: int | None, entries: list[EntryTime],
@@ -117,42 +147,54 @@ def verdict(rounds: Mapping[str, Sequence[float]], steps: int | None, entries: l
         return ReplayVerdict("WAIVED", waived or f"only {library}'s default was replayed", steps, default, None,
                              entries, library)
     rules = point_stats(rounds["rules"])
-    ratio, noise = rules.median_us / default.median_us, rules.noise + default.noise
-    if beats(rules, default):
-        return ReplayVerdict("FAIL", f"the rules are slower: x{ratio:.3f}, beyond the noise (+-{100 * noise:.1f}%)",
-                             steps, default, rules, entries, library)
-    if beats(default, rules):
-        why = f"the rules are faster: x{ratio:.3f}, beyond the noise (+-{100 * noise:.1f}%)"
+    pairs = [r / d for d, r in zip(rounds["default"], rounds["rules"])]
+    lo, hi, conf = median_interval(pairs)
+    ratio = median(pairs)
+    said = f"x{ratio:.4f}, {100 * conf:.1f}% interval [{lo:.4f}, {hi:.4f}] over {len(pairs)} paired rounds"
+    if lo > 1:
+        status, why = "FAIL", f"the rules are slower: {said}"
+    elif hi < 1:
+        status, why = "PASS", f"the rules are faster: {said}"
     else:
-        why = f"no difference beyond the noise: x{ratio:.3f} (+-{100 * noise:.1f}%)"
-    return ReplayVerdict("PASS", why, steps, default, rules, entries, library)
+        status, why = "PASS", f"no difference: {said} contains 1"
+    return ReplayVerdict(status, why, steps, default, rules, entries, library, (lo, hi, conf), ratio)
 
 
 def lines(v: ReplayVerdict, wl: Workload, order: str, skipped: Iterable[Any] = (), notes: Iterable[str] = ()
           ) -> list[str]:
-    """The report: time per step both ways, the ratio and its noise, the entries, what was skipped."""
-    unit = "step" if v.steps else "captured run (steps unknown)"
+    """The report: time per step both ways, the ratio and its interval, the entries (their sum and how
+    it differs from the rounds), what was skipped."""
+    unit = quantities.unit(v.steps)
     d = v.default
-    head = f"# communication time per {unit}: {v.library} default {d.median_us:.1f} us (+-{100 * d.noise:.1f}%, {d.n} rounds)"
+    head = (f"# communication time per {unit}, the whole sequence in {order} order, eager: {v.library} default "
+            f"{d.median_us:.1f} us (median of {d.n} rounds, spread +-{pct(d.noise)})")
     if v.rules is not None:
-        head += f", rules {v.rules.median_us:.1f} us (+-{100 * v.rules.noise:.1f}%): ratio {v.ratio:.3f}"
+        head += f", rules {v.rules.median_us:.1f} us (+-{pct(v.rules.noise)}): ratio {v.ratio:.4f}"
     out = [head, f"# {v.status}: {v.reason}", f"# order: {order}"]
-    traced = any(e.trace_us is not None for e in v.entries)  # the job's own kernel time per call, beside replay's
-    if traced:
-        out.append("# trace_us: the job's own GPU time per call (its profiler trace's NCCL kernels), "
+    timed = any(e.job_us is not None for e in v.entries)  # the job's own time per call, beside replay's
+    if timed:
+        out.append("# job_us: the job's own GPU time per call (median: profiler files or trace kernels), "
                    "beside replay's default_us")
+    short = quantities.short_unit(v.steps)
+    out.append(f"# rows: each entry timed alone, eager, median per call; default_us/{short} = calls x default_us / "
+               + ("steps" if v.steps else "1 (steps unknown)"))
     out.append(f"# {'collective':<15}{'size_bytes':>12}{'calls':>7}{'default_us':>12}"
-               + (f"{'trace_us':>10}" if traced else "") + f"{'rules_us':>10}{'ratio':>8}"
-               f"{f'default_us/{unit[:4]}':>17}")
-    per = v.steps or 1
+               + (f"{'job_us':>10}" if timed else "") + f"{'rules_us':>10}{'ratio':>8}"
+               f"{f'default_us/{short}':>17}")
     for e in v.entries:
         dm = f"{e.default.median_us:.1f}" if e.default else "-"
-        tm = (f"{e.trace_us:.1f}" if e.trace_us is not None else "-") if traced else ""
+        tm = (f"{e.job_us:.1f}" if e.job_us is not None else "-") if timed else ""
         rm = f"{e.rules.median_us:.1f}" if e.rules else "-"
         ratio = f"{e.rules.median_us / e.default.median_us:.3f}" if e.rules and e.default else "-"
-        share = f"{e.calls * e.default.median_us / per:.1f}" if e.default else "-"
-        out.append(f"  {e.collective:<15}{e.size_bytes:>12}{e.calls:>7}{dm:>12}{tm:>{10 if traced else 0}}{rm:>10}"
+        share = f"{quantities.per_step(e.calls, e.default.median_us, v.steps):.1f}" if e.default else "-"
+        out.append(f"  {e.collective:<15}{e.size_bytes:>12}{e.calls:>7}{dm:>12}{tm:>{10 if timed else 0}}{rm:>10}"
                    f"{ratio:>8}{share:>17}")
+    rows = v.rows_us
+    if rows is not None:
+        gap = d.median_us - rows
+        out.append(f"# the rows sum to {rows:.1f} us per {unit} (entries alone, back to back); the rounds took "
+                   f"{d.median_us:.1f} us: {gap:+.1f} us ({100 * gap / d.median_us:+.1f}%) is the time between and "
+                   f"around calls in {order} order (launches, communicator switches, synchronisation)")
     for s in skipped:
         k = s.entry.key
         out.append(f"# not replayed: {k.collective} {k.size_bytes} B x{s.entry.calls}: {s.reason}")

@@ -1,7 +1,8 @@
-"""``workload import``: read any mix of capture files, NCCL COLL logs and PyTorch traces
-(plain or gzipped) into one :class:`Workload`. The only I/O of the package is here.
+"""``workload import``: read any mix of the sources :mod:`ccltune.workload.sources` registers (capture
+files, ccltune profiler files or folders of them, NCCL Inspector output, PyTorch traces, NCCL COLL logs;
+plain or gzipped) into one :class:`Workload`. The only I/O of the package is here.
 
-A file of none of the three kinds, a cut gzip, an invalid trace or a trace without
+A file of none of these kinds, a cut gzip, an invalid trace or a trace without
 communication events stops the import with an error naming the file (nothing is
 written). A COLL line a dying rank left half written is skipped with a warning naming the
 file and line; every complete line is kept.
@@ -10,18 +11,18 @@ file and line; every complete line is kept.
 from __future__ import annotations
 
 import gzip
-import json
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ccltune.errors import UsageError
 from ccltune.files import read_bytes
-from ccltune.workload import capture, nccl_log, torch_trace
+from ccltune.workload import profile_file, sameproc, sources
 from ccltune.workload.model import RankRecord, Workload, merge
 
 MAX_TRACE_BYTES = 16 << 30  # profiler traces run to gigabytes; a larger input is not one
-KINDS = "a ccltune capture file, an NCCL COLL log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL), a PyTorch profiler trace"
+KINDS = sources.KINDS
 
 
 def read_text(path: Path) -> str:
@@ -34,49 +35,41 @@ def read_text(path: Path) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def load_file(path: Path) -> tuple[list[RankRecord], list[str]]:
-    """The records of one file and the warnings reading it gave."""
+def load_file(path: Path) -> tuple[sources.Source, list[Any]]:
+    """The source that reads one file (or a folder of profiler files) and its items."""
+    if path.is_dir():
+        return _PROFILE, profile_file.read_dir(path)
     text = read_text(path)
-    if capture.is_capture(text):
-        return [capture.parse(text, str(path))], []
-    if text.lstrip()[:1] in ("{", "["):
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            if not nccl_log.has_nccl_lines(text):  # a log line may start with '[' (a timestamp)
-                raise UsageError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg}, column {exc.colno}): not a "
-                                 "complete PyTorch profiler trace (cut short?)") from None
-        else:
-            if isinstance(doc, list):  # the Chrome trace 'array format'
-                doc = {"traceEvents": doc}
-            if not torch_trace.is_trace(doc):
-                raise UsageError(f"{path}: JSON, but not a Chrome trace (no \"traceEvents\" list); expected {KINDS}")
-            rec, warnings = torch_trace.parse(doc, str(path))
-            return [rec], warnings
-    if nccl_log.has_coll_lines(text):
-        return nccl_log.parse(text, str(path))
-    if nccl_log.has_nccl_lines(text):
-        raise UsageError(f"{path}: an NCCL log without COLL lines (run the job with NCCL_DEBUG=INFO "
-                         "NCCL_DEBUG_SUBSYS=COLL)")
-    raise UsageError(f"{path}: none of: {KINDS}")
+    src = sources.recognise(text, str(path))
+    return src, src.parse(text, str(path))
+
+
+_PROFILE = next(s for s in sources.SOURCES if s.name == "ccltune-profile")
 
 
 def import_files(paths: Sequence[str | Path], steps: int | None = None) -> Workload:
-    """Read every file, then merge (see :mod:`ccltune.workload.model`). ``steps`` (--steps) sets
-    the step count; without it, files that know their steps (traces) and files that do not (logs,
-    captures) or that disagree are refused (:func:`ccltune.workload.model.resolve_steps`)."""
+    """Read every file, then merge (see :mod:`ccltune.workload.model`). Sources describing one process
+    are merged first (:mod:`ccltune.workload.sameproc`). ``steps`` (--steps) sets the step count;
+    without it, the steps the files found (ProfilerStep spans, the calls' repeating sequence) are used,
+    and files that disagree are refused (:func:`ccltune.workload.model.resolve_steps`)."""
     if not paths:
         raise UsageError("workload import: give at least one FILE")
     if steps is not None and steps < 1:
         raise UsageError(f"--steps must be >= 1, got {steps}")
+    items: dict[str, tuple[sources.Source, list[Any]]] = {}
+    for p in paths:
+        src, got = load_file(Path(p))
+        items.setdefault(src.name, (src, []))[1].extend(got)
     records: list[RankRecord] = []
     warnings: list[str] = []
-    for p in paths:
-        recs, warns = load_file(Path(p))
+    for src, got in items.values():
+        recs, warns = src.records(got)
         records += recs
         warnings += warns
     if not any(r.calls for r in records):
         why = f" (skipped: {warnings[0]}" + (f"; and {len(warnings) - 1} more)" if len(warnings) > 1 else ")") \
             if warnings else ""
         raise UsageError(f"{', '.join(map(str, paths))}: no collective calls in them{why}")
-    return merge(records, warnings, steps)
+    records, notes = sameproc.fold(records)
+    sameproc.unify_keys(records)
+    return merge(records, warnings + notes, steps)

@@ -18,6 +18,7 @@ from typing import Any
 
 from ccltune.errors import UsageError
 from ccltune.files import read_bytes
+from ccltune.workload.timing import Timing
 
 SCHEMA = "ccltune-workload"
 VERSION = 1
@@ -40,42 +41,6 @@ class Key:
 
 
 @dataclass
-class Timing:
-    """GPU time of the calls one source timed (trace kernels), in microseconds."""
-
-    calls: int = 0
-    total_us: float = 0.0
-    sumsq_us2: float = 0.0
-    min_us: float = float("inf")
-    max_us: float = 0.0
-
-    def add(self, us: float) -> None:
-        self.calls += 1
-        self.total_us += us
-        self.sumsq_us2 += us * us
-        self.min_us = min(self.min_us, us)
-        self.max_us = max(self.max_us, us)
-
-    def merge(self, other: Timing) -> None:
-        self.calls += other.calls
-        self.total_us += other.total_us
-        self.sumsq_us2 += other.sumsq_us2
-        self.min_us = min(self.min_us, other.min_us)
-        self.max_us = max(self.max_us, other.max_us)
-
-    @property
-    def mean_us(self) -> float:
-        return self.total_us / self.calls
-
-    @property
-    def stdev_us(self) -> float:
-        if self.calls < 2:
-            return 0.0
-        var = (self.sumsq_us2 - self.total_us ** 2 / self.calls) / (self.calls - 1)
-        return max(var, 0.0) ** 0.5
-
-
-@dataclass
 class RankRecord:
     """What one source rank issued: calls per key, the timings it has, and the capture
     extras (numPipeOps/regBuff per key) when it came from the plugin."""
@@ -90,6 +55,15 @@ class RankRecord:
     overflow_calls: int = 0      # capture: calls the plugin's table could not key
     overflow_bytes: int = 0
     order: list[tuple[Key, str]] = field(default_factory=list)  # (key, communicator) per call, in issue order
+    # in-job sources (profiler files, Inspector): what NCCL ran per key, (algo, proto, nchannels) -> calls,
+    # and per call the time spent waiting for the last rank and transferring after it (all ranks' files)
+    ran: dict[Key, Counter[tuple[str, str, int]]] = field(default_factory=dict)
+    wait: dict[Key, Timing] = field(default_factory=dict)
+    transfer: dict[Key, Timing] = field(default_factory=dict)
+    host: str | None = None      # the process, when the source names it: a log and a trace of one
+    pid: int | None = None       # process are one rank seen twice (model.same_process)
+    steps_from: str | None = None  # how ``steps`` was found (ProfilerStep spans, the log's period)
+    time_kind: str | None = None   # the kind its timing came from, when another source's (sameproc.fold)
 
 
 class Halves:
@@ -126,6 +100,10 @@ class Entry:
     calls: int
     timing: Timing | None = None
     variants: Counter[tuple[int, int]] | None = None  # (num_pipe_ops, reg_buff) -> calls
+    ran: Counter[tuple[str, str, int]] | None = None  # in-job: (algo, proto, nchannels) -> calls
+    wait: Timing | None = None       # in-job: per call, latest start among the ranks - own start
+    transfer: Timing | None = None   # in-job: per call, own end - latest start among the ranks
+    time_from: str | None = None     # the source of ``timing``: 'ccltune-profile', 'inspector', 'torch-trace'
 
     @property
     def bytes_total(self) -> int:
@@ -157,46 +135,63 @@ def combine(records: list[RankRecord]) -> list[RankRecord]:
     for r in records:
         acc = out.get((r.kind, r.rank_id))
         if acc is None:
-            out[(r.kind, r.rank_id)] = RankRecord(r.source, r.kind, r.rank_id, Counter(r.calls),
-                                                  {k: _copy(t) for k, t in r.timing.items()},
-                                                  {k: Counter(v) for k, v in r.variants.items()},
-                                                  r.steps, r.overflow_calls, r.overflow_bytes, list(r.order))
-            continue
-        if r.source not in acc.source.split(", "):
+            acc = out[(r.kind, r.rank_id)] = RankRecord(r.source, r.kind, r.rank_id, steps=r.steps, host=r.host,
+                                                         pid=r.pid, steps_from=r.steps_from,
+                                                         time_kind=r.time_kind)
+        elif r.source not in acc.source.split(", "):
             acc.source += f", {r.source}"
         acc.calls.update(r.calls)
-        for k, t in r.timing.items():
-            acc.timing.setdefault(k, Timing()).merge(t)
-        for k, v in r.variants.items():
-            acc.variants.setdefault(k, Counter()).update(v)
-        acc.steps = max(filter(None, (acc.steps, r.steps)), default=None)
+        for mine, theirs in ((acc.timing, r.timing), (acc.wait, r.wait), (acc.transfer, r.transfer)):
+            for k, t in theirs.items():
+                mine.setdefault(k, Timing()).merge(t)
+        for mine2, theirs2 in ((acc.variants, r.variants), (acc.ran, r.ran)):
+            for k, v in theirs2.items():
+                mine2.setdefault(k, Counter()).update(v)
+        if r.steps and (acc.steps or 0) < r.steps:
+            acc.steps, acc.steps_from = r.steps, r.steps_from
         acc.overflow_calls += r.overflow_calls
         acc.overflow_bytes += r.overflow_bytes
-        acc.order += r.order  # one rank's lines spread over files: in the order the files were given
+        if acc is not r:
+            acc.order += r.order  # one rank's lines spread over files: in the order the files were given
     return list(out.values())
 
 
-def _copy(t: Timing) -> Timing:
-    return Timing(t.calls, t.total_us, t.sumsq_us2, t.min_us, t.max_us)
+# Which source's times an entry keeps when several timed it (never pooled across kinds: a profiler
+# file and a trace of one rank time the same calls)
+TIME_SOURCES = ("ccltune-profile", "inspector", "torch-trace")
 
 
 def merge(ranks: list[RankRecord], warnings: list[str] | None = None, steps: int | None = None) -> Workload:
     """Combine source ranks: per key the largest call count (see the module doc); timings
-    of every rank pooled; steps as :func:`resolve_steps` decides (``steps``: the user's --steps)."""
+    of every rank of the best-timed kind pooled (TIME_SOURCES); steps as :func:`resolve_steps`
+    decides (``steps``: the user's --steps)."""
     ranks = combine(ranks)
     steps, steps_note = resolve_steps(ranks, steps)
     calls: dict[Key, int] = {}
-    timing: dict[Key, Timing] = {}
     variants: dict[Key, Counter[tuple[int, int]]] = {}
+    ran: dict[Key, Counter[tuple[str, str, int]]] = {}
     for r in ranks:
         for k, n in r.calls.items():
             if n > calls.get(k, 0):
                 calls[k] = n
                 if k in r.variants:
                     variants[k] = Counter(r.variants[k])
-        for k, t in r.timing.items():
-            timing.setdefault(k, Timing()).merge(t)
-    entries = [Entry(k, n, timing.get(k), variants.get(k)) for k, n in calls.items()]
+        for k, v in r.ran.items():
+            ran.setdefault(k, Counter()).update(v)
+    entries = [Entry(k, n, variants=variants.get(k), ran=ran.get(k)) for k, n in calls.items()]
+    by_key = {e.key: e for e in entries}
+    for kind in reversed(TIME_SOURCES):  # the best kind last: it overwrites
+        pooled: dict[str, dict[Key, Timing]] = {"timing": {}, "wait": {}, "transfer": {}}
+        for r in ranks:
+            if (r.time_kind or r.kind) == kind:
+                for what, got in pooled.items():
+                    for k, t in getattr(r, what).items():
+                        got.setdefault(k, Timing()).merge(t)
+        for k, t in pooled["timing"].items():
+            if k in by_key and t.calls:
+                e = by_key[k]
+                e.timing, e.time_from = t, kind
+                e.wait, e.transfer = pooled["wait"].get(k), pooled["transfer"].get(k)
     sources = [{"path": r.source, "kind": r.kind, "rank": r.rank_id, "calls": sum(r.calls.values()),
                 **({"steps": r.steps} if r.steps else {})} for r in ranks]
     wl = Workload(entries, sources, steps, list(warnings or []),
@@ -230,7 +225,12 @@ def resolve_steps(ranks: list[RankRecord], steps: int | None) -> tuple[int | Non
         raise UsageError(f"the files do not cover the same steps: {_step_counts(ranks)}. Calls are combined "
                          "as the largest count per entry, so every per-step figure would be wrong; import "
                          "files of one span together, or give --steps N (the steps the largest counts cover)")
-    return (known.pop() if known else None), None
+    if not known:
+        return None, None
+    found = known.pop()
+    how = [r.steps_from for r in ranks if r.steps_from]
+    more = f" ({len(how) - 1} other source(s) give the same count)" if len(how) > 1 else ""
+    return found, (f"steps: {found}, from {how[0]}{more}" if how else None)
 
 
 def encode_order(entries: list[Entry], order: list[tuple[Key, str]]) -> list[tuple[int, int, int]]:
@@ -257,11 +257,13 @@ def to_json(wl: Workload, header: dict[str, Any]) -> str:
                              "size_bytes": e.key.size_bytes, "nranks": e.key.nranks, "nnodes": e.key.nnodes,
                              "calls": e.calls}
         if e.timing is not None and e.timing.calls:
-            d["timed_calls"] = e.timing.calls
-            d["time_us_mean"] = round(e.timing.mean_us, 3)
-            d["time_us_stdev"] = round(e.timing.stdev_us, 3)
-            d["time_us_min"] = round(e.timing.min_us, 3)
-            d["time_us_max"] = round(e.timing.max_us, 3)
+            d.update(e.timing.to_dict())
+            d["time_from"] = e.time_from
+        for name, t in (("wait_us", e.wait), ("transfer_us", e.transfer)):
+            if t is not None and t.calls:
+                d.update(t.to_dict(name))
+        if e.ran:
+            d["ran"] = [{"algo": a, "proto": p, "nchannels": c, "calls": n} for (a, p, c), n in sorted(e.ran.items())]
         if e.variants:
             d["tuner_calls"] = [{"num_pipe_ops": p, "reg_buff": r, "calls": n}
                                 for (p, r), n in sorted(e.variants.items())]
@@ -318,23 +320,39 @@ def from_json(text: str, path: str) -> Workload:
             raise UsageError(f"{where}: impossible values (calls {calls}, size_bytes {key.size_bytes}, "
                              f"nranks {key.nranks})")
         timing = None
-        if "timed_calls" in d:
-            n = _need(d, "timed_calls", int, where)
-            mean = float(_need(d, "time_us_mean", (int, float), where))
-            sd = float(_need(d, "time_us_stdev", (int, float), where))
-            timing = Timing(n, mean * n, sd * sd * (n - 1) + mean * mean * n,
-                            float(_need(d, "time_us_min", (int, float), where)),
-                            float(_need(d, "time_us_max", (int, float), where)))
+        timing = _timing(d, where, "time_us")
+        wait, transfer = _timing(d, where, "wait_us"), _timing(d, where, "transfer_us")
         variants = None
         if "tuner_calls" in d:
             variants = Counter({(int(v["num_pipe_ops"]), int(v["reg_buff"])): int(v["calls"])
                                 for v in _need(d, "tuner_calls", list, where)})
-        entries.append(Entry(key, calls, timing, variants))
+        ran = None
+        if "ran" in d:
+            try:
+                ran = Counter({(str(v["algo"]), str(v["proto"]), int(v["nchannels"])): int(v["calls"])
+                               for v in _need(d, "ran", list, where)})
+            except (KeyError, TypeError, ValueError):
+                raise UsageError(f"{where}: field 'ran' must be a list of {{algo, proto, nchannels, calls}}") from None
+        from_ = d.get("time_from")
+        entries.append(Entry(key, calls, timing, variants, ran, wait, transfer,
+                             from_ if isinstance(from_, str) else None))
     steps, note = doc.get("steps"), doc.get("steps_from")
     return Workload(entries, list(doc.get("sources") or []), steps if isinstance(steps, int) else None,
                     list(doc.get("warnings") or []), int(doc.get("overflow_calls") or 0),
                     int(doc.get("overflow_bytes") or 0), _order(doc.get("order") or [], len(entries), path),
                     note if isinstance(note, str) else None)
+
+
+def _timing(d: dict[str, Any], where: str, prefix: str) -> Timing | None:
+    """An entry's timing fields (``time_us_*``, ``wait_us_*``, ``transfer_us_*``), or None when absent."""
+    if f"{prefix}_max" not in d:
+        return None
+    num = (int, float)
+    for q in ("p10", "median", "p90", "max", *(("mean", "min") if prefix == "time_us" else ())):
+        if f"{prefix}_{q}" in d or q in ("max", "mean", "min"):
+            _need(d, f"{prefix}_{q}", num, where)
+    calls = _need(d, "timed_calls", int, where) if prefix == "time_us" else 1
+    return Timing.from_dict(d, calls, prefix)
 
 
 def _order(raw: Any, n_entries: int, path: str) -> list[tuple[int, int, int]]:

@@ -71,26 +71,40 @@ def fit(wl: Workload, world_size: int, n_nodes: int | None, *, tunable_only: boo
     return keep, skipped
 
 
+def job_dtypes(wl: Workload) -> dict[str, Any]:
+    """Per collective, the datatype (``datatypes.DType``) the job moves the most bytes in: what ``sweep
+    --workload`` measures it in unless -d says otherwise (a reduction's kernel depends on the datatype).
+    Entries without a datatype ccltune has (capture files, Inspector) are left out."""
+    by: dict[str, dict[str, int]] = {}
+    for e in wl.entries:
+        if e.key.datatype in datatypes.DTYPES:
+            got = by.setdefault(e.key.collective, {})
+            got[e.key.datatype] = got.get(e.key.datatype, 0) + e.bytes_total
+    return {c: datatypes.DTYPES[max(d, key=lambda n: (d[n], n))] for c, d in by.items()}
+
+
 def sweep_points(wl: Workload, world_size: int, n_nodes: int | None, dtype: Any,
-                 only: Iterable[str] | None = None) -> tuple[dict[str, list[int]], list[Skipped]]:
+                 only: Iterable[str] | None = None, dtypes: dict[str, Any] | None = None
+                 ) -> tuple[dict[str, list[int]], list[Skipped]]:
     """What ``sweep --workload`` measures: collective -> the sizes (bytes, ascending) of the entries this
     launch can tune (:func:`fit` with ``tunable_only``), and every other entry with the reason.
 
     A sweep times one datatype (``dtype``, a ``datatypes.DType``): a size that is not a whole number of
     its elements on every rank would be stored under another size, which ``tune --workload`` would
     not find, so it is listed with the datatype that measures it. ``only``: the collectives asked
-    for (None: all)."""
+    for (None: all). ``dtypes``: collective -> the datatype it is swept in instead (:func:`job_dtypes`)."""
     keep, skipped = fit(wl, world_size, n_nodes, tunable_only=True)
     wanted = None if only is None else set(only)
     points: dict[str, set[int]] = {}
     for i in keep:
         e = wl.entries[i]
         k = e.key
-        stored = collectives.REGISTRY[k.collective].layout(k.size_bytes, dtype.size, world_size, 0).size_bytes
+        dt = (dtypes or {}).get(k.collective, dtype)
+        stored = collectives.REGISTRY[k.collective].layout(k.size_bytes, dt.size, world_size, 0).size_bytes
         if wanted is not None and k.collective not in wanted:
             skipped.append(Skipped(i, e, f"{k.collective} is not among the collectives asked for"))
         elif stored != k.size_bytes:
-            skipped.append(Skipped(i, e, f"{k.size_bytes} B does not divide into {dtype.name} elements on "
+            skipped.append(Skipped(i, e, f"{k.size_bytes} B does not divide into {dt.name} elements on "
                                          f"{world_size} ranks (the sweep would measure {stored} B): sweep it "
                                          f"with -d {_whole_type(k.datatype)}"))
         else:

@@ -124,7 +124,10 @@ def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
     for key, us in call_us.values():
         if us is not None:
             timing.setdefault(key, Timing()).add(us)
-    return RankRecord(path, "torch-trace", rank_id, calls, timing, steps=len(steps) or None, order=order), warnings
+    pids = Counter(e.get("pid") for _, e in comms if isinstance(e.get("pid"), int) and not isinstance(e.get("pid"), bool))
+    return RankRecord(path, "torch-trace", rank_id, calls, timing, steps=len(steps) or None, order=order,
+                      pid=pids.most_common(1)[0][0] if pids else None,
+                      steps_from=f"{path}: {len(steps)} ProfilerStep#N spans" if steps else None), warnings
 
 
 def _rank(doc: dict[str, Any], path: str) -> str:

@@ -1,0 +1,127 @@
+"""ccltune's profiler files (:mod:`ccltune.workload.profile_file`) as workload records (pure).
+
+One record per process (host:pid), its communicators added up. Per entry: the calls NCCL saw, the
+algorithm/protocol/channels it ran them with (``ran``), and the GPU time per call: exact over the
+``call`` lines when they hold every timed call of the entry, else the file's own summary (p10, median,
+p90 from its histogram; :mod:`ccltune.workload.timing` says how summaries pool).
+
+Waiting and transfer (docs/workload.md, "In-job times"): for a collective call of sequence number
+``seq`` on a communicator whose files of *all* ranks are given, on one node (GPU global timers of
+different nodes are not comparable), with ``latest`` the latest start among the ranks:
+``wait = latest - own start`` (the time this rank's kernel spent waiting for the last rank to
+arrive) and ``transfer = own end - latest`` (the time after everyone arrived). Per rank and call,
+``wait + transfer`` is the call's own GPU time. Point-to-point calls are not split (their sequence
+numbers are each rank's own count, not shared).
+
+Send and Recv lines of one datatype and count are the halves of ``sendrecv`` calls, counted as the
+COLL log counts them (:class:`~ccltune.workload.model.Halves`: pairs, plus the halves left over, so
+the larger of the two counts); the profiler times each half on its own, so a sendrecv entry carries
+no in-job time from these files.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from ccltune import collectives
+from ccltune.datatypes import DTYPES
+from ccltune.workload import steps as find_steps
+from ccltune.workload.model import Key, RankRecord
+from ccltune.workload.profile_file import ProfileEntry, ProfileFile
+from ccltune.workload.timing import Timing
+
+
+def _key(e: ProfileEntry, f: ProfileFile) -> Key | None:
+    coll = collectives.REGISTRY.get("sendrecv" if e.op in ("send", "recv") else e.op)
+    if coll is None or e.datatype not in DTYPES or e.count is None:
+        return None
+    return Key(coll.name, e.count * DTYPES[e.datatype].size * (f.nranks if coll.per_rank_count else 1), f.nranks,
+               e.datatype, e.count, f.nnodes)
+
+
+def records(files: list[ProfileFile]) -> tuple[list[RankRecord], list[str]]:
+    """One record per process, and warnings (entries skipped, waiting not computed, files cut)."""
+    warnings: list[str] = [w for f in files for w in f.warnings]
+    out: dict[tuple[str, int], RankRecord] = {}
+    keys: dict[int, list[Key | None]] = {}          # id(file) -> key per entry
+    for f in files:
+        rec = out.setdefault((f.host, f.pid), RankRecord(f.path, "ccltune-profile", f"{f.host}:{f.pid}",
+                                                         host=f.host, pid=f.pid))
+        if f.path not in rec.source.split(", "):
+            rec.source += f", {f.path}"
+        keys[id(f)] = ks = [_key(e, f) for e in f.entries]
+        _add_file(rec, f, ks, warnings)
+    _split_waits(files, keys, out, warnings)
+    for r in out.values():
+        if r.order and not r.steps and (got := find_steps.find(r.order)):
+            r.steps, r.steps_from = got[0], f"{r.source}: {got[1]}"
+    return list(out.values()), warnings
+
+
+def _add_file(rec: RankRecord, f: ProfileFile, ks: list[Key | None], warnings: list[str]) -> None:
+    halves: dict[Key, Counter[str]] = defaultdict(Counter)
+    lines_of: Counter[int] = Counter(c[1] for c in f.calls)
+    for i, (e, k) in enumerate(zip(f.entries, ks)):
+        if k is None:
+            warnings.append(f"{f.path}: entry {i} ({e.op} {e.datatype} count {e.count}) skipped: "
+                            + ("no element count" if e.count is None else "ccltune has no such collective or datatype"))
+            continue
+        rec.ran.setdefault(k, Counter())[(e.algo or "-", e.proto or "-", e.nchannels or 0)] += e.calls
+        if k.collective == "sendrecv":
+            halves[k][e.op] += e.calls
+            continue
+        rec.calls[k] += e.calls
+        if not e.timed or f.timing == "none":
+            continue
+        t = rec.timing.setdefault(k, Timing())
+        if lines_of[i] == e.timed:   # every timed call has its line: exact quantiles
+            for _, entry, start, end in f.calls:
+                if entry == i:
+                    t.add((end - start) / 1000)
+        else:
+            t.add_summary(e.timed, e.sum_us or 0.0, e.p10_us or 0.0, e.p50_us or 0.0, e.p90_us or 0.0, e.max_us or 0.0)
+    for k, c in halves.items():
+        rec.calls[k] += max(c["send"], c["recv"])
+    if f.timing == "host":
+        warnings.append(f"{f.path}: timed with the host clock ({f.timing_note or 'no GPU timer in this profiler ABI'}):"
+                        " times include launch and queueing")
+    if f.dropped_entries or f.dropped_calls:
+        warnings.append(f"{f.path}: the profiler's table was full: {f.dropped_entries} entries (their calls are not "
+                        f"in the workload) and {f.dropped_calls} call lines dropped")
+    complete = not f.dropped_calls and f.every == 1 and len(f.calls) == sum(e.calls for e in f.entries)
+    if complete:  # every call has its line: the issue order, for replay and for finding steps
+        rec.order += [(k, f.comm) for _, entry, _, _ in sorted(f.calls, key=lambda c: c[2])
+                      if (k := ks[entry]) is not None and k.collective != "sendrecv"]
+
+
+def _split_waits(files: list[ProfileFile], keys: dict[int, list[Key | None]],
+                 out: dict[tuple[str, int], RankRecord], warnings: list[str]) -> None:
+    by_comm: dict[str, list[ProfileFile]] = defaultdict(list)
+    for f in files:
+        by_comm[f.comm].append(f)
+    for comm, fs in sorted(by_comm.items()):
+        n = fs[0].nranks
+        if n < 2:
+            continue
+        ranks = {f.rank for f in fs}
+        if len(ranks) != n or len(fs) != n:
+            warnings.append(f"communicator {comm}: files of {len(ranks)} of its {n} ranks given: waiting for the "
+                            "last rank not computed (give every rank's file)")
+            continue
+        if fs[0].nnodes > 1:
+            warnings.append(f"communicator {comm} spans {fs[0].nnodes} nodes: their GPU clocks are not comparable, "
+                            "waiting for the last rank not computed")
+            continue
+        starts: dict[int, list[int]] = defaultdict(list)
+        for f in fs:
+            for seq, entry, start, _ in f.calls:
+                if f.entries[entry].kind == "coll":
+                    starts[seq].append(start)
+        latest = {seq: max(s) for seq, s in starts.items() if len(s) == n}
+        for f in fs:
+            rec = out[(f.host, f.pid)]
+            for seq, entry, start, end in f.calls:
+                k = keys[id(f)][entry]
+                if seq in latest and k is not None and f.entries[entry].kind == "coll" and end >= latest[seq]:
+                    rec.wait.setdefault(k, Timing()).add((latest[seq] - start) / 1000)
+                    rec.transfer.setdefault(k, Timing()).add((end - latest[seq]) / 1000)

@@ -1,0 +1,130 @@
+"""Sources that describe the same calls are merged, never added (pure).
+
+Two cases:
+
+- **One process seen by two sources** (a COLL log and a torch trace of one rank, a log and the
+  profiler's files): the records are one rank. Calls come from the source that counted the most
+  (the longer span: a log covers the whole run, a trace only its profiled steps) and so do the
+  steps; in-job times, waiting and what NCCL ran come from the sources that have them, attached to
+  the matching entry. A process is named by its pid and, where the source says, its host (a trace
+  names no host: its pid must then be the only match). Without a pid (a trace of an old torch)
+  nothing is merged and the step check of :func:`ccltune.workload.model.resolve_steps` applies.
+- **One entry seen with more or less detail** (a log with the INIT line knows the node count, a
+  trace does not; a capture file has no datatype): a key with unknown fields that matches exactly
+  one more detailed key of the same collective, size and ranks is that key.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from ccltune.workload.model import Key, RankRecord
+from ccltune.workload.timing import Timing
+
+# which kind counts calls when two are equally long: the one that sees every call
+_COUNTS_FIRST = ("nccl-log", "ccltune-profile", "inspector", "capture", "torch-trace")
+
+
+def matches(a: Key, b: Key) -> bool:
+    """Two keys that can be one entry: same collective, size and ranks; the rest equal where both know it."""
+    return (a.collective, a.size_bytes, a.nranks) == (b.collective, b.size_bytes, b.nranks) and all(
+        x is None or y is None or x == y for x, y in ((a.datatype, b.datatype), (a.count, b.count),
+                                                      (a.nnodes, b.nnodes)))
+
+
+def _detail(k: Key) -> int:
+    return sum(x is not None for x in (k.datatype, k.count, k.nnodes))
+
+
+def _rename(r: RankRecord, old: Key, new: Key) -> None:
+    if old in r.calls:
+        r.calls[new] += r.calls.pop(old)
+    for d in (r.timing, r.wait, r.transfer):
+        if old in d:
+            d.setdefault(new, Timing()).merge(d.pop(old))
+    for c in (r.variants, r.ran):
+        if old in c:
+            c.setdefault(new, Counter()).update(c.pop(old))
+    r.order = [(new if k == old else k, comm) for k, comm in r.order]
+
+
+def unify_keys(records: list[RankRecord]) -> None:
+    """Keys with unknown fields folded into the one more detailed key they match (module doc)."""
+    keys = {k for r in records for k in r.calls}
+    for k in sorted(keys, key=_detail):
+        richer = [o for o in keys if o != k and _detail(o) > _detail(k) and matches(k, o)]
+        if len(richer) == 1:
+            for r in records:
+                _rename(r, k, richer[0])
+            keys.discard(k)
+
+
+def fold(records: list[RankRecord]) -> tuple[list[RankRecord], list[str]]:
+    """Records of one process from several kinds made one (module doc), and a note per merge."""
+    groups: dict[int, list[RankRecord]] = defaultdict(list)
+    for r in records:
+        if r.pid is not None:
+            groups[r.pid].append(r)
+    notes: list[str] = []
+    gone: set[int] = set()
+    for pid, rs in groups.items():
+        hosts = {r.host for r in rs if r.host}
+        kinds = {r.kind for r in rs}
+        if len(kinds) < 2 or len(hosts) > 1:
+            continue  # one kind (ranks of one process merge by rank id), or several hosts: not one process
+        counts = max(rs, key=lambda r: (sum(r.calls.values()), -_COUNTS_FIRST.index(r.kind)
+                                        if r.kind in _COUNTS_FIRST else -99))
+        for other in rs:
+            if other is counts or other.kind == counts.kind:
+                continue
+            counted = counts.source.split(", ")[0]
+            if not counts.steps and other.steps:
+                _scale_steps(counts, other)
+            left = _attach(counts, other)
+            gone.add(id(other))
+            notes.append(f"{other.source} and {counted} are one process (pid {pid}"
+                         f"{f' on {hosts.pop()}' if len(hosts) == 1 else ''}): merged, not added: calls and steps "
+                         f"from {counted} ({sum(counts.calls.values())} calls, the longer span)"
+                         + (f", in-job times from {other.source}" if other.timing else "")
+                         + (f"; {left} of its entries match none of the calls counted and are left out" if left else ""))
+    return [r for r in records if id(r) not in gone], notes
+
+
+def _scale_steps(counts: RankRecord, spans: RankRecord) -> None:
+    """The counting source's steps from a source that knows its own (a trace's ProfilerStep spans): when
+    every shared entry is called ``calls x spans.steps / spans' calls`` times, one whole number, that is
+    the counting source's step count (a TP decode's log: 512 all_reduces, its trace 128 in 2 steps: 8)."""
+    ratios = set()
+    for k, n in spans.calls.items():
+        hit = [c for c in counts.calls if matches(k, c)]
+        if len(hit) != 1 or n == 0:
+            return
+        got = counts.calls[hit[0]] * spans.steps
+        if got % n:
+            return
+        ratios.add(got // n)
+    if len(ratios) == 1 and (steps := ratios.pop()) >= 1:
+        counts.steps = steps
+        counts.steps_from = (f"{counts.source.split(', ')[0]}: {steps} steps, its calls of each entry scaled by "
+                             f"{spans.source}'s {spans.steps} ProfilerStep#N spans")
+
+
+def _attach(into: RankRecord, other: RankRecord) -> int:
+    """``other``'s times, waiting and what NCCL ran, on ``into``'s matching keys; how many keys matched none."""
+    left = 0
+    for k in other.calls:
+        hit = [c for c in into.calls if matches(k, c)]
+        if len(hit) != 1:
+            left += 1
+            continue
+        target = hit[0]
+        for src, dst in ((other.timing, into.timing), (other.wait, into.wait), (other.transfer, into.transfer)):
+            if k in src:
+                dst.setdefault(target, Timing()).merge(src[k])
+        for src2, dst2 in ((other.ran, into.ran), (other.variants, into.variants)):
+            if k in src2:
+                dst2.setdefault(target, Counter()).update(src2[k])
+        if k in other.timing:
+            into.time_kind = other.kind
+    into.source += f", {other.source}"
+    return left

@@ -1,0 +1,143 @@
+"""The profiler-file reader (workload/profile_file.py) on files in the format of
+/work/notes/profile-format.md (tests/fixtures/workload/profile, README there), bad files made from
+them, and a seeded fuzz of the reader."""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from ccltune.errors import UsageError
+from ccltune.workload import profile_file as pf
+
+DIR = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile"
+RANK0 = next(DIR.glob("ccltune-profile.gpu01.4101.*.0.txt"))
+
+
+def test_reads_a_file_and_names_things_as_ccltune_does():
+    f = pf.read(RANK0)
+    assert (f.host, f.pid, f.comm, f.rank, f.nranks, f.nnodes, f.abi, f.every) == \
+        ("gpu01", 4101, "9a3f0c2e11d45b70", 0, 2, 1, 5, 1)
+    assert f.timing == "gpu-kernel-channels" and f.complete and not f.warnings
+    assert [e.op for e in f.entries] == ["all_reduce", "all_gather", "send", "recv", "reduce_scatter"]
+    ar = f.entries[0]
+    assert (ar.kind, ar.count, ar.datatype, ar.algo, ar.proto, ar.nchannels, ar.nwarps, ar.peer) == \
+        ("coll", 131072, "bfloat16", "RING", "LL", 16, 16, None)
+    assert ar.calls == ar.timed == 8 and ar.p10_us <= ar.p50_us <= ar.p90_us <= ar.max_us
+    send = f.entries[2]
+    assert send.kind == "p2p" and send.peer == 1 and send.algo is None and send.nwarps is None
+    rs = f.entries[4]
+    assert rs.timed == 0 and rs.sum_us is None and rs.p50_us is None
+    assert len(f.calls) == 16 and f.calls[0][1] == 0 and all(end >= start for _, _, start, end in f.calls)
+    assert (f.dropped_entries, f.dropped_calls) == (0, 0)
+
+
+def test_read_dir_reads_every_rank_in_name_order(tmp_path):
+    files = pf.read_dir(DIR)
+    assert [f.rank for f in files] == [0, 1] and {f.comm for f in files} == {"9a3f0c2e11d45b70"}
+    with pytest.raises(UsageError, match="no ccltune-profile"):
+        pf.read_dir(tmp_path)
+
+
+def test_unknown_names_are_kept_not_guessed():
+    text = RANK0.read_text().replace("coll AllReduce 131072 ncclBfloat16", "coll AllToAllV 131072 ncclFoo16")
+    e = pf.parse(text.encode(), "x.txt").entries[0]
+    assert (e.op, e.datatype) == ("nccl:AllToAllV", "nccl:ncclFoo16")
+
+
+def test_a_cut_file_is_refused_when_strict_and_read_with_a_warning_otherwise():
+    text = RANK0.read_text()
+    cut = text[:text.index("call 5 ")] + "call 5 1 17642"   # the writer stopped mid-line
+    with pytest.raises(UsageError, match=r"x.txt:\d+: the file ends without '# end'"):
+        pf.parse(cut.encode(), "x.txt", strict=True)
+    f = pf.parse(cut.encode(), "x.txt")
+    assert not f.complete and len(f.calls) == 5 and "cut short" in f.warnings[0] and "dropped" in f.warnings[0]
+
+
+@pytest.mark.parametrize("old,new,line,why", [
+    ("# ccltune-profile 1", "# ccltune-profile 2", 1, "version '2'"),
+    ("comm 9a3f0c2e11d45b70", "comm 9A3F0C2E11D45B70", 2, "16 lower-case hex"),
+    ("rank 0 nranks 2", "rank 2 nranks 2", 2, r"rank '2' is not an integer in \[0, 1\]"),
+    ("- 8 8 272.000", "- 8 9 272.000", 6, "timed '9'"),
+    ("12.000 42.000 42.000 42.000", "50.000 42.000 42.000 42.000", 6, "percentiles out of order"),
+    ("call 3 0 ", "call 3 7 ", 15, r"entry '7' is not an integer in \[0, 4\]"),
+    ("# dropped entries 0 calls 0", "# dropped entries x calls 0", 28, "dropped entries 'x'"),
+    ("# end", "# end\ncall 1 0 1 2", 30, "text after '# end'"),
+    ("RING LL 16", "RING LL " + "9" * 30, 6, "nchannels"),
+    ("p2p Send 262144 ncclFloat32 - - 2 - 1", "p2p Send 262144 ncclFloat32 - - 2 - 5", 8, "peer '5'"),
+    ("# timing gpu-kernel-channels", "# timing cpu", 3, "expected '# timing"),
+    ("SIMPLE 24 16 - 3 0 - - - - -", "SIMPLE 24 16 - 3 0 - - 1.0 - -", 10, "no timed call"),
+])
+def test_bad_values_name_the_file_line_and_value(old, new, line, why):
+    text = RANK0.read_text()
+    assert old in text
+    with pytest.raises(UsageError, match=rf"^x.txt:{line}: .*{why}"):
+        pf.parse(text.replace(old, new, 1).encode(), "x.txt")
+
+
+def test_bounds_line_length_and_bytes():
+    text = RANK0.read_text().replace("# fixture", "# " + "x" * (pf.MAX_LINE_CHARS + 1), 1)
+    with pytest.raises(UsageError, match="x.txt:5: a line of"):
+        pf.parse(text.encode(), "x.txt")
+    with pytest.raises(UsageError, match="x.txt:2: byte 0xff is not ASCII"):
+        pf.parse(RANK0.read_bytes().replace(b"gpu01", b"gpu\xff1", 1), "x.txt")
+
+
+def _mutate(rng: random.Random, raw: bytes) -> bytes:
+    lines = raw.split(b"\n")
+    pick = rng.randrange(8)
+    i = rng.randrange(len(lines))
+    if pick == 0:      # flip a byte
+        b = bytearray(raw)
+        j = rng.randrange(len(b))
+        b[j] = rng.randrange(256)
+        return bytes(b)
+    if pick == 1:      # drop a line
+        del lines[i]
+    elif pick == 2:    # repeat a line
+        lines.insert(i, lines[rng.randrange(len(lines))])
+    elif pick == 3:    # cut the file
+        return raw[:rng.randrange(len(raw))]
+    elif pick == 4:    # replace a token by an extreme value
+        toks = lines[i].split(b" ")
+        toks[rng.randrange(len(toks))] = rng.choice([b"-", b"", b"-1", b"1e309", b"9" * 25, b"nan", b"0x10", b"\t"])
+        lines[i] = b" ".join(toks)
+    elif pick == 5:    # swap two lines
+        j = rng.randrange(len(lines))
+        lines[i], lines[j] = lines[j], lines[i]
+    elif pick == 6:    # drop a token
+        toks = lines[i].split(b" ")
+        del toks[rng.randrange(len(toks))]
+        lines[i] = b" ".join(toks)
+    else:              # CRLF endings
+        return raw.replace(b"\n", b"\r\n")
+    return b"\n".join(lines)
+
+
+def test_fuzz_every_mutation_is_a_result_or_a_usage_error():
+    """Seeded and time-bounded: random mutations (1-3 each) of a valid file; the reader returns a
+    ProfileFile or raises UsageError naming the file, nothing else, each in well under a second."""
+    rng = random.Random(20261126)
+    raw = RANK0.read_bytes()
+    deadline = time.monotonic() + 3.0
+    outcomes = {"ok": 0, "error": 0}
+    n = 0
+    while n < 3000 and time.monotonic() < deadline:
+        data = raw
+        for _ in range(rng.randint(1, 3)):
+            data = _mutate(rng, data)
+        for strict in (False, True):
+            t = time.monotonic()
+            try:
+                f = pf.parse(data, "fz.txt", strict)
+                assert isinstance(f, pf.ProfileFile)
+                outcomes["ok"] += 1
+            except UsageError as exc:
+                assert str(exc).startswith("fz.txt"), str(exc)
+                outcomes["error"] += 1
+            assert time.monotonic() - t < 1.0
+        n += 1
+    assert n >= 200 and outcomes["ok"] and outcomes["error"]

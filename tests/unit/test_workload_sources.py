@@ -1,0 +1,119 @@
+"""Workload sources beyond logs and traces (issue 29: ccltune's profiler files, NCCL Inspector), the
+registry that reads them, steps found from the calls, and sources of one process merged, never added
+(issue 30). Fixtures: tests/fixtures/workload (README there) and the real 4-rank FSDP2 capture."""
+
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+
+import pytest
+
+from ccltune.cli import main
+from ccltune.errors import UsageError
+from ccltune.workload import importer, model, nccl_log, profile_file, sameproc, sources, steps
+from ccltune.workload.model import Key, RankRecord
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "workload"
+PROFILE = FIX / "profile"
+INSPECTOR = sorted((FIX / "inspector").glob("*.log"))
+FSDP2 = sorted(glob.glob("/work/shared/captures/h200x4-2026-11-26/fsdp2_coll_nccl.vm.*.log"))
+
+
+def _entry(wl: model.Workload, collective: str) -> model.Entry:
+    return next(e for e in wl.entries if e.key.collective == collective)
+
+
+def test_each_fixture_is_read_by_its_source():
+    for path, name in ((FIX / "coll-ddp-1gpu.vm.4029.log", "nccl-log"), (FIX / "trace_rank0.json", "torch-trace"),
+                       (INSPECTOR[0], "inspector"), (next(PROFILE.glob("*.txt")), "ccltune-profile")):
+        assert sources.recognise(importer.read_text(path), str(path)).name == name
+    assert all(s.what in importer.KINDS for s in sources.SOURCES)
+
+
+def test_profiler_files_give_in_job_medians_what_ran_and_waiting():
+    wl = importer.import_files([PROFILE])
+    ar = _entry(wl, "all_reduce")
+    assert ar.key == Key("all_reduce", 131072 * 2, 2, "bfloat16", 131072, 1) and ar.calls == 8
+    assert ar.time_from == "ccltune-profile" and dict(ar.ran) == {("RING", "LL", 16): 16}
+    # exact over the call lines of both ranks: 8 calls each, rank 0 started 4 of them 2 or 30 us late
+    own = sorted((end - start) / 1000 for f in profile_file.read_dir(PROFILE) for _, e, start, end in f.calls if e == 0)
+    assert ar.timing.calls == 16 and ar.timing.median_us == pytest.approx((own[7] + own[8]) / 2)
+    # waiting: latest start among the ranks - own start; transfer: own end - latest start
+    assert ar.wait.max_us == pytest.approx(30.0) and ar.wait.calls == ar.transfer.calls == 16
+    assert ar.wait.total_us + ar.transfer.total_us == pytest.approx(sum(own))    # per call: wait + transfer = own
+    assert min(ar.wait.samples) == 0.0                          # the last rank to arrive waits for nobody
+    assert _entry(wl, "reduce_scatter").timing is None          # counted, never timed
+    assert _entry(wl, "sendrecv").calls == 2                    # 2 Send + 2 Recv: 2 exchanges
+    doc = json.loads(model.to_json(wl, {}))
+    back = model.from_json(model.to_json(wl, {}), "w.json")
+    e0 = next(d for d in doc["entries"] if d["collective"] == "all_reduce")
+    assert e0["time_us_median"] == round(ar.timing.median_us, 3) and e0["wait_us_max"] == 30.0
+    assert e0["ran"] == [{"algo": "RING", "proto": "LL", "nchannels": 16, "calls": 16}]
+    b = next(e for e in back.entries if e.key.collective == "all_reduce")
+    assert b.timing.median_us == pytest.approx(ar.timing.median_us, abs=1e-3) and b.wait.median_us is not None
+
+
+def test_one_ranks_profiler_file_says_waiting_is_not_computed():
+    wl = importer.import_files([next(PROFILE.glob("*.0.txt"))])
+    assert _entry(wl, "all_reduce").wait is None
+    assert any("files of 1 of its 2 ranks given" in w for w in wl.warnings)
+
+
+def test_inspector_output_imports_with_sizes_times_and_steps():
+    wl = importer.import_files(INSPECTOR)
+    ar, ag = _entry(wl, "all_reduce"), _entry(wl, "all_gather")
+    assert (ar.key.size_bytes, ar.calls, ar.key.datatype) == (262144, 12, None)
+    assert ag.key.size_bytes == 4 << 20 and ag.calls == 3          # per-rank 2 MiB on 2 ranks
+    assert ar.time_from == "inspector" and ar.timing.median_us == 12.0 and ar.timing.max_us == 42.0
+    assert _entry(wl, "sendrecv").calls == 3 and wl.steps == 3
+    assert "repeating sequence (3 repeats" in wl.steps_note
+
+
+def test_inspector_cut_line_is_skipped_and_another_version_refused(tmp_path):
+    text = INSPECTOR[0].read_text()
+    cut = tmp_path / "h-pid1.log"
+    cut.write_text(text[:-40])
+    wl = importer.import_files([cut])
+    assert any(f"{cut}:21: skipped: not a JSON object" in w for w in wl.warnings)
+    other = tmp_path / "h-pid2.log"
+    other.write_text(text.replace('"v4.0"', '"v9.0"'))
+    with pytest.raises(UsageError, match=r"h-pid2.log:1: Inspector output format 'v9.0'"):
+        importer.import_files([other])
+
+
+def test_steps_from_the_calls_repeating_sequence():
+    recs, _ = nccl_log.parse((FIX / "coll-ddp-1gpu.vm.4029.log").read_text(), "log")
+    assert steps.find(recs[0].order)[0] == 7                 # the trace of the same job shows 7/2 the calls
+    assert steps.find(["a"] * 4608) is None                  # a TP decode: one entry, no structure
+    assert steps.find(list("abcabx")) is None                # no repeat covers half the calls
+
+
+@pytest.mark.skipif(not FSDP2, reason="the real 4-rank FSDP2 capture is not on this machine")
+def test_steps_of_the_real_fsdp2_capture():
+    """18 steps (README of the capture): 10 timed steps end with a barrier the 8 others lack."""
+    wl = importer.import_files(FSDP2)
+    assert wl.steps == 18 and "18 steps" in wl.steps_note
+
+
+def test_keys_of_more_and_less_detail_are_one_entry():
+    """Issue 30: a log with INIT lines (nodes 1) and a trace (nodes unknown) of one all_reduce were
+    two entries, every bytes% wrong."""
+    k1, k0 = Key("all_reduce", 4096, 2, "float", 1024, 1), Key("all_reduce", 4096, 2, "float", 1024, None)
+    a = RankRecord("log", "nccl-log", "h:1")
+    a.calls[k1] = 5
+    b = RankRecord("trace", "torch-trace", "rank 1")
+    b.calls[k0] = 5
+    sameproc.unify_keys([a, b])
+    wl = model.merge([a, b])
+    assert [(e.key, e.calls) for e in wl.entries] == [(k1, 5)]
+
+
+def test_show_prints_in_job_median_and_waiting(tmp_path, capsys):
+    out = tmp_path / "w.json"
+    assert main(["workload", "import", str(PROFILE), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["workload", "show", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "job_us" in text and "wait_us" in text and "trace_us" not in text
