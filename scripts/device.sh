@@ -736,5 +736,32 @@ phase_wl() {  # branch wl (issues 28.4, 29, 30), 2+ GPUs: import log+trace merge
   done
   pack
 }
+phase_prof() {  # issue 29: the profiler plugin in the example job (ddp, fsdp2, tp-decode; ddp with a rule forcing another algo/proto/channels)
+  local W=$OUT/prof T="timeout -k 5 100 torchrun --standalone --nproc-per-node $NGPU" L=$PWD/profiler/build/libnccl-profiler-ccltune.so
+  local A="--layers 2 --width 1024 --seq 256 --steps 6 --warmup 2" D="--batch 64 --width 2048 --layers 2 --steps 6 --warmup 2"
+  mkdir -p $W; step "prof: build (make -C profiler, plugin) and the C harness"
+  timeout 120 make -C profiler -j8 check > $W/build.log 2>&1; echo "profiler build+check rc=$?"; grep -E "OK:|FAIL" $W/build.log | head -5
+  [ -f plugin/build/libnccl-tuner-ccltune.so ] || timeout 60 make -C plugin -j8 > $W/plugin-build.log 2>&1
+  timeout 60 python3 bench/profiler_cost.py --rounds 100 2>&1 | tail -8
+  # a rule NCCL can honour for DDP's all_reduce buckets: tree/simple on 4 channels, else (tree not offered) ring/LL128 on 4
+  printf 'allreduce,0,18446744073709551615,tree,simple,4,-1,-1\nallreduce,0,18446744073709551615,ring,ll128,4,-1,-1\n' > $W/force.conf
+  local mode args
+  for mode in ddp fsdp2 tp-decode ddp-forced; do
+    step "prof: $mode on $NGPU GPUs with the profiler"
+    mkdir -p $W/$mode; args="$A"; [ $mode = tp-decode ] && args="$D"
+    local E="NCCL_PROFILER_PLUGIN=$L CCLTUNE_PROFILE=$W/$mode NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_DEBUG_FILE=$W/$mode/nccl.%h.%p.log"
+    [ $mode = ddp-forced ] && E="$E NCCL_TUNER_PLUGIN=$PWD/plugin/build/libnccl-tuner-ccltune.so CCLTUNE_RULES=$W/force.conf"
+    env $E $T examples/train_transformer.py --mode ${mode%-forced} $args --profile-dir $W/$mode/trace --profile-steps 2 --gzip \
+      > $W/$mode/out.txt 2>&1; echo "$mode rc=$? $(tail -1 $W/$mode/out.txt)"
+    grep -h -m2 -E "profiler plugin|ccltune profiler" $W/$mode/nccl.*.log 2>/dev/null | sed 's/^[^ ]* //' | sort -u | head -3
+    for f in $(ls $W/$mode/ccltune-profile.*.txt 2>/dev/null | head -2); do echo "-- $(basename $f)"; grep -v "^call " $f | head -14; done
+  done
+  step "prof: per mode, the collective entries (kind op count datatype algo proto nch nwarps peer calls timed sum p10 p50 p90 max) of rank 0"
+  for mode in ddp fsdp2 tp-decode ddp-forced; do
+    echo "## $mode: $(ls $W/$mode/ccltune-profile.*.txt 2>/dev/null | wc -l) files, $(cat $W/$mode/ccltune-profile.*.txt 2>/dev/null | grep -c '^# end') complete"
+    cat $(ls $W/$mode/ccltune-profile.*.0.txt 2>/dev/null) /dev/null | grep -E "^(coll|p2p) " | sort -k10,10nr | head -6
+  done
+  pack
+}
 for p in "$@"; do "phase_$p"; done
 pack

@@ -157,7 +157,7 @@ def metric(args: argparse.Namespace) -> jobrounds.Metric:
             if args.metric == "auto":
                 return jobrounds.Metric("wall")
             raise UsageError("--metric comm needs ccltune's profiler plugin (libnccl-profiler-ccltune.so), not built "
-                             "here: build it (make -C plugin) or use --metric wall or a REGEX")
+                             "here: build it (make -C profiler, or pip install .) or use --metric wall or a REGEX")
         return jobrounds.Metric("comm", profiler=str(prof), auto=args.metric == "auto")
     try:
         pattern = re.compile(args.metric)

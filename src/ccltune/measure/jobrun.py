@@ -21,13 +21,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ccltune import builtlib, launch
+from ccltune import launch, profiler_plugin
+from ccltune.errors import EngineUnavailable
 
 GRACE_S = 3.0          # after SIGTERM, the job's time to exit before SIGKILL
 TAIL_LINES = 12        # lines of the job's output kept for a failed run's report
 MAX_LINE_BYTES = 1 << 16   # a longer line is read in pieces (the metric regex sees each piece)
 MAX_SAMPLES = 1 << 20  # metric matches kept per run (a job printing more is still judged on these)
-PROFILER_NAME = "libnccl-profiler-ccltune.so"
 
 # variables that would make NCCL's "default" something else: removed for every arm (docs/ab.md)
 TUNER_VARS = ("NCCL_TUNER_PLUGIN", "NCCL_TUNER_CONFIG_FILE", "CCLTUNE_RULES")
@@ -47,8 +47,11 @@ class RunResult:
 
 
 def profiler_path() -> Path | None:
-    """ccltune's NCCL profiler plugin when it is built (as the tuner plugin is found), else None."""
-    return builtlib.first_existing(builtlib.candidates(PROFILER_NAME, "plugin"))
+    """ccltune's NCCL profiler plugin when it is built (``ccltune plugin path --profiler``), else None."""
+    try:
+        return profiler_plugin.library_path()
+    except EngineUnavailable:
+        return None
 
 
 def base_env(environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
