@@ -719,6 +719,14 @@ phase_ab() {  # issue 28: ccltune ab on the example job (ddp, fsdp2, tp-decode),
   for m in ddp fsdp2 tp-decode; do echo "## $m"; grep -E "^# (arm|ratio)|^  [^ ]|^# (run failed|failed run)" $W/$m.txt; done
   pack
 }
+phase_abcomm() {  # issue 28 (a): ab's in-job metric, the collectives' GPU time from the profiler plugin, on ddp with NCCL_P2P_DISABLE=1
+  local W=$OUT/abcomm; mkdir -p $W; phase_build; timeout 120 make -C profiler -j8 > $W/prof-build.log 2>&1; echo "profiler build rc=$?"
+  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --layers 2 --width 1024 --seq 256 --steps 8 --warmup 2 --mode ddp"
+  step "ab ddp, --metric comm: default vs NCCL_P2P_DISABLE=1, 4 rounds"
+  run 240 python3 -m ccltune ab --metric comm --no-aa --rounds 4 --seed 28 --run-timeout 60 --db "$DB" --env NCCL_P2P_DISABLE=1 --json $W/comm.json -- $J > $W/comm.txt 2>&1
+  grep -E "^# (metric|arm|ratio|note)|^  [^ ]|^# (run failed|failed run)" $W/comm.txt
+  pack
+}
 phase_wl() {  # branch wl (issues 28.4, 29, 30), 2+ GPUs: import log+trace merged with steps, show's job/idle ratio, sweep in the job's datatype and under load when the job is far slower than idle, tune's job-slow rule, replay's paired interval and rows-vs-rounds line
   local W=$OUT/wl; mkdir -p $W; phase_build
   local T="torchrun --standalone"

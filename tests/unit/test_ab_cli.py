@@ -163,3 +163,14 @@ def test_prune_keeps_only_the_rule_group_that_was_faster(tmp_path, capsys) -> No
     assert "ab --prune" in text and f"from {rules}" in text and "# job: " in text
     assert "cand:allgather:0-1024: slower" in text and "cand:allreduce:0-1024: faster" in text
     assert [(r.collective, r.algo) for r in load(kept).rules] == [("allreduce", "ring"), ("allreduce", "tree")]
+
+
+def test_metric_auto_falls_back_to_wall_time_when_the_profiler_writes_nothing(tmp_path, capsys, monkeypatch) -> None:
+    from ccltune.measure import jobrun
+
+    monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))  # "built": the job (true) loads no NCCL
+    assert _ab(tmp_path, "--env", "A=1", "--rounds", "1", "--no-aa", job=["true"]) == 0
+    out = capsys.readouterr().out
+    assert "profiler plugin wrote nothing" in out and "the metric is wall time instead" in out
+    run, samples = _samples(tmp_path)
+    assert {s.unit for s in samples} == {"s"} and run.summary["metric"].startswith("wall time")

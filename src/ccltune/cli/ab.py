@@ -295,8 +295,9 @@ def render(out: jobrounds.Outcome, unit: str) -> list[str]:
                     f"{_iv(e.shift_lo, e.shift_hi, '+.4g'):>24}")
         word = v.status.value.upper() if v.status in (jobab.Status.SLOWER, jobab.Status.FASTER) else v.status.value
         if v.control:
-            word += " (A/A control: " + ("the job's noise is inside the interval" if v.status is jobab.Status.
-                                         NO_DIFFERENCE else "default differs from itself: the job drifts") + ")"
+            word += " (A/A control" + ("" if e is None or not e.bounded else ": the job's noise is inside the interval"
+                                       if v.status is jobab.Status.NO_DIFFERENCE else
+                                       ": default differs from itself, the job drifts") + ")"
         lines.append(f"  {v.name:<24} {v.runs:>4} {v.failed:>6} {med:>11}  {cols}  {word}"
                      + (f"  ({v.note})" if v.note else ""))
     lines.append(f"# ratio = arm / default (< 1: faster); shift in the metric's unit{u}; {out.rounds_done} "
