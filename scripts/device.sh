@@ -775,5 +775,32 @@ phase_r7b() {  # 2026-11-27 call 2 (4 GPUs, ~9 min): the profiler in the jobs, s
   CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((NGPU - 2))) ct 60 check --db "$DB" --json $W/check.json > $W/check.txt 2>&1; tail -6 $W/check.txt
   echo "phase r7b wall $(( $(date +%s) - t0 )) s"; pack
 }
+phase_ab() {  # issue 28: ccltune ab on the example job (ddp, fsdp2, tp-decode), a candidate rule file, and a node made slow on purpose
+  local W=$OUT/ab; mkdir -p $W; phase_build
+  # a candidate that forces ring/LL everywhere: LL is built for small messages, so the job should not gain
+  printf '# phase_ab candidate: ring/LL for every size\nallreduce,0,1T,ring,ll,-1,-1,-1\nallgather,0,1T,ring,ll,-1,-1,-1\nreducescatter,0,1T,ring,ll,-1,-1,-1\n' > $W/cand.conf
+  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --layers 2 --width 1024 --seq 256 --steps 8 --warmup 2"
+  local A=(--metric 'step +[0-9]+ +([0-9.]+) ms' --rounds 4 --seed 28 --run-timeout 60 --db "$DB")
+  step "ab ddp: default, A/A, the candidate rules, NCCL_P2P_DISABLE=1 (slow on purpose), 4 rounds"
+  run 420 python3 -m ccltune ab "${A[@]}" --rules $W/cand.conf --env NCCL_P2P_DISABLE=1 --json $W/ddp.json -- $J --mode ddp > $W/ddp.txt 2>&1
+  step "ab fsdp2 and tp-decode: default vs the candidate rules (no A/A, to fit the time), 4 rounds"
+  for m in fsdp2 tp-decode; do
+    run 200 python3 -m ccltune ab "${A[@]}" --no-aa --rules $W/cand.conf --json $W/$m.json -- $J --mode $m > $W/$m.txt 2>&1
+  done
+  step "doctor on the slow node's log: does it name the fix and the ab line?"
+  NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_DEBUG_FILE=$W/slow.%p.log timeout 120 $J --mode ddp --steps 2 > /dev/null 2>&1
+  cat $W/slow.*.log > $W/slow.log 2>/dev/null; ct 60 doctor --nccl-log $W/slow.log --db "$DB" > $W/doctor.txt 2>&1; grep -E "FAIL|WARN|fix:|prove" $W/doctor.txt | head -8
+  step "verdict tables (ratio = arm / default; lower is faster)"
+  for m in ddp fsdp2 tp-decode; do echo "## $m"; grep -E "^# (arm|ratio)|^  [^ ]|^# (run failed|failed run)" $W/$m.txt; done
+  pack
+}
+phase_abcomm() {  # issue 28 (a): ab's in-job metric, the collectives' GPU time from the profiler plugin, on ddp with NCCL_P2P_DISABLE=1
+  local W=$OUT/abcomm; mkdir -p $W; phase_build; timeout 120 make -C profiler -j8 > $W/prof-build.log 2>&1; echo "profiler build rc=$?"
+  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --layers 2 --width 1024 --seq 256 --steps 8 --warmup 2 --mode ddp"
+  step "ab ddp, --metric comm: default vs NCCL_P2P_DISABLE=1, 4 rounds"
+  run 240 python3 -m ccltune ab --metric comm --no-aa --rounds 4 --seed 28 --run-timeout 60 --db "$DB" --env NCCL_P2P_DISABLE=1 --json $W/comm.json -- $J > $W/comm.txt 2>&1
+  grep -E "^# (metric|arm|ratio|note)|^  [^ ]|^# (run failed|failed run)" $W/comm.txt
+  pack
+}
 for p in "$@"; do "phase_$p"; done
 pack
