@@ -802,5 +802,28 @@ phase_abcomm() {  # issue 28 (a): ab's in-job metric, the collectives' GPU time 
   grep -E "^# (metric|arm|ratio|note)|^  [^ ]|^# (run failed|failed run)" $W/comm.txt
   pack
 }
+phase_r7c() {  # 2026-11-27 call 3 (4 GPUs, ~8 min): ccltune ab on the example job: DDP on a node made slow on purpose (NCCL_P2P_DISABLE=1) and its fix, FSDP2's A/A and the profiler's cost, TP-decode with a candidate rule and --prune; then the split GPU tests if time is left
+  local t0=$(date +%s) W=$OUT/ab; mkdir -p $W
+  phase_build; timeout 120 make -C profiler -j8 > $W/prof-build.log 2>&1; echo "profiler build rc=$?"
+  local L=$PWD/profiler/build/libnccl-profiler-ccltune.so
+  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --layers 2 --width 1024 --seq 256 --steps 8 --warmup 2"
+  local A=(--metric 'step +[0-9]+ +([0-9.]+) ms' --rounds 6 --seed 27 --run-timeout 60 --db "$DB")
+  step "ab ddp on a node made slow (NCCL_P2P_DISABLE=1 exported): the fix NCCL_P2P_DISABLE=0, with the A/A control"
+  NCCL_P2P_DISABLE=1 timeout -s INT -k 10 170 python3 -m ccltune ab "${A[@]}" --budget 150 --env NCCL_P2P_DISABLE=0 --json $W/ddp_fix.json -- $J --mode ddp > $W/ddp_fix.txt 2>&1; echo "rc=$?"
+  grep -vE "^# (run|arm |ccltune ab)" $W/ddp_fix.txt | tail -9; echo "wall $(( $(date +%s) - t0 )) s"; pack
+  step "ab fsdp2: the A/A control and the profiler plugin loaded (its cost on the step)"
+  timeout -s INT -k 10 180 python3 -m ccltune ab "${A[@]}" --budget 160 --arm profiler:env:NCCL_PROFILER_PLUGIN=$L --arm profiler:env:CCLTUNE_PROFILE=$W/fsdp2-prof --json $W/fsdp2_prof.json -- $J --mode fsdp2 > $W/fsdp2_prof.txt 2>&1; echo "rc=$?"
+  grep -vE "^# (run|arm |ccltune ab)" $W/fsdp2_prof.txt | tail -9; echo "wall $(( $(date +%s) - t0 )) s"; pack
+  step "ab tp-decode (256 KB bf16 all_reduces) --prune: a candidate rule (ring/SIMPLE at 256 KB)"
+  printf 'allreduce,256K,256K,ring,simple,-1,-1,-1\n' > $W/cand.conf
+  timeout -s INT -k 10 130 python3 -m ccltune ab "${A[@]}" --budget 110 --no-aa --rules $W/cand.conf --prune $W/kept.conf --json $W/tp.json -- $J --mode tp-decode --batch 64 --width 2048 > $W/tp.txt 2>&1; echo "rc=$?"
+  grep -vE "^# (run|arm |ccltune ab)" $W/tp.txt | tail -9; grep -v "^#" $W/kept.conf 2>/dev/null; echo "(kept.conf: $(grep -vc '^#' $W/kept.conf 2>/dev/null) rules)"
+  echo "wall $(( $(date +%s) - t0 )) s"; pack
+  if [ $(( $(date +%s) - t0 )) -lt 420 ]; then
+    step "GPU tests: split communicators on $NGPU GPUs"
+    timeout 70 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/gpu/test_bench_split_gpu.py > $W/gpu-split.txt 2>&1; echo "rc=$?"; tail -4 $W/gpu-split.txt
+  fi
+  echo "phase r7c wall $(( $(date +%s) - t0 )) s"; pack
+}
 for p in "$@"; do "phase_$p"; done
 pack
