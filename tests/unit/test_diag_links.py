@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from ccltune.cli import main
 from ccltune.cli.linkshow import render_matrix
-from ccltune.diagnose.checks import linkmath
+from ccltune.diagnose.checks import gates, linkmath
 from ccltune.diagnose.probes import links
 from ccltune.errors import UsageError
 
@@ -42,14 +43,14 @@ def test_one_degraded_link_is_flagged_and_caps_its_gpu():
 
 
 def test_all_to_all_aggregate_caps_the_bound_and_nvlink_ratio_is_reported():
-    rows = _rows(_uniform(4, 380.0)) + _rows(_uniform(4, 140.0), direction="all2all")
+    rows = _rows(_uniform(4, 380.0)) + _rows(_uniform(4, 200.0), direction="all2all")
     limit = {p: 478.125 for p in _uniform(4, 0)}
     summary, findings = linkmath.analyze(rows, nvlink_limit=limit)
     uni = summary["series"]["ce/uni"]
-    assert uni["per_gpu"][0]["aggregate_gbps"] == pytest.approx(420.0)
-    assert uni["ring_ceiling_gbps"] == pytest.approx(420.0)
+    assert uni["per_gpu"][0]["aggregate_gbps"] == pytest.approx(600.0) and not uni["per_gpu"][0]["shared_links"]
+    assert uni["ring_ceiling_gbps"] == pytest.approx(600.0)
     assert uni["nvlink_ratio"] == pytest.approx(380.0 / 478.125)
-    assert summary["all2all_per_gpu_gbps"]["ce"][3] == pytest.approx(420.0)
+    assert summary["all2all_per_gpu_gbps"]["ce"][3] == pytest.approx(600.0)
     assert {f.name: f.status for f in findings} == {"links:ce/uni": "PASS", "links:ce/all2all": "PASS"}
     assert "79% of the NVLink limit" in findings[0].evidence
 
@@ -279,7 +280,6 @@ def test_remeasure_times_only_the_flagged_links_as_they_were_timed():
 
 
 def _real(n: int):
-    from pathlib import Path
 
     path = Path(__file__).parent.parent / "fixtures" / "links" / f"h200x4_links{n}.json"
     return json.loads(path.read_text())["rows"]
@@ -308,7 +308,6 @@ def test_real_h200_all_to_all_measured_again_passes():
 
 
 def test_cli_links_renders_a_real_4_gpu_run_with_nvml_limits(tmp_path, capsys, monkeypatch):
-    from pathlib import Path
 
     from ccltune.diagnose.probes import nvml
 
@@ -325,3 +324,23 @@ def test_cli_links_renders_a_real_4_gpu_run_with_nvml_limits(tmp_path, capsys, m
     assert "PASS    links:ce/uni            median 393.2 GB/s, min 392.9, 82% of the NVLink limit" in text
     summary = json.loads(out.read_text())["summary"]
     assert summary["nvlink_limit_gbps"]["0-1"] == pytest.approx(18 * 26.562)
+
+
+def test_pairs_that_share_a_gpus_links_bound_it_by_its_fastest_pair():
+    """Through a switch a pair copy already uses all of a GPU's links: alone 380, all at once 140 a pair."""
+    rows = _rows(_uniform(4, 380.0) | {(0, 1): 390.0}) + _rows(_uniform(4, 140.0), direction="all2all")
+    summary, _ = linkmath.analyze(rows)
+    per_gpu = {b["gpu"]: b for b in summary["series"]["ce/uni"]["per_gpu"]}
+    assert linkmath.shared_port_gpus(rows) == {0, 1, 2, 3} and per_gpu[0]["shared_links"]
+    assert per_gpu[0]["bound_gbps"] == 390.0 and summary["ring_ceiling_gbps"] == 380.0
+
+
+@pytest.mark.parametrize("name", ["h200x4_links1.json", "h200x4_links2.json"])
+def test_the_gate_derived_from_real_nvswitch_links_passes_that_machines_all_reduce(name):
+    """4 x H200 (NVSwitch): the gate was 85% of 790-824 GB/s (slowest pair x 3 peers), which no all_reduce can
+    reach (the same machine's in-place busbw at 512M was 346.4 GB/s, `ccltune check`, 2026-11-26); a GPU's
+    pairs share its ports there (SM all-to-all 82 GB/s a pair against 369 alone), so its fastest pair bounds it."""
+    data = json.loads((Path(__file__).parent.parent / "fixtures" / "links" / name).read_text())
+    rows = data["rows"] if isinstance(data, dict) else data
+    profile = gates.link_profile(rows, world_size=4, where=name)
+    assert 300.0 < profile.gates[0].min_value < 346.4

@@ -8,7 +8,9 @@ Why the slowest link: a ring or tree collective moves the same bytes over every 
 so the bandwidth it can draw from a GPU is bounded by that GPU's slowest link times its number
 of peers (``bound_gbps``); the ring ceiling is the smallest bound over the GPUs. Through an
 NVSwitch each pair can use all of a GPU's links, so pair figures do not add up; where the
-concurrent all-to-all was measured, the GPU's aggregate caps its bound.
+concurrent all-to-all was measured, the GPU's aggregate caps its bound, and a GPU whose pairs share
+its links (``shared_port_gpus``: a pair carries far less while the others run) is bounded by its
+fastest single pair, which already used all of its links.
 """
 
 from __future__ import annotations
@@ -127,19 +129,42 @@ def _judge(rows: Sequence[Mapping[str, Any]], method: str, direction: str, serie
                    value=worst["gbps"], data={"slow_links": slow_alone})
 
 
+# A GPU's pairs share its links when, all at once, a pair carries under this fraction of what it carries
+# alone (median over the GPU's pairs). Dedicated links (a mesh) keep their bandwidth all at once; through
+# an NVSwitch every pair uses the same ports: on 4 x H200 the SM all-to-all carried 0.22 of the pair copy.
+SHARED_FRACTION = 0.5
+
+
+def shared_port_gpus(rows: Sequence[Mapping[str, Any]]) -> set[int]:
+    """GPUs whose peers share its links: in some method, its all-to-all pairs' median is under
+    SHARED_FRACTION of its single pairs' median."""
+    shared: set[int] = set()
+    for method in sorted({r["method"] for r in rows}):
+        uni, a2a = matrix(rows, method, "uni"), matrix(rows, method, "all2all")
+        for g in {s for s, _ in uni} & {s for s, _ in a2a}:
+            alone = statistics.median(v for (s, _), v in uni.items() if s == g)
+            together = statistics.median(v for (s, _), v in a2a.items() if s == g)
+            if alone > 0 and together < SHARED_FRACTION * alone:
+                shared.add(g)
+    return shared
+
+
 def per_gpu_bounds(m: Mapping[Pair, float], aggregate: Mapping[int, float] | None = None,
-                   decimals: int | None = None) -> list[dict[str, Any]]:
-    """For each GPU: its slowest outgoing link, peers, slowest x peers (capped by its measured aggregate) and
-    the plain sum of its links. ``decimals``: the figures were printed with that many (an imported run):
-    products and sums are rounded to it, as the tool would print them."""
+                   decimals: int | None = None, shared: Iterable[int] = ()) -> list[dict[str, Any]]:
+    """For each GPU: its slowest outgoing link, peers, slowest x peers (capped by its measured aggregate;
+    for a GPU in ``shared``, whose pairs share its links, its fastest pair instead) and the plain sum of its
+    links. ``decimals``: the figures were printed with that many (an imported run): products and sums are
+    rounded to it, as the tool would print them."""
     out = []
+    shared = set(shared)
     for g in sorted({s for s, _ in m}):
         links = {d: v for (s, d), v in m.items() if s == g}
         peer = min(links, key=lambda d: links[d])
-        bound = times(links[peer], len(links), decimals)
+        bound = max(links.values()) if g in shared else times(links[peer], len(links), decimals)
         total = sum(links.values()) if decimals is None else round(sum(links.values()), decimals)
         agg = (aggregate or {}).get(g)
         out.append({"gpu": g, "slowest_gbps": links[peer], "slowest_peer": peer, "peers": len(links),
+                    "shared_links": g in shared,
                     "bound_gbps": min(bound, agg) if agg else bound, "aggregate_gbps": agg, "sum_gbps": total})
     return out
 
@@ -160,6 +185,7 @@ def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
     summary: dict[str, Any] = {"series": {}, "threshold": threshold}
     findings: list[Finding] = []
     methods = sorted({r["method"] for r in rows})
+    shared = shared_port_gpus(rows)
     for method in methods:
         agg = aggregate_per_gpu(matrix(rows, method, "all2all"))
         if agg:
@@ -169,7 +195,7 @@ def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
             if not m:
                 continue
             series = _series(m, threshold, agg if direction == "uni" else None, nvlink_limit,
-                             (decimals or {}).get(f"{method}/{direction}"))
+                             (decimals or {}).get(f"{method}/{direction}"), shared if direction == "uni" else ())
             repeated = cells(rows, method, direction)[1]
             if repeated:
                 series["pairs_measured_twice"] = repeated
@@ -187,9 +213,10 @@ def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
 
 
 def _series(m: Mapping[Pair, float], threshold: float, aggregate: Mapping[int, float] | None,
-            nvlink_limit: Mapping[Pair, float] | None, decimals: int | None = None) -> dict[str, Any]:
+            nvlink_limit: Mapping[Pair, float] | None, decimals: int | None = None,
+            shared: Iterable[int] = ()) -> dict[str, Any]:
     values = list(m.values())
-    bounds = per_gpu_bounds(m, aggregate, decimals)
+    bounds = per_gpu_bounds(m, aggregate, decimals, shared)
     series: dict[str, Any] = {"median_gbps": statistics.median(values), "min_gbps": min(values),
                               "max_gbps": max(values), "slow_links": slow_links(m, threshold), "per_gpu": bounds,
                               "ring_ceiling_gbps": min(b["bound_gbps"] for b in bounds)}
