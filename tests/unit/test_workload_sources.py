@@ -118,3 +118,17 @@ def test_show_prints_in_job_median_and_waiting(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "job_us" in text and "wait_us" in text and "trace_us" not in text
     assert next(x for x in text.splitlines() if x.startswith("  all_reduce")).endswith("  RING/LL/16")
+
+
+def test_a_profiler_file_without_its_rank_count_is_said_not_guessed():
+    harness = FIX / "profile-harness"
+    with pytest.raises(UsageError, match="no collective calls") as err:
+        importer.import_files([harness / "v1"])
+    assert "rank count is not in the file (profiler ABI v1 does not give it)" in str(err.value)
+    wl = importer.import_files([harness / "v5"])
+    (ar,) = [e for e in wl.entries if e.key.collective == "all_reduce"]
+    assert ar.key.size_bytes == 65536 * 2 and ar.calls == 10 and dict(ar.ran) == {("RING", "LL", 2): 10}
+    # with a file of the same communicator that gives it, the count is taken from there; host times are said
+    both = importer.import_files([harness / "v1", harness / "v5"]).warnings
+    assert any("timed with the host clock (ABI v1 has no GPU timer" in w for w in both)
+    assert not any("rank count is not in the file" in w for w in both)

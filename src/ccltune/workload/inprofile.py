@@ -31,12 +31,17 @@ from ccltune.workload.profile_file import ProfileEntry, ProfileFile
 from ccltune.workload.timing import Timing
 
 
-def _key(e: ProfileEntry, f: ProfileFile) -> Key | None:
+def _key(e: ProfileEntry, f: ProfileFile, nranks: int | None) -> Key | None:
     coll = collectives.REGISTRY.get("sendrecv" if e.op in ("send", "recv") else e.op)
-    if coll is None or e.datatype not in DTYPES or e.count is None:
+    if coll is None or e.datatype not in DTYPES or e.count is None or nranks is None:
         return None
-    return Key(coll.name, e.count * DTYPES[e.datatype].size * (f.nranks if coll.per_rank_count else 1), f.nranks,
+    return Key(coll.name, e.count * DTYPES[e.datatype].size * (nranks if coll.per_rank_count else 1), nranks,
                e.datatype, e.count, f.nnodes)
+
+
+def _nranks(files: list[ProfileFile]) -> dict[str, int]:
+    """Communicator -> its rank count, from the files that give it (ABI v1-v3 files do not)."""
+    return {f.comm: f.nranks for f in files if f.nranks is not None}
 
 
 def records(files: list[ProfileFile]) -> tuple[list[RankRecord], list[str]]:
@@ -44,13 +49,17 @@ def records(files: list[ProfileFile]) -> tuple[list[RankRecord], list[str]]:
     warnings: list[str] = [w for f in files for w in f.warnings]
     out: dict[tuple[str, int], RankRecord] = {}
     keys: dict[int, list[Key | None]] = {}          # id(file) -> key per entry
+    sizes = _nranks(files)
     for f in files:
         rec = out.setdefault((f.host, f.pid), RankRecord(f.path, "ccltune-profile", f"{f.host}:{f.pid}",
                                                          host=f.host, pid=f.pid))
         if f.path not in rec.source.split(", "):
             rec.source += f", {f.path}"
-        keys[id(f)] = ks = [_key(e, f) for e in f.entries]
-        _add_file(rec, f, ks, warnings)
+        if f.comm not in sizes:
+            warnings.append(f"{f.path}: the communicator's rank count is not in the file (profiler ABI v{f.abi} does not "
+                            "give it) nor in another rank's: its calls are left out (a COLL log of the job gives them)")
+        keys[id(f)] = ks = [_key(e, f, sizes.get(f.comm)) for e in f.entries]
+        _add_file(rec, f, ks, warnings, f.comm in sizes)
     _split_waits(files, keys, out, warnings)
     for r in out.values():
         if r.order and not r.steps and (got := find_steps.find(r.order)):
@@ -58,13 +67,14 @@ def records(files: list[ProfileFile]) -> tuple[list[RankRecord], list[str]]:
     return list(out.values()), warnings
 
 
-def _add_file(rec: RankRecord, f: ProfileFile, ks: list[Key | None], warnings: list[str]) -> None:
+def _add_file(rec: RankRecord, f: ProfileFile, ks: list[Key | None], warnings: list[str], keyed: bool) -> None:
     halves: dict[Key, Counter[str]] = defaultdict(Counter)
     lines_of: Counter[int] = Counter(c[1] for c in f.calls)
     for i, (e, k) in enumerate(zip(f.entries, ks)):
         if k is None:
-            warnings.append(f"{f.path}: entry {i} ({e.op} {e.datatype} count {e.count}) skipped: "
-                            + ("no element count" if e.count is None else "ccltune has no such collective or datatype"))
+            if keyed:  # else the file's missing rank count was said once
+                warnings.append(f"{f.path}: entry {i} ({e.op} {e.datatype} count {e.count}) skipped: "
+                                + ("no element count" if e.count is None else "ccltune has no such collective or datatype"))
             continue
         rec.ran.setdefault(k, Counter())[(e.algo or "-", e.proto or "-", e.nchannels or 0)] += e.calls
         if k.collective == "sendrecv":
@@ -101,14 +111,14 @@ def _split_waits(files: list[ProfileFile], keys: dict[int, list[Key | None]],
         by_comm[f.comm].append(f)
     for comm, fs in sorted(by_comm.items()):
         n = fs[0].nranks
-        if n < 2:
+        if n is None or n < 2:
             continue
         ranks = {f.rank for f in fs}
         if len(ranks) != n or len(fs) != n:
             warnings.append(f"communicator {comm}: files of {len(ranks)} of its {n} ranks given: waiting for the "
                             "last rank not computed (give every rank's file)")
             continue
-        if fs[0].nnodes > 1:
+        if (fs[0].nnodes or 1) > 1:
             warnings.append(f"communicator {comm} spans {fs[0].nnodes} nodes: their GPU clocks are not comparable, "
                             "waiting for the last rank not computed")
             continue
