@@ -17,7 +17,8 @@ One file is one communicator of one process::
 NCCL's names are turned into ccltune's: ``op`` into the registry name (AllReduce -> all_reduce;
 Send and Recv stay ``send`` and ``recv``, one direction each), ``datatype`` into ccltune's spelling
 (ncclBfloat16 -> bfloat16). A name this ccltune does not know (a newer NCCL's) is kept as
-``nccl:<name>``, never guessed. ``-`` reads as None.
+``nccl:<name>``, never guessed. ``-`` reads as None (the header's ``nranks`` and ``nnodes`` too:
+profiler ABI v1-v3 do not give them).
 
 Bounds (a number read from the file never sizes a loop or an allocation without one): at most
 :data:`MAX_BYTES` bytes, :data:`MAX_LINES` lines of :data:`MAX_LINE_CHARS` characters,
