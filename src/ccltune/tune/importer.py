@@ -558,6 +558,8 @@ def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), co
         raise _fail(path, exc.lineno, f"not valid JSON ({exc.msg}); {hint}") from None
     except RecursionError:
         raise _fail(path, None, "not nccl-tests -J output (nested too deeply)") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise _fail(path, None, f"not nccl-tests -J output ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise _fail(path, None, "not nccl-tests -J output (no 'results' list)")
     if "average_bus_bandwidth" not in doc:

@@ -9,29 +9,20 @@ file and line; every complete line is kept.
 
 from __future__ import annotations
 
-import gzip
-import json
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
 from ccltune.errors import UsageError
-from ccltune.files import read_bytes
+from ccltune.inputs import MAX_TRACE_BYTES, load_json, read_input
 from ccltune.workload import capture, nccl_log, torch_trace
 from ccltune.workload.model import RankRecord, Workload, merge
 
-MAX_TRACE_BYTES = 16 << 30  # profiler traces run to gigabytes; a larger input is not one
 KINDS = "a ccltune capture file, an NCCL COLL log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL), a PyTorch profiler trace"
 
 
 def read_text(path: Path) -> str:
-    raw = read_bytes(path, "FILE", limit=MAX_TRACE_BYTES)  # no FIFO on disk, device or folder: a clear error
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise UsageError(f"{path}: truncated or corrupt gzip ({exc})") from None
-    return raw.decode("utf-8", errors="replace")
+    # no FIFO on disk, device or folder; a gzip inflated as a stream, at most MAX_TRACE_BYTES out
+    return read_input(str(path), "FILE", limit=MAX_TRACE_BYTES, gunzip=True).decode("utf-8", errors="replace")
 
 
 def load_file(path: Path) -> tuple[list[RankRecord], list[str]]:
@@ -41,11 +32,10 @@ def load_file(path: Path) -> tuple[list[RankRecord], list[str]]:
         return [capture.parse(text, str(path))], []
     if text.lstrip()[:1] in ("{", "["):
         try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
+            doc = load_json(text, str(path), what="invalid JSON (not a complete PyTorch profiler trace: cut short?)")
+        except UsageError:
             if not nccl_log.has_nccl_lines(text):  # a log line may start with '[' (a timestamp)
-                raise UsageError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg}, column {exc.colno}): not a "
-                                 "complete PyTorch profiler trace (cut short?)") from None
+                raise
         else:
             if isinstance(doc, list):  # the Chrome trace 'array format'
                 doc = {"traceEvents": doc}

@@ -17,12 +17,12 @@ and is skipped. Latency and host tests are listed in ``notes``.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from ccltune.diagnose.parsers.linkimport import ImportedLinks, check_square, number, row
 from ccltune.errors import UsageError
+from ccltune.inputs import load_json
 
 _RUNNING = re.compile(r"^Running (\S+)\.$")
 _DESC = re.compile(r"^(memcpy|memory latency|Device to Device Latency) .*\((GB/s|ns)\)$")
@@ -64,11 +64,7 @@ def parse(text: str, where: str) -> ImportedLinks:
     """A text or JSON nvbandwidth output (told apart by its first non-blank character)."""
     body = text.lstrip()
     if body.startswith("{"):
-        try:
-            doc = json.loads(body)
-        except ValueError as exc:
-            raise UsageError(f"{where}: not valid JSON ({exc})") from None
-        return _parse_json(doc, where)
+        return _parse_json(load_json(body, where), where)
     return _parse_text(text.splitlines(), where)
 
 
