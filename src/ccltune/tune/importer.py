@@ -49,6 +49,7 @@ from ccltune import collectives, datatypes
 from ccltune.commconfig import CommConfig
 from ccltune.diagnose.parsers import rcclversion
 from ccltune.errors import UsageError, unknown_name
+from ccltune.inputs import MAX_LINE_CHARS
 from ccltune.store import Measurement
 
 _START_RE = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
@@ -322,7 +323,7 @@ def _split_runs(text: str) -> list[list[tuple[int, str]]]:
     runs: list[list[tuple[int, str]]] = [[]]
     table = False
     for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.rstrip()
+        line = raw[:MAX_LINE_CHARS].rstrip()  # no nccl-tests line is longer: a regex reads at most this much
         if not line.strip():
             continue
         if table and line.startswith("#") and (_RUN_START_RE.match(line) or _RANK_RE.match(line)
