@@ -81,3 +81,58 @@ def test_srun_label_lines_still_read_and_a_long_prefix_chain_is_not_a_hang():
     records, warnings = nccl_log.parse(line * 3, "x.log")
     assert not warnings and sum(records[0].calls.values()) == 3
     assert _timed(lambda t: nccl_log.parse(t, "x.log"), "1: " * 70 + line) < CPU_S
+
+
+# --- nccl-tests import: ranks are the rank lines listed; sizes, counts, types and ops are nccl-tests' ---
+
+NCCLT = FIXTURES / "nccl-tests"
+AG = (NCCLT / "ncclt-2.19.0_all_gather_h200x4.txt").read_text()
+AR_JSON = json.loads((NCCLT / "v2.19.6" / "ar-v2.19.6.json").read_text())
+ROW = "    16777216       1048576     float    none"
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("#  Rank  3 Group  0 Pid   1686", "#  Rank 100000000 Group  0 Pid   1686",
+     "ag.txt:9: rank 100000000, but the file lists 4 rank lines: ranks are 0..3"),
+    ("#  Rank  3 Group  0 Pid   1686", "#  Rank 1000000 Group  0 Pid   1686", "ag.txt:9: rank 1000000"),
+    ("# nThread 1 nGpus 1", "# nThread 100000000 nGpus 1", None),  # not cut: the 4 rank lines are the ranks
+    # a cut list ('...'): nThread x nGpus x processes, capped
+    ("NVIDIA H200\n#  Rank  1", "NVIDIA H200...\n#  Rank  1",
+     "ag.txt:3: 400000000 ranks (nThread x nGpus x processes, the rank list cut): more than the 65536"),
+    (ROW, ROW.replace("16777216", "1000000000000000000000"), "ag.txt:14: bad size '1000000000000000000000'"),
+    (ROW, ROW.replace("float", '=HYPERLINK("x")'), "ag.txt:14: bad type '=HYPERLINK(\"x\")'"),
+    (ROW, ROW.replace("none", "\x1b[31m"), "ag.txt:14: bad redop '\\\\x1b[31m'"),
+])
+def test_nccl_tests_text_numbers_and_names_from_the_file_are_checked(old, new, message):
+    assert old in AG
+    text = AG.replace(old, new, 1)
+    if "..." in new:
+        text = text.replace("# nThread 1 nGpus 1", "# nThread 100000000 nGpus 1")
+    t0 = time.process_time()
+    if message is None:
+        [run] = importer.parse_text(text, "ag.txt")
+        assert run.n_ranks == 4
+    else:
+        with pytest.raises(UsageError) as info:
+            importer.parse_text(text, "ag.txt")
+        assert str(info.value).startswith(message), str(info.value)
+    assert time.process_time() - t0 < CPU_S
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (("config", "devices", 0, "rank"), (1 << 63) - 1, '"config.devices[0].rank": rank 9223372036854775807, but'),
+    (("config", "devices", 0, "rank"), 5, '"config.devices[0].rank": rank 5, but the file lists 1 rank lines'),
+    (("results", 0, "size"), 10 ** 30, '"results[0].size" must be a non-negative integer up to 4398046511104'),
+    (("results", 0, "count"), 1 << 60, '"results[0].count" must be a non-negative integer up to'),
+    (("results", 0, "type"), "=1+1", '"results[0].type" must be one of nccl-tests\' types'),
+    (("results", 0, "redop"), "summ", '"results[0].redop" must be one of nccl-tests\' redops'),
+])
+def test_nccl_tests_json_numbers_and_names_from_the_file_are_checked(path, value, message):
+    doc = json.loads(json.dumps(AR_JSON))
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    with pytest.raises(UsageError) as info:
+        importer.parse_json(json.dumps(doc), "ar.json")
+    assert message in str(info.value)
