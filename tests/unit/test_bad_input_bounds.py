@@ -136,3 +136,28 @@ def test_nccl_tests_json_numbers_and_names_from_the_file_are_checked(path, value
     with pytest.raises(UsageError) as info:
         importer.parse_json(json.dumps(doc), "ar.json")
     assert message in str(info.value)
+
+
+# --- link matrices: GPU indices the matrix's own 0..n-1, values finite, sizes within a real copy ---
+
+NVB = (FIXTURES / "nvbandwidth" / "h100_4gpu.txt").read_text()
+TB = (FIXTURES / "transferbench" / "a2a_mi300x_8gpu.txt").read_text()
+HEAD = "           0         1         2         3\n"
+
+
+@pytest.mark.parametrize("reader, text, message", [
+    (nvbandwidth.parse, NVB.replace(HEAD, HEAD.replace("3\n", "9999999\n"), 1), "x.txt:23: matrix of"),
+    (nvbandwidth.parse, NVB.replace(HEAD, HEAD.replace("1", "0"), 1), "column ids 0 0 2 3 are not 0..3"),
+    (transferbench.parse, TB.replace("Copying 268435456 bytes", f"Copying {1 << 76} bytes", 1),
+     f"x.txt: {1 << 76} bytes per transfer: must be in 0..4398046511104"),
+])
+def test_link_matrices_refuse_impossible_indices_and_sizes(reader, text, message):
+    with pytest.raises(UsageError) as info:
+        reader(text, "x.txt")
+    assert message in str(info.value)
+
+
+def test_a_bandwidth_beyond_any_float_is_refused_not_stored_as_infinity():
+    assert " 0       N/A    388.95" in NVB
+    with pytest.raises(UsageError, match="'1e999999' is not a bandwidth"):
+        nvbandwidth.parse(NVB.replace(" 0       N/A    388.95", " 0       N/A    1e999999", 1), "x.txt")
