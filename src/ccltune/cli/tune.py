@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 
@@ -11,6 +10,7 @@ from ccltune import __version__
 from ccltune.cli._common import comma_list, parse_run_ids
 from ccltune.errors import UsageError
 from ccltune.files import printable, read_text, shown
+from ccltune.inputs import load_json
 from ccltune.rules import write_atomic
 from ccltune.store import DEFAULT_DB, Store
 from ccltune.tune.derive import (
@@ -74,10 +74,10 @@ def failed_sizes(paths: list[str]) -> list[tuple[str, int, int, int]]:
         flag = f"--exclude-failed {shown(path)}"
         text = read_text(path, "--exclude-failed")
         try:
-            sizes = json.loads(text)["sizes"]
+            sizes = load_json(text, flag)["sizes"]
             out.extend((s["collective"], int(s["n_ranks"]), int(s.get("n_nodes") or 1), int(s["size_bytes"]))
                        for s in sizes if s["status"] == "FAIL")
-        except (ValueError, KeyError, TypeError) as exc:
+        except (UsageError, ValueError, KeyError, TypeError) as exc:
             raise UsageError(f"{flag}: not a `ccltune validate --json` verdict ({printable(repr(exc))}; "
                              f"it starts {printable(text, 60)!r})") from None
     return out
