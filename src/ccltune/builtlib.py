@@ -1,4 +1,5 @@
-"""Where ccltune's own C libraries are found at run time (the tuner plugin, the launch loop).
+"""Where ccltune's own C libraries are found at run time (the tuner plugin, the profiler plugin,
+the launch loop).
 
 Each way of installing puts a built library somewhere else; ``candidates`` lists them in the
 order they are tried:
@@ -19,6 +20,8 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from ccltune.errors import EngineUnavailable
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 DISTRIBUTION = "ccltune"
@@ -65,3 +68,19 @@ def candidates(name: str, folder: str, *, package_dir: Path = _PACKAGE_DIR,
 
 def first_existing(paths: list[Path]) -> Path | None:
     return next((p for p in paths if p.is_file()), None)
+
+
+def require(name: str, folder: str, what: str) -> Path:
+    """The first existing ``name`` built from ``folder`` (plugin, profiler); raises
+    EngineUnavailable naming ``what`` (e.g. "the ccltune tuner plugin"), where it looked and
+    how to build it."""
+    paths = candidates(name, folder)
+    found = first_existing(paths)
+    if found is not None:
+        return found
+    tried = ", ".join(str(c) for c in paths)
+    raise EngineUnavailable(
+        f"{what} is not built (looked for {tried}); "
+        f"build it with `make -C {folder}` in the source tree, or `pip install .` to ship it in the package "
+        "(both need a C compiler, gcc or clang: without one pip installs ccltune without it)"
+    )

@@ -14,6 +14,10 @@ Tables (units in column names):
 - ``links``: per GPU pair bandwidth/latency (``ccltune links``).
 - ``findings``: PASS/WARN/FAIL/WAIVED results of ``doctor`` and ``check``.
 - ``artifacts``: named text blobs attached to a run (rule files, verdict JSON, logs).
+- ``ab_arms``, ``ab_samples`` (schema version 3): ``ccltune ab``'s arms (name, what it sets, as
+  JSON) and one row per run of the user's job (arm, round, its value or why it failed);
+  :mod:`ccltune.validate.jobstore` reads and writes them. A version-2 file gains them when opened
+  to write.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from ccltune.errors import UsageError
 from ccltune.files import check_name, printable, shown
 
 DEFAULT_DB = "ccltune.db"
-SCHEMA_VERSION = 2   # 2: measurements.extra (bench -C/-I figures); a version-1 file gains it when opened to write
+SCHEMA_VERSION = 3   # 2: measurements.extra (bench -C/-I figures); 3: ab_arms, ab_samples (ccltune ab).
+                     # An older file gains what it lacks when opened to write
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -104,6 +109,26 @@ CREATE TABLE IF NOT EXISTS findings (
     value REAL,
     data_json TEXT NOT NULL DEFAULT '{}'
 );
+CREATE TABLE IF NOT EXISTS ab_arms (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    name TEXT NOT NULL,
+    spec_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS ab_samples (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    arm TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    slot INTEGER NOT NULL,
+    value REAL,
+    unit TEXT,
+    status TEXT NOT NULL,
+    exit_code INTEGER,
+    wall_s REAL,
+    matches INTEGER,
+    note TEXT
+);
 CREATE TABLE IF NOT EXISTS artifacts (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id INTEGER NOT NULL REFERENCES runs(id),
@@ -112,7 +137,7 @@ CREATE TABLE IF NOT EXISTS artifacts (
 );
 """
 
-RUN_KINDS = ("bench", "sweep", "tune", "validate", "replay", "import", "links", "topo", "doctor", "check")
+RUN_KINDS = ("bench", "sweep", "tune", "validate", "replay", "ab", "import", "links", "topo", "doctor", "check")
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
 
 
@@ -308,7 +333,8 @@ class Store:
                              "does not read: it was written by a newer ccltune")
 
     def _upgrade(self) -> None:
-        """A version-1 file opened to write: add what version 2 has (every row of it stays as it was)."""
+        """An older file opened to write: add what this version has (every row of it stays as it was;
+        version 3's ab tables come from the schema's CREATE TABLE IF NOT EXISTS)."""
         cols = {r[1] for r in self.conn.execute("PRAGMA table_info(measurements)")}
         if "extra" not in cols:
             self.conn.execute("ALTER TABLE measurements ADD COLUMN extra TEXT")

@@ -6,26 +6,13 @@ import os
 from pathlib import Path
 
 from ccltune import builtlib
-from ccltune.errors import EngineUnavailable
 
 LIBRARY_NAME = "libnccl-tuner-ccltune.so"
 
 
-def _candidates() -> list[Path]:
-    return builtlib.candidates(LIBRARY_NAME, "plugin")
-
-
 def library_path() -> Path:
     """Absolute path of the built plugin. Raises EngineUnavailable (with how to build it)."""
-    found = builtlib.first_existing(_candidates())
-    if found is not None:
-        return found
-    tried = ", ".join(str(c) for c in _candidates())
-    raise EngineUnavailable(
-        f"the ccltune tuner plugin is not built (looked for {tried}); "
-        "build it with `make -C plugin` in the source tree, or `pip install .` to ship it in the package "
-        "(both need a C compiler, gcc or clang: without one pip installs ccltune without it)"
-    )
+    return builtlib.require(LIBRARY_NAME, "plugin", "the ccltune tuner plugin")
 
 
 def nccl_env(rule_file: str | os.PathLike[str] | None = None) -> dict[str, str]:

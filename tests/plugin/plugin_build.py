@@ -11,13 +11,16 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "plugin"
 LIB = "libnccl-tuner-ccltune.so"
+PROFILER = REPO / "profiler"
+PROFILER_LIB = "libnccl-profiler-ccltune.so"
 
 
-def make(build: Path, *targets: str, **variables: str) -> Path:
-    """`make -C plugin BUILD=build targets...`; fails the test with make's output."""
+def make(build: Path, *targets: str, folder: Path = PLUGIN, **variables: str) -> Path:
+    """`make -C folder BUILD=build targets...` (folder: plugin or profiler); fails the test with
+    make's output."""
     if shutil.which("gcc") is None or shutil.which("make") is None:
         pytest.skip("gcc and make are needed to build the C plugin")
-    args = ["make", "-C", str(PLUGIN), f"BUILD={build}", "CC=gcc", *targets]
+    args = ["make", "-C", str(folder), f"BUILD={build}", "CC=gcc", *targets]
     args += [f"{k}={v}" for k, v in variables.items()]
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -27,3 +30,13 @@ def make(build: Path, *targets: str, **variables: str) -> Path:
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300, **kw)
+
+
+def sanitizer_works(flag: str, tmp: Path) -> bool:
+    """gcc can build and run a program with -fsanitize=flag here (the runtime is installed and
+    the kernel lets it map its shadow memory)."""
+    src = tmp / "probe.c"
+    src.write_text("int main(void) { return 0; }\n")
+    exe = tmp / f"probe-{flag}"
+    built = subprocess.run(["gcc", f"-fsanitize={flag}", "-o", str(exe), str(src)], capture_output=True)
+    return built.returncode == 0 and subprocess.run([str(exe)], capture_output=True).returncode == 0

@@ -89,7 +89,28 @@ def test_plugin_path_finds_make_build(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_plugin_path_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(tuner_plugin, "_candidates", lambda: [tmp_path / LIB])
+    from ccltune import builtlib, profiler_plugin
+
+    monkeypatch.setattr(builtlib, "candidates", lambda name, folder: [tmp_path / name])
     with pytest.raises(EngineUnavailable, match="make -C plugin"):
         tuner_plugin.library_path()
     assert main(["plugin", "path"]) == EngineUnavailable.exit_code
+    with pytest.raises(EngineUnavailable, match="profiler plugin is not built .*make -C profiler"):
+        profiler_plugin.library_path()
+    assert main(["plugin", "path", "--profiler"]) == EngineUnavailable.exit_code
+
+
+def test_plugin_path_profiler_finds_make_build(capsys: pytest.CaptureFixture[str]) -> None:
+    from ccltune import profiler_plugin
+    from plugin_build import PROFILER, PROFILER_LIB
+
+    make(PROFILER / "build", folder=PROFILER)  # what `make -C profiler` produces in a checkout
+    try:
+        lib = profiler_plugin.library_path()
+    except EngineUnavailable as exc:  # an installed package without the checkout's build
+        pytest.skip(str(exc))
+    assert lib.is_absolute() and lib.name == PROFILER_LIB and lib.is_file()
+    assert main(["plugin", "path", "--profiler"]) == 0
+    assert capsys.readouterr().out.strip() == str(lib)
+    assert profiler_plugin.nccl_env("prof") == {"NCCL_PROFILER_PLUGIN": str(lib),
+                                                "CCLTUNE_PROFILE": str(Path("prof").resolve())}

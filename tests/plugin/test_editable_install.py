@@ -40,12 +40,14 @@ def test_editable_install_finds_its_plugin_in_site_packages(tmp_path: Path) -> N
     pip = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "-e", repo], capture_output=True, text=True,
                          timeout=600, env=env)
     assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-4000:]
-    code = ("from ccltune import builtlib, tuner_plugin; print(tuner_plugin.library_path()); "
-            "print(builtlib.first_existing(builtlib.candidates('libccltune-series.so', 'native')))")
+    code = ("from ccltune import builtlib, profiler_plugin, tuner_plugin; print(tuner_plugin.library_path()); "
+            "print(builtlib.first_existing(builtlib.candidates('libccltune-series.so', 'native'))); "
+            "print(profiler_plugin.library_path())")
     got = subprocess.run([py, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
     assert got.returncode == 0, got.stderr[-2000:]
-    plugin, series = (Path(line) for line in got.stdout.split())
+    plugin, series, profiler = (Path(line) for line in got.stdout.split())
     assert plugin.name == LIB and series.name == "libccltune-series.so"
-    for lib in (plugin, series):   # both where the editable build put them
+    assert profiler.name == "libnccl-profiler-ccltune.so"
+    for lib in (plugin, series, profiler):   # all where the editable build put them
         assert lib.is_file() and (tmp_path / "venv") in lib.parents and "site-packages" in lib.parts
     assert not (repo / "plugin" / "build").exists()

@@ -30,13 +30,12 @@ def test_wheel_builds_without_a_c_compiler(tmp_path: Path) -> None:
 
 
 def test_missing_c_parts_say_a_compiler_builds_them(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from ccltune import builtlib, tuner_plugin
+    from ccltune import builtlib, profiler_plugin, tuner_plugin
     from ccltune.engines import series
     from ccltune.errors import EngineUnavailable
 
     monkeypatch.setattr(series, "_loaded", None)
     monkeypatch.setattr(builtlib, "candidates", lambda name, folder: [tmp_path / name])
-    monkeypatch.setattr(tuner_plugin, "_candidates", lambda: [tmp_path / "libnccl-tuner-ccltune.so"])
-    for load in (series.library, tuner_plugin.library_path):
+    for load in (series.library, tuner_plugin.library_path, profiler_plugin.library_path):
         with pytest.raises(EngineUnavailable, match=r"need a C compiler, gcc or clang"):
             load()

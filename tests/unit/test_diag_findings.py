@@ -42,3 +42,29 @@ def test_junit_maps_statuses():
     assert cases["e"].find("error") is not None and cases["w"].find("skipped") is not None
     assert cases["p"].find("failure") is None
     assert suite.find("properties/property").get("value") == "4"
+
+
+def test_doctor_prints_the_ab_line_that_proves_its_fix_on_a_real_shm_log(tmp_path, capsys):
+    """A real 4-GPU NCCL log where a P2P-capable pair uses SHM: doctor's fix (NCCL_P2P_LEVEL=SYS) comes
+    with the `ccltune ab` line that measures it on the user's own job."""
+    from pathlib import Path
+
+    from ccltune.cli import main
+
+    log = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "nccl_4gpu_shm.log"
+    main(["doctor", "--nccl-log", str(log), "--db", str(tmp_path / "d.db")])
+    lines = capsys.readouterr().out.splitlines()
+    i = next(i for i, line in enumerate(lines) if "log:transport" in line)
+    assert "fix: export NCCL_P2P_LEVEL=SYS" in lines[i + 1]
+    assert lines[i + 2].strip() == "prove it on your job: ccltune ab --env NCCL_P2P_LEVEL=SYS -- <your job>"
+
+
+def test_proof_command_combines_several_settings_into_one_arm_and_skips_fixes_without_one():
+    from ccltune.diagnose.findings import proof_command
+
+    assert proof_command("export NCCL_MIN_NCHANNELS=16 NCCL_MAX_NCHANNELS=16 for jobs on 4 GPUs") == (
+        "ccltune ab --arm fix:env:NCCL_MIN_NCHANNELS=16 --arm fix:env:NCCL_MAX_NCHANNELS=16 -- <your job>")
+    assert proof_command("export NCCL_MIN_NCHANNELS=32; measure the gain") == (
+        "ccltune ab --env NCCL_MIN_NCHANNELS=32 -- <your job>")
+    assert proof_command("sudo sysctl -w kernel.numa_balancing=0") == ""
+    assert proof_command("unset NCCL_P2P_LEVEL") == ""

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from ccltune.errors import UsageError
-from ccltune.store import Measurement, Store
+from ccltune.store import SCHEMA_VERSION, Measurement, Store
 
 
 def _m(size, in_place=False, **kw):
@@ -139,7 +139,9 @@ def test_a_version_1_file_is_read_as_it_is_and_gains_extra_when_written(tmp_path
         assert st.measurements(rid)[0].extra == {"cpu_time_us": 3.5, "per_iter": {"times_us": [1.0, 2.0]}}
         assert st.measurement_rows([rid])[0]["extra"]["cpu_time_us"] == 3.5
     con = sqlite3.connect(db)
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"ab_arms", "ab_samples"} <= tables  # schema 3 (ccltune ab) comes with the write
     con.close()
 
 

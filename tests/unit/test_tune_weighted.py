@@ -206,6 +206,25 @@ def test_cli_tune_under_load_uses_loaded_runs_and_says_where_winners_differ(tmp_
     assert "runs under load: matrix 8192" in capsys.readouterr().err
 
 
+def test_a_saving_inside_twice_its_own_noise_makes_no_rule() -> None:
+    """The issue's case (#28): a saving of about 1.2 x its +- ("4696.0 +- 3917.8 us") became rules, and the
+    job got slower with them. Default 1000 us +- 30%, candidate 600 us +- 5%: the derivation's test passes
+    (a 67% gain against 35% of noise), and per step 12 calls save 4800 +- 3960 us: no rule now."""
+    times = {"default": {BUCKET: pts(1000.0, 0.30)}, "ring/simple/-": {BUCKET: pts(600.0, 0.05)}}
+    d = derive(rows(times))
+    assert d.groups[0].decisions[0].winner is not None  # the old code wrote this winner as a rule
+    (p,) = weighted.plan(wl(("all_reduce", BUCKET, 4, 12), steps=1), d)
+    assert p.rules == []
+    (v,) = p.verdicts
+    assert v.status == weighted.IN_NOISE
+    assert "saves 4800.0 +- 3960.0 us per step" in v.reason
+    assert p.rules_us == p.default_us
+    # the same candidate, measured tighter (+- 5% both sides: 4800 +- 840 us) is a rule
+    tight = {"default": {BUCKET: pts(1000.0, 0.05)}, "ring/simple/-": {BUCKET: pts(600.0, 0.05)}}
+    (p,) = weighted.plan(wl(("all_reduce", BUCKET, 4, 12), steps=1), derive(rows(tight)))
+    assert len(p.rules) == 1
+
+
 def test_a_point_the_job_runs_far_slower_than_idle_gets_no_rule_from_idle_measurements() -> None:
     """Issue 28 item 4: the 100 MB all_gather took 2,274 us in the job, 279 us idle; idle rules made the
     job slower. With the job's own median (profiler files, trace kernels) at >= 2x the idle default,

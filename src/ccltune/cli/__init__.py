@@ -29,6 +29,7 @@ _COMMANDS = [
     "tune",
     "validate",
     "replay",
+    "ab",
     "import_",
     "links",
     "topo",

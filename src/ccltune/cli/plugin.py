@@ -7,8 +7,8 @@ import sys
 from typing import Any
 from pathlib import Path
 
-from ccltune import collectives, rules, tuner_plugin
-from ccltune.errors import CheckFailed, DataError, RuleFileError, UsageError, verdict_exit_code
+from ccltune import collectives, profiler_plugin, rules, tuner_plugin
+from ccltune.errors import CheckFailed, DataError, EngineUnavailable, RuleFileError, UsageError, verdict_exit_code
 from ccltune.cli._common import check_nproc, check_timeout, gpu_count
 from ccltune.sizes import format_size, parse_size, size_series
 
@@ -18,11 +18,19 @@ VERIFY_COLLECTIVES = tuple(collectives.PLUGIN_NAMES)  # the collectives NCCL pas
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "plugin", help="the NCCL/RCCL tuner plugin: library path, rule-file check",
-        description="The ccltune tuner plugin (libnccl-tuner-ccltune.so) and its rule files.",
+        "plugin", help="the NCCL/RCCL tuner and profiler plugins: library paths, rule-file check",
+        description="The ccltune tuner plugin (libnccl-tuner-ccltune.so) and its rule files, and the "
+        "profiler plugin (libnccl-profiler-ccltune.so, docs/profiler.md).",
     )
     sub = parser.add_subparsers(dest="plugin_command", metavar="ACTION")
-    path = sub.add_parser("path", help="print the absolute path of the built plugin library")
+    path = sub.add_parser(
+        "path", help="print the absolute path of the built plugin library",
+        description="Print the absolute path of the built tuner plugin (for NCCL_TUNER_PLUGIN), or with "
+        "--profiler of the profiler plugin (for NCCL_PROFILER_PLUGIN, with CCLTUNE_PROFILE=DIR). "
+        f"Exit {EngineUnavailable.exit_code} when it is not built.",
+    )
+    path.add_argument("--profiler", action="store_true",
+                      help="the profiler plugin libnccl-profiler-ccltune.so instead of the tuner")
     path.set_defaults(func=_path)
     check = sub.add_parser(
         "check", help="check a rule file as the plugin reads it",
@@ -69,7 +77,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _path(args: argparse.Namespace) -> int:
-    print(tuner_plugin.library_path())
+    print(profiler_plugin.library_path() if args.profiler else tuner_plugin.library_path())
     return 0
 
 
@@ -106,11 +114,16 @@ def _verify(args: argparse.Namespace) -> int:
     if not log.choices:
         raise DataError(f"{source} has no TUNING lines ('<Coll>: N Bytes -> Algo A proto P ...'): "
                         "run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING (NCCL >= 2.19 prints them)")
-    n_ranks = log.nranks or args.nproc
+    # NCCL_DEBUG_SUBSYS=TUNING alone prints no 'comm ... nRanks' line (INIT does): the plugin's own load line
+    # names its communicator's size too, which settles it when every load in the log names the same one
+    sizes_loaded = {(p.n_ranks, p.n_nodes) for p in log.plugin_loads}
+    loaded = next(iter(sizes_loaded)) if len(sizes_loaded) == 1 else (None, None)
+    n_ranks = log.nranks or args.nproc or loaded[0]
     if not n_ranks:
-        raise UsageError(f"{source} says nothing of the communicator size (no 'comm ... nRanks N' line); "
+        seen = f"; its plugin lines name {', '.join(str(n) for n, _ in sorted(sizes_loaded))} ranks" if sizes_loaded else ""
+        raise UsageError(f"{source} says nothing of the communicator size (no 'comm ... nRanks N' line){seen}; "
                          "pass --nproc N")
-    n_nodes = log.nnodes or 1
+    n_nodes = log.nnodes or (loaded[1] if loaded[0] == n_ranks else None) or 1
     load = next((p for p in log.plugin_loads if p.n_ranks == n_ranks), None)
     if facts is None and load is not None:
         facts = rules.PlatformFacts(load.gpu, load.nvl_domains, load.nvl_ranks[0], load.nvl_ranks[1],

@@ -15,6 +15,7 @@ ERROR    the check itself broke (a crash, bad input)      1
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -46,6 +47,33 @@ class Finding:
         return asdict(self)
 
 
+# 'export A=1 B=2' in a fix: the settings it recommends (a value up to a blank, ';' or ',')
+_EXPORT = re.compile(r"\bexport((?: +[A-Z_][A-Z0-9_]{0,127}=[^\s;,`]+)+)")
+
+
+def recommended_settings(fix: str) -> list[tuple[str, str]]:
+    """The variables a fix tells the user to export, in order: what ``ccltune ab`` can prove."""
+    out: list[tuple[str, str]] = []
+    for m in _EXPORT.finditer(fix[:4096]):
+        for pair in m.group(1).split():
+            name, _, value = pair.partition("=")
+            out.append((name, value))
+    return out
+
+
+def proof_command(fix: str) -> str:
+    """The ``ccltune ab`` line that measures a fix's settings on the user's own job ('' when the fix
+    sets no variable): one setting is an --env arm, several are one --arm."""
+    settings = recommended_settings(fix)
+    if not settings:
+        return ""
+    if len(settings) == 1:
+        arms = f"--env {settings[0][0]}={settings[0][1]}"
+    else:
+        arms = " ".join(f"--arm fix:env:{k}={v}" for k, v in settings)
+    return f"ccltune ab {arms} -- <your job>"
+
+
 def overall(findings: Iterable[Finding]) -> str:
     """The worst status of ``findings``; WAIVED when all were waived or there are none."""
     seen = {f.status for f in findings}
@@ -66,6 +94,9 @@ def format_findings(findings: Iterable[Finding], *, title: str) -> str:
         lines.append(f"  {f.status:<7} {escape(f.name):<{width}}  {escape(f.evidence)}")
         if f.fix and f.status not in ("PASS", "WAIVED"):
             lines.append(f"  {'':<7} {'':<{width}}  fix: {escape(f.fix)}")
+            proof = proof_command(f.fix)
+            if proof:  # the job is the judge: what the fix does to the user's job, with its interval
+                lines.append(f"  {'':<7} {'':<{width}}  prove it on your job: {escape(proof)}")
     counts = {s: sum(f.status == s for f in findings) for s in STATUSES}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     lines.append(f"# overall: {overall(findings)} ({summary or 'no checks'})")

@@ -26,6 +26,7 @@ from ccltune.report.model import Section
 from ccltune.report.sections import NAV_GROUPS, ReportInput, build_sections, picker_groups
 from ccltune.report.verdict import ids_text
 from ccltune.store import Store
+from ccltune.validate import jobstore
 
 __all__ = ["ReportResult", "load", "write_report", "DEFAULT_TOLERANCE_PCT", "DEFAULT_LATEST"]
 
@@ -82,6 +83,7 @@ def load(store: Store, run_ids: list[int] | None = None, compare: tuple[int, int
         drawn=None if drawn >= every else drawn,
         peaks={i: p for i, p in peaks.items() if i in every},
         no_value={i: p for i, p in failed.items() if i in every},
+        ab={r.id: jobstore.samples(store, r.id) for r in runs if r.kind == "ab" and r.id in drawn},
     )
 
 

@@ -15,7 +15,8 @@ from ccltune.report import svg
 import itertools
 
 from ccltune.report.axes import size_label
-from ccltune.report.model import Block, Card, Heatmap, LineChart, Note, Picker, Section, Table, Text, ZoneChart
+from ccltune.report.model import (Block, Card, Heatmap, LineChart, Note, Picker, Section, StripChart, Table, Text,
+                                  ZoneChart)
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1b1b;background:#f3f4f6}
@@ -141,6 +142,8 @@ def render_block(b: Block) -> str:
         return render_chart(b)
     if isinstance(b, (Heatmap, ZoneChart)):
         return f'<figure class="fixed">{svg.render(b)}</figure>'
+    if isinstance(b, StripChart):
+        return f'<figure class="fixed">{svg.strip_chart(b)}</figure>'
     if isinstance(b, Card):
         return render_card(b)
     if isinstance(b, Picker):

@@ -87,6 +87,27 @@ class ZoneChart:
     x_max: int
 
 
+@dataclass
+class StripRow:
+    """One arm of an A/B of the user's job (``ccltune ab``): every run's value, its median, the ratio
+    to default with its interval as text, and a level (good | bad | '' | info)."""
+
+    label: str
+    values: list[float]
+    median: float | None
+    effect: str = ""
+    level: str = ""
+
+
+@dataclass
+class StripChart:
+    """Each arm's runs as dots on one shared linear axis, with its quartile box and median."""
+
+    title: str
+    unit: str
+    rows: list[StripRow]
+
+
 Figure = Union[LineChart, Heatmap, ZoneChart]
 
 
@@ -136,7 +157,7 @@ class Text:
     text: str
 
 
-Block = Union[LineChart, Heatmap, ZoneChart, Table, Note, Text, Card, Picker]
+Block = Union[LineChart, Heatmap, ZoneChart, StripChart, Table, Note, Text, Card, Picker]
 
 
 @dataclass

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune.report import compare as cmp
-from ccltune.report import data, linkdata, verdict, workload, zones
+from ccltune.report import abview, data, linkdata, verdict, workload, zones
 from ccltune.report.axes import size_label
 from ccltune.report.model import Block, LineChart, Note, Picker, Section, Table, Text, ZoneChart
 from ccltune.store import Run
@@ -16,10 +16,10 @@ from ccltune.store import Run
 # (heading, (section id, label)) of the navigation bar: the page answers in this order
 NAV_GROUPS = (("Verdict", [("verdict", "cards")]),
               ("Against the hardware", [("bench", "busbw"), ("links", "links")]),
-              ("Tuning", [("rules", "rules"), ("validate", "validation"), ("sweep", "sweep")]),
+              ("Tuning", [("rules", "rules"), ("validate", "validation"), ("ab", "your job"), ("sweep", "sweep")]),
               ("Details", [("doctor", "findings"), ("runs", "runs"), ("env", "environment"), ("compare", "compare")]))
 SECTION_IDS = tuple(sid for _, items in NAV_GROUPS for sid, _ in items)  # the page's sections, in order
-_NOT_BENCH = {"sweep", "validate", "replay", "links", "doctor", "topo", "tune"}
+_NOT_BENCH = {"sweep", "validate", "replay", "ab", "links", "doctor", "topo", "tune"}
 _MAX_SIZE = 1 << 40  # rule ranges open to "any size" are drawn up to here
 
 
@@ -38,6 +38,8 @@ class ReportInput:
     peaks: dict[int, dict[str, float]] = field(default_factory=dict)
     # run id -> collective -> (row status -> sizes, a note) where NCCL's default has no value at any size
     no_value: dict[int, dict[str, data.NoValue]] = field(default_factory=dict)
+    # run id -> its runs of the user's job (``ccltune ab`` runs drawn in full)
+    ab: dict[int, list[Any]] = field(default_factory=dict)
 
     def of_kind(self, *kinds: str) -> list[Run]:
         return [r for r in self.runs if r.kind in kinds and self.is_drawn(r)]
@@ -56,7 +58,7 @@ class ReportInput:
 
 def build_sections(inp: ReportInput) -> list[Section]:
     return [verdict_section(inp), bench_section(inp), links_section(inp), rules_section(inp),
-            validate_section(inp), sweep_section(inp), doctor_section(inp), runs_section(inp),
+            validate_section(inp), ab_section(inp), sweep_section(inp), doctor_section(inp), runs_section(inp),
             env_section(inp), compare_section(inp)]
 
 
@@ -243,6 +245,13 @@ def validate_section(inp: ReportInput) -> Section:
         s.blocks += [timing] if timing is not None else []
     s.blocks += _replays(inp)
     return s if s.blocks else Section(s.id, s.title, [_none(inp, "validate or replay runs")])
+
+
+def ab_section(inp: ReportInput) -> Section:
+    s = Section("ab", "Tuning: your own job, A/B (ccltune ab)")
+    for run in inp.of_kind("ab"):
+        s.blocks += abview.blocks(run, inp.ab.get(run.id, []), _title(run))
+    return s if s.blocks else Section(s.id, s.title, [_none(inp, "ab runs (ccltune ab -- <your job>)")])
 
 
 def _replays(inp: ReportInput) -> list[Block]:

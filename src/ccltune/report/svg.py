@@ -9,7 +9,7 @@ from dataclasses import replace
 from html import escape
 
 from ccltune.report import axes
-from ccltune.report.model import Heatmap, LineChart, Series, ZoneChart
+from ccltune.report.model import Heatmap, LineChart, Series, StripChart, ZoneChart
 
 # Okabe and Ito's palette for colour-blind readers (its yellow and black left out: too pale on
 # white, and black is NCCL's default), then Paul Tol's wine: 7 + 1 distinct hues. A chart shows
@@ -286,6 +286,52 @@ def zone_chart(chart: ZoneChart) -> str:
         y = bottom + 36 + 18 * (k // cols)
         out.append(f'<rect x="{x:.1f}" y="{y - 10:.1f}" width="14" height="12" fill="{color}"/>')
         out.append(_text(x + 20, y, label, "start"))
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _quantile(s: list[float], q: float) -> float:
+    k = (len(s) - 1) * q
+    i = int(k)
+    return s[i] if i + 1 >= len(s) else s[i] + (s[i + 1] - s[i]) * (k - i)
+
+
+def strip_chart(chart: StripChart) -> str:
+    """Each row: its runs as dots (spread vertically by their order, so equal values stay visible), the
+    quartile box, the median as a dark tick, and the effect text at the right; a shared linear axis."""
+    left, right, top, row_h = 170.0, WIDTH - 250.0, 34.0, 34.0
+    vals = [v for r in chart.rows for v in r.values]
+    lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
+    pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
+    sx = _Scale(lo - pad, hi + pad, left, right, False)
+    bottom = top + row_h * len(chart.rows)
+    out = [_open(WIDTH, bottom + 44, chart.title)]
+    for t in axes.linear_ticks(lo - pad, hi + pad):
+        x = sx(t)
+        out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" stroke="#e0e0e0"/>')
+        out.append(_text(x, bottom + 16, f"{t:g}"))
+    out.append(_text((left + right) / 2, bottom + 36, f"value per run{' (' + chart.unit + ')' if chart.unit else ''}"))
+    colors = {"bad": ALARM, "good": PALETTE[2]}
+    for i, r in enumerate(chart.rows):
+        y = top + row_h * i
+        mid = y + row_h / 2
+        color = colors.get(r.level, DEFAULT_COLOR if i == 0 else PALETTE[0])
+        out.append(_text(left - 8, mid + 4, _clip(r.label, 24), "end"))
+        s = sorted(r.values)
+        if len(s) >= 2:
+            q1, q3 = sx(_quantile(s, 0.25)), sx(_quantile(s, 0.75))
+            out.append(f'<rect x="{q1:.1f}" y="{y + 6:.1f}" width="{max(q3 - q1, 1):.1f}" height="{row_h - 12:.1f}" '
+                       f'fill="none" stroke="{color}" stroke-opacity="0.6"/>')
+        for k, v in enumerate(r.values):
+            dy = ((k * 7) % 11 - 5) * (row_h - 14) / 10 / 2
+            out.append(f'<circle cx="{sx(v):.1f}" cy="{mid + dy:.1f}" r="3" fill="{color}" fill-opacity="0.7">'
+                       f'<title>{escape(f"{r.label} run {k + 1}: {v:g} {chart.unit}")}</title></circle>')
+        if r.median is not None:
+            x = sx(r.median)
+            out.append(f'<line x1="{x:.1f}" y1="{y + 4:.1f}" x2="{x:.1f}" y2="{y + row_h - 4:.1f}" stroke="#1b1b1b" '
+                       f'stroke-width="2"><title>{escape(f"median {r.median:g}")}</title></line>')
+        out.append(_text(right + 10, mid + 4, _clip(r.effect, 34), "start",
+                         ' fill="' + colors.get(r.level, "#1b1b1b") + '"'))
     out.append("</svg>")
     return "".join(out)
 

@@ -11,8 +11,13 @@ for one GPU model at a time:
    tuner sees bytes only. A point nobody measured at that size gets no rule and no
    prediction; it is listed ``unmeasured`` (``ccltune sweep --workload`` measures it).
 2. A point keeps the derivation's winner there when its saving per step, ``calls x (t_default
-   - t_winner)``, is at least ``min_share`` of the predicted default communication time per
-   step: a rule that changes a size the job hardly uses is risk without reward.
+   - t_winner)``, is at least ``NOISE_MULTIPLE`` (2) times its own uncertainty (below): the
+   ``+-`` is half the spread seen on each side, so a saving smaller than twice it lies inside the
+   spread the sweep itself saw, and becomes no rule (status ``in-noise``; "4696 +- 3918 us" was
+   such a saving, and the job got slower with it). Then it must be at least ``min_share`` of the
+   predicted default communication time per step: a rule that changes a size the job hardly
+   uses is risk without reward. Rules are candidates either way: ``ccltune ab --rules R --prune
+   KEPT -- <the job>`` is the judge.
 3. Every kept rule covers exactly its size (``min_bytes == max_bytes``): a workload's sizes
    are exact, and a range would reach into sizes nobody measured.
 4. The prediction goes through :func:`ccltune.rules.match`, the plugin's own matcher, on the
@@ -51,8 +56,11 @@ from ccltune.workload import quantities
 from ccltune.workload.model import Workload
 
 # statuses of a workload point
-RULE, DEFAULT_KEPT, SMALL, UNMEASURED, UNTUNABLE, ONE_RANK, AMBIGUOUS, JOB_SLOW = (
-    "rule", "default", "small", "unmeasured", "untunable", "one-rank", "ambiguous", "job-slow")
+RULE, DEFAULT_KEPT, SMALL, IN_NOISE, UNMEASURED, UNTUNABLE, ONE_RANK, AMBIGUOUS, JOB_SLOW = (
+    "rule", "default", "small", "in-noise", "unmeasured", "untunable", "one-rank", "ambiguous", "job-slow")
+
+# A rule's saving per step must be at least this many times its own +- (module doc, point 2)
+NOISE_MULTIPLE = 2.0
 
 
 @dataclass(frozen=True)
@@ -206,8 +214,14 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
             first[i] = PointVerdict(v.point, JOB_SLOW, slow, v.default, CommConfig(), v.default, per_step)
             notes.append(f"{v.point.collective} {v.point.size_bytes} B: {slow}")
             continue
-        saving = v.point.calls * (v.default.median_us - g.decisions[_index(g, v.point.size_bytes)]
-                                  .candidates[w].median_us) / per_step
+        won = g.decisions[_index(g, v.point.size_bytes)].candidates[w]
+        saving = v.point.calls * (v.default.median_us - won.median_us) / per_step
+        noise = v.point.calls * (v.default.median_us * v.default.noise + won.median_us * won.noise) / per_step
+        if saving < NOISE_MULTIPLE * noise:
+            first[i] = PointVerdict(v.point, IN_NOISE, f"saves {saving:.1f} +- {noise:.1f} us per step: under "
+                                    f"{NOISE_MULTIPLE:g} x its own noise, no rule", v.default, v.selected,
+                                    v.selected_stats, per_step)
+            continue
         if total > 0 and saving < min_share * total:
             first[i] = PointVerdict(v.point, SMALL, f"saves {saving:.2f} us per step, under {100 * min_share:g}% "
                                     f"of the {total:.1f} us default", v.default, v.selected, v.selected_stats, per_step)

@@ -1,0 +1,176 @@
+"""ccltune ab against a fake job (tests/jobs/fake_step_job.py): a planted slowdown, a failing arm, bad
+input refused before anything runs, Ctrl-C keeping the finished rounds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ccltune.cli import main
+from ccltune.store import Store
+from ccltune.validate import jobstore
+
+JOB = str(Path(__file__).resolve().parents[1] / "jobs" / "fake_step_job.py")
+REGEX = r"step +[0-9]+ +([0-9.]+) ms"
+
+
+def _ab(tmp_path, *flags: str, job: list[str] | None = None) -> int:
+    return main(["ab", "--db", str(tmp_path / "ab.db"), *flags, "--", *(job or [sys.executable, JOB])])
+
+
+def _samples(tmp_path):
+    with Store(tmp_path / "ab.db", readonly=True) as st:
+        run = st.latest_run("ab")
+        return run, jobstore.samples(st, run.id)
+
+
+def test_a_planted_five_percent_slowdown_is_slower_by_env_and_by_rule_file(tmp_path, capsys) -> None:
+    slow = tmp_path / "slow.conf"
+    slow.write_text("# slow (the fake job reads this word)\nallreduce,0,1024,ring,simple,-1,-1,-1\n")
+    rc = _ab(tmp_path, "--env", "FAKE_SLOW=1", "--rules", str(slow), "--metric", REGEX, "--skip", "1",
+             "--rounds", "5", "--seed", "3", "--json", str(tmp_path / "ab.json"))
+    out = capsys.readouterr()
+    assert rc == 1 and "FAKE_SLOW=1 slower" in out.err and "slow slower" in out.err
+    rows = {line.split()[0]: line for line in out.out.splitlines() if line.startswith("  ")}
+    assert rows["FAKE_SLOW=1"].endswith("SLOWER") and rows["slow"].endswith("SLOWER")
+    assert "no difference (A/A control" in rows["default-2"]
+    doc = json.loads((tmp_path / "ab.json").read_text())
+    (arm,) = [a for a in doc["arms"] if a["arm"] == "FAKE_SLOW=1"]
+    assert arm["ratio_lo"] < 1.05 < arm["ratio_hi"] and arm["runs"] == 5 and doc["seed"] == 3
+    run, samples = _samples(tmp_path)
+    assert run.status == "complete" and len(samples) == 4 * 5
+    assert {s.round for s in samples} == {1, 2, 3, 4, 5}
+    orders = {tuple(s.arm for s in samples if s.round == r) for r in range(2, 6)}
+    assert len(orders) > 1  # shuffled per round
+
+
+def test_an_arm_failing_in_every_run_is_named_and_kept_out(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_FAIL_IF", "FAKE_BOOM")
+    rc = _ab(tmp_path, "--env", "FAKE_BOOM=1", "--env", "FAKE_OTHER=1", "--metric", REGEX, "--rounds", "4",
+             "--seed", "1")
+    out = capsys.readouterr()
+    assert rc == 1 and "FAKE_BOOM=1 failed" in out.err
+    assert "# run failed: arm FAKE_BOOM=1, round 1: exit code 3" in out.out
+    assert "fake job: failing on purpose" in out.out
+    rows = {line.split()[0]: line for line in out.out.splitlines() if line.startswith("  ")}
+    assert rows["FAKE_BOOM=1"].split()[1:3] == ["0", "4"] and "failed" in rows["FAKE_BOOM=1"]
+    assert rows["FAKE_OTHER=1"].split()[1:3] == ["4", "0"]
+    _, samples = _samples(tmp_path)
+    assert {s.status for s in samples if s.arm == "FAKE_BOOM=1"} == {"failed"}
+
+
+@pytest.mark.parametrize("flags, job, says", [
+    ([], [], "no command to A/B"),
+    (["--rules", "missing.conf"], None, "missing.conf"),
+    (["--env", "A=1", "--metric", "step ([0-9"], None, "is not a regular expression"),
+    (["--env", "A=1", "--metric", "step [0-9]+"], None, "has no group"),
+    (["--env", "NOEQUALS"], None, "expected NAME=VALUE"),
+    ([], None, "no arm to compare"),
+    (["--env", "A=1", "--until-confident"], None, "needs --budget"),
+    (["--env", "A=1", "--arm", "x:what:y"], None, "expected NAME:KIND:VALUE"),
+])
+def test_bad_input_is_refused_before_anything_runs(no_launch, capsys, flags, job, says) -> None:
+    bad_rules = no_launch / "bad.conf"
+    bad_rules.write_text("allreduce,0,10,warp,simple,-1,-1,-1\n")
+    rc = main(["ab", "--db", "ab.db", *flags, "--", *(["touch", "ran"] if job is None else job)])
+    assert rc == 2 and says in capsys.readouterr().err
+    assert not (no_launch / "ran").exists() and not (no_launch / "ab.db").exists()
+    rc = main(["ab", "--db", "ab.db", "--rules", str(bad_rules), "--", "touch", "ran"])
+    assert rc == 2 and "line 1" in capsys.readouterr().err
+
+
+def test_a_metric_that_never_matches_stops_after_the_first_default_run_with_its_output(tmp_path, capsys) -> None:
+    rc = _ab(tmp_path, "--env", "A=1", "--metric", r"step time ([0-9.]+) us", "--rounds", "3")
+    err = capsys.readouterr().err
+    assert rc == 2 and "no match" in err and "first run of the default arm" in err and "| step   9" in err
+    run, samples = _samples(tmp_path)
+    assert run.status == "failed" and [s.arm for s in samples] == ["default"]
+
+
+def test_ctrl_c_keeps_finished_rounds_prints_the_verdict_and_leaves_no_job(tmp_path) -> None:
+    env = {**os.environ, "FAKE_SLEEP_S": "0.3", "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    db = tmp_path / "ab.db"
+    proc = subprocess.Popen([sys.executable, "-m", "ccltune", "ab", "--db", str(db), "--env", "FAKE_SLOW=1",
+                             "--metric", REGEX, "--rounds", "50", "--seed", "2", "--", sys.executable, JOB],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines = []
+    for line in proc.stdout:  # type: ignore[union-attr]
+        lines.append(line)
+        if line.startswith("# round 2/"):
+            break
+    time.sleep(0.15)  # a job of round 3 is running
+    jobs = [int(p) for p in subprocess.run(["pgrep", "-f", JOB], capture_output=True, text=True).stdout.split()]
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=30)
+    out = "".join(lines) + rest
+    assert proc.returncode == 130 and "interrupted" in err
+    assert "interrupted in round 3" in out and "FAKE_SLOW=1" in out.split("# arm ")[-1]
+    with Store(db, readonly=True) as st:
+        run = st.latest_run("ab")
+        samples = jobstore.samples(st, run.id)
+    assert run.status == "interrupted" and len([s for s in samples if s.round <= 2]) == 6
+    assert run.summary["rounds"] == 2
+    for pid in jobs:  # the job that was running is gone with its process group
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
+
+
+def test_metric_comm_sums_the_profiler_files_of_each_run(tmp_path, capsys, monkeypatch) -> None:
+    """The fake job writes a profiler file as the plugin does (every 2nd call timed: 10 of 20 calls,
+    so an entry counts twice its sum_us); the plugin's library itself is not needed by the fake job."""
+    from ccltune.measure import jobrun
+
+    monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))
+    rc = _ab(tmp_path, "--env", "FAKE_SLOW=1", "--metric", "comm", "--rounds", "4", "--no-aa", "--seed", "4")
+    out = capsys.readouterr().out
+    assert rc == 1 and "GPU time of the job's collectives" in out
+    _, samples = _samples(tmp_path)
+    default = [s.value for s in samples if s.arm == "default"]
+    assert all(1800 < v < 2200 for v in default) and {s.unit for s in samples} == {"us"}  # 100 ms x 10 x 2 us
+
+
+_RULE_JOB = ("import os, runpy, sys\n"
+             "r = os.environ.get('CCLTUNE_RULES')\n"
+             "text = open(r).read() if r else ''\n"
+             "if 'allgather' in text: os.environ['FAKE_SLOW'] = '1'\n"
+             "if 'allreduce' in text: os.environ['FAKE_BASE_MS'] = '90'\n"
+             "sys.argv = ['job']\n"
+             f"runpy.run_path({JOB!r}, run_name='__main__')\n")
+
+
+def test_prune_keeps_only_the_rule_group_that_was_faster(tmp_path, capsys) -> None:
+    """A job 10% faster with the allreduce rule and 5% slower with the allgather rule (it reads the rule
+    file the plugin is given): two groups, one arm each; the written file keeps the allreduce rule."""
+    from ccltune.rules import load
+
+    rules = tmp_path / "cand.conf"
+    rules.write_text("allreduce,0,1024,ring,simple,-1,-1,-1\nallreduce,0,1024,tree,simple,-1,-1,8\n"
+                     "allgather,0,1024,ring,ll,-1,-1,-1\n")
+    kept = tmp_path / "kept.conf"
+    rc = main(["ab", "--db", str(tmp_path / "ab.db"), "--rules", str(rules), "--prune", str(kept),
+               "--metric", REGEX, "--rounds", "5", "--seed", "7", "--", sys.executable, "-c", _RULE_JOB])
+    out = capsys.readouterr()
+    assert rc == 1 and "cand:allgather:0-1024 slower" in out.err
+    assert "2 group(s) of rules" in out.out and "one arm per group" in out.out
+    assert f"wrote {kept}: 2 rule(s) of 1 part(s) kept, of 2" in out.out
+    text = kept.read_text()
+    assert "ab --prune" in text and f"from {rules}" in text and "# job: " in text
+    assert "cand:allgather:0-1024: slower" in text and "cand:allreduce:0-1024: faster" in text
+    assert [(r.collective, r.algo) for r in load(kept).rules] == [("allreduce", "ring"), ("allreduce", "tree")]
+
+
+def test_metric_auto_falls_back_to_wall_time_when_the_profiler_writes_nothing(tmp_path, capsys, monkeypatch) -> None:
+    from ccltune.measure import jobrun
+
+    monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))  # "built": the job (true) loads no NCCL
+    assert _ab(tmp_path, "--env", "A=1", "--rounds", "1", "--no-aa", job=["true"]) == 0
+    out = capsys.readouterr().out
+    assert "profiler plugin wrote nothing" in out and "the metric is wall time instead" in out
+    run, samples = _samples(tmp_path)
+    assert {s.unit for s in samples} == {"s"} and run.summary["metric"].startswith("wall time")
