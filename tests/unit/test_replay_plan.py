@@ -188,7 +188,7 @@ def test_the_default_arm_is_named_after_the_library_that_ran_it() -> None:
     v = replay_plan.verdict({"default": [40.0, 41.0]}, 2, [], waived="the gloo engine has no tuner plugin",
                             library="gloo")
     assert replay_plan.lines(v, wl, "captured")[0].startswith(
-        "# communication time per step, the whole sequence in captured order, eager: gloo default 40.5 us")
+        "# communication time per step, the whole sequence in captured order, eager, no load: gloo default 40.5 us")
     summary = {**v.to_dict({}), "under_load": None, "skipped": [], "notes": []}
     for engine, kept in (("gloo", summary), ("gloo", {k: x for k, x in summary.items() if k != "library"})):
         run = Run(1, "replay", "complete", "2026-11-23 20:00", None, "ccltune replay", engine, 2, 1, "torchrun", "vm",
