@@ -181,8 +181,11 @@ def _for_workload(args: argparse.Namespace, result: Derivation, rows: list[dict]
                           set()).add(r.get("dtype") or "")
     plans = weighted.plan(wl, result, min_share=_percent(args.min_share, "--min-share"), dtypes=dtypes,
                           under_load=args.under_load is not None)
+    graphs = {bool(r.get("graph")) for r in rows}
+    mode = "CUDA graph" if graphs == {True} else "eager" if graphs == {False} else "CUDA graph and eager rows"
     sections: dict = {}
     for p in plans:
+        p.mode = mode  # the prediction's line says it: replay's rows are eager, a sweep's graph by default
         for rule in p.rules:
             sections.setdefault(rule.platform, []).append(rule)
     notes = [*result.notes, *(n for p in plans for n in p.notes)]
