@@ -1,5 +1,5 @@
 """Read ccltune's profiler files (``libnccl-profiler-ccltune.so``, ``CCLTUNE_PROFILE=DIR``), format
-version 1 as docs/workload.md ("Profiler files") fixes it. Pure apart from :func:`read` and
+version 1 as docs/profiler.md fixes it (and docs/workload.md, "ccltune's profiler files"). Pure apart from :func:`read` and
 :func:`read_dir`, which only read bytes.
 
 One file is one communicator of one process::
