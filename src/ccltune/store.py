@@ -454,7 +454,7 @@ class Store:
             text = d.pop(name) or "{}"
             try:
                 value = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser's guard
                 value = None
             if not isinstance(value, dict):
                 raise UsageError(f"{self.flag} {str(self.path)!r}: run {d['id']}'s {name} is not a JSON object "
@@ -512,7 +512,7 @@ class Store:
                 d["extra"] = json.loads(d["extra"])
                 if not isinstance(d["extra"], dict):
                     raise ValueError("not a JSON object")
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, RecursionError) as exc:
                 raise UsageError(f"{self.flag} {shown(self.path)}: measurements row {r['id']} (run {r['run_id']}) "
                                  f"has extra = {printable(repr(r['extra']), 60)}, not a JSON object ({exc})") from None
         return d

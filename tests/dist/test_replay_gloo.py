@@ -29,7 +29,7 @@ def test_replay_on_gloo_replays_the_default_and_lists_what_it_cannot(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "# WAIVED: the gloo engine has no tuner plugin" in out
-    assert "per step: gloo default " in out and "NCCL" not in out.splitlines()[0]  # the library that ran
+    assert "per step, the whole sequence in captured order, eager, no load: gloo default " in out and "NCCL" not in out.splitlines()[0]
     assert "# not replayed: all_reduce 256 B x2: captured on 4 ranks, this launch has 2" in out
     with Store(db, readonly=True) as st:
         (run,) = st.runs()

@@ -26,7 +26,7 @@ import ccltune
 
 LAYERS = [
     ("base", {"errors"}),
-    ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "gpus", "environment", "collectives", "rules", "store", "groups", "dist",
+    ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules", "store", "groups", "dist",
               "tuner_plugin", "profiler_plugin", "output", "launch", "builtlib", "ncclt_json", "periter"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),

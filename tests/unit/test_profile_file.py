@@ -141,3 +141,19 @@ def test_fuzz_every_mutation_is_a_result_or_a_usage_error():
             assert time.monotonic() - t < 1.0
         n += 1
     assert n >= 200 and outcomes["ok"] and outcomes["error"]
+
+
+HARNESS = DIR.parent / "profile-harness"
+
+
+def test_reads_what_the_plugin_writes_for_every_abi():
+    """The writer's own output (branch prof's plugin driven by its C harness, README): ABI v5 with GPU
+    times, ABI v1 with host times and no rank or node count ('-')."""
+    (v5,) = profile_file.read_dir(HARNESS / "v5")
+    assert (v5.abi, v5.nranks, v5.nnodes, v5.timing, v5.complete) == (5, 4, 1, "gpu-kernel-channels", True)
+    assert [(e.kind, e.op, e.datatype) for e in v5.entries] == [("coll", "all_reduce", "bfloat16"),
+                                                                ("p2p", "send", "int8")]
+    assert len(v5.calls) == 13 and v5.entries[0].p50_us is not None
+    (v1,) = profile_file.read_dir(HARNESS / "v1")
+    assert (v1.abi, v1.nranks, v1.nnodes, v1.timing) == (1, None, None, "host")
+    assert v1.timing_note.startswith("ABI v1 has no GPU timer")

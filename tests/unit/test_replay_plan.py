@@ -145,6 +145,9 @@ def test_rows_sum_to_the_total_or_the_difference_is_named() -> None:
     assert "the rows sum to 76953.6 us per captured run (steps unknown)" in text
     assert "the rounds took 174646.2 us: +97692.6 us (+55.9%) is the time between and around calls" in text
     assert v.to_dict({})["rows_us_per_step"] == pytest.approx(76953.6)
+    assert ", eager, idle GPU: NCCL default" in text
+    loaded = "\n".join(replay_plan.lines(v, wl, "captured", under_load=8192))
+    assert ", eager, under load (--under-load 8192): NCCL default" in loaded and "alone, eager, under load" in loaded
 
 
 def test_entries_show_the_jobs_own_trace_time_beside_the_default() -> None:
@@ -188,7 +191,7 @@ def test_the_default_arm_is_named_after_the_library_that_ran_it() -> None:
     v = replay_plan.verdict({"default": [40.0, 41.0]}, 2, [], waived="the gloo engine has no tuner plugin",
                             library="gloo")
     assert replay_plan.lines(v, wl, "captured")[0].startswith(
-        "# communication time per step, the whole sequence in captured order, eager: gloo default 40.5 us")
+        "# communication time per step, the whole sequence in captured order, eager, no load: gloo default 40.5 us")
     summary = {**v.to_dict({}), "under_load": None, "skipped": [], "notes": []}
     for engine, kept in (("gloo", summary), ("gloo", {k: x for k, x in summary.items() if k != "library"})):
         run = Run(1, "replay", "complete", "2026-11-23 20:00", None, "ccltune replay", engine, 2, 1, "torchrun", "vm",

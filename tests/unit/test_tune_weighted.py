@@ -163,6 +163,8 @@ def test_cli_tune_workload_writes_exact_rules_and_prints_the_prediction(tmp_path
     assert "NCCL default 500.0 +- 5.0 us, with the rules 400.0 +- 4.0 us; saves 100.0 +- 9.0 us (20.0%)" in text
     assert f"all_reduce {BUCKET} B (ring/simple/default, 100.0 us/step, 100%)" in text
     assert "unmeasured" in text and "1 of 2 points measured" in text
+    # issue 30: the line says what the prediction sums and how its rows were timed
+    assert "(sum of calls x the sweep's median per call, each size timed alone, CUDA graph, idle GPU, back to back" in text
     with Store(db, readonly=True) as st:
         run = st.runs()[-1]
     assert run.kind == "tune" and run.summary["predictions"][0]["rules_us_per_step"] == 400.0

@@ -74,3 +74,27 @@ def test_one_quantity_one_answer_on_a_real_workload():
     assert plan.default_us == pytest.approx(v.rows_us)
     assert f"{plan.default_us:.1f} us" in shown
     assert f"the rows sum to {plan.default_us:.1f} us per step" in "\n".join(replay_plan.lines(v, wl, "captured"))
+
+
+def test_real_profiler_files_give_waiting_per_entry():
+    """Real 4-rank DDP profiler files (README): every all_reduce call of one (op, seq) is matched across
+    the 4 ranks, wait + transfer is each call's own time, and waiting is most of the job's time per call
+    for the gradient buckets (the ranks arrive apart); what NCCL ran is kept per entry."""
+    wl = importer.import_files([FIX / "profile-ddp-4"])
+    ar = [e for e in wl.entries if e.key.collective == "all_reduce"]
+    assert wl.steps == 7 and all(e.time_from == "ccltune-profile" for e in wl.entries)
+    for e in ar:
+        assert e.wait.calls == e.transfer.calls == e.timing.calls == 4 * e.calls
+        assert e.wait.total_us + e.transfer.total_us == pytest.approx(e.timing.total_us)
+        assert dict(e.ran) == {("RING", "SIMPLE", 24): 4 * e.calls}
+    assert all(e.wait is None for e in wl.entries if e.key.collective == "broadcast")  # rooted: not split
+    # the bytes view of a collective that does not reduce: size kept, datatype and count unknown
+    assert {(e.key.datatype, e.key.count) for e in wl.entries if e.key.collective == "broadcast"} == {(None, None)}
+
+
+def test_real_fsdp2_profiler_files_have_the_logs_sizes_and_steps():
+    """FSDP2, 4 ranks: the profiler's int8 all_gathers have the sizes the COLL logs of another run of the
+    job give (its bf16 elements), and the steps come from the files' call lines."""
+    wl = importer.import_files([FIX / "profile-fsdp2-4"])
+    assert wl.steps == 8 and [e.key.size_bytes for e in wl.entries] == [e.key.size_bytes for e in
+                                                                        importer.import_files(_files("fsdp2-4", "nccl.*.log.gz")).entries]

@@ -118,3 +118,49 @@ def test_show_prints_in_job_median_and_waiting(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "job_us" in text and "wait_us" in text and "trace_us" not in text
     assert next(x for x in text.splitlines() if x.startswith("  all_reduce")).endswith("  RING/LL/16")
+
+
+def test_a_profiler_file_without_its_rank_count_is_said_not_guessed():
+    harness = FIX / "profile-harness"
+    with pytest.raises(UsageError, match="no collective calls") as err:
+        importer.import_files([harness / "v1"])
+    assert "rank count is not in the file (profiler ABI v1 does not give it)" in str(err.value)
+    wl = importer.import_files([harness / "v5"])
+    (ar,) = [e for e in wl.entries if e.key.collective == "all_reduce"]
+    assert ar.key.size_bytes == 65536 * 2 and ar.calls == 10 and dict(ar.ran) == {("RING", "LL", 2): 10}
+    # with a file of the same communicator that gives it, the count is taken from there; host times are said
+    both = importer.import_files([harness / "v1", harness / "v5"]).warnings
+    assert any("timed with the host clock (ABI v1 has no GPU timer" in w for w in both)
+    assert not any("rank count is not in the file" in w for w in both)
+
+
+def test_fuzz_inspector_lines_give_records_or_a_usage_error():
+    """Seeded, time-bounded: random byte flips, cuts and repeated lines of a real Inspector file; each
+    import is records (bad lines skipped with a warning) or a UsageError, nothing else."""
+    import gzip
+    import random
+    import time
+
+    from ccltune.workload import inspector
+
+    raw = gzip.decompress((FIX / "inspector-real" / "vm-pid4438.log.gz").read_bytes()).decode()
+    lines = raw.splitlines()[:12]
+    rng = random.Random(29)
+    deadline = time.monotonic() + 2.0
+    seen = {"ok": 0, "error": 0}
+    while time.monotonic() < deadline and sum(seen.values()) < 1500:
+        cur = list(lines)
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(cur))
+            s = cur[i]
+            j = rng.randrange(len(s) + 1)
+            cur[i] = rng.choice([s[:j], s[:j] + chr(rng.randrange(32, 127)) + s[j + 1:], s[:j] + "9" * 5000 + s[j:],
+                                 s.replace('"v4.0"', '"v5.0"'), "[" * 3000])
+        try:
+            recs, warns = inspector.parse("\n".join(cur), "fz.log")
+            assert all(r.kind == "inspector" for r in recs)
+            seen["ok"] += 1
+        except UsageError as exc:
+            assert str(exc).startswith("fz.log:")
+            seen["error"] += 1
+    assert seen["ok"] > 50 and seen["error"] > 0

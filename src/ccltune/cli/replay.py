@@ -60,7 +60,7 @@ def main(args: argparse.Namespace) -> int:
                              + plan.nothing_to_replay(wl, session.ctx.world_size if session.ctx else 0, engine_name))
         return 0
     notes = res.notes + ([f"under load: {res.load}"] if res.load else [])
-    print("\n".join(replay_plan.lines(res.verdict, wl, args.order, res.skipped, notes)))
+    print("\n".join(replay_plan.lines(res.verdict, wl, args.order, res.skipped, notes, args.under_load)))
     if res.verdict.status == "FAIL":
         raise CheckFailed(f"replay: FAIL: {res.verdict.reason}")
     return 0

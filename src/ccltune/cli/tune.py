@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 
@@ -11,6 +10,7 @@ from ccltune import __version__
 from ccltune.cli._common import comma_list, parse_run_ids
 from ccltune.errors import UsageError
 from ccltune.files import printable, read_text, shown
+from ccltune.inputs import load_json
 from ccltune.rules import write_atomic
 from ccltune.store import DEFAULT_DB, Store
 from ccltune.tune.derive import (
@@ -74,10 +74,10 @@ def failed_sizes(paths: list[str]) -> list[tuple[str, int, int, int]]:
         flag = f"--exclude-failed {shown(path)}"
         text = read_text(path, "--exclude-failed")
         try:
-            sizes = json.loads(text)["sizes"]
+            sizes = load_json(text, flag)["sizes"]
             out.extend((s["collective"], int(s["n_ranks"]), int(s.get("n_nodes") or 1), int(s["size_bytes"]))
                        for s in sizes if s["status"] == "FAIL")
-        except (ValueError, KeyError, TypeError) as exc:
+        except (UsageError, ValueError, KeyError, TypeError) as exc:
             raise UsageError(f"{flag}: not a `ccltune validate --json` verdict ({printable(repr(exc))}; "
                              f"it starts {printable(text, 60)!r})") from None
     return out
@@ -181,8 +181,11 @@ def _for_workload(args: argparse.Namespace, result: Derivation, rows: list[dict]
                           set()).add(r.get("dtype") or "")
     plans = weighted.plan(wl, result, min_share=_percent(args.min_share, "--min-share"), dtypes=dtypes,
                           under_load=args.under_load is not None)
+    graphs = {bool(r.get("graph")) for r in rows}
+    mode = "CUDA graph" if graphs == {True} else "eager" if graphs == {False} else "CUDA graph and eager rows"
     sections: dict = {}
     for p in plans:
+        p.mode = mode  # the prediction's line says it: replay's rows are eager, a sweep's graph by default
         for rule in p.rules:
             sections.setdefault(rule.platform, []).append(rule)
     notes = [*result.notes, *(n for p in plans for n in p.notes)]

@@ -49,6 +49,8 @@ from ccltune import collectives, datatypes
 from ccltune.commconfig import CommConfig
 from ccltune.diagnose.parsers import rcclversion
 from ccltune.errors import UsageError, unknown_name
+from ccltune.files import printable
+from ccltune.inputs import MAX_CALL_BYTES, MAX_COUNT, MAX_LINE_CHARS, MAX_RANKS
 from ccltune.store import Measurement
 
 _START_RE = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
@@ -85,6 +87,7 @@ _UNMEASURED = ("n/a", "nan")  # what nccl-tests prints for a value it has not go
 _EXPECT = {"time": "a positive number of microseconds", "bw": "a non-negative number",
            "wrong": "a non-negative integer"}
 _INT64_MAX = (1 << 63) - 1  # the database's integers
+_REDOPS = (*datatypes.OPS, "none", "-")  # nccl-tests' test_opnames, "none" for a collective without one
 
 
 @dataclass
@@ -169,6 +172,8 @@ class _Shape:
     per_gpu: int | None = None
     elided: bool = False
     colors: dict[int, int] = field(default_factory=dict)  # rank -> its 'Group' (NCCL_TESTS_SPLIT's color)
+    where: dict[int, str] = field(default_factory=dict)  # rank -> where its line is ('f:12', 'f: "config..."')
+    shape_at: str = ""  # where the nThread line is
 
     def group_ranks(self) -> list[int] | None:
         """The ranks of the lowest rank's group when the ranks were split into several groups
@@ -180,15 +185,29 @@ class _Shape:
         return [r for r, c in sorted(self.colors.items()) if c == first]
 
     def implied(self) -> int:
-        """Ranks the header implies: nThread x nGpus (x rccl-tests' ranks per GPU) x processes (one
-        process per distinct host and Pid), and never fewer than the rank lines name."""
-        listed = max(self.ranks) + 1 if self.ranks else 0
+        """The ranks: the N rank lines listed (ranks 0..N-1, :func:`_check_ranks`); when the list was
+        cut ('...'), nThread x nGpus (x rccl-tests' ranks per GPU) x processes (one process per
+        distinct host and Pid), never fewer than listed. No rank number read sizes anything."""
+        if not self.elided:
+            return len(self.ranks)
         procs = len({(h, pid) for h, pid, _ in self.ranks.values()})
         per_proc = (self.threads or 1) * (self.gpus or 1) * (self.per_gpu or 1)
-        return max(listed, len(self.ranks), per_proc * procs)
+        return max(len(self.ranks), per_proc * procs)
+
+
+def _check_ranks(path: str, line: int | None, shape: _Shape) -> None:
+    """Rank lines name the ranks 0..N-1 of the N listed (any of 0..n-1 of a cut list); at most MAX_RANKS."""
+    n = shape.implied()
+    if n > MAX_RANKS:
+        raise UsageError(f"{shape.shape_at or path}: {n} ranks (nThread x nGpus x processes, the rank list cut): "
+                         f"more than the {MAX_RANKS} ccltune reads")
+    if bad := [r for r in sorted(shape.ranks) if r >= n]:
+        raise UsageError(f"{shape.where[bad[0]]}: rank {bad[0]}, but the file lists {len(shape.ranks)} rank lines"
+                         f"{' (cut)' if shape.elided else ''}: ranks are 0..{n - 1}")
 
 
 def _ranks(path: str, line: int | None, shape: _Shape, nranks: int | None) -> tuple[int, int]:
+    _check_ranks(path, line, shape)
     hosts = len({h for h, _, _ in shape.ranks.values()})
     if nranks is not None:
         if shape.ranks and shape.implied() != nranks:
@@ -230,6 +249,12 @@ def _int_cell(cell: str, what: str, low: int = 0, high: int = _INT64_MAX) -> int
         expect = f"-1 or a rank in 0..{high}" if low == -1 else "a non-negative integer"
         raise _Bad(f"bad {what} {cell!r}: must be {expect}")
     return value
+
+
+def _name_cell(cell: str, what: str, names: Any) -> None:
+    """A type or redop cell: only what nccl-tests prints (a formula or escape never reaches a database)."""
+    if cell not in names:
+        raise _Bad(f"bad {what} {printable(cell, 40)!r}: must be one of nccl-tests' {what}s ({', '.join(names)})")
 
 
 def _number_cell(cell: str, what: str, kind: str, size: int) -> float | None:
@@ -322,7 +347,7 @@ def _split_runs(text: str) -> list[list[tuple[int, str]]]:
     runs: list[list[tuple[int, str]]] = [[]]
     table = False
     for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.rstrip()
+        line = raw[:MAX_LINE_CHARS].rstrip()  # no nccl-tests line is longer: a regex reads at most this much
         if not line.strip():
             continue
         if table and line.startswith("#") and (_RUN_START_RE.match(line) or _RANK_RE.match(line)
@@ -363,6 +388,7 @@ def _header_line(line: str, lineno: int, path: str, shape: _Shape, env: dict[str
         if model.endswith("..."):  # the cut line itself: its model is incomplete
             shape.elided, model = True, model[:-3].rstrip()
         shape.ranks[int(rank)] = (host, int(pid), model)
+        shape.where[int(rank)] = f"{path}:{lineno}"
         if "Group" not in line:  # rccl-tests prints no Group field
             env["tool"] = "rccl-tests"
         env.setdefault("devices", []).append({"rank": int(rank), "host": host, "pid": int(pid),
@@ -370,7 +396,7 @@ def _header_line(line: str, lineno: int, path: str, shape: _Shape, env: dict[str
     elif line.rstrip().endswith("..."):
         shape.elided = True
     elif m := _SHAPE_RE.match(line):
-        shape.threads, shape.gpus = int(m.group(1)), int(m.group(2))
+        shape.threads, shape.gpus, shape.shape_at = int(m.group(1)), int(m.group(2)), f"{path}:{lineno}"
         shape.per_gpu = int(m.group(3)) if m.group(3) else None
     elif m := _TESTS_VERSION_RE.match(line):
         env.setdefault("tool_version", m.group(1))
@@ -447,7 +473,9 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
             rows += _failure_rows(cells, rows, path, lineno, coll, n_ranks, n_nodes, candidate, graph, places)
             continue
         try:
-            size, count = _int_cell(cells[0], "size"), _int_cell(cells[1], "count")
+            size, count = _int_cell(cells[0], "size", 0, MAX_CALL_BYTES), _int_cell(cells[1], "count", 0, MAX_COUNT)
+            _name_cell(cells[2], "type", datatypes.DTYPES)
+            _name_cell(cells[3], "redop", _REDOPS)
             root = _int_cell(cells[4], "root", -1, n_ranks - 1)
             for b, in_place in zip(blocks, places):
                 place = "in-place" if in_place else "out-of-place"
@@ -516,11 +544,12 @@ class _Json:
         return obj[key]
 
     def integer(self, obj: dict[str, Any], key: str, at: str, required: bool = False,
-                low: int | None = None) -> int | None:
+                low: int | None = None, high: int = _INT64_MAX) -> int | None:
         """An integer (``low`` or more: the database's 64-bit range)."""
         value = self.get(obj, key, at, "an integer", _is_int, required)
-        if value is not None and low is not None and not low <= value <= _INT64_MAX:
-            raise self.fail(f"{at}.{key}" if at else key, "a non-negative integer", value)
+        if value is not None and low is not None and not low <= value <= high:
+            raise self.fail(f"{at}.{key}" if at else key, "a non-negative integer" + (f" up to {high}" if value > high
+                                                                     else ""), value)
         return value
 
     def number(self, obj: dict[str, Any], key: str, at: str, kind: str, size: int,
@@ -558,6 +587,8 @@ def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), co
         raise _fail(path, exc.lineno, f"not valid JSON ({exc.msg}); {hint}") from None
     except RecursionError:
         raise _fail(path, None, "not nccl-tests -J output (nested too deeply)") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise _fail(path, None, f"not nccl-tests -J output ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise _fail(path, None, "not nccl-tests -J output (no 'results' list)")
     if "average_bus_bandwidth" not in doc:
@@ -579,6 +610,7 @@ def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), co
         info = (js.get(dev, "device_info", at, "a string", lambda v: isinstance(v, str)) or "").strip()
         pid = js.integer(dev, "pid", at) or 0
         shape.ranks[rank] = (host, pid, info)
+        shape.where[rank] = f'{path}: "{at}.rank"'
         shape.colors[rank] = js.integer(dev, "group", at) or 0
         env.setdefault("devices", []).append({"rank": rank, "host": host, "pid": pid,
                                               "device": js.integer(dev, "device", at),
@@ -595,10 +627,13 @@ def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), co
         at = f"results[{i}]"
         if not isinstance(res, dict):
             raise js.fail(at, "an object", res)
-        size = js.integer(res, "size", at, required=True, low=0)
-        count = js.integer(res, "count", at, required=True, low=0)
+        size = js.integer(res, "size", at, required=True, low=0, high=MAX_CALL_BYTES)
+        count = js.integer(res, "count", at, required=True, low=0, high=MAX_COUNT)
         dtype = js.get(res, "type", at, "a string", lambda v: isinstance(v, str), required=True)
         redop = js.get(res, "redop", at, "a string", lambda v: isinstance(v, str), required=True)
+        for key, value, names in (("type", dtype, datatypes.DTYPES), ("redop", redop, _REDOPS)):
+            if value not in names:  # only what nccl-tests prints: no formula or escape reaches a database
+                raise js.fail(f"{at}.{key}", f"one of nccl-tests' {key}s ({', '.join(names)})", value)
         root = _json_root(js, res, at, n_ranks)
         for key, in_place in (("out_of_place", False), ("in_place", True)):
             blk = js.get(res, key, at, "an object or null", lambda v: isinstance(v, dict))

@@ -118,6 +118,7 @@ class WorkloadPlan:
     steps: int | None
     notes: list[str] = field(default_factory=list)
     under_load: bool = False
+    mode: str = ""                     # how the rows were timed: 'CUDA graph', 'eager' (tune's CLI sets it)
 
     @property
     def measured(self) -> list[PointVerdict]:
@@ -329,7 +330,8 @@ def lines(p: WorkloadPlan) -> list[str]:
     out = [f"# gpu {p.gpu}: predicted communication time per {unit}: NCCL default {p.default_us:.1f} "
            f"+- {p.default_noise_us:.1f} us, with the rules {p.rules_us:.1f} +- {p.rules_noise_us:.1f} us; "
            f"saves {gain:.1f} +- {p.gain_noise_us:.1f} us{pct}",
-           f"# (sum of calls x the sweep's median per call, each size timed alone{', under load' if p.under_load else ', idle GPU'}, "
+           f"# (sum of calls x the sweep's median per call, each size timed alone{', ' + p.mode if p.mode else ''}"
+           f"{', under load' if p.under_load else ', idle GPU'}, "
            f"back to back{' / steps' if p.steps else ''}: the time between the job's calls is not in it; "
            "`ccltune replay` times the captured order)"]
     measured = len(p.measured)

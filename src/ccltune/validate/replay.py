@@ -160,13 +160,14 @@ def verdict(rounds: Mapping[str, Sequence[float]], steps: int | None, entries: l
     return ReplayVerdict(status, why, steps, default, rules, entries, library, (lo, hi, conf), ratio)
 
 
-def lines(v: ReplayVerdict, wl: Workload, order: str, skipped: Iterable[Any] = (), notes: Iterable[str] = ()
-          ) -> list[str]:
+def lines(v: ReplayVerdict, wl: Workload, order: str, skipped: Iterable[Any] = (), notes: Iterable[str] = (),
+          under_load: int | None = None) -> list[str]:
     """The report: time per step both ways, the ratio and its interval, the entries (their sum and how
-    it differs from the rounds), what was skipped."""
+    it differs from the rounds), what was skipped. ``under_load``: the --under-load matrix, said on the line."""
     unit = quantities.unit(v.steps)
     d = v.default
-    head = (f"# communication time per {unit}, the whole sequence in {order} order, eager: {v.library} default "
+    load = f"under load (--under-load {under_load})" if under_load else "idle GPU" if v.library != "gloo" else "no load"
+    head = (f"# communication time per {unit}, the whole sequence in {order} order, eager, {load}: {v.library} default "
             f"{d.median_us:.1f} us (median of {d.n} rounds, spread +-{pct(d.noise)})")
     if v.rules is not None:
         head += f", rules {v.rules.median_us:.1f} us (+-{pct(v.rules.noise)}): ratio {v.ratio:.4f}"
@@ -176,7 +177,7 @@ def lines(v: ReplayVerdict, wl: Workload, order: str, skipped: Iterable[Any] = (
         out.append("# job_us: the job's own GPU time per call (median: profiler files or trace kernels), "
                    "beside replay's default_us")
     short = quantities.short_unit(v.steps)
-    out.append(f"# rows: each entry timed alone, eager, median per call; default_us/{short} = calls x default_us / "
+    out.append(f"# rows: each entry timed alone, eager, {load}, median per call; default_us/{short} = calls x default_us / "
                + ("steps" if v.steps else "1 (steps unknown)"))
     out.append(f"# {'collective':<15}{'size_bytes':>12}{'calls':>7}{'default_us':>12}"
                + (f"{'job_us':>10}" if timed else "") + f"{'rules_us':>10}{'ratio':>8}"

@@ -10,29 +10,21 @@ file and line; every complete line is kept.
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ccltune.errors import UsageError
-from ccltune.files import read_bytes
+from ccltune.inputs import MAX_TRACE_BYTES, read_input
 from ccltune.workload import profile_file, sameproc, sources
 from ccltune.workload.model import RankRecord, Workload, merge
 
-MAX_TRACE_BYTES = 16 << 30  # profiler traces run to gigabytes; a larger input is not one
 KINDS = sources.KINDS
 
 
 def read_text(path: Path) -> str:
-    raw = read_bytes(path, "FILE", limit=MAX_TRACE_BYTES)  # no FIFO on disk, device or folder: a clear error
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise UsageError(f"{path}: truncated or corrupt gzip ({exc})") from None
-    return raw.decode("utf-8", errors="replace")
+    # no FIFO on disk, device or folder; a gzip inflated as a stream, at most MAX_TRACE_BYTES out
+    return read_input(str(path), "FILE", limit=MAX_TRACE_BYTES, gunzip=True).decode("utf-8", errors="replace")
 
 
 def load_file(path: Path) -> tuple[sources.Source, list[Any]]:

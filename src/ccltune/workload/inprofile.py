@@ -6,12 +6,17 @@ algorithm/protocol/channels it ran them with (``ran``), and the GPU time per cal
 p90 from its histogram; :mod:`ccltune.workload.timing` says how summaries pool).
 
 Waiting and transfer (docs/workload.md, "In-job times"): for a collective call of sequence number
-``seq`` on a communicator whose files of *all* ranks are given, on one node (GPU global timers of
+``seq`` (NCCL numbers a communicator's calls per function, so a call is its op and ``seq``) on a
+communicator whose files of *all* ranks are given, on one node (GPU global timers of
 different nodes are not comparable), with ``latest`` the latest start among the ranks:
 ``wait = latest - own start`` (the time this rank's kernel spent waiting for the last rank to
 arrive) and ``transfer = own end - latest`` (the time after everyone arrived). Per rank and call,
-``wait + transfer`` is the call's own GPU time. Point-to-point calls are not split (their sequence
-numbers are each rank's own count, not shared).
+``wait + transfer`` is the call's own GPU time. Only collectives without a root are split (no rank
+can finish them before all have started); broadcast, reduce and point-to-point calls are not.
+
+A collective that does not reduce (all_gather, broadcast, send/recv) reaches the profiler as bytes
+(``ncclInt8``, its count in bytes): such an entry keeps its size but not a datatype or count, so it
+merges with the COLL log's or the trace's entry of the same size.
 
 Send and Recv lines of one datatype and count are the halves of ``sendrecv`` calls, counted as the
 COLL log counts them (:class:`~ccltune.workload.model.Halves`: pairs, plus the halves left over, so
@@ -31,12 +36,22 @@ from ccltune.workload.profile_file import ProfileEntry, ProfileFile
 from ccltune.workload.timing import Timing
 
 
-def _key(e: ProfileEntry, f: ProfileFile) -> Key | None:
+def _key(e: ProfileEntry, f: ProfileFile, nranks: int | None) -> Key | None:
     coll = collectives.REGISTRY.get("sendrecv" if e.op in ("send", "recv") else e.op)
-    if coll is None or e.datatype not in DTYPES or e.count is None:
+    if coll is None or e.datatype not in DTYPES or e.count is None or nranks is None:
         return None
-    return Key(coll.name, e.count * DTYPES[e.datatype].size * (f.nranks if coll.per_rank_count else 1), f.nranks,
-               e.datatype, e.count, f.nnodes)
+    size = e.count * DTYPES[e.datatype].size * (nranks if coll.per_rank_count else 1)
+    if not coll.reduces and e.datatype == "int8":
+        # NCCL hands the profiler a collective that does not reduce as bytes (ncclInt8, count in bytes:
+        # a real FSDP2 bf16 all_gather of 16,384,512 elements shows as int8 x 32,769,024): the job's
+        # datatype and count are unknown here, its size is right
+        return Key(coll.name, size, nranks, None, None, f.nnodes)
+    return Key(coll.name, size, nranks, e.datatype, e.count, f.nnodes)
+
+
+def _nranks(files: list[ProfileFile]) -> dict[str, int]:
+    """Communicator -> its rank count, from the files that give it (ABI v1-v3 files do not)."""
+    return {f.comm: f.nranks for f in files if f.nranks is not None}
 
 
 def records(files: list[ProfileFile]) -> tuple[list[RankRecord], list[str]]:
@@ -44,13 +59,17 @@ def records(files: list[ProfileFile]) -> tuple[list[RankRecord], list[str]]:
     warnings: list[str] = [w for f in files for w in f.warnings]
     out: dict[tuple[str, int], RankRecord] = {}
     keys: dict[int, list[Key | None]] = {}          # id(file) -> key per entry
+    sizes = _nranks(files)
     for f in files:
         rec = out.setdefault((f.host, f.pid), RankRecord(f.path, "ccltune-profile", f"{f.host}:{f.pid}",
                                                          host=f.host, pid=f.pid))
         if f.path not in rec.source.split(", "):
             rec.source += f", {f.path}"
-        keys[id(f)] = ks = [_key(e, f) for e in f.entries]
-        _add_file(rec, f, ks, warnings)
+        if f.comm not in sizes:
+            warnings.append(f"{f.path}: the communicator's rank count is not in the file (profiler ABI v{f.abi} does not "
+                            "give it) nor in another rank's: its calls are left out (a COLL log of the job gives them)")
+        keys[id(f)] = ks = [_key(e, f, sizes.get(f.comm)) for e in f.entries]
+        _add_file(rec, f, ks, warnings, f.comm in sizes)
     _split_waits(files, keys, out, warnings)
     for r in out.values():
         if r.order and not r.steps and (got := find_steps.find(r.order)):
@@ -58,13 +77,14 @@ def records(files: list[ProfileFile]) -> tuple[list[RankRecord], list[str]]:
     return list(out.values()), warnings
 
 
-def _add_file(rec: RankRecord, f: ProfileFile, ks: list[Key | None], warnings: list[str]) -> None:
+def _add_file(rec: RankRecord, f: ProfileFile, ks: list[Key | None], warnings: list[str], keyed: bool) -> None:
     halves: dict[Key, Counter[str]] = defaultdict(Counter)
     lines_of: Counter[int] = Counter(c[1] for c in f.calls)
     for i, (e, k) in enumerate(zip(f.entries, ks)):
         if k is None:
-            warnings.append(f"{f.path}: entry {i} ({e.op} {e.datatype} count {e.count}) skipped: "
-                            + ("no element count" if e.count is None else "ccltune has no such collective or datatype"))
+            if keyed:  # else the file's missing rank count was said once
+                warnings.append(f"{f.path}: entry {i} ({e.op} {e.datatype} count {e.count}) skipped: "
+                                + ("no element count" if e.count is None else "ccltune has no such collective or datatype"))
             continue
         rec.ran.setdefault(k, Counter())[(e.algo or "-", e.proto or "-", e.nchannels or 0)] += e.calls
         if k.collective == "sendrecv":
@@ -94,6 +114,15 @@ def _add_file(rec: RankRecord, f: ProfileFile, ks: list[Key | None], warnings: l
                       if (k := ks[entry]) is not None and k.collective != "sendrecv"]
 
 
+def _waits_for_all(k: Key) -> bool:
+    """Whether no rank can finish the call before every rank has started it: true of the collectives
+    without a root (all_reduce, all_gather, reduce_scatter, alltoall); a broadcast's root may finish
+    before the others start (real DDP files: the root's 116 B broadcast ended 22 ms before the last
+    rank began), so rooted collectives and point-to-point calls are not split."""
+    coll = collectives.REGISTRY[k.collective]
+    return not coll.rooted and k.collective != "sendrecv"
+
+
 def _split_waits(files: list[ProfileFile], keys: dict[int, list[Key | None]],
                  out: dict[tuple[str, int], RankRecord], warnings: list[str]) -> None:
     by_comm: dict[str, list[ProfileFile]] = defaultdict(list)
@@ -101,27 +130,28 @@ def _split_waits(files: list[ProfileFile], keys: dict[int, list[Key | None]],
         by_comm[f.comm].append(f)
     for comm, fs in sorted(by_comm.items()):
         n = fs[0].nranks
-        if n < 2:
+        if n is None or n < 2:
             continue
         ranks = {f.rank for f in fs}
         if len(ranks) != n or len(fs) != n:
             warnings.append(f"communicator {comm}: files of {len(ranks)} of its {n} ranks given: waiting for the "
                             "last rank not computed (give every rank's file)")
             continue
-        if fs[0].nnodes > 1:
+        if (fs[0].nnodes or 1) > 1:
             warnings.append(f"communicator {comm} spans {fs[0].nnodes} nodes: their GPU clocks are not comparable, "
                             "waiting for the last rank not computed")
             continue
-        starts: dict[int, list[int]] = defaultdict(list)
+        # NCCL numbers a communicator's calls per function (seqNumber[func]): a call is (op, seq)
+        starts: dict[tuple[str, int], list[int]] = defaultdict(list)
         for f in fs:
             for seq, entry, start, _ in f.calls:
                 if f.entries[entry].kind == "coll":
-                    starts[seq].append(start)
-        latest = {seq: max(s) for seq, s in starts.items() if len(s) == n}
+                    starts[(f.entries[entry].op, seq)].append(start)
+        latest = {call: max(s) for call, s in starts.items() if len(s) == n}
         for f in fs:
             rec = out[(f.host, f.pid)]
             for seq, entry, start, end in f.calls:
-                k = keys[id(f)][entry]
-                if seq in latest and k is not None and f.entries[entry].kind == "coll" and end >= latest[seq]:
-                    rec.wait.setdefault(k, Timing()).add((latest[seq] - start) / 1000)
-                    rec.transfer.setdefault(k, Timing()).add((end - latest[seq]) / 1000)
+                k, call = keys[id(f)][entry], (f.entries[entry].op, seq)
+                if call in latest and k is not None and _waits_for_all(k) and end >= latest[call]:
+                    rec.wait.setdefault(k, Timing()).add((latest[call] - start) / 1000)
+                    rec.transfer.setdefault(k, Timing()).add((end - latest[call]) / 1000)

@@ -101,6 +101,8 @@ def _call(line: str, path: str, no: int) -> tuple[str, int, str, Key, str, int, 
         doc = json.loads(line)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not a JSON object ({exc.msg}): cut short?") from None
+    except (ValueError, RecursionError) as exc:  # an integer of 4,300+ digits; nesting past the parser's guard
+        raise ValueError(f"not one of Inspector's objects ({type(exc).__name__})") from None
     meta = doc.get("metadata") if isinstance(doc, dict) else None
     version = meta.get("inspector_output_format_version") if isinstance(meta, dict) else None
     if version is not None and version not in VERSIONS:

@@ -25,18 +25,23 @@ from collections import Counter
 
 from ccltune import collectives
 from ccltune.datatypes import DTYPES
+from ccltune.inputs import MAX_LINE_CHARS
 from ccltune.workload.model import Halves, Key, RankRecord
 
-_PREFIX = r"(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL INFO "
+# every repeat bounded (a host name is at most 255 bytes): an unanchored search costs at most 255 steps a
+# character, whatever the line holds
+_PREFIX = r"(?P<host>[^\s:]{1,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,20}) \[(?P<dev>\d{1,6})\] NCCL INFO "
 # What may stand before NCCL's prefix at the start of a line: NCCL's timestamp
 # (NCCL_DEBUG_TIMESTAMP_FORMAT, "[%F %T] " by default, on the levels NCCL_DEBUG_TIMESTAMP_LEVELS
 # names), a launcher's tag (torchrun's "[rank0]:", mpirun --tag-output's "[1,0]<stdout>:", srun
 # --label's "0: "), or a timestamp of digits without brackets. Nothing else: a prefix found inside
-# a line is another process's line glued to a cut one (see parse).
-_TAG = r"\[[^\]\n]*\](?:<std(?:out|err)>)?:?"
-_LEAD = rf"(?:{_TAG}\s*|\d+:\s+|\d[\d\-:.,/T]*\s+)*"
+# a line is another process's line glued to a cut one (see parse). The two kinds of lead start with '['
+# and a digit and end before one, so a line can be split into leads one way only (srun's "0: " is a
+# digit lead), and at most 8 of them are tried: no backtracking beyond that on "1: 1: 1: ..."
+_TAG = r"\[[^\]\n]{0,128}\](?:<std(?:out|err)>)?:?"
+_LEAD = rf"(?:{_TAG}\s*|\d[\d\-:.,/T]*\s+){{0,8}}"
 _AT_START = re.compile(rf"^{_LEAD}{_PREFIX}", re.M)
-_TRAILING_TAGS = re.compile(rf"(?:{_TAG})+$")
+_TRAILING_TAGS = re.compile(rf"(?:{_TAG}){{1,8}}$")
 COLL_HEAD = re.compile(_PREFIX + r"(?P<func>[A-Za-z]+): opCount ")
 _COLL = re.compile(
     _PREFIX + r"(?P<func>[A-Za-z]+): opCount (?P<op_count>[0-9a-fA-F]+) sendbuff \S+ recvbuff \S+ "
@@ -49,12 +54,25 @@ _NCCL_INFO = re.compile(_PREFIX)
 DATATYPES = {d.nccl: (d.name, d.size) for d in DTYPES.values()}
 
 
+def _any_line(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether a line holding ' NCCL INFO ' matches ``pattern`` within its first MAX_LINE_CHARS."""
+    at = text.find(" NCCL INFO ")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        if pattern.search(text, start, min(end, start + MAX_LINE_CHARS)):
+            return True
+        at = text.find(" NCCL INFO ", end)
+    return False
+
+
 def has_coll_lines(text: str) -> bool:
-    return COLL_HEAD.search(text) is not None
+    return _any_line(COLL_HEAD, text)
 
 
 def has_nccl_lines(text: str) -> bool:
-    return _NCCL_INFO.search(text) is not None
+    return _any_line(_NCCL_INFO, text)
 
 
 def _known_hosts(text: str) -> dict[str, set[str]]:
@@ -100,8 +118,8 @@ def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
     halves = Halves()
     lines = text.split("\n")
     for no, line in enumerate(lines, start=1):
-        line = line.rstrip("\r")
-        if COLL_HEAD.search(line) is None:
+        line = line[:MAX_LINE_CHARS].rstrip("\r")  # a longer line is no NCCL line: only its start is read
+        if " NCCL INFO " not in line or COLL_HEAD.search(line) is None:
             init = _INIT.search(line)
             if init:
                 nnodes[(f"{init['host']}:{init['pid']}", init["comm"])] = int(init["nnodes"])

@@ -1,5 +1,5 @@
 """Read ccltune's profiler files (``libnccl-profiler-ccltune.so``, ``CCLTUNE_PROFILE=DIR``), format
-version 1 as docs/workload.md ("Profiler files") fixes it. Pure apart from :func:`read` and
+version 1 as docs/profiler.md fixes it (and docs/workload.md, "ccltune's profiler files"). Pure apart from :func:`read` and
 :func:`read_dir`, which only read bytes.
 
 One file is one communicator of one process::
@@ -17,7 +17,8 @@ One file is one communicator of one process::
 NCCL's names are turned into ccltune's: ``op`` into the registry name (AllReduce -> all_reduce;
 Send and Recv stay ``send`` and ``recv``, one direction each), ``datatype`` into ccltune's spelling
 (ncclBfloat16 -> bfloat16). A name this ccltune does not know (a newer NCCL's) is kept as
-``nccl:<name>``, never guessed. ``-`` reads as None.
+``nccl:<name>``, never guessed. ``-`` reads as None (the header's ``nranks`` and ``nnodes`` too:
+profiler ABI v1-v3 do not give them).
 
 Bounds (a number read from the file never sizes a loop or an allocation without one): at most
 :data:`MAX_BYTES` bytes, :data:`MAX_LINES` lines of :data:`MAX_LINE_CHARS` characters,
@@ -121,8 +122,8 @@ class ProfileFile:
     pid: int
     comm: str                 # NCCL's commHash, 16 lower-case hex
     rank: int
-    nranks: int
-    nnodes: int
+    nranks: int | None        # None: not given (profiler ABI v1-v3 does not say)
+    nnodes: int | None
     abi: int                  # the profiler ABI version NCCL loaded (1..6)
     every: int                # every Nth call timed
     timing: str               # gpu-kernel-channels | host | none
@@ -254,7 +255,7 @@ class _Parser:
             elif stage == 4:
                 if len(entries) >= MAX_ENTRIES:
                     raise self.fail(f"more than {MAX_ENTRIES} entries")
-                entries.append(self._entry(line, int(head["nranks"])))
+                entries.append(self._entry(line, None if head["nranks"] == "-" else int(head["nranks"])))
                 calls_per_entry.append(0)
             elif stage == 5:
                 if len(calls) >= MAX_CALL_LINES:
@@ -272,8 +273,9 @@ class _Parser:
             raise self.fail("the header is incomplete (magic, host, timing and columns lines expected)")
         if ended and dropped is None:
             raise UsageError(f"{self.path}: no '# dropped entries E calls C' line before '# end'")
+        known = {k: None if head[k] == "-" else int(head[k]) for k in ("nranks", "nnodes")}
         return ProfileFile(self.path, head["host"], int(head["pid"]), head["comm"], int(head["rank"]),
-                           int(head["nranks"]), int(head["nnodes"]), int(head["abi"]), int(head["every"]),
+                           known["nranks"], known["nnodes"], int(head["abi"]), int(head["every"]),
                            timing, tuple(entries), tuple(calls), *(dropped or (0, 0)), timing_note=note,
                            complete=ended, warnings=tuple(warnings))
 
@@ -309,14 +311,14 @@ class _Parser:
         self._int(head["pid"], "pid", 0, 1 << 32)
         if not _HEX16.match(head["comm"]):
             raise self.fail(f"comm {head['comm'][:40]!r} is not 16 lower-case hex digits")
-        n = self._int(head["nranks"], "nranks", 1, MAX_NRANKS)
-        self._int(head["rank"], "rank", 0, n - 1)
-        self._int(head["nnodes"], "nnodes", 1, n)
+        n = self._opt_int(head["nranks"], "nranks", 1, MAX_NRANKS)   # '-': the ABI does not say (v1-v3)
+        self._int(head["rank"], "rank", 0, (n or MAX_NRANKS) - 1)
+        self._opt_int(head["nnodes"], "nnodes", 1, n or MAX_NRANKS)
         self._int(head["abi"], "abi", 1, 99)
         self._int(head["every"], "every", 1, 1 << 32)
         return head
 
-    def _entry(self, line: str, nranks: int) -> ProfileEntry:
+    def _entry(self, line: str, nranks: int | None) -> ProfileEntry:
         t = line.split()
         if len(t) != 16:
             raise self.fail(f"an entry line has 16 fields ({COLUMNS}), this one {len(t)}: {line[:120]!r}")
@@ -338,7 +340,7 @@ class _Parser:
         return ProfileEntry(t[0], op_name(op), self._opt_int(t[2], "count"), None if dt is None else datatype_name(dt),
                             self._name(t[4], "algo"), self._name(t[5], "proto"),
                             self._opt_int(t[6], "nchannels", 0, MAX_CHANNELS), self._opt_int(t[7], "nwarps", 0, MAX_WARPS),
-                            self._opt_int(t[8], "peer", 0, nranks - 1), calls, timed, *times)
+                            self._opt_int(t[8], "peer", 0, (nranks or MAX_NRANKS) - 1), calls, timed, *times)
 
     def _call(self, line: str, entries: list[ProfileEntry]) -> tuple[int, int, int, int]:
         t = line.split()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from ccltune.workload.model import Key, RankRecord
+from ccltune.workload.model import TIME_SOURCES, Key, RankRecord
 from ccltune.workload.timing import Timing
 
 # which kind counts calls when two are equally long: the one that sees every call
@@ -83,9 +83,10 @@ def fold(records: list[RankRecord]) -> tuple[list[RankRecord], list[str]]:
             left = _attach(counts, other)
             gone.add(id(other))
             notes.append(f"{other.source} and {counted} are one process (pid {pid}"
-                         f"{f' on {hosts.pop()}' if len(hosts) == 1 else ''}): merged, not added: calls and steps "
+                         f"{f' on {next(iter(hosts))}' if len(hosts) == 1 else ''}): merged, not added: calls and steps "
                          f"from {counted} ({sum(counts.calls.values())} calls, the longer span)"
-                         + (f", in-job times from {other.source}" if other.timing else "")
+                         + (f", in-job times from {other.source if counts.time_kind == other.kind else counted}"
+                            if other.timing or counts.timing else "")
                          + (f"; {left} of its entries match none of the calls counted and are left out" if left else ""))
     return [r for r in records if id(r) not in gone], notes
 
@@ -109,22 +110,30 @@ def _scale_steps(counts: RankRecord, spans: RankRecord) -> None:
                              f"{spans.source}'s {spans.steps} ProfilerStep#N spans")
 
 
+def _rank(kind: str | None) -> int:
+    """A timing source's preference (model.TIME_SOURCES: lower is better; a kind that times nothing last)."""
+    return TIME_SOURCES.index(kind) if kind in TIME_SOURCES else len(TIME_SOURCES)
+
+
 def _attach(into: RankRecord, other: RankRecord) -> int:
-    """``other``'s times, waiting and what NCCL ran, on ``into``'s matching keys; how many keys matched none."""
+    """``other``'s times, waiting and what NCCL ran, on ``into``'s matching keys; how many keys matched none.
+    Times are never pooled across kinds (they time the same calls): the better-ranked source's are kept."""
     left = 0
+    take_times = bool(other.timing) and (not into.timing or _rank(other.kind) < _rank(into.time_kind or into.kind))
+    if take_times:
+        into.timing, into.time_kind = {}, other.kind
     for k in other.calls:
         hit = [c for c in into.calls if matches(k, c)]
         if len(hit) != 1:
             left += 1
             continue
         target = hit[0]
-        for src, dst in ((other.timing, into.timing), (other.wait, into.wait), (other.transfer, into.transfer)):
+        pairs = [(other.wait, into.wait), (other.transfer, into.transfer)] if not into.wait else []
+        for src, dst in ([(other.timing, into.timing)] if take_times else []) + pairs:
             if k in src:
                 dst.setdefault(target, Timing()).merge(src[k])
         for src2, dst2 in ((other.ran, into.ran), (other.variants, into.variants)):
             if k in src2:
                 dst2.setdefault(target, Counter()).update(src2[k])
-        if k in other.timing:
-            into.time_kind = other.kind
     into.source += f", {other.source}"
     return left

@@ -9,12 +9,12 @@ once: ``parse`` returns items, ``records`` turns all items of that source into r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ccltune.errors import UsageError
+from ccltune.inputs import load_json
 from ccltune.workload import capture, inprofile, inspector, nccl_log, profile_file, steps, torch_trace
 from ccltune.workload.model import RankRecord
 
@@ -58,11 +58,8 @@ def _is_trace(text: str) -> bool:
 
 
 def _trace(text: str, path: str) -> list[Any]:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg}, column {exc.colno}): not a "
-                         "complete PyTorch profiler trace (cut short?)") from None
+    # inputs.load_json: a cut trace, deep nesting, huge integers or NaN are errors naming the file
+    doc = load_json(text, path, what="invalid JSON (not a complete PyTorch profiler trace: cut short?)")
     if isinstance(doc, list):  # the Chrome trace 'array format'
         doc = {"traceEvents": doc}
     if not torch_trace.is_trace(doc):

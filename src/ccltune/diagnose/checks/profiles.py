@@ -88,6 +88,8 @@ def _toml_loads(text: str, where: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{where}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise UsageError(f"{where}: not valid TOML: nested deeper than the parser's limit (about 1000 levels)") from None
 
 
 def _builtin_dir() -> Any:

@@ -14,11 +14,13 @@ variant that has no ccltune equivalent keeps a suffix (``ce-read``, ``ce-write``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from ccltune.errors import UsageError
+from ccltune.inputs import MAX_CALL_BYTES, MAX_GPUS
 
 
 @dataclass
@@ -56,8 +58,8 @@ def number(text: str, where: str) -> float:
         value = Decimal(text)
     except ArithmeticError:
         raise UsageError(f"{where}: {text!r} is not a number") from None
-    if not value.is_finite() or value < 0:
-        raise UsageError(f"{where}: {text!r} is not a bandwidth (finite, >= 0)")
+    if not value.is_finite() or value < 0 or not math.isfinite(float(value)):  # 1e999999: finite, not a float
+        raise UsageError(f"{where}: {text[:40]!r} is not a bandwidth (finite, >= 0)")
     return float(value)
 
 
@@ -70,9 +72,16 @@ def times(value: float, n: int, decimals: int | None) -> float:
 
 
 def check_square(rows: list[dict[str, Any]], where: str) -> int:
-    """The GPU count of a set of rows; refuses indices that are negative."""
+    """The GPU count of a set of rows; refuses indices that are negative or beyond MAX_GPUS (a GPU
+    count sizes the link table and its loops) and sizes beyond any real copy."""
     if not rows:
         return 0
     if min(min(r["src"], r["dst"]) for r in rows) < 0:
         raise UsageError(f"{where}: negative GPU index")
-    return max(max(r["src"], r["dst"]) for r in rows) + 1
+    n = max(max(r["src"], r["dst"]) for r in rows) + 1
+    if n > MAX_GPUS:
+        raise UsageError(f"{where}: GPU index {n - 1}: more than the {MAX_GPUS} GPUs of one host ccltune reads")
+    for r in rows:
+        if r["size_bytes"] is not None and not 0 <= r["size_bytes"] <= MAX_CALL_BYTES:
+            raise UsageError(f"{where}: {r['size_bytes']} bytes per transfer: must be in 0..{MAX_CALL_BYTES}")
+    return n

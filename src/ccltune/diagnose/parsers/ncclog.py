@@ -46,8 +46,11 @@ from ccltune import collectives
 from ccltune.errors import UsageError
 from ccltune.diagnose.parsers import rcclversion
 from ccltune.files import read_bytes
+from ccltune.inputs import MAX_LINE_CHARS
 
-_LINE = re.compile(r"(?:(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) )?(?:\[(?P<dev>\d+)\] )?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$")
+# searched in every line: each repeat bounded (a host name is at most 255 bytes), lines cut to MAX_LINE_CHARS
+_LINE = re.compile(r"(?:(?P<host>[^\s:]{1,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,20}) )?(?:\[(?P<dev>\d{1,6})\] )?"
+                   r"NCCL (?P<level>INFO|WARN) (?P<msg>.*)$")
 _VERSION = re.compile(r"^(?P<lib>NCCL|RCCL) version\s*:?\s*(?P<ver>\S+)")
 _EDGE = re.compile(
     r"^Channel (?P<ch>\d+)(?:/\d+)? : (?P<sr>\d+)\[(?P<sd>[0-9a-fA-F]+)\] -> (?P<dr>\d+)\[(?P<dd>[0-9a-fA-F]+)\]"
@@ -55,7 +58,7 @@ _EDGE = re.compile(
 )
 _RING = re.compile(r"^(?:Channel (?P<ch>\d+)/\d+|Ring (?P<ring>\d+)) :\s+(?P<ranks>\d+(?:\s+\d+)*)\s*(?:comm 0x.*)?$")
 _TREES = re.compile(r"^Trees (?P<trees>.+?)(?: comm 0x[0-9a-fA-F]+.*)?$")
-_CHANNELS = re.compile(r"(?P<coll>\d+) coll channels,(?: (?P<collnet>\d+) collnet channels,)?"
+_CHANNELS = re.compile(r"(?P<coll>\d{1,6}) coll channels,(?: (?P<collnet>\d+) collnet channels,)?"
                        r"(?: (?P<nvls>\d+) nvls channels,)? (?P<p2p>\d+) p2p channels")
 _TUNER = re.compile(r"(?:TUNER/Plugin: Using (?P<name>.+)|Successfully loaded external tuner plugin (?P<path>\S+))")
 _ENV = re.compile(r"^(?P<var>[A-Z][A-Z0-9_]+) set by environment to (?P<val>.*)$")
@@ -179,7 +182,8 @@ def parse_log(text: str) -> NcclLog:
     log = NcclLog()
     for number, raw in enumerate(text.splitlines(), start=1):
         log.lines += 1
-        m = _LINE.search(raw.rstrip())
+        raw = raw[:MAX_LINE_CHARS]  # no NCCL line is longer: a regex reads at most that much of one line
+        m = _LINE.search(raw.rstrip()) if "NCCL " in raw else None
         if not m:
             _parse_plain(log, raw.rstrip())
             continue

@@ -17,12 +17,13 @@ and is skipped. Latency and host tests are listed in ``notes``.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from ccltune.diagnose.parsers.linkimport import ImportedLinks, check_square, number, row
 from ccltune.errors import UsageError
+from ccltune.files import printable
+from ccltune.inputs import MAX_GPUS, MAX_LINE_CHARS, load_json
 
 _RUNNING = re.compile(r"^Running (\S+)\.$")
 _DESC = re.compile(r"^(memcpy|memory latency|Device to Device Latency) .*\((GB/s|ns)\)$")
@@ -64,12 +65,8 @@ def parse(text: str, where: str) -> ImportedLinks:
     """A text or JSON nvbandwidth output (told apart by its first non-blank character)."""
     body = text.lstrip()
     if body.startswith("{"):
-        try:
-            doc = json.loads(body)
-        except ValueError as exc:
-            raise UsageError(f"{where}: not valid JSON ({exc})") from None
-        return _parse_json(doc, where)
-    return _parse_text(text.splitlines(), where)
+        return _parse_json(load_json(body, where), where)
+    return _parse_text([line[:MAX_LINE_CHARS] for line in text.splitlines()], where)
 
 
 def _parse_text(lines: list[str], where: str) -> ImportedLinks:
@@ -106,6 +103,9 @@ def _text_matrix(lines: list[str], i: int, key: str, where: str, out: ImportedLi
     if not head or not all(c.isdigit() for c in head):
         raise UsageError(f"{where}:{i + 2}: matrix of {key} without its column ids")
     cols = [int(c) for c in head]
+    if cols != list(range(len(cols))) or len(cols) > MAX_GPUS:  # indices are the matrix's own: 0..n-1
+        raise UsageError(f"{where}:{i + 2}: matrix of {key}: column ids {printable(' '.join(head), 60)} are not "
+                         f"0..{len(cols) - 1}")
     cells: list[list[str]] = []
     k = i + 2
     while k < len(lines) and lines[k].strip():
@@ -117,6 +117,9 @@ def _text_matrix(lines: list[str], i: int, key: str, where: str, out: ImportedLi
         k += 1
     if k >= len(lines):
         raise UsageError(f"{where}:{k}: matrix of {key} ends with the file (its 'SUM {key}' line is missing)")
+    if [int(r[0]) for r in cells] != list(range(len(cells))) or len(cells) > len(cols):
+        raise UsageError(f"{where}:{i + 3}: matrix of {key}: row ids {printable(' '.join(r[0] for r in cells), 60)} "
+                         f"are not 0..{len(cells) - 1} of the {len(cols)} columns")
     _store(key, desc, [[c for c in r[1:]] for r in cells], [int(r[0]) for r in cells], cols, f"{where}:{i + 3}",
            out)
     return k
@@ -166,6 +169,8 @@ def _parse_json(doc: Any, where: str) -> ImportedLinks:
         if not isinstance(matrix, list) or not all(isinstance(r, list) for r in matrix):
             raise UsageError(f"{where}: testcases[{n}] ({t['name']}): bandwidth_matrix is not a list of rows")
         cells = [[str(c) for c in r] for r in matrix]
+        if len(cells) > MAX_GPUS or any(len(r) > MAX_GPUS for r in cells):
+            raise UsageError(f"{where}: testcases[{n}] ({t['name']}): a matrix larger than {MAX_GPUS} GPUs")
         _store(t["name"], str(t.get("bandwidth_description", "")), cells, list(range(len(cells))),
                list(range(max((len(r) for r in cells), default=0))), f"{where}: testcases[{n}]", out)
     # JSON cells are written with 6 significant digits, not a fixed precision

@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ccltune.inputs import MAX_LINE_CHARS
+
 _COMPLETE = re.compile(r"rank (?P<rank>\d+) nranks (?P<n>\d+) cudaDev (?P<dev>\d+).*?busId (?P<bus>[0-9a-fA-F]+)"
                        r".*?on core (?P<core>\d+) - Init COMPLETE")
 _MSCCL_ON = re.compile(r"MSCCL: Initialization finished")
@@ -51,7 +53,7 @@ class RcclFacts:
 
 def parse(text: str) -> RcclFacts:
     facts = RcclFacts()
-    for line in text.splitlines():
+    for line in (raw[:MAX_LINE_CHARS] for raw in text.splitlines()):  # a regex reads at most this much of a line
         if "NCCL" not in line:
             continue
         if _NUMA_WARN.search(line):

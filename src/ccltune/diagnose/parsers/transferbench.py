@@ -25,6 +25,7 @@ from typing import Any
 
 from ccltune.diagnose.parsers.linkimport import ImportedLinks, check_square, number, row
 from ccltune.errors import UsageError
+from ccltune.inputs import MAX_LINE_CHARS
 
 _VERSION = re.compile(r"^TransferBench (?:Client v(\S+) Backend v(\S+)|v(\S+))")
 _ENV = re.compile(r"^([A-Z][A-Z0-9_]+)\s*(?:=|,)\s*(-?\d+)\s*[:,]")
@@ -40,7 +41,7 @@ _EXECUTORS = {"G": "GFX", "D": "DMA"}
 
 def parse(text: str, where: str) -> ImportedLinks:
     """Every a2a and p2p result in ``text`` (``where`` names it in errors)."""
-    lines = text.splitlines()
+    lines = [line[:MAX_LINE_CHARS] for line in text.splitlines()]  # a regex reads at most this much of a line
     out = ImportedLinks("TransferBench", None, [])
     env: dict[str, int] = {}
     for n, line in enumerate(lines, 1):

@@ -21,7 +21,6 @@ weight 13, bandwidth ``819200-819200``; of two GPUs weight 41, ``0-0`` (``tests/
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ccltune.errors import UsageError
+from ccltune.inputs import load_json, read_input_text
 
 TOPOLOGY_ARGS = ("topology", "--json")
 STATIC_ARGS = ("static", "--asic", "--partition", "--numa", "--json")
@@ -58,10 +58,7 @@ class AmdSmiTopo:
 
 
 def _doc(text: str, where: str) -> list[dict[str, Any]]:
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"{where}: not amd-smi JSON ({exc})") from None
+    doc = load_json(text, where, what="not amd-smi JSON")
     if isinstance(doc, dict):
         doc = [doc]
     if not isinstance(doc, list) or not all(isinstance(e, dict) and isinstance(e.get("gpu"), int) for e in doc):
@@ -182,9 +179,5 @@ def read_saved(paths: list[str]) -> list[tuple[str, str]]:
     """(text, path) of each saved amd-smi output named with --from-amd-smi."""
     out = []
     for path in paths:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                out.append((fh.read(), path))
-        except OSError as exc:
-            raise UsageError(f"--from-amd-smi: cannot read {path}: {exc.strerror or exc}") from None
+        out.append((read_input_text(path, "--from-amd-smi"), path))  # no device, no FIFO, 64 MiB at most
     return out

@@ -22,6 +22,7 @@ from typing import Any
 
 from ccltune.errors import UsageError
 from ccltune.files import read_text, shown
+from ccltune.inputs import load_json
 from ccltune.sizes import format_size
 
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,GRAPH,TUNING,ENV"}
@@ -67,10 +68,7 @@ def bench_argv(nproc: int, *, db: str, json_path: str, collective: str | Sequenc
 def read_bench_json(path: str | Path, *, flag: str = "--from-json") -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(env, records) of a bench JSON file ``{"env": {...}, "records": [...]}``; UsageError if it is not one."""
     p = Path(path)
-    try:
-        data = json.loads(read_text(p, flag))
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{flag}: {shown(p)} is not JSON: {exc}") from None
+    data = load_json(read_text(p, flag), f"{flag} {shown(p)}", what="is not JSON", finite=False)  # fields named below
     if not isinstance(data, dict) or not isinstance(data.get("records"), list):
         raise UsageError(f"{flag}: {str(p)!r} is not a bench JSON file (needs an object with a 'records' list; "
                          "write one with `ccltune bench --json PATH`)")

@@ -1,0 +1,113 @@
+"""Every reader's bounds, in one place (STYLE 18): a number read from a file never sizes an allocation
+or a loop without one of these caps. docs/limits.md lists each reader with its bound and the time and
+memory measured at that bound (``bench/reader_bounds.py``).
+
+The readers of ccltune read other people's files: nccl-tests outputs, NCCL logs, profiler traces,
+tool JSON, workload files, databases. Each goes through :func:`read_input` (a regular file or a pipe
+handed to this process, never a device or a FIFO on disk, at most ``limit`` bytes, a gzip inflated as
+a stream with a cap on its output), :func:`load_json` (the parser's own recursion guard turned into an
+error naming the file, non-finite numbers refused) and :func:`lines` (each line at most
+:data:`MAX_LINE_CHARS` examined). Numbers then go through :func:`int_in` / :func:`finite`."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import math
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+from ccltune.errors import UsageError
+from ccltune.files import MAX_INPUT_BYTES, read_bytes
+
+MAX_TEXT_BYTES = MAX_INPUT_BYTES  # a log, a tool's output or JSON, a rule file: 64 MiB
+MAX_TRACE_BYTES = 2 << 30  # a profiler trace or capture, after gunzip (json.loads needs ~8x this in memory)
+MAX_WORKLOAD_BYTES = 256 << 20  # a workload file ccltune wrote: entries, not events
+MAX_LINE_CHARS = 16 << 10  # no line any tool we read prints is longer (nccl-tests' device list: 2 KiB)
+MAX_RANKS = 1 << 16  # ranks of one run or communicator (the largest jobs run ~10^5 GPUs in several comms)
+MAX_GPUS = 1024  # GPUs of one host in a link matrix
+MAX_CALL_BYTES = 1 << 42  # 4 TiB: one collective's buffer beyond any GPU's memory
+MAX_COUNT = MAX_CALL_BYTES  # elements of one call (1 byte each at most)
+MAX_CALLS = 1 << 40  # calls of one entry in a workload
+INT64_MAX = (1 << 63) - 1  # the database's integers
+
+
+def read_input(path: str, flag: str, *, limit: int = MAX_TEXT_BYTES, gunzip: bool = False) -> bytes:
+    """The bytes of an input file (:func:`ccltune.files.read_bytes`: no device, no FIFO on disk, at
+    most ``limit`` bytes). With ``gunzip``, a gzip file is inflated as a stream and refused once its
+    output passes ``limit``: a small bomb never becomes a large buffer."""
+    raw = read_bytes(path, flag, limit=limit)
+    if not (gunzip and raw[:2] == b"\x1f\x8b"):
+        return raw
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
+            out = fh.read(limit + 1)
+    except (EOFError, OSError, zlib.error) as exc:
+        raise UsageError(f"{path}: truncated or corrupt gzip ({exc})") from None
+    if len(out) > limit:
+        raise UsageError(f"{path}: inflates to more than {limit} bytes (the limit for this input; "
+                         "docs/limits.md)")
+    return out
+
+
+def read_input_text(path: str, flag: str, *, limit: int = MAX_TEXT_BYTES, gunzip: bool = False) -> str:
+    """:func:`read_input` decoded as UTF-8, undecodable bytes replaced (logs hold other programs' bytes)."""
+    return read_input(path, flag, limit=limit, gunzip=gunzip).decode("utf-8", errors="replace")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
+
+
+def load_json(text: str | bytes, where: str, *, what: str = "not valid JSON", finite: bool = True) -> Any:
+    """``json.loads`` that cannot fail with a traceback: invalid JSON names ``where`` and the line
+    (``what`` says what the file is not, "not valid JSON");
+    nesting deeper than the parser's recursion guard (about 1,000 levels), an integer of more than
+    4,300 digits and, with ``finite``, NaN/Infinity are refused naming ``where``."""
+    try:
+        return json.loads(text, parse_constant=_no_constant if finite else None)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{where}:{exc.lineno}: {what} ({exc.msg}, column {exc.colno})") from None
+    except RecursionError:
+        raise UsageError(f"{where}: {what}: nested deeper than the parser's limit (about 1000 levels)") from None
+    except ValueError as exc:  # parse_constant's refusal; an integer beyond int's digit limit
+        raise UsageError(f"{where}: {what}: {exc}") from None
+
+
+def lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) from 1, each line cut to :data:`MAX_LINE_CHARS` characters: a regular
+    expression examines at most that much of one line, whatever the file holds."""
+    for no, line in enumerate(text.split("\n"), start=1):
+        yield no, line[:MAX_LINE_CHARS] if len(line) > MAX_LINE_CHARS else line
+
+
+def int_in(value: Any, what: str, low: int = 0, high: int = INT64_MAX) -> int:
+    """``value`` as an int in low..high (an int, or a string of digits), else a UsageError naming
+    ``what`` (the field and where it came from) and the value."""
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and len(value) <= 40:
+        try:
+            number = int(value)
+        except ValueError:
+            pass
+    if number is None or not low <= number <= high:
+        shown_value = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise UsageError(f"{what} must be an integer in {low}..{high}, got {shown_value}")
+    return number
+
+
+def finite(value: Any, what: str, low: float = 0.0, high: float = math.inf) -> float:
+    """``value`` as a finite float in low..high (an int or a float), else a UsageError naming ``what``."""
+    number = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = None
+    if number is None or not math.isfinite(number) or not low <= number <= high:
+        raise UsageError(f"{what} must be a finite number in {low:g}..{high:g}, got {value!r:.60}")
+    return number

@@ -1,0 +1,163 @@
+"""Every reader bounded (issue 32, STYLE 18): adversarial lines fed to every regex-based reader within a
+CPU-time bound, bombs (gzip, nesting, huge numbers) refused within a time and memory bound, and numbers
+read from a file (ranks, counts, sizes, GPU indices) checked before anything is sized by them.
+
+Time is CPU time of this process (``time.process_time``): the bound holds on a loaded machine too. Memory
+is bounded by running the bomb cases in a child process under RLIMIT_AS (see ``_limited``)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import resource
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ccltune.diagnose.parsers import ncclog, nvbandwidth, rcclog, transferbench
+from ccltune.diagnose.probes import amdsmi, smitopo
+from ccltune.errors import UsageError
+from ccltune.tune import importer
+from ccltune.workload import capture, nccl_log
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CPU_S = 1.5  # one reader on one adversarial file: the fixed regexes take ~0.05 s, the old ones minutes
+LINE = 200_000  # characters: the issue's 100-200 KB lines that hung doctor and plugin verify
+
+# lines an attacker (or a launcher gone wrong) may write: srun --label's own prefix repeated, a line
+# without blank or colon, bracket runs, NCCL prefixes and "busId" repeated, digit runs
+ADVERSARIAL = {
+    "srun-labels": "1: " * (LINE // 3) + "x",
+    "no-blank-no-colon": "a" * LINE,
+    "digits": "1" * LINE,
+    "digits-colons": "1:" * (LINE // 2),
+    "brackets": "[" * LINE,
+    "bracket-pairs": "[]" * (LINE // 2),
+    "prefixes": "vm:1:2 [0] NCCL INFO " * (LINE // 21),
+    "busid": "rank 1 nranks 2 cudaDev 0 " + "busId 1 " * (LINE // 8),
+    "hashes": "#" + " " * LINE + "x",
+    "colons": "a:" * (LINE // 2),
+}
+READERS = {
+    "workload nccl_log": lambda t: (nccl_log.has_coll_lines(t), nccl_log.parse(t, "x.log")),
+    "doctor ncclog": lambda t: ncclog.parse_log(t),
+    "rcclog": lambda t: rcclog.parse(t),
+    "nccl-tests text": lambda t: importer.parse_text(t, "x.txt"),
+    "nvbandwidth": lambda t: nvbandwidth.parse(t, "x.txt"),
+    "transferbench": lambda t: transferbench.parse(t, "x.txt"),
+    "capture": lambda t: capture.parse(t, "x.cap"),
+    "nvidia-smi topo": lambda t: smitopo.parse_topo_matrix(t),
+}
+
+
+def _timed(reader, text: str) -> float:
+    t0 = time.process_time()
+    try:
+        reader(text)
+    except UsageError:
+        pass  # a clear error is a fine answer; a traceback of another kind fails the test
+    return time.process_time() - t0
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_every_regex_reader_reads_adversarial_lines_in_bounded_time(reader):
+    slow = {}
+    for name, line in ADVERSARIAL.items():
+        for text in (line, f"{line}\n", f"vm:1:2 [0] NCCL INFO {line}\n", f"#  Rank  0 {line}\n"):
+            spent = _timed(READERS[reader], text)
+            if spent > CPU_S:
+                slow[name] = round(spent, 2)
+    assert not slow, f"{reader}: CPU seconds per adversarial line over {CPU_S}: {slow}"
+
+
+def test_srun_label_lines_still_read_and_a_long_prefix_chain_is_not_a_hang():
+    """The fix keeps the real thing: srun --label's '0: ' before NCCL's prefix is still read."""
+    line = ("0: vm:4029:4042 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 count 8 datatype 7 "
+            "op 0 root 0 comm 0x1b65c030 [nranks=1] stream 0x22d29970\n")
+    records, warnings = nccl_log.parse(line * 3, "x.log")
+    assert not warnings and sum(records[0].calls.values()) == 3
+    assert _timed(lambda t: nccl_log.parse(t, "x.log"), "1: " * 70 + line) < CPU_S
+
+
+# --- nccl-tests import: ranks are the rank lines listed; sizes, counts, types and ops are nccl-tests' ---
+
+NCCLT = FIXTURES / "nccl-tests"
+AG = (NCCLT / "ncclt-2.19.0_all_gather_h200x4.txt").read_text()
+AR_JSON = json.loads((NCCLT / "v2.19.6" / "ar-v2.19.6.json").read_text())
+ROW = "    16777216       1048576     float    none"
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("#  Rank  3 Group  0 Pid   1686", "#  Rank 100000000 Group  0 Pid   1686",
+     "ag.txt:9: rank 100000000, but the file lists 4 rank lines: ranks are 0..3"),
+    ("#  Rank  3 Group  0 Pid   1686", "#  Rank 1000000 Group  0 Pid   1686", "ag.txt:9: rank 1000000"),
+    ("# nThread 1 nGpus 1", "# nThread 100000000 nGpus 1", None),  # not cut: the 4 rank lines are the ranks
+    # a cut list ('...'): nThread x nGpus x processes, capped
+    ("NVIDIA H200\n#  Rank  1", "NVIDIA H200...\n#  Rank  1",
+     "ag.txt:3: 400000000 ranks (nThread x nGpus x processes, the rank list cut): more than the 65536"),
+    (ROW, ROW.replace("16777216", "1000000000000000000000"), "ag.txt:14: bad size '1000000000000000000000'"),
+    (ROW, ROW.replace("float", '=HYPERLINK("x")'), "ag.txt:14: bad type '=HYPERLINK(\"x\")'"),
+    (ROW, ROW.replace("none", "\x1b[31m"), "ag.txt:14: bad redop '\\\\x1b[31m'"),
+])
+def test_nccl_tests_text_numbers_and_names_from_the_file_are_checked(old, new, message):
+    assert old in AG
+    text = AG.replace(old, new, 1)
+    if "..." in new:
+        text = text.replace("# nThread 1 nGpus 1", "# nThread 100000000 nGpus 1")
+    t0 = time.process_time()
+    if message is None:
+        [run] = importer.parse_text(text, "ag.txt")
+        assert run.n_ranks == 4
+    else:
+        with pytest.raises(UsageError) as info:
+            importer.parse_text(text, "ag.txt")
+        assert str(info.value).startswith(message), str(info.value)
+    assert time.process_time() - t0 < CPU_S
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (("config", "devices", 0, "rank"), (1 << 63) - 1, '"config.devices[0].rank": rank 9223372036854775807, but'),
+    (("config", "devices", 0, "rank"), 5, '"config.devices[0].rank": rank 5, but the file lists 1 rank lines'),
+    (("results", 0, "size"), 10 ** 30, '"results[0].size" must be a non-negative integer up to 4398046511104'),
+    (("results", 0, "count"), 1 << 60, '"results[0].count" must be a non-negative integer up to'),
+    (("results", 0, "type"), "=1+1", '"results[0].type" must be one of nccl-tests\' types'),
+    (("results", 0, "redop"), "summ", '"results[0].redop" must be one of nccl-tests\' redops'),
+])
+def test_nccl_tests_json_numbers_and_names_from_the_file_are_checked(path, value, message):
+    doc = json.loads(json.dumps(AR_JSON))
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    with pytest.raises(UsageError) as info:
+        importer.parse_json(json.dumps(doc), "ar.json")
+    assert message in str(info.value)
+
+
+# --- link matrices: GPU indices the matrix's own 0..n-1, values finite, sizes within a real copy ---
+
+NVB = (FIXTURES / "nvbandwidth" / "h100_4gpu.txt").read_text()
+TB = (FIXTURES / "transferbench" / "a2a_mi300x_8gpu.txt").read_text()
+HEAD = "           0         1         2         3\n"
+
+
+@pytest.mark.parametrize("reader, text, message", [
+    (nvbandwidth.parse, NVB.replace(HEAD, HEAD.replace("3\n", "9999999\n"), 1), "x.txt:23: matrix of"),
+    (nvbandwidth.parse, NVB.replace(HEAD, HEAD.replace("1", "0"), 1), "column ids 0 0 2 3 are not 0..3"),
+    (transferbench.parse, TB.replace("Copying 268435456 bytes", f"Copying {1 << 76} bytes", 1),
+     f"x.txt: {1 << 76} bytes per transfer: must be in 0..4398046511104"),
+])
+def test_link_matrices_refuse_impossible_indices_and_sizes(reader, text, message):
+    with pytest.raises(UsageError) as info:
+        reader(text, "x.txt")
+    assert message in str(info.value)
+
+
+def test_a_bandwidth_beyond_any_float_is_refused_not_stored_as_infinity():
+    assert " 0       N/A    388.95" in NVB
+    with pytest.raises(UsageError, match="'1e999999' is not a bandwidth"):
+        nvbandwidth.parse(NVB.replace(" 0       N/A    388.95", " 0       N/A    1e999999", 1), "x.txt")
