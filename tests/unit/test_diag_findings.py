@@ -45,8 +45,9 @@ def test_junit_maps_statuses():
 
 
 def test_doctor_prints_the_ab_line_that_proves_its_fix_on_a_real_shm_log(tmp_path, capsys):
-    """A real 4-GPU NCCL log where a P2P-capable pair uses SHM: doctor's fix (NCCL_P2P_LEVEL=SYS) comes
-    with the `ccltune ab` line that measures it on the user's own job."""
+    """A real 4-GPU NCCL log (4 x H200, NCCL_P2P_DISABLE=1) where P2P-capable pairs use SHM: doctor's fix
+    (unset NCCL_P2P_DISABLE) comes with the `ccltune ab` line that measures it on the user's own job, the
+    line that proved it on the example DDP job (docs/performance.md: x0.394 [0.333, 0.432])."""
     from pathlib import Path
 
     from ccltune.cli import main
@@ -55,8 +56,8 @@ def test_doctor_prints_the_ab_line_that_proves_its_fix_on_a_real_shm_log(tmp_pat
     main(["doctor", "--nccl-log", str(log), "--db", str(tmp_path / "d.db")])
     lines = capsys.readouterr().out.splitlines()
     i = next(i for i, line in enumerate(lines) if "log:transport" in line)
-    assert "fix: export NCCL_P2P_LEVEL=SYS" in lines[i + 1]
-    assert lines[i + 2].strip() == "prove it on your job: ccltune ab --env NCCL_P2P_LEVEL=SYS -- <your job>"
+    assert "fix: unset NCCL_P2P_DISABLE" in lines[i + 1]
+    assert lines[i + 2].strip() == "prove it on your job: ccltune ab --env NCCL_P2P_DISABLE=0 -- <your job>"
 
 
 def test_proof_command_combines_several_settings_into_one_arm_and_skips_fixes_without_one():
@@ -68,3 +69,4 @@ def test_proof_command_combines_several_settings_into_one_arm_and_skips_fixes_wi
         "ccltune ab --env NCCL_MIN_NCHANNELS=32 -- <your job>")
     assert proof_command("sudo sysctl -w kernel.numa_balancing=0") == ""
     assert proof_command("unset NCCL_P2P_LEVEL") == ""
+    assert proof_command("unset NCCL_SHM_DISABLE (the log says 1)") == "ccltune ab --env NCCL_SHM_DISABLE=0 -- <your job>"

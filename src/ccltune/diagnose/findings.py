@@ -51,13 +51,20 @@ class Finding:
 _EXPORT = re.compile(r"\bexport((?: +[A-Z_][A-Z0-9_]{0,127}=[^\s;,`]+)+)")
 
 
+# "unset NCCL_<X>_DISABLE": an NCCL switch whose unset value is 0, so an arm can set it back to that
+_UNSET_DISABLE = re.compile(r"\bunset (NCCL_[A-Z0-9_]{1,60}_DISABLE)\b")
+
+
 def recommended_settings(fix: str) -> list[tuple[str, str]]:
-    """The variables a fix tells the user to export, in order: what ``ccltune ab`` can prove."""
+    """The variables a fix tells the user to export, in order, and the NCCL_*_DISABLE switches it tells them
+    to unset (as =0, their unset value): what ``ccltune ab`` can prove. A job run under the variable proves
+    the fix with the arm that undoes it."""
     out: list[tuple[str, str]] = []
     for m in _EXPORT.finditer(fix[:4096]):
         for pair in m.group(1).split():
             name, _, value = pair.partition("=")
             out.append((name, value))
+    out += [(m.group(1), "0") for m in _UNSET_DISABLE.finditer(fix[:4096])]
     return out
 
 
