@@ -1,23 +1,14 @@
 /* The launch loop against fake NCCL entry points (CPU only): every fake records its arguments,
  * so each case checks how many operations were issued, in which order, on which pointers, and
- * what comes back when one fails. Table-driven; exit status = number of failures (capped). */
+ * what comes back when one fails. Table-driven.
+ *   test_series [TEST...]   (no name: all; --list: the names) */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ccltune_series.h"
 
-static int failures, total;
-#define CHECK(name, cond, ...)      \
-  do {                              \
-    total++;                        \
-    if (!(cond)) {                  \
-      failures++;                   \
-      printf("FAIL %s: ", name);    \
-      printf(__VA_ARGS__);          \
-      printf("\n");                 \
-    }                               \
-  } while (0)
+#include "../../plugin/tests/check.h"
 
 /* ---- the fake NCCL: a log of every operation ---- */
 #define MAXLOG 4096
@@ -104,15 +95,15 @@ static void test_each_kind(void) {
     struct ccltune_series s = series(&K[k].step, 1, 0, 1);
     struct ccltune_outcome f = {-9, -9, -9, -1.0};
     int rc = ccltune_series_run(&s, 0, 5, &f);
-    CHECK(K[k].name, rc == 0 && nlog == 5, "rc %d, %d operations (want 0, 5)", rc, nlog);
-    CHECK(K[k].name, f.call == -9, "failure written on success (call %lld)", (long long)f.call);
+    CHECKN(K[k].name, rc == 0 && nlog == 5, "rc %d, %d operations (want 0, 5)", rc, nlog);
+    CHECKN(K[k].name, f.call == -9, "failure written on success (call %lld)", (long long)f.call);
     for (int i = 0; i < nlog; i++) {
       struct rec* r = &LOG[i];
-      CHECK(K[k].name, r->what == K[k].what && r->send == SEND && r->recv == RECV && r->count == 3 && r->dt == 7
-                           && r->comm == &COMM && r->stream == &STREAM,
-            "call %d: %c %p %p %zu dt %d", i, r->what, r->send, (void*)r->recv, r->count, r->dt);
-      CHECK(K[k].name, !K[k].usesOp || r->op == 2, "call %d: op %d, want 2", i, r->op);
-      CHECK(K[k].name, !K[k].usesPeer || r->peer == 1, "call %d: root %d, want 1", i, r->peer);
+      CHECKN(K[k].name, r->what == K[k].what && r->send == SEND && r->recv == RECV && r->count == 3 && r->dt == 7
+                            && r->comm == &COMM && r->stream == &STREAM,
+             "call %d: %c %p %p %zu dt %d", i, r->what, r->send, (void*)r->recv, r->count, r->dt);
+      CHECKN(K[k].name, !K[k].usesOp || r->op == 2, "call %d: op %d, want 2", i, r->op);
+      CHECKN(K[k].name, !K[k].usesPeer || r->peer == 1, "call %d: root %d, want 1", i, r->peer);
     }
   }
 }
@@ -132,12 +123,12 @@ static void test_steps(void) {
     reset();
     struct ccltune_series s = series(&st, 1, S[k].shift, S[k].nshift);
     int rc = ccltune_series_run(&s, S[k].first, S[k].calls, NULL);
-    CHECK(S[k].name, rc == 0 && nlog == S[k].calls, "rc %d, %d calls", rc, nlog);
+    CHECKN(S[k].name, rc == 0 && nlog == S[k].calls, "rc %d, %d calls", rc, nlog);
     for (int i = 0; i < nlog; i++) {
       uint64_t want = S[k].shift * (uint64_t)((S[k].first + i) % S[k].nshift);
-      CHECK(S[k].name, LOG[i].send == SEND + want && LOG[i].recv == RECV + want,
-            "call %lld at +%td/+%td, want +%llu", (long long)(S[k].first + i), (const char*)LOG[i].send - SEND,
-            (char*)LOG[i].recv - RECV, (unsigned long long)want);
+      CHECKN(S[k].name, LOG[i].send == SEND + want && LOG[i].recv == RECV + want,
+             "call %lld at +%td/+%td, want +%llu", (long long)(S[k].first + i), (const char*)LOG[i].send - SEND,
+             (char*)LOG[i].recv - RECV, (unsigned long long)want);
     }
   }
 }
@@ -152,15 +143,15 @@ static void test_grouped(void) {
   reset();
   struct ccltune_series s = series(a2a, 6, 36, 2);
   int rc = ccltune_series_run(&s, 0, 3, NULL);
-  CHECK("alltoall", rc == 0 && strcmp(kinds(), "(srsrsr)(srsrsr)(srsrsr)") == 0, "rc %d, log %s", rc, kinds());
+  CHECKN("alltoall", rc == 0 && strcmp(kinds(), "(srsrsr)(srsrsr)(srsrsr)") == 0, "rc %d, log %s", rc, kinds());
   for (int call = 0; call < 3 && nlog == 24; call++) {
     uint64_t base = 36 * (uint64_t)(call % 2);
     for (int p = 0; p < 3; p++) {
       struct rec* snd = &LOG[8 * call + 1 + 2 * p];
       struct rec* rcv = &LOG[8 * call + 2 + 2 * p];
-      CHECK("alltoall", snd->send == SEND + base + 12 * p && snd->peer == p && rcv->recv == RECV + base + 12 * p
-                            && rcv->peer == p && snd->count == 3,
-            "call %d peer %d: send +%td recv +%td", call, p, (const char*)snd->send - SEND, (char*)rcv->recv - RECV);
+      CHECKN("alltoall", snd->send == SEND + base + 12 * p && snd->peer == p && rcv->recv == RECV + base + 12 * p
+                             && rcv->peer == p && snd->count == 3,
+             "call %d peer %d: send +%td recv +%td", call, p, (const char*)snd->send - SEND, (char*)rcv->recv - RECV);
     }
   }
   /* sendrecv on one rank: one send and one recv, still a group */
@@ -168,13 +159,13 @@ static void test_grouped(void) {
   reset();
   s = series(sr, 2, 0, 1);
   rc = ccltune_series_run(&s, 0, 2, NULL);
-  CHECK("sendrecv", rc == 0 && strcmp(kinds(), "(sr)(sr)") == 0, "rc %d, log %s", rc, kinds());
+  CHECKN("sendrecv", rc == 0 && strcmp(kinds(), "(sr)(sr)") == 0, "rc %d, log %s", rc, kinds());
   /* a one-step group (scatter on a non-root rank: a recv only) */
   reset();
   s = series(&sr[1], 1, 0, 1);
   s.grouped = 1;
   rc = ccltune_series_run(&s, 0, 2, NULL);
-  CHECK("grouped recv", rc == 0 && strcmp(kinds(), "(r)(r)") == 0, "rc %d, log %s", rc, kinds());
+  CHECKN("grouped recv", rc == 0 && strcmp(kinds(), "(r)(r)") == 0, "rc %d, log %s", rc, kinds());
 }
 
 /* ---- errors: the failing call's index and step, nothing issued after it, groups closed ---- */
@@ -186,28 +177,28 @@ static void test_errors(void) {
   failAt = 7, failRc = 3; /* ncclInternalError at the 8th call */
   struct ccltune_series s = series(&ar, 1, 0, 1);
   int rc = ccltune_series_run(&s, 100, 20, &f);
-  CHECK("fails at call 107", rc == 3 && f.call == 107 && f.step == 0 && nlog == 8, "rc %d call %lld step %d, %d issued",
-        rc, (long long)f.call, f.step, nlog);
+  CHECKN("fails at call 107", rc == 3 && f.call == 107 && f.step == 0 && nlog == 8, "rc %d call %lld step %d, %d issued",
+         rc, (long long)f.call, f.step, nlog);
   reset();
   failAt = 4, failRc = 7; /* ncclInProgress: a non-blocking communicator, not an error */
   rc = ccltune_series_run(&s, 0, 6, &f);
-  CHECK("in progress is success", rc == 0 && nlog == 6, "rc %d, %d issued", rc, nlog);
+  CHECKN("in progress is success", rc == 0 && nlog == 6, "rc %d, %d issued", rc, nlog);
   reset();
   failAt = 6, failRc = 5; /* the recv of the 2nd call: "(sr)(s" + r fails */
   s = series(sr, 2, 0, 1);
   rc = ccltune_series_run(&s, 0, 5, &f);
-  CHECK("fails inside a group", rc == 5 && f.call == 1 && f.step == 1 && strcmp(kinds(), "(sr)(sr)") == 0,
-        "rc %d call %lld step %d log %s", rc, (long long)f.call, f.step, kinds());
+  CHECKN("fails inside a group", rc == 5 && f.call == 1 && f.step == 1 && strcmp(kinds(), "(sr)(sr)") == 0,
+         "rc %d call %lld step %d log %s", rc, (long long)f.call, f.step, kinds());
   reset();
   failAt = 3, failRc = 2; /* the 1st call's GroupEnd */
   rc = ccltune_series_run(&s, 0, 5, &f);
-  CHECK("fails at group end", rc == 2 && f.call == 0 && f.step == 2 && nlog == 4, "rc %d call %lld step %d",
-        rc, (long long)f.call, f.step);
+  CHECKN("fails at group end", rc == 2 && f.call == 0 && f.step == 2 && nlog == 4, "rc %d call %lld step %d",
+         rc, (long long)f.call, f.step);
   reset();
   failAt = 4, failRc = 1; /* the 2nd call's GroupStart */
   rc = ccltune_series_run(&s, 0, 5, &f);
-  CHECK("fails at group start", rc == 1 && f.call == 1 && f.step == -1 && nlog == 5, "rc %d call %lld step %d",
-        rc, (long long)f.call, f.step);
+  CHECKN("fails at group start", rc == 1 && f.call == 1 && f.step == -1 && nlog == 5, "rc %d call %lld step %d",
+         rc, (long long)f.call, f.step);
 }
 
 /* ---- a series that cannot be run: refused before anything is issued ---- */
@@ -231,13 +222,13 @@ static void test_invalid(void) {
     struct ccltune_outcome f = {0, 0, 0, 0.0};
     int rc = ccltune_series_run(&cases[k], 0, 3, &f);
     int want = k == 5 ? 0 : CCLTUNE_SERIES_INVALID;
-    CHECK(names[k], rc == want && (k == 5 ? nlog == 3 : nlog == 0 && f.call == -1), "rc %d, %d issued", rc, nlog);
+    CHECKN(names[k], rc == want && (k == 5 ? nlog == 3 : nlog == 0 && f.call == -1), "rc %d, %d issued", rc, nlog);
   }
   reset();
-  CHECK("NULL series", ccltune_series_run(NULL, 0, 1, NULL) == CCLTUNE_SERIES_INVALID && nlog == 0, "issued %d", nlog);
-  CHECK("negative calls", ccltune_series_run(&ok, 0, -1, NULL) == CCLTUNE_SERIES_INVALID, "accepted");
-  CHECK("zero calls", ccltune_series_run(&ok, 0, 0, NULL) == 0 && nlog == 0, "issued %d", nlog);
-  CHECK("abi", ccltune_series_abi() == CCLTUNE_SERIES_ABI, "%d", ccltune_series_abi());
+  CHECKN("NULL series", ccltune_series_run(NULL, 0, 1, NULL) == CCLTUNE_SERIES_INVALID && nlog == 0, "issued %d", nlog);
+  CHECKN("negative calls", ccltune_series_run(&ok, 0, -1, NULL) == CCLTUNE_SERIES_INVALID, "accepted");
+  CHECKN("zero calls", ccltune_series_run(&ok, 0, 0, NULL) == 0 && nlog == 0, "issued %d", nlog);
+  CHECKN("abi", ccltune_series_abi() == CCLTUNE_SERIES_ABI, "%d", ccltune_series_abi());
 }
 
 /* ---- nccl-tests' schedule: -m, -z 0..3, per-iteration events ---- */
@@ -268,20 +259,20 @@ static void test_schedule(void) {
     if (S[k].events) s.events = events, s.nevents = 16;
     struct ccltune_outcome o = {0, 0, 0, -1.0};
     int rc = ccltune_series_run(&s, 1, S[k].iters, &o);
-    CHECK(S[k].name, rc == 0 && strcmp(kinds(), S[k].log) == 0, "rc %d, log %s, want %s", rc, kinds(), S[k].log);
-    CHECK(S[k].name, S[k].blocking == 3 ? o.busy_s > 0.0 : o.busy_s == 0.0, "busy_s %g", o.busy_s);
+    CHECKN(S[k].name, rc == 0 && strcmp(kinds(), S[k].log) == 0, "rc %d, log %s, want %s", rc, kinds(), S[k].log);
+    CHECKN(S[k].name, S[k].blocking == 3 ? o.busy_s > 0.0 : o.busy_s == 0.0, "busy_s %g", o.busy_s);
     int call = 0, ev = 0;
     for (int i = 0; i < nlog; i++) { /* calls from iteration 1 on: call c at buffer step c % 3; events in order */
       if (LOG[i].what == 'A') {
         int64_t c = S[k].agg + call++;
-        CHECK(S[k].name, LOG[i].send == SEND + 64 * (c % 3), "call %lld at +%td", (long long)c, (const char*)LOG[i].send - SEND);
+        CHECKN(S[k].name, LOG[i].send == SEND + 64 * (c % 3), "call %lld at +%td", (long long)c, (const char*)LOG[i].send - SEND);
       }
       if (LOG[i].what == 'e') {
-        CHECK(S[k].name, LOG[i].send == events[ev] && LOG[i].stream == &STREAM, "event %d", ev);
+        CHECKN(S[k].name, LOG[i].send == events[ev] && LOG[i].stream == &STREAM, "event %d", ev);
         ev++;
       }
-      if (LOG[i].what == 'W') CHECK(S[k].name, LOG[i].stream == &STREAM, "waited on another stream");
-      if (LOG[i].what == '|') CHECK(S[k].name, LOG[i].send == &barrierArg, "barrier argument");
+      if (LOG[i].what == 'W') CHECKN(S[k].name, LOG[i].stream == &STREAM, "waited on another stream");
+      if (LOG[i].what == '|') CHECKN(S[k].name, LOG[i].send == &barrierArg, "barrier argument");
     }
   }
   /* failures: where, whose, and nothing after */
@@ -306,9 +297,9 @@ static void test_schedule(void) {
     failAt = F[k].failAt, failRc = F[k].failRc;
     struct ccltune_outcome o = {0, 0, 0, 0.0};
     int rc = ccltune_series_run(&s, 0, 3, &o);
-    CHECK(F[k].name, rc == F[k].rc && o.call == F[k].call && o.step == F[k].step && o.source == F[k].source
-                         && strcmp(kinds(), F[k].log) == 0,
-          "rc %d call %lld step %d source %d log %s", rc, (long long)o.call, o.step, o.source, kinds());
+    CHECKN(F[k].name, rc == F[k].rc && o.call == F[k].call && o.step == F[k].step && o.source == F[k].source
+                          && strcmp(kinds(), F[k].log) == 0,
+           "rc %d call %lld step %d source %d log %s", rc, (long long)o.call, o.step, o.source, kinds());
   }
   /* refused before anything is issued */
   struct ccltune_series bad[5];
@@ -325,7 +316,7 @@ static void test_schedule(void) {
   for (int k = 0; k < 5; k++) {
     reset();
     int rc = ccltune_series_run(&bad[k], 0, 3, NULL);
-    CHECK(names[k], rc == CCLTUNE_SERIES_INVALID && nlog == 0, "rc %d, %d issued", rc, nlog);
+    CHECKN(names[k], rc == CCLTUNE_SERIES_INVALID && nlog == 0, "rc %d, %d issued", rc, nlog);
   }
 }
 
@@ -368,42 +359,42 @@ static void test_graph(void) {
   reset_graph();
   struct ccltune_series s = series(&ar, 1, 8, 3);
   int rc = ccltune_series_capture(&s, &api, 0, 5, &exec, &o);
-  CHECK("capture: order", rc == 0 && exec == &EXEC && strcmp(kinds(), "CAAAAAEIX") == 0, "rc %d log %s", rc, kinds());
-  CHECK("capture: thread-local mode on the series' stream", modeSeen == CCLTUNE_CAPTURE_THREAD_LOCAL && capturedOn == &STREAM,
-        "mode %d", modeSeen);
-  CHECK("capture: no instantiation flags (nccl-tests' cudaGraphInstantiate)", flagsSeen == 0, "flags %llu", flagsSeen);
-  CHECK("capture: steps through the buffers", LOG[1].send == SEND && LOG[2].send == SEND + 8 && LOG[3].send == SEND + 16
-                                                  && LOG[4].send == SEND && LOG[5].recv == RECV + 8,
-        "pointers");
-  CHECK("capture: the template is the graph ended", LOG[7].send == &GRAPH && LOG[8].send == &GRAPH, "graph");
+  CHECKN("capture: order", rc == 0 && exec == &EXEC && strcmp(kinds(), "CAAAAAEIX") == 0, "rc %d log %s", rc, kinds());
+  CHECKN("capture: thread-local mode on the series' stream", modeSeen == CCLTUNE_CAPTURE_THREAD_LOCAL && capturedOn == &STREAM,
+         "mode %d", modeSeen);
+  CHECKN("capture: no instantiation flags (nccl-tests' cudaGraphInstantiate)", flagsSeen == 0, "flags %llu", flagsSeen);
+  CHECKN("capture: steps through the buffers", LOG[1].send == SEND && LOG[2].send == SEND + 8 && LOG[3].send == SEND + 16
+                                                   && LOG[4].send == SEND && LOG[5].recv == RECV + 8,
+         "pointers");
+  CHECKN("capture: the template is the graph ended", LOG[7].send == &GRAPH && LOG[8].send == &GRAPH, "graph");
 
   /* -m 2 with send/recv: each iteration's group around the calls' groups, all captured */
   reset_graph();
   s = series(sr, 2, 0, 1);
   s.agg = 2;
   rc = ccltune_series_capture(&s, &api, 0, 1, &exec, &o);
-  CHECK("capture: -m 2 of sendrecv", rc == 0 && strcmp(kinds(), "C((sr)(sr))EIX") == 0, "rc %d log %s", rc, kinds());
+  CHECKN("capture: -m 2 of sendrecv", rc == 0 && strcmp(kinds(), "C((sr)(sr))EIX") == 0, "rc %d log %s", rc, kinds());
 
   /* launches: back to back on the stream given, the executable graph each time */
   reset_graph();
   rc = ccltune_graph_launch(&api, &EXEC, &STREAM, 4, &o);
-  CHECK("launch: 4 launches", rc == 0 && strcmp(kinds(), "LLLL") == 0 && LOG[3].send == &EXEC && LOG[3].stream == &STREAM,
-        "rc %d log %s", rc, kinds());
+  CHECKN("launch: 4 launches", rc == 0 && strcmp(kinds(), "LLLL") == 0 && LOG[3].send == &EXEC && LOG[3].stream == &STREAM,
+         "rc %d log %s", rc, kinds());
   reset_graph();
   rc = ccltune_graph_launch(&api, &EXEC, &STREAM, 0, &o);
-  CHECK("launch: none", rc == 0 && nlog == 0, "rc %d, %d", rc, nlog);
+  CHECKN("launch: none", rc == 0 && nlog == 0, "rc %d, %d", rc, nlog);
   reset_graph();
   failLaunchAt = 2;
   rc = ccltune_graph_launch(&api, &EXEC, &STREAM, 10, &o);
-  CHECK("launch: the failing launch named, none after it", rc == 800 && o.call == 2 && o.step == CCLTUNE_AT_LAUNCH
-                                                               && o.source == CCLTUNE_FROM_GPU && nlog == 3,
-        "rc %d call %lld step %d, %d launched", rc, (long long)o.call, o.step, nlog);
+  CHECKN("launch: the failing launch named, none after it", rc == 800 && o.call == 2 && o.step == CCLTUNE_AT_LAUNCH
+                                                                && o.source == CCLTUNE_FROM_GPU && nlog == 3,
+         "rc %d call %lld step %d, %d launched", rc, (long long)o.call, o.step, nlog);
   reset_graph();
   rc = ccltune_graph_destroy(&api, &EXEC);
-  CHECK("destroy: the executable graph", rc == 0 && strcmp(kinds(), "x") == 0 && LOG[0].send == &EXEC, "log %s", kinds());
+  CHECKN("destroy: the executable graph", rc == 0 && strcmp(kinds(), "x") == 0 && LOG[0].send == &EXEC, "log %s", kinds());
   reset_graph();
   rc = ccltune_graph_destroy(&api, NULL);
-  CHECK("destroy: NULL is nothing", rc == 0 && nlog == 0, "log %s", kinds());
+  CHECKN("destroy: NULL is nothing", rc == 0 && nlog == 0, "log %s", kinds());
 
   /* NCCL fails during the capture: the capture still ends, what it held is freed, nothing is
    * instantiated, and the failing call is named as eagerly */
@@ -412,27 +403,27 @@ static void test_graph(void) {
   failAt = 3, failRc = 5; /* the third call (log: C A A A) */
   exec = (void*)&o;
   rc = ccltune_series_capture(&s, &api, 10, 6, &exec, &o);
-  CHECK("capture: NCCL fails", rc == 5 && o.call == 12 && o.step == 0 && o.source == CCLTUNE_FROM_NCCL && exec == NULL
-                                   && strcmp(kinds(), "CAAAEX") == 0,
-        "rc %d call %lld step %d source %d log %s", rc, (long long)o.call, o.step, o.source, kinds());
+  CHECKN("capture: NCCL fails", rc == 5 && o.call == 12 && o.step == 0 && o.source == CCLTUNE_FROM_NCCL && exec == NULL
+                                    && strcmp(kinds(), "CAAAEX") == 0,
+         "rc %d call %lld step %d source %d log %s", rc, (long long)o.call, o.step, o.source, kinds());
   /* the runtime fails: at the capture's start, end, or instantiation */
   reset_graph();
   failBeginRc = 900;
   rc = ccltune_series_capture(&s, &api, 0, 2, &exec, &o);
-  CHECK("capture: begin fails, nothing issued", rc == 900 && o.step == CCLTUNE_AT_CAPTURE_BEGIN && o.source == CCLTUNE_FROM_GPU
-                                                    && strcmp(kinds(), "C") == 0 && exec == NULL,
-        "rc %d step %d log %s", rc, o.step, kinds());
+  CHECKN("capture: begin fails, nothing issued", rc == 900 && o.step == CCLTUNE_AT_CAPTURE_BEGIN && o.source == CCLTUNE_FROM_GPU
+                                                     && strcmp(kinds(), "C") == 0 && exec == NULL,
+         "rc %d step %d log %s", rc, o.step, kinds());
   reset_graph();
   failEndRc = 901;
   rc = ccltune_series_capture(&s, &api, 0, 2, &exec, &o);
-  CHECK("capture: end fails", rc == 901 && o.step == CCLTUNE_AT_CAPTURE_END && strcmp(kinds(), "CAAE") == 0 && exec == NULL,
-        "rc %d step %d log %s", rc, o.step, kinds());
+  CHECKN("capture: end fails", rc == 901 && o.step == CCLTUNE_AT_CAPTURE_END && strcmp(kinds(), "CAAE") == 0 && exec == NULL,
+         "rc %d step %d log %s", rc, o.step, kinds());
   reset_graph();
   failInstRc = 902;
   rc = ccltune_series_capture(&s, &api, 0, 2, &exec, &o);
-  CHECK("capture: instantiation fails, the template still freed",
-        rc == 902 && o.step == CCLTUNE_AT_INSTANTIATE && strcmp(kinds(), "CAAEIX") == 0 && exec == NULL,
-        "rc %d step %d log %s", rc, o.step, kinds());
+  CHECKN("capture: instantiation fails, the template still freed",
+         rc == 902 && o.step == CCLTUNE_AT_INSTANTIATE && strcmp(kinds(), "CAAEIX") == 0 && exec == NULL,
+         "rc %d step %d log %s", rc, o.step, kinds());
 
   /* refused before anything is captured: a schedule that waits or records events (-z, -I), an
    * incomplete graph API, no place for the result */
@@ -445,17 +436,17 @@ static void test_graph(void) {
   for (int k = 0; k < 3; k++) {
     reset_graph();
     rc = ccltune_series_capture(&bad[k], &api, 0, 3, &exec, &o);
-    CHECK(why[k], rc == CCLTUNE_SERIES_INVALID && nlog == 0 && exec == NULL, "rc %d, %d issued", rc, nlog);
+    CHECKN(why[k], rc == CCLTUNE_SERIES_INVALID && nlog == 0 && exec == NULL, "rc %d, %d issued", rc, nlog);
   }
   struct ccltune_graph_api partial = api;
   partial.launch = NULL;
   reset_graph();
   rc = ccltune_series_capture(&s, &partial, 0, 3, &exec, &o);
-  CHECK("graph API without launch", rc == CCLTUNE_SERIES_INVALID && nlog == 0, "rc %d, %d issued", rc, nlog);
+  CHECKN("graph API without launch", rc == CCLTUNE_SERIES_INVALID && nlog == 0, "rc %d, %d issued", rc, nlog);
   rc = ccltune_graph_launch(&partial, &EXEC, &STREAM, 3, &o);
-  CHECK("launch without launch", rc == CCLTUNE_SERIES_INVALID && nlog == 0, "rc %d", rc);
+  CHECKN("launch without launch", rc == CCLTUNE_SERIES_INVALID && nlog == 0, "rc %d", rc);
   rc = ccltune_series_capture(&s, &api, 0, 3, NULL, &o);
-  CHECK("capture without a place for the graph", rc == CCLTUNE_SERIES_INVALID && nlog == 0, "rc %d", rc);
+  CHECKN("capture without a place for the graph", rc == CCLTUNE_SERIES_INVALID && nlog == 0, "rc %d", rc);
 }
 
 /* ---- nccl-tests' timed region in C: issue, then wait for the stream (completeColl), clock around both ---- */
@@ -477,10 +468,10 @@ static void test_time(void) {
     struct ccltune_outcome o = {0, 0, 0, -1.0};
     double cpu = -1.0, elapsed = -1.0;
     int rc = ccltune_series_time(&s, 0, 3, &o, &cpu, &elapsed);
-    CHECK(T[k].name, rc == 0 && strcmp(kinds(), T[k].log) == 0, "rc %d, log %s, want %s", rc, kinds(), T[k].log);
-    CHECK(T[k].name, cpu >= 0.0 && elapsed >= cpu, "cpu %g elapsed %g", cpu, elapsed);
-    CHECK(T[k].name, T[k].blocking != 3 || (cpu == o.busy_s && elapsed == o.busy_s && o.busy_s > 0.0),
-          "-z 3: cpu %g elapsed %g busy %g", cpu, elapsed, o.busy_s);
+    CHECKN(T[k].name, rc == 0 && strcmp(kinds(), T[k].log) == 0, "rc %d, log %s, want %s", rc, kinds(), T[k].log);
+    CHECKN(T[k].name, cpu >= 0.0 && elapsed >= cpu, "cpu %g elapsed %g", cpu, elapsed);
+    CHECKN(T[k].name, T[k].blocking != 3 || (cpu == o.busy_s && elapsed == o.busy_s && o.busy_s > 0.0),
+           "-z 3: cpu %g elapsed %g busy %g", cpu, elapsed, o.busy_s);
   }
   reset();
   failWaitRc = 700;
@@ -489,29 +480,25 @@ static void test_time(void) {
   struct ccltune_outcome o = {0, 0, 0, 0.0};
   double cpu, elapsed;
   int rc = ccltune_series_time(&s, 2, 3, &o, &cpu, &elapsed);
-  CHECK("time: the final wait fails", rc == 700 && o.step == CCLTUNE_AT_WAIT && o.source == CCLTUNE_FROM_GPU
-                                          && o.call == 5 && strcmp(kinds(), "AAAW") == 0,
-        "rc %d step %d source %d call %lld log %s", rc, o.step, o.source, (long long)o.call, kinds());
+  CHECKN("time: the final wait fails", rc == 700 && o.step == CCLTUNE_AT_WAIT && o.source == CCLTUNE_FROM_GPU
+                                           && o.call == 5 && strcmp(kinds(), "AAAW") == 0,
+         "rc %d step %d source %d call %lld log %s", rc, o.step, o.source, (long long)o.call, kinds());
   reset();
   failAt = 1, failRc = 3;
   rc = ccltune_series_time(&s, 0, 3, &o, &cpu, &elapsed);
-  CHECK("time: a call fails, nothing waited", rc == 3 && o.call == 1 && o.step == 0 && strcmp(kinds(), "AA") == 0,
-        "rc %d call %lld log %s", rc, (long long)o.call, kinds());
+  CHECKN("time: a call fails, nothing waited", rc == 3 && o.call == 1 && o.step == 0 && strcmp(kinds(), "AA") == 0,
+         "rc %d call %lld log %s", rc, (long long)o.call, kinds());
   reset();
   s.stream_query = NULL;
   rc = ccltune_series_time(&s, 0, 3, &o, &cpu, &elapsed);
-  CHECK("time: no stream query", rc == CCLTUNE_SERIES_INVALID && nlog == 0 && cpu == 0.0, "rc %d, %d issued", rc, nlog);
+  CHECKN("time: no stream query", rc == CCLTUNE_SERIES_INVALID && nlog == 0 && cpu == 0.0, "rc %d, %d issued", rc, nlog);
 }
 
-int main(void) {
-  test_each_kind();
-  test_steps();
-  test_grouped();
-  test_errors();
-  test_invalid();
-  test_schedule();
-  test_graph();
-  test_time();
-  printf("%s: %d of %d checks failed\n", failures ? "FAILED" : "OK", failures, total);
-  return failures > 100 ? 100 : failures;
+int main(int argc, char** argv) {
+  static const check_test TESTS[] = {
+      {"each_kind", test_each_kind}, {"steps", test_steps},     {"grouped", test_grouped},
+      {"errors", test_errors},       {"invalid", test_invalid}, {"schedule", test_schedule},
+      {"graph", test_graph},         {"time", test_time},
+  };
+  return check_main(TESTS, CHECK_COUNT(TESTS), argc - 1, argv + 1);
 }

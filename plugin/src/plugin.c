@@ -201,8 +201,13 @@ static ncclResult_t getCollInfo_v2(void* ctx, ncclFunc_t coll, size_t nBytes, in
 
 #define NAME "ccltune"
 
-EXPORT const ncclTuner_v6_t ncclTunerPlugin_v6 = {NAME, init_v5, getCollInfo_v4, finalize, NULL};
-EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {NAME, init_v5, getCollInfo_v4, finalize};
-EXPORT const ncclTuner_v4_t ncclTunerPlugin_v4 = {NAME, init_v2, getCollInfo_v4, finalize};
-EXPORT const ncclTuner_v3_t ncclTunerPlugin_v3 = {NAME, init_v2, getCollInfo_v3, finalize};
-EXPORT const ncclTuner_v2_t ncclTunerPlugin_v2 = {NAME, init_v2, getCollInfo_v2, finalize};
+EXPORT const ncclTuner_v6_t ncclTunerPlugin_v6 = {
+    .name = NAME, .init = init_v5, .getCollInfo = getCollInfo_v4, .finalize = finalize, .getChunkSize = NULL};
+EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {
+    .name = NAME, .init = init_v5, .getCollInfo = getCollInfo_v4, .finalize = finalize};
+EXPORT const ncclTuner_v4_t ncclTunerPlugin_v4 = {
+    .name = NAME, .init = init_v2, .getCollInfo = getCollInfo_v4, .destroy = finalize};
+EXPORT const ncclTuner_v3_t ncclTunerPlugin_v3 = {
+    .name = NAME, .init = init_v2, .getCollInfo = getCollInfo_v3, .destroy = finalize};
+EXPORT const ncclTuner_v2_t ncclTunerPlugin_v2 = {
+    .name = NAME, .init = init_v2, .getCollInfo = getCollInfo_v2, .destroy = finalize};

@@ -1,6 +1,6 @@
 /* Capture harness: dlopen the built plugin and drive it as NCCL does, with CCLTUNE_CAPTURE
  * set by the caller (tests/plugin/test_capture.py, which reads the files back):
- *   test_capture /abs/path/libnccl-tuner-ccltune.so
+ *   test_capture /abs/path/libnccl-tuner-ccltune.so [TEST...]   (one test: communicators)
  * Several communicators live at once, through v6, v4 and v3, each called from its own
  * threads (communicator A from four threads at once), with a contiguous float[7][3] cost
  * table and nChannels preset to 0. A, B and D are finalized; C is not, so its file is the
@@ -70,15 +70,7 @@ static void* thread_d(void* ctx) {
   return NULL;
 }
 
-int main(int argc, char** argv) {
-  if (argc != 2) { fprintf(stderr, "usage: %s /abs/path/libnccl-tuner-ccltune.so\n", argv[0]); return 2; }
-  void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (!lib) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 2; }
-  v6 = dlsym(lib, "ncclTunerPlugin_v6");
-  v4 = dlsym(lib, "ncclTunerPlugin_v4");
-  v3 = dlsym(lib, "ncclTunerPlugin_v3");
-  if (!v6 || !v4 || !v3) { fprintf(stderr, "missing tuner symbols\n"); return 2; }
-
+static void test_communicators(void) {
   void *ctxA = NULL, *ctxB = NULL, *ctxD = NULL;
   ncclNvlDomainInfo_v6_t nvl = {1, 4, 4};
   ncclTunerConstants_v6_t consts;
@@ -87,7 +79,7 @@ int main(int argc, char** argv) {
   CHECK(v6->init(&ctxB, 0xb0b, 8, 2, NULL, &nvl, &consts) == ncclSuccess && ctxB, "init B");
   CHECK(v4->init(2, 1, NULL, &ctxC) == ncclSuccess && ctxC, "init C");
   CHECK(v3->init(2, 1, NULL, &ctxD) == ncclSuccess && ctxD, "init D");
-  if (failures) { printf("FAILED: %d failure(s)\n", failures); return 1; }
+  if (!ctxA || !ctxB || !ctxC || !ctxD) return;
 
   pthread_t th[THREADS_A + 3];
   for (int i = 0; i < THREADS_A; i++) pthread_create(&th[i], NULL, thread_a, ctxA);
@@ -107,6 +99,16 @@ int main(int argc, char** argv) {
   CHECK(v6->finalize(ctxB) == ncclSuccess, "finalize B");
   CHECK(v3->destroy(ctxD) == ncclSuccess, "destroy D");
   /* C is left to the exit writer; the library stays loaded, as NCCL keeps it */
-  printf("%s: %d failure(s)\n", failures ? "FAILED" : "OK", failures);
-  return failures != 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) { fprintf(stderr, "usage: %s /abs/path/libnccl-tuner-ccltune.so [TEST...]\n", argv[0]); return 2; }
+  void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!lib) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 2; }
+  v6 = dlsym(lib, "ncclTunerPlugin_v6");
+  v4 = dlsym(lib, "ncclTunerPlugin_v4");
+  v3 = dlsym(lib, "ncclTunerPlugin_v3");
+  if (!v6 || !v4 || !v3) { fprintf(stderr, "missing tuner symbols\n"); return 2; }
+  static const check_test TESTS[] = {{"communicators", test_communicators}};
+  return check_main(TESTS, CHECK_COUNT(TESTS), argc - 2, argv + 2);
 }

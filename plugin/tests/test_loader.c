@@ -1,5 +1,5 @@
 /* Loader test: dlopen the built plugin and call it exactly as NCCL does.
- *   test_loader /abs/path/libnccl-tuner-ccltune.so
+ *   test_loader /abs/path/libnccl-tuner-ccltune.so [TEST...]   (no name: all; --list: the names)
  * Symbols are looked up in NCCL's order (v6, v5, v4, v3, v2); every one found is exercised
  * with a contiguous float[numAlgo][numProto] cost table cast to float**, IGNORE cells at -1.0
  * and nChannels preset to 0. Exits non-zero on any failed check. */
@@ -162,27 +162,29 @@ static void check_init_log(const char* ver, const char* path) {
   CHECK(nWarn >= 1 && nWarn < 1000 && nInfo >= 1, "%s: warn=%d info=%d", ver, nWarn, nInfo);
 }
 
-int main(int argc, char** argv) {
-  if (argc < 2) { fprintf(stderr, "usage: test_loader LIB\n"); return 2; }
-  char path[] = "/tmp/ccltune_loader_XXXXXX";
-  int fd = mkstemp(path);
-  if (fd < 0 || write(fd, RULES, strlen(RULES)) != (ssize_t)strlen(RULES)) return 2;
-  close(fd);
+/* ---- the shared state: the library, its structs in NCCL's lookup order, the rule file ---- */
+static const char* const syms[] = {"ncclTunerPlugin_v6", "ncclTunerPlugin_v5", "ncclTunerPlugin_v4",
+                                   "ncclTunerPlugin_v3", "ncclTunerPlugin_v2"};
+static void* found[5];
+static void* lib;
+static char path[] = "/tmp/ccltune_loader_XXXXXX";
+
+/* Each test starts from the rule file above (one test rewrites it, another points elsewhere). */
+static void use_rules(void) {
+  FILE* f = fopen(path, "w");
+  int ok = f && fputs(RULES, f) >= 0;
+  if (f) ok = fclose(f) == 0 && ok;
+  CHECK(ok, "write %s", path);
   setenv("NCCL_TUNER_CONFIG_FILE", path, 1);
-  unsetenv("CCLTUNE_GPU_MODEL");
+}
 
-  void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (!lib) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 2; }
-  static const char* const syms[] = {"ncclTunerPlugin_v6", "ncclTunerPlugin_v5", "ncclTunerPlugin_v4",
-                                     "ncclTunerPlugin_v3", "ncclTunerPlugin_v2"};
-  void* found[5];
-  for (int i = 0; i < 5; i++) {
-    found[i] = dlsym(lib, syms[i]);
-    CHECK(found[i] != NULL, "%s not exported", syms[i]);
-  }
+static void test_exports(void) {
+  for (int i = 0; i < 5; i++) CHECK(found[i] != NULL, "%s not exported", syms[i]);
   CHECK(dlsym(lib, "ccl_parse_buffer") == NULL, "internal symbols must be hidden");
-  if (failures) return 1;
+}
 
+static void test_v6_v5(void) {
+  use_rules();
   /* v6 and v5: init(ctx, commId, nRanks, nNodes, logger, nvlDomainInfo, constants) */
   for (int v = 0; v < 2; v++) {
     const ncclTuner_v5_t* t = found[v]; /* v6 starts with the v5 members */
@@ -210,6 +212,10 @@ int main(int argc, char** argv) {
   }
   CHECK(((const ncclTuner_v6_t*)found[0])->getChunkSize == NULL, "v6 getChunkSize must be NULL");
 
+}
+
+static void test_v4_v3(void) {
+  use_rules();
   /* v4 and v3: init(nRanks, nNodes, logger, ctx) */
   {
     const ncclTuner_v4_t* t4 = found[2];
@@ -228,6 +234,10 @@ int main(int argc, char** argv) {
     t3->destroy(ctx);
   }
 
+}
+
+static void test_v2(void) {
+  use_rules();
   /* v2: algorithm/protocol returned directly, set only on a match */
   {
     const ncclTuner_v2_t* t = found[4];
@@ -251,6 +261,9 @@ int main(int argc, char** argv) {
     CHECK(t->getCollInfo(NULL, ncclFuncAllReduce, 1, 0, 0, 1, &algo, &proto, &nCh) == ncclSuccess, "v2 NULL ctx");
   }
 
+}
+
+static void test_unusable_file(void) {
   /* a rule file named but unusable (missing, a FIFO nobody writes, a device read without end, over
    * 16 MiB): one WARN at once, success, nothing changes */
   {
@@ -285,6 +298,9 @@ int main(int argc, char** argv) {
     if (haveFifo) unlink(fifoPath);
     rmdir(fifo);
   }
+}
+
+static void test_many_bad_lines(void) {
   /* many rejected lines: one WARN quoting the first three, every line at INFO */
   {
     const ncclTuner_v6_t* t = found[0];
@@ -303,8 +319,25 @@ int main(int argc, char** argv) {
     CHECK(strstr(logbuf, ":50: unknown collective 'bogus49'") && nInfo >= 51, "each line at INFO (info=%d)", nInfo);
     t->finalize(ctx);
   }
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) { fprintf(stderr, "usage: test_loader LIB [TEST...]\n"); return 2; }
+  int fd = mkstemp(path);
+  if (fd < 0) return 2;
+  close(fd);
+  unsetenv("CCLTUNE_GPU_MODEL");
+  lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!lib) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 2; }
+  for (int i = 0; i < 5; i++) found[i] = dlsym(lib, syms[i]);
+  for (int i = 0; i < 5; i++)
+    if (!found[i]) { fprintf(stderr, "%s not exported\n", syms[i]); return 1; }
+  static const check_test TESTS[] = {
+      {"exports", test_exports},           {"v6_v5", test_v6_v5}, {"v4_v3", test_v4_v3}, {"v2", test_v2},
+      {"unusable_file", test_unusable_file}, {"many_bad_lines", test_many_bad_lines},
+  };
+  int rc = check_main(TESTS, CHECK_COUNT(TESTS), argc - 2, argv + 2);
   unlink(path);
   dlclose(lib);
-  printf("%s: %d failure(s)\n", failures ? "FAILED" : "OK", failures);
-  return failures ? 1 : 0;
+  return rc;
 }

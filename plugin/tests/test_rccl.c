@@ -1,5 +1,5 @@
 /* RCCL-shaped harness: the ccltune tuner plugin called exactly as RCCL calls it.
- *   test_rccl LIB SPX_SYSFS_ROOT CPX_SYSFS_ROOT
+ *   test_rccl LIB SPX_SYSFS_ROOT CPX_SYSFS_ROOT [TEST...]   (no name: all; --list: the names)
  * Exits non-zero on any failed check. Every rule below is a fact read from RCCL's source
  * (no RCCL code is copied); "(inferred)" marks what the source implies but does not state.
  *
@@ -305,8 +305,26 @@ static void old_rccl_v2(void* lib, const char* spx) {
   t->destroy(ctx);
 }
 
+static void* lib;
+static const char *spxRoot, *cpxRoot;
+
+static void test_v6_tables(void) {
+  found_sym f = lookup(lib, 0);
+  printf("-- RCCL loader picks %s\n", f.sym ? f.sym : "(none)");
+  CHECK(f.version == 6, "current RCCL takes the first of v6..v2 found: got v%d", f.version);
+  if (f.version >= 5) {
+    const ncclTuner_v5_t* t = f.p; /* v6 begins with the v5 members */
+    for (int numAlgo = 7; numAlgo <= 8; numAlgo++) {
+      spx_8_ranks(t, spxRoot, numAlgo);
+      cpx_64_ranks(t, cpxRoot, numAlgo);
+    }
+  }
+}
+
+static void test_old_rccl_v2(void) { old_rccl_v2(lib, spxRoot); }
+
 int main(int argc, char** argv) {
-  if (argc < 4) { fprintf(stderr, "usage: test_rccl LIB SPX_ROOT CPX_ROOT\n"); return 2; }
+  if (argc < 4) { fprintf(stderr, "usage: test_rccl LIB SPX_ROOT CPX_ROOT [TEST...]\n"); return 2; }
   char path[] = "/tmp/ccltune_rccl_XXXXXX";
   int fd = mkstemp(path);
   if (fd < 0 || write(fd, RULES, strlen(RULES)) != (ssize_t)strlen(RULES)) return 2;
@@ -314,23 +332,14 @@ int main(int argc, char** argv) {
   setenv("NCCL_TUNER_CONFIG_FILE", path, 1);
   unsetenv("CCLTUNE_GPU_MODEL");
   unsetenv("CCLTUNE_CAPTURE");
-
-  void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  spxRoot = argv[2];
+  cpxRoot = argv[3];
+  lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (!lib) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 2; }
-  found_sym f = lookup(lib, 0);
-  printf("-- RCCL loader picks %s\n", f.sym ? f.sym : "(none)");
-  CHECK(f.version == 6, "current RCCL takes the first of v6..v2 found: got v%d", f.version);
-  if (f.version >= 5) {
-    const ncclTuner_v5_t* t = f.p; /* v6 begins with the v5 members */
-    for (int numAlgo = 7; numAlgo <= 8; numAlgo++) {
-      spx_8_ranks(t, argv[2], numAlgo);
-      cpx_64_ranks(t, argv[3], numAlgo);
-    }
-  }
-  old_rccl_v2(lib, argv[2]);
+  static const check_test TESTS[] = {{"v6_tables", test_v6_tables}, {"old_rccl_v2", test_old_rccl_v2}};
+  int rc = check_main(TESTS, CHECK_COUNT(TESTS), argc - 4, argv + 4);
   unsetenv("CCLTUNE_SYSFS_ROOT");
   unlink(path);
   dlclose(lib);
-  printf("%s: %d failure(s)\n", failures ? "FAILED" : "OK", failures);
-  return failures ? 1 : 0;
+  return rc;
 }

@@ -1,5 +1,6 @@
 /* White-box tests of the parser, platform detection and matcher, compiled from the plugin
- * sources. Table-driven; every case has a name; exit status = number of failures (capped). */
+ * sources. Table-driven; every case has a name.
+ *   test_rules [TEST...]   (no name: all; --list: the names) */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,17 +10,7 @@
 
 #include "rules.h"
 
-static int failures, total;
-#define CHECK(name, cond, ...)                                   \
-  do {                                                           \
-    total++;                                                     \
-    if (!(cond)) {                                               \
-      failures++;                                                \
-      printf("FAIL %s: ", name);                                 \
-      printf(__VA_ARGS__);                                       \
-      printf("\n");                                              \
-    }                                                            \
-  } while (0)
+#include "check.h"
 
 static char lastReason[1024];
 static int lastLine, nDiag;
@@ -90,10 +81,10 @@ static void test_parser(void) {
     ccl_ruleset rs;
     parse(PARSE[i].line, strlen(PARSE[i].line), &rs);
     if (!PARSE[i].reason[0])
-      CHECK(PARSE[i].name, nDiag == 0, "rejected: %s", lastReason);
+      CHECKN(PARSE[i].name, nDiag == 0, "rejected: %s", lastReason);
     else
-      CHECK(PARSE[i].name, nDiag == 1 && strcmp(lastReason, PARSE[i].reason) == 0 && rs.nRules == 0,
-            "got %d diag(s), reason '%s'", nDiag, lastReason);
+      CHECKN(PARSE[i].name, nDiag == 1 && strcmp(lastReason, PARSE[i].reason) == 0 && rs.nRules == 0,
+             "got %d diag(s), reason '%s'", nDiag, lastReason);
     ccl_ruleset_free(&rs);
   }
 }
@@ -102,14 +93,14 @@ static void test_parser_file_shape(void) {
   ccl_ruleset rs;
   const char crlf[] = "# c\r\n  # indented\r\n\r\nallreduce,0,64K,ring,ll,4,1,8\r\n";
   parse(crlf, sizeof crlf - 1, &rs);
-  CHECK("crlf and comments", nDiag == 0 && rs.nRules == 1 && rs.rules[0].line == 4 &&
-        rs.rules[0].maxBytes == 65536 && rs.rules[0].channels == 4, "nDiag %d rules %d", nDiag, rs.nRules);
+  CHECKN("crlf and comments", nDiag == 0 && rs.nRules == 1 && rs.rules[0].line == 4 &&
+         rs.rules[0].maxBytes == 65536 && rs.rules[0].channels == 4, "nDiag %d rules %d", nDiag, rs.nRules);
   ccl_ruleset_free(&rs);
 
   const char nul[] = "allreduce,0,1,ring,ll,4,1,8\nallre\0duce,0,1,ring,ll,4,1,8\nreduce,0,1,ring,ll,4,1,8";
   parse(nul, sizeof nul - 1, &rs);
-  CHECK("embedded NUL", nDiag == 1 && lastLine == 2 && strcmp(lastReason, "embedded NUL byte") == 0 &&
-        rs.nRules == 2 && rs.rules[1].line == 3, "nDiag %d line %d '%s'", nDiag, lastLine, lastReason);
+  CHECKN("embedded NUL", nDiag == 1 && lastLine == 2 && strcmp(lastReason, "embedded NUL byte") == 0 &&
+         rs.nRules == 2 && rs.rules[1].line == 3, "nDiag %d line %d '%s'", nDiag, lastLine, lastReason);
   ccl_ruleset_free(&rs);
 
   char big[3000];
@@ -118,20 +109,20 @@ static void test_parser_file_shape(void) {
   big[1025] = '\n'; /* line 1: 1025 bytes */
   memcpy(big + 1026, "reduce,0,1,ring,ll,4,1,8\n", 25);
   parse(big, 1026 + 25, &rs);
-  CHECK("long line once", nDiag == 1 && lastLine == 1 && strcmp(lastReason, "line longer than 1024 bytes") == 0 &&
-        rs.nRules == 1 && rs.rules[0].line == 2, "nDiag %d rules %d", nDiag, rs.nRules);
+  CHECKN("long line once", nDiag == 1 && lastLine == 1 && strcmp(lastReason, "line longer than 1024 bytes") == 0 &&
+         rs.nRules == 1 && rs.rules[0].line == 2, "nDiag %d rules %d", nDiag, rs.nRules);
   ccl_ruleset_free(&rs);
   parse(big, 1024, &rs); /* exactly 1024 bytes (rule + trailing spaces): accepted */
-  CHECK("1024 bytes ok", nDiag == 0 && rs.nRules == 1, "'%s'", lastReason);
+  CHECKN("1024 bytes ok", nDiag == 0 && rs.nRules == 1, "'%s'", lastReason);
   ccl_ruleset_free(&rs);
 
   const char secs[] = "reduce,0,1,ring,ll,4,1,8\nplatform,gpu=h100\nreduce,0,1,ring,ll,4,1,8\n"
                       "platform,bogus=1\nreduce,0,1,ring,ll,4,1,8\nplatform,any\nreduce,0,1,ring,ll,4,1,8\n";
   parse(secs, sizeof secs - 1, &rs);
-  CHECK("sections", rs.nRules == 4 && rs.nSections == 3 && rs.rules[0].section == -1 &&
-        rs.rules[1].section == 0 && rs.rules[2].section == 1 && !rs.sections[1].valid &&
-        rs.rules[3].section == 2 && rs.sections[2].keys == 0 && nDiag == 1 && rs.nRejected == 1,
-        "rules %d sections %d", rs.nRules, rs.nSections);
+  CHECKN("sections", rs.nRules == 4 && rs.nSections == 3 && rs.rules[0].section == -1 &&
+         rs.rules[1].section == 0 && rs.rules[2].section == 1 && !rs.sections[1].valid &&
+         rs.rules[3].section == 2 && rs.sections[2].keys == 0 && nDiag == 1 && rs.nRejected == 1,
+         "rules %d sections %d", rs.nRules, rs.nSections);
   ccl_ruleset_free(&rs);
 }
 
@@ -175,27 +166,27 @@ static const struct { const char* name; int coll; uint64_t bytes; int pipe, reg,
 static void test_matcher(void) {
   ccl_ruleset rs;
   parse(MATCH_RULES, strlen(MATCH_RULES), &rs);
-  CHECK("matcher rules parsed", rs.nRules == 10 && nDiag == 1 && lastLine == 7, "rules %d", rs.nRules);
+  CHECKN("matcher rules parsed", rs.nRules == 10 && nDiag == 1 && lastLine == 7, "rules %d", rs.nRules);
   ccl_platform plat;
   memset(&plat, 0, sizeof plat);
   ccl_platform_set_nvl(&plat, 8, 1, NULL);
   ccl_comm* c = ccl_comm_build(&rs, 8, 1, &plat);
-  CHECK("comm built", c && ccl_comm_nrules(c) == 9, "nrules %d", ccl_comm_nrules(c));
+  CHECKN("comm built", c && ccl_comm_nrules(c) == 9, "nrules %d", ccl_comm_nrules(c));
   for (size_t i = 0; c && i < sizeof MATCH / sizeof MATCH[0]; i++) {
     int cell, ch;
     table_default();
     if (MATCH[i].nvls) T[4 * 3 + 2] = 3.0f;
     int line = ccl_comm_decide(c, MATCH[i].coll, MATCH[i].bytes, MATCH[i].pipe, MATCH[i].reg, T, 7,
                                3, 1, &cell, &ch);
-    CHECK(MATCH[i].name, line == MATCH[i].line && cell == MATCH[i].cell && ch == MATCH[i].ch,
-          "line %d cell %d ch %d", line, cell, ch);
+    CHECKN(MATCH[i].name, line == MATCH[i].line && cell == MATCH[i].cell && ch == MATCH[i].ch,
+           "line %d cell %d ch %d", line, cell, ch);
   }
   int cell, ch;
-  CHECK("v2 skips partial default", c && ccl_comm_decide(c, 4, 8192, 1, 0, T, 7, 3, 0, &cell, &ch) == 0, "matched");
+  CHECKN("v2 skips partial default", c && ccl_comm_decide(c, 4, 8192, 1, 0, T, 7, 3, 0, &cell, &ch) == 0, "matched");
   ccl_comm_free(c);
   c = ccl_comm_build(&rs, 16, 2, &plat);
   table_default();
-  CHECK("nNodes 2 rule", c && ccl_comm_decide(c, 2, 10, 1, 0, T, 7, 3, 1, &cell, &ch) == 8 && cell == 4, "cell %d", cell);
+  CHECKN("nNodes 2 rule", c && ccl_comm_decide(c, 2, 10, 1, 0, T, 7, 3, 1, &cell, &ch) == 8 && cell == 4, "cell %d", cell);
   ccl_comm_free(c);
   ccl_ruleset_free(&rs);
 }
@@ -215,8 +206,8 @@ static void test_huge_table(void) {
   for (size_t i = 0; c && i < sizeof shapes / sizeof shapes[0]; i++) {
     int cell = 7, ch = 7;
     int line = ccl_comm_decide(c, 4, 1024, 1, 0, small, shapes[i][0], shapes[i][1], 1, &cell, &ch);
-    CHECK("huge table: no match", line == 0 && cell == -1 && ch == 0, "%dx%d: line %d cell %d", shapes[i][0],
-          shapes[i][1], line, cell);
+    CHECKN("huge table: no match", line == 0 && cell == -1 && ch == 0, "%dx%d: line %d cell %d", shapes[i][0],
+           shapes[i][1], line, cell);
   }
   ccl_comm_free(c);
   ccl_ruleset_free(&rs);
@@ -226,18 +217,18 @@ static void test_huge_table(void) {
 static void test_file_kinds(void) {
   ccl_ruleset rs;
   memset(&rs, 0, sizeof rs);
-  CHECK("/dev/zero refused", ccl_parse_file("/dev/zero", &rs, diag, NULL) == CCLT_FILE_NOT_REGULAR, "read");
-  CHECK("a folder refused", ccl_parse_file("/tmp", &rs, diag, NULL) == CCLT_FILE_NOT_REGULAR, "read");
+  CHECKN("/dev/zero refused", ccl_parse_file("/dev/zero", &rs, diag, NULL) == CCLT_FILE_NOT_REGULAR, "read");
+  CHECKN("a folder refused", ccl_parse_file("/tmp", &rs, diag, NULL) == CCLT_FILE_NOT_REGULAR, "read");
   char big[] = "/tmp/ccltune_rules_big_XXXXXX";
   int fd = mkstemp(big);
   if (fd >= 0) {
-    CHECK("sparse file", ftruncate(fd, CCLT_MAX_FILE_BYTES + 1) == 0, "ftruncate");
+    CHECKN("sparse file", ftruncate(fd, CCLT_MAX_FILE_BYTES + 1) == 0, "ftruncate");
     close(fd);
-    CHECK("over 16 MiB refused", ccl_parse_file(big, &rs, diag, NULL) == CCLT_FILE_TOO_LARGE, "read");
+    CHECKN("over 16 MiB refused", ccl_parse_file(big, &rs, diag, NULL) == CCLT_FILE_TOO_LARGE, "read");
     unlink(big);
   }
-  CHECK("problem in words", strstr(ccl_file_problem(CCLT_FILE_TOO_LARGE), "16 MiB") != NULL, "%s",
-        ccl_file_problem(CCLT_FILE_TOO_LARGE));
+  CHECKN("problem in words", strstr(ccl_file_problem(CCLT_FILE_TOO_LARGE), "16 MiB") != NULL, "%s",
+         ccl_file_problem(CCLT_FILE_TOO_LARGE));
   ccl_ruleset_free(&rs);
 }
 
@@ -253,7 +244,7 @@ static void put(const char* root, const char* rel, const char* text) {
 
 static void test_platform(void) {
   char root[] = "/tmp/ccltune_sysfs_XXXXXX";
-  if (!mkdtemp(root)) { CHECK("mkdtemp", 0, "failed"); return; }
+  if (!mkdtemp(root)) { CHECKN("mkdtemp", 0, "failed"); return; }
   put(root, "proc/driver/nvidia/gpus/0000:1b:00.0/information", "Model: \t NVIDIA H200\nIRQ: 1\n");
   put(root, "proc/driver/nvidia/gpus/0000:0a:00.0/information", "Model:  NVIDIA H100 80GB HBM3\n");
   put(root, "sys/class/drm/card1/device/current_compute_partition", "cpx\n");
@@ -262,11 +253,11 @@ static void test_platform(void) {
   unsetenv("CCLTUNE_GPU_MODEL");
   ccl_platform p;
   ccl_platform_detect(&p);
-  CHECK("nvidia model, sorted first", strcmp(p.gpu, "NVIDIA H100 80GB HBM3") == 0, "'%s'", p.gpu);
-  CHECK("amd partitions", strcmp(p.partition, "CPX") == 0 && strcmp(p.nps, "NPS4") == 0, "'%s' '%s'", p.partition, p.nps);
+  CHECKN("nvidia model, sorted first", strcmp(p.gpu, "NVIDIA H100 80GB HBM3") == 0, "'%s'", p.gpu);
+  CHECKN("amd partitions", strcmp(p.partition, "CPX") == 0 && strcmp(p.nps, "NPS4") == 0, "'%s' '%s'", p.partition, p.nps);
   setenv("CCLTUNE_GPU_MODEL", "AMD Instinct MI300X", 1);
   ccl_platform_detect(&p);
-  CHECK("env override", strcmp(p.gpu, "AMD Instinct MI300X") == 0, "'%s'", p.gpu);
+  CHECKN("env override", strcmp(p.gpu, "AMD Instinct MI300X") == 0, "'%s'", p.gpu);
   unsetenv("CCLTUNE_GPU_MODEL");
 
   ccl_section s;
@@ -279,17 +270,17 @@ static void test_platform(void) {
   snprintf(p.gpu, sizeof p.gpu, "AMD Instinct MI300X");
   int nvl[3] = {2, 4, 4};
   ccl_platform_set_nvl(&p, 8, 1, nvl);
-  CHECK("section matches", ccl_section_matches(&s, &p), "no");
+  CHECKN("section matches", ccl_section_matches(&s, &p), "no");
   nvl[1] = 3;
   ccl_platform_set_nvl(&p, 8, 1, nvl);
-  CHECK("uneven domains miss nvlranks", !ccl_section_matches(&s, &p), "matched");
+  CHECKN("uneven domains miss nvlranks", !ccl_section_matches(&s, &p), "matched");
   ccl_platform_set_nvl(&p, 16, 4, NULL);
-  CHECK("derived nvlranks", ccl_section_matches(&s, &p) && p.nvlDomains == 4, "no");
+  CHECKN("derived nvlranks", ccl_section_matches(&s, &p) && p.nvlDomains == 4, "no");
   p.partition[0] = '\0';
-  CHECK("unknown fact never matches", !ccl_section_matches(&s, &p), "matched");
+  CHECKN("unknown fact never matches", !ccl_section_matches(&s, &p), "matched");
   s.keys = 0;
   s.valid = 0;
-  CHECK("rejected section matches nothing", !ccl_section_matches(&s, &p), "matched");
+  CHECKN("rejected section matches nothing", !ccl_section_matches(&s, &p), "matched");
 
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
@@ -297,18 +288,16 @@ static void test_platform(void) {
   put(root, "sys/class/drm/card0/device/product_name", "AMD Instinct MI300X\n");
   put(root, "sys/class/drm/card0-DP-1/device/product_name", "monitor\n");
   ccl_platform_detect(&p);
-  CHECK("drm product_name", strcmp(p.gpu, "AMD Instinct MI300X") == 0 && !p.partition[0], "'%s'", p.gpu);
+  CHECKN("drm product_name", strcmp(p.gpu, "AMD Instinct MI300X") == 0 && !p.partition[0], "'%s'", p.gpu);
   if (system(cmd) != 0) printf("warning: could not remove %s\n", root);
   unsetenv("CCLTUNE_SYSFS_ROOT");
 }
 
-int main(void) {
-  test_parser();
-  test_parser_file_shape();
-  test_matcher();
-  test_huge_table();
-  test_file_kinds();
-  test_platform();
-  printf("%s: %d of %d checks failed\n", failures ? "FAILED" : "OK", failures, total);
-  return failures > 100 ? 100 : failures;
+int main(int argc, char** argv) {
+  static const check_test TESTS[] = {
+      {"parser", test_parser},         {"parser_file_shape", test_parser_file_shape},
+      {"matcher", test_matcher},       {"huge_table", test_huge_table},
+      {"file_kinds", test_file_kinds}, {"platform", test_platform},
+  };
+  return check_main(TESTS, CHECK_COUNT(TESTS), argc - 1, argv + 1);
 }

@@ -169,9 +169,15 @@ static ncclResult_t record_v4(void* h, ncclProfilerEventState_t s, ncclProfilerE
 
 /* ---- the exported structs (exports.map lists exactly these) -------------------------------- */
 
-EXPORT const ncclProfiler_v1_t ncclProfiler_v1 = {PLUGIN_NAME, init_v1, start_v1, stop_event, record_v1, finalize};
-EXPORT const ncclProfiler_v2_t ncclProfiler_v2 = {PLUGIN_NAME, init_v2, start_v2, stop_event, record_v1, finalize};
-EXPORT const ncclProfiler_v3_t ncclProfiler_v3 = {PLUGIN_NAME, init_v3, start_v3, stop_event, record_v1, finalize};
-EXPORT const ncclProfiler_v4_t ncclProfiler_v4 = {PLUGIN_NAME, init_v4, start_v4, stop_event, record_v4, finalize};
-EXPORT const ncclProfiler_v5_t ncclProfiler_v5 = {PLUGIN_NAME, init_v5, start_v5, stop_event, record_v4, finalize};
-EXPORT const ncclProfiler_v6_t ncclProfiler_v6 = {PLUGIN_NAME, init_v6, start_v6, stop_event, record_v4, finalize};
+/* ncclProfiler_v1 .. ncclProfiler_v6, with designated initializers: each member named as in NCCL's
+ * ncclProfiler_vN_t (include/ccltune_profiler_abi.h). */
+#define PROFILER_STRUCT(V, INIT, START, RECORD)                                                       \
+  EXPORT const ncclProfiler_v##V##_t ncclProfiler_v##V = {.name = PLUGIN_NAME, .init = INIT,          \
+                                                          .startEvent = START, .stopEvent = stop_event, \
+                                                          .recordEventState = RECORD, .finalize = finalize}
+PROFILER_STRUCT(1, init_v1, start_v1, record_v1);
+PROFILER_STRUCT(2, init_v2, start_v2, record_v1);
+PROFILER_STRUCT(3, init_v3, start_v3, record_v1);
+PROFILER_STRUCT(4, init_v4, start_v4, record_v4);
+PROFILER_STRUCT(5, init_v5, start_v5, record_v4);
+PROFILER_STRUCT(6, init_v6, start_v6, record_v4);

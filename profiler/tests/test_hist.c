@@ -1,6 +1,7 @@
 /* White-box test of the histogram: every bucket's reported value is within 1/64 of every
  * value that falls in it (checked at each bucket's bounds), buckets are monotonic, and the
- * nearest-rank percentile picks the right bucket and never exceeds the exact max. */
+ * nearest-rank percentile picks the right bucket and never exceeds the exact max.
+ *   test_hist [TEST...]   (no name: all; --list: the names) */
 #include "../../plugin/tests/check.h"
 #include "hist.h"
 
@@ -17,7 +18,7 @@ static void check_value(uint64_t ns) {
           (unsigned long long)ns, v);
 }
 
-int main(void) {
+static void test_buckets(void) {
   int prev = -1;
   for (uint64_t ns = 0; ns < 200000; ns++) { /* every value up to 200 us */
     int b = cclp_hist_bucket(ns);
@@ -35,7 +36,10 @@ int main(void) {
             "octave %d sub %llu bounds", e, (unsigned long long)sub);
     }
   CHECK(cclp_hist_bucket(UINT64_MAX) == CCLP_HIST_BUCKETS - 1, "huge values share the last bucket");
+  printf("histogram: %d buckets, worst-case relative error 1/64\n", CCLP_HIST_BUCKETS);
+}
 
+static void test_percentile(void) {
   static uint32_t hist[CCLP_HIST_BUCKETS];
   memset(hist, 0, sizeof hist);
   uint64_t values[] = {10000, 20000, 30000, 40000, 1000000}; /* ns */
@@ -48,7 +52,9 @@ int main(void) {
   double p90 = cclp_hist_percentile(hist, 5, 90, 1000000); /* rank 5 */
   CHECK(p90 <= 1000000 && p90 >= 1000000 * (1 - 1 / 64.0), "p90 %.1f never above max", p90);
   CHECK(cclp_hist_percentile(hist, 5, 90, 999000) == 999000, "clamped to the exact max");
-  printf("histogram: %d buckets, worst-case relative error 1/64\n", CCLP_HIST_BUCKETS);
-  printf("OK: %d failure(s)\n", failures);
-  return failures != 0;
+}
+
+int main(int argc, char** argv) {
+  static const check_test TESTS[] = {{"buckets", test_buckets}, {"percentile", test_percentile}};
+  return check_main(TESTS, CHECK_COUNT(TESTS), argc - 1, argv + 1);
 }

@@ -2,7 +2,8 @@
  * files read back and checked exactly: counts, sums, max, percentiles against the known
  * timer values (within the histogram's documented 1/64), call lines, sampling, overflow,
  * many communicators and threads, the exit writer, bad environment values, profiling off.
- * Usage: test_profiler LIB OUTDIR (OUTDIR is emptied of profile files per case). */
+ * Usage: test_profiler LIB OUTDIR [TEST...] (OUTDIR is emptied of profile files per case; no test
+ * name: all of them; --list: the names). */
 #include "../../plugin/tests/check.h"
 #include "harness.h"
 
@@ -442,35 +443,41 @@ static void case_exit_writer(void) {
   free(text);
 }
 
+/* Each case prints its "-- name" line after it ran (tests/plugin/test_profiler_harness.py looks for them). */
+#define VERSION_TEST(v) \
+  static void test_v##v(void) { case_version(v); printf("-- ncclProfiler_v%d\n", v); }
+VERSION_TEST(1)
+VERSION_TEST(2)
+VERSION_TEST(3)
+VERSION_TEST(4)
+VERSION_TEST(5)
+VERSION_TEST(6)
+static void test_off(void) { case_off(); printf("-- profiling off\n"); }
+static void test_bad_env(void) { case_bad_env(); printf("-- bad environment values\n"); }
+static void test_sampling(void) { case_sampling(); printf("-- sampling\n"); }
+static void test_overflow(void) { case_overflow(); printf("-- table overflow\n"); }
+static void test_partial_and_stale(void) { case_partial_and_stale(); printf("-- partial and stale events\n"); }
+static void test_relative_dir(void) { case_relative_dir(); printf("-- relative folder\n"); }
+static void test_threads(void) { case_threads(); printf("-- %d communicators, user and proxy threads\n", NCOMMS); }
+static void test_exit_writer(void) { case_exit_writer(); printf("-- exit writer\n"); }
+
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s LIB OUTDIR\n", argv[0]);
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s LIB OUTDIR [TEST...]\n", argv[0]);
     return 2;
   }
   lib_path = argv[1];
   snprintf(out_root, sizeof out_root, "%s", argv[2]);
   unsetenv("CCLTUNE_PROFILE_EVERY");
   unsetenv("CCLTUNE_PROFILE_CALLS");
-  for (int v = 1; v <= 6; v++) {
-    case_version(v);
-    printf("-- ncclProfiler_v%d\n", v);
-  }
-  case_off();
-  printf("-- profiling off\n");
-  case_bad_env();
-  printf("-- bad environment values\n");
-  case_sampling();
-  printf("-- sampling\n");
-  case_overflow();
-  printf("-- table overflow\n");
-  case_partial_and_stale();
-  printf("-- partial and stale events\n");
-  case_relative_dir();
-  printf("-- relative folder\n");
-  case_threads();
-  printf("-- %d communicators, user and proxy threads\n", NCOMMS);
-  case_exit_writer();
-  printf("-- exit writer\n");
-  printf("OK: %d failure(s)\n", failures);
-  return failures != 0;
+  static const check_test TESTS[] = {
+      {"v1", test_v1},           {"v2", test_v2},
+      {"v3", test_v3},           {"v4", test_v4},
+      {"v5", test_v5},           {"v6", test_v6},
+      {"off", test_off},         {"bad_env", test_bad_env},
+      {"sampling", test_sampling}, {"overflow", test_overflow},
+      {"partial_and_stale", test_partial_and_stale}, {"relative_dir", test_relative_dir},
+      {"threads", test_threads}, {"exit_writer", test_exit_writer},
+  };
+  return check_main(TESTS, CHECK_COUNT(TESTS), argc - 3, argv + 3);
 }
