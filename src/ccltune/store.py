@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ccltune.processes import alive
 from ccltune.errors import UsageError
 from ccltune.files import check_name, printable, shown
 
@@ -228,15 +229,13 @@ def _liveness(processes: Any) -> tuple[str, str]:
     (``launch.job_processes``): abandoned when they are all gone from this host."""
     import socket
 
-    from ccltune import launch
-
     if not isinstance(processes, dict) or not isinstance(processes.get("pids"), dict):
         return "running", ""  # recorded by an older ccltune: nothing to judge by
     host = processes.get("host")
     if host != socket.gethostname():
         return "running", f"running on host {host}: whether its processes live cannot be judged from here"
     pids = processes["pids"]
-    if any(launch.alive(int(pid), start) for pid, start in pids.items() if str(pid).isdigit()):
+    if any(alive(int(pid), start) for pid, start in pids.items() if str(pid).isdigit()):
         return "running", ""
     return ABANDONED, f"its processes ({', '.join(map(str, pids))}) are gone; it never finished"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ccltune.launch import descendants
+from ccltune.processes import descendants
 from ccltune.store import Store
 
 ROW_FIELDS = ("collective", "size_bytes", "count", "dtype", "op", "root", "in_place", "time_us", "algbw_gbps",

@@ -10,7 +10,8 @@ import pytest
 
 from ccltune.cli import main
 from ccltune.diagnose.checks import transport
-from ccltune.diagnose.checks.registry import Context, run_checks
+from ccltune.diagnose.checks.context import Context
+from ccltune.diagnose.checks.registry import run_checks
 from ccltune.diagnose.probes import benchrun, topo
 
 FIX = Path(__file__).parent.parent / "fixtures"

@@ -13,7 +13,7 @@ import textwrap
 import time
 from types import SimpleNamespace
 
-from ccltune import launch
+from ccltune import launch, processes
 from ccltune.cli import main
 from ccltune.store import Store
 
@@ -26,8 +26,8 @@ def _run_by(db, processes):
 def test_a_running_run_whose_processes_are_gone_is_shown_abandoned(tmp_path, capsys):
     db = tmp_path / "t.db"
     me = os.getpid()
-    gone = _run_by(db, {"host": socket.gethostname(), "pids": {str(me): launch.process_start(me) + 1}})  # pid reused
-    live = _run_by(db, {"host": socket.gethostname(), "pids": {str(me): launch.process_start(me)}})
+    gone = _run_by(db, {"host": socket.gethostname(), "pids": {str(me): processes.process_start(me) + 1}})  # pid reused
+    live = _run_by(db, {"host": socket.gethostname(), "pids": {str(me): processes.process_start(me)}})
     elsewhere = _run_by(db, {"host": "node-that-is-not-here", "pids": {"1": None}})
     old = _run_by(db, None)  # recorded before runs kept their processes: nothing to judge by
     with Store(db) as st:
@@ -63,7 +63,7 @@ def test_a_process_dies_with_its_parent_killed_by_signal_9(tmp_path):
     pidfile = tmp_path / "pid"
     child = textwrap.dedent(f"""
         import os, sys, time
-        from ccltune import launch
+        from ccltune import launch, processes
         launch.die_with_parent()
         open({str(pidfile)!r}, "w").write(str(os.getpid()))
         time.sleep(60)
@@ -79,13 +79,13 @@ def test_a_process_dies_with_its_parent_killed_by_signal_9(tmp_path):
         parent.kill()
         parent.wait()
         deadline = time.monotonic() + 5
-        while launch.alive(pid) and time.monotonic() < deadline:
+        while processes.alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not launch.alive(pid), "the child outlived its parent by 5 s"
+        assert not processes.alive(pid), "the child outlived its parent by 5 s"
     finally:
         if parent.poll() is None:
             parent.kill()
-        if pidfile.exists() and pidfile.read_text() and launch.alive(int(pidfile.read_text())):
+        if pidfile.exists() and pidfile.read_text() and processes.alive(int(pidfile.read_text())):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 

@@ -3,7 +3,7 @@
 The layers, lowest first; a module may import its own layer and any below it:
 
   base      ccltune (the package: its version), errors
-  core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, groups, dist, launch,
+  core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, groups, dist, launch, processes,
             tuner_plugin, profiler_plugin, output, builtlib, ncclt_json, periter
   engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
   measure   measure/  (timing points and sizes, the run's lifecycle: measure.session)
@@ -11,6 +11,11 @@ The layers, lowest first; a module may import its own layer and any below it:
   report    report/
   cli       cli/, __main__
   api       api  (the Python API: each function runs its command through the CLI's parser and run_command)
+
+No two modules import each other, directly or through others (test_no_import_cycle): within a layer too,
+and counting imports inside functions (executed late, so Python tolerates the cycle, but the two modules
+are one unit in two files) and imports under ``if TYPE_CHECKING:`` (never executed; counted as edges of
+their own kind, "type-only": a type-only cycle means a type lives in the module that uses it, not below).
 
 The package itself (ccltune/__init__.py) is the API's front: as an importer it stands above every
 layer (it hands out ccltune.api's functions on first use); as an import target it is the base (its
@@ -26,7 +31,7 @@ import ccltune
 
 LAYERS = [
     ("base", {"errors"}),
-    ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules", "store", "groups", "dist",
+    ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules", "store", "groups", "dist", "processes",
               "tuner_plugin", "profiler_plugin", "output", "launch", "builtlib", "ncclt_json", "periter"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),
@@ -111,6 +116,89 @@ def test_the_check_sees_an_upward_import(tmp_path):
     bad.write_text("def f():\n    from ccltune.measure.buffers import Buffers\n")
     assert _imports(bad) == [(2, "ccltune.measure.buffers")]
     assert _layer("ccltune.measure.buffers") > _layer("ccltune.engines.base")
+
+
+def _type_only_lines(tree: ast.AST) -> set[int]:
+    """Lines of the imports under ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``)."""
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and (getattr(node.test, "id", None) == "TYPE_CHECKING"
+                                         or getattr(node.test, "attr", None) == "TYPE_CHECKING"):
+            lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    return lines
+
+
+def _edges(path: Path) -> list[tuple[int, str, str]]:
+    """(line, module, kind) of every ccltune import in ``path``: kind "type-only" under TYPE_CHECKING, else
+    "runtime" (at the top or inside a function alike)."""
+    typed = _type_only_lines(ast.parse(path.read_text(encoding="utf-8")))
+    return [(line, target, "type-only" if line in typed else "runtime") for line, target in _imports(path)]
+
+
+def _cycles(graph: dict[str, dict[str, list[str]]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (or a module importing itself), each sorted:
+    every module of one can reach every other through imports. Iterative Tarjan (no recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, {}))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    work.append((child, iter(sorted(graph.get(child, {})))))
+                elif child in stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1 or node in graph.get(node, {}):
+                    out.append(sorted(component))
+    return out
+
+
+def test_no_import_cycle():
+    """Every import counts, inside functions and under TYPE_CHECKING (see the module's docstring). The package
+    itself is left out: it hands out ccltune.api's functions on first use and is imported for __version__."""
+    graph: dict[str, dict[str, list[str]]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        mod = _module(path)
+        for line, target, kind in _edges(path):
+            if "ccltune" not in (mod, target):
+                graph.setdefault(mod, {}).setdefault(target, []).append(
+                    f"{path.relative_to(ROOT.parent)}:{line} ({kind})")
+    found = []
+    for component in _cycles(graph):
+        found.append("cycle: " + ", ".join(component))
+        found += [f"  {a} -> {b}: {', '.join(where)}" for a in component
+                  for b, where in sorted(graph.get(a, {}).items()) if b in component]
+    assert not found, "modules that import each other:\n" + "\n".join(found)
+
+
+def test_the_cycle_check_sees_late_and_type_only_imports(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ccltune.store import Store\n"
+                   "def f():\n    from ccltune import launch\n")
+    assert _edges(src) == [(3, "ccltune.store", "type-only"), (5, "ccltune.launch", "runtime")]
+    assert _cycles({"a": {"b": ["a:5 (runtime)"]}, "b": {"c": ["b:3 (type-only)"]}, "c": {"a": ["c:1"]},
+                    "d": {"a": ["d:1"]}, "e": {"e": ["e:1"]}}) == [["a", "b", "c"], ["e"]]
 
 
 def test_the_check_sees_a_module_imported_from_its_package(tmp_path):

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ccltune import launch, profiler_plugin
+from ccltune import launch, processes, profiler_plugin
 from ccltune.errors import EngineUnavailable
 
 GRACE_S = 3.0          # after SIGTERM, the job's time to exit before SIGKILL
@@ -63,13 +63,13 @@ def base_env(environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
 
 def _end_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the job's process group and its descendants, SIGKILL to what is left after GRACE_S."""
-    targets = set(launch.descendants(proc.pid))
+    targets = set(processes.descendants(proc.pid))
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
-        for pid in targets | set(launch.descendants(proc.pid)):
+        for pid in targets | set(processes.descendants(proc.pid)):
             try:
                 os.kill(pid, sig)
             except (ProcessLookupError, PermissionError):
@@ -79,7 +79,7 @@ def _end_group(proc: subprocess.Popen[bytes]) -> None:
                 proc.wait(timeout=GRACE_S)
             except subprocess.TimeoutExpired:
                 continue
-            if not any(launch.alive(p) for p in targets):
+            if not any(processes.alive(p) for p in targets):
                 return
     proc.wait()
 

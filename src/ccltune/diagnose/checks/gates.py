@@ -22,7 +22,7 @@ from ccltune.errors import UsageError
 from ccltune.sizes import format_size
 
 if TYPE_CHECKING:
-    from ccltune.diagnose.checks.registry import Context
+    from ccltune.diagnose.checks.context import Context
 
 # A profile derived from the machine's own links: all_reduce in-place busbw at LINK_GATE_BYTES must reach
 # RING_FRACTION of the ring ceiling (linkmath: the smallest over the GPUs of slowest link x peers, capped by

@@ -19,7 +19,7 @@ from ccltune.diagnose.probes import benchrun
 from ccltune.diagnose.probes.topo import p2p_capable_from
 
 if TYPE_CHECKING:
-    from ccltune.diagnose.checks.registry import Context
+    from ccltune.diagnose.checks.context import Context
 
 CHANNEL_VARIANTS = (8, 16, 24, 32)
 CHANNEL_SIZE = 128 << 20  # the gains from a channel count show from 16 MB up
