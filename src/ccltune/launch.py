@@ -58,14 +58,15 @@ class Caller:
 
 
 ERROR_PREFIX = "ccltune: error: "   # how the CLI starts an error message (cli.main)
-GLOO_NPROC = 2   # processes of a gloo job when --nproc is not given (no GPU to count)
+CPU_NPROC = 2   # processes of a job on an engine without GPU (gloo) when --nproc is not given (no GPU to count)
 
 
-def job_size(nproc: int | None, engine: str, gpu_count: Callable[[], int]) -> int:
+def job_size(nproc: int | None, gpu: bool, gpu_count: Callable[[], int]) -> int:
     """How many processes the job will have: the launcher's world size (``nproc`` must then be None or
     equal); else ``nproc`` (``--nproc``: one process per GPU, so at most the GPUs visible, except on
-    gloo); else one per GPU visible (``GLOO_NPROC`` on gloo).
-    ``gpu_count``: the GPUs a process started here would see."""
+    an engine without GPU); else one per GPU visible (``CPU_NPROC`` on an engine without GPU).
+    ``gpu``: whether the engine runs on GPUs (``engines.kind(name).gpu``); ``gpu_count``: the GPUs a
+    process started here would see."""
     info = dist.launch_info()
     if info.launcher != "single":
         if nproc is not None and nproc != info.world_size:  # the launcher started the processes, not ccltune
@@ -77,22 +78,22 @@ def job_size(nproc: int | None, engine: str, gpu_count: Callable[[], int]) -> in
     if nproc is not None:
         if nproc < 1:
             raise UsageError(f"--nproc must be >= 1, got {nproc}")
-        if engine != "gloo" and nproc > (n := gpu_count()):  # NCCL refuses two ranks on one GPU
+        if gpu and nproc > (n := gpu_count()):  # NCCL refuses two ranks on one GPU
             raise UsageError(f"--nproc {nproc}: one process per GPU, and {n} GPUs are visible here")
         return nproc
-    return gpu_count() if engine != "gloo" else GLOO_NPROC
+    return gpu_count() if gpu else CPU_NPROC
 
 
-def runs_here(nproc: int, engine: str, caller: Caller | None) -> bool:
+def runs_here(nproc: int, gpu: bool, caller: Caller | None) -> bool:
     """Whether a job of ``nproc`` processes runs in this process instead of under torchrun (``relaunch``).
 
     From a terminal, a job of one process does. A call from Python (``ccltune.api``: ``caller``) runs in a job of
     its own even on one process, so that the caller's process never opens a GPU library or signal handlers it
-    keeps; only one gloo process, which joins no process group, runs there (in the main thread, where signals
-    can be caught)."""
+    keeps; only one process of an engine without GPU (``gpu`` False: gloo), which joins no process group, runs
+    there (in the main thread, where signals can be caught)."""
     if nproc != 1:
         return False
-    return caller is None or (engine == "gloo" and threading.current_thread() is threading.main_thread())
+    return caller is None or (not gpu and threading.current_thread() is threading.main_thread())
 
 
 def relaunch(argv: list[str], nproc: int, engine: str, env: dict[str, str], caller: Caller | None = None) -> int:

@@ -135,29 +135,29 @@ def test_job_size_is_the_launchers_else_nproc_else_one_per_gpu(monkeypatch):
     from ccltune.errors import UsageError
 
     monkeypatch.setattr(launch.dist, "launch_info", lambda: SimpleNamespace(launcher="single", world_size=1))
-    assert launch.job_size(None, "nccl", lambda: 4) == 4
-    assert launch.job_size(None, "gloo", lambda: 0) == launch.GLOO_NPROC
-    assert launch.job_size(3, "gloo", lambda: 0) == 3  # gloo counts no GPU
+    assert launch.job_size(None, True, lambda: 4) == 4
+    assert launch.job_size(None, False, lambda: 0) == launch.CPU_NPROC
+    assert launch.job_size(3, False, lambda: 0) == 3  # an engine without GPU (gloo) counts none
     with pytest.raises(UsageError, match="--nproc 5: one process per GPU, and 4 GPUs are visible here"):
-        launch.job_size(5, "nccl", lambda: 4)
+        launch.job_size(5, True, lambda: 4)
     with pytest.raises(UsageError, match="--nproc must be >= 1, got 0"):
-        launch.job_size(0, "gloo", lambda: 0)
+        launch.job_size(0, False, lambda: 0)
     monkeypatch.setattr(launch.dist, "launch_info", lambda: SimpleNamespace(launcher="mpirun", world_size=8))
-    assert launch.job_size(None, "nccl", lambda: 1) == 8  # under a launcher, its world
-    assert launch.job_size(8, "nccl", lambda: 1) == 8
+    assert launch.job_size(None, True, lambda: 1) == 8  # under a launcher, its world
+    assert launch.job_size(8, True, lambda: 1) == 8
     with pytest.raises(UsageError, match=r"^--nproc 2 under mpirun, whose job has 8 processes: the launcher starts "
                                          r"them, so leave out --nproc or have it start 2$"):
-        launch.job_size(2, "nccl", lambda: 1)  # was silently 8
+        launch.job_size(2, True, lambda: 1)  # was silently 8
 
 
 def test_runs_here_only_one_process_and_from_python_only_gloo_in_the_main_thread():
     import threading
 
     caller = launch.Caller()
-    assert launch.runs_here(1, "nccl", None) and not launch.runs_here(2, "gloo", None)
-    assert not launch.runs_here(1, "nccl", caller) and launch.runs_here(1, "gloo", caller)
+    assert launch.runs_here(1, True, None) and not launch.runs_here(2, False, None)
+    assert not launch.runs_here(1, True, caller) and launch.runs_here(1, False, caller)
     seen = []
-    worker = threading.Thread(target=lambda: seen.append(launch.runs_here(1, "gloo", caller)))
+    worker = threading.Thread(target=lambda: seen.append(launch.runs_here(1, False, caller)))
     worker.start()
     worker.join()
     assert seen == [False]

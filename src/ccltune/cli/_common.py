@@ -192,7 +192,7 @@ def check_db(path: str) -> None:
 
 def job_size(args: argparse.Namespace, engine: str) -> int:
     """How many processes the job will have (``launch.job_size``: the launcher's, --nproc's, or the default)."""
-    return launch.job_size(args.nproc, engine, gpu_count)
+    return launch.job_size(args.nproc, engines.kind(engine).gpu, gpu_count)
 
 
 def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | None:
@@ -205,7 +205,7 @@ def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | No
     if nproc < 1:  # no GPU visible to the nccl or torch engine
         raise UsageError(f"--nproc must be >= 1, got {nproc}")
     caller = getattr(args, "_caller", None)
-    if launch.runs_here(nproc, engine, caller):
+    if launch.runs_here(nproc, engines.kind(engine).gpu, caller):
         return None
     if getattr(args, "db", None):  # an unusable database is said once, before a process per GPU starts
         check_db(args.db)

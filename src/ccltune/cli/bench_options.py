@@ -175,27 +175,21 @@ def _refuse(flag: str, value: Any, engine: str, why: str) -> UsageError:
     return UsageError(f"{flag} {value}: the {engine} engine {why}")
 
 
-# What each engine cannot do, and why (flag -> {engine: reason}); an engine not named honours the flag.
-_CANNOT = {
-    "-m/--agg_iters": {"torch": "issues each collective on its own through torch.distributed: it cannot put "
-                                "N calls in one ncclGroupStart/ncclGroupEnd (--engine nccl does)",
-                       "gloo": "has no group calls: gloo runs each collective on its own (--engine nccl does)"},
-    "-y/--stream_null": {"gloo": "runs on the CPU: it has no CUDA stream"},
-    "-M/--memory": {"gloo": "runs on the CPU: it has no GPU memory to report"},
-    "-x/--cta_policy": {"torch": "makes no communicator of its own (ProcessGroupNCCL does): --engine nccl sets "
-                                 "ncclConfig_t.CTAPolicy",
-                        "gloo": "has no NCCL communicator"},
-    "-R/--local_register": {"torch": "does not own its buffers' registration (PyTorch's allocator does): "
-                                     "--engine nccl calls ncclCommRegister",
-                            "gloo": "has no NCCL communicator to register buffers with"},
-    "NCCL_TESTS_DEVICE": {"gloo": "runs on the CPU: there is no GPU to choose"},
+# The ability each flag needs (a value other than its default); why an engine lacks one is the engine registry's
+_NEEDS = {
+    "-m/--agg_iters": engines.GROUP_CALLS,
+    "-y/--stream_null": engines.CUDA_STREAM,
+    "-M/--memory": engines.GPU_MEMORY,
+    "-x/--cta_policy": engines.CTA_POLICY,
+    "-R/--local_register": engines.REGISTRATION,
+    "NCCL_TESTS_DEVICE": engines.DEVICE_CHOICE,
 }
 DEVICE_API = ("runs nccl-tests' own CUDA kernels written against NCCL's device API (ncclDevComm, NCCL >= 2.28, "
               "compiled into nccl-tests); ccltune issues NCCL's host API only, so it cannot run them (-D 0 does)")
 
 
 def _can(flag: str, value: Any, engine: str) -> None:
-    why = _CANNOT.get(flag, {}).get(engine)
+    why = engines.kind(engine).lacks.get(_NEEDS[flag])
     if why:
         raise _refuse(flag, value, engine, why)
 

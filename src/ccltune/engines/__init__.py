@@ -5,13 +5,23 @@
 - ``gloo``: torch.distributed on the CPU (no GPU needed: laptops and CI).
 
 ``KINDS`` is the one place that says what each engine is and can do; commands ask it
-(``kind(name).gpu``, ``.own_comm``) rather than compare engine names.
+(``kind(name).gpu``, ``.own_comm``, ``.lacks``) rather than compare engine names.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+# The abilities an engine may lack (``EngineKind.lacks``), named once; a command maps its flags onto them
+# (cli/bench_options.py: -m needs GROUP_CALLS, -y CUDA_STREAM, ...).
+GROUP_CALLS = "group calls"  # N collectives in one ncclGroupStart/ncclGroupEnd
+CUDA_STREAM = "CUDA stream"  # a stream of its own to issue on (-y picks the default stream)
+GPU_MEMORY = "GPU memory"  # device memory to report
+CTA_POLICY = "CTA policy"  # ncclConfig_t.CTAPolicy on a communicator of its own
+REGISTRATION = "buffer registration"  # ncclCommRegister on its own buffers
+DEVICE_CHOICE = "device choice"  # which GPU a process uses
 
 
 @dataclass(frozen=True)
@@ -25,15 +35,27 @@ class EngineKind:
                            # group of one (engines/gloo.py:torch_api_waiver waives every call), NCCL does
     module: str            # where its class lives
     cls: str
+    lacks: Mapping[str, str]  # ability (GROUP_CALLS, ...) -> why this engine has none, said after "the NAME engine"
 
 
 KINDS = {
     "nccl": EngineKind("nccl", gpu=True, own_comm=True, torch_nccl=False, min_processes=1,
-                       module="ccltune.engines.nccl", cls="NcclEngine"),
+                       module="ccltune.engines.nccl", cls="NcclEngine", lacks={}),
     "torch": EngineKind("torch", gpu=True, own_comm=False, torch_nccl=True, min_processes=2,
-                        module="ccltune.engines.torch_pg", cls="TorchEngine"),
+                        module="ccltune.engines.torch_pg", cls="TorchEngine", lacks={
+        GROUP_CALLS: "issues each collective on its own through torch.distributed: it cannot put N calls in one "
+                     "ncclGroupStart/ncclGroupEnd (--engine nccl does)",
+        CTA_POLICY: "makes no communicator of its own (ProcessGroupNCCL does): --engine nccl sets ncclConfig_t.CTAPolicy",
+        REGISTRATION: "does not own its buffers' registration (PyTorch's allocator does): --engine nccl calls "
+                      "ncclCommRegister"}),
     "gloo": EngineKind("gloo", gpu=False, own_comm=False, torch_nccl=False, min_processes=2,
-                       module="ccltune.engines.gloo", cls="GlooEngine"),
+                       module="ccltune.engines.gloo", cls="GlooEngine", lacks={
+        GROUP_CALLS: "has no group calls: gloo runs each collective on its own (--engine nccl does)",
+        CUDA_STREAM: "runs on the CPU: it has no CUDA stream",
+        GPU_MEMORY: "runs on the CPU: it has no GPU memory to report",
+        CTA_POLICY: "has no NCCL communicator",
+        REGISTRATION: "has no NCCL communicator to register buffers with",
+        DEVICE_CHOICE: "runs on the CPU: there is no GPU to choose"}),
 }
 ENGINES = tuple(KINDS)
 MIN_PROCESSES = {k.name: k.min_processes for k in KINDS.values()}

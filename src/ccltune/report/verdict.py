@@ -29,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from ccltune import engines
 from ccltune.report.axes import size_label
 from ccltune.report.data import RING_BOUND, NoValue, canonical, gpu_names, host_text, no_value_text, num
 from ccltune.report.linkdata import ceiling_basis, ceiling_gbps
@@ -133,8 +134,9 @@ def group_key(run: Any) -> str:
         return ""
     ranks = run.world_size or run.env.get("world_size")
     rccl, nccl = run.env.get("rccl_version"), run.env.get("nccl_version") or run.nccl_version
-    gloo = (run.engine or run.env.get("engine")) == "gloo"  # torch.distributed's CPU backend: no NCCL
-    lib = f"RCCL {rccl}" if rccl else f"NCCL {nccl}" if nccl else "gloo (CPU)" if gloo else "library version not recorded"
+    engine = engines.KINDS.get(run.engine or run.env.get("engine"))
+    cpu = f"{engine.name} (CPU)" if engine and not engine.gpu else None  # gloo: torch.distributed's CPU backend, no NCCL
+    lib = f"RCCL {rccl}" if rccl else f"NCCL {nccl}" if nccl else cpu or "library version not recorded"
     return ", ".join(p for p in (f"{ranks} ranks" if ranks else "rank count not recorded", lib) if p)
 
 
@@ -360,7 +362,8 @@ def _workload(runs: list[Any], card: Card) -> str:
         unit = "step" if s.get("steps") else "captured run"
         status = str(s.get("status") or "").upper()
         d, r = s.get("default_us_per_step"), s.get("rules_us_per_step")
-        lib = s.get("library") or ("gloo" if getattr(replay, "engine", None) == "gloo" else "NCCL")  # whose default the arm ran
+        engine = engines.KINDS.get(getattr(replay, "engine", None))
+        lib = s.get("library") or (engine.name if engine and not engine.gpu else "NCCL")  # whose default the arm ran
         if isinstance(r, Mapping) and r.get("median_us") is not None:  # both arms replayed
             card.figures.append((f"communication per {unit}, {lib}'s default ± {_pct(d)} -> rules ± {_pct(r)} "
                                  f"(replay run {replay.id}, {d.get('n')} rounds)",
