@@ -31,7 +31,8 @@ import ccltune
 
 LAYERS = [
     ("base", {"errors"}),
-    ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules", "store", "groups", "dist", "processes",
+    ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules",
+              "store", "groups", "dist", "processes",
               "tuner_plugin", "profiler_plugin", "output", "launch", "builtlib", "ncclt_json", "periter"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ccltune import launch, processes, profiler_plugin
+from ccltune import processes, profiler_plugin
 from ccltune.errors import EngineUnavailable
 
 GRACE_S = 3.0          # after SIGTERM, the job's time to exit before SIGKILL
