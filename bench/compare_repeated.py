@@ -5,8 +5,8 @@ scripts/device.sh), size by size, with each program's own run-to-run spread.
 
 DIR holds ``ncclt-R-COLL.txt`` (nccl-tests stdout of repeat R) and ``ccl-R.json`` (`ccltune bench
 --json` of repeat R). For every (collective, placement, size): the median time of each program
-over its repeats, each program's spread (slowest / fastest repeat - 1), and the ratio of the
-medians (ccltune / nccl-tests; busbw is the inverse, both programs use the same factor).
+over its repeats, each program's spread (slowest / fastest repeat - 1), whether the two programs' ranges of
+repeats overlap, and the ratio of the medians (ccltune / nccl-tests; busbw is the inverse, both programs use the same factor).
 
 The targets (docs/performance.md): busbw within 2% from 1 MB, time within 5% below. A size is
 ``outside`` when the medians differ by more than that; ``outside, beyond spread`` when, in
@@ -58,22 +58,22 @@ def main(argv: list[str]) -> int:
     rows = []
     for key in sorted(set(ref) & set(ours)):
         coll, in_place, size = key
-        if size == 0:
-            continue
         r, o = ref[key], ours[key]
-        ratio = median(o) / median(r)
+        ratio = median(o) / median(r) if median(r) else float("inf")  # a 0.00 us nccl-tests row
         limit = 0.02 if size >= 1 << 20 else 0.05
         outside = abs(ratio - 1) > limit
-        beyond = outside and (max(o) < min(r) or min(o) > max(r))
+        apart = max(o) < min(r) or min(o) > max(r)  # every run of one program faster than every run of the other
+        beyond = outside and apart
         rows.append((coll, in_place, size, median(r), max(r) / min(r) - 1, len(r), median(o), max(o) / min(o) - 1,
-                     len(o), ratio, outside, beyond))
+                     len(o), ratio, outside, beyond, not apart))
     print(f"# {reps} repeats of nccl-tests, interleaved with ccltune bench; times in us (medians over repeats)")
+    print("# overlap: yes when the two programs' ranges of runs (fastest..slowest) overlap")
     print(f"# {'collective':<15} {'place':<6} {'size':>11} {'ncclt_us':>10} {'spread':>7} {'ccl_us':>10} {'spread':>7}"
-          f" {'ratio':>7}  verdict")
-    for coll, ip, size, rt, rs, _rn, ot, os_, _on, ratio, outside, beyond in rows:
+          f" {'overlap':>7} {'ratio':>7}  verdict")
+    for coll, ip, size, rt, rs, _rn, ot, os_, _on, ratio, outside, beyond, overlap in rows:
         verdict = "outside, beyond spread" if beyond else "outside (within spread)" if outside else ""
         print(f"  {coll:<15} {'in' if ip else 'out':<6} {size:>11} {rt:>10.2f} {100 * rs:>6.1f}% {ot:>10.2f}"
-              f" {100 * os_:>6.1f}% {ratio:>7.3f}  {verdict}")
+              f" {100 * os_:>6.1f}% {'yes' if overlap else 'no':>7} {ratio:>7.3f}  {verdict}")
     print("#")
     print(f"# {'collective':<15} {'place':<6} {'sizes':>5} {'outside':>7} {'beyond':>6} {'max|d| >=1MB':>12}"
           f" {'max|d| <1MB':>11} {'ncclt spread max':>16} {'ccl spread max':>14}")

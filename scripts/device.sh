@@ -700,49 +700,16 @@ PY
   timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/gpu > $W/gpu-tests.txt 2>&1; echo "gpu tests rc=$?"; tail -25 $W/gpu-tests.txt
   pack
 }
-phase_ab() {  # issue 28: ccltune ab on the example job (ddp, fsdp2, tp-decode), a candidate rule file, and a node made slow on purpose
-  local W=$OUT/ab; mkdir -p $W; phase_build
-  # a candidate that forces ring/LL everywhere: LL is built for small messages, so the job should not gain
-  printf '# phase_ab candidate: ring/LL for every size\nallreduce,0,1T,ring,ll,-1,-1,-1\nallgather,0,1T,ring,ll,-1,-1,-1\nreducescatter,0,1T,ring,ll,-1,-1,-1\n' > $W/cand.conf
-  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --layers 2 --width 1024 --seq 256 --steps 8 --warmup 2"
-  local A=(--metric 'step +[0-9]+ +([0-9.]+) ms' --rounds 4 --seed 28 --run-timeout 60 --db "$DB")
-  step "ab ddp: default, A/A, the candidate rules, NCCL_P2P_DISABLE=1 (slow on purpose), 4 rounds"
-  run 420 python3 -m ccltune ab "${A[@]}" --rules $W/cand.conf --env NCCL_P2P_DISABLE=1 --json $W/ddp.json -- $J --mode ddp > $W/ddp.txt 2>&1
-  step "ab fsdp2 and tp-decode: default vs the candidate rules (no A/A, to fit the time), 4 rounds"
-  for m in fsdp2 tp-decode; do
-    run 200 python3 -m ccltune ab "${A[@]}" --no-aa --rules $W/cand.conf --json $W/$m.json -- $J --mode $m > $W/$m.txt 2>&1
-  done
-  step "doctor on the slow node's log: does it name the fix and the ab line?"
-  NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_DEBUG_FILE=$W/slow.%p.log timeout 120 $J --mode ddp --steps 2 > /dev/null 2>&1
-  cat $W/slow.*.log > $W/slow.log 2>/dev/null; ct 60 doctor --nccl-log $W/slow.log --db "$DB" > $W/doctor.txt 2>&1; grep -E "FAIL|WARN|fix:|prove" $W/doctor.txt | head -8
-  step "verdict tables (ratio = arm / default; lower is faster)"
-  for m in ddp fsdp2 tp-decode; do echo "## $m"; grep -E "^# (arm|ratio)|^  [^ ]|^# (run failed|failed run)" $W/$m.txt; done
-  pack
-}
-phase_abcomm() {  # issue 28 (a): ab's in-job metric, the collectives' GPU time from the profiler plugin, on ddp with NCCL_P2P_DISABLE=1
-  local W=$OUT/abcomm; mkdir -p $W; phase_build; timeout 120 make -C profiler -j8 > $W/prof-build.log 2>&1; echo "profiler build rc=$?"
-  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --layers 2 --width 1024 --seq 256 --steps 8 --warmup 2 --mode ddp"
-  step "ab ddp, --metric comm: default vs NCCL_P2P_DISABLE=1, 4 rounds"
-  run 240 python3 -m ccltune ab --metric comm --no-aa --rounds 4 --seed 28 --run-timeout 60 --db "$DB" --env NCCL_P2P_DISABLE=1 --json $W/comm.json -- $J > $W/comm.txt 2>&1
-  grep -E "^# (metric|arm|ratio|note)|^  [^ ]|^# (run failed|failed run)" $W/comm.txt
-  pack
-}
-phase_wl() {  # branch wl (issues 28.4, 29, 30), 2+ GPUs: import log+trace merged with steps, show's job/idle ratio, sweep in the job's datatype and under load when the job is far slower than idle, tune's job-slow rule, replay's paired interval and rows-vs-rounds line
-  local W=$OUT/wl; mkdir -p $W; phase_build
-  local T="torchrun --standalone"
-  for m in tp-decode fsdp2; do
-    step "workload loop: $m on $NGPU GPUs"
-    mkdir -p $W/$m
-    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_DEBUG_FILE=$W/$m/nccl.%p.log timeout 120 $T --nproc-per-node $NGPU examples/train_transformer.py --mode $m --layers 2 --width 1024 --seq 256 --steps 6 --warmup 2 --profile-dir $W/$m --profile-steps 2 --gzip > $W/$m/out.txt 2>&1; echo "job $m rc=$?"; tail -1 $W/$m/out.txt
-    ct 60 workload import $W/$m/nccl.*.log $W/$m/trace_rank*.json.gz --out $W/$m/w.json 2>/dev/null | grep -v "^# source" | head -12
-    ct 240 sweep --workload $W/$m/w.json --idle --reps 3 --nproc $NGPU --db $W/$m/s.db 2>&1 | grep -E "^# |complete" | head -6
-    ct 30 workload show $W/$m/w.json --db $W/$m/s.db | grep -vE "^# (source|warning)" | tail -10
-    ct 300 sweep --workload $W/$m/w.json --reps 3 --nproc $NGPU --db $W/$m/s.db 2>&1 | grep -E "^# |complete" | head -6
-    ct 30 tune --db $W/$m/s.db --out $W/$m/rules.conf --workload $W/$m/w.json 2>&1 | head -14
-    ct 30 tune --db $W/$m/s.db --out $W/$m/rules_load.conf --workload $W/$m/w.json --under-load 8192 2>&1 | head -8
-    ct 240 replay $W/$m/w.json --rules $W/$m/rules.conf --iters 5 --nproc $NGPU --db $W/$m/s.db 2>&1 | grep -v "^# not replayed" | head -16
-  done
-  pack
+phase_deploy() {  # issue 28 item 3: one candidate forced sweep's way (the communicator's config) and the plugin's way (a rule), the FSDP2 job's all_gather sizes, bf16, alternated
+  local R=$OUT/deploy P=$PWD/plugin/build/libnccl-tuner-ccltune.so; mkdir -p $R
+  printf 'allgather,100679680,100679680,default,default,32,-1,-1\nallgather,268443648,268443648,default,default,32,-1,-1\n' > $R/ch32.conf
+  local S="all_gather -b 100679680 -e 268443648 -i 167763968 -d bfloat16 -G 10 -n 20 -w 5 --nproc $NGPU --db $R/deploy.db"
+  step "deploy: NCCL default / --channels 32 (communicator config) / rule channels=32 (tuner plugin), 3 rounds"
+  for r in 1 2 3; do
+    ct 60 bench $S | grep -E "^ +[0-9]" | sed "s/^/default  r$r /"
+    ct 60 bench $S --channels 32 | grep -E "^ +[0-9]" | sed "s/^/config   r$r /"
+    NCCL_TUNER_PLUGIN=$P CCLTUNE_RULES=$R/ch32.conf ct 60 bench $S | grep -E "^ +[0-9]" | sed "s/^/plugin   r$r /"
+  done 2>&1 | grep -v "^---"
 }
 phase_prof() {  # issue 29: the profiler plugin in the example job (ddp, fsdp2, tp-decode; ddp with a rule forcing another algo/proto/channels)
   local W=$OUT/prof T="timeout -k 5 100 torchrun --standalone --nproc-per-node $NGPU" L=$PWD/profiler/build/libnccl-profiler-ccltune.so
@@ -770,6 +737,93 @@ phase_prof() {  # issue 29: the profiler plugin in the example job (ddp, fsdp2, 
     cat $(ls $W/$mode/ccltune-profile.*.0.txt 2>/dev/null) /dev/null | grep -E "^(coll|p2p) " | sort -k10,10nr | head -6
   done
   pack
+}
+phase_wl() {  # branch wl (issues 28.4, 29, 30), 2+ GPUs: import log+trace merged with steps, show's job/idle ratio, sweep in the job's datatype and under load when the job is far slower than idle, tune's job-slow rule, replay's paired interval and rows-vs-rounds line
+  local W=$OUT/wl; mkdir -p $W; phase_build
+  local T="torchrun --standalone"
+  for m in tp-decode fsdp2; do
+    step "workload loop: $m on $NGPU GPUs"
+    mkdir -p $W/$m
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_DEBUG_FILE=$W/$m/nccl.%p.log timeout 120 $T --nproc-per-node $NGPU examples/train_transformer.py --mode $m --layers 2 --width 1024 --seq 256 --steps 6 --warmup 2 --profile-dir $W/$m --profile-steps 2 --gzip > $W/$m/out.txt 2>&1; echo "job $m rc=$?"; tail -1 $W/$m/out.txt
+    ct 60 workload import $W/$m/nccl.*.log $W/$m/trace_rank*.json.gz --out $W/$m/w.json 2>/dev/null | grep -v "^# source" | head -12
+    ct 240 sweep --workload $W/$m/w.json --idle --reps 3 --nproc $NGPU --db $W/$m/s.db 2>&1 | grep -E "^# |complete" | head -6
+    ct 30 workload show $W/$m/w.json --db $W/$m/s.db | grep -vE "^# (source|warning)" | tail -10
+    ct 300 sweep --workload $W/$m/w.json --reps 3 --nproc $NGPU --db $W/$m/s.db 2>&1 | grep -E "^# |complete" | head -6
+    ct 30 tune --db $W/$m/s.db --out $W/$m/rules.conf --workload $W/$m/w.json 2>&1 | head -14
+    ct 30 tune --db $W/$m/s.db --out $W/$m/rules_load.conf --workload $W/$m/w.json --under-load 8192 2>&1 | head -8
+    ct 240 replay $W/$m/w.json --rules $W/$m/rules.conf --iters 5 --nproc $NGPU --db $W/$m/s.db 2>&1 | grep -v "^# not replayed" | head -16
+  done
+  pack
+}
+phase_r7b() {  # 2026-11-27 call 2 (4 GPUs, ~9 min): the profiler in the jobs, sweep's vs the plugin's forcing, nccl-tests vs ccltune on 4 ranks (eager all_reduce+sendrecv, -G all_reduce), 0-byte rows, split, check without a profile
+  local t0=$(date +%s) W=$OUT/g31; mkdir -p $W
+  export NCCL_TESTS_DIR=$PWD/.cache/nccl-tests NCCLT_BUILD=$PWD/.cache/nccl-tests/build
+  phase_build; phase_prof; echo "wall $(( $(date +%s) - t0 )) s"
+  phase_deploy; echo "wall $(( $(date +%s) - t0 )) s"; pack
+  step "nccl-tests (MPI) vs ccltune on $NGPU ranks, ABBA, 4 runs each: eager all_reduce+sendrecv, -G 10 all_reduce"
+  NPROCS="$NGPU" COLLS="all_reduce sendrecv" MODES=eager REPS=4 timeout 200 bash bench/eager_vs_ncclt_mpi.sh $W/cmp > $W/cmp-eager.txt 2>&1
+  NPROCS="$NGPU" COLLS="all_reduce" MODES=graph REPS=4 timeout 100 bash bench/eager_vs_ncclt_mpi.sh $W/cmp > $W/cmp-graph.txt 2>&1
+  grep -E "^##|sizes outside|outside" $W/cmp-eager.txt $W/cmp-graph.txt | head -20; echo "wall $(( $(date +%s) - t0 )) s"; pack
+  local B=.cache/nccl-tests/build M="mpirun --allow-run-as-root --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
+  step "0-byte rows and in-place sendrecv: ccltune (nccl-tests' rows: .cache/cap/ncclt_ag_np4.txt)"
+  ct 40 bench all_gather -b 8 -e 128 -f 4 --nproc $NGPU --db "$DB" > $W/ccl_ag0.txt 2>&1
+  ct 40 bench sendrecv -b 8 -e 1M -f 32 --nproc $NGPU --db "$DB" > $W/ccl_sr.txt 2>&1
+  grep -hE "^ +(0|8|32|128|1048576) " $W/ccl_ag0.txt $W/ccl_sr.txt
+  step "NCCL_TESTS_SPLIT=\"MOD 2\": ccltune"
+  NCCL_TESTS_SPLIT="MOD 2" ct 40 bench all_reduce -b 8 -e 1M -f 32 --nproc $NGPU --db "$DB" > $W/ccl_split.txt 2>&1; grep -hE "Rank|^ +(8|1048576) |rror" $W/ccl_split.txt | head -8
+  step "check on $((NGPU - 1)) GPUs: no built-in profile"
+  CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((NGPU - 2))) ct 60 check --db "$DB" --json $W/check.json > $W/check.txt 2>&1; tail -6 $W/check.txt
+  echo "phase r7b wall $(( $(date +%s) - t0 )) s"; pack
+}
+phase_ab() {  # issue 28: ccltune ab on the example job (ddp, fsdp2, tp-decode), a candidate rule file, and a node made slow on purpose
+  local W=$OUT/ab; mkdir -p $W; phase_build
+  # a candidate that forces ring/LL everywhere: LL is built for small messages, so the job should not gain
+  printf '# phase_ab candidate: ring/LL for every size\nallreduce,0,1T,ring,ll,-1,-1,-1\nallgather,0,1T,ring,ll,-1,-1,-1\nreducescatter,0,1T,ring,ll,-1,-1,-1\n' > $W/cand.conf
+  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --layers 2 --width 1024 --seq 256 --steps 8 --warmup 2"
+  local A=(--metric 'step +[0-9]+ +([0-9.]+) ms' --rounds 4 --seed 28 --run-timeout 60 --db "$DB")
+  step "ab ddp: default, A/A, the candidate rules, NCCL_P2P_DISABLE=1 (slow on purpose), 4 rounds"
+  run 420 python3 -m ccltune ab "${A[@]}" --rules $W/cand.conf --env NCCL_P2P_DISABLE=1 --json $W/ddp.json -- $J --mode ddp > $W/ddp.txt 2>&1
+  step "ab fsdp2 and tp-decode: default vs the candidate rules (no A/A, to fit the time), 4 rounds"
+  for m in fsdp2 tp-decode; do
+    run 200 python3 -m ccltune ab "${A[@]}" --no-aa --rules $W/cand.conf --json $W/$m.json -- $J --mode $m > $W/$m.txt 2>&1
+  done
+  step "doctor on the slow node's log: does it name the fix and the ab line?"
+  NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_DEBUG_FILE=$W/slow.%p.log timeout 120 $J --mode ddp --steps 2 > /dev/null 2>&1
+  cat $W/slow.*.log > $W/slow.log 2>/dev/null; ct 60 doctor --nccl-log $W/slow.log --db "$DB" > $W/doctor.txt 2>&1; grep -E "FAIL|WARN|fix:|prove" $W/doctor.txt | head -8
+  step "verdict tables (ratio = arm / default; lower is faster)"
+  for m in ddp fsdp2 tp-decode; do echo "## $m"; grep -E "^# (arm|ratio)|^  [^ ]|^# (run failed|failed run)" $W/$m.txt; done
+  pack
+}
+phase_abcomm() {  # issue 28 (a): ab's in-job metric, the collectives' GPU time from the profiler plugin, on ddp with NCCL_P2P_DISABLE=1
+  local W=$OUT/abcomm; mkdir -p $W; phase_build; timeout 120 make -C profiler -j8 > $W/prof-build.log 2>&1; echo "profiler build rc=$?"
+  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --layers 2 --width 1024 --seq 256 --steps 8 --warmup 2 --mode ddp"
+  step "ab ddp, --metric comm: default vs NCCL_P2P_DISABLE=1, 4 rounds"
+  run 240 python3 -m ccltune ab --metric comm --no-aa --rounds 4 --seed 28 --run-timeout 60 --db "$DB" --env NCCL_P2P_DISABLE=1 --json $W/comm.json -- $J > $W/comm.txt 2>&1
+  grep -E "^# (metric|arm|ratio|note)|^  [^ ]|^# (run failed|failed run)" $W/comm.txt
+  pack
+}
+phase_r7c() {  # 2026-11-27 call 3 (4 GPUs, ~8 min): ccltune ab on the example job: DDP on a node made slow on purpose (NCCL_P2P_DISABLE=1) and its fix, FSDP2's A/A and the profiler's cost, TP-decode with a candidate rule and --prune; then the split GPU tests if time is left
+  local t0=$(date +%s) W=$OUT/ab; mkdir -p $W
+  phase_build; timeout 120 make -C profiler -j8 > $W/prof-build.log 2>&1; echo "profiler build rc=$?"
+  local L=$PWD/profiler/build/libnccl-profiler-ccltune.so
+  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --layers 2 --width 1024 --seq 256 --steps 8 --warmup 2"
+  local A=(--metric 'step +[0-9]+ +([0-9.]+) ms' --rounds 6 --seed 27 --run-timeout 60 --db "$DB")
+  step "ab ddp on a node made slow (NCCL_P2P_DISABLE=1 exported): the fix NCCL_P2P_DISABLE=0, with the A/A control"
+  NCCL_P2P_DISABLE=1 timeout -s INT -k 10 170 python3 -m ccltune ab "${A[@]}" --budget 150 --env NCCL_P2P_DISABLE=0 --json $W/ddp_fix.json -- $J --mode ddp > $W/ddp_fix.txt 2>&1; echo "rc=$?"
+  grep -vE "^# (run|arm |ccltune ab)" $W/ddp_fix.txt | tail -9; echo "wall $(( $(date +%s) - t0 )) s"; pack
+  step "ab fsdp2: the A/A control and the profiler plugin loaded (its cost on the step)"
+  timeout -s INT -k 10 180 python3 -m ccltune ab "${A[@]}" --budget 160 --arm profiler:env:NCCL_PROFILER_PLUGIN=$L --arm profiler:env:CCLTUNE_PROFILE=$W/fsdp2-prof --json $W/fsdp2_prof.json -- $J --mode fsdp2 > $W/fsdp2_prof.txt 2>&1; echo "rc=$?"
+  grep -vE "^# (run|arm |ccltune ab)" $W/fsdp2_prof.txt | tail -9; echo "wall $(( $(date +%s) - t0 )) s"; pack
+  step "ab tp-decode (256 KB bf16 all_reduces) --prune: a candidate rule (ring/SIMPLE at 256 KB)"
+  printf 'allreduce,256K,256K,ring,simple,-1,-1,-1\n' > $W/cand.conf
+  timeout -s INT -k 10 130 python3 -m ccltune ab "${A[@]}" --budget 110 --no-aa --rules $W/cand.conf --prune $W/kept.conf --json $W/tp.json -- $J --mode tp-decode --batch 64 --width 2048 > $W/tp.txt 2>&1; echo "rc=$?"
+  grep -vE "^# (run|arm |ccltune ab)" $W/tp.txt | tail -9; grep -v "^#" $W/kept.conf 2>/dev/null; echo "(kept.conf: $(grep -vc '^#' $W/kept.conf 2>/dev/null) rules)"
+  echo "wall $(( $(date +%s) - t0 )) s"; pack
+  if [ $(( $(date +%s) - t0 )) -lt 420 ]; then
+    step "GPU tests: split communicators on $NGPU GPUs"
+    timeout 70 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/gpu/test_bench_split_gpu.py > $W/gpu-split.txt 2>&1; echo "rc=$?"; tail -4 $W/gpu-split.txt
+  fi
+  echo "phase r7c wall $(( $(date +%s) - t0 )) s"; pack
 }
 for p in "$@"; do "phase_$p"; done
 pack

@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CCLTUNE_SERIES_ABI 4 /* bumped whenever a struct, a function or the kinds below change (3: alltoall, gather,
-                              * scatter; 4: CUDA graphs captured and launched here) */
+#define CCLTUNE_SERIES_ABI 5 /* bumped whenever a struct, a function or the kinds below change (3: alltoall, gather,
+                              * scatter; 4: CUDA graphs captured and launched here; 5: ccltune_series_time) */
 
 /* Which NCCL signature a step's entry point has (the step's fn is cast to it). */
 enum ccltune_step_kind {
@@ -124,6 +124,16 @@ struct ccltune_outcome {
  * opened (ncclGroupEnd, whose result is then ignored). */
 int ccltune_series_run(const struct ccltune_series* s, int64_t first, int64_t iterations,
                        struct ccltune_outcome* outcome);
+
+/* The timed calls as nccl-tests' BenchTime times them without graphs: the host clock read, the series issued
+ * (ccltune_series_run), then its completeColl: the stream waited for by polling (stream_query, and async_error
+ * while busy, yielding the CPU between polls, as its testStreamSynchronize; left out where -z already waited
+ * after every call: blocking and agg 1), the clock read again. Nothing but this C code runs between the two
+ * readings, as nothing but nccl-tests' loop does. *cpu_s: the seconds issuing the calls (-C's cputime; -z 3:
+ * busy_s), *elapsed_s: until the stream was idle (-z 3: busy_s). Needs stream_query. Returns as
+ * ccltune_series_run, a failed wait with step CCLTUNE_AT_WAIT. */
+int ccltune_series_time(const struct ccltune_series* s, int64_t first, int64_t iterations,
+                        struct ccltune_outcome* outcome, double* cpu_s, double* elapsed_s);
 
 /* CUDA graphs (-G), as nccl-tests' BenchTime makes and launches them: the timed calls captured on
  * the series' stream in thread-local mode, the graph instantiated with no flags, then launched

@@ -169,6 +169,28 @@ EXPORT int ccltune_series_run(const struct ccltune_series* s, int64_t first, int
   return NCCL_SUCCESS;
 }
 
+EXPORT int ccltune_series_time(const struct ccltune_series* s, int64_t first, int64_t iterations,
+                               struct ccltune_outcome* outcome, double* cpu_s, double* elapsed_s) {
+  if (cpu_s) *cpu_s = 0.0;
+  if (elapsed_s) *elapsed_s = 0.0;
+  if (s == 0 || s->stream_query == 0 || cpu_s == 0 || elapsed_s == 0)
+    return fail(outcome, CCLTUNE_SERIES_INVALID, -1, -1, CCLTUNE_FROM_NCCL);
+  struct ccltune_outcome inner = {0, 0, 0, 0.0};
+  const double t0 = now_s();
+  int rc = ccltune_series_run(s, first, iterations, &inner);
+  const double issued = now_s() - t0;
+  if (outcome) *outcome = inner;
+  if (rc != 0) return rc;
+  int32_t source = CCLTUNE_FROM_NCCL;
+  /* completeColl: no wait where -z waited after every call already (blocking, agg 1) */
+  if (!(s->blocking && s->agg <= 1) && (rc = wait_stream(s, &source)) != 0)
+    return fail(outcome, rc, (first + iterations) * s->agg, CCLTUNE_AT_WAIT, source);
+  const double elapsed = now_s() - t0;
+  *cpu_s = s->blocking == 3 ? inner.busy_s : issued;
+  *elapsed_s = s->blocking == 3 ? inner.busy_s : elapsed;
+  return NCCL_SUCCESS;
+}
+
 /* ---- CUDA graphs (-G) ---- */
 typedef int (*begin_fn)(void*, int);
 typedef int (*end_fn)(void*, void**);

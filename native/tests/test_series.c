@@ -458,6 +458,51 @@ static void test_graph(void) {
   CHECK("capture without a place for the graph", rc == CCLTUNE_SERIES_INVALID && nlog == 0, "rc %d", rc);
 }
 
+/* ---- nccl-tests' timed region in C: issue, then wait for the stream (completeColl), clock around both ---- */
+static void test_time(void) {
+  struct ccltune_step ar = {(void*)fAllReduce, CCLTUNE_ALL_REDUCE, 0, 0, 0};
+  static const struct { const char* name; int agg, blocking; const char* log; } T[] = {
+    {"eager: one wait after the calls", 1, 0, "AAAW"},
+    {"-z 2: waited after each call, no wait after", 1, 2, "AWAWAW"},
+    {"-m 2 -z 2: one more wait (nccl-tests' completeColl)", 2, 2, "(AWAW)(AWAW)(AWAW)W"},
+    {"-z 3: busy time, no wait after", 1, 3, "AWW|AWW|AWW|"},
+  };
+  int barrierArg = 0;
+  for (size_t k = 0; k < sizeof T / sizeof T[0]; k++) {
+    reset();
+    busyPolls = 2;
+    struct ccltune_series s = series(&ar, 1, 0, 1);
+    s.agg = T[k].agg, s.blocking = T[k].blocking, s.stream_query = (void*)fQuery, s.async_error = (void*)fAsync;
+    s.barrier = (void*)fBarrier, s.barrier_arg = &barrierArg;
+    struct ccltune_outcome o = {0, 0, 0, -1.0};
+    double cpu = -1.0, elapsed = -1.0;
+    int rc = ccltune_series_time(&s, 0, 3, &o, &cpu, &elapsed);
+    CHECK(T[k].name, rc == 0 && strcmp(kinds(), T[k].log) == 0, "rc %d, log %s, want %s", rc, kinds(), T[k].log);
+    CHECK(T[k].name, cpu >= 0.0 && elapsed >= cpu, "cpu %g elapsed %g", cpu, elapsed);
+    CHECK(T[k].name, T[k].blocking != 3 || (cpu == o.busy_s && elapsed == o.busy_s && o.busy_s > 0.0),
+          "-z 3: cpu %g elapsed %g busy %g", cpu, elapsed, o.busy_s);
+  }
+  reset();
+  failWaitRc = 700;
+  struct ccltune_series s = series(&ar, 1, 0, 1);
+  s.stream_query = (void*)fQuery;
+  struct ccltune_outcome o = {0, 0, 0, 0.0};
+  double cpu, elapsed;
+  int rc = ccltune_series_time(&s, 2, 3, &o, &cpu, &elapsed);
+  CHECK("time: the final wait fails", rc == 700 && o.step == CCLTUNE_AT_WAIT && o.source == CCLTUNE_FROM_GPU
+                                          && o.call == 5 && strcmp(kinds(), "AAAW") == 0,
+        "rc %d step %d source %d call %lld log %s", rc, o.step, o.source, (long long)o.call, kinds());
+  reset();
+  failAt = 1, failRc = 3;
+  rc = ccltune_series_time(&s, 0, 3, &o, &cpu, &elapsed);
+  CHECK("time: a call fails, nothing waited", rc == 3 && o.call == 1 && o.step == 0 && strcmp(kinds(), "AA") == 0,
+        "rc %d call %lld log %s", rc, (long long)o.call, kinds());
+  reset();
+  s.stream_query = NULL;
+  rc = ccltune_series_time(&s, 0, 3, &o, &cpu, &elapsed);
+  CHECK("time: no stream query", rc == CCLTUNE_SERIES_INVALID && nlog == 0 && cpu == 0.0, "rc %d, %d issued", rc, nlog);
+}
+
 int main(void) {
   test_each_kind();
   test_steps();
@@ -466,6 +511,7 @@ int main(void) {
   test_invalid();
   test_schedule();
   test_graph();
+  test_time();
   printf("%s: %d of %d checks failed\n", failures ? "FAILED" : "OK", failures, total);
   return failures > 100 ? 100 : failures;
 }

@@ -96,7 +96,9 @@ int main(int argc, char** argv) {
   printf("# ccltune profiler: CPU ns per call (median of %d rounds of %d calls), %s v%d, 1 channel per call\n",
          rounds, BATCH, fn_name(&f), f.abi);
   printf("# off: CCLTUNE_PROFILE unset, init set the activation mask to %d, so NCCL makes none of these calls;\n"
-         "#      the column prices each call had it been made (a NULL context: an early return)\n", mask_off);
+         "#      the column prices each call had it been made (a NULL context: an early return)\n"
+         "# every figure includes this driver filling NCCL's descriptor (about the off column), so the\n"
+         "# plugin's own cost of a call is its on or every100 figure minus the off figure\n", mask_off);
   printf("%-34s %10s %12s %10s\n", "call", "on_ns", "every100_ns", "off_ns");
   double tot[3] = {0, 0, 0};
   for (int p = 0; p < NPHASE; p++) {

@@ -138,6 +138,10 @@ int cclp_close(cclp_ctx* ctx) {
   int rc = write_file(ctx, &why);
   if (rc < 0) cclp_log(ctx->logger, NCCL_LOG_WARN, "ccltune profiler: cannot write the profile into %s: %s", ctx->dir, why);
   else if (rc > 0) cclp_log(ctx->logger, NCCL_LOG_INFO, "ccltune profiler: no file: %s", why);
+  uint64_t lost = atomic_load(&ctx->lost_calls);
+  if (lost) /* sampled calls whose kernel-channel times never came: in calls, not in timed */
+    cclp_log(ctx->logger, NCCL_LOG_INFO, "ccltune profiler: %llu sampled call(s) of comm %016llx had no complete GPU "
+             "times and are counted but not timed", (unsigned long long)lost, (unsigned long long)ctx->comm_hash);
   free(ctx->lines);
   free(ctx);
   return rc < 0 ? -1 : 0;

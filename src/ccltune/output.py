@@ -168,6 +168,8 @@ def notes(oop: Measurement, ip: Measurement) -> list[str]:
     for m, where in ((oop, "out-of-place"), (ip, "in-place")):
         if m.status != "ok" and m.note:
             seen.append(f"#  from {m.size_bytes} B, {where}: {m.status.upper()}: {m.note}")
+        elif m.wrong is None and m.note:  # timed, its check left out (in-place sendrecv; out of memory)
+            seen.append(f"#  from {m.size_bytes} B, {where}: #wrong N/A: {m.note}")
     return seen
 
 

@@ -103,3 +103,17 @@ def test_exports_exactly_the_profiler_structs(plain: Path) -> None:
     proc = run(["readelf", "-d", build / PROFILER_LIB])
     needed = {ln.split("[")[1].rstrip("]") for ln in proc.stdout.splitlines() if "(NEEDED)" in ln}
     assert needed <= {"libc.so.6", "libm.so.6", "libpthread.so.0"}, needed
+
+
+def test_cost_microbenchmark_prints_its_table(plain: Path) -> None:
+    """bench/profiler_cost.py's driver (built here once, with the library): it runs and prints one
+    row per call NCCL makes, in three columns; no figure is asserted."""
+    make(plain.parent / "build", f"{plain}/profiler_cost", folder=PROFILER)
+    proc = run([plain / "profiler_cost", plain / PROFILER_LIB, "2"], env=_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "call on_ns every100_ns off_ns" in " ".join(lines[5].split())
+    rows = [ln.rsplit(None, 3)[0] for ln in lines[6:]]
+    assert rows == ["task startEvent (coll)", "KernelCh startEvent", "recordEventState (KernelChStop)",
+                    "KernelCh stopEvent", "task stopEvent", "whole call (sum)"]
+    assert "activation mask to 0" in proc.stdout

@@ -55,8 +55,8 @@ def test_exports_only_the_loop(built: Path) -> None:
         pytest.skip("nm (binutils) not installed")
     proc = run(["nm", "-D", "--defined-only", built / series.LIBRARY_NAME])
     names = {line.split()[-1] for line in proc.stdout.splitlines() if line.strip()}
-    api = {"ccltune_series_run", "ccltune_series_abi", "ccltune_series_capture", "ccltune_graph_launch",
-           "ccltune_graph_destroy"}
+    api = {"ccltune_series_run", "ccltune_series_time", "ccltune_series_abi", "ccltune_series_capture",
+           "ccltune_graph_launch", "ccltune_graph_destroy"}
     assert api <= names
     assert names - api - {"_init", "_fini", "_edata", "_end", "__bss_start"} == set()
 
@@ -307,3 +307,23 @@ def test_binding_names_a_failed_wait(loop) -> None:
     fake.fake_reset(1, 700)  # the first wait: an illegal address (CUDA error 700)
     with pytest.raises(EngineUnavailable, match=r"waiting for the stream \(-z\) failed at call 0 .*error 700"):
         lp.run(s, 0, 3)
+
+
+def test_binding_times_the_series_in_c_with_the_final_wait(loop) -> None:
+    """Eager timing as nccl-tests' BenchTime: the calls, then one stream wait (its completeColl), both
+    inside C's clock; (seconds issuing, seconds until idle). A failed wait names the stream wait."""
+    lp, fake = loop
+    coll = get("all_reduce")
+    s = lp.series(coll, coll.layout(64, 4, 1, 0), 0, 0, 1, send=SEND, recv=RECV, dtype=7, op=2, comm=COMM,
+                  stream=STREAM, schedule=series.Schedule(runtime=_runtime(fake)))
+    fake.fake_reset(-1, 0)
+    cpu, elapsed = lp.time(s, 0, 3)
+    assert [line.split()[0] for line in fake.fake_log().decode().splitlines()] == ["AllReduce"] * 3 + ["Wait"]
+    assert 0.0 <= cpu <= elapsed < 1.0
+    fake.fake_reset(3, 700)  # the wait (the 4th operation) reports a GPU error
+    with pytest.raises(EngineUnavailable, match=r"waiting for the stream \(-z\) failed at call 3 of the series"):
+        lp.time(s, 0, 3)
+    plain = lp.series(coll, coll.layout(64, 4, 1, 0), 0, 0, 1, send=SEND, recv=RECV, dtype=7, op=2, comm=COMM,
+                      stream=STREAM)  # no runtime: no stream query to wait with
+    with pytest.raises(EngineUnavailable, match="refused the series"):
+        lp.time(plain, 0, 3)

@@ -102,9 +102,13 @@ def test_layout_per_rank_count_collectives_without_in_place(name, send, recv):
     assert lay.inplace_offsets is None
 
 
-def test_sendrecv_has_no_in_place_form_and_all_reduce_does():
-    assert collectives.get("sendrecv").layout(64, FLOAT, 2, 0).inplace_offsets is None
+def test_sendrecv_in_place_shares_one_buffer_and_is_not_checked():
+    # nccl-tests' sendrecv.cu: in-place offsets 0 and 0 (the send buffer is the receive buffer), timed,
+    # reportErrors = 0 (#wrong N/A); all_reduce's in-place form is checked
+    assert collectives.get("sendrecv").layout(64, FLOAT, 2, 0).inplace_offsets == (0, 0)
+    assert not collectives.get("sendrecv").checks_in_place
     assert collectives.get("all_reduce").layout(64, FLOAT, 2, 0).inplace_offsets == (0, 0)
+    assert collectives.get("all_reduce").checks_in_place
 
 
 @pytest.mark.parametrize("name", ALL)

@@ -209,3 +209,119 @@ def test_measure_reports_copies_that_come_out_wrong(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", fake)
     run = links.measure(links.LinkPlan(size_bytes=1 << 10, iters=1, warmup=0, latency_iters=1, methods=("ce",)))
     assert run.failed_checks == ["ce"]
+
+
+def _repeat(values, method="ce", direction="all2all"):
+    return _rows(values, method, direction + linkmath.REPEAT)
+
+
+def _one(findings, name):
+    (f,) = [f for f in findings if f.name == name]
+    return f
+
+
+def test_a_link_measured_once_warns_without_sending_hardware_for_service():
+    f = _one(linkmath.analyze(_rows(_uniform(4, 380.0) | {(2, 3): 190.0}))[1], "links:ce/uni")
+    assert f.status == "WARN" and "(measured once)" in f.evidence
+    assert "reseat" not in f.fix and "before servicing" in f.fix
+    assert "nvbandwidth -t device_to_device_memcpy_write_ce" in f.fix
+
+
+def test_a_link_fast_when_measured_again_passes():
+    rows = _rows(_uniform(4, 380.0) | {(2, 3): 190.0}) + _repeat({(2, 3): 379.0}, direction="uni")
+    f = _one(linkmath.analyze(rows)[1], "links:ce/uni")
+    assert f.status == "PASS" and "measured again, none of them below" in f.evidence
+
+
+def test_a_link_slow_twice_warns_and_names_the_confirming_test():
+    rows = _rows(_uniform(4, 380.0) | {(2, 3): 190.0}) + _repeat({(2, 3): 192.0}, direction="uni")
+    f = _one(linkmath.analyze(rows)[1], "links:ce/uni")
+    assert f.status == "WARN" and "in two measurements" in f.evidence and "2->3" in f.evidence
+    assert "nvbandwidth -t device_to_device_memcpy_write_ce" in f.fix and "reseat" in f.fix
+
+
+def test_all_to_all_pairs_slow_twice_but_fine_alone_are_the_copy_engines_split():
+    a2a = _uniform(4, 330.0) | {(1, 0): 200.0, (3, 2): 210.0}
+    rows = _rows(_uniform(4, 390.0)) + _rows(a2a, direction="all2all") + _repeat({(1, 0): 205.0, (3, 2): 215.0})
+    f = _one(linkmath.analyze(rows)[1], "links:ce/all2all")
+    assert f.status == "PASS" and "copy engines" in f.evidence and ">= 390.0 GB/s alone" in f.evidence
+    # the same pair slow alone too: the link
+    rows = _rows(_uniform(4, 390.0) | {(1, 0): 200.0}) + _rows(a2a, direction="all2all")
+    rows += _repeat({(1, 0): 205.0, (3, 2): 215.0}) + _repeat({(1, 0): 201.0}, direction="uni")
+    f = _one(linkmath.analyze(rows)[1], "links:ce/all2all")
+    assert f.status == "WARN" and f.evidence.startswith("1 links below") and "two measurements and alone" in f.evidence
+
+
+class _Rig:
+    """links' rig as ``remeasure`` uses it: every transfer of a group takes ``ms[(src, dst, concurrent)]``."""
+
+    def __init__(self, n, ms):
+        self.pairs = [(s, d) for s in range(n) for d in range(n) if s != d]
+        self.ms, self.groups = ms, []
+
+    def time(self, transfers, nbytes, iters, warmup, burst=1):
+        self.groups.append(([(t.src, t.dst) for t in transfers], burst))
+        return [self.ms.get((t.src, t.dst, len(transfers)), 1.0) for t in transfers]
+
+
+def test_remeasure_times_only_the_flagged_links_as_they_were_timed():
+    plan = links.LinkPlan(size_bytes=1 << 20, iters=2, warmup=1)
+    run = links.LinkRun(rows=_rows(_uniform(3, 300.0) | {(1, 0): 100.0})
+                        + _rows(_uniform(3, 300.0) | {(0, 2): 90.0, (2, 0): 95.0}, direction="bidir")
+                        + _rows(_uniform(3, 200.0) | {(2, 1): 50.0}, direction="all2all"))
+    rig = _Rig(3, {(2, 1, 6): 0.5})
+    links.remeasure(rig, run, plan, "ce", lambda _: None)
+    assert rig.groups == [([(1, 0)], links.BURST), ([(0, 2), (2, 0)], 1), (rig.pairs, 1)]
+    again = {(r["direction"], r["src"], r["dst"]): r["bandwidth_gbps"] for r in run.rows if "repeat" in r["direction"]}
+    assert set(again) == {("uni-repeat", 1, 0), ("bidir-repeat", 0, 2), ("bidir-repeat", 2, 0),
+                          ("all2all-repeat", 2, 1)}
+    assert again[("all2all-repeat", 2, 1)] == pytest.approx((1 << 20) / 0.5e6)
+
+
+def _real(n: int):
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "fixtures" / "links" / f"h200x4_links{n}.json"
+    return json.loads(path.read_text())["rows"]
+
+
+def test_real_h200_all_to_all_measured_once_warns_without_the_service_advice():
+    # 4 x H200, NVSwitch: copy-engine pairs 393 GB/s alone, 200-388 GB/s all at once
+    findings = {f.name: f for f in linkmath.analyze(_real(1))[1]}
+    assert findings["links:ce/uni"].status == "PASS" and findings["links:ce/bidir"].status == "PASS"
+    f = findings["links:ce/all2all"]
+    assert f.status == "WARN" and f.evidence.startswith("5 links below 0.8 x median 337.6 GB/s") and "measured once" in f.evidence
+    assert "reseat" not in f.fix and "nvbandwidth -t device_to_device_memcpy_write_ce" in f.fix
+
+
+def test_real_h200_all_to_all_measured_again_passes():
+    # the second run of the same session as the repeat: its all-to-all rows are what links measures again
+    again = [dict(r, direction=r["direction"] + linkmath.REPEAT) for r in _real(2) if r["direction"] == "all2all"]
+    findings = {f.name: f for f in linkmath.analyze(_real(1) + again)[1]}
+    ce = findings["links:ce/all2all"]
+    # 0->3 was slow both times (205.5, then 221.3 GB/s) but carries 392.9 alone: the copy engines' split
+    assert ce.status == "PASS" and "1 of them again" in ce.evidence and "copy engines" in ce.evidence
+    assert [(x["src"], x["dst"]) for x in ce.data["slow_twice"]] == [(0, 3)]
+    sm = findings["links:sm-write/all2all"]  # 2->3 69.2, 1->3 71.4 GB/s; 77.6 and 82.5 again
+    assert sm.status == "PASS" and "none of them below" in sm.evidence
+    assert all(f.status == "PASS" for f in findings.values())
+
+
+def test_cli_links_renders_a_real_4_gpu_run_with_nvml_limits(tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+
+    from ccltune.diagnose.probes import nvml
+
+    saved = Path(__file__).parent.parent / "fixtures" / "topo" / "h200x4_nvml.json"
+    run = links.LinkRun(rows=_real(1), n_gpus=4, gpu_names=["NVIDIA H200"] * 4,
+                        bus_ids=[f"0000:00:0{d}.0" for d in (6, 7, 8, 9)], elapsed_s=3.0)
+    monkeypatch.setattr(links, "available", lambda: None)
+    monkeypatch.setattr(links, "measure", lambda plan, log: run)
+    monkeypatch.setattr(nvml, "read_nvml", lambda: nvml.from_record(json.loads(saved.read_text()), saved.name))
+    out = tmp_path / "l.json"
+    assert main(["links", "--db", str(tmp_path / "r.db"), "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "# ce all2all (GB/s), row = source, column = destination" in text
+    assert "PASS    links:ce/uni            median 393.2 GB/s, min 392.9, 82% of the NVLink limit" in text
+    summary = json.loads(out.read_text())["summary"]
+    assert summary["nvlink_limit_gbps"]["0-1"] == pytest.approx(18 * 26.562)

@@ -56,11 +56,20 @@ def test_nvidia_4gpu_log_passes_with_nvls_note():
 
 
 def test_shm_edges_warn_from_a_log_alone_and_name_the_pairs():
+    # real: NCCL_P2P_DISABLE=1 on 4 x H200, the four processes' logs one after the other (logs/README.md)
     found = _by_name(check_log(_log("nccl_4gpu_shm.log")))
     t = found["log:transport"]
     assert t.status == "WARN"
-    assert t.data["shm_pairs"] == [(3, 0)]
-    assert "NCCL_P2P_LEVEL=SYS" in t.fix
+    assert t.data["shm_pairs"] == [(0, 1), (1, 2), (2, 3), (3, 0)]
+    assert t.data["transports"] == {"SHM/direct/direct": 20}
+    # the log says why: NCCL_P2P_DISABLE=1, not a P2P level (the fix named NCCL_P2P_LEVEL=SYS before)
+    assert t.fix.startswith("unset NCCL_P2P_DISABLE") and "NCCL_P2P_LEVEL" not in t.fix
+    assert found["env:NCCL_P2P_DISABLE"].status == "FAIL"
+    assert found["log:init"].status == "PASS" and found["log:processes"].status == "PASS"
+    # the same edges without that variable in the log: the P2P level is the advice
+    text = "".join(line for line in (LOGS / "nccl_4gpu_shm.log").read_text().splitlines(keepends=True)
+                   if "NCCL_P2P_DISABLE" not in line)
+    assert "NCCL_P2P_LEVEL=SYS" in check_transports(parse_log(text)).fix
 
 
 def test_shm_edges_fail_where_the_topology_allows_p2p():

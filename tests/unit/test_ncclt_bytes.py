@@ -20,12 +20,13 @@ from ccltune.tune.importer import parse
 
 V = Path(__file__).parent.parent / "fixtures" / "nccl-tests" / "v2.19.6"
 EAGER = V.parent / "ar-eager-v2.19.6.txt"
+MPI = V.parent / "v2.19.6-mpi"  # 2 and 4 ranks under mpirun (README there)
 _SHAPE = re.compile(r"# nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+) step: (\d+)\((factor|bytes)\) "
                     r"warmup iters: (\d+) iters: (\d+) agg iters: (\d+) validation: (\d+) graph: (\d+) unalign: (\d+)")
 TOOL = "ccltune=0.test engine=nccl"
 
 
-def _header(text: str, program: str, devices: list[dict], **kw) -> output.Header:
+def _header(text: str, program: str, devices: list[dict], colors: list[int] | None = None, **kw) -> output.Header:
     """The run's options, read from its shape line (the reader a dashboard would write)."""
     m = _SHAPE.search(text)
     assert m, "no shape line"
@@ -35,20 +36,23 @@ def _header(text: str, program: str, devices: list[dict], **kw) -> output.Header
                          iters=int(n), agg_iters=int(agg), check=int(check), graph=int(graph), unalign=int(unalign),
                          threads=int(t), gpus=int(g), nccl_code=22809, tool=TOOL,
                          devices=[output.Device(rank=d["rank"], pid=d["pid"], host=d["host"], device=d["device"],
-                                                bus_id=d["bus_id"], name=d["name"]) for d in devices], **kw)
+                                                bus_id=d["bus_id"], name=d["name"], group=colors[n] if colors else 0)
+                                  for n, d in enumerate(devices)], **kw)
 
 
 def _cells(line: str) -> list[str]:
     return line.split()
 
 
-def render(path: Path, *, cputime=False, timestamps=False, per_iter=False, min_bw=None, memory=None) -> list[str]:
+def render(path: Path, *, cputime=False, timestamps=False, per_iter=False, min_bw=None, memory=None,
+           skip=2) -> list[str]:
     text = path.read_text()
     [p] = parse(text, path.name)
     pairs = list(zip(p.rows[0::2], p.rows[1::2]))
     program = output.program(p.rows[0].collective)
     data = [ln for ln in text.splitlines() if ln and not ln.startswith("#") and ln[0] == " " and "pid" not in ln]
-    h = _header(text, program, p.env["devices"], per_iter=per_iter, per_iter_skip=2 if per_iter else 0)
+    h = _header(text, program, p.env["devices"], (p.env.get("groups") or {}).get("colors"), per_iter=per_iter,
+                per_iter_skip=skip if per_iter else 0)
     lines = output.preamble(h) + output.header(cputime=cputime, timestamps=timestamps, per_iter=per_iter)
     for (oop, ip), real in zip(pairs, data):
         c = _cells(real)
@@ -79,6 +83,29 @@ def _same(path: Path, ours: list[str], trailer: list[str] = ()) -> None:
 def test_plain_tables(name):
     path = V / f"{name}-v2.19.6.txt"
     _same(path, render(path))
+
+
+@pytest.mark.parametrize("name", [f"{n}-np{r}" for n in ("ar-json", "all_gather", "sendrecv", "ar-split")
+                                  for r in (2, 4)])
+def test_plain_tables_of_several_ranks(name):
+    """A device line per rank (NCCL_TESTS_SPLIT: its group), 0-byte rows, in-place sendrecv's N/A."""
+    path = MPI / f"{name}.txt"
+    _same(path, render(path))
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_per_iteration_columns_of_several_ranks(ranks):
+    path = MPI / f"ar-periter-np{ranks}.txt"
+    _same(path, render(path, per_iter=True, skip=0))  # -I 1 without -K
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_json_of_several_ranks_byte_for_byte(ranks):
+    path = MPI / f"ar-np{ranks}.json"
+    ours, real = json.loads(ncclt_json.dumps(_json_doc(path, per_iter=False))), json.loads(path.read_text())
+    # nccl-tests averages unrounded busbw; ours is the mean of the file's rounded cells (see render)
+    assert ours.pop("average_bus_bandwidth") == pytest.approx(real.pop("average_bus_bandwidth"), abs=5e-6)
+    assert ours == real
 
 
 def test_eager_table():

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from ccltune.errors import UsageError
-from ccltune.workload import profile_file as pf
+from ccltune.workload import profile_file
 
 DIR = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile"
 RANK0 = next(DIR.glob("ccltune-profile.gpu01.4101.*.0.txt"))
 
 
 def test_reads_a_file_and_names_things_as_ccltune_does():
-    f = pf.read(RANK0)
+    f = profile_file.read(RANK0)
     assert (f.host, f.pid, f.comm, f.rank, f.nranks, f.nnodes, f.abi, f.every) == \
         ("gpu01", 4101, "9a3f0c2e11d45b70", 0, 2, 1, 5, 1)
     assert f.timing == "gpu-kernel-channels" and f.complete and not f.warnings
@@ -36,15 +36,15 @@ def test_reads_a_file_and_names_things_as_ccltune_does():
 
 
 def test_read_dir_reads_every_rank_in_name_order(tmp_path):
-    files = pf.read_dir(DIR)
+    files = profile_file.read_dir(DIR)
     assert [f.rank for f in files] == [0, 1] and {f.comm for f in files} == {"9a3f0c2e11d45b70"}
     with pytest.raises(UsageError, match="no ccltune-profile"):
-        pf.read_dir(tmp_path)
+        profile_file.read_dir(tmp_path)
 
 
 def test_unknown_names_are_kept_not_guessed():
     text = RANK0.read_text().replace("coll AllReduce 131072 ncclBfloat16", "coll AllToAllV 131072 ncclFoo16")
-    e = pf.parse(text.encode(), "x.txt").entries[0]
+    e = profile_file.parse(text.encode(), "x.txt").entries[0]
     assert (e.op, e.datatype) == ("nccl:AllToAllV", "nccl:ncclFoo16")
 
 
@@ -52,8 +52,8 @@ def test_a_cut_file_is_refused_when_strict_and_read_with_a_warning_otherwise():
     text = RANK0.read_text()
     cut = text[:text.index("call 5 ")] + "call 5 1 17642"   # the writer stopped mid-line
     with pytest.raises(UsageError, match=r"x.txt:\d+: the file ends without '# end'"):
-        pf.parse(cut.encode(), "x.txt", strict=True)
-    f = pf.parse(cut.encode(), "x.txt")
+        profile_file.parse(cut.encode(), "x.txt", strict=True)
+    f = profile_file.parse(cut.encode(), "x.txt")
     assert not f.complete and len(f.calls) == 5 and "cut short" in f.warnings[0] and "dropped" in f.warnings[0]
 
 
@@ -75,15 +75,15 @@ def test_bad_values_name_the_file_line_and_value(old, new, line, why):
     text = RANK0.read_text()
     assert old in text
     with pytest.raises(UsageError, match=rf"^x.txt:{line}: .*{why}"):
-        pf.parse(text.replace(old, new, 1).encode(), "x.txt")
+        profile_file.parse(text.replace(old, new, 1).encode(), "x.txt")
 
 
 def test_bounds_line_length_and_bytes():
-    text = RANK0.read_text().replace("# fixture", "# " + "x" * (pf.MAX_LINE_CHARS + 1), 1)
+    text = RANK0.read_text().replace("# fixture", "# " + "x" * (profile_file.MAX_LINE_CHARS + 1), 1)
     with pytest.raises(UsageError, match="x.txt:5: a line of"):
-        pf.parse(text.encode(), "x.txt")
+        profile_file.parse(text.encode(), "x.txt")
     with pytest.raises(UsageError, match="x.txt:2: byte 0xff is not ASCII"):
-        pf.parse(RANK0.read_bytes().replace(b"gpu01", b"gpu\xff1", 1), "x.txt")
+        profile_file.parse(RANK0.read_bytes().replace(b"gpu01", b"gpu\xff1", 1), "x.txt")
 
 
 def _mutate(rng: random.Random, raw: bytes) -> bytes:
@@ -132,8 +132,8 @@ def test_fuzz_every_mutation_is_a_result_or_a_usage_error():
         for strict in (False, True):
             t = time.monotonic()
             try:
-                f = pf.parse(data, "fz.txt", strict)
-                assert isinstance(f, pf.ProfileFile)
+                f = profile_file.parse(data, "fz.txt", strict)
+                assert isinstance(f, profile_file.ProfileFile)
                 outcomes["ok"] += 1
             except UsageError as exc:
                 assert str(exc).startswith("fz.txt"), str(exc)

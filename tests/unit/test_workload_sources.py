@@ -117,3 +117,4 @@ def test_show_prints_in_job_median_and_waiting(tmp_path, capsys):
     assert main(["workload", "show", str(out)]) == 0
     text = capsys.readouterr().out
     assert "job_us" in text and "wait_us" in text and "trace_us" not in text
+    assert next(x for x in text.splitlines() if x.startswith("  all_reduce")).endswith("  RING/LL/16")

@@ -33,7 +33,9 @@ def register(sub: Any) -> None:
     p.add_argument("-w", "--warmup", type=int, default=2, help="untimed copies first")
     p.add_argument("--latency-iters", type=int, default=100, help="4-byte copies per pair for latency (median)")
     comma_list(p.add_argument("--method", default="ce,sm-read,sm-write", help="comma-separated: " + ", ".join(links.METHODS)))
-    p.add_argument("--threshold", type=float, default=0.8, help="flag links below this fraction of their median")
+    p.add_argument("--threshold", type=float, default=0.8,
+                   help="flag links below this fraction of their median; flagged links are measured again, and "
+                        "a WARN names only those slow both times (an all-to-all's pair: also slow alone)")
     p.add_argument("--run", type=int, default=None, metavar="N",
                    help="show stored links run N (measured, or imported from TransferBench/nvbandwidth) instead "
                         "of measuring: matrix, per GPU slowest link and bound, node ceiling, slow links")
@@ -77,11 +79,11 @@ def main(args: argparse.Namespace) -> int:
     if args.run is not None:
         return linkshow.show(args)
     started = time.monotonic()
-    plan = links.LinkPlan(size_bytes=parse_size(args.size, "-s/--size"), iters=args.iters, warmup=args.warmup,
-                          latency_iters=args.latency_iters,
-                          methods=tuple(m.strip() for m in args.method.split(",") if m.strip()))
     if not 0 < args.threshold <= 1:
         raise UsageError(f"--threshold must be in (0, 1], got {args.threshold}")
+    plan = links.LinkPlan(size_bytes=parse_size(args.size, "-s/--size"), iters=args.iters, warmup=args.warmup,
+                          latency_iters=args.latency_iters, threshold=args.threshold,
+                          methods=tuple(m.strip() for m in args.method.split(",") if m.strip()))
     env = environment.collect()
     why = links.available()
     if why:

@@ -114,11 +114,16 @@ def _verify(args: argparse.Namespace) -> int:
     if not log.choices:
         raise DataError(f"{source} has no TUNING lines ('<Coll>: N Bytes -> Algo A proto P ...'): "
                         "run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING (NCCL >= 2.19 prints them)")
-    n_ranks = log.nranks or args.nproc
+    # NCCL_DEBUG_SUBSYS=TUNING alone prints no 'comm ... nRanks' line (INIT does): the plugin's own load line
+    # names its communicator's size too, which settles it when every load in the log names the same one
+    sizes_loaded = {(p.n_ranks, p.n_nodes) for p in log.plugin_loads}
+    loaded = next(iter(sizes_loaded)) if len(sizes_loaded) == 1 else (None, None)
+    n_ranks = log.nranks or args.nproc or loaded[0]
     if not n_ranks:
-        raise UsageError(f"{source} says nothing of the communicator size (no 'comm ... nRanks N' line); "
+        seen = f"; its plugin lines name {', '.join(str(n) for n, _ in sorted(sizes_loaded))} ranks" if sizes_loaded else ""
+        raise UsageError(f"{source} says nothing of the communicator size (no 'comm ... nRanks N' line){seen}; "
                          "pass --nproc N")
-    n_nodes = log.nnodes or 1
+    n_nodes = log.nnodes or (loaded[1] if loaded[0] == n_ranks else None) or 1
     load = next((p for p in log.plugin_loads if p.n_ranks == n_ranks), None)
     if facts is None and load is not None:
         facts = rules.PlatformFacts(load.gpu, load.nvl_domains, load.nvl_ranks[0], load.nvl_ranks[1],

@@ -231,8 +231,8 @@ def job_dtypes(args: argparse.Namespace, wl: Any) -> dict[str, Any] | None:
 def load_from_job(args: argparse.Namespace, wl: Any) -> list[str]:
     """The sweep of a workload whose calls the job runs far slower than idle is made under load (issue 28;
     docs/workload.md, "In-job times"): sets ``--under-load`` in ``args`` and its argv, and says why."""
-    from ccltune.cli.workload import idle_estimates
     from ccltune.workload import show
+    from ccltune.workload.estimate import idle_estimates
 
     if args.under_load is not None or not any(show.job_us(e) is not None for e in wl.entries):
         return []

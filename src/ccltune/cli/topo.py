@@ -56,10 +56,7 @@ def render(t: topo.Topology) -> str:
         lines += [f"# note: {n}" for n in t.notes]
         return "\n".join(lines)
     lines += _matrix(t, physical)
-    if any(v for row in t.nvlink_limit_gbps for v in row):
-        lines.append("# NVLink limit per pair, one direction (GB/s): links x per-link speed")
-        for i, row in enumerate(t.nvlink_limit_gbps):
-            lines.append(f"{'GPU' + str(i):<6}" + "".join(f"{'-' if v is None else f'{v:.0f}':<{width}}" for v in row))
+    lines += _limits(t.nvlink_limit_gbps)
     lines += [f"# note: {n}" for n in t.notes]
     return "\n".join(lines)
 
@@ -80,6 +77,18 @@ def _matrix(t: topo.Topology, physical: int) -> list[str]:
     lines.append("      " + "".join(f"{'GPU' + str(n):<{width}}" for n in range(len(heads))))
     for n, i in enumerate(heads):
         lines.append(f"{'GPU' + str(n):<6}" + "".join(f"{t.links[i][j]:<{width}}" for j in heads))
+    return lines
+
+
+def _limits(limits: list[list[float | None]]) -> list[str]:
+    """The NVLink limit matrix (GB/s, one direction), its columns as wide as its widest figure."""
+    if not any(v for row in limits for v in row):
+        return []
+    cells = [["-" if v is None else f"{v:.0f}" for v in row] for row in limits]
+    width = max(6, *(len(c) + 2 for row in cells for c in row))
+    lines = ["# NVLink limit per pair, one direction (GB/s): links x per-link speed",
+             "      " + "".join(f"{'GPU' + str(n):<{width}}" for n in range(len(cells)))]
+    lines += [f"{'GPU' + str(i):<6}" + "".join(f"{c:<{width}}" for c in row) for i, row in enumerate(cells)]
     return lines
 
 

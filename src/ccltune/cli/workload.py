@@ -55,19 +55,9 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
-def idle_estimates(db: str, wl: model.Workload) -> dict[int, estimate.Estimate]:
-    """NCCL's default per call at the workload's sizes from the idle runs of ``db`` (runs made under load
-    left out); a missing or wrong file is an error naming it."""
-    from ccltune.store import Store
-
-    with Store(db, readonly=True) as st:
-        idle = [r.id for r in st.runs() if not (r.summary or {}).get("under_load")]
-        return estimate.estimate(wl, st.measurements(idle) if idle else [])
-
-
 def _show(args: argparse.Namespace) -> int:
     wl = model.load(args.workload)
-    est = idle_estimates(args.db, wl) if args.db is not None else None
+    est = estimate.idle_estimates(args.db, wl) if args.db is not None else None
     for line in show.table(wl, est, args.db):
         print(line)
     return 0

@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 
+# nccl-tests aligns each rank's block of a per-rank-count collective to 16 bytes (Collective.ncclt_size)
+NCCLT_BLOCK_ALIGN_BYTES = 16
+
+
 @dataclass(frozen=True)
 class Layout:
     """Buffer shape of one (collective, size, world) point. Element counts, per rank."""
@@ -95,6 +99,10 @@ class Collective:
     # against it; ``nccl_ops`` then give the grouped send/recv of older NCCL (engines/series.py)
     nccl_call: ClassVar[str | None] = None
     torch_in_place_only: ClassVar[bool] = False  # torch.distributed's API for it is in-place only
+    # In place its send and receive blocks overlap while peers write them (sendrecv: a rank sends the
+    # buffer its peer is receiving into), so the result depends on timing: timed, not checked, as
+    # nccl-tests does (its InitData sets reportErrors = 0 in place; its table prints #wrong N/A)
+    checks_in_place: ClassVar[bool] = True
     # Its busbw is what a ring moves over each GPU's links (all_reduce, all_gather, reduce_scatter), so
     # a node's slowest-link ceiling (slowest link x peers, ccltune.diagnose.checks.linkmath) bounds it;
     # a chain (broadcast, reduce) or a rooted or pairwise pattern is bounded otherwise
@@ -102,6 +110,18 @@ class Collective:
 
     def bus_factor(self, nranks: int) -> float:
         raise NotImplementedError
+
+    def ncclt_size(self, size_bytes: int, elem: int, nranks: int) -> int:
+        """The size nccl-tests 2.19 measures when asked for ``size_bytes`` (bench's size list): a
+        per-rank-count collective rounds each rank's count down to a multiple of
+        ``NCCLT_BLOCK_ALIGN_BYTES`` (its ``GetCollByteCount``: ``(count/nranks) & ~(16/eltSize - 1)``),
+        so on 4 ranks float all_gather at 32 B is 0 B, not 32. Exact sizes (a workload's, a sweep's)
+        use ``layout`` alone: NCCL itself takes any count."""
+        if not self.per_rank_count:
+            return size_bytes
+        per_rank = size_bytes // elem // max(nranks, 1)
+        per_rank -= per_rank % max(1, NCCLT_BLOCK_ALIGN_BYTES // elem)
+        return per_rank * max(nranks, 1) * elem
 
     def layout(self, size_bytes: int, elem: int, nranks: int, rank: int) -> Layout:
         raise NotImplementedError

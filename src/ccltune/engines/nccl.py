@@ -332,13 +332,15 @@ class NcclEngine(CudaEngine):
                 s, n = self._series(pt, bufs, step), calls
         return self.loop.capture(s, 0, n, self.runtime().graph)
 
-    def timed(self, pt: Point, bufs: Buffers, events: Any) -> Callable[[], float]:
-        """nccl-tests' schedule (-m, -z, -I) from the launch loop in C: one ctypes call for the series."""
+    def clocked(self, pt: Point, bufs: Buffers, events: Any) -> Callable[[], tuple[float, float]]:
+        """The timed calls issued, waited for and timed in C (the launch loop's ``ccltune_series_time``): between
+        its two clock readings only the loop and the stream polls run, as in nccl-tests' BenchTime. Timed from
+        Python, the clock also held a ctypes call and torch's stream sync: a fixed cost a point, which -n spreads
+        over its calls (4 x H200, -n 20: a 0-byte all_gather row took 1.6 us a call against nccl-tests' 0.1)."""
         sched = Schedule(agg=pt.agg, blocking=pt.blocking, events=events.handles if events is not None else (),
-                         runtime=self.runtime() if pt.blocking or events is not None else None,
-                         barrier=lambda: self.ctx.barrier("-z barrier"))
+                         runtime=self.runtime(), barrier=lambda: self.ctx.barrier("-z barrier"))
         s = self._series(pt, bufs, True, sched)
-        return lambda: self.loop.run(s, 0, pt.iters)
+        return lambda: self.loop.time(s, 0, pt.iters)
 
     def runtime(self) -> gpurt.Runtime:
         """The GPU runtime's stream query and events (libcuda or libamdhip64), loaded when first needed."""

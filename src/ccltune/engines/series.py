@@ -27,7 +27,7 @@ from ccltune.engines.nccl_lib import NcclLib
 from ccltune.errors import DistError, EngineUnavailable
 
 LIBRARY_NAME = "libccltune-series.so"
-ABI = 4  # CCLTUNE_SERIES_ABI in native/include/ccltune_series.h
+ABI = 5  # CCLTUNE_SERIES_ABI in native/include/ccltune_series.h
 INVALID = -1  # CCLTUNE_SERIES_INVALID
 # CCLTUNE_AT_*: where a failure happened besides a step; CCLTUNE_FROM_*: whose code it is
 _AT = {-1: "ncclGroupStart", -2: "ncclGroupStart (the -m group)", -3: "ncclGroupEnd (the -m group)",
@@ -117,6 +117,9 @@ def library() -> ctypes.CDLL:
                                 f"ccltune needs {ABI}): rebuild it with `make -C native`")
     lib.ccltune_series_run.argtypes = [ctypes.POINTER(Series), _i64, _i64, ctypes.POINTER(Outcome)]
     lib.ccltune_series_run.restype = ctypes.c_int
+    lib.ccltune_series_time.argtypes = [ctypes.POINTER(Series), _i64, _i64, ctypes.POINTER(Outcome),
+                                        ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]
+    lib.ccltune_series_time.restype = ctypes.c_int
     lib.ccltune_series_capture.argtypes = [ctypes.POINTER(Series), ctypes.POINTER(GraphApi), _i64, _i64,
                                            ctypes.POINTER(_vp), ctypes.POINTER(Outcome)]
     lib.ccltune_series_capture.restype = ctypes.c_int
@@ -205,6 +208,17 @@ class Loop:
         if rc == 0:
             return out.busy_s
         raise self._error(s, rc, out)
+
+    def time(self, s: Series, first: int, iterations: int) -> tuple[float, float]:
+        """Iterations ``first`` .. of ``s`` timed in C as nccl-tests' BenchTime times them: (seconds issuing
+        them, seconds until the stream was idle), the stream waited for by polling (``s`` needs its
+        runtime's stream query: ``Schedule.runtime``). Raises as ``run``."""
+        out, cpu, elapsed = Outcome(), ctypes.c_double(), ctypes.c_double()
+        rc = self.native.ccltune_series_time(ctypes.byref(s), first, iterations, ctypes.byref(out),
+                                             ctypes.byref(cpu), ctypes.byref(elapsed))
+        if rc != 0:
+            raise self._error(s, rc, out)
+        return cpu.value, elapsed.value
 
     def capture(self, s: Series, first: int, iterations: int, api: GraphApi) -> Graph:
         """A CUDA graph of iterations ``first`` .. ``first + iterations - 1`` of ``s``, captured on its

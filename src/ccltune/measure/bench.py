@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ccltune.collectives import Collective
+from ccltune.collectives.base import Layout
 from ccltune.engines.base import Engine, Point
 from ccltune.measure import point
 from ccltune.measure.buffers import Buffers
@@ -134,10 +135,16 @@ def to_measurement(pt: Point, out: point.Outcome, nranks: int, n_nodes: int, pla
     return m
 
 
+def layout(coll: Collective, size: int, elem: int, ctx: Any) -> Layout:
+    """bench's layout of ``coll`` at ``size`` bytes: for the group's size and rank (NCCL_TESTS_SPLIT), each
+    rank's block aligned as nccl-tests aligns it (``Collective.ncclt_size``)."""
+    return coll.layout(coll.ncclt_size(size, elem, ctx.comm_size), elem, ctx.comm_size, ctx.comm_rank)
+
+
 def point_at(engine: Engine, plan: BenchPlan, coll: Collective, size: int, in_place: bool) -> Point:
     """The plan's point for ``coll`` at ``size`` bytes, in place or not, laid out for this rank."""
     ctx = engine.ctx
-    lay = coll.layout(size, plan.dtype.size, ctx.comm_size, ctx.comm_rank)  # the group's (NCCL_TESTS_SPLIT)
+    lay = layout(coll, size, plan.dtype.size, ctx)
     root = plan.root if coll.rooted else 0
     ncclt = plan.warmup_mode == "nccl-tests"  # nccl-tests' procedure: its warm-up is the series' (warm_series)
     return Point(coll, lay, plan.dtype, plan.op, root, in_place, plan.iters, 0 if ncclt else plan.warmup,
@@ -189,7 +196,7 @@ def run(engine: Engine, plan: BenchPlan,
     # run sizes it here, as nccl-tests allocates -e bytes)
     engine.reserve(max([dt.size * (max(lay.send_elems, lay.recv_elems) + plan.unalign)
                         for coll in plan.collectives for size in plan.sizes for dt in plan.dtypes or [plan.dtype]
-                        for lay in [coll.layout(size, dt.size, ctx.comm_size, ctx.comm_rank)]]
+                        for lay in [layout(coll, size, dt.size, ctx)]]
                        + [plan.max_bytes + plan.unalign * plan.dtype.size if plan.sizes else 0], default=0))
     if memory is not None:
         memory.init, memory.user = _free_max(engine, before - made, made - engine.free_memory())

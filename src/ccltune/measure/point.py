@@ -161,6 +161,8 @@ def warm(engine: Engine, pt: Point, bufs: buffers.Buffers, calls: int, timeout_s
 # One rank in place: NCCL returns without moving a byte (an empty CUDA graph under -G), so a time
 # would be launch overhead and its "bandwidth" a meaningless millions of GB/s. Out of place it copies.
 ONE_RANK_IN_PLACE = "one rank in place: the collective has nothing to move, so no bandwidth to measure"
+IN_PLACE_UNCHECKED = ("in place the send and receive buffers are one, written while being read: timed, not "
+                      "checked (nccl-tests prints #wrong N/A too)")
 
 
 def waive_reason(engine: Engine, pt: Point) -> str | None:
@@ -245,7 +247,8 @@ def _measure(engine: Engine, pt: Point, bufs: buffers.Buffers, *, check: int, av
             engine.sync()
             timing = engine.time_point(pt, bufs)
             wrong, unchecked = 0.0, 0.0
-            for _ in range(int(check)):  # -c N: N checks, up to the first that finds wrong values (nccl-tests)
+            checks = 0 if pt.in_place and not pt.coll.checks_in_place else int(check)
+            for _ in range(checks):  # -c N: N checks, up to the first that finds wrong values (nccl-tests)
                 wrong, unchecked = _check(engine, pt, bufs)
                 if int(check) > 1 and ctx.allreduce_floats([wrong + unchecked], "sum", "check pass")[0]:
                     break
@@ -264,6 +267,8 @@ def _measure(engine: Engine, pt: Point, bufs: buffers.Buffers, *, check: int, av
         out.iter_stats = _iter_stats(engine, timing.iter_seconds, per_iter_skip)
     if not check:  # -c 0: unknown, not "0 wrong" (nccl-tests prints N/A)
         out.wrong = None
+    elif not checks:
+        out.wrong, out.note = None, IN_PLACE_UNCHECKED
     elif unchecked_all:
         out.wrong, out.note = None, "result not checked: out of memory while checking"
     return out

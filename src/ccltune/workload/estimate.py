@@ -45,6 +45,16 @@ def estimate(wl: Workload, rows: Iterable[Measurement]) -> dict[int, Estimate]:
     return out
 
 
+def idle_estimates(db: str, wl: Workload) -> dict[int, Estimate]:
+    """:func:`estimate` from the idle runs of the database ``db`` (runs made under load left out); a
+    missing or wrong file is an error naming it. The one read of this module."""
+    from ccltune.store import Store
+
+    with Store(db, readonly=True) as st:
+        idle = [r.id for r in st.runs() if not (r.summary or {}).get("under_load")]
+        return estimate(wl, st.measurements(idle) if idle else [])
+
+
 def _one(e: Entry, med: dict[tuple[str, int, int], dict[int, float]]) -> Estimate | None:
     sizes = med.get((e.key.collective, e.key.nranks, e.key.nnodes if e.key.nnodes is not None else 1))
     if not sizes:

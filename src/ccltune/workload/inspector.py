@@ -26,7 +26,6 @@ leaves its last line cut), one that says another format version stops the import
 from __future__ import annotations
 
 import json
-from collections import Counter
 from typing import Any
 
 from ccltune import collectives

@@ -4,11 +4,11 @@ is defined in the heading lines it prints and in docs/workload.md ("Show")."""
 from __future__ import annotations
 
 from ccltune.sizes import format_size
-from ccltune.workload import quantities as q
+from ccltune.workload import quantities
 from ccltune.workload.estimate import Estimate
 from ccltune.workload.model import Entry, Workload
 
-SLOW_RATIO = q.SLOW_RATIO
+SLOW_RATIO = quantities.SLOW_RATIO
 
 
 def _us(x: float | None) -> str:
@@ -24,7 +24,7 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
     """Entries by share of bytes: the job's own time per call (median) and waiting where a source timed
     them; with ``db``, NCCL's default idle time per call, the ratio, and time per step from it."""
     total_bytes = sum(e.bytes_total for e in wl.entries) or 1
-    unit, short = q.unit(wl.steps), q.short_unit(wl.steps)
+    unit, short = quantities.unit(wl.steps), quantities.short_unit(wl.steps)
     out = [f"# workload: {len(wl.entries)} entries, {sum(e.calls for e in wl.entries)} calls, "
            + (f"{wl.steps} steps" if wl.steps else "steps unknown (times are per captured run; import --steps N)")]
     if wl.steps_note:
@@ -36,6 +36,7 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
                    "plugin's table and are not in the entries")
     timed = [e for e in wl.entries if job_us(e) is not None]
     waits = any(e.wait is not None and e.wait.median_us is not None for e in wl.entries)
+    ran = any(e.ran for e in wl.entries)
     froms = sorted({e.time_from or "?" for e in timed})
     if timed:
         out.append(f"# job_us: the job's own GPU time per call, median over its timed calls (from {', '.join(froms)}; "
@@ -43,6 +44,9 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
     if waits:
         out.append("# wait_us: median time per call spent waiting for the last rank to start (all ranks' profiler "
                    "files); job_us - wait_us is about the transfer")
+    if ran:
+        out.append("# ran: what NCCL ran most of the entry's calls with, algorithm/protocol/channels (profiler "
+                   "files; +N: N other choices, all in the workload file's 'ran')")
     est = est or {}
     head = (f"# {'collective':<15}{'datatype':>10}{'count':>12}{'size':>10}{'ranks':>6}{'nodes':>6}{'calls':>8}"
             f"{'bytes%':>8}" + (f"{'job_us':>10}" if timed else "") + (f"{'wait_us':>9}" if waits else ""))
@@ -51,8 +55,8 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
                    f"measured sizes); ratio: job_us / idle_us; us/{short}: calls x idle_us / "
                    + ("steps" if wl.steps else "1 (steps unknown)") + "; time%: share of that sum")
         head += f"{'idle_us':>10}" + (f"{'ratio':>7}" if timed else "") + f"{f'us/{short}':>11}{'time%':>7}"
-    out.append(head)
-    shares = {i: q.per_step(e.calls, est[i].time_us, wl.steps) for i, e in enumerate(wl.entries) if i in est}
+    out.append(head + ("  ran" if ran else ""))
+    shares = {i: quantities.per_step(e.calls, est[i].time_us, wl.steps) for i, e in enumerate(wl.entries) if i in est}
     total_us = sum(shares.values())
     for i, e in enumerate(wl.entries):
         k = e.key
@@ -72,9 +76,9 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
                         + f"{shares[i]:>11.1f}{100 * shares[i] / total_us if total_us else 0:>7.1f}")
             else:
                 row += f"{'-':>10}" + (f"{'-':>7}" if timed else "") + f"{'-':>11}{'-':>7}"
-        out.append(row)
+        out.append(row + (f"  {_ran(e)}" if ran else ""))
     if timed:
-        job_total = q.total(((e.calls, job_us(e) or 0.0) for e in timed), wl.steps)
+        job_total = quantities.total(((e.calls, job_us(e) or 0.0) for e in timed), wl.steps)
         out.append(f"# in-job communication time per {unit}: {job_total:.1f} us = sum of calls x job_us"
                    f"{'' if wl.steps is None else ' / steps'} over the {len(timed)} of {len(wl.entries)} entries timed "
                    "(calls back to back: overlap with compute not counted)")
@@ -95,6 +99,14 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
     for w in wl.warnings:
         out.append(f"# warning: {w}")
     return out
+
+
+def _ran(e: Entry) -> str:
+    if not e.ran:
+        return "-"
+    (algo, proto, ch), _ = max(e.ran.items(), key=lambda kv: (kv[1], kv[0]))
+    more = f" +{len(e.ran) - 1}" if len(e.ran) > 1 else ""
+    return f"{algo}/{proto}/{ch or '-'}{more}"
 
 
 def slow_entries(wl: Workload, est: dict[int, Estimate]) -> list[tuple[int, float]]:

@@ -18,6 +18,7 @@ from ccltune.diagnose.parsers.ncclog import Edge, NcclLog
 
 P2P_FIX = ("export NCCL_P2P_LEVEL=SYS to let NCCL use P2P across the CPU interconnect "
            "(check with `ccltune topo` that these GPUs can reach each other)")
+P2P_DISABLED_FIX = "unset NCCL_P2P_DISABLE (the log says it was set to 1): it makes NCCL use SHM between all GPUs"
 DEBUG_FIX = "run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING,ENV"
 
 
@@ -46,9 +47,18 @@ def _version(log: NcclLog) -> Finding:
 
 def _init(log: NcclLog) -> Finding:
     if not log.nranks:
+        if log.choices or log.plugin_loads:  # collectives ran, so init finished: INIT was not logged
+            return Finding("log:init", "WAIVED", "no INIT lines, though collectives ran (TUNING lines): "
+                           "NCCL_DEBUG_SUBSYS left INIT out", DEBUG_FIX)
         return Finding("log:init", "WARN", "no communicator line (comm ... rank ... nRanks ...): "
                        "the log is truncated or init never began", DEBUG_FIX)
-    missing = sorted(set(range(log.nranks)) - log.init_complete)
+    # a log written per process (NCCL_DEBUG_FILE=...%p) holds its own rank's lines only: judge the ranks it holds
+    held = log.ranks_seen or set(range(log.nranks))
+    missing = sorted(held - log.init_complete)
+    if not missing and len(held) < log.nranks:
+        return Finding("log:init", "PASS", f"{len(held)}/{len(held)} ranks in this log completed init (it holds "
+                       f"rank{'s' if len(held) > 1 else ''} {_short(sorted(held))} of {log.nranks}: one process's "
+                       "log)", value=len(held))
     if not missing:
         return Finding("log:init", "PASS", f"{log.nranks}/{log.nranks} ranks completed init", value=log.nranks)
     return Finding("log:init", "WARN", f"{len(missing)} of {log.nranks} ranks never logged 'Init COMPLETE' "
@@ -72,16 +82,18 @@ def check_transports(log: NcclLog, *, p2p_capable: Callable[[int, int], bool] | 
     if not shm:
         return Finding("log:transport", "PASS", f"no SHM edges: {summary}", data=data)
     data["shm_pairs"] = shm
+    # NCCL_P2P_DISABLE=1 in the log's environment turns P2P off for every pair: that, not the P2P level, is why
+    fix = P2P_DISABLED_FIX if log.env.get("NCCL_P2P_DISABLE", "").strip() in ("1", "true", "yes") else P2P_FIX
     if p2p_capable is None:
         return Finding("log:transport", "WARN", f"rank pairs {_pair_list(shm)} use SHM (host memory), not P2P: "
-                       f"{summary}", P2P_FIX, data=data)
+                       f"{summary}", fix, data=data)
     devs = {(e.src_rank, e.dst_rank): (_dev(e.src_dev, e.src_rank), _dev(e.dst_dev, e.dst_rank))
             for e in log.edges if e.family == "SHM"}
     could = [p for p in shm if p2p_capable(*devs[p])]
     data["shm_pairs_p2p_capable"] = could
     if could:
         return Finding("log:transport", "FAIL", f"rank pairs {_pair_list(could)} use SHM although their GPUs can "
-                       f"reach each other peer-to-peer: {summary}", P2P_FIX, data=data)
+                       f"reach each other peer-to-peer: {summary}", fix, data=data)
     return Finding("log:transport", "PASS", f"SHM only between GPUs without peer access "
                    f"({_pair_list(shm)}): {summary}", data=data)
 

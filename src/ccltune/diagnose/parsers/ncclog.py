@@ -154,6 +154,7 @@ class NcclLog:
     rank_process: dict[int, Process] = field(default_factory=dict)
     rank_threads: dict[int, int] = field(default_factory=dict)
     init_complete: set[int] = field(default_factory=set)
+    ranks_seen: set[int] = field(default_factory=set)  # ranks with a 'comm ... rank r nRanks' line here
     choices: list[Choice] = field(default_factory=list)
     plugin_loads: list[PluginLoad] = field(default_factory=list)
     lines: int = 0
@@ -249,6 +250,7 @@ def _parse_info(log: NcclLog, msg: str, m: re.Match[str], number: int) -> None:
     elif k := _COMM.search(msg):
         rank = int(k["rank"])
         log.nranks, log.nnodes = int(k["n"]), int(k["nodes"])
+        log.ranks_seen.add(rank)
         if m["host"]:
             log.rank_process[rank] = Process(m["host"], int(m["pid"]))
             log.rank_threads[rank] = int(m["tid"])

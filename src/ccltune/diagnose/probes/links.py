@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccltune.diagnose.checks.linkmath import REPEAT, slow_links
 from ccltune.errors import UsageError
 
 METHODS = ("ce", "sm-read", "sm-write")
@@ -55,6 +56,7 @@ class LinkPlan:
     latency_bytes: int = 4
     latency_iters: int = 100
     methods: tuple[str, ...] = METHODS
+    threshold: float = 0.8  # links below this x their series' median are measured again (``remeasure``)
 
     def __post_init__(self) -> None:
         if self.size_bytes <= 0 or self.size_bytes % 16:
@@ -145,8 +147,35 @@ def measure(plan: LinkPlan, log: Callable[[str], None] = lambda _: None) -> Link
         every = [Transfer(s, d, method) for s, d in rig.pairs]
         for t, ms in zip(every, rig.time(every, plan.size_bytes, plan.iters, plan.warmup)):
             run.rows.append(_row(t.src, t.dst, method, "all2all", plan.size_bytes, _gbps(plan.size_bytes, ms)))
+        remeasure(rig, run, plan, method, log)
     run.elapsed_s = time.monotonic() - start
     return run
+
+
+def remeasure(rig: Any, run: LinkRun, plan: LinkPlan, method: str, log: Callable[[str], None]) -> None:
+    """Time again, as they were timed, the links of ``method``'s series below ``plan.threshold`` x their median:
+    a pair alone (uni), a pair both ways (bidir), the whole all-to-all (its split depends on every copy at
+    once). Their rows get the direction ``<direction>-repeat``; the analysis warns only of links slow both
+    times (checks/linkmath.py)."""
+    for direction in ("uni", "bidir", "all2all"):
+        first = {(r["src"], r["dst"]): r["bandwidth_gbps"] for r in run.rows
+                 if r["method"] == method and r["direction"] == direction}
+        slow = {(x["src"], x["dst"]) for x in slow_links(first, plan.threshold)}
+        if not slow:
+            continue
+        log(f"links: {method} {direction}: {len(slow)} links below {plan.threshold:g} x median, measuring again ...")
+        if direction == "uni":
+            groups, burst = [[Transfer(s, d, method)] for s, d in sorted(slow)], BURST
+        elif direction == "bidir":
+            groups, burst = [[Transfer(a, b, method), Transfer(b, a, method)]
+                             for a, b in sorted({(min(p), max(p)) for p in slow})], 1
+        else:
+            groups, burst = [[Transfer(s, d, method) for s, d in rig.pairs]], 1
+        for group in groups:
+            for t, ms in zip(group, rig.time(group, plan.size_bytes, plan.iters, plan.warmup, burst)):
+                if (t.src, t.dst) in slow:
+                    run.rows.append(_row(t.src, t.dst, method, direction + REPEAT, plan.size_bytes,
+                                         _gbps(plan.size_bytes, ms)))
 
 
 def _gbps(nbytes: int, ms: float) -> float:

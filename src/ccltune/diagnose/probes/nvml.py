@@ -6,8 +6,10 @@ Every query is best effort: a call this driver or GPU does not support leaves it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+from ccltune.errors import DataError
 
 # nvmlDeviceGetTopologyCommonAncestor levels -> nvidia-smi's words
 _ANCESTOR = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
@@ -37,6 +39,45 @@ class NvmlTopo:
     driver: str | None
     gpus: list[NvmlGpu]
     pcie: dict[tuple[int, int], str]  # (i, j) -> PIX/PXB/PHB/NODE/SYS
+
+
+MAX_GPUS = 1024  # a saved record naming more GPUs than this is refused, not looped over
+
+
+def to_record(t: NvmlTopo) -> dict[str, Any]:
+    """The NVML answers as JSON-ready data (a PCIe pair's key "i-j"): saved on a GPU machine, read back by
+    ``from_record`` where there is none (the CPU tests of everything that renders them)."""
+    out = asdict(t)
+    out["pcie"] = {f"{i}-{j}": level for (i, j), level in t.pcie.items()}
+    return out
+
+
+def from_record(data: Any, where: str) -> NvmlTopo:
+    """``to_record``'s output read back; DataError naming ``where`` and the field when it is not one."""
+    def fail(what: str) -> DataError:
+        return DataError(f"{where}: {what}: not a saved NVML record (ccltune's nvml.to_record)")
+
+    if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
+        raise fail("no 'gpus' list")
+    if len(data["gpus"]) > MAX_GPUS:
+        raise fail(f"{len(data['gpus'])} GPUs, more than {MAX_GPUS}")
+    names = {f.name for f in fields(NvmlGpu)}
+    gpus = []
+    for n, g in enumerate(data["gpus"]):
+        if not isinstance(g, dict) or not {"index", "name", "bus_id"} <= set(g) or set(g) - names:
+            raise fail(f"gpus[{n}] has fields {sorted(g) if isinstance(g, dict) else type(g).__name__}")
+        try:
+            gpus.append(NvmlGpu(**{**g, "index": int(g["index"]), "nvlinks": int(g.get("nvlinks") or 0),
+                                   "nvlink_peers": {str(k): int(v) for k, v in (g.get("nvlink_peers") or {}).items()}}))
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise fail(f"gpus[{n}]: {exc}") from None
+    pcie = {}
+    for key, level in (data.get("pcie") or {}).items():
+        i, sep, j = str(key).partition("-")
+        if not (sep and i.isdigit() and j.isdigit()) or level not in {*_ANCESTOR.values(), "?"}:
+            raise fail(f"pcie entry {key!r}: {level!r}")
+        pcie[(int(i), int(j))] = level
+    return NvmlTopo(data.get("driver"), gpus, pcie)
 
 
 def normalize_bus_id(bus_id: str | bytes) -> str:
