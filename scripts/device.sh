@@ -794,11 +794,11 @@ phase_ab() {  # issue 28: ccltune ab on the example job (ddp, fsdp2, tp-decode),
   for m in ddp fsdp2 tp-decode; do echo "## $m"; grep -E "^# (arm|ratio)|^  [^ ]|^# (run failed|failed run)" $W/$m.txt; done
   pack
 }
-phase_abcomm() {  # issue 28 (a): ab's in-job metric, the collectives' GPU time from the profiler plugin, on ddp with NCCL_P2P_DISABLE=1
+phase_abcomm() {  # issue 28 (a) and the fix's proof: on a node slowed by NCCL_P2P_DISABLE=1, ab with the profiler's in-job comm time proves doctor's fix (unset it) on ddp
   local W=$OUT/abcomm; mkdir -p $W; phase_build; timeout 120 make -C profiler -j8 > $W/prof-build.log 2>&1; echo "profiler build rc=$?"
   local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --layers 2 --width 1024 --seq 256 --steps 8 --warmup 2 --mode ddp"
-  step "ab ddp, --metric comm: default vs NCCL_P2P_DISABLE=1, 4 rounds"
-  run 240 python3 -m ccltune ab --metric comm --no-aa --rounds 4 --seed 28 --run-timeout 60 --db "$DB" --env NCCL_P2P_DISABLE=1 --json $W/comm.json -- $J > $W/comm.txt 2>&1
+  step "ab ddp, --metric comm, NCCL_P2P_DISABLE=1 in the environment: default (slowed) vs doctor's fix (unset it), 4 rounds"
+  NCCL_P2P_DISABLE=1 run 240 python3 -m ccltune ab --metric comm --no-aa --rounds 4 --seed 28 --run-timeout 60 --db "$DB" --arm fix:unset:NCCL_P2P_DISABLE --json $W/comm.json -- $J > $W/comm.txt 2>&1
   grep -E "^# (metric|arm|ratio|note)|^  [^ ]|^# (run failed|failed run)" $W/comm.txt
   pack
 }
