@@ -128,10 +128,14 @@ def _judge(rows: Sequence[Mapping[str, Any]], method: str, direction: str, serie
 
 
 def per_gpu_bounds(m: Mapping[Pair, float], aggregate: Mapping[int, float] | None = None,
-                   decimals: int | None = None) -> list[dict[str, Any]]:
+                   decimals: int | None = None, egress: Mapping[int, float] | None = None) -> list[dict[str, Any]]:
     """For each GPU: its slowest outgoing link, peers, slowest x peers (capped by its measured aggregate) and
     the plain sum of its links. ``decimals``: the figures were printed with that many (an imported run):
-    products and sums are rounded to it, as the tool would print them."""
+    products and sums are rounded to it, as the tool would print them. ``egress``: per GPU the NVLink limit of
+    all its links, one direction (NVML: links x per-link speed); where slowest x peers exceeds it, its pairs
+    share its links (through an NVSwitch one pair alone drives every port), so the bound is its fastest pair
+    alone: pair figures do not add up there, and the all-to-all aggregate need not show it (on 4 x H200 its
+    copy-engine copies summed to 790 GB/s out of one GPU, above the 478 its 18 links carry)."""
     out = []
     for g in sorted({s for s, _ in m}):
         links = {d: v for (s, d), v in m.items() if s == g}
@@ -139,8 +143,14 @@ def per_gpu_bounds(m: Mapping[Pair, float], aggregate: Mapping[int, float] | Non
         bound = times(links[peer], len(links), decimals)
         total = sum(links.values()) if decimals is None else round(sum(links.values()), decimals)
         agg = (aggregate or {}).get(g)
+        limit = (egress or {}).get(g)
+        shared = bool(limit) and bound > limit
+        if agg:
+            bound = min(bound, agg)
+        if shared:
+            bound = min(bound, max(links.values()))
         out.append({"gpu": g, "slowest_gbps": links[peer], "slowest_peer": peer, "peers": len(links),
-                    "bound_gbps": min(bound, agg) if agg else bound, "aggregate_gbps": agg, "sum_gbps": total})
+                    "bound_gbps": bound, "aggregate_gbps": agg, "sum_gbps": total, "shared_links": shared})
     return out
 
 
@@ -154,9 +164,11 @@ def aggregate_per_gpu(m: Mapping[Pair, float]) -> dict[int, float]:
 
 def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
             nvlink_limit: Mapping[Pair, float] | None = None,
-            decimals: Mapping[str, int] | None = None) -> tuple[dict[str, Any], list[Finding]]:
+            decimals: Mapping[str, int] | None = None,
+            egress: Mapping[int, float] | None = None) -> tuple[dict[str, Any], list[Finding]]:
     """(summary, findings) of a link run. ``nvlink_limit``: per pair GB/s of one direction (NVML).
-    ``decimals``: per series ("method/direction") the precision an importing tool printed with."""
+    ``decimals``: per series ("method/direction") the precision an importing tool printed with.
+    ``egress``: per GPU the NVLink limit of all its links (``per_gpu_bounds``)."""
     summary: dict[str, Any] = {"series": {}, "threshold": threshold}
     findings: list[Finding] = []
     methods = sorted({r["method"] for r in rows})
@@ -169,7 +181,7 @@ def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
             if not m:
                 continue
             series = _series(m, threshold, agg if direction == "uni" else None, nvlink_limit,
-                             (decimals or {}).get(f"{method}/{direction}"))
+                             (decimals or {}).get(f"{method}/{direction}"), egress if direction == "uni" else None)
             repeated = cells(rows, method, direction)[1]
             if repeated:
                 series["pairs_measured_twice"] = repeated
@@ -187,9 +199,10 @@ def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
 
 
 def _series(m: Mapping[Pair, float], threshold: float, aggregate: Mapping[int, float] | None,
-            nvlink_limit: Mapping[Pair, float] | None, decimals: int | None = None) -> dict[str, Any]:
+            nvlink_limit: Mapping[Pair, float] | None, decimals: int | None = None,
+            egress: Mapping[int, float] | None = None) -> dict[str, Any]:
     values = list(m.values())
-    bounds = per_gpu_bounds(m, aggregate, decimals)
+    bounds = per_gpu_bounds(m, aggregate, decimals, egress)
     series: dict[str, Any] = {"median_gbps": statistics.median(values), "min_gbps": min(values),
                               "max_gbps": max(values), "slow_links": slow_links(m, threshold), "per_gpu": bounds,
                               "ring_ceiling_gbps": min(b["bound_gbps"] for b in bounds)}
