@@ -703,6 +703,8 @@ PY
 phase_g31() {  # issue 31 on 2/4 GPUs in <= 5 min wall: nccl-tests (MPI) vs ccltune, ABBA, 4 runs each; check without a profile; capture cost; NCCL_TESTS_SPLIT
   local W=$OUT/g31 t0=$(date +%s); mkdir -p $W; phase_build
   export NCCL_TESTS_DIR=$PWD/.cache/nccl-tests NCCLT_BUILD=$PWD/.cache/nccl-tests/build  # cap7's build, else built here
+  local c; for c in all_reduce all_gather sendrecv; do [ -x $NCCLT_BUILD/${c}_perf ] || break; done
+  [ -x $NCCLT_BUILD/${c}_perf ] || { BUILDDIR=$NCCLT_BUILD COLLS="all_reduce all_gather sendrecv" bash bench/nccl_tests_build.sh > $W/ncclt-build.log 2>&1; echo "nccl-tests build rc=$?"; }
   step NVML answers as saved records, for the CPU tests of topo
   python3 -c "import json; from ccltune.diagnose.probes import nvml; t = nvml.read_nvml(); print(json.dumps(nvml.to_record(t) if t else None, indent=1))" > $W/nvml.json 2> $W/nvml.err
   ct 30 topo > $W/topo.txt 2>&1; grep -c NV $W/topo.txt
