@@ -4,7 +4,7 @@ The layers, lowest first; a module may import its own layer and any below it:
 
   base      ccltune (the package: its version), errors
   core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, groups, dist, launch,
-            tuner_plugin, output, builtlib, ncclt_json, periter
+            tuner_plugin, profiler_plugin, output, builtlib, ncclt_json, periter
   engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
   measure   measure/  (timing points and sizes, the run's lifecycle: measure.session)
   analysis  tune/, validate/, diagnose/  (sweeps, rules, verdicts, checks)
@@ -27,7 +27,7 @@ import ccltune
 LAYERS = [
     ("base", {"errors"}),
     ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "gpus", "environment", "collectives", "rules", "store", "groups", "dist",
-              "tuner_plugin", "output", "launch", "builtlib", "ncclt_json", "periter"}),
+              "tuner_plugin", "profiler_plugin", "output", "launch", "builtlib", "ncclt_json", "periter"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),
     ("analysis", {"tune", "validate", "diagnose", "workload"}),
