@@ -161,3 +161,91 @@ def test_a_bandwidth_beyond_any_float_is_refused_not_stored_as_infinity():
     assert " 0       N/A    388.95" in NVB
     with pytest.raises(UsageError, match="'1e999999' is not a bandwidth"):
         nvbandwidth.parse(NVB.replace(" 0       N/A    388.95", " 0       N/A    1e999999", 1), "x.txt")
+
+
+# --- workload files, traces, COLL logs, captures: every field typed and in range, naming the entry ---
+
+WL = FIXTURES / "workload"
+
+
+def _workload_doc() -> dict:
+    from ccltune.workload import importer as wl_importer, model
+    wl = wl_importer.import_files([WL / "trace_rank0.json"])
+    return json.loads(model.to_json(wl, {}))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d.update(steps=-3), "steps must be an integer in 1.."),
+    (lambda d: d.update(order=[[0, 0, 10 ** 12]]), "order[0] repeat must be an integer in 1.."),
+    (lambda d: d["entries"][0].update(collective="all_sum"), "entries[0]: unknown collective 'all_sum'"),
+    (lambda d: d["entries"][0].update(datatype="quad"), "entries[0]: unknown datatype 'quad'"),
+    (lambda d: d["entries"][0].update(count=-1), "entries[0]: count must be an integer in 0.."),
+    (lambda d: d["entries"][0].update(size_bytes=10 ** 40), "entries[0]: size_bytes must be an integer in 0.."),
+    (lambda d: d["entries"][0].update(nranks=0), "entries[0]"),
+    (lambda d: d["entries"][0].update(tuner_calls="many"), "entries[0]: tuner_calls must be a list of objects"),
+    (lambda d: d.update(overflow_calls="x"), "overflow_calls must be an integer"),
+    (lambda d: d.update(sources=7), "sources must be a list of objects"),
+    (lambda d: d["entries"][0].update(time_us_mean=float("nan")), "NaN is not a finite number"),
+])
+def test_workload_file_fields_are_checked_naming_the_entry(tmp_path, edit, message):
+    from ccltune.workload import model
+    doc = _workload_doc()
+    edit(doc)
+    with pytest.raises(UsageError) as info:
+        model.from_json(json.dumps(doc), "w.json")
+    assert message in str(info.value), str(info.value)
+
+
+def test_a_workload_file_nested_past_the_parser_is_a_clear_error():
+    from ccltune.workload import model
+    with pytest.raises(UsageError, match="w.json: not a workload file"):
+        model.from_json("[" * 100_000, "w.json")
+
+
+TRACE = json.loads((WL / "trace_rank0.json").read_text())
+
+
+def _comm_event(doc: dict) -> dict:
+    return next(e for e in doc["traceEvents"] if e.get("name") == "record_param_comms")
+
+
+@pytest.mark.parametrize("edit, ok", [
+    (lambda d: _comm_event(d).update(args=["x"]), True),  # args a list: the event carries nothing
+    (lambda d: _comm_event(d).update(args="x"), True),
+    (lambda d: _comm_event(d)["args"].update({"External id": [1]}), True),
+    (lambda d: next(e for e in d["traceEvents"] if e.get("cat") == "cuda_runtime")["args"].update(correlation=[1]), True),
+    (lambda d: _comm_event(d)["args"].update({"Collective name": ["allreduce"]}), True),
+    (lambda d: _comm_event(d)["args"].update({"In msg nelems": 10 ** 30}), False),
+    (lambda d: _comm_event(d)["args"].update({"Group size": 10 ** 9}), False),
+    (lambda d: d["traceEvents"].append({"name": "ProfilerStep#" + "9" * 5000}), True),
+])
+def test_trace_fields_of_unexpected_types_are_skipped_or_refused_never_a_traceback(edit, ok):
+    from ccltune.workload import torch_trace
+    doc = json.loads(json.dumps(TRACE))
+    edit(doc)
+    if ok:
+        torch_trace.parse(doc, "t.json")
+    else:
+        with pytest.raises(UsageError, match=r"t.json: traceEvents\[\d+\] \(record_param_comms\)"):
+            torch_trace.parse(doc, "t.json")
+
+
+def test_a_coll_line_beyond_any_real_call_is_skipped_with_a_warning():
+    line = ("vm:1:2 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 count {} datatype 7 op 0 root 0 "
+            "comm 0x1b65c030 [nranks={}] stream 0x22d29970\n")
+    for count, nranks in ((10 ** 30, 2), (8, 0), (8, 10 ** 9), ("9" * 5000, 2)):
+        records, warnings = nccl_log.parse(line.format(count, nranks), "x.log")
+        assert not records and "beyond any real call" in warnings[0]
+
+
+@pytest.mark.parametrize("nranks, nbytes, message", [
+    (0, 1024, "x.cap: nranks '0' is not an integer in 1..65536"),  # was written to a workload, then refused
+    (4, 10 ** 30, f"x.cap:9: nbytes '{10 ** 30}' is not an integer in 0..4398046511104"),
+    (4, "9" * 5000, "x.cap:9: nbytes '99999"),
+])
+def test_capture_numbers_beyond_any_real_call_are_refused(nranks, nbytes, message):
+    text = (f"{capture.MAGIC}\npid=1\nnranks={nranks}\nnnodes=1\ncalls=3\noverflow_calls=0\noverflow_bytes=0\nhost=vm\n"
+            f"allreduce,{nbytes},1,0,3\n# end\n")
+    with pytest.raises(UsageError) as info:
+        capture.parse(text, "x.cap")
+    assert str(info.value).startswith(message), str(info.value)
