@@ -249,3 +249,76 @@ def test_capture_numbers_beyond_any_real_call_are_refused(nranks, nbytes, messag
     with pytest.raises(UsageError) as info:
         capture.parse(text, "x.cap")
     assert str(info.value).startswith(message), str(info.value)
+
+
+# --- bombs: a gzip that inflates past the cap, nesting past the parser, devices and FIFOs ---
+
+_CHILD = textwrap.dedent("""
+    import gzip, io, resource, sys, time
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # 1 GiB of address space for this process
+    from ccltune.errors import UsageError
+    from ccltune.workload import importer
+    importer.MAX_TRACE_BYTES = 8 << 20  # the smallest cap that proves the stream is cut: 8 MiB out
+    t0 = time.process_time()
+    try:
+        importer.load_file(importer.Path(sys.argv[1]))
+    except UsageError as exc:
+        print("REFUSED", exc)
+    print("CPU_S", time.process_time() - t0)
+    print("MAX_RSS_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+""")
+
+
+def test_a_gzip_bomb_is_inflated_as_a_stream_and_cut_at_the_cap(tmp_path):
+    bomb = tmp_path / "b.json.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as fh:  # 64 MiB of '[' in ~64 KiB: 8 times the cap
+        for _ in range(64):
+            fh.write(b"[" * (1 << 20))
+    assert bomb.stat().st_size < 1 << 20
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(bomb)], capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(Path(importer.__file__).parents[2]), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = dict(line.split(" ", 1) for line in done.stdout.strip().split("\n"))
+    assert out["REFUSED"] == f"{bomb}: inflates to more than {8 << 20} bytes (the limit for this input; docs/limits.md)"
+    assert float(out["CPU_S"]) < 5 and int(out["MAX_RSS_KB"]) < 200_000  # the old reader: 64 MiB out, then a str
+
+
+NESTED = "[" * 100_000
+
+
+@pytest.mark.parametrize("reader, message", [
+    (lambda t: importer.parse_json("{" + '"a":' + NESTED, "x.json"), "x.json: not nccl-tests -J output"),
+    (lambda t: nvbandwidth.parse("{" + '"a":' + NESTED, "x.json"), "x.json: not valid JSON: nested deeper"),
+    (lambda t: amdsmi.parse([(NESTED, "x.json")]), "x.json: not amd-smi JSON: nested deeper"),
+])
+def test_nesting_past_the_parser_is_a_clear_error_in_every_json_reader(reader, message):
+    with pytest.raises(UsageError) as info:
+        reader(NESTED)
+    assert str(info.value).startswith(message), str(info.value)
+
+
+def test_nesting_in_files_read_by_commands_is_a_clear_error(tmp_path, capsys):
+    from ccltune.cli import main
+    deep = tmp_path / "deep.json"
+    deep.write_text(NESTED)
+    toml = tmp_path / "deep.toml"
+    toml.write_text("a = " + NESTED)
+    for argv, message in ((["check", "--from-json", str(deep), "--profile", "h100-8"], "is not JSON: nested deeper"),
+                          (["workload", "import", str(deep), "--out", str(tmp_path / "w.json")], "nested deeper"),
+                          (["workload", "show", str(deep)], "not a workload file"),
+                          (["topo", "--from-amd-smi", str(deep)], "not amd-smi JSON: nested deeper"),
+                          (["check", "--profile", str(toml), "--from-json", str(deep)], "not valid TOML: nested deeper")):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, (argv, err)
+
+
+def test_devices_and_fifos_are_refused_by_the_amd_smi_reader(tmp_path):
+    import os
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, message in (("/dev/zero", "is not a regular file"), (str(fifo), "is a FIFO")):
+        t0 = time.monotonic()
+        with pytest.raises(UsageError, match=message):
+            amdsmi.read_saved([path])
+        assert time.monotonic() - t0 < 5
