@@ -19,6 +19,7 @@ Tables (units in column names):
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import stat
@@ -160,7 +161,12 @@ class Measurement:
 _MEAS_COLS = [f.name for f in fields(Measurement)]
 _NUMERIC = {"measurements": {**{c: int for c in ("size_bytes", "count", "root", "in_place", "n_ranks", "n_nodes",
                                                  "channels", "graph", "rep", "wrong")},
-                             **{c: (int, float) for c in ("time_us", "algbw_gbps", "busbw_gbps")}}}
+                             **{c: (int, float) for c in ("time_us", "algbw_gbps", "busbw_gbps")}},
+            "links": {"src": int, "dst": int, "size_bytes": int, "bandwidth_gbps": (int, float),
+                      "latency_us": (int, float)}}
+_RUN_COLUMNS = ("id", "kind", "status", "started_at", "finished_at", "command", "engine", "world_size", "n_nodes",
+                "launcher", "host", "platform", "ccltune_version", "nccl_version")  # the runs columns a Run holds
+_RUN_REQUIRED = ("id", "kind", "status", "started_at")
 
 
 def as_record(row: Any) -> Mapping[str, Any]:
@@ -435,7 +441,15 @@ class Store:
                                  f"({text[:40]!r}): the database was damaged or edited by hand")
             return value
 
-        run = Run(args=column("args_json"), env=column("env_json"), summary=column("summary_json"), **d)
+        for name in ("args_json", "env_json", "summary_json"):
+            d.setdefault(name, None)
+        args, env, summary = column("args_json"), column("env_json"), column("summary_json")
+        # named columns only: a column another version added is ignored, a missing optional one is None
+        missing = [c for c in _RUN_REQUIRED if d.get(c) is None]
+        if missing:
+            raise UsageError(f"{self.flag} {shown(self.path)}: a run has no {', '.join(missing)}: the database was "
+                             "damaged or edited by hand")
+        run = Run(args=args, env=env, summary=summary, **{c: d.get(c) for c in _RUN_COLUMNS})
         if run.status == "running":
             run.status, run.note = _liveness(run.env.get("processes"))
         return run
@@ -489,6 +503,9 @@ class Store:
             except (TypeError, ValueError, RecursionError) as exc:
                 raise UsageError(f"{self.flag} {shown(self.path)}: measurements row {r['id']} (run {r['run_id']}) "
                                  f"has extra = {printable(repr(r['extra']), 60)}, not a JSON object ({exc})") from None
+        for c in ("time_us", "algbw_gbps", "busbw_gbps"):  # an infinity or NaN stored by hand: not a figure
+            if isinstance(d[c], float) and not math.isfinite(d[c]):
+                d[c] = None
         return d
 
     def _check_row(self, row: sqlite3.Row, table: str) -> sqlite3.Row:
@@ -512,7 +529,16 @@ class Store:
         self.conn.commit()
 
     def links(self, run_id: int) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.conn.execute("SELECT * FROM links WHERE run_id = ? ORDER BY id", (run_id,))]
+        """A run's link rows, checked as measurement rows are (a number column holding text is refused,
+        a non-finite figure read as none)."""
+        out = []
+        for r in self.conn.execute("SELECT * FROM links WHERE run_id = ? ORDER BY id", (run_id,)):
+            d = dict(self._check_row(r, "links"))
+            for c in ("bandwidth_gbps", "latency_us"):
+                if isinstance(d.get(c), float) and not math.isfinite(d[c]):
+                    d[c] = None
+            out.append(d)
+        return out
 
     def add_findings(self, run_id: int, rows: Iterable[Mapping[str, Any]]) -> None:
         self.conn.executemany(

@@ -322,3 +322,40 @@ def test_devices_and_fifos_are_refused_by_the_amd_smi_reader(tmp_path):
         with pytest.raises(UsageError, match=message):
             amdsmi.read_saved([path])
         assert time.monotonic() - t0 < 5
+
+
+# --- the database: named columns, number columns checked, non-finite figures skipped ---
+
+def _bench_db(path: Path) -> None:
+    from ccltune.store import Measurement, Store
+    with Store(path) as st:
+        rid = st.begin_run("bench", command="ccltune bench", env={"world_size": 2, "platform": "cpu"}, args={})
+        st.add_measurements(rid, [Measurement("all_reduce", 8 << i, 2 << i, "float", "sum", None, False, 2,
+                                              time_us=1.0 + i, algbw_gbps=1.0, busbw_gbps=1.0) for i in range(4)])
+        st.finish_run(rid, "complete")
+        lid = st.begin_run("links", command="ccltune links", env={"world_size": 2}, args={})
+        st.add_links(lid, [{"src": 0, "dst": 1, "method": "ce", "direction": "uni", "size_bytes": 1 << 20,
+                            "bandwidth_gbps": 100.0}])
+        st.finish_run(lid, "complete")
+
+
+@pytest.mark.parametrize("sql, argv, rc, message", [
+    ("ALTER TABLE runs ADD COLUMN colour TEXT", ["runs"], 0, None),
+    ("ALTER TABLE runs DROP COLUMN nccl_version", ["runs"], 0, None),
+    ("UPDATE measurements SET busbw_gbps = 9e999 WHERE id = 2", ["export", "1", "--out", "{tmp}/x.csv"], 0, None),
+    ("UPDATE measurements SET busbw_gbps = 9e999 WHERE id = 2", ["report", "--out", "{tmp}/r.html"], 0, None),
+    ("UPDATE links SET bandwidth_gbps = 'fast'", ["links", "--run", "2"], 2, "links row 1 (run 2) has bandwidth_gbps"),
+])
+def test_a_database_edited_by_hand_is_read_by_name_or_refused_naming_the_row(tmp_path, capsys, sql, argv, rc,
+                                                                             message):
+    import sqlite3
+    from ccltune.cli import main
+    db = tmp_path / "x.db"
+    _bench_db(db)
+    con = sqlite3.connect(db)
+    con.execute(sql)
+    con.commit()
+    con.close()
+    assert main([a.format(tmp=tmp_path) for a in argv] + ["--db", str(db)]) == rc
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and (message is None or message in err), err
