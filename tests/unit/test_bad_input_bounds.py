@@ -359,3 +359,40 @@ def test_a_database_edited_by_hand_is_read_by_name_or_refused_naming_the_row(tmp
     assert main([a.format(tmp=tmp_path) for a in argv] + ["--db", str(db)]) == rc
     err = capsys.readouterr().err
     assert "Traceback" not in err and (message is None or message in err), err
+
+
+def test_escape_sequences_in_imported_names_never_reach_the_terminal(tmp_path, capsys):
+    from ccltune.cli import main
+    evil = "NVIDIA \x1b[31mH200\x1b]8;;http://x\x07\x9b"
+    ag = tmp_path / "ag.txt"
+    ag.write_text(AG.replace("NVIDIA H200", evil))
+    nv = tmp_path / "nv.txt"
+    nv.write_text(NVB.replace("NVIDIA H100 80GB HBM3", evil))
+    db = str(tmp_path / "e.db")
+    for argv in (["import", "nccl-tests", str(ag)], ["import", "nvbandwidth", str(nv)], ["runs"],
+                 ["links", "--run", "2"]):
+        assert main(argv + ["--db", db]) == 0, argv
+        out = capsys.readouterr()
+        text = out.out + out.err
+        assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text, (argv, text)
+    main(["runs", "--db", db])
+    assert "NVIDIA \\x1b[31mH200" in capsys.readouterr().out  # shown, escaped
+
+
+def test_csv_export_guards_formula_cells_and_latest_skips_runs_without_rows(tmp_path, capsys):
+    import sqlite3
+    from ccltune.cli import main
+    from ccltune.store import Store
+    db = tmp_path / "x.db"
+    _bench_db(db)
+    con = sqlite3.connect(db)
+    con.execute("UPDATE measurements SET note = '=HYPERLINK(\"http://x\",\"y\")' WHERE id = 1")
+    con.commit()
+    con.close()
+    with Store(db) as st:  # a check run: findings only, no rows
+        st.finish_run(st.begin_run("check", command="ccltune check", env={}, args={}), "complete")
+    assert main(["export", "1", "--format", "csv", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "'=HYPERLINK" in out and ",=HYPERLINK" not in out
+    assert main(["export", "latest", "--db", str(db)]) == 0
+    assert '"id": 2' in capsys.readouterr().out  # the links run, not the newer check run
