@@ -396,3 +396,14 @@ def test_csv_export_guards_formula_cells_and_latest_skips_runs_without_rows(tmp_
     assert "'=HYPERLINK" in out and ",=HYPERLINK" not in out
     assert main(["export", "latest", "--db", str(db)]) == 0
     assert '"id": 2' in capsys.readouterr().out  # the links run, not the newer check run
+
+
+def test_cpu_bench_says_host_clock_and_its_json_leaves_ccltune_plumbing_out(tmp_path, monkeypatch, capsys):
+    from ccltune.cli import main
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CCLTUNE_PARENT_PID", "1")  # one of ccltune's own variables, as a relaunch sets them
+    assert main(["bench", "all_reduce", "-e", "16", "-n", "1", "-w", "0", "-I", "1", "-J", "j.json", "--nproc", "1", "--db", "b.db"]) == 0
+    out = capsys.readouterr().out
+    assert "Per-Iteration Report: host clock timing (no GPU)" in out and "CUDA event" not in out
+    env = json.loads((tmp_path / "j.json").read_text())["env"]
+    assert not [e for e in env if e.startswith("CCLTUNE_PARENT_PID")]
