@@ -407,3 +407,12 @@ def test_cpu_bench_says_host_clock_and_its_json_leaves_ccltune_plumbing_out(tmp_
     assert "Per-Iteration Report: host clock timing (no GPU)" in out and "CUDA event" not in out
     env = json.loads((tmp_path / "j.json").read_text())["env"]
     assert not [e for e in env if e.startswith("CCLTUNE_PARENT_PID")]
+
+
+def test_an_empty_rule_file_is_said_to_be_empty(tmp_path, capsys):
+    from ccltune.cli import main
+    empty = tmp_path / "empty.conf"
+    empty.write_text("# no rules yet\n")
+    for argv in (["plugin", "check", str(empty)], ["rules", "explain", str(empty)]):
+        assert main(argv) == 0
+        assert "holds no rules (empty, or comments only)" in capsys.readouterr().err

@@ -82,6 +82,9 @@ def _check(args: argparse.Namespace) -> int:
     for d in ruleset.diagnostics:
         print(d, file=sys.stderr)
     print(f"{len(ruleset.rules)} rules loaded, {len(ruleset.diagnostics)} lines rejected")
+    if not ruleset.rules and not ruleset.diagnostics:
+        print(f"note: {args.file} holds no rules (empty, or comments only): with it the plugin leaves every "
+              "choice to NCCL", file=sys.stderr)
     if facts is not None:
         n = sum(1 for r in ruleset.rules if r.platform.matches(facts))
         print(f"{n} rules apply to platform {','.join(args.platform)}")

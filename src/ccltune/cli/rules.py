@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ccltune import collectives, rules
@@ -56,6 +57,9 @@ def _explain(args: argparse.Namespace) -> int:
         first = rs.diagnostics[0]
         raise UsageError(f"{args.file}: no line is a rule the plugin reads ({len(rs.diagnostics)} rejected; "
                          f"line {first.line}: {first.reason}); `ccltune plugin check {args.file}` names each")
+    if not rs.rules:
+        print(f"note: {args.file} holds no rules (empty, or comments only): every call below is NCCL's own "
+              "choice", file=sys.stderr)
     facts = rules.PlatformFacts(gpu=args.gpu) if args.gpu else rules.PlatformFacts()
     print(f"# {args.file}: {len(rs.rules)} rules, {len(rs.diagnostics)} rejected lines "
           f"(ccltune plugin check names them); communicator nranks={args.nranks} nnodes={args.nnodes}"
