@@ -90,6 +90,12 @@ def nvbandwidth_matrix(_size: int) -> tuple[str, str]:
         "nvbandwidth.parse(read_text(PATH, 'FILE'), PATH)")
 
 
+def rule_file(size: int) -> tuple[str, str]:
+    rows = "".join(f"allreduce,{i * 64},{i * 64 + 63},ring,simple,4,-1,-1,-1,-1\n" for i in range(size // 48))
+    return rows[:size - 64], ("from ccltune import rules; from ccltune.tune.explain import explain\n"
+                              "explain(rules.load(PATH), 'allreduce', 8, 1)")
+
+
 CASES = {  # name -> (bound in bytes, generator, what the bound is)
     "nccl-tests text": (inputs.MAX_TEXT_BYTES, nccl_tests_text, "bytes"),
     "nccl-tests -J JSON": (inputs.MAX_TEXT_BYTES, nccl_tests_json, "bytes"),
@@ -98,6 +104,7 @@ CASES = {  # name -> (bound in bytes, generator, what the bound is)
     "torch trace (workload import)": (inputs.MAX_TRACE_BYTES, trace, "bytes"),
     "workload file": (inputs.MAX_WORKLOAD_BYTES, workload_file, "bytes"),
     "nvbandwidth matrix": (0, nvbandwidth_matrix, f"{inputs.MAX_GPUS} GPUs"),
+    "rule file (rules explain)": (16 << 20, rule_file, "bytes"),
 }
 
 CHILD = """

@@ -416,3 +416,34 @@ def test_an_empty_rule_file_is_said_to_be_empty(tmp_path, capsys):
     for argv in (["plugin", "check", str(empty)], ["rules", "explain", str(empty)]):
         assert main(argv) == 0
         assert "holds no rules (empty, or comments only)" in capsys.readouterr().err
+
+
+# --- rccl-tests output without 'Collective test starting', pasted output with '...' lines ---
+
+RCCL = FIXTURES / "rccl-tests"
+
+
+@pytest.mark.parametrize("fixture, expect", [
+    ("rccl-tests-2022-10_all_reduce_np8.txt", "all_reduce"),
+    ("rccl-tests-2024-09_reduce_scatter_np16_inplace.txt", "reduce_scatter"),
+    ("rccl-tests-2024-03_all_gather_g8.txt", "it could be all_gather, alltoall"),
+])
+def test_rccl_tests_collective_told_from_the_table_or_the_candidates_listed(fixture, expect):
+    text = (RCCL / fixture).read_text()
+    assert "Collective test starting" not in text
+    if expect.startswith("it could be"):
+        with pytest.raises(UsageError, match=f"x.txt: cannot tell the collective .*{expect}; pass --collective"):
+            importer.parse_text(text, "x.txt")  # a name that tells nothing
+        return
+    [run] = importer.parse_text(text, "x.txt")
+    assert run.collective == expect and "told from the table" in run.notes[0]
+
+
+def test_elision_lines_of_pasted_output_are_skipped_with_a_note():
+    lines = (RCCL / "rccl-tests-2022-10_all_reduce_np8.txt").read_text().split("\n")
+    rows = [i for i, line in enumerate(lines) if line[:1] == " " and line.split()[:1] != []]
+    lines.insert(rows[1], "...")  # between two rows
+    lines.insert(rows[0] - 3, "...")  # before the column header
+    [run] = importer.parse_text("\n".join(lines), "x.txt")
+    assert run.collective == "all_reduce" and len(run.rows) == 8
+    assert sum("'...' skipped" in n for n in run.notes) == 2

@@ -135,4 +135,7 @@ def run(args: argparse.Namespace) -> int:
         where = f"{p.path}:{p.line}" if runs_in[p.path] > 1 else p.path  # a file of several runs: one line each
         print(f"  {where:<40} {p.collective:<15} {p.n_ranks:>7} {len({m.size_bytes for m in p.rows}):>5}"
               f" {len(p.rows):>5} {bad:>6}")
+    for p in parsed:
+        for note in p.notes:
+            print(f"# note: {p.path}: {note}")
     return 0
