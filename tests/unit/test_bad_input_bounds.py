@@ -447,3 +447,10 @@ def test_elision_lines_of_pasted_output_are_skipped_with_a_note():
     [run] = importer.parse_text("\n".join(lines), "x.txt")
     assert run.collective == "all_reduce" and len(run.rows) == 8
     assert sum("'...' skipped" in n for n in run.notes) == 2
+
+
+
+def test_more_cpu_processes_than_cores_is_warned():
+    from ccltune.cli import _common
+    assert "--nproc 64 CPU processes on 2 CPU cores" in _common.oversubscribed(64, "gloo", 2)
+    assert _common.oversubscribed(2, "gloo", 2) is None and _common.oversubscribed(64, "nccl", 2) is None
