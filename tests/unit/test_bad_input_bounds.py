@@ -454,3 +454,20 @@ def test_more_cpu_processes_than_cores_is_warned():
     from ccltune.cli import _common
     assert "--nproc 64 CPU processes on 2 CPU cores" in _common.oversubscribed(64, "gloo", 2)
     assert _common.oversubscribed(2, "gloo", 2) is None and _common.oversubscribed(64, "nccl", 2) is None
+
+
+@pytest.mark.parametrize("argv", [
+    ["validate", "{rules}"],
+    ["plugin", "verify", "{rules}"],
+    ["sweep", "all_reduce", "-e", "64"],
+])
+def test_commands_that_need_a_gpu_exit_4_without_one_as_help_says(tmp_path, monkeypatch, capsys, argv):
+    from ccltune import gpus
+    from ccltune.cli import main
+    if gpus.gpu_count() if hasattr(gpus, "gpu_count") else False:
+        pytest.skip("a GPU is visible")
+    monkeypatch.chdir(tmp_path)
+    rules_file = tmp_path / "r.conf"
+    rules_file.write_text((FIXTURES / "rules" / "basic.conf").read_text())
+    assert main([a.format(rules=rules_file) for a in argv] + ([] if argv[0] == "plugin" else ["--db", "x.db"])) == 4
+    assert "GPU" in capsys.readouterr().err

@@ -8,7 +8,7 @@ from typing import Any
 from pathlib import Path
 
 from ccltune import collectives, rules, tuner_plugin
-from ccltune.errors import CheckFailed, DataError, RuleFileError, UsageError, verdict_exit_code
+from ccltune.errors import CheckFailed, DataError, EngineUnavailable, RuleFileError, UsageError, verdict_exit_code
 from ccltune.cli._common import check_nproc, check_timeout, gpu_count
 from ccltune.sizes import format_size, parse_size, size_series
 
@@ -178,7 +178,7 @@ def _verify_collectives(given: list[str] | None, ruleset: rules.RuleSet) -> list
 def _gpu_count() -> int:
     n = gpu_count()
     if n < 1:
-        raise UsageError("plugin verify runs NCCL and needs CUDA GPUs (none found); "
+        raise EngineUnavailable("plugin verify runs NCCL and needs CUDA GPUs (none found); "
                          "check an existing log with --from-log FILE")
     return n
 
