@@ -471,3 +471,18 @@ def test_commands_that_need_a_gpu_exit_4_without_one_as_help_says(tmp_path, monk
     rules_file.write_text((FIXTURES / "rules" / "basic.conf").read_text())
     assert main([a.format(rules=rules_file) for a in argv] + ([] if argv[0] == "plugin" else ["--db", "x.db"])) == 4
     assert "GPU" in capsys.readouterr().err
+
+
+def test_a_check_of_an_imported_run_belongs_to_that_runs_machine(tmp_path, capsys):
+    from ccltune.cli import main
+    from ccltune.store import Store
+    ar = tmp_path / "ar.txt"
+    ar.write_text((RCCL / "rccl-tests-2024-09_all_reduce_mi300x_np8_16g.txt").read_text())
+    db = str(tmp_path / "c.db")
+    assert main(["import", "nccl-tests", str(ar), "--db", db]) == 0
+    assert main(["check", "--run", "1", "--db", db]) == 0
+    capsys.readouterr()
+    with Store(db) as st:
+        imported, check = st.run(1), st.run(2)
+    assert (check.platform, check.host) == (imported.platform, imported.host)  # was 'cpu x1' on this host
+    assert check.platform.startswith("AMD Instinct MI300X") and check.env["judged_run"] == 1

@@ -194,5 +194,9 @@ def _judge_stored(args: argparse.Namespace) -> int:
     if findings:  # forced: judge the gates, not the count
         how = {**how, "world_size": profile.world_size}
     findings += run_checks("check", Context(profile=profile, records=records, how=how))
-    env = environment.collect(engine=run.engine)
+    # the check is of run N's machine (its host, platform, GPUs), not of the one that read the database
+    here = environment.collect(engine=run.engine)
+    env = {**run.env, "host": run.host, "platform": run.platform, "world_size": run.world_size,
+           "n_nodes": run.n_nodes, "command": here.get("command"), "ccltune_version": here.get("ccltune_version"),
+           "judged_run": args.run, "judged_on_host": here.get("host")}
     return _report(args, env, profile, findings, how, {})
