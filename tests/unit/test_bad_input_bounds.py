@@ -299,18 +299,23 @@ def test_nesting_past_the_parser_is_a_clear_error_in_every_json_reader(reader, m
 
 def test_nesting_in_files_read_by_commands_is_a_clear_error(tmp_path, capsys):
     from ccltune.cli import main
+    from ccltune.diagnose.checks import profiles
+    from ccltune.diagnose.probes import benchrun
     deep = tmp_path / "deep.json"
     deep.write_text(NESTED)
     toml = tmp_path / "deep.toml"
     toml.write_text("a = " + NESTED)
-    for argv, message in ((["check", "--from-json", str(deep), "--profile", "h100-8"], "is not JSON: nested deeper"),
-                          (["workload", "import", str(deep), "--out", str(tmp_path / "w.json")], "nested deeper"),
+    for argv, message in ((["workload", "import", str(deep), "--out", str(tmp_path / "w.json")], "nested deeper"),
                           (["workload", "show", str(deep)], "not a workload file"),
-                          (["topo", "--from-amd-smi", str(deep)], "not amd-smi JSON: nested deeper"),
-                          (["check", "--profile", str(toml), "--from-json", str(deep)], "not valid TOML: nested deeper")):
+                          (["topo", "--from-amd-smi", str(deep)], "not amd-smi JSON: nested deeper")):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err, (argv, err)
+    # what check --from-json and check --profile FILE read, without the rest of check
+    with pytest.raises(UsageError, match="is not JSON: nested deeper"):
+        benchrun.read_bench_json(deep)
+    with pytest.raises(UsageError, match="not valid TOML: nested deeper"):
+        profiles.load_profile(str(toml))
 
 
 def test_devices_and_fifos_are_refused_by_the_amd_smi_reader(tmp_path):

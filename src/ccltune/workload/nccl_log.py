@@ -120,7 +120,7 @@ def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
     for no, line in enumerate(lines, start=1):
         line = line[:MAX_LINE_CHARS].rstrip("\r")  # a longer line is no NCCL line: only its start is read
         if " NCCL INFO " not in line or COLL_HEAD.search(line) is None:
-            init = _INIT.search(line)
+            init = _INIT.search(line) if " nNodes " in line else None  # a cheap test first: .*? scans
             if init:
                 nnodes[(f"{init['host']}:{init['pid']}", init["comm"])] = int(init["nnodes"])
             continue
