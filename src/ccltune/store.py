@@ -18,18 +18,19 @@ Tables (units in column names):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ccltune.errors import UsageError
+from ccltune.errors import StoreError, UsageError
 from ccltune.files import check_name, printable, shown
 
 DEFAULT_DB = "ccltune.db"
@@ -367,11 +368,12 @@ class Store:
     def finish_run(self, run_id: int, status: str, summary: Mapping[str, Any] | None = None) -> None:
         if status not in RUN_STATUSES:
             raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
-        self.conn.execute(
-            "UPDATE runs SET status = ?, finished_at = ?, summary_json = ? WHERE id = ?",
-            (status, _now(), json.dumps(dict(summary or {}), default=str), run_id),
-        )
-        self.conn.commit()
+        with self._writing(run_id):
+            self.conn.execute(
+                "UPDATE runs SET status = ?, finished_at = ?, summary_json = ? WHERE id = ?",
+                (status, _now(), json.dumps(dict(summary or {}), default=str), run_id),
+            )
+            self.conn.commit()
 
     def finish_if_running(self, run_id: int, status: str, summary: Mapping[str, Any]) -> int | None:
         """Finish a run its own processes left running (the launcher's last word): ``summary`` with
@@ -459,8 +461,29 @@ class Store:
         cols = ", ".join(["run_id", *_MEAS_COLS])
         marks = ", ".join("?" * (len(_MEAS_COLS) + 1))
         data = [(run_id, *(_sql(getattr(m, c)) for c in _MEAS_COLS)) for m in rows]
-        self.conn.executemany(f"INSERT INTO measurements({cols}) VALUES ({marks})", data)
-        self.conn.commit()
+        with self._writing(run_id):
+            self.conn.executemany(f"INSERT INTO measurements({cols}) VALUES ({marks})", data)
+            self.conn.commit()
+
+    @contextlib.contextmanager
+    def _writing(self, run_id: int | None) -> Iterator[None]:
+        """A write during a run: SQLite's failure (disk full, a lock held past the 30 s wait, an I/O
+        error) becomes one StoreError naming the file, the cause and the rows of the run kept."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            self.conn.rollback()
+            text = str(exc)
+            why = ("disk full" if "full" in text else "locked by another process for more than 30 s"
+                   if "locked" in text else text)
+            kept = ""
+            if run_id is not None:
+                try:
+                    n = self.conn.execute("SELECT COUNT(*) FROM measurements WHERE run_id = ?", (run_id,)).fetchone()[0]
+                    kept = f"; {n} rows of run {run_id} kept"
+                except sqlite3.Error:
+                    kept = f"; the rows of run {run_id} stored before are kept"
+            raise StoreError(f"cannot store rows in {shown(self.path)}: {why}{kept}") from None
 
     def measurements(self, run_ids: int | Iterable[int] | None = None, **where: Any) -> list[Measurement]:
         clauses, params = [], []
@@ -522,11 +545,12 @@ class Store:
     # -- links, findings, artifacts ---------------------------------------------------
     def add_links(self, run_id: int, rows: Iterable[Mapping[str, Any]]) -> None:
         cols = ("src", "dst", "method", "direction", "size_bytes", "bandwidth_gbps", "latency_us", "note")
-        self.conn.executemany(
-            f"INSERT INTO links(run_id, {', '.join(cols)}) VALUES (?, {', '.join('?' * len(cols))})",
-            [(run_id, *(r.get(c) for c in cols)) for r in rows],
-        )
-        self.conn.commit()
+        with self._writing(run_id):
+            self.conn.executemany(
+                f"INSERT INTO links(run_id, {', '.join(cols)}) VALUES (?, {', '.join('?' * len(cols))})",
+                [(run_id, *(r.get(c) for c in cols)) for r in rows],
+            )
+            self.conn.commit()
 
     def links(self, run_id: int) -> list[dict[str, Any]]:
         """A run's link rows, checked as measurement rows are (a number column holding text is refused,

@@ -491,3 +491,19 @@ def test_a_check_of_an_imported_run_belongs_to_that_runs_machine(tmp_path, capsy
         imported, check = st.run(1), st.run(2)
     assert (check.platform, check.host) == (imported.platform, imported.host)  # was 'cpu x1' on this host
     assert check.platform.startswith("AMD Instinct MI300X") and check.env["judged_run"] == 1
+
+
+def test_a_full_disk_during_a_run_is_one_error_with_the_rows_kept(tmp_path):
+    from ccltune.errors import StoreError
+    from ccltune.store import Measurement, Store
+    with Store(tmp_path / "x.db") as st:
+        rid = st.begin_run("bench", command="ccltune bench", env={"world_size": 2}, args={})
+        st.add_measurements(rid, [Measurement("all_reduce", 8, 2, "float", "sum", None, False, 2, time_us=1.0)])
+        pages = st.conn.execute("PRAGMA page_count").fetchone()[0]
+        st.conn.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own "database or disk is full"
+        rows = [Measurement("all_reduce", 8 << i % 40, 2, "float", "sum", None, False, 2, time_us=1.0, note="x" * 200)
+                for i in range(2000)]
+        with pytest.raises(StoreError) as info:
+            st.add_measurements(rid, rows)
+        assert str(info.value) == f"cannot store rows in '{tmp_path / 'x.db'}': disk full; 1 rows of run {rid} kept"
+        assert info.value.exit_code == 5
