@@ -507,3 +507,12 @@ def test_a_full_disk_during_a_run_is_one_error_with_the_rows_kept(tmp_path):
             st.add_measurements(rid, rows)
         assert str(info.value) == f"cannot store rows in '{tmp_path / 'x.db'}': disk full; 1 rows of run {rid} kept"
         assert info.value.exit_code == 5
+
+
+def test_cpu_bench_waives_the_types_gloo_lacks_with_the_reason(tmp_path, monkeypatch, capsys):
+    from ccltune.cli import main
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "all_reduce", "-d", "uint32", "-e", "8", "-n", "1", "-w", "0", "--nproc", "1",
+                 "--db", "b.db"]) == 0
+    out = capsys.readouterr().out
+    assert "WAIVED: torch's gloo backend has no uint32" in out and "UNAVAILABLE" not in out
