@@ -16,6 +16,16 @@ from ccltune.errors import EngineUnavailable, RuleFileError, UsageError
 from ccltune.store import DEFAULT_DB, check_path
 
 
+class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """--help with each default shown once: not '(default: None)' (a flag that is off unless given), not
+    a second '(default: ...)' after help that already names its default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default is None or "default" in text.lower() or action.default is argparse.SUPPRESS:
+            return text
+        return super()._get_help_string(action)
+
 def add_virtual_nodes(p: argparse.ArgumentParser) -> None:
     p.add_argument("--virtual-nodes", type=int, default=1, metavar="K",
                    help="SIMULATION AID: split this host's ranks into K groups NCCL treats as nodes (NCCL_HOSTID); "

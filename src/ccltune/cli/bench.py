@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import __version__, collectives, engines, environment, groups, ncclt_json, output, datatypes
 from ccltune.cli import _common, bench_options
 from ccltune.commconfig import CommConfig
@@ -27,7 +28,7 @@ def register(sub: Any) -> None:
         "bench", help="measure collectives (nccl-tests' options and table)",
         description="Measure collectives with nccl-tests' options and output table. "
                     "COLLECTIVE: " + ", ".join(collectives.REGISTRY) + ", or all.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("collective", nargs="+", metavar="COLLECTIVE", help="collective(s), comma or space separated, or 'all'")
     bench_options.register(p)
     p.add_argument("--ncclt-defaults", action="store_true",

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import environment
 from ccltune.cli._common import check_timeout
 from ccltune.diagnose.checks import gates, profiles
@@ -28,7 +29,7 @@ def register(sub: Any) -> None:
                     f"links carry: {gates.RING_FRACTION:.0%} of the ring ceiling (docs/diagnose.md). "
                     "Statuses: PASS, FAIL, WAIVED (cannot run here), ERROR (a gate could not be evaluated). "
                     "Exit 0 when every check passed or was waived, 1 when any FAILed or ERRORed, 2 on bad input.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("--profile", metavar="NAME|PATH",
                    help="built-in profile (" + ", ".join(profiles.builtin_names()) + ") or a .toml file; "
                         "default: the built-in matching the GPUs (of this machine, or of --run's run)")

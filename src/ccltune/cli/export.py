@@ -10,6 +10,7 @@ import sys
 from dataclasses import fields
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune.cli._common import add_db
 from ccltune.errors import UsageError
 from ccltune.files import write_text
@@ -18,7 +19,7 @@ from ccltune.store import Measurement, Store
 
 def register(sub: Any) -> None:
     p = sub.add_parser("export", help="export one run as JSON or CSV",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                       formatter_class=DefaultsFormatter)
     p.add_argument("run", help="run id (see ccltune runs), or 'latest' (the newest run with measurements or links)")
     p.add_argument("--format", choices=("json", "csv"), default="json")
     p.add_argument("--out", default=None, metavar="PATH", help="file to write (default: stdout)")

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import collectives, rules
 from ccltune.collectives import PLUGIN_NAMES
 from ccltune.errors import RuleFileError, UsageError
@@ -22,7 +23,7 @@ def register(sub: Any) -> None:
         "the plugin applies there (line, algorithm/protocol, channels) or NCCL's default. Computed by the "
         "Python twin of the plugin's matcher (proved equal to the C one by tests/plugin/test_golden.py). "
         "A rule whose cell NCCL marks IGNORE on the machine falls through to the next one at run time.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     ex.add_argument("file", metavar="RULES")
     ex.add_argument("--collective", default=None, metavar="C",
                     help=f"one collective, in ccltune's or the rule file's spelling ({', '.join(PLUGIN_NAMES)}; "

@@ -7,6 +7,7 @@ import shlex
 import sys
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import collectives, datatypes, dist, engines, rules
 from ccltune.cli import _common
 from ccltune.commconfig import TWIN, CommConfig
@@ -27,7 +28,7 @@ def register(sub: Any) -> None:
         "sweep", help="measure NCCL's default against forced algorithm/protocol/channel candidates",
         description="For each tunable collective and size, time NCCL's own choice and every candidate "
                     "side by side (interleaved, repeated, CUDA graphs), one process per GPU.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("collective", nargs="*", default=[c.name for c in collectives.TUNABLE],
                    help=f"tunable collectives ({', '.join(c.name for c in collectives.TUNABLE)})")
     p.add_argument("-b", "--minbytes", default="8")

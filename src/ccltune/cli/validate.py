@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import collectives, datatypes, engines, files
 from ccltune.cli import _common
 from ccltune.errors import CheckFailed, EngineUnavailable, UsageError
@@ -24,7 +25,7 @@ def register(sub: Any) -> None:
         description="Time NCCL's default and the ccltune plugin loaded with RULES side by side (interleaved, "
                     "repeated) at every size; verdict PASS when no size is slower beyond noise (and none by "
                     "more than --hard-limit). Exit code 1 on FAIL.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("rules", metavar="RULES", help="rule file (as written by ccltune tune)")
     p.add_argument("collective", nargs="*", default=[c.name for c in collectives.TUNABLE])
     p.add_argument("-b", "--minbytes", default="8")
