@@ -448,3 +448,9 @@ def test_a_full_disk_during_a_run_is_one_error_with_the_rows_kept(tmp_path):
             st.add_measurements(rid, rows)
         assert str(info.value) == f"cannot store rows in '{tmp_path / 'x.db'}': disk full; 1 rows of run {rid} kept"
         assert info.value.exit_code == 5
+
+
+def test_amd_smi_gpu_indices_beyond_one_host_are_refused():
+    doc = [{"gpu": 0, "bdf": "0000:0c:00.0", "links": []}, {"gpu": 10 ** 9, "bdf": "0000:22:00.0", "links": []}]
+    with pytest.raises(UsageError, match="more than the 1024 GPUs of one host"):
+        amdsmi.parse([(json.dumps(doc), "t.json")])
