@@ -64,7 +64,7 @@ def trace(size: int) -> tuple[str, str]:
     doc = json.loads((FIX / "workload" / "trace_rank0.json").read_text())
     events = doc["traceEvents"]
     one = sum(len(json.dumps(e)) for e in events) // len(events)
-    doc["traceEvents"] = events * max(1, size // (one * len(events)))
+    doc["traceEvents"] = events * max(1, int(size * 0.95) // (one * len(events)))  # under the bound
     return json.dumps(doc), "from ccltune.workload import importer\nimporter.load_file(importer.Path(PATH))"
 
 
