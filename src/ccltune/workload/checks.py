@@ -11,16 +11,13 @@ from typing import Any
 from ccltune import collectives
 from ccltune.datatypes import DTYPES
 from ccltune.errors import UsageError
-from ccltune.inputs import INT64_MAX, MAX_CALL_BYTES, MAX_CALLS, MAX_COUNT, MAX_RANKS, MAX_WORKLOAD_BYTES, int_in
+from ccltune.inputs import (INT64_MAX, MAX_CALL_BYTES, MAX_CALLS, MAX_COUNT, MAX_RANKS, MAX_WORKLOAD_BYTES, int_in,
+                            refuse_constant as _not_finite)
 
 __all__ = ["MAX_WORKLOAD_BYTES", "_check_doc", "_check_entry", "_not_finite"]
 # datatypes a workload holds: ccltune's names, torch's fp8 names as the trace reader writes them, NCCL's enum
 _DATATYPE = re.compile(r"(?:float8_e[45]m[23](?:fn|fnuz)?|nccl:\d{1,3})")
 _TIMES = ("time_us_mean", "time_us_stdev", "time_us_min", "time_us_max")
-
-
-def _not_finite(name: str) -> Any:
-    raise ValueError(f"{name} is not a finite number")
 
 
 def _check_entry(d: dict[str, Any], key: Any, calls: int, where: str) -> None:
