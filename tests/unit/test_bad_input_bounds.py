@@ -264,7 +264,8 @@ _CHILD = textwrap.dedent("""
     except UsageError as exc:
         print("REFUSED", exc)
     print("CPU_S", time.process_time() - t0)
-    print("MAX_RSS_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    # this process's own peak (VmHWM starts again at exec; ru_maxrss would keep a large parent's from fork)
+    print("MAX_RSS_KB", next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:")))
 """)
 
 
