@@ -342,27 +342,28 @@ class Store:
         engine: str | None = None,
     ) -> int:
         env = dict(env or {})
-        cur = self.conn.execute(
-            "INSERT INTO runs(kind, status, started_at, command, engine, world_size, n_nodes,"
-            " launcher, host, platform, ccltune_version, nccl_version, args_json, env_json)"
-            " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                kind,
-                _now(),
-                command,
-                engine,
-                env.get("world_size"),
-                env.get("n_nodes"),
-                env.get("launcher"),
-                env.get("host"),
-                env.get("platform"),
-                env.get("ccltune_version"),
-                env.get("nccl_version"),
-                json.dumps(dict(args or {}), default=str),
-                json.dumps(env, default=str),
-            ),
-        )
-        self.conn.commit()
+        with self._writing(None):
+            cur = self.conn.execute(
+                "INSERT INTO runs(kind, status, started_at, command, engine, world_size, n_nodes,"
+                " launcher, host, platform, ccltune_version, nccl_version, args_json, env_json)"
+                " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    kind,
+                    _now(),
+                    command,
+                    engine,
+                    env.get("world_size"),
+                    env.get("n_nodes"),
+                    env.get("launcher"),
+                    env.get("host"),
+                    env.get("platform"),
+                    env.get("ccltune_version"),
+                    env.get("nccl_version"),
+                    json.dumps(dict(args or {}), default=str),
+                    json.dumps(env, default=str),
+                ),
+            )
+            self.conn.commit()
         return int(cur.lastrowid)
 
     def finish_run(self, run_id: int, status: str, summary: Mapping[str, Any] | None = None) -> None:

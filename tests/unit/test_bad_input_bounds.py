@@ -455,3 +455,18 @@ def test_amd_smi_gpu_indices_beyond_one_host_are_refused():
     doc = [{"gpu": 0, "bdf": "0000:0c:00.0", "links": []}, {"gpu": 10 ** 9, "bdf": "0000:22:00.0", "links": []}]
     with pytest.raises(UsageError, match="more than the 1024 GPUs of one host"):
         amdsmi.parse([(json.dumps(doc), "t.json")])
+
+
+def test_a_database_locked_by_another_process_is_one_error(tmp_path):
+    import sqlite3
+    from ccltune.errors import StoreError
+    from ccltune.store import Measurement, Store
+    with Store(tmp_path / "x.db") as st:
+        rid = st.begin_run("bench", command="ccltune bench", env={"world_size": 2}, args={})
+        other = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+        other.execute("BEGIN EXCLUSIVE")  # another process holds the write lock
+        st.conn.execute("PRAGMA busy_timeout = 50")  # ccltune waits 30 s; the test need not
+        with pytest.raises(StoreError, match=r"x.db': locked by another process for more than 30 s; the rows of run"):
+            st.add_measurements(rid, [Measurement("all_reduce", 8, 2, "float", "sum", None, False, 2, time_us=1.0)])
+        other.execute("ROLLBACK")
+        other.close()
