@@ -20,7 +20,7 @@ from typing import Any
 from ccltune.errors import UsageError
 from ccltune.files import MAX_INPUT_BYTES, read_bytes
 
-MAX_TEXT_BYTES = MAX_INPUT_BYTES  # a log, a tool's output or JSON, a rule file: 64 MiB
+MAX_TEXT_BYTES = MAX_INPUT_BYTES  # a log, a tool's output or JSON: 64 MiB (rule files: 16 MiB, rules.py)
 MAX_TRACE_BYTES = 512 << 20  # a profiler trace, COLL log or capture, after gunzip (reading needs ~6x in memory)
 MAX_WORKLOAD_BYTES = 256 << 20  # a workload file ccltune wrote: entries, not events
 MAX_LINE_CHARS = 16 << 10  # no line any tool we read prints is longer (nccl-tests' device list: 2 KiB)
