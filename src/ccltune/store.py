@@ -473,8 +473,10 @@ class Store:
         try:
             yield
         except sqlite3.OperationalError as exc:
-            self.conn.rollback()
             text = str(exc)
+            if not any(w in text for w in ("full", "locked", "disk I/O")):
+                raise  # a write on a read-only Store is ccltune's own mistake, not the machine's
+            self.conn.rollback()
             why = ("disk full" if "full" in text else "locked by another process for more than 30 s"
                    if "locked" in text else text)
             kept = ""
