@@ -203,7 +203,7 @@ def test_nccl_tests_schedule_and_reports_on_gloo(warmup_modes):
     out = warmup_modes["schedule_out"]
     lines = out.splitlines()
     assert "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier " in lines
-    assert ("# Per-Iteration Report: CUDA event timing; i_* uses max over process rows; summary skips first 1 "
+    assert ("# Per-Iteration Report: host clock timing (no GPU); i_* uses max over process rows; summary skips first 1 "
             "iterations ") in lines
     assert any(line.startswith("#       size") and line.count("cputime") == 2 and line.count("i_cv%") == 2
                for line in lines)

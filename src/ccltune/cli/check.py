@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import environment
 from ccltune.cli._common import check_timeout
 from ccltune.diagnose.checks import gates, profiles
@@ -28,7 +29,7 @@ def register(sub: Any) -> None:
                     f"links carry: {gates.RING_FRACTION:.0%} of the ring ceiling (docs/diagnose.md). "
                     "Statuses: PASS, FAIL, WAIVED (cannot run here), ERROR (a gate could not be evaluated). "
                     "Exit 0 when every check passed or was waived, 1 when any FAILed or ERRORed, 2 on bad input.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("--profile", metavar="NAME|PATH",
                    help="built-in profile (" + ", ".join(profiles.builtin_names()) + ") or a .toml file; "
                         "default: the built-in matching the GPUs (of this machine, or of --run's run)")
@@ -197,5 +198,9 @@ def _judge_stored(args: argparse.Namespace) -> int:
     if findings:  # forced: judge the gates, not the count
         how = {**how, "world_size": profile.world_size}
     findings += run_checks("check", Context(profile=profile, records=records, how=how))
-    env = environment.collect(engine=run.engine)
+    # the check is of run N's machine (its host, platform, GPUs), not of the one that read the database
+    here = environment.collect(engine=run.engine)
+    env = {**run.env, "host": run.host, "platform": run.platform, "world_size": run.world_size,
+           "n_nodes": run.n_nodes, "command": here.get("command"), "ccltune_version": here.get("ccltune_version"),
+           "judged_run": args.run, "judged_on_host": here.get("host")}
     return _report(args, env, profile, findings, how, {})

@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import environment
 from ccltune.cli import linkshow
 from ccltune.cli._common import comma_list
@@ -27,7 +28,7 @@ def register(sub: Any) -> None:
                     "all pairs at once, and 4-byte copy latency. Then: per GPU bound (slowest link x peers), "
                     "ring ceiling, links below --threshold x median. Without 2 GPUs: WAIVED, exit 0. "
                     "Exit 1 on FAIL/ERROR (a copy that came out wrong). Use CUDA_VISIBLE_DEVICES to pick GPUs.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("-s", "--size", default="256M", help="bytes per bandwidth copy (K/M/G)")
     p.add_argument("-n", "--iters", type=int, default=10, help="timed copies per measurement (median)")
     p.add_argument("-w", "--warmup", type=int, default=2, help="untimed copies first")
