@@ -208,13 +208,18 @@ def test_gate_from_real_nvswitch_links_is_one_pair_alone_not_pairs_added():
     its copy-engine copies summed to all at once, are more than its 478 GB/s of links. The gate was 671 GB/s,
     twice the 346 GB/s all_reduce busbw this healthy node measured at 512 MB (its h200-4 check); with NVML's
     limit the bound is the fastest pair alone, 393 GB/s, and the gate 334."""
-    old = gates.link_profile(_real_links(), world_size=4, where="links run 1")
-    assert old.gates[0].min_value == pytest.approx(671.2, abs=0.1)
+    measured = gates.link_profile(_real_links(), world_size=4, where="links run 1")
     new = gates.link_profile(_real_links(), world_size=4, where="links run 1", egress=H200_EGRESS)
     assert new.gates[0].min_value == pytest.approx(0.85 * 393.2, abs=0.5) and new.gates[0].min_value < 346.4
+    # without NVML the same run shows it: all at once (SM all-to-all) a pair carries 0.22 of what it carries alone
+    assert measured.gates[0].min_value == new.gates[0].min_value
+    # pairs alone only, no all-to-all and no NVML: nothing says they share, slowest x peers (85% of 3 x 393)
+    alone = [r for r in _real_links() if r["direction"] != "all2all"]
+    added = gates.link_profile(alone, world_size=4, where="x").gates[0].min_value
+    assert added == pytest.approx(0.85 * 3 * 392.9, abs=1.0)
     # a mesh whose pairs add up within the GPU's links keeps slowest x peers
-    mesh = gates.link_profile(_real_links(), world_size=4, where="x", egress={g: 3 * 400.0 for g in range(4)})
-    assert mesh.gates[0].min_value == old.gates[0].min_value
+    mesh = gates.link_profile(alone, world_size=4, where="x", egress={g: 3 * 400.0 for g in range(4)})
+    assert mesh.gates[0].min_value == added
 
 
 def test_stored_links_run_carries_the_nvlink_limits_to_the_gate(tmp_path, capsys):
