@@ -794,11 +794,11 @@ phase_ab() {  # issue 28: ccltune ab on the example job (ddp, fsdp2, tp-decode),
   for m in ddp fsdp2 tp-decode; do echo "## $m"; grep -E "^# (arm|ratio)|^  [^ ]|^# (run failed|failed run)" $W/$m.txt; done
   pack
 }
-phase_abcomm() {  # issue 28 (a): ab's in-job metric, the collectives' GPU time from the profiler plugin, on ddp with NCCL_P2P_DISABLE=1
+phase_abcomm() {  # issue 28 (a) and the fix's proof: on a node slowed by NCCL_P2P_DISABLE=1, ab with the profiler's in-job comm time proves doctor's fix (unset it) on ddp
   local W=$OUT/abcomm; mkdir -p $W; phase_build; timeout 120 make -C profiler -j8 > $W/prof-build.log 2>&1; echo "profiler build rc=$?"
   local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --layers 2 --width 1024 --seq 256 --steps 8 --warmup 2 --mode ddp"
-  step "ab ddp, --metric comm: default vs NCCL_P2P_DISABLE=1, 4 rounds"
-  run 240 python3 -m ccltune ab --metric comm --no-aa --rounds 4 --seed 28 --run-timeout 60 --db "$DB" --env NCCL_P2P_DISABLE=1 --json $W/comm.json -- $J > $W/comm.txt 2>&1
+  step "ab ddp, --metric comm, NCCL_P2P_DISABLE=1 in the environment: default (slowed) vs doctor's fix (unset it), 4 rounds"
+  NCCL_P2P_DISABLE=1 run 240 python3 -m ccltune ab --metric comm --no-aa --rounds 4 --seed 28 --run-timeout 60 --db "$DB" --arm fix:unset:NCCL_P2P_DISABLE --json $W/comm.json -- $J > $W/comm.txt 2>&1
   grep -E "^# (metric|arm|ratio|note)|^  [^ ]|^# (run failed|failed run)" $W/comm.txt
   pack
 }
@@ -824,6 +824,43 @@ phase_r7c() {  # 2026-11-27 call 3 (4 GPUs, ~8 min): ccltune ab on the example j
     timeout 70 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/gpu/test_bench_split_gpu.py > $W/gpu-split.txt 2>&1; echo "rc=$?"; tail -4 $W/gpu-split.txt
   fi
   echo "phase r7c wall $(( $(date +%s) - t0 )) s"; pack
+}
+phase_g31() {  # issue 31 on 2/4 GPUs in <= 5 min wall: nccl-tests (MPI) vs ccltune, ABBA, 4 runs each; check without a profile; capture cost; NCCL_TESTS_SPLIT
+  local W=$OUT/g31 t0=$(date +%s); mkdir -p $W; phase_build
+  export NCCL_TESTS_DIR=$PWD/.cache/nccl-tests NCCLT_BUILD=$PWD/.cache/nccl-tests/build  # cap7's build, else built here
+  local c; for c in all_reduce all_gather sendrecv; do [ -x $NCCLT_BUILD/${c}_perf ] || break; done
+  [ -x $NCCLT_BUILD/${c}_perf ] || { BUILDDIR=$NCCLT_BUILD COLLS="all_reduce all_gather sendrecv" bash bench/nccl_tests_build.sh > $W/ncclt-build.log 2>&1; echo "nccl-tests build rc=$?"; }
+  step NVML answers as saved records, for the CPU tests of topo
+  python3 -c "import json; from ccltune.diagnose.probes import nvml; t = nvml.read_nvml(); print(json.dumps(nvml.to_record(t) if t else None, indent=1))" > $W/nvml.json 2> $W/nvml.err
+  ct 30 topo > $W/topo.txt 2>&1; grep -c NV $W/topo.txt
+  step "nccl-tests vs ccltune, eager (-n 100 -w 20) on $NGPU and 2 GPUs, -G 10 (-n 20 -w 5) on $NGPU; 8 B-512 MB (-b 8 -e 1G -f 4)"
+  # cut to fit 5 minutes: all_reduce and sendrecv (all_gather's sizes are pinned by CPU tests), -G on $NGPU GPUs only
+  # and all_reduce only there
+  NPROCS="$NGPU 2" COLLS="all_reduce sendrecv" MODES=eager REPS=4 bash bench/eager_vs_ncclt_mpi.sh $W/cmp > $W/cmp-eager.txt 2>&1
+  NPROCS="$NGPU" COLLS="all_reduce" MODES=graph REPS=4 bash bench/eager_vs_ncclt_mpi.sh $W/cmp > $W/cmp-graph.txt 2>&1
+  grep -E "^##|sizes outside" $W/cmp-eager.txt $W/cmp-graph.txt
+  echo "wall so far $(( $(date +%s) - t0 )) s"
+  step "0-byte rows and the first iterations: -C 1 and -I 1 in both (all_gather 8-128 B, sendrecv 8 B)"
+  local M="mpirun --allow-run-as-root --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
+  timeout 60 $M -np $NGPU $NCCLT_BUILD/all_gather_perf -b 8 -e 128 -f 4 -C 1 > $W/ncclt_ag0_C.txt 2>&1
+  ct 60 bench all_gather -b 8 -e 128 -f 4 -C 1 --nproc $NGPU --db "$DB" > $W/ccl_ag0_C.txt 2>&1
+  timeout 60 $M -np $NGPU $NCCLT_BUILD/sendrecv_perf -b 8 -e 8 -I 1 > $W/ncclt_sr_I.txt 2>&1
+  ct 60 bench sendrecv -b 8 -e 8 -I 1 --nproc $NGPU --db "$DB" > $W/ccl_sr_I.txt 2>&1
+  grep -hE "^ +(0|8|32|128) " $W/ncclt_ag0_C.txt $W/ccl_ag0_C.txt $W/ncclt_sr_I.txt $W/ccl_sr_I.txt
+  step "check on $((NGPU - 1)) GPUs: no built-in profile, the gate from the links"
+  CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((NGPU - 2))) ct 120 check --db "$DB" --json $W/check.json > $W/check.txt 2>&1; grep -vE "^links:" $W/check.txt | tail -8
+  step "the plugin's capture cost: 8 B all_reduce -G 10 -n 2000, plugin loaded, CCLTUNE_CAPTURE unset then set"
+  local P=$PWD/plugin/build/libnccl-tuner-ccltune.so; : > $W/none.conf; mkdir -p $W/capdir
+  for c in unset set; do
+    if [ $c = set ]; then E="CCLTUNE_CAPTURE=$W/capdir"; else E="CCLTUNE_X=1"; fi
+    env $E NCCL_TUNER_PLUGIN=$P CCLTUNE_RULES=$W/none.conf python3 -m ccltune bench all_reduce -b 8 -e 8 -n 2000 -G 10 --nproc $NGPU --db "$DB" 2>/dev/null | grep -E "^ +8 " | sed "s/^/capture-$c /"
+  done; ls $W/capdir | head -2
+  step "NCCL_TESTS_SPLIT=\"MOD 2\" on NCCL: ccltune beside nccl-tests"
+  NCCL_TESTS_SPLIT="MOD 2" ct 60 bench all_reduce -b 8 -e 1M -f 32 --nproc $NGPU --db "$DB" > $W/ccl_split.txt 2>&1
+  timeout 60 $M -np $NGPU -x NCCL_TESTS_SPLIT="MOD 2" $NCCLT_BUILD/all_reduce_perf -b 8 -e 1M -f 32 > $W/ncclt_split.txt 2>&1
+  grep -hE "Rank|^ +(8|1048576|262144) " $W/ncclt_split.txt $W/ccl_split.txt
+  echo "phase g31 wall $(( $(date +%s) - t0 )) s"
+  pack
 }
 for p in "$@"; do "phase_$p"; done
 pack

@@ -45,6 +45,13 @@ class EngineUnavailable(CcltuneError):
     exit_code = 4
 
 
+class StoreError(CcltuneError):
+    """The results database could not be written mid-run (disk full, locked by another process past the
+    30 s wait): one line naming the file, the cause and the rows of the run kept."""
+
+    exit_code = 5
+
+
 class Interrupted(CcltuneError):
     """Ctrl-C: what was measured is kept, the run is marked interrupted."""
 
@@ -73,6 +80,8 @@ EXIT_CODES = {
     UsageError.exit_code: "bad input (a flag, a name, a file); nothing was measured",
     DistError.exit_code: "a rank died, hung or could not join (the message names the rank and host)",
     EngineUnavailable.exit_code: "the engine cannot run here (no GPU, no NCCL library, no plugin)",
+    StoreError.exit_code: "the results database could not be written (disk full, locked by another process "
+                          "for more than 30 s); the rows stored before are kept",
     MinBandwidthFailed.exit_code: "NCCL_TESTS_MIN_BW not met by the average bus bandwidth (as nccl-tests exits)",
     Interrupted.exit_code: "interrupted (Ctrl-C, SIGTERM, SIGHUP): every row measured is kept, "
                            "the run is marked interrupted",
@@ -80,7 +89,7 @@ EXIT_CODES = {
 
 def error_for_exit_code(code: int, message: str) -> CcltuneError:
     """The error a command's exit code stands for (a job's, read by the Python API), saying ``message``."""
-    classes = (MinBandwidthFailed, Interrupted, EngineUnavailable, DistError, UsageError, CheckFailed)
+    classes = (MinBandwidthFailed, Interrupted, EngineUnavailable, StoreError, DistError, UsageError, CheckFailed)
     cls = next((c for c in classes if c.exit_code == code), DistError)  # another code: a rank died
     return cls(message)
 

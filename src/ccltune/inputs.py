@@ -6,24 +6,22 @@ The readers of ccltune read other people's files: nccl-tests outputs, NCCL logs,
 tool JSON, workload files, databases. Each goes through :func:`read_input` (a regular file or a pipe
 handed to this process, never a device or a FIFO on disk, at most ``limit`` bytes, a gzip inflated as
 a stream with a cap on its output), :func:`load_json` (the parser's own recursion guard turned into an
-error naming the file, non-finite numbers refused) and :func:`lines` (each line at most
-:data:`MAX_LINE_CHARS` examined). Numbers then go through :func:`int_in` / :func:`finite`."""
+error naming the file, non-finite numbers refused); each regex-based reader cuts a line to
+:data:`MAX_LINE_CHARS` before it is examined. Numbers then go through :func:`int_in`."""
 
 from __future__ import annotations
 
 import gzip
 import io
 import json
-import math
 import zlib
-from collections.abc import Iterator
 from typing import Any
 
 from ccltune.errors import UsageError
 from ccltune.files import MAX_INPUT_BYTES, read_bytes
 
-MAX_TEXT_BYTES = MAX_INPUT_BYTES  # a log, a tool's output or JSON, a rule file: 64 MiB
-MAX_TRACE_BYTES = 2 << 30  # a profiler trace or capture, after gunzip (json.loads needs ~8x this in memory)
+MAX_TEXT_BYTES = MAX_INPUT_BYTES  # a log, a tool's output or JSON: 64 MiB (rule files: 16 MiB, rules.py)
+MAX_TRACE_BYTES = 512 << 20  # a profiler trace, COLL log or capture, after gunzip (reading needs ~6x in memory)
 MAX_WORKLOAD_BYTES = 256 << 20  # a workload file ccltune wrote: entries, not events
 MAX_LINE_CHARS = 16 << 10  # no line any tool we read prints is longer (nccl-tests' device list: 2 KiB)
 MAX_RANKS = 1 << 16  # ranks of one run or communicator (the largest jobs run ~10^5 GPUs in several comms)
@@ -57,7 +55,8 @@ def read_input_text(path: str, flag: str, *, limit: int = MAX_TEXT_BYTES, gunzip
     return read_input(path, flag, limit=limit, gunzip=gunzip).decode("utf-8", errors="replace")
 
 
-def _no_constant(name: str) -> Any:
+def refuse_constant(name: str) -> Any:
+    """json's ``parse_constant``: NaN, Infinity and -Infinity are refused."""
     raise ValueError(f"{name} is not a finite number")
 
 
@@ -67,20 +66,13 @@ def load_json(text: str | bytes, where: str, *, what: str = "not valid JSON", fi
     nesting deeper than the parser's recursion guard (about 1,000 levels), an integer of more than
     4,300 digits and, with ``finite``, NaN/Infinity are refused naming ``where``."""
     try:
-        return json.loads(text, parse_constant=_no_constant if finite else None)
+        return json.loads(text, parse_constant=refuse_constant if finite else None)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{where}:{exc.lineno}: {what} ({exc.msg}, column {exc.colno})") from None
     except RecursionError:
         raise UsageError(f"{where}: {what}: nested deeper than the parser's limit (about 1000 levels)") from None
     except ValueError as exc:  # parse_constant's refusal; an integer beyond int's digit limit
         raise UsageError(f"{where}: {what}: {exc}") from None
-
-
-def lines(text: str) -> Iterator[tuple[int, str]]:
-    """(line number, line) from 1, each line cut to :data:`MAX_LINE_CHARS` characters: a regular
-    expression examines at most that much of one line, whatever the file holds."""
-    for no, line in enumerate(text.split("\n"), start=1):
-        yield no, line[:MAX_LINE_CHARS] if len(line) > MAX_LINE_CHARS else line
 
 
 def int_in(value: Any, what: str, low: int = 0, high: int = INT64_MAX) -> int:
@@ -97,17 +89,4 @@ def int_in(value: Any, what: str, low: int = 0, high: int = INT64_MAX) -> int:
     if number is None or not low <= number <= high:
         shown_value = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
         raise UsageError(f"{what} must be an integer in {low}..{high}, got {shown_value}")
-    return number
-
-
-def finite(value: Any, what: str, low: float = 0.0, high: float = math.inf) -> float:
-    """``value`` as a finite float in low..high (an int or a float), else a UsageError naming ``what``."""
-    number = None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            number = float(value)
-        except OverflowError:
-            number = None
-    if number is None or not math.isfinite(number) or not low <= number <= high:
-        raise UsageError(f"{what} must be a finite number in {low:g}..{high:g}, got {value!r:.60}")
     return number

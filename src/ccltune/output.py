@@ -53,6 +53,7 @@ class Header:
     parallel_init: bool = False
     nccl_code: int = 0  # NCCL_VERSION_CODE (22809), 0 when no NCCL (then left out of the header)
     tool: str = "ccltune"  # our name and version, beside nccl-tests'
+    gpu_timing: bool = True  # times from CUDA events; False: the host's clock (the CPU engine)
     devices: list[Device] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # '# ccltune: ...' lines
 
@@ -78,7 +79,8 @@ def preamble(h: Header) -> list[str]:
               }.get(h.blocking, [])
     if h.per_iter:
         skip = f"; summary skips first {h.per_iter_skip} iterations" if h.per_iter_skip else ""
-        lines.append(f"# Per-Iteration Report: CUDA event timing; i_* uses max over process rows{skip} ")
+        clock = "CUDA event timing" if h.gpu_timing else "host clock timing (no GPU)"
+        lines.append(f"# Per-Iteration Report: {clock}; i_* uses max over process rows{skip} ")
     if h.parallel_init:
         lines.append("# Parallel Init Enabled: threads call into NcclInitRank concurrently ")
     lines += ["#", "# Using devices"]

@@ -22,19 +22,21 @@ Tables (units in column names):
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ccltune.processes import alive
-from ccltune.errors import UsageError
+from ccltune.errors import StoreError, UsageError
 from ccltune.files import check_name, printable, shown
+from ccltune.processes import alive
 
 DEFAULT_DB = "ccltune.db"
 SCHEMA_VERSION = 3   # 2: measurements.extra (bench -C/-I figures); 3: ab_arms, ab_samples (ccltune ab).
@@ -186,7 +188,12 @@ class Measurement:
 _MEAS_COLS = [f.name for f in fields(Measurement)]
 _NUMERIC = {"measurements": {**{c: int for c in ("size_bytes", "count", "root", "in_place", "n_ranks", "n_nodes",
                                                  "channels", "graph", "rep", "wrong")},
-                             **{c: (int, float) for c in ("time_us", "algbw_gbps", "busbw_gbps")}}}
+                             **{c: (int, float) for c in ("time_us", "algbw_gbps", "busbw_gbps")}},
+            "links": {"src": int, "dst": int, "size_bytes": int, "bandwidth_gbps": (int, float),
+                      "latency_us": (int, float)}}
+_RUN_COLUMNS = ("id", "kind", "status", "started_at", "finished_at", "command", "engine", "world_size", "n_nodes",
+                "launcher", "host", "platform", "ccltune_version", "nccl_version")  # the runs columns a Run holds
+_RUN_REQUIRED = ("id", "kind", "status", "started_at")
 
 
 def as_record(row: Any) -> Mapping[str, Any]:
@@ -360,37 +367,39 @@ class Store:
         engine: str | None = None,
     ) -> int:
         env = dict(env or {})
-        cur = self.conn.execute(
-            "INSERT INTO runs(kind, status, started_at, command, engine, world_size, n_nodes,"
-            " launcher, host, platform, ccltune_version, nccl_version, args_json, env_json)"
-            " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                kind,
-                _now(),
-                command,
-                engine,
-                env.get("world_size"),
-                env.get("n_nodes"),
-                env.get("launcher"),
-                env.get("host"),
-                env.get("platform"),
-                env.get("ccltune_version"),
-                env.get("nccl_version"),
-                json.dumps(dict(args or {}), default=str),
-                json.dumps(env, default=str),
-            ),
-        )
-        self.conn.commit()
+        with self._writing(None):
+            cur = self.conn.execute(
+                "INSERT INTO runs(kind, status, started_at, command, engine, world_size, n_nodes,"
+                " launcher, host, platform, ccltune_version, nccl_version, args_json, env_json)"
+                " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    kind,
+                    _now(),
+                    command,
+                    engine,
+                    env.get("world_size"),
+                    env.get("n_nodes"),
+                    env.get("launcher"),
+                    env.get("host"),
+                    env.get("platform"),
+                    env.get("ccltune_version"),
+                    env.get("nccl_version"),
+                    json.dumps(dict(args or {}), default=str),
+                    json.dumps(env, default=str),
+                ),
+            )
+            self.conn.commit()
         return int(cur.lastrowid)
 
     def finish_run(self, run_id: int, status: str, summary: Mapping[str, Any] | None = None) -> None:
         if status not in RUN_STATUSES:
             raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
-        self.conn.execute(
-            "UPDATE runs SET status = ?, finished_at = ?, summary_json = ? WHERE id = ?",
-            (status, _now(), json.dumps(dict(summary or {}), default=str), run_id),
-        )
-        self.conn.commit()
+        with self._writing(run_id):
+            self.conn.execute(
+                "UPDATE runs SET status = ?, finished_at = ?, summary_json = ? WHERE id = ?",
+                (status, _now(), json.dumps(dict(summary or {}), default=str), run_id),
+            )
+            self.conn.commit()
 
     def finish_if_running(self, run_id: int, status: str, summary: Mapping[str, Any]) -> int | None:
         """Finish a run its own processes left running (the launcher's last word): ``summary`` with
@@ -460,7 +469,15 @@ class Store:
                                  f"({text[:40]!r}): the database was damaged or edited by hand")
             return value
 
-        run = Run(args=column("args_json"), env=column("env_json"), summary=column("summary_json"), **d)
+        for name in ("args_json", "env_json", "summary_json"):
+            d.setdefault(name, None)
+        args, env, summary = column("args_json"), column("env_json"), column("summary_json")
+        # named columns only: a column another version added is ignored, a missing optional one is None
+        missing = [c for c in _RUN_REQUIRED if d.get(c) is None]
+        if missing:
+            raise UsageError(f"{self.flag} {shown(self.path)}: a run has no {', '.join(missing)}: the database was "
+                             "damaged or edited by hand")
+        run = Run(args=args, env=env, summary=summary, **{c: d.get(c) for c in _RUN_COLUMNS})
         if run.status == "running":
             run.status, run.note = _liveness(run.env.get("processes"))
         return run
@@ -470,8 +487,31 @@ class Store:
         cols = ", ".join(["run_id", *_MEAS_COLS])
         marks = ", ".join("?" * (len(_MEAS_COLS) + 1))
         data = [(run_id, *(_sql(getattr(m, c)) for c in _MEAS_COLS)) for m in rows]
-        self.conn.executemany(f"INSERT INTO measurements({cols}) VALUES ({marks})", data)
-        self.conn.commit()
+        with self._writing(run_id):
+            self.conn.executemany(f"INSERT INTO measurements({cols}) VALUES ({marks})", data)
+            self.conn.commit()
+
+    @contextlib.contextmanager
+    def _writing(self, run_id: int | None) -> Iterator[None]:
+        """A write during a run: SQLite's failure (disk full, a lock held past the 30 s wait, an I/O
+        error) becomes one StoreError naming the file, the cause and the rows of the run kept."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if not any(w in text for w in ("full", "locked", "disk I/O")):
+                raise  # a write on a read-only Store is ccltune's own mistake, not the machine's
+            self.conn.rollback()
+            why = ("disk full" if "full" in text else "locked by another process for more than 30 s"
+                   if "locked" in text else text)
+            kept = ""
+            if run_id is not None:
+                try:
+                    n = self.conn.execute("SELECT COUNT(*) FROM measurements WHERE run_id = ?", (run_id,)).fetchone()[0]
+                    kept = f"; {n} rows of run {run_id} kept"
+                except sqlite3.Error:
+                    kept = f"; the rows of run {run_id} stored before are kept"
+            raise StoreError(f"cannot store rows in {shown(self.path)}: {why}{kept}") from None
 
     def measurements(self, run_ids: int | Iterable[int] | None = None, **where: Any) -> list[Measurement]:
         clauses, params = [], []
@@ -514,6 +554,9 @@ class Store:
             except (TypeError, ValueError, RecursionError) as exc:
                 raise UsageError(f"{self.flag} {shown(self.path)}: measurements row {r['id']} (run {r['run_id']}) "
                                  f"has extra = {printable(repr(r['extra']), 60)}, not a JSON object ({exc})") from None
+        for c in ("time_us", "algbw_gbps", "busbw_gbps"):  # an infinity or NaN stored by hand: not a figure
+            if isinstance(d[c], float) and not math.isfinite(d[c]):
+                d[c] = None
         return d
 
     def _check_row(self, row: sqlite3.Row, table: str) -> sqlite3.Row:
@@ -530,14 +573,24 @@ class Store:
     # -- links, findings, artifacts ---------------------------------------------------
     def add_links(self, run_id: int, rows: Iterable[Mapping[str, Any]]) -> None:
         cols = ("src", "dst", "method", "direction", "size_bytes", "bandwidth_gbps", "latency_us", "note")
-        self.conn.executemany(
-            f"INSERT INTO links(run_id, {', '.join(cols)}) VALUES (?, {', '.join('?' * len(cols))})",
-            [(run_id, *(r.get(c) for c in cols)) for r in rows],
-        )
-        self.conn.commit()
+        with self._writing(run_id):
+            self.conn.executemany(
+                f"INSERT INTO links(run_id, {', '.join(cols)}) VALUES (?, {', '.join('?' * len(cols))})",
+                [(run_id, *(r.get(c) for c in cols)) for r in rows],
+            )
+            self.conn.commit()
 
     def links(self, run_id: int) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.conn.execute("SELECT * FROM links WHERE run_id = ? ORDER BY id", (run_id,))]
+        """A run's link rows, checked as measurement rows are (a number column holding text is refused,
+        a non-finite figure read as none)."""
+        out = []
+        for r in self.conn.execute("SELECT * FROM links WHERE run_id = ? ORDER BY id", (run_id,)):
+            d = dict(self._check_row(r, "links"))
+            for c in ("bandwidth_gbps", "latency_us"):
+                if isinstance(d.get(c), float) and not math.isfinite(d[c]):
+                    d[c] = None
+            out.append(d)
+        return out
 
     def add_findings(self, run_id: int, rows: Iterable[Mapping[str, Any]]) -> None:
         self.conn.executemany(

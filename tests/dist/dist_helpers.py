@@ -23,6 +23,14 @@ ROW_FIELDS = ("collective", "size_bytes", "count", "dtype", "op", "root", "in_pl
               "busbw_gbps", "wrong")
 
 
+def checked(record: dict) -> bool:
+    """Whether a measured record's result was checked: all but in-place sendrecv (timed, #wrong N/A, as
+    nccl-tests: Collective.checks_in_place)."""
+    from ccltune import collectives
+
+    return not record["in_place"] or collectives.get(record["collective"]).checks_in_place
+
+
 def bench_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "ccltune", "bench", *args]
 

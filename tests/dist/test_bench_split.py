@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ccltune import collectives
 from ccltune.tune import importer
-from dist_helpers import bench_cmd, only_run
+from dist_helpers import bench_cmd, checked, only_run
 from test_bench_gloo import ALL, check_cells, table
 
 
@@ -50,7 +50,7 @@ def test_two_groups_of_two_each_measure_every_collective_on_their_own(tmp_path: 
     for r in recs:
         assert r["n_ranks"] == 2
     for r in measured:
-        assert r["wrong"] == 0
+        assert r["wrong"] == (0 if checked(r) else None)
         assert abs(r["busbw_gbps"] - r["algbw_gbps"] * collectives.get(r["collective"]).bus_factor(2)) < 1e-12
     run, stored = only_run(db)
     assert run.status == "complete" and run.world_size == 4 and run.summary["wrong"] == 0

@@ -68,7 +68,7 @@ def _model_mode_plans_in_stored_sizes_and_finishes(tmp_path):
 def test_candidates_need_the_nccl_engine(tmp_path):
     proc = subprocess.run(sweep_cmd("all_reduce", "--db", str(tmp_path / "x.db")), cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2
+    assert proc.returncode == 4  # no GPU here: EngineUnavailable, as --help's exit codes say
     assert "need the nccl engine" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "x.db").exists()
 

@@ -174,3 +174,14 @@ def test_metric_auto_falls_back_to_wall_time_when_the_profiler_writes_nothing(tm
     assert "profiler plugin wrote nothing" in out and "the metric is wall time instead" in out
     run, samples = _samples(tmp_path)
     assert {s.unit for s in samples} == {"s"} and run.summary["metric"].startswith("wall time")
+
+
+def test_an_unset_arm_proves_a_fix_on_a_job_slowed_by_its_environment(tmp_path, capsys, monkeypatch) -> None:
+    """The node made slow on purpose: FAKE_SLOW=1 in the environment (as NCCL_P2P_DISABLE=1 would be);
+    the arm that removes it is faster, by about the planted 5%."""
+    monkeypatch.setenv("FAKE_SLOW", "1")
+    rc = _ab(tmp_path, "--arm", "fix:unset:FAKE_SLOW", "--metric", REGEX, "--rounds", "4", "--no-aa", "--seed", "5")
+    out = capsys.readouterr().out
+    assert rc == 0 and "arm fix: FAKE_SLOW unset" in out
+    row = next(line for line in out.splitlines() if line.startswith("  fix "))
+    assert row.endswith("FASTER") and 0.93 < float(row.split()[4]) < 0.97

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import resource
 import subprocess
 import sys
 import textwrap
@@ -161,3 +160,313 @@ def test_a_bandwidth_beyond_any_float_is_refused_not_stored_as_infinity():
     assert " 0       N/A    388.95" in NVB
     with pytest.raises(UsageError, match="'1e999999' is not a bandwidth"):
         nvbandwidth.parse(NVB.replace(" 0       N/A    388.95", " 0       N/A    1e999999", 1), "x.txt")
+
+
+# --- workload files, traces, COLL logs, captures: every field typed and in range, naming the entry ---
+
+WL = FIXTURES / "workload"
+
+
+def _workload_doc() -> dict:
+    from ccltune.workload import importer as wl_importer, model
+    wl = wl_importer.import_files([WL / "trace_rank0.json"])
+    return json.loads(model.to_json(wl, {}))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d.update(steps=-3), "steps must be an integer in 1.."),
+    (lambda d: d.update(order=[[0, 0, 10 ** 12]]), "order[0] repeat must be an integer in 1.."),
+    (lambda d: d["entries"][0].update(collective="all_sum"), "entries[0]: unknown collective 'all_sum'"),
+    (lambda d: d["entries"][0].update(datatype="quad"), "entries[0]: unknown datatype 'quad'"),
+    (lambda d: d["entries"][0].update(count=-1), "entries[0]: count must be an integer in 0.."),
+    (lambda d: d["entries"][0].update(size_bytes=10 ** 40), "entries[0]: size_bytes must be an integer in 0.."),
+    (lambda d: d["entries"][0].update(nranks=0), "entries[0]"),
+    (lambda d: d["entries"][0].update(tuner_calls="many"), "entries[0]: tuner_calls must be a list of objects"),
+    (lambda d: d.update(overflow_calls="x"), "overflow_calls must be an integer"),
+    (lambda d: d.update(sources=7), "sources must be a list of objects"),
+    (lambda d: d["entries"][0].update(time_us_mean=float("nan")), "NaN is not a finite number"),
+])
+def test_workload_file_fields_are_checked_naming_the_entry(tmp_path, edit, message):
+    from ccltune.workload import model
+    doc = _workload_doc()
+    edit(doc)
+    with pytest.raises(UsageError) as info:
+        model.from_json(json.dumps(doc), "w.json")
+    assert message in str(info.value), str(info.value)
+
+
+def test_a_workload_file_nested_past_the_parser_is_a_clear_error():
+    from ccltune.workload import model
+    with pytest.raises(UsageError, match="w.json: not a workload file"):
+        model.from_json("[" * 100_000, "w.json")
+
+
+TRACE = json.loads((WL / "trace_rank0.json").read_text())
+
+
+def _comm_event(doc: dict) -> dict:
+    return next(e for e in doc["traceEvents"] if e.get("name") == "record_param_comms")
+
+
+@pytest.mark.parametrize("edit, ok", [
+    (lambda d: _comm_event(d).update(args=["x"]), True),  # args a list: the event carries nothing
+    (lambda d: _comm_event(d).update(args="x"), True),
+    (lambda d: _comm_event(d)["args"].update({"External id": [1]}), True),
+    (lambda d: next(e for e in d["traceEvents"] if e.get("cat") == "cuda_runtime")["args"].update(correlation=[1]), True),
+    (lambda d: _comm_event(d)["args"].update({"Collective name": ["allreduce"]}), True),
+    (lambda d: _comm_event(d)["args"].update({"In msg nelems": 10 ** 30}), False),
+    (lambda d: _comm_event(d)["args"].update({"Group size": 10 ** 9}), False),
+    (lambda d: d["traceEvents"].append({"name": "ProfilerStep#" + "9" * 5000}), True),
+])
+def test_trace_fields_of_unexpected_types_are_skipped_or_refused_never_a_traceback(edit, ok):
+    from ccltune.workload import torch_trace
+    doc = json.loads(json.dumps(TRACE))
+    edit(doc)
+    if ok:
+        torch_trace.parse(doc, "t.json")
+    else:
+        with pytest.raises(UsageError, match=r"t.json: traceEvents\[\d+\] \(record_param_comms\)"):
+            torch_trace.parse(doc, "t.json")
+
+
+def test_a_coll_line_beyond_any_real_call_is_skipped_with_a_warning():
+    line = ("vm:1:2 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 count {} datatype 7 op 0 root 0 "
+            "comm 0x1b65c030 [nranks={}] stream 0x22d29970\n")
+    for count, nranks in ((10 ** 30, 2), (8, 0), (8, 10 ** 9), ("9" * 5000, 2)):
+        records, warnings = nccl_log.parse(line.format(count, nranks), "x.log")
+        assert not records and "beyond any real call" in warnings[0]
+
+
+@pytest.mark.parametrize("nranks, nbytes, message", [
+    (0, 1024, "x.cap: nranks '0' is not an integer in 1..65536"),  # was written to a workload, then refused
+    (4, 10 ** 30, f"x.cap:9: nbytes '{10 ** 30}' is not an integer in 0..4398046511104"),
+    (4, "9" * 5000, "x.cap:9: nbytes '99999"),
+])
+def test_capture_numbers_beyond_any_real_call_are_refused(nranks, nbytes, message):
+    text = (f"{capture.MAGIC}\npid=1\nnranks={nranks}\nnnodes=1\ncalls=3\noverflow_calls=0\noverflow_bytes=0\nhost=vm\n"
+            f"allreduce,{nbytes},1,0,3\n# end\n")
+    with pytest.raises(UsageError) as info:
+        capture.parse(text, "x.cap")
+    assert str(info.value).startswith(message), str(info.value)
+
+
+# --- bombs: a gzip that inflates past the cap, nesting past the parser, devices and FIFOs ---
+
+_CHILD = textwrap.dedent("""
+    import gzip, io, resource, sys, time
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # 1 GiB of address space for this process
+    from ccltune.errors import UsageError
+    from ccltune.workload import importer
+    importer.MAX_TRACE_BYTES = 8 << 20  # the smallest cap that proves the stream is cut: 8 MiB out
+    t0 = time.process_time()
+    try:
+        importer.load_file(importer.Path(sys.argv[1]))
+    except UsageError as exc:
+        print("REFUSED", exc)
+    print("CPU_S", time.process_time() - t0)
+    # this process's own peak (VmHWM starts again at exec; ru_maxrss would keep a large parent's from fork)
+    print("MAX_RSS_KB", next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:")))
+""")
+
+
+def test_a_gzip_bomb_is_inflated_as_a_stream_and_cut_at_the_cap(tmp_path):
+    bomb = tmp_path / "b.json.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as fh:  # 64 MiB of '[' in ~64 KiB: 8 times the cap
+        for _ in range(64):
+            fh.write(b"[" * (1 << 20))
+    assert bomb.stat().st_size < 1 << 20
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(bomb)], capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(Path(importer.__file__).parents[2]), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = dict(line.split(" ", 1) for line in done.stdout.strip().split("\n"))
+    assert out["REFUSED"] == f"{bomb}: inflates to more than {8 << 20} bytes (the limit for this input; docs/limits.md)"
+    assert float(out["CPU_S"]) < 5 and int(out["MAX_RSS_KB"]) < 200_000  # the old reader: 64 MiB out, then a str
+
+
+NESTED = "[" * 100_000
+
+
+@pytest.mark.parametrize("reader, message", [
+    (lambda t: importer.parse_json("{" + '"a":' + NESTED, "x.json"), "x.json: not nccl-tests -J output"),
+    (lambda t: nvbandwidth.parse("{" + '"a":' + NESTED, "x.json"), "x.json: not valid JSON: nested deeper"),
+    (lambda t: amdsmi.parse([(NESTED, "x.json")]), "x.json: not amd-smi JSON: nested deeper"),
+])
+def test_nesting_past_the_parser_is_a_clear_error_in_every_json_reader(reader, message):
+    with pytest.raises(UsageError) as info:
+        reader(NESTED)
+    assert str(info.value).startswith(message), str(info.value)
+
+
+def test_nesting_in_files_read_by_commands_is_a_clear_error(tmp_path, capsys):
+    from ccltune.cli import main
+    from ccltune.diagnose.checks import profiles
+    from ccltune.diagnose.probes import benchrun
+    deep = tmp_path / "deep.json"
+    deep.write_text(NESTED)
+    toml = tmp_path / "deep.toml"
+    toml.write_text("a = " + NESTED)
+    for argv, message in ((["workload", "import", str(deep), "--out", str(tmp_path / "w.json")], "nested deeper"),
+                          (["workload", "show", str(deep)], "not a workload file"),
+                          (["topo", "--from-amd-smi", str(deep)], "not amd-smi JSON: nested deeper")):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, (argv, err)
+    # what check --from-json and check --profile FILE read, without the rest of check
+    with pytest.raises(UsageError, match="is not JSON: nested deeper"):
+        benchrun.read_bench_json(deep)
+    with pytest.raises(UsageError, match="not valid TOML: nested deeper"):
+        profiles.load_profile(str(toml))
+
+
+def test_devices_and_fifos_are_refused_by_the_amd_smi_reader(tmp_path):
+    import os
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, message in (("/dev/zero", "is not a regular file"), (str(fifo), "is a FIFO")):
+        t0 = time.monotonic()
+        with pytest.raises(UsageError, match=message):
+            amdsmi.read_saved([path])
+        assert time.monotonic() - t0 < 5
+
+
+# --- the database: named columns, number columns checked, non-finite figures skipped ---
+
+def _bench_db(path: Path) -> None:
+    from ccltune.store import Measurement, Store
+    with Store(path) as st:
+        rid = st.begin_run("bench", command="ccltune bench", env={"world_size": 2, "platform": "cpu"}, args={})
+        st.add_measurements(rid, [Measurement("all_reduce", 8 << i, 2 << i, "float", "sum", None, False, 2,
+                                              time_us=1.0 + i, algbw_gbps=1.0, busbw_gbps=1.0) for i in range(4)])
+        st.finish_run(rid, "complete")
+        lid = st.begin_run("links", command="ccltune links", env={"world_size": 2}, args={})
+        st.add_links(lid, [{"src": 0, "dst": 1, "method": "ce", "direction": "uni", "size_bytes": 1 << 20,
+                            "bandwidth_gbps": 100.0}])
+        st.finish_run(lid, "complete")
+
+
+@pytest.mark.parametrize("sql, argv, rc, message", [
+    ("ALTER TABLE runs ADD COLUMN colour TEXT", ["runs"], 0, None),
+    ("ALTER TABLE runs DROP COLUMN nccl_version", ["runs"], 0, None),
+    ("UPDATE measurements SET busbw_gbps = 9e999 WHERE id = 2", ["export", "1", "--out", "{tmp}/x.csv"], 0, None),
+    ("UPDATE measurements SET busbw_gbps = 9e999 WHERE id = 2", ["report", "--out", "{tmp}/r.html"], 0, None),
+    ("UPDATE links SET bandwidth_gbps = 'fast'", ["links", "--run", "2"], 2, "links row 1 (run 2) has bandwidth_gbps"),
+])
+def test_a_database_edited_by_hand_is_read_by_name_or_refused_naming_the_row(tmp_path, capsys, sql, argv, rc,
+                                                                             message):
+    import sqlite3
+    from ccltune.cli import main
+    db = tmp_path / "x.db"
+    _bench_db(db)
+    con = sqlite3.connect(db)
+    con.execute(sql)
+    con.commit()
+    con.close()
+    assert main([a.format(tmp=tmp_path) for a in argv] + ["--db", str(db)]) == rc
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and (message is None or message in err), err
+
+
+def test_escape_sequences_in_imported_names_never_reach_the_terminal(tmp_path, capsys):
+    from ccltune.cli import main
+    evil = "NVIDIA \x1b[31mH200\x1b]8;;http://x\x07\x9b"
+    ag = tmp_path / "ag.txt"
+    ag.write_text(AG.replace("NVIDIA H200", evil))
+    nv = tmp_path / "nv.txt"
+    nv.write_text(NVB.replace("NVIDIA H100 80GB HBM3", evil))
+    db = str(tmp_path / "e.db")
+    for argv in (["import", "nccl-tests", str(ag)], ["import", "nvbandwidth", str(nv)], ["runs"],
+                 ["links", "--run", "2"]):
+        assert main(argv + ["--db", db]) == 0, argv
+        out = capsys.readouterr()
+        text = out.out + out.err
+        assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text, (argv, text)
+    main(["runs", "--db", db])
+    assert "NVIDIA \\x1b[31mH200" in capsys.readouterr().out  # shown, escaped
+
+
+def test_csv_export_guards_formula_cells_and_latest_skips_runs_without_rows(tmp_path, capsys):
+    import sqlite3
+    from ccltune.cli import main
+    from ccltune.store import Store
+    db = tmp_path / "x.db"
+    _bench_db(db)
+    con = sqlite3.connect(db)
+    con.execute("UPDATE measurements SET note = '=HYPERLINK(\"http://x\",\"y\")' WHERE id = 1")
+    con.commit()
+    con.close()
+    with Store(db) as st:  # a check run: findings only, no rows
+        st.finish_run(st.begin_run("check", command="ccltune check", env={}, args={}), "complete")
+    assert main(["export", "1", "--format", "csv", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "'=HYPERLINK" in out and ",=HYPERLINK" not in out
+    assert main(["export", "latest", "--db", str(db)]) == 0
+    assert '"id": 2' in capsys.readouterr().out  # the links run, not the newer check run
+
+
+# --- rccl-tests output without 'Collective test starting', pasted output with '...' lines ---
+
+RCCL = FIXTURES / "rccl-tests"
+
+
+@pytest.mark.parametrize("fixture, expect", [
+    ("rccl-tests-2022-10_all_reduce_np8.txt", "all_reduce"),
+    ("rccl-tests-2024-09_reduce_scatter_np16_inplace.txt", "reduce_scatter"),
+    ("rccl-tests-2024-03_all_gather_g8.txt", "it could be all_gather, alltoall"),
+])
+def test_rccl_tests_collective_told_from_the_table_or_the_candidates_listed(fixture, expect):
+    text = (RCCL / fixture).read_text()
+    assert "Collective test starting" not in text
+    if expect.startswith("it could be"):
+        with pytest.raises(UsageError, match=f"x.txt: cannot tell the collective .*{expect}; pass --collective"):
+            importer.parse_text(text, "x.txt")  # a name that tells nothing
+        return
+    [run] = importer.parse_text(text, "x.txt")
+    assert run.collective == expect and "told from the table" in run.notes[0]
+
+
+def test_elision_lines_of_pasted_output_are_skipped_with_a_note():
+    lines = (RCCL / "rccl-tests-2022-10_all_reduce_np8.txt").read_text().split("\n")
+    rows = [i for i, line in enumerate(lines) if line[:1] == " " and line.split()[:1] != []]
+    lines.insert(rows[1], "...")  # between two rows
+    lines.insert(rows[0] - 3, "...")  # before the column header
+    [run] = importer.parse_text("\n".join(lines), "x.txt")
+    assert run.collective == "all_reduce" and len(run.rows) == 8
+    assert sum("'...' skipped" in n for n in run.notes) == 2
+
+
+
+def test_a_full_disk_during_a_run_is_one_error_with_the_rows_kept(tmp_path):
+    from ccltune.errors import StoreError
+    from ccltune.store import Measurement, Store
+    with Store(tmp_path / "x.db") as st:
+        rid = st.begin_run("bench", command="ccltune bench", env={"world_size": 2}, args={})
+        st.add_measurements(rid, [Measurement("all_reduce", 8, 2, "float", "sum", None, False, 2, time_us=1.0)])
+        pages = st.conn.execute("PRAGMA page_count").fetchone()[0]
+        st.conn.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own "database or disk is full"
+        rows = [Measurement("all_reduce", 8 << i % 40, 2, "float", "sum", None, False, 2, time_us=1.0, note="x" * 200)
+                for i in range(2000)]
+        with pytest.raises(StoreError) as info:
+            st.add_measurements(rid, rows)
+        assert str(info.value) == f"cannot store rows in '{tmp_path / 'x.db'}': disk full; 1 rows of run {rid} kept"
+        assert info.value.exit_code == 5
+
+
+def test_amd_smi_gpu_indices_beyond_one_host_are_refused():
+    doc = [{"gpu": 0, "bdf": "0000:0c:00.0", "links": []}, {"gpu": 10 ** 9, "bdf": "0000:22:00.0", "links": []}]
+    with pytest.raises(UsageError, match="more than the 1024 GPUs of one host"):
+        amdsmi.parse([(json.dumps(doc), "t.json")])
+
+
+def test_a_database_locked_by_another_process_is_one_error(tmp_path):
+    import sqlite3
+    from ccltune.errors import StoreError
+    from ccltune.store import Measurement, Store
+    with Store(tmp_path / "x.db") as st:
+        rid = st.begin_run("bench", command="ccltune bench", env={"world_size": 2}, args={})
+        other = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+        other.execute("BEGIN EXCLUSIVE")  # another process holds the write lock
+        st.conn.execute("PRAGMA busy_timeout = 50")  # ccltune waits 30 s; the test need not
+        with pytest.raises(StoreError, match=r"x.db': locked by another process for more than 30 s; the rows of run"):
+            st.add_measurements(rid, [Measurement("all_reduce", 8, 2, "float", "sum", None, False, 2, time_us=1.0)])
+        other.execute("ROLLBACK")
+        other.close()

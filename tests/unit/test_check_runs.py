@@ -192,3 +192,42 @@ def test_h100_and_a100_profiles_name_their_source_and_match_sxm_parts():
 def test_bad_ring_fraction_is_a_usage_error(tmp_path, capsys, value):
     assert main(["check", "--ring-fraction", value, "--db", str(tmp_path / "r.db")]) == 2
     assert "--ring-fraction must be in (0, 1]" in capsys.readouterr().err
+
+
+def _real_links() -> list[dict]:
+    # `ccltune links` on 4 x H200 through NVSwitch (tests/fixtures/links/README.md)
+    path = Path(__file__).parent.parent / "fixtures" / "links" / "h200x4_links1.json"
+    return json.loads(path.read_text())["rows"]
+
+
+H200_EGRESS = {g: 18 * 26.562 for g in range(4)}  # NVML: 18 links x 26.562 GB/s a GPU (fixtures/topo)
+
+
+def test_gate_from_real_nvswitch_links_is_one_pair_alone_not_pairs_added():
+    """Through an NVSwitch one pair alone drives all of a GPU's links: 3 x 393 GB/s of pairs, or the 790 GB/s
+    its copy-engine copies summed to all at once, are more than its 478 GB/s of links. The gate was 671 GB/s,
+    twice the 346 GB/s all_reduce busbw this healthy node measured at 512 MB (its h200-4 check); with NVML's
+    limit the bound is the fastest pair alone, 393 GB/s, and the gate 334."""
+    measured = gates.link_profile(_real_links(), world_size=4, where="links run 1")
+    new = gates.link_profile(_real_links(), world_size=4, where="links run 1", egress=H200_EGRESS)
+    assert new.gates[0].min_value == pytest.approx(0.85 * 393.2, abs=0.5) and new.gates[0].min_value < 346.4
+    # without NVML the same run shows it: all at once (SM all-to-all) a pair carries 0.22 of what it carries alone
+    assert measured.gates[0].min_value == new.gates[0].min_value
+    # pairs alone only, no all-to-all and no NVML: nothing says they share, slowest x peers (85% of 3 x 393)
+    alone = [r for r in _real_links() if r["direction"] != "all2all"]
+    added = gates.link_profile(alone, world_size=4, where="x").gates[0].min_value
+    assert added == pytest.approx(0.85 * 3 * 392.9, abs=1.0)
+    # a mesh whose pairs add up within the GPU's links keeps slowest x peers
+    mesh = gates.link_profile(alone, world_size=4, where="x", egress={g: 3 * 400.0 for g in range(4)})
+    assert mesh.gates[0].min_value == added
+
+
+def test_stored_links_run_carries_the_nvlink_limits_to_the_gate(tmp_path, capsys):
+    db = tmp_path / "r.db"
+    with Store(db) as st:
+        links = st.begin_run("links", command="ccltune links", env={"world_size": 1})
+        st.add_links(links, _real_links())
+        st.finish_run(links, "complete", summary={"nvlink_egress_gbps": {str(g): v for g, v in H200_EGRESS.items()}})
+    rid = _stored(db, "NVIDIA H300", 4, {64 * M: 340.0, 256 * M: 344.0, G: 346.4})
+    assert main(["check", "--run", str(rid), "--links-run", str(links), "--db", str(db)]) == 0
+    assert "85% of the ring ceiling 393.1 GB/s" in capsys.readouterr().out  # GPU 1: 393.06 to GPU 3

@@ -45,19 +45,24 @@ def test_junit_maps_statuses():
 
 
 def test_doctor_prints_the_ab_line_that_proves_its_fix_on_a_real_shm_log(tmp_path, capsys):
-    """A real 4-GPU NCCL log (4 x H200, NCCL_P2P_DISABLE=1) where P2P-capable pairs use SHM: doctor's fix
-    (unset NCCL_P2P_DISABLE) comes with the `ccltune ab` line that measures it on the user's own job, the
-    line that proved it on the example DDP job (docs/performance.md: x0.394 [0.333, 0.432])."""
+    """The real 4 x H200 log of a job run with NCCL_P2P_DISABLE=1 (tests/fixtures/logs/README.md): doctor's fix
+    (unset it) comes with the `ccltune ab` line that measures it on the user's own job; on the RCCL fixture
+    whose fix exports NCCL_P2P_LEVEL=SYS, an --env arm."""
     from pathlib import Path
 
     from ccltune.cli import main
 
-    log = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "nccl_4gpu_shm.log"
-    main(["doctor", "--nccl-log", str(log), "--db", str(tmp_path / "d.db")])
-    lines = capsys.readouterr().out.splitlines()
-    i = next(i for i, line in enumerate(lines) if "log:transport" in line)
-    assert "fix: unset NCCL_P2P_DISABLE" in lines[i + 1]
-    assert lines[i + 2].strip() == "prove it on your job: ccltune ab --env NCCL_P2P_DISABLE=0 -- <your job>"
+    logs = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+    for name, fix, proof in (
+            ("nccl_4gpu_shm.log", "fix: unset NCCL_P2P_DISABLE",
+             "ccltune ab --arm fix:unset:NCCL_P2P_DISABLE -- <your job>"),
+            ("rccl_mi210_pcie_2.16.5.log", "fix: export NCCL_P2P_LEVEL=SYS",
+             "ccltune ab --env NCCL_P2P_LEVEL=SYS -- <your job>")):
+        main(["doctor", "--nccl-log", str(logs / name), "--db", str(tmp_path / "d.db")])
+        lines = capsys.readouterr().out.splitlines()
+        i = next(i for i, line in enumerate(lines) if "log:transport" in line)
+        assert fix in lines[i + 1]
+        assert lines[i + 2].strip() == f"prove it on your job: {proof}"
 
 
 def test_proof_command_combines_several_settings_into_one_arm_and_skips_fixes_without_one():
@@ -68,5 +73,5 @@ def test_proof_command_combines_several_settings_into_one_arm_and_skips_fixes_wi
     assert proof_command("export NCCL_MIN_NCHANNELS=32; measure the gain") == (
         "ccltune ab --env NCCL_MIN_NCHANNELS=32 -- <your job>")
     assert proof_command("sudo sysctl -w kernel.numa_balancing=0") == ""
-    assert proof_command("unset NCCL_P2P_LEVEL") == ""
-    assert proof_command("unset NCCL_SHM_DISABLE (the log says 1)") == "ccltune ab --env NCCL_SHM_DISABLE=0 -- <your job>"
+    assert proof_command("unset NCCL_P2P_LEVEL (or set SYS)") == "ccltune ab --arm fix:unset:NCCL_P2P_LEVEL -- <your job>"
+    assert proof_command("set NCCL_BUFFSIZE to an integer, or unset it") == ""

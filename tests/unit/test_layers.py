@@ -3,8 +3,8 @@
 The layers, lowest first; a module may import its own layer and any below it:
 
   base      ccltune (the package: its version), errors
-  core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, groups, dist, launch, processes,
-            tuner_plugin, profiler_plugin, output, builtlib, ncclt_json, periter
+  core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, groups, dist, launch,
+            processes, tuner_plugin, profiler_plugin, output, builtlib, ncclt_json, periter, inputs
   engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
   measure   measure/  (timing points and sizes, the run's lifecycle: measure.session)
   analysis  tune/, validate/, diagnose/  (sweeps, rules, verdicts, checks)
@@ -214,6 +214,7 @@ def test_the_check_sees_a_module_imported_from_its_package(tmp_path):
 SHARED_CLI = {
     "ccltune.cli",
     "ccltune.cli._common",  # argparse helpers
+    "ccltune.cli._safeout",  # stdout/stderr with control characters escaped while a command runs
     "ccltune.cli.bench_options",  # bench's nccl-tests flags (cli/bench.py)
     "ccltune.cli.import_links",  # `import transferbench|nvbandwidth` (cli/import_.py)
     "ccltune.cli.linkshow",  # `links --run N` (cli/links.py)

@@ -101,3 +101,32 @@ def test_a_tune_written_file_explains_for_its_own_platform_and_names_what_it_lea
             "has 8 ranks per node") in out and "nChannels" not in out
     assert main(["rules", "explain", str(conf), "--nranks", "4", "--gpu", "H100", "--collective", "all_gather"]) == 0
     assert "gpu=h200, and 'H100' does not contain it" in capsys.readouterr().out
+def test_the_sweep_gives_the_decisions_of_a_full_match_per_segment_and_is_not_quadratic():
+    """explain's heap sweep (issue 32: 100,000 rules took > 300 s) against one full first-match per
+    segment, on overlapping rules of several collectives and rank counts, in random file orders."""
+    import random
+    import time
+
+    from ccltune.tune.explain import MAX_SIZE, explain
+    rnd = random.Random(7)
+    lines = []
+    for _ in range(300):
+        lo = rnd.choice([0, 1 << rnd.randrange(30)])
+        hi = rnd.choice([lo + rnd.randrange(1 << 20), 4096, MAX_SIZE])
+        coll = rnd.choice(["allreduce", "allgather", "broadcast"])
+        nranks = rnd.choice([-1, 8, 16])
+        lines.append(f"{coll},{lo},{hi},{rnd.choice(['ring', 'tree', 'default'])},simple,{rnd.randrange(-1, 9)},-1,"
+                     f"{nranks},-1,-1")
+    rs = rules.parse_text("\n".join(lines) + "\n")
+    assert len(rs.rules) > 150
+    for coll in ("allreduce", "allgather", "broadcast"):
+        for ranks in (8, 16, 32):
+            for r in explain(rs, coll, ranks, 1):
+                for size in {r.min_bytes, r.max_bytes, (r.min_bytes + r.max_bytes) // 2}:
+                    full = rules.match(rs, rules.Query(coll, size, ranks, 1, 1, 0, rules.PlatformFacts()))
+                    assert full == r.decision, (coll, ranks, size)
+    many = rules.parse_text("".join(f"allreduce,{i * 64},{i * 64 + 63},ring,simple,4,-1,-1,-1,-1\n"
+                                    for i in range(20_000)))
+    t0 = time.process_time()
+    explain(many, "allreduce", 8, 1)
+    assert time.process_time() - t0 < 5  # the full match per segment took ~40 s here

@@ -18,6 +18,7 @@ from ccltune import __version__
 from ccltune import launch
 from ccltune.cli import _common
 from ccltune.errors import EXIT_CODES, CcltuneError, CheckFailed, Interrupted
+from ccltune.cli._safeout import escaped_output
 
 # module name under ccltune.cli, in the order --help lists them
 _COMMANDS = [
@@ -88,6 +89,11 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with escaped_output():  # text from imported files never drives the terminal
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     if "TORCHELASTIC_RUN_ID" in os.environ:  # a worker of torchrun: it goes when torchrun goes
         launch.die_with_parent()
     parser = build_parser()

@@ -16,6 +16,16 @@ from ccltune.errors import EngineUnavailable, RuleFileError, UsageError
 from ccltune.store import DEFAULT_DB, check_path
 
 
+class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """--help with each default shown once: not '(default: None)' (a flag that is off unless given), not
+    a second '(default: ...)' after help that already names its default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default is None or "default" in text.lower() or action.default is argparse.SUPPRESS:
+            return text
+        return super()._get_help_string(action)
+
 def add_virtual_nodes(p: argparse.ArgumentParser) -> None:
     p.add_argument("--virtual-nodes", type=int, default=1, metavar="K",
                    help="SIMULATION AID: split this host's ranks into K groups NCCL treats as nodes (NCCL_HOSTID); "
@@ -195,6 +205,14 @@ def job_size(args: argparse.Namespace, engine: str) -> int:
     return launch.job_size(args.nproc, engines.kind(engine).gpu, gpu_count)
 
 
+def oversubscribed(nproc: int, engine: str, cores: int) -> str | None:
+    """Why ``nproc`` processes of a CPU engine on ``cores`` cores measure badly, or None when they fit."""
+    if engines.kind(engine).gpu or nproc <= cores:
+        return None
+    return (f"--nproc {nproc} CPU processes on {cores} CPU cores: they take turns on the cores, so the times "
+            "measure the scheduler more than the collective")
+
+
 def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | None:
     """Start torchrun for --nproc (or the default count) unless already launched or the job runs in this
     process (``launch.runs_here``; the Python API sets ``args._caller``, a ``launch.Caller``).
@@ -205,6 +223,8 @@ def relaunch(args: argparse.Namespace, argv: list[str], engine: str) -> int | No
     if nproc < 1:  # no GPU visible to the nccl or torch engine
         raise UsageError(f"--nproc must be >= 1, got {nproc}")
     caller = getattr(args, "_caller", None)
+    if warning := oversubscribed(nproc, engine, os.cpu_count() or 1):
+        print(f"ccltune: warning: {warning}", file=sys.stderr)
     if launch.runs_here(nproc, engines.kind(engine).gpu, caller):
         return None
     if getattr(args, "db", None):  # an unusable database is said once, before a process per GPU starts

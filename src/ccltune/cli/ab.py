@@ -25,7 +25,7 @@ from ccltune.validate.jobrounds import CONTROL, DEFAULT, Arm
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 _ARM_NAME = re.compile(r"[A-Za-z0-9_.=:+-]{1,64}\Z")
-ARM_KINDS = ("env", "rules", "nccl-lib")
+ARM_KINDS = ("env", "unset", "rules", "nccl-lib")
 
 
 def register(sub: Any) -> None:
@@ -48,7 +48,8 @@ def register(sub: Any) -> None:
                    help="an arm per NCCL/RCCL library, put first with LD_PRELOAD (a job whose NCCL is loaded "
                         "dynamically, as PyTorch's wheels load libnccl.so.2); named nccl-lib:FILE")
     g.add_argument("--arm", action="append", default=[], metavar="NAME:KIND:VALUE",
-                   help="a named arm; KIND env (VALUE NAME=VALUE), rules (a file) or nccl-lib (a library); "
+                   help="a named arm; KIND env (VALUE NAME=VALUE), unset (VALUE a variable of your environment to "
+                        "remove), rules (a file) or nccl-lib (a library); "
                         "repeat a NAME to combine settings into one arm (--arm fix:env:NCCL_P2P_LEVEL=SYS "
                         "--arm fix:rules:r.conf)")
     g.add_argument("--no-aa", action="store_true", help="leave out the A/A control arm (default-2)")
@@ -126,16 +127,20 @@ def arms(args: argparse.Namespace) -> list[Arm]:
         kind, _, value = rest.partition(":")
         if not _ARM_NAME.match(name) or kind not in ARM_KINDS or not value:
             raise UsageError(f"--arm {spec!r}: expected NAME:KIND:VALUE with KIND one of {', '.join(ARM_KINDS)}")
-        a = named.setdefault(name, {"env": {}, "rules": None, "nccl_lib": None})
+        a = named.setdefault(name, {"env": {}, "unset": [], "rules": None, "nccl_lib": None})
         if kind == "env":
             k, v = _env_pair(value, "--arm")
             a["env"][k] = v
+        elif kind == "unset":
+            if not _ENV_NAME.match(value):
+                raise UsageError(f"--arm {spec!r}: {value!r} is not a variable name")
+            a["unset"].append(value)
         else:
             key = kind.replace("-", "_")
             if a[key]:
                 raise UsageError(f"--arm {name}: two {kind} values ({a[key]}, {value})")
             a[key] = _rule_file(value, "--arm") if kind == "rules" else _lib(value, "--arm")
-    out += [Arm(n, tuple(a["env"].items()), a["rules"], a["nccl_lib"]) for n, a in named.items()]
+    out += [Arm(n, tuple(a["env"].items()), a["rules"], a["nccl_lib"], tuple(a["unset"])) for n, a in named.items()]
     seen: set[str] = set()
     for a in out:
         if a.name in seen:

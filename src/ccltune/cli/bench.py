@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import __version__, collectives, engines, environment, groups, ncclt_json, output, datatypes
 from ccltune.cli import _common, bench_options
 from ccltune.commconfig import CommConfig
@@ -27,7 +28,7 @@ def register(sub: Any) -> None:
         "bench", help="measure collectives (nccl-tests' options and table)",
         description="Measure collectives with nccl-tests' options and output table. "
                     "COLLECTIVE: " + ", ".join(collectives.REGISTRY) + ", or all.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("collective", nargs="+", metavar="COLLECTIVE", help="collective(s), comma or space separated, or 'all'")
     bench_options.register(p)
     p.add_argument("--ncclt-defaults", action="store_true",
@@ -253,7 +254,8 @@ class _Printer:
             threads=1, gpus=1, parallel_init=bool(a.parallel_init),  # one GPU a process: -t/-g are in the note
             blocking=p.blocking, per_iter=p.per_iter, per_iter_skip=p.per_iter_skip,
             nccl_code=_version_code(self.env.get("nccl_version")),
-            tool=f"ccltune={__version__} engine={self.engine}", devices=self.devices, notes=self.extra)
+            tool=f"ccltune={__version__} engine={self.engine}", devices=self.devices, notes=self.extra,
+            gpu_timing=engines.kind(self.engine).gpu)
 
     def write_json(self, coll: Any, rows: list[Measurement], min_bw: float | None) -> None:
         """-J FILE: nccl-tests' JSON of this collective (FILE.<collective> when the run has several)."""
@@ -261,7 +263,9 @@ class _Printer:
         pairs = [(self.shown(a), self.shown(b)) for a, b in zip(rows[0::2], rows[1::2])]  # (out-of-place, in-place)
         stats = [(_stats(a), _stats(b)) for a, b in zip(rows[0::2], rows[1::2])] if self.plan.per_iter else None
         doc = ncclt_json.document(self.header(coll), pairs, argv=[output.program(coll.name), *self.args._argv[1:]],
-                                  environ=[f"{k}={v}" for k, v in os.environ.items() if k.startswith(_JSON_ENV)], start_time=self.started,
+                                  environ=[f"{k}={v}" for k, v in os.environ.items()  # ccltune's own plumbing left out
+                                           if k.startswith(_JSON_ENV) and k not in environment.INTERNAL_VARIABLES],
+                                  start_time=self.started,
                                   end_time=time.strftime(output.TIME_FORMAT), iters=self.plan.iters, min_bw=min_bw,
                                   cputime=self.plan.cputime, per_iter=stats)
         write_text(path, ncclt_json.dumps(doc), flag="-J/--output_file")

@@ -7,11 +7,12 @@ import json
 import sys
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import environment
 from ccltune.cli._common import check_timeout
 from ccltune.diagnose.checks import gates, profiles
 from ccltune.diagnose.checks.registry import Context, run_checks
-from ccltune.diagnose.probes import links
+from ccltune.diagnose.probes import links, nvml
 from ccltune.diagnose.findings import Finding, exit_code, format_findings, overall
 from ccltune.diagnose.junit import to_junit
 from ccltune.diagnose.record import add_output_flags, record_run, write_json, write_text
@@ -28,7 +29,7 @@ def register(sub: Any) -> None:
                     f"links carry: {gates.RING_FRACTION:.0%} of the ring ceiling (docs/diagnose.md). "
                     "Statuses: PASS, FAIL, WAIVED (cannot run here), ERROR (a gate could not be evaluated). "
                     "Exit 0 when every check passed or was waived, 1 when any FAILed or ERRORed, 2 on bad input.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("--profile", metavar="NAME|PATH",
                    help="built-in profile (" + ", ".join(profiles.builtin_names()) + ") or a .toml file; "
                         "default: the built-in matching the GPUs (of this machine, or of --run's run)")
@@ -136,8 +137,9 @@ def _stored_link_profile(args: argparse.Namespace, world_size: int) -> profiles.
         raise UsageError(f"--links-run {args.links_run}: run {args.links_run} is a {run.kind} run with "
                          f"{len(rows)} link rows, not a links run (ccltune links, ccltune import)")
     gpus = len({int(r["src"]) for r in rows} | {int(r["dst"]) for r in rows})
+    egress = {int(g): float(v) for g, v in (run.summary.get("nvlink_egress_gbps") or {}).items()}
     profile = gates.link_profile(rows, world_size=world_size or gpus, where=f"links run {args.links_run}",
-                                 fraction=args.ring_fraction)
+                                 fraction=args.ring_fraction, egress=egress)
     if profile is None:
         raise UsageError(f"--links-run {args.links_run}: its rows give no ring ceiling (no bandwidth between GPUs)")
     return profile
@@ -146,10 +148,12 @@ def _stored_link_profile(args: argparse.Namespace, world_size: int) -> profiles.
 def _measured_link_profile(args: argparse.Namespace, env: dict[str, Any], world_size: int) -> profiles.Profile | None:
     """Measure the links (as ``ccltune links`` does, copy engine only), keep them as a links run, derive the gate."""
     run = links.measure(links.LinkPlan(methods=("ce",)), log=lambda line: print(line, file=sys.stderr, flush=True))
+    _limits, egress = nvml.link_limits(nvml.read_nvml(), run.bus_ids)
     links_env = {**env, "command": "ccltune check (its link measurement)"}
-    run_id = record_run(args.db, "links", env=links_env, args=args, links=run.rows)
+    run_id = record_run(args.db, "links", env=links_env, args=args, links=run.rows,
+                        summary={"nvlink_egress_gbps": {str(g): v for g, v in egress.items()}})
     return gates.link_profile(run.rows, world_size=world_size, where=f"links run {run_id}, measured now",
-                              fraction=args.ring_fraction)
+                              fraction=args.ring_fraction, egress=egress)
 
 
 def _run_gpu_model(env: dict[str, Any], platform: str | None) -> str | None:
@@ -194,5 +198,9 @@ def _judge_stored(args: argparse.Namespace) -> int:
     if findings:  # forced: judge the gates, not the count
         how = {**how, "world_size": profile.world_size}
     findings += run_checks("check", Context(profile=profile, records=records, how=how))
-    env = environment.collect(engine=run.engine)
+    # the check is of run N's machine (its host, platform, GPUs), not of the one that read the database
+    here = environment.collect(engine=run.engine)
+    env = {**run.env, "host": run.host, "platform": run.platform, "world_size": run.world_size,
+           "n_nodes": run.n_nodes, "command": here.get("command"), "ccltune_version": here.get("ccltune_version"),
+           "judged_run": args.run, "judged_on_host": here.get("host")}
     return _report(args, env, profile, findings, how, {})

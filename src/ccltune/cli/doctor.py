@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import environment
 from ccltune.cli import _common
 from ccltune.diagnose.checks.registry import Context, run_checks
@@ -26,7 +27,7 @@ def register(sub: Any) -> None:
                     "again with NCCL_P2P_LEVEL=SYS; with --nproc below the GPUs present it measures channel counts. "
                     "--nccl-log FILE analyses a log you already have (NCCL or RCCL) and runs nothing. "
                     "Exit 1 when a check FAILs or ERRORs, 0 otherwise (WARN and WAIVED included), 2 on bad input.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("--nccl-log", metavar="FILE", help="only analyse this NCCL_DEBUG=INFO log (NCCL or RCCL)")
     p.add_argument("--from-amd-smi", action="append", metavar="FILE", default=None,
                    help="with --nccl-log of an RCCL job: the node's saved `amd-smi topology --json` / `amd-smi static "

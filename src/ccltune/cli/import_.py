@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 from pathlib import Path
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import __version__
 from ccltune.cli import _common, import_links
 from ccltune.commconfig import CommConfig
@@ -29,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Import nccl-tests output (stdout table or -J JSON; both out-of-place and in-place"
                     " columns) as measurements of the configuration it was run with: pass --algo/--proto/"
                     "--channels as set through NCCL_ALGO/NCCL_PROTO/the plugin; none = NCCL's default.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     n.add_argument("files", nargs="+", metavar="FILE", help="nccl-tests output files")
     n.add_argument("--db", default=DEFAULT_DB, help="results database")
     n.add_argument("--algo", default=None, help=f"algorithm forced in that run ({', '.join(ALGORITHMS)})")
@@ -135,4 +136,7 @@ def run(args: argparse.Namespace) -> int:
         where = f"{p.path}:{p.line}" if runs_in[p.path] > 1 else p.path  # a file of several runs: one line each
         print(f"  {where:<40} {p.collective:<15} {p.n_ranks:>7} {len({m.size_bytes for m in p.rows}):>5}"
               f" {len(p.rows):>5} {bad:>6}")
+    for p in parsed:
+        for note in p.notes:
+            print(f"# note: {p.path}: {note}")
     return 0

@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any, Callable
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import __version__
 from ccltune.cli import _common
 from ccltune.diagnose.checks import linkmath
@@ -34,7 +35,7 @@ _SOURCES: dict[str, tuple[Callable[[str, str], ImportedLinks], str, str]] = {
 def register(src: argparse._SubParsersAction) -> None:
     """Add one subcommand per link tool under ``ccltune import``."""
     for name, (_, short, long) in _SOURCES.items():
-        p = src.add_parser(name, help=short, description=long, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        p = src.add_parser(name, help=short, description=long, formatter_class=DefaultsFormatter)
         p.add_argument("file", metavar="FILE", help=f"{name} output file")
         p.add_argument("--db", default=DEFAULT_DB, help="results database")
         p.add_argument("--gpu", default=None, metavar="NAME",

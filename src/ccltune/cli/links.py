@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import environment
 from ccltune.cli import linkshow
 from ccltune.cli._common import comma_list
@@ -27,7 +28,7 @@ def register(sub: Any) -> None:
                     "all pairs at once, and 4-byte copy latency. Then: per GPU bound (slowest link x peers), "
                     "ring ceiling, links below --threshold x median. Without 2 GPUs: WAIVED, exit 0. "
                     "Exit 1 on FAIL/ERROR (a copy that came out wrong). Use CUDA_VISIBLE_DEVICES to pick GPUs.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("-s", "--size", default="256M", help="bytes per bandwidth copy (K/M/G)")
     p.add_argument("-n", "--iters", type=int, default=10, help="timed copies per measurement (median)")
     p.add_argument("-w", "--warmup", type=int, default=2, help="untimed copies first")
@@ -60,21 +61,6 @@ def render_summary(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _nvlink_limits(run: links.LinkRun) -> dict[tuple[int, int], float]:
-    """Per pair NVLink limit (one direction) from NVML, matched to CUDA devices by PCI bus id."""
-    topo = nvml.read_nvml()
-    if topo is None:
-        return {}
-    by_bus = {g.bus_id: g for g in topo.gpus}
-    gpus = [by_bus.get(nvml.normalize_bus_id(b)) if b else None for b in run.bus_ids]
-    out = {}
-    for s, a in enumerate(gpus):
-        for d, b in enumerate(gpus):
-            if s != d and a and b and (limit := nvml.pair_nvlink_gbps(a, b)):
-                out[(s, d)] = limit
-    return out
-
-
 def main(args: argparse.Namespace) -> int:
     if args.run is not None:
         return linkshow.show(args)
@@ -91,9 +77,10 @@ def main(args: argparse.Namespace) -> int:
         run, summary = links.LinkRun(), {}
     else:
         run = links.measure(plan, log=lambda line: print(line, file=sys.stderr, flush=True))
-        limits = _nvlink_limits(run)
-        summary, findings = linkmath.analyze(run.rows, threshold=args.threshold, nvlink_limit=limits)
+        limits, egress = nvml.link_limits(nvml.read_nvml(), run.bus_ids)  # matched to CUDA devices by bus id
+        summary, findings = linkmath.analyze(run.rows, threshold=args.threshold, nvlink_limit=limits, egress=egress)
         summary["nvlink_limit_gbps"] = {f"{s}-{d}": v for (s, d), v in limits.items()}
+        summary["nvlink_egress_gbps"] = {str(g): v for g, v in egress.items()}
         findings += [Finding(f"links:{k}", "WAIVED", v) for k, v in run.waived.items()]
         findings += [Finding(f"links:{m}/verify", "ERROR", f"{m}: destination bytes differ from the source after the "
                              "copies: the measurement is not trustworthy") for m in run.failed_checks]

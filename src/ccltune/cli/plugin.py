@@ -90,6 +90,9 @@ def _check(args: argparse.Namespace) -> int:
     for d in ruleset.diagnostics:
         print(d, file=sys.stderr)
     print(f"{len(ruleset.rules)} rules loaded, {len(ruleset.diagnostics)} lines rejected")
+    if not ruleset.rules and not ruleset.diagnostics:
+        print(f"note: {args.file} holds no rules (empty, or comments only): with it the plugin leaves every "
+              "choice to NCCL", file=sys.stderr)
     if facts is not None:
         n = sum(1 for r in ruleset.rules if r.platform.matches(facts))
         print(f"{n} rules apply to platform {','.join(args.platform)}")
@@ -188,7 +191,7 @@ def _verify_collectives(given: list[str] | None, ruleset: rules.RuleSet) -> list
 def _gpu_count() -> int:
     n = gpu_count()
     if n < 1:
-        raise UsageError("plugin verify runs NCCL and needs CUDA GPUs (none found); "
+        raise EngineUnavailable("plugin verify runs NCCL and needs CUDA GPUs (none found); "
                          "check an existing log with --from-log FILE")
     return n
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import dist
 from ccltune.cli import _common
 from ccltune.errors import CheckFailed, UsageError
@@ -23,7 +24,7 @@ def register(sub: Any) -> None:
                     "NCCL's default and on the plugin with --rules, interleaved rounds on separate communicators; "
                     "report communication time per step both ways and their ratio. Exit 1 when the rules are "
                     "slower beyond noise. gloo, or one rank: NCCL's default only (WAIVED).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("workload", metavar="W.json")
     p.add_argument("--rules", default=None, metavar="R", help="rule file to compare with NCCL's default")
     p.add_argument("--iters", type=int, default=5, metavar="N", help="timed rounds per arm (the whole sequence each)")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import collectives, rules
 from ccltune.collectives import PLUGIN_NAMES
 from ccltune.errors import RuleFileError, UsageError
@@ -21,7 +23,7 @@ def register(sub: Any) -> None:
         "the plugin applies there (line, algorithm/protocol, channels) or NCCL's default. Computed by the "
         "Python twin of the plugin's matcher (proved equal to the C one by tests/plugin/test_golden.py). "
         "A rule whose cell NCCL marks IGNORE on the machine falls through to the next one at run time.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     ex.add_argument("file", metavar="RULES")
     ex.add_argument("--collective", default=None, metavar="C",
                     help=f"one collective, in ccltune's or the rule file's spelling ({', '.join(PLUGIN_NAMES)}; "
@@ -57,6 +59,9 @@ def _explain(args: argparse.Namespace) -> int:
         first = rs.diagnostics[0]
         raise UsageError(f"{args.file}: no line is a rule the plugin reads ({len(rs.diagnostics)} rejected; "
                          f"line {first.line}: {first.reason}); `ccltune plugin check {args.file}` names each")
+    if not rs.rules:
+        print(f"note: {args.file} holds no rules (empty, or comments only): every call below is NCCL's own "
+              "choice", file=sys.stderr)
     sections = list(dict.fromkeys(r.platform for r in rs.rules if r.platform.valid and r.platform != rules.ANY_PLATFORM))
     gpu, taken = args.gpu, ""
     if not gpu and len({p.gpu for p in sections}) == 1 and sections[0].gpu:  # a file `tune` wrote for one GPU

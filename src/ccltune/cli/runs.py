@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune.cli._common import add_db
 from ccltune.errors import unknown_name
 from ccltune.store import RUN_KINDS, Store
@@ -12,7 +13,7 @@ from ccltune.store import RUN_KINDS, Store
 
 def register(sub: Any) -> None:
     p = sub.add_parser("runs", help="list runs in the results database",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                       formatter_class=DefaultsFormatter)
     p.add_argument("--kind", default=None, help="only runs of this kind (bench, sweep, validate, links, ...)")
     add_db(p)
     p.set_defaults(func=main)

@@ -8,10 +8,11 @@ import shlex
 import sys
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import collectives, datatypes, dist, engines, rules
 from ccltune.cli import _common
 from ccltune.commconfig import TWIN, CommConfig
-from ccltune.errors import CheckFailed, UsageError
+from ccltune.errors import CheckFailed, EngineUnavailable, UsageError
 from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
@@ -28,7 +29,7 @@ def register(sub: Any) -> None:
         "sweep", help="measure NCCL's default against forced algorithm/protocol/channel candidates",
         description="For each tunable collective and size, time NCCL's own choice and every candidate "
                     "side by side (interleaved, repeated, CUDA graphs), one process per GPU.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("collective", nargs="*", default=[c.name for c in collectives.TUNABLE],
                    help=f"tunable collectives ({', '.join(c.name for c in collectives.TUNABLE)})")
     p.add_argument("-b", "--minbytes", default="8")
@@ -168,10 +169,11 @@ def main(args: argparse.Namespace) -> int:
     if not engines.kind(engine_name).own_comm and len(cands) > 1:
         why = (f", not --engine {engine_name}: the {engine_name} engine" if args.engine
                else f" on a GPU; no GPU is visible here, and the CPU engine ({engine_name})")
-        raise UsageError(f"forced candidates (--algos/--protos/--channels) need the nccl engine{why} "
-                         f"can time only the library's default, so its sweep yields "
-                         f"no rules for `ccltune tune`, only timings for `ccltune report`; to time that anyway, "
-                         f"pass --algos '' --protos '' --channels ''")
+        raise (UsageError if args.engine else EngineUnavailable)(  # no GPU here: 4, as --help says
+            f"forced candidates (--algos/--protos/--channels) need the nccl engine{why} "
+            f"can time only the library's default, so its sweep yields "
+            f"no rules for `ccltune tune`, only timings for `ccltune report`; to time that anyway, "
+            f"pass --algos '' --protos '' --channels ''")
     if (ranks := _common.job_size(args, engine_name)) < 2:  # before any process starts or file is written
         raise UsageError(f"a sweep needs at least 2 ranks, this job has {ranks} rank"
                          f"{'' if ranks == 1 else 's'} ({_common.gpu_count()} GPU(s) visible): on one rank NCCL "

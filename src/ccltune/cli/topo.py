@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import environment
 from ccltune.diagnose.checks.topo import topo_findings
 from ccltune.diagnose.probes import amdsmi, topo
@@ -23,7 +24,7 @@ def register(sub: Any) -> None:
                     "(nvidia-ml-py), `nvidia-smi topo -m`, `amd-smi topology/static --json`, AMD sysfs (KFD). "
                     "Without a GPU it says so (WAIVED, exit 0). "
                     "Exit 1 when a check FAILs (e.g. NVSwitch fabric not complete).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     _common.add_sysfs_root(p)
     p.add_argument("--from-amd-smi", action="append", metavar="FILE", default=None,
                    help="read saved `amd-smi topology --json` and/or `amd-smi static --asic --partition --numa "

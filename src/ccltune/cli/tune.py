@@ -6,6 +6,7 @@ import argparse
 import shlex
 import sys
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import __version__
 from ccltune.cli._common import comma_list, parse_run_ids
 from ccltune.errors import UsageError
@@ -33,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "tune", help="derive tuner rules from measured runs",
         description="Per (collective, nRanks, nNodes, platform) and size, keep the configuration that beats"
                     " NCCL's default by more than the measured noise; write the plugin's rule file.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("--db", default=DEFAULT_DB, help="results database")
     p.add_argument("--out", required=True, help="rule file to write (replaced whole, atomically)")
     comma_list(p.add_argument("--runs", default=None,

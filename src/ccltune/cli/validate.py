@@ -6,9 +6,10 @@ import argparse
 import json
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import collectives, datatypes, engines, files
 from ccltune.cli import _common
-from ccltune.errors import CheckFailed, UsageError
+from ccltune.errors import CheckFailed, EngineUnavailable, UsageError
 from ccltune.files import write_text
 from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import check as check_load
@@ -24,7 +25,7 @@ def register(sub: Any) -> None:
         description="Time NCCL's default and the ccltune plugin loaded with RULES side by side (interleaved, "
                     "repeated) at every size; verdict PASS when no size is slower beyond noise (and none by "
                     "more than --hard-limit). Exit code 1 on FAIL.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsFormatter)
     p.add_argument("rules", metavar="RULES", help="rule file (as written by ccltune tune)")
     p.add_argument("collective", nargs="*", default=[c.name for c in collectives.TUNABLE])
     p.add_argument("-b", "--minbytes", default="8")
@@ -75,9 +76,10 @@ def main(args: argparse.Namespace) -> int:
     engine_name, _ = _common.resolve_engine(args)
     _common.check_virtual_nodes(args, engine_name)
     check_load(args.under_load, engine_name)
-    if not engines.kind(engine_name).own_comm:
-        raise UsageError("validate needs the nccl engine (a GPU); "
-                         + (f"got --engine {engine_name}" if args.engine else "no GPU is visible here"))
+    if not engines.kind(engine_name).own_comm:  # a flag that cannot work: 2; no GPU here: 4, as --help says
+        error = UsageError if args.engine else EngineUnavailable
+        raise error("validate needs the nccl engine (a GPU); "
+                    + (f"got --engine {engine_name}" if args.engine else "no GPU is visible here"))
     _plugin_or_error()  # said once, before torchrun starts a process per GPU
     rc = _common.relaunch(args, args._argv, engine_name)
     if rc is not None:

@@ -8,6 +8,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any
 
+from ccltune.cli._common import DefaultsFormatter
 from ccltune import __version__
 from ccltune.cli._common import add_db
 from ccltune.files import write_text
@@ -24,7 +25,7 @@ def register(sub: Any) -> None:
                           "datatype, count, size, ranks, nodes) with its calls per rank and, from traces, its GPU "
                           "time. Exit 2 on a file of none of these kinds, a cut gzip or a trace without "
                           "communication; a COLL line cut by a dying rank is skipped with a warning.",
-                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                          formatter_class=DefaultsFormatter)
     imp.add_argument("files", nargs="+", metavar="FILE")
     imp.add_argument("--out", required=True, metavar="W.json", help="workload file to write (replaced whole)")
     imp.add_argument("--steps", type=int, default=None, metavar="N",

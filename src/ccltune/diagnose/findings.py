@@ -47,38 +47,30 @@ class Finding:
         return asdict(self)
 
 
-# 'export A=1 B=2' in a fix: the settings it recommends (a value up to a blank, ';' or ',')
+# 'export A=1 B=2' in a fix: the settings it recommends (a value up to a blank, ';' or ','); 'unset A'
 _EXPORT = re.compile(r"\bexport((?: +[A-Z_][A-Z0-9_]{0,127}=[^\s;,`]+)+)")
-
-
-# "unset NCCL_<X>_DISABLE": an NCCL switch whose unset value is 0, so an arm can set it back to that
-_UNSET_DISABLE = re.compile(r"\bunset (NCCL_[A-Z0-9_]{1,60}_DISABLE)\b")
+_UNSET = re.compile(r"\bunset ([A-Z_][A-Z0-9_]{0,127})\b")
 
 
 def recommended_settings(fix: str) -> list[tuple[str, str]]:
-    """The variables a fix tells the user to export, in order, and the NCCL_*_DISABLE switches it tells them
-    to unset (as =0, their unset value): what ``ccltune ab`` can prove. A job run under the variable proves
-    the fix with the arm that undoes it."""
+    """The variables a fix tells the user to export, in order: what ``ccltune ab`` can prove."""
     out: list[tuple[str, str]] = []
     for m in _EXPORT.finditer(fix[:4096]):
         for pair in m.group(1).split():
             name, _, value = pair.partition("=")
             out.append((name, value))
-    out += [(m.group(1), "0") for m in _UNSET_DISABLE.finditer(fix[:4096])]
     return out
 
 
 def proof_command(fix: str) -> str:
-    """The ``ccltune ab`` line that measures a fix's settings on the user's own job ('' when the fix
-    sets no variable): one setting is an --env arm, several are one --arm."""
+    """The ``ccltune ab`` line that measures a fix on the user's own job ('' when the fix sets or unsets
+    no variable): one setting is an --env arm; several, or a variable to unset, are one --arm."""
     settings = recommended_settings(fix)
-    if not settings:
-        return ""
+    unset = [] if settings else _UNSET.findall(fix[:4096])[:1]  # 'unset X (or set it to Y)': the first
     if len(settings) == 1:
-        arms = f"--env {settings[0][0]}={settings[0][1]}"
-    else:
-        arms = " ".join(f"--arm fix:env:{k}={v}" for k, v in settings)
-    return f"ccltune ab {arms} -- <your job>"
+        return f"ccltune ab --env {settings[0][0]}={settings[0][1]} -- <your job>"
+    arms = [f"--arm fix:env:{k}={v}" for k, v in settings] + [f"--arm fix:unset:{k}" for k in unset]
+    return f"ccltune ab {' '.join(arms)} -- <your job>" if arms else ""
 
 
 def overall(findings: Iterable[Finding]) -> str:

@@ -12,6 +12,9 @@ from ccltune.engines.base import Buffers, Engine, EngineOptions, HostClock, Poin
 _UNSUPPORTED_OPS = {"avg": "gloo has no AVG reduction",
                     "mulsum": "gloo has no pre-multiplied sum (mulsum is NCCL's ncclRedOpCreatePreMulSum)"}
 IN_PLACE_ONLY_REASON = "torch.distributed's API is in-place only for this collective"
+# torch's gloo backend refuses unsigned types wider than a byte in every collective ("Invalid scalar type"
+# from its type switch, torch 2.11/2.13)
+_UNSUPPORTED_DTYPES = ("uint32", "uint64")
 
 
 def torch_api_waiver(pt: Point, world_size: int) -> str | None:
@@ -42,6 +45,8 @@ class GlooEngine(Engine):
             return _UNSUPPORTED_OPS[pt.op]
         if pt.dt.min_sm:
             return f"the gloo engine has no {pt.dt.name} (FP8 needs NCCL >= 2.24 on an sm_90+ GPU: --engine nccl)"
+        if pt.dt.name in _UNSUPPORTED_DTYPES:
+            return f"torch's gloo backend has no {pt.dt.name} (it moves uint8 and the signed types; --engine nccl has it)"
         return torch_api_waiver(pt, self.ctx.world_size)
 
     def launch(self, pt: Point, bufs: Buffers) -> None:

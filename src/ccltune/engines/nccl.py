@@ -340,6 +340,11 @@ class NcclEngine(CudaEngine):
         sched = Schedule(agg=pt.agg, blocking=pt.blocking, events=events.handles if events is not None else (),
                          runtime=self.runtime(), barrier=lambda: self.ctx.barrier("-z barrier"))
         s = self._series(pt, bufs, True, sched)
+        if not pt.blocking:
+            # the final wait polls the stream only: on a hang the watchdog aborts the communicator from its own
+            # thread (ncclCommAbort frees it, and its kernels end, which ends the wait), so asking that
+            # communicator for its error from here could read freed memory
+            s.async_error = None
         return lambda: self.loop.time(s, 0, pt.iters)
 
     def runtime(self) -> gpurt.Runtime:

@@ -9,6 +9,7 @@ query per segment gives the whole table exactly.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 from ccltune import rules
@@ -37,11 +38,29 @@ def explain(ruleset: rules.RuleSet, collective: str, n_ranks: int, n_nodes: int,
             if r.max_bytes < MAX_SIZE:
                 bounds.add(r.max_bytes + 1)
     edges = sorted(bounds)
+
+    def query(size: int) -> rules.Query:
+        return rules.Query(collective, size, n_ranks, n_nodes, num_pipe_ops, reg_buff, platform)
+
+    # Without a cost table the first rule (file order) that applies wins, and a rule applies at a size
+    # exactly when it applies alone at its own min_bytes and its range holds the size. So: the rules
+    # that apply alone, swept by size with a heap of those whose range has begun, ordered by file
+    # position: O(n log n), where one full match per segment was O(n^2) (100,000 rules: > 300 s).
+    alone = sorted(((r.min_bytes, i, r) for i, r in enumerate(ruleset.rules)
+                    if r.min_bytes <= r.max_bytes
+                    and rules.match(rules.RuleSet(rules=[r]), query(r.min_bytes)).rule is not None),
+                   key=lambda t: (t[0], t[1]))
+    active: list[tuple[int, int, rules.Rule]] = []
+    nxt = 0
     out: list[Range] = []
     for i, lo in enumerate(edges):
         hi = edges[i + 1] - 1 if i + 1 < len(edges) else MAX_SIZE
-        q = rules.Query(collective, lo, n_ranks, n_nodes, num_pipe_ops, reg_buff, platform)
-        d = rules.match(ruleset, q)
+        while nxt < len(alone) and alone[nxt][0] <= lo:
+            heapq.heappush(active, (alone[nxt][1], alone[nxt][0], alone[nxt][2]))
+            nxt += 1
+        while active and active[0][2].max_bytes < lo:  # its range ended before this segment
+            heapq.heappop(active)
+        d = rules.match(rules.RuleSet(rules=[active[0][2]] if active else []), query(lo))
         if out and out[-1].decision == d:
             out[-1] = Range(collective, out[-1].min_bytes, hi, d)
         else:

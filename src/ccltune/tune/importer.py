@@ -48,6 +48,7 @@ from typing import Any
 from ccltune import collectives, datatypes
 from ccltune.commconfig import CommConfig
 from ccltune.diagnose.parsers import rcclversion
+from ccltune.tune import ncclt_infer
 from ccltune.errors import UsageError, unknown_name
 from ccltune.files import printable
 from ccltune.inputs import MAX_CALL_BYTES, MAX_COUNT, MAX_LINE_CHARS, MAX_RANKS
@@ -106,6 +107,7 @@ class Parsed:
     # what else the output says about its environment: tool and tool_version, rccl_version,
     # hip_version, rocm_version, hostname, library_path, devices (rank, host, pid, device, bus_id, name)
     env: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # how the file was read (a collective told from the table)
 
 
 class _Bad(Exception):
@@ -424,6 +426,7 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
     table: list[tuple[int, list[str]]] = []
     footer = False
     cell_notes: list[tuple[int, bool, str, str]] = []  # (from size, in place, status, reason)
+    notes: list[str] = []  # what the user should know of how the file was read
     for lineno, line in lines:
         if line.startswith("#"):
             if m := _CELL_NOTE_RE.match(line):
@@ -445,6 +448,9 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
             continue
         if _TRACE_RE.match(line) or _meta(line, env) or footer or _NOISE_RE.search(line):
             continue  # after the footer: ncclGetLastError's line
+        if line.strip() in ("...", "…", "[...]"):  # output pasted into a doc or ticket with lines left out
+            notes.append(f"line {lineno}: '{line.strip()}' skipped (lines were left out of this output here)")
+            continue
         if blocks is None:
             raise _fail(path, lineno, "data before the column header ('#  size  count  type ...')")
         cells = line.split()
@@ -460,9 +466,14 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
     if not footer and not failed:  # a run that failed stops without its footer, as nccl-tests does
         raise _fail(path, table[-1][0], f"truncated: no '{_FOOTER}' footer after the last row")
     line = program_line if program else at  # where the collective is (or should be) said
-    coll = _collective(program, "the header", f"{path}:{line}" if line else path, collective,
-                       None if several else path)
     n_ranks, n_nodes = _ranks(path, at, shape, nranks)
+    try:
+        coll = _collective(program, "the header", f"{path}:{line}" if line else path, collective,
+                           None if several else path)
+    except UsageError as exc:
+        if program or collective:
+            raise
+        coll = ncclt_infer.collective(table, blocks, n_ranks, str(exc), notes)
     _mark_groups(shape, env)
     if "tool" not in env:
         env["tool"] = "rccl-tests" if any(k.startswith("rccl") for k in env) else "nccl-tests"
@@ -489,7 +500,7 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
     _explain(rows, cell_notes)
     hosts = {h for h, _, _ in shape.ranks.values()} | ({env["hostname"]} if "hostname" in env else set())
     return Parsed(path, coll, n_ranks, n_nodes, rows, [g for _, (_, _, g) in sorted(shape.ranks.items()) if g],
-                  sorted(hosts), version, first, env)
+                  sorted(hosts), version, first, env, notes)
 
 
 def _explain(rows: list[Measurement], notes: list[tuple[int, bool, str, str]]) -> None:

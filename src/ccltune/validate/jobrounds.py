@@ -31,6 +31,7 @@ class Arm:
     env: tuple[tuple[str, str], ...] = ()
     rules: str | None = None        # absolute path
     nccl_lib: str | None = None     # absolute path
+    unset: tuple[str, ...] = ()     # variables removed from the job's environment
 
     @property
     def control(self) -> bool:
@@ -41,16 +42,17 @@ class Arm:
             return "NCCL's default"
         if self.control:
             return "NCCL's default again (A/A control: the job's own noise)"
-        parts = [f"{k}={v}" for k, v in self.env]
+        parts = [f"{k}={v}" for k, v in self.env] + [f"{k} unset" for k in self.unset]
         parts += [f"rules {self.rules} (ccltune's tuner plugin)"] if self.rules else []
         parts += [f"NCCL library {self.nccl_lib} (LD_PRELOAD)"] if self.nccl_lib else []
         return ", ".join(parts)
 
     def spec(self) -> dict[str, Any]:
-        return {"env": dict(self.env), "rules": self.rules, "nccl_lib": self.nccl_lib, "control": self.control}
+        return {"env": dict(self.env), "unset": list(self.unset), "rules": self.rules, "nccl_lib": self.nccl_lib,
+                "control": self.control}
 
     def environ(self, base: Mapping[str, str], tuner: str | None) -> dict[str, str]:
-        env = dict(base)
+        env = {k: v for k, v in base.items() if k not in self.unset}
         env.update(self.env)
         if self.rules:
             env.update(NCCL_TUNER_PLUGIN=str(tuner), NCCL_TUNER_CONFIG_FILE=self.rules, CCLTUNE_RULES=self.rules)

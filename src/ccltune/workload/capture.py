@@ -13,6 +13,8 @@ from collections import Counter
 
 from ccltune import collectives
 from ccltune.errors import UsageError
+from ccltune.files import printable
+from ccltune.inputs import INT64_MAX, MAX_CALL_BYTES, MAX_RANKS
 from ccltune.workload.model import Key, RankRecord
 
 MAGIC = "# ccltune-capture 1"
@@ -65,14 +67,14 @@ def parse(text: str, path: str) -> RankRecord:
                       overflow_calls=ints["overflow_calls"], overflow_bytes=ints["overflow_bytes"])
 
 
-def _int(text: str, path: str, what: str, no: int | None = None) -> int:
+def _int(text: str, path: str, what: str, no: int | None = None, low: int = 0, high: int = INT64_MAX) -> int:
     try:
         v = int(text)
-    except ValueError:
+    except ValueError:  # not digits, or more than 4,300 of them
         v = -1
-    if v < 0 and not (what == "reg_buff" and v == -1):
+    if not low <= v <= high and not (what == "reg_buff" and v == -1):
         place = f"{path}:{no}" if no else path
-        raise UsageError(f"{place}: {what} {text!r} is not a non-negative integer")
+        raise UsageError(f"{place}: {what} {printable(text, 40)!r} is not an integer in {low}..{high}")
     return v
 
 
@@ -82,12 +84,13 @@ def _call_line(line: str, path: str, no: int, head: dict[str, str]) -> tuple[Key
         raise UsageError(f"{path}:{no}: expected collective,nbytes,num_pipe_ops,reg_buff,calls; got {line!r}")
     if f[0] not in collectives.BY_PLUGIN_NAME:
         raise UsageError(f"{path}:{no}: unknown collective {f[0]!r} (a tuner sees only {', '.join(collectives.BY_PLUGIN_NAME)})")
-    nbytes = _int(f[1], path, "nbytes", no)
+    nbytes = _int(f[1], path, "nbytes", no, high=MAX_CALL_BYTES)
     pipe = _int(f[2], path, "num_pipe_ops", no)
     reg = _int(f[3], path, "reg_buff", no)
     if reg not in (-1, 0, 1):
         raise UsageError(f"{path}:{no}: reg_buff {reg} is not -1, 0 or 1")
     n = _int(f[4], path, "calls", no)
-    key = Key(collectives.BY_PLUGIN_NAME[f[0]].name, nbytes, _int(head["nranks"], path, "nranks"),
+    nranks = _int(head["nranks"], path, "nranks", low=1, high=MAX_RANKS)  # 0 would be written, then refused
+    key = Key(collectives.BY_PLUGIN_NAME[f[0]].name, nbytes, nranks,
               nnodes=_int(head["nnodes"], path, "nnodes"))
     return key, (pipe, reg), n

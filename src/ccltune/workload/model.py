@@ -19,6 +19,7 @@ from typing import Any
 from ccltune.errors import UsageError
 from ccltune.files import read_bytes
 from ccltune.workload.timing import Timing
+from ccltune.workload.checks import MAX_WORKLOAD_BYTES, _check_doc, _check_entry, _not_finite
 
 SCHEMA = "ccltune-workload"
 VERSION = 1
@@ -286,7 +287,7 @@ def _need(d: dict[str, Any], name: str, kinds: type | tuple[type, ...], where: s
 
 def load(path: str) -> Workload:
     """Read a workload file; an unreadable or wrong file is a UsageError naming it."""
-    raw = read_bytes(path, "W.json", limit=1 << 30)  # no FIFO on disk, device or folder: a clear error
+    raw = read_bytes(path, "W.json", limit=MAX_WORKLOAD_BYTES)  # no FIFO on disk, device or folder: a clear error
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -297,9 +298,11 @@ def load(path: str) -> Workload:
 def from_json(text: str, path: str) -> Workload:
     """Parse a workload file; a wrong schema, version or field names the file and entry."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_constant=_not_finite)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}:{exc.lineno}: not a workload file (invalid JSON: {exc.msg})") from None
+    except (RecursionError, ValueError) as exc:  # nested past the parser's guard, NaN, a 4,300-digit number
+        raise UsageError(f"{path}: not a workload file ({str(exc) or 'nested too deeply'})") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise UsageError(f"{path}: not a workload file (no \"schema\": \"{SCHEMA}\"; "
                          "write one with `ccltune workload import`)")
@@ -322,6 +325,7 @@ def from_json(text: str, path: str) -> Workload:
         timing = None
         timing = _timing(d, where, "time_us")
         wait, transfer = _timing(d, where, "wait_us"), _timing(d, where, "transfer_us")
+        _check_entry(d, key, calls, where)
         variants = None
         if "tuner_calls" in d:
             variants = Counter({(int(v["num_pipe_ops"]), int(v["reg_buff"])): int(v["calls"])
@@ -336,6 +340,7 @@ def from_json(text: str, path: str) -> Workload:
         from_ = d.get("time_from")
         entries.append(Entry(key, calls, timing, variants, ran, wait, transfer,
                              from_ if isinstance(from_, str) else None))
+    _check_doc(doc, entries, path)
     steps, note = doc.get("steps"), doc.get("steps_from")
     return Workload(entries, list(doc.get("sources") or []), steps if isinstance(steps, int) else None,
                     list(doc.get("warnings") or []), int(doc.get("overflow_calls") or 0),

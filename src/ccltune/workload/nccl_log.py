@@ -25,7 +25,7 @@ from collections import Counter
 
 from ccltune import collectives
 from ccltune.datatypes import DTYPES
-from ccltune.inputs import MAX_LINE_CHARS
+from ccltune.inputs import MAX_COUNT, MAX_LINE_CHARS, MAX_RANKS
 from ccltune.workload.model import Halves, Key, RankRecord
 
 # every repeat bounded (a host name is at most 255 bytes): an unanchored search costs at most 255 steps a
@@ -120,7 +120,7 @@ def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
     for no, line in enumerate(lines, start=1):
         line = line[:MAX_LINE_CHARS].rstrip("\r")  # a longer line is no NCCL line: only its start is read
         if " NCCL INFO " not in line or COLL_HEAD.search(line) is None:
-            init = _INIT.search(line)
+            init = _INIT.search(line) if " nNodes " in line else None  # a cheap test first: .*? scans
             if init:
                 nnodes[(f"{init['host']}:{init['pid']}", init["comm"])] = int(init["nnodes"])
             continue
@@ -156,6 +156,11 @@ def _key(m: re.Match[str], nnodes: dict[tuple[str, str], int], path: str, no: in
         return None
     coll = collectives.BY_NCCL_NAME[func]
     name, size = DATATYPES[dt]
+    if len(m["nranks"]) > 6 or len(m["count"]) > 15 or not 1 <= int(m["nranks"]) <= MAX_RANKS \
+            or int(m["count"]) > MAX_COUNT:  # beyond any real call: nothing sized by it
+        warnings.append(f"{path}:{no}: skipped: count {m['count'][:20]} or nranks {m['nranks'][:20]} beyond any real "
+                        f"call (at most {MAX_COUNT} elements, {MAX_RANKS} ranks)")
+        return None
     n, count = int(m["nranks"]), int(m["count"])
     return Key(coll.name, count * size * (n if coll.per_rank_count else 1), n, name, count,
                nnodes.get((f"{m['host']}:{m['pid']}", m["comm"])))

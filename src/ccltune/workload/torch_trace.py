@@ -26,6 +26,8 @@ from typing import Any
 
 from ccltune import collectives
 from ccltune.errors import UsageError
+from ccltune.files import printable
+from ccltune.inputs import MAX_COUNT, MAX_RANKS
 from ccltune.datatypes import DTYPES
 from ccltune.workload.model import Halves, Key, RankRecord, Timing
 
@@ -49,7 +51,7 @@ DTYPE_NAMES = {"Float": "float", "Half": "half", "BFloat16": "bfloat16", "Double
 _HALVES = tuple(n for n, c in NAMES.items() if c == "sendrecv")
 _FP8 = re.compile(r"Float8_e[45]m[23]")
 _KERNEL = re.compile(r"^(?:void )?nccl(?:Dev)?Kernel_")
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_STEP = re.compile(r"^ProfilerStep#(\d{1,18})$")  # a longer number is no step of a real job
 
 
 def is_trace(doc: Any) -> bool:
@@ -77,11 +79,11 @@ def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
     for i, e in enumerate(events):
         if not isinstance(e, dict):
             continue
-        name, cat, args = e.get("name"), e.get("cat"), e.get("args") or {}
+        name, cat, args = e.get("name"), e.get("cat"), _args(e)
         if name == "record_param_comms":
             comms.append((i, e))
-        elif cat in ("cuda_runtime", "cuda_driver") and "correlation" in args and "External id" in args:
-            launch_ext[args["correlation"]] = args["External id"]
+        elif cat in ("cuda_runtime", "cuda_driver") and _id(args.get("correlation")) is not None:
+            launch_ext[args["correlation"]] = _id(args.get("External id"))
         elif cat == "kernel" and isinstance(name, str) and _KERNEL.match(name):
             kernels.append(e)
         elif isinstance(name, str) and (m := _STEP.match(name)):
@@ -92,10 +94,10 @@ def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
                          "CPU activity on?)")
     kernel_us: dict[Any, float] = {}
     for k in kernels:
-        args = k.get("args") or {}
-        ext = args.get("External id", launch_ext.get(args.get("correlation")))
+        args = _args(k)
+        ext = _id(args.get("External id", launch_ext.get(_id(args.get("correlation")))))
         dur = k.get("dur")
-        if ext is not None and isinstance(dur, (int, float)):
+        if ext is not None and isinstance(dur, (int, float)) and not isinstance(dur, bool) and 0 <= dur < 1e15:
             kernel_us[ext] = kernel_us.get(ext, 0.0) + float(dur)
     rank_id = _rank(doc, path)
     calls: Counter[Key] = Counter()
@@ -106,11 +108,11 @@ def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
     comms.sort(key=lambda ie: (ie[1].get("ts") if isinstance(ie[1].get("ts"), (int, float)) else 0, ie[0]))
     for i, e in comms:
         where = f"{path}: traceEvents[{i}] (record_param_comms)"
-        args = e.get("args") or {}
+        args = _args(e)
         key = _key(args, where, warnings)
         if key is None:
             continue
-        pg, us = str(args.get("Process Group Name", "")), kernel_us.get(args.get("External id"))
+        pg, us = str(args.get("Process Group Name", ""))[:200], kernel_us.get(_id(args.get("External id")))
         cname = args["Collective name"]
         call = halves.call_of(pg, key, cname, _HALVES if cname in _HALVES else (), i)
         if call == i:
@@ -130,6 +132,17 @@ def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
                       steps_from=f"{path}: {len(steps)} ProfilerStep#N spans" if steps else None), warnings
 
 
+def _args(event: dict[str, Any]) -> dict[str, Any]:
+    """An event's ``args``: an object, else none (a list or string there is not torch's)."""
+    args = event.get("args")
+    return args if isinstance(args, dict) else {}
+
+
+def _id(value: Any) -> int | str | None:
+    """An id (External id, correlation): an integer or string, else None (a list cannot key anything)."""
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+
+
 def _rank(doc: dict[str, Any], path: str) -> str:
     info = doc.get("distributedInfo")
     if isinstance(info, dict) and isinstance(info.get("rank"), int):
@@ -139,16 +152,16 @@ def _rank(doc: dict[str, Any], path: str) -> str:
 
 def _key(args: dict[str, Any], where: str, warnings: list[str]) -> Key | None:
     cname = args.get("Collective name")
-    if cname not in NAMES:
-        warnings.append(f"{where}: skipped collective {cname!r} (not one ccltune knows: {', '.join(sorted(NAMES))})")
+    if not isinstance(cname, str) or cname not in NAMES:
+        warnings.append(f"{where}: skipped collective {printable(repr(cname), 60)} (not one ccltune knows: {', '.join(sorted(NAMES))})")
         return None
     coll = collectives.REGISTRY[NAMES[cname]]
     try:
         n_in, n_out, group = int(args["In msg nelems"]), int(args["Out msg nelems"]), int(args["Group size"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         raise UsageError(f"{where}: needs integer 'In msg nelems', 'Out msg nelems' and 'Group size', got "
                          f"{ {k: args.get(k) for k in ('In msg nelems', 'Out msg nelems', 'Group size')} }") from None
-    if group < 1 or n_in < 0 or n_out < 0:
+    if not (1 <= group <= MAX_RANKS and 0 <= n_in <= MAX_COUNT and 0 <= n_out <= MAX_COUNT):
         raise UsageError(f"{where}: impossible sizes (In {n_in}, Out {n_out}, Group size {group})")
     dtype, size = _dtype(args.get("dtype"), where)
     # the API's per-rank count, as NCCL's COLL log prints it (see collectives/base.py)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 # A profile derived from the machine's own links: all_reduce in-place busbw at LINK_GATE_BYTES must reach
 # RING_FRACTION of the ring ceiling (linkmath: the smallest over the GPUs of slowest link x peers, capped by
-# the GPU's all-to-all aggregate). 85%: NCCL's protocol overhead and the ring's own pipeline cost the rest
+# the GPU's all-to-all aggregate, and by its fastest pair where its pairs share its NVLinks). 85%: NCCL's protocol overhead and the ring's own pipeline cost the rest
 # (on NVSwitch systems NCCL's ring busbw is about 90% of the measured copy bandwidth).
 RING_FRACTION = 0.85
 LINK_GATE_BYTES = 1 << 30
@@ -86,12 +86,13 @@ def evaluate(profile: Profile, records: Sequence[Record], how: Mapping[str, Any]
 
 
 def link_profile(rows: Sequence[Record], *, world_size: int, where: str,
-                 fraction: float = RING_FRACTION) -> Profile | None:
+                 fraction: float = RING_FRACTION, egress: Mapping[int, float] | None = None) -> Profile | None:
     """A profile whose one gate is ``fraction`` of the ring ceiling of a links run's ``rows`` (None when the
-    rows give no ceiling: one GPU, no bandwidth measured)."""
+    rows give no ceiling: one GPU, no bandwidth measured). ``egress``: per GPU the NVLink limit of all its
+    links (NVML), which tells links shared through an NVSwitch (linkmath.per_gpu_bounds)."""
     if not 0 < fraction <= 1:
         raise UsageError(f"--ring-fraction must be in (0, 1], got {fraction}")
-    summary, _ = linkmath.analyze(rows)
+    summary, _ = linkmath.analyze(rows, egress=egress)
     ceiling = summary.get("ring_ceiling_gbps")
     if not ceiling:
         return None

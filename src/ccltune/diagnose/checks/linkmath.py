@@ -9,8 +9,9 @@ so the bandwidth it can draw from a GPU is bounded by that GPU's slowest link ti
 of peers (``bound_gbps``); the ring ceiling is the smallest bound over the GPUs. Through an
 NVSwitch each pair can use all of a GPU's links, so pair figures do not add up; where the
 concurrent all-to-all was measured, the GPU's aggregate caps its bound, and a GPU whose pairs share
-its links (``shared_port_gpus``: a pair carries far less while the others run) is bounded by its
-fastest single pair, which already used all of its links.
+its links (NVML's limit of all its links is below slowest x peers, or, measured, ``shared_port_gpus``:
+a pair carries far less while the others run) is bounded by its fastest single pair, which already
+used all of its links.
 """
 
 from __future__ import annotations
@@ -132,12 +133,13 @@ def _judge(rows: Sequence[Mapping[str, Any]], method: str, direction: str, serie
 # A GPU's pairs share its links when, all at once, a pair carries under this fraction of what it carries
 # alone (median over the GPU's pairs). Dedicated links (a mesh) keep their bandwidth all at once; through
 # an NVSwitch every pair uses the same ports: on 4 x H200 the SM all-to-all carried 0.22 of the pair copy.
+# This needs no NVML (an imported run, a machine without it); NVML's link limit (``egress``) is the other way.
 SHARED_FRACTION = 0.5
 
 
 def shared_port_gpus(rows: Sequence[Mapping[str, Any]]) -> set[int]:
-    """GPUs whose peers share its links: in some method, its all-to-all pairs' median is under
-    SHARED_FRACTION of its single pairs' median."""
+    """GPUs whose peers share its links, as measured: in some method, its all-to-all pairs' median is
+    under SHARED_FRACTION of its single pairs' median."""
     shared: set[int] = set()
     for method in sorted({r["method"] for r in rows}):
         uni, a2a = matrix(rows, method, "uni"), matrix(rows, method, "all2all")
@@ -150,22 +152,30 @@ def shared_port_gpus(rows: Sequence[Mapping[str, Any]]) -> set[int]:
 
 
 def per_gpu_bounds(m: Mapping[Pair, float], aggregate: Mapping[int, float] | None = None,
-                   decimals: int | None = None, shared: Iterable[int] = ()) -> list[dict[str, Any]]:
-    """For each GPU: its slowest outgoing link, peers, slowest x peers (capped by its measured aggregate;
-    for a GPU in ``shared``, whose pairs share its links, its fastest pair instead) and the plain sum of its
-    links. ``decimals``: the figures were printed with that many (an imported run): products and sums are
-    rounded to it, as the tool would print them."""
+                   decimals: int | None = None, egress: Mapping[int, float] | None = None,
+                   measured_shared: Iterable[int] = ()) -> list[dict[str, Any]]:
+    """For each GPU: its slowest outgoing link, peers, slowest x peers (capped by its measured aggregate) and
+    the plain sum of its links. ``decimals``: the figures were printed with that many (an imported run):
+    products and sums are rounded to it, as the tool would print them. ``egress``: per GPU the NVLink limit of
+    all its links, one direction (NVML: links x per-link speed); where slowest x peers exceeds it, its pairs
+    share its links (through an NVSwitch one pair alone drives every port), so the bound is its fastest pair
+    alone: pair figures do not add up there, and the all-to-all aggregate need not show it (on 4 x H200 its
+    copy-engine copies summed to 790 GB/s out of one GPU, above the 478 its 18 links carry)."""
     out = []
-    shared = set(shared)
     for g in sorted({s for s, _ in m}):
         links = {d: v for (s, d), v in m.items() if s == g}
         peer = min(links, key=lambda d: links[d])
-        bound = max(links.values()) if g in shared else times(links[peer], len(links), decimals)
+        bound = times(links[peer], len(links), decimals)
         total = sum(links.values()) if decimals is None else round(sum(links.values()), decimals)
         agg = (aggregate or {}).get(g)
+        limit = (egress or {}).get(g)
+        shared = (bool(limit) and bound > limit) or g in measured_shared
+        if agg:
+            bound = min(bound, agg)
+        if shared:
+            bound = min(bound, max(links.values()))
         out.append({"gpu": g, "slowest_gbps": links[peer], "slowest_peer": peer, "peers": len(links),
-                    "shared_links": g in shared,
-                    "bound_gbps": min(bound, agg) if agg else bound, "aggregate_gbps": agg, "sum_gbps": total})
+                    "bound_gbps": bound, "aggregate_gbps": agg, "sum_gbps": total, "shared_links": shared})
     return out
 
 
@@ -179,9 +189,11 @@ def aggregate_per_gpu(m: Mapping[Pair, float]) -> dict[int, float]:
 
 def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
             nvlink_limit: Mapping[Pair, float] | None = None,
-            decimals: Mapping[str, int] | None = None) -> tuple[dict[str, Any], list[Finding]]:
+            decimals: Mapping[str, int] | None = None,
+            egress: Mapping[int, float] | None = None) -> tuple[dict[str, Any], list[Finding]]:
     """(summary, findings) of a link run. ``nvlink_limit``: per pair GB/s of one direction (NVML).
-    ``decimals``: per series ("method/direction") the precision an importing tool printed with."""
+    ``decimals``: per series ("method/direction") the precision an importing tool printed with.
+    ``egress``: per GPU the NVLink limit of all its links (``per_gpu_bounds``)."""
     summary: dict[str, Any] = {"series": {}, "threshold": threshold}
     findings: list[Finding] = []
     methods = sorted({r["method"] for r in rows})
@@ -195,7 +207,8 @@ def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
             if not m:
                 continue
             series = _series(m, threshold, agg if direction == "uni" else None, nvlink_limit,
-                             (decimals or {}).get(f"{method}/{direction}"), shared if direction == "uni" else ())
+                             (decimals or {}).get(f"{method}/{direction}"), egress if direction == "uni" else None,
+                             shared if direction == "uni" else set())
             repeated = cells(rows, method, direction)[1]
             if repeated:
                 series["pairs_measured_twice"] = repeated
@@ -214,9 +227,9 @@ def analyze(rows: Sequence[Mapping[str, Any]], *, threshold: float = 0.8,
 
 def _series(m: Mapping[Pair, float], threshold: float, aggregate: Mapping[int, float] | None,
             nvlink_limit: Mapping[Pair, float] | None, decimals: int | None = None,
-            shared: Iterable[int] = ()) -> dict[str, Any]:
+            egress: Mapping[int, float] | None = None, shared: Iterable[int] = ()) -> dict[str, Any]:
     values = list(m.values())
-    bounds = per_gpu_bounds(m, aggregate, decimals, shared)
+    bounds = per_gpu_bounds(m, aggregate, decimals, egress, set(shared))
     series: dict[str, Any] = {"median_gbps": statistics.median(values), "min_gbps": min(values),
                               "max_gbps": max(values), "slow_links": slow_links(m, threshold), "per_gpu": bounds,
                               "ring_ceiling_gbps": min(b["bound_gbps"] for b in bounds)}

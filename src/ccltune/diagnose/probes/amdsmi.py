@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ccltune.errors import UsageError
-from ccltune.inputs import load_json, read_input_text
+from ccltune.inputs import MAX_GPUS, load_json, read_input_text
 
 TOPOLOGY_ARGS = ("topology", "--json")
 STATIC_ARGS = ("static", "--asic", "--partition", "--numa", "--json")
@@ -63,6 +63,9 @@ def _doc(text: str, where: str) -> list[dict[str, Any]]:
         doc = [doc]
     if not isinstance(doc, list) or not all(isinstance(e, dict) and isinstance(e.get("gpu"), int) for e in doc):
         raise UsageError(f"{where}: amd-smi --json output is a list of objects with an integer 'gpu'")
+    if len(doc) > MAX_GPUS or not all(0 <= e["gpu"] < MAX_GPUS for e in doc):  # topology work is n^2 in GPUs
+        raise UsageError(f"{where}: {len(doc)} entries, 'gpu' {max(e['gpu'] for e in doc)}: more than the "
+                         f"{MAX_GPUS} GPUs of one host ccltune reads (or a negative index)")
     return doc
 
 

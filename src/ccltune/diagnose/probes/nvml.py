@@ -106,6 +106,19 @@ def pair_nvlink_gbps(a: NvmlGpu, b: NvmlGpu) -> float | None:
     return links * speed if links else None
 
 
+def link_limits(t: NvmlTopo | None, bus_ids: list[str | None]) -> tuple[dict[tuple[int, int], float], dict[int, float]]:
+    """For GPUs named by PCI bus id in device order (CUDA's): (per ordered pair the NVLink limit of one direction,
+    per GPU the limit of all its links: links x per-link speed). Empty where NVML has no answer."""
+    if t is None:
+        return {}, {}
+    by_bus = {g.bus_id: g for g in t.gpus}
+    gpus = [by_bus.get(normalize_bus_id(b)) if b else None for b in bus_ids]
+    pairs = {(s, d): limit for s, a in enumerate(gpus) for d, b in enumerate(gpus)
+             if s != d and a and b and (limit := pair_nvlink_gbps(a, b))}
+    egress = {i: g.nvlinks * g.nvlink_gbps for i, g in enumerate(gpus) if g and g.nvlinks and g.nvlink_gbps}
+    return pairs, egress
+
+
 def classify_switch_links(gpus: list[NvmlGpu]) -> list[NvmlGpu]:
     """Links whose far end is no GPU of this host end at an NVSwitch (for drivers or nvidia-ml-py
     versions that cannot tell the remote device type)."""
