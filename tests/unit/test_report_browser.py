@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -73,11 +74,19 @@ def test_console_capture_works(tmp_path):
     assert any("boom" in line for line in lines) and any("Uncaught" in line for line in lines)
 
 
+FAKE_JOB = str(Path(__file__).resolve().parents[1] / "jobs" / "fake_step_job.py")
+
+
 def test_report_in_headless_chromium(tmp_path):
     db, page = tmp_path / "results.db", tmp_path / "report.html"
     with Store(db) as store:
         fill_store(store)
-    assert main(["report", "--db", str(db), "--out", str(page), "--runs", "1-7", "--compare", "1", "2"]) == 0
+    # every section has data: an ab run of the fake job too (its own section, strips and intervals)
+    assert main(["ab", "--db", str(db), "--env", "FAKE_SLOW=1", "--metric", r"step +[0-9]+ +([0-9.]+) ms",
+                 "--rounds", "4", "--seed", "9", "--", sys.executable, FAKE_JOB]) == 1   # the slower arm: exit 1
+    with Store(db, readonly=True) as store:
+        last = store.latest_run("ab").id
+    assert main(["report", "--db", str(db), "--out", str(page), "--runs", f"1-7,{last}", "--compare", "1", "2"]) == 0
 
     dom = chromium(tmp_path, page, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
