@@ -160,7 +160,8 @@ def per_gpu_bounds(m: Mapping[Pair, float], aggregate: Mapping[int, float] | Non
     all its links, one direction (NVML: links x per-link speed); where slowest x peers exceeds it, its pairs
     share its links (through an NVSwitch one pair alone drives every port), so the bound is its fastest pair
     alone: pair figures do not add up there, and the all-to-all aggregate need not show it (on 4 x H200 its
-    copy-engine copies summed to 790 GB/s out of one GPU, above the 478 its 18 links carry)."""
+    copy-engine copies summed to 790 GB/s out of one GPU, above the 478 its 18 links carry).
+    ``measured_shared``: GPUs whose sharing was measured instead (:func:`shared_port_gpus`), bounded alike."""
     out = []
     for g in sorted({s for s, _ in m}):
         links = {d: v for (s, d), v in m.items() if s == g}
