@@ -862,5 +862,65 @@ phase_g31() {  # issue 31 on 2/4 GPUs in <= 5 min wall: nccl-tests (MPI) vs cclt
   echo "phase g31 wall $(( $(date +%s) - t0 )) s"
   pack
 }
+loopjob() {  # loopjob MODE AB_BUDGET_S JOBARGS...: issue 28's whole loop on one job: capture (COLL log, profiler, trace), import, idle sweep, sweep (under load when the job is far slower), tune, ab --prune on the job's step time
+  local m=$1 B=$2; shift 2; local W=$OUT/loop$NGPU/$m t0=$(date +%s); mkdir -p $W/prof $W/trace
+  local L=$PWD/profiler/build/libnccl-profiler-ccltune.so
+  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --mode $m $*"
+  step "loop $m on $NGPU GPUs: capture"
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_DEBUG_FILE=$W/nccl.%p.log NCCL_PROFILER_PLUGIN=$L CCLTUNE_PROFILE=$W/prof \
+    timeout -k 5 150 $J --steps 6 --warmup 2 --profile-dir $W/trace --profile-steps 2 --gzip > $W/cap.txt 2>&1; echo "capture rc=$? $(tail -1 $W/cap.txt)"
+  ct 60 workload import $W/nccl.*.log $W/prof/ccltune-profile.*.txt $W/trace/*.json.gz --out $W/w.json > $W/import.txt 2>&1
+  [ -s $W/w.json ] || ct 60 workload import $W/nccl.*.log $W/trace/*.json.gz --out $W/w.json > $W/import.txt 2>&1
+  grep -vE "^# (source|warning)" $W/import.txt | cut -c1-160 | head -12
+  step "loop $m: sweep --idle, then sweep (NCCL's default idle vs the job decides: under load when >= 2x)"
+  ct 200 sweep --workload $W/w.json --idle --reps 3 --nproc $NGPU --db $W/s.db > $W/sweep-idle.txt 2>&1; grep -E "^# (under|idle|job|sweep)|complete|rror" $W/sweep-idle.txt | head -4
+  ct 240 sweep --workload $W/w.json --reps 3 --nproc $NGPU --db $W/s.db > $W/sweep.txt 2>&1; grep -E "^# (under|idle|job|sweep|load)|complete|rror" $W/sweep.txt | head -6
+  ct 30 workload show $W/w.json --db $W/s.db 2>&1 | grep -vE "^# (source|warning)" | cut -c1-170 | tail -8
+  ct 30 tune --db $W/s.db --workload $W/w.json --out $W/rules.conf > $W/tune.txt 2>&1; cut -c1-170 $W/tune.txt | head -16
+  local n=$(grep -vcE '^(#|\[|$)' $W/rules.conf 2>/dev/null); echo "tune wrote ${n:-0} rule(s); loop so far $(( $(date +%s) - t0 )) s"
+  if [ "${n:-0}" -gt 0 ]; then
+    step "loop $m: ab --rules (tune's candidates) --prune, until confident within ${B} s"
+    timeout -s INT -k 10 $((B + 40)) python3 -m ccltune ab --metric 'step +[0-9]+ +([0-9.]+) ms' --until-confident --budget $B --seed 28 \
+      --run-timeout 90 --db $W/ab.db --rules $W/rules.conf --prune $W/final.conf --json $W/ab.json -- $J --steps 10 --warmup 3 > $W/ab.txt 2>&1; echo "ab rc=$?"
+    grep -vE "^# (arm |ccltune ab)" $W/ab.txt | cut -c1-200 | tail -8; echo "final rules kept: $(grep -vcE '^(#|\[|$)' $W/final.conf 2>/dev/null)"
+  else
+    echo "loop $m: tune left no rule: the job keeps NCCL's default, nothing to A/B"
+  fi
+  echo "loop $m on $NGPU GPUs: $(( $(date +%s) - t0 )) s"; pack
+}
+FSDP="--layers 4 --width 2048 --seq 256 --batch 4"; DDP="--layers 2 --width 1024 --seq 256"; TPD="--layers 2 --width 2048 --batch 64"
+phase_loop4a() {  # 2026-11-27 (4 GPUs, <= 10 min): the loop on FSDP2 and DDP, doctor on a node made slow
+  local t0=$(date +%s); phase_build; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1; echo "profiler build rc=$?"
+  loopjob fsdp2 100 $FSDP; echo "wall $(( $(date +%s) - t0 )) s"
+  loopjob ddp 80 $DDP; echo "wall $(( $(date +%s) - t0 )) s"
+  step "doctor on a node made slow (NCCL_P2P_DISABLE=1): does it name it and print the ab line?"
+  local W=$OUT/slow; mkdir -p $W
+  NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_DEBUG_FILE=$W/slow.%p.log timeout 100 torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --mode ddp $DDP --steps 2 --warmup 1 > $W/job.txt 2>&1
+  cat $W/slow.*.log > $W/slow.log 2>/dev/null; ct 60 doctor --nccl-log $W/slow.log > $W/doctor.txt 2>&1; grep -E "FAIL|WARN|fix|prove|ab " $W/doctor.txt | cut -c1-220 | head -10
+  echo "phase loop4a wall $(( $(date +%s) - t0 )) s"; pack
+}
+phase_loop4b() {  # 2026-11-27 (4 GPUs, <= 10 min): the loop on TP-decode; the profiler's cost on the FSDP2 step by ab (>= 6 rounds)
+  local t0=$(date +%s); phase_build; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1; echo "profiler build rc=$?"
+  loopjob tp-decode 80 $TPD; echo "wall $(( $(date +%s) - t0 )) s"
+  local W=$OUT/profcost L=$PWD/profiler/build/libnccl-profiler-ccltune.so; mkdir -p $W
+  step "ab fsdp2: the profiler plugin loaded vs not (its cost on the step), A/A control, budget $((540 - $(date +%s) + t0)) s"
+  timeout -s INT -k 10 $((560 - $(date +%s) + t0)) python3 -m ccltune ab --metric 'step +[0-9]+ +([0-9.]+) ms' --rounds 8 --budget $((530 - $(date +%s) + t0)) --seed 29 --run-timeout 90 --db $W/ab.db \
+    --arm profiler:env:NCCL_PROFILER_PLUGIN=$L --arm profiler:env:CCLTUNE_PROFILE=$W/files --json $W/ab.json -- torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --mode fsdp2 $FSDP --steps 10 --warmup 3 > $W/ab.txt 2>&1
+  echo "rc=$?"; grep -vE "^# (arm |ccltune ab)" $W/ab.txt | cut -c1-200 | tail -9
+  echo "phase loop4b wall $(( $(date +%s) - t0 )) s"; pack
+}
+phase_handab() {  # issue 28: ab's verdict against a hand-run interleaved A/B (bench/hand_ab.py), >= 10 runs per arm, FSDP2, the issue's candidate (32 channels for the big all_gathers)
+  local t0=$(date +%s) W=$OUT/handab P=$PWD/plugin/build/libnccl-tuner-ccltune.so; mkdir -p $W; phase_build
+  printf '# the issue-28 candidate: 32 channels for all_gathers of 64 MB-1 GB\nallgather,64M,1G,default,default,32,-1,-1\n' > $W/cand.conf
+  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --mode fsdp2 $FSDP --steps 10 --warmup 3"
+  step "hand-run A/B: default vs the candidate through the plugin, ${HAND_RUNS:-10} runs each"
+  timeout -k 5 ${HAND_S:-300} python3 bench/hand_ab.py --runs ${HAND_RUNS:-10} --metric 'step +[0-9]+ +([0-9.]+) ms' --seed 5 \
+    --arm cand:NCCL_TUNER_PLUGIN=$P,CCLTUNE_RULES=$W/cand.conf -- $J > $W/hand.txt 2>&1; echo "rc=$?"; tail -4 $W/hand.txt
+  echo "wall $(( $(date +%s) - t0 )) s"; pack
+  step "ccltune ab: the same two arms, ${HAND_RUNS:-10} rounds (no A/A)"
+  timeout -s INT -k 10 ${AB_S:-300} python3 -m ccltune ab --metric 'step +[0-9]+ +([0-9.]+) ms' --rounds ${HAND_RUNS:-10} --no-aa --seed 6 --run-timeout 90 \
+    --db $W/ab.db --rules $W/cand.conf --json $W/ab.json -- $J > $W/ab.txt 2>&1; echo "rc=$?"; grep -vE "^# (arm |ccltune ab)" $W/ab.txt | cut -c1-200 | tail -5
+  echo "phase handab wall $(( $(date +%s) - t0 )) s"; pack
+}
 for p in "$@"; do "phase_$p"; done
 pack
