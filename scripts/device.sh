@@ -877,12 +877,12 @@ loopjob() {  # loopjob MODE AB_BUDGET_S JOBARGS...: issue 28's whole loop on one
   ct 240 sweep --workload $W/w.json --reps 3 --nproc $NGPU --db $W/s.db > $W/sweep.txt 2>&1; grep -E "^# (under|idle|job|sweep|load)|complete|rror" $W/sweep.txt | head -6
   ct 30 workload show $W/w.json --db $W/s.db 2>&1 | grep -vE "^# (source|warning)" | cut -c1-170 | tail -8
   ct 30 tune --db $W/s.db --workload $W/w.json --out $W/rules.conf > $W/tune.txt 2>&1; cut -c1-170 $W/tune.txt | head -16
-  local n=$(grep -vcE '^(#|\[|$)' $W/rules.conf 2>/dev/null); echo "tune wrote ${n:-0} rule(s); loop so far $(( $(date +%s) - t0 )) s"
+  local n=$(grep -vcE '^(#|platform|$)' $W/rules.conf 2>/dev/null); echo "tune wrote ${n:-0} rule(s); loop so far $(( $(date +%s) - t0 )) s"
   if [ "${n:-0}" -gt 0 ]; then
     step "loop $m: ab --rules (tune's candidates) --prune, until confident within ${B} s"
     timeout -s INT -k 10 $((B + 40)) python3 -m ccltune ab --metric 'step +[0-9]+ +([0-9.]+) ms' --until-confident --budget $B --seed 28 \
       --run-timeout 90 --db $W/ab.db --rules $W/rules.conf --prune $W/final.conf --json $W/ab.json -- $J --steps 10 --warmup 3 > $W/ab.txt 2>&1; echo "ab rc=$?"
-    grep -vE "^# (arm |ccltune ab)" $W/ab.txt | cut -c1-200 | tail -8; echo "final rules kept: $(grep -vcE '^(#|\[|$)' $W/final.conf 2>/dev/null)"
+    grep -vE "^# (arm |ccltune ab)" $W/ab.txt | cut -c1-200 | tail -8; echo "final rules kept: $(grep -vcE '^(#|platform|$)' $W/final.conf 2>/dev/null)"
   else
     echo "loop $m: tune left no rule: the job keeps NCCL's default, nothing to A/B"
   fi
