@@ -8,7 +8,7 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 OMP_N
 # $OUT (a device call returns at most 8 files, and the first 8 by name are not the ones we need).
 RESULT=${OUT:-/tmp/ccltune-result}; OUT=/tmp/ccltune-out; mkdir -p "$OUT" "$RESULT"
 DB="$OUT/ccltune.db"
-NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
+NGPU=${NGPU_USE:-$(nvidia-smi -L 2>/dev/null | wc -l)}
 step() { echo; echo "=== $* ($(date +%T))"; }
 run() { local t=$1; shift; local s=$(date +%s%N); timeout -k 5 "$t" "$@"; local rc=$?; echo "--- rc=$rc wall=$(( ($(date +%s%N) - s) / 1000000 ))ms: $*"; return 0; }
 ct() { run "$1" python3 -m ccltune "${@:2}"; }
@@ -878,7 +878,7 @@ loopjob() {  # loopjob MODE AB_BUDGET_S JOBARGS...: issue 28's whole loop on one
   ct 30 workload show $W/w.json --db $W/s.db 2>&1 | grep -vE "^# (source|warning)" | cut -c1-170 | tail -8
   ct 30 tune --db $W/s.db --workload $W/w.json --out $W/rules.conf > $W/tune.txt 2>&1; cut -c1-170 $W/tune.txt | head -16
   local n=$(grep -vcE '^(#|platform|$)' $W/rules.conf 2>/dev/null); echo "tune wrote ${n:-0} rule(s); loop so far $(( $(date +%s) - t0 )) s"
-  if [ "${n:-0}" -gt 0 ]; then
+  if [ "${n:-0}" -gt 0 ] && [ "$B" -gt 0 ]; then
     step "loop $m: ab --rules (tune's candidates) --prune, until confident within ${B} s"
     timeout -s INT -k 10 $((B + 40)) python3 -m ccltune ab --metric 'step +[0-9]+ +([0-9.]+) ms' --until-confident --budget $B --seed 28 \
       --run-timeout 90 --db $W/ab.db --rules $W/rules.conf --prune $W/final.conf --json $W/ab.json -- $J --steps 10 --warmup 3 > $W/ab.txt 2>&1; echo "ab rc=$?"
@@ -909,16 +909,21 @@ phase_loop4b() {  # 2026-11-27 (4 GPUs, <= 10 min): the loop on TP-decode; the p
   echo "rc=$?"; grep -vE "^# (arm |ccltune ab)" $W/ab.txt | cut -c1-200 | tail -9
   echo "phase loop4b wall $(( $(date +%s) - t0 )) s"; pack
 }
+phase_loop2() {  # the loop on 2 GPUs of a bigger machine (CUDA_VISIBLE_DEVICES=0,1 NGPU_USE=2), ab only when LOOP2_AB seconds are given
+  local t0=$(date +%s); phase_build; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1
+  loopjob tp-decode ${LOOP2_AB:-0} $TPD; loopjob ddp ${LOOP2_AB:-0} $DDP; loopjob fsdp2 ${LOOP2_AB:-0} $FSDP; echo "phase loop2 wall $(( $(date +%s) - t0 )) s"; pack
+}
 phase_handab() {  # issue 28: ab's verdict against a hand-run interleaved A/B (bench/hand_ab.py), >= 10 runs per arm, FSDP2, the issue's candidate (32 channels for the big all_gathers)
   local t0=$(date +%s) W=$OUT/handab P=$PWD/plugin/build/libnccl-tuner-ccltune.so; mkdir -p $W; phase_build
   printf '# the issue-28 candidate: 32 channels for all_gathers of 64 MB-1 GB\nallgather,64M,1G,default,default,32,-1,-1\n' > $W/cand.conf
-  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --mode fsdp2 $FSDP --steps 10 --warmup 3"
+  [ -n "${HAND_RULES:-}" ] && cp $HAND_RULES $W/cand.conf
+  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --mode ${HAND_MODE:-fsdp2} ${HAND_ARGS:-$FSDP} --steps 10 --warmup 3"
   step "hand-run A/B: default vs the candidate through the plugin, ${HAND_RUNS:-10} runs each"
   timeout -k 5 ${HAND_S:-300} python3 bench/hand_ab.py --runs ${HAND_RUNS:-10} --metric 'step +[0-9]+ +([0-9.]+) ms' --seed 5 \
     --arm cand:NCCL_TUNER_PLUGIN=$P,CCLTUNE_RULES=$W/cand.conf -- $J > $W/hand.txt 2>&1; echo "rc=$?"; tail -4 $W/hand.txt
   echo "wall $(( $(date +%s) - t0 )) s"; pack
   step "ccltune ab: the same two arms, ${HAND_RUNS:-10} rounds (no A/A)"
-  timeout -s INT -k 10 ${AB_S:-300} python3 -m ccltune ab --metric 'step +[0-9]+ +([0-9.]+) ms' --rounds ${HAND_RUNS:-10} --no-aa --seed 6 --run-timeout 90 \
+  timeout -s INT -k 10 ${AB_S:-300} python3 -m ccltune ab --metric 'step +[0-9]+ +([0-9.]+) ms' ${AB_ROUNDS:---rounds ${HAND_RUNS:-10}} --no-aa --seed 6 --run-timeout 90 \
     --db $W/ab.db --rules $W/cand.conf --json $W/ab.json -- $J > $W/ab.txt 2>&1; echo "rc=$?"; grep -vE "^# (arm |ccltune ab)" $W/ab.txt | cut -c1-200 | tail -5
   echo "phase handab wall $(( $(date +%s) - t0 )) s"; pack
 }
