@@ -322,6 +322,51 @@ static void case_partial_and_stale(void) {
   fn_unload(&f);
 }
 
+/* A TREE/SIMPLE AllReduce on 4 channels in the order NCCL 2.28.9 sends its events (src/enqueue.cc
+ * adds one profiler proxy op per channel of the task; src/transport/profiler.cc's progress starts
+ * every channel whose kernel start it sees in one pass, then stops them in later passes, each stop
+ * as recordEventState(KernelChStop, pTimer) + stopEvent; src/plugin/profiler.cc:590-615), two calls
+ * back to back as DDP issues them: both tasks start and stop (at enqueue) before any channel event,
+ * channels report out of order, the earliest start is on channel 3 and the latest stop on channel 1,
+ * and call B's channel starts arrive between call A's stops. Each call is first channel start to
+ * last channel stop, closed only by its 4th stop. */
+static void case_tree(void) {
+  char dir[2048];
+  case_dir(dir, sizeof dir, "tree");
+  fake_nccl f;
+  if (fn_load(&f, lib_path, 5) != 0) { CHECK(0, "load"); return; }
+  void* ctx = fn_init(&f, 17, 1, 4, 3, logger);
+  void* a = fn_coll(&f, ctx, 3, 17, 40, "AllReduce", 8391680, "ncclFloat32", "TREE", "SIMPLE", 4, 20);
+  fn_stop(&f, a);
+  void* b = fn_coll(&f, ctx, 3, 17, 41, "AllReduce", 8391680, "ncclFloat32", "TREE", "SIMPLE", 4, 20);
+  fn_stop(&f, b);
+  const uint64_t a_start[4] = {T0 + 1500, T0 + 1200, T0 + 1800, T0 + 1000};
+  const uint64_t a_stop[4] = {T0 + 640000, T0 + 655000, T0 + 610000, T0 + 650000};
+  void* ka[4], *kb[4];
+  for (int c = 0; c < 4; c++) ka[c] = fn_kch_start(&f, ctx, a, c, a_start[c]);
+  const int order[4] = {2, 0, 3, 1};
+  for (int i = 0; i < 4; i++) {
+    if (i == 2)
+      for (int c = 0; c < 4; c++) kb[c] = fn_kch_start(&f, ctx, b, c, T0 + 700000 + (uint64_t)c * 100);
+    fn_kch_stop(&f, ka[order[i]], a_stop[order[i]]);
+  }
+  for (int c = 0; c < 4; c++) fn_kch_stop(&f, kb[c], T0 + 1400000 + (uint64_t)c * 1000);
+  void* stale = fn_kch_start(&f, ctx, a, 0, T0 + 5000000); /* after A ended: ignored, not A's */
+  CHECK(stale == NULL, "tree: a channel start after the call ended got a handle");
+  fn_finalize(&f, ctx);
+  char* text;
+  read_profiles(dir, &text, NULL, 0);
+  stats s;
+  CHECK(text && entry(text, "coll AllReduce 8391680 ncclFloat32 TREE SIMPLE 4 20 -", &s) && s.calls == 2 &&
+        s.timed == 2 && fabs(s.max - 703.0) < 1e-9 && fabs(s.sum - 654.0 - 703.0) < 1e-9,
+        "tree entry (want 654 and 703 us):\n%s", text ? text : "");
+  CHECK(text && has_line(text, "call 40 0 1732661234000001000 1732661234000655000") &&
+        has_line(text, "call 41 0 1732661234000700000 1732661234001403000"), "tree call lines:\n%s", text ? text : "");
+  CHECK(text && has_line(text, "# dropped entries 0 calls 0"), "tree dropped line");
+  free(text);
+  fn_unload(&f);
+}
+
 /* A relative CCLTUNE_PROFILE is the folder relative to where init ran, even if the job changes
  * directory before finalize. */
 static void case_relative_dir(void) {
@@ -457,6 +502,7 @@ static void test_bad_env(void) { case_bad_env(); printf("-- bad environment valu
 static void test_sampling(void) { case_sampling(); printf("-- sampling\n"); }
 static void test_overflow(void) { case_overflow(); printf("-- table overflow\n"); }
 static void test_partial_and_stale(void) { case_partial_and_stale(); printf("-- partial and stale events\n"); }
+static void test_tree(void) { case_tree(); printf("-- TREE call, channels out of order\n"); }
 static void test_relative_dir(void) { case_relative_dir(); printf("-- relative folder\n"); }
 static void test_threads(void) { case_threads(); printf("-- %d communicators, user and proxy threads\n", NCOMMS); }
 static void test_exit_writer(void) { case_exit_writer(); printf("-- exit writer\n"); }
@@ -476,7 +522,7 @@ int main(int argc, char** argv) {
       {"v5", test_v5},           {"v6", test_v6},
       {"off", test_off},         {"bad_env", test_bad_env},
       {"sampling", test_sampling}, {"overflow", test_overflow},
-      {"partial_and_stale", test_partial_and_stale}, {"relative_dir", test_relative_dir},
+      {"partial_and_stale", test_partial_and_stale}, {"tree", test_tree}, {"relative_dir", test_relative_dir},
       {"threads", test_threads}, {"exit_writer", test_exit_writer},
   };
   return check_main(TESTS, CHECK_COUNT(TESTS), argc - 3, argv + 3);

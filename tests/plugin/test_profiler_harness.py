@@ -69,7 +69,7 @@ def test_driven_as_nccl_drives_it(build: Path, tmp_path: Path) -> None:
     assert "OK: 0 of" in proc.stdout
     for case in [f"-- ncclProfiler_v{v}" for v in range(1, 7)] + [
             "-- profiling off", "-- bad environment values", "-- sampling", "-- table overflow",
-            "-- partial and stale events", "-- relative folder", "-- 6 communicators, user and proxy threads", "-- exit writer"]:
+            "-- partial and stale events", "-- TREE call, channels out of order", "-- relative folder", "-- 6 communicators, user and proxy threads", "-- exit writer"]:
         assert case in proc.stdout, case
     assert "runtime error" not in out and "Sanitizer" not in out, out
 
