@@ -137,7 +137,8 @@ static void case_version(int abi) {
   CHECK(strcmp(fn_name(&f), "ccltune-profiler") == 0, "%s name %s", where, fn_name(&f));
   const uint64_t hash = 0x0123456789abcdefull;
   void* ctx = fn_init(&f, hash, 1, 4, 2, logger);
-  int want_mask = ncclProfileColl | ncclProfileP2p | (abi >= 4 ? ncclProfileKernelCh : 0);
+  int want_mask = ncclProfileColl | ncclProfileP2p | (abi >= 4 ? ncclProfileKernelCh : 0) |
+                  (abi >= 6 ? ncclProfileCeColl : 0);
   CHECK(ctx != NULL && f.mask == want_mask, "%s init: ctx %p mask %d", where, ctx, f.mask);
   CHECK(fn_group(&f, ctx) == NULL, "%s: a group event gets no handle", where);
   double us[10];
@@ -367,6 +368,40 @@ static void case_tree(void) {
   fn_unload(&f);
 }
 
+/* ABI v6 copy-engine collectives: v6's init asks for CeColl events (v5's does not, and NCCL 2.28
+ * sends none), each counted in an entry of algo CE with no time and no call line, its handle NULL
+ * (so NCCL starts no CeSync or CeBatch under it); kernel collectives beside them are timed as before. */
+static void case_ce(void) {
+  char dir[2048];
+  case_dir(dir, sizeof dir, "ce");
+  fake_nccl f;
+  if (fn_load(&f, lib_path, 5) != 0) { CHECK(0, "load v5"); return; }
+  void* c5 = fn_init(&f, 19, 1, 4, 0, logger);
+  CHECK(c5 && !(f.mask & (ncclProfileCeColl | ncclProfileCeSync | ncclProfileCeBatch)), "v5 mask %d", f.mask);
+  fn_finalize(&f, c5);
+  fn_unload(&f);
+  case_dir(dir, sizeof dir, "ce");
+  if (fn_load(&f, lib_path, 6) != 0) { CHECK(0, "load v6"); return; }
+  void* ctx = fn_init(&f, 19, 1, 4, 0, logger);
+  CHECK(ctx && (f.mask & ncclProfileCeColl) && !(f.mask & (ncclProfileCeSync | ncclProfileCeBatch)),
+        "v6 mask %d", f.mask);
+  int handles = 0;
+  for (int i = 0; i < 3; i++) handles += fn_ce_coll(&f, ctx, 0, (uint64_t)i, "AllGather", 1048576, "ncclInt8") != NULL;
+  handles += fn_ce_coll(&f, ctx, 0, 3, "AlltoAll", 4096, "ncclFloat32") != NULL;
+  fn_call(&f, ctx, 0, 19, 7, "AllReduce", 1024, 2, T0, 9000, 1);
+  fn_finalize(&f, ctx);
+  char* text;
+  read_profiles(dir, &text, NULL, 0);
+  CHECK(handles == 0, "ce: %d CeColl events got a handle", handles);
+  CHECK(text && has_line(text, "coll AllGather 1048576 ncclInt8 CE - - - - 3 0 - - - - -") &&
+        has_line(text, "coll AlltoAll 4096 ncclFloat32 CE - - - - 1 0 - - - - -"), "ce entries:\n%s", text ? text : "");
+  stats s;
+  CHECK(text && entry(text, "coll AllReduce 1024 ncclBfloat16 RING LL 2 16 -", &s) && s.timed == 1 &&
+        fabs(s.max - 9.0) < 1e-9 && count_prefix(text, "call ") == 1, "ce: the kernel collective:\n%s", text ? text : "");
+  free(text);
+  fn_unload(&f);
+}
+
 /* A relative CCLTUNE_PROFILE is the folder relative to where init ran, even if the job changes
  * directory before finalize. */
 static void case_relative_dir(void) {
@@ -503,6 +538,7 @@ static void test_sampling(void) { case_sampling(); printf("-- sampling\n"); }
 static void test_overflow(void) { case_overflow(); printf("-- table overflow\n"); }
 static void test_partial_and_stale(void) { case_partial_and_stale(); printf("-- partial and stale events\n"); }
 static void test_tree(void) { case_tree(); printf("-- TREE call, channels out of order\n"); }
+static void test_ce(void) { case_ce(); printf("-- v6 copy-engine collectives\n"); }
 static void test_relative_dir(void) { case_relative_dir(); printf("-- relative folder\n"); }
 static void test_threads(void) { case_threads(); printf("-- %d communicators, user and proxy threads\n", NCOMMS); }
 static void test_exit_writer(void) { case_exit_writer(); printf("-- exit writer\n"); }
@@ -522,7 +558,7 @@ int main(int argc, char** argv) {
       {"v5", test_v5},           {"v6", test_v6},
       {"off", test_off},         {"bad_env", test_bad_env},
       {"sampling", test_sampling}, {"overflow", test_overflow},
-      {"partial_and_stale", test_partial_and_stale}, {"tree", test_tree}, {"relative_dir", test_relative_dir},
+      {"partial_and_stale", test_partial_and_stale}, {"tree", test_tree}, {"ce", test_ce}, {"relative_dir", test_relative_dir},
       {"threads", test_threads}, {"exit_writer", test_exit_writer},
   };
   return check_main(TESTS, CHECK_COUNT(TESTS), argc - 3, argv + 3);
