@@ -354,6 +354,11 @@ static void case_tree(void) {
   for (int c = 0; c < 4; c++) fn_kch_stop(&f, kb[c], T0 + 1400000 + (uint64_t)c * 1000);
   void* stale = fn_kch_start(&f, ctx, a, 0, T0 + 5000000); /* after A ended: ignored, not A's */
   CHECK(stale == NULL, "tree: a channel start after the call ended got a handle");
+  /* NCCL 2.28's COLLNET descriptors say nChannels 0 (enqueue.cc's collnet branch never sets it) while
+   * its channels still report: counted, not timed, its channels' events ignored */
+  void* cn = fn_coll(&f, ctx, 3, 17, 42, "AllReduce", 4096, "ncclFloat32", "COLLNET_DIRECT", "SIMPLE", 0, 16);
+  fn_stop(&f, cn);
+  for (int c = 0; c < 2; c++) fn_kch_stop(&f, fn_kch_start(&f, ctx, cn, c, T0 + 9000000), T0 + 9005000);
   fn_finalize(&f, ctx);
   char* text;
   read_profiles(dir, &text, NULL, 0);
@@ -363,6 +368,9 @@ static void case_tree(void) {
         "tree entry (want 654 and 703 us):\n%s", text ? text : "");
   CHECK(text && has_line(text, "call 40 0 1732661234000001000 1732661234000655000") &&
         has_line(text, "call 41 0 1732661234000700000 1732661234001403000"), "tree call lines:\n%s", text ? text : "");
+  CHECK(text && entry(text, "coll AllReduce 4096 ncclFloat32 COLLNET_DIRECT SIMPLE 0 16 -", &s) && s.calls == 1 &&
+        s.timed == 0 && s.dashes, "collnet with nChannels 0:\n%s", text ? text : "");
+  CHECK(text && count_prefix(text, "call ") == 2, "tree: call lines");
   CHECK(text && has_line(text, "# dropped entries 0 calls 0"), "tree dropped line");
   free(text);
   fn_unload(&f);
