@@ -9,7 +9,8 @@ profiler's `call` lines carry GPU globaltimer ns, a torch trace's kernel `ts` is
 host clock against the GPU's globaltimer: 150-480 us on 4 x H200): it is estimated per rank as the median
 offset from each traced kernel to the nearest profiled call, removed, and each traced NCCL kernel is then
 paired with the profiled call of the same rank and collective whose start is nearest (within --window-us).
-The table prints, per (collective, count), the medians of both over the paired calls and their ratio.
+The table prints, per (collective, count), the medians of both over the paired calls and their ratio; a
+second, per rank, the median and least ratio and the median gap from the profiled end to the kernel's end.
 Prints a table; asserts nothing.
 """
 from __future__ import annotations
@@ -48,6 +49,7 @@ def main(argv=None) -> int:
     p.add_argument("--window-us", type=float, default=50.0)
     a = p.parse_args(argv)
     rows: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    by_rank: dict[int, list[tuple[float, float]]] = {}   # rank -> (profiler/torch, kernel end - profiled end us)
     unmatched = 0
     offsets: dict[int, float] = {}
     for pf in profile_file.read_dir(a.profile_dir):
@@ -70,12 +72,19 @@ def main(argv=None) -> int:
                 continue
             s, e, entry = calls[min(near, key=lambda j: abs(calls[j][0] - start))]
             rows.setdefault((entry.op, entry.count), []).append(((e - s) / 1000, dur_us))
+            by_rank.setdefault(pf.rank, []).append(((e - s) / 1000 / dur_us, (start + dur_us * 1000 - e) / 1000))
             offsets.setdefault(pf.rank, round(offset / 1000, 1))
     print(f"# {'collective':<15} {'count':>10} {'pairs':>5} {'profiler_us':>11} {'torch_us':>9} {'ratio':>6}")
     for (op, count), pairs in sorted(rows.items(), key=lambda kv: -len(kv[1])):
         mp = statistics.median(x for x, _ in pairs)
         mt = statistics.median(y for _, y in pairs)
         print(f"  {op:<15} {count:>10} {len(pairs):>5} {mp:>11.1f} {mt:>9.1f} {mp / mt:>6.3f}")
+    # per rank: where the profiler's end falls short of the kernel's (NCCL stamps a channel's end when its
+    # thread 0 is done: under TREE, before the broadcast back down on every rank but the root; docs/profiler.md)
+    print(f"# {'rank':>4} {'pairs':>5} {'ratio_p50':>9} {'ratio_min':>9} {'end_gap_us_p50':>14}")
+    for rank, pairs in sorted(by_rank.items()):
+        print(f"  {rank:>4} {len(pairs):>5} {statistics.median(r for r, _ in pairs):>9.3f} "
+              f"{min(r for r, _ in pairs):>9.3f} {statistics.median(g for _, g in pairs):>14.1f}")
     print(f"# {sum(map(len, rows.values()))} traced kernels paired with profiled calls, {unmatched} not paired; "
           f"clock offset per rank (us): {dict(sorted(offsets.items()))}")
     return 0

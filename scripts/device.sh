@@ -738,6 +738,31 @@ phase_prof() {  # issue 29: the profiler plugin in the example job (ddp, fsdp2, 
   done
   pack
 }
+phase_prof2() {  # issue 29 (branch prof2), 2 GPUs, ~2 min: the GPUs' globaltimer vs the host clock; DDP on 2 ranks with the profiler, NCCL's default and a rule forcing TREE/SIMPLE/4, each against torch.profiler per rank; the 2-rank fixture for tests/fixtures/workload/profile-ddp-2
+  local t0=$(date +%s) W=$OUT/prof2 L=$PWD/profiler/build/libnccl-profiler-ccltune.so mode E
+  local T="timeout -k 5 75 torchrun --standalone --nproc-per-node 2" A="--layers 2 --width 1024 --seq 256 --steps 6 --warmup 2 --profile-steps 2 --gzip"
+  mkdir -p $W; step "prof2: build the profiler and tuner plugins; each GPU's %globaltimer against the host clock"
+  timeout 60 make -C profiler -j8 > $W/build.log 2>&1; echo "profiler build rc=$?"
+  timeout 60 make -C plugin -j8 > $W/plugin-build.log 2>&1; echo "tuner build rc=$?"
+  timeout 60 nvcc -O2 -o $W/globaltimer_skew bench/globaltimer_skew.cu > $W/nvcc.log 2>&1 && timeout 20 $W/globaltimer_skew | tee $W/globaltimer.txt
+  printf 'allreduce,0,18446744073709551615,tree,simple,4,-1,-1\n' > $W/force.conf
+  for mode in ddp ddp-tree; do
+    step "prof2: $mode on GPUs 0,1 with the profiler and torch.profiler (wall $(( $(date +%s) - t0 )) s)"
+    mkdir -p $W/$mode; E="NCCL_PROFILER_PLUGIN=$L CCLTUNE_PROFILE=$W/$mode NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_DEBUG_FILE=$W/$mode/nccl.%h.%p.log"
+    [ $mode = ddp-tree ] && E="$E NCCL_TUNER_PLUGIN=$PWD/plugin/build/libnccl-tuner-ccltune.so CCLTUNE_RULES=$W/force.conf"
+    env $E CUDA_VISIBLE_DEVICES=0,1 $T examples/train_transformer.py --mode ddp $A --profile-dir $W/$mode/trace > $W/$mode/out.txt 2>&1
+    echo "$mode rc=$? $(tail -1 $W/$mode/out.txt)"; grep -h "Trees \[0\]" $W/$mode/nccl.*.log | sed 's/^[^ ]* //; s/\[1\].*//'
+    grep -h "^coll AllReduce" $W/$mode/ccltune-profile.*.0.txt | awk '{print "  rank 0 ran:", $5, $6, $7, "calls", $10}' | sort | uniq -c | head -4
+    timeout 30 python3 bench/profiler_vs_trace.py $W/$mode $W/$mode/trace
+  done
+  step "prof2: the 2-rank fixture (profile-ddp-2) through the generic fixture tests and the import"
+  rm -rf tests/fixtures/workload/profile-ddp-2 $W/profile-ddp-2; mkdir -p $W/profile-ddp-2
+  cp $W/ddp/ccltune-profile.*.txt $W/profile-ddp-2/ && cp -r $W/profile-ddp-2 tests/fixtures/workload/
+  timeout 60 python3 -m pytest tests/unit/test_profile_fixtures.py -q -p no:cacheprovider 2>&1 | tail -3
+  ct 30 workload import $W/profile-ddp-2 --out $W/ddp2.json > /dev/null 2>&1; ct 30 workload show $W/ddp2.json | grep -vE "^# source" | head -12
+  ct 30 workload import $W/ddp-tree --out $W/tree2.json > /dev/null 2>&1; ct 30 workload show $W/tree2.json | grep -E "warning: .*TREE" | cut -c1-200
+  rm -rf tests/fixtures/workload/profile-ddp-2; echo "phase prof2 wall $(( $(date +%s) - t0 )) s"; pack
+}
 phase_wl() {  # branch wl (issues 28.4, 29, 30), 2+ GPUs: import log+trace merged with steps, show's job/idle ratio, sweep in the job's datatype and under load when the job is far slower than idle, tune's job-slow rule, replay's paired interval and rows-vs-rounds line
   local W=$OUT/wl; mkdir -p $W; phase_build
   local T="torchrun --standalone"

@@ -28,7 +28,9 @@
 #define CCLP_CALLS_MAX (1 << 20)
 #define CCLP_EVERY_MAX 1000000000
 
-enum { CCLP_COLL = 1, CCLP_P2P = 2, CCLP_KERNEL_CH = 3, CCLP_OTHER = 4 };
+/* CCLP_CE: a copy-engine collective (ABI v6, NCCL 2.29+): counted, written as a coll with algo CE,
+ * never timed (see start_task). */
+enum { CCLP_COLL = 1, CCLP_P2P = 2, CCLP_KERNEL_CH = 3, CCLP_OTHER = 4, CCLP_CE = 5 };
 
 /* One start event, whatever the ABI version. Strings are NCCL's (or the v1 enum names). */
 typedef struct {

@@ -106,7 +106,8 @@ cclp_ctx* cclp_ctx_open(int abi, int has_comm, uint64_t comm_hash, int rank, int
     if (*c == ' ' || *c == '/') *c = '_';
   atomic_store_explicit(&g_ctx[ctx->index], ctx, memory_order_release);
   cclp_live_add(ctx);
-  *mask = ncclProfileColl | ncclProfileP2p | (ctx->gpu_timing ? ncclProfileKernelCh : 0);
+  *mask = ncclProfileColl | ncclProfileP2p | (ctx->gpu_timing ? ncclProfileKernelCh : 0) |
+          (abi >= 6 ? ncclProfileCeColl : 0);
   cclp_log(logger, NCCL_LOG_INFO, "ccltune profiler: ABI v%d, %s timing, every %llu call(s), into %s", abi,
            ctx->gpu_timing ? "GPU kernel-channel" : "host", (unsigned long long)cfg.every, cfg.dir);
   return ctx;
@@ -276,6 +277,11 @@ static void start_task(cclp_ctx* ctx, void** handle, const cclp_event* ev) {
   if (entry >= 0) atomic_fetch_add_explicit(&ctx->entries[entry].calls, 1, memory_order_relaxed);
   uint64_t n = atomic_fetch_add_explicit(&ctx->ncalls, 1, memory_order_relaxed);
   uint64_t p2p_seq = ev->type == CCLP_P2P ? atomic_fetch_add_explicit(&ctx->np2p, 1, memory_order_relaxed) : 0;
+  /* A CE collective is not timed: NCCL starts and stops its event on the host around enqueuing the
+   * copies (NCCL 2.30 src/ce_coll.cc:1367,1406) and leaves GPU timing to the plugin (CUDA events on the
+   * descriptor's stream), which this plugin, built without CUDA, does not record. Its NULL handle also
+   * keeps NCCL from starting its CeSync and CeBatch children (src/plugin/profiler.cc:869-931). */
+  if (ev->type == CCLP_CE) return;
   if (entry < 0 || n % ctx->every) return; /* not sampled: NULL handle, NCCL sends no channel events */
   uint64_t ticket = atomic_fetch_add_explicit(&ctx->nsampled, 1, memory_order_relaxed) & TICKET_MASK;
   cclp_slot* s = &ctx->slots[ticket % CCLP_SLOTS];
@@ -296,7 +302,7 @@ static void start_task(cclp_ctx* ctx, void** handle, const cclp_event* ev) {
 void cclp_start(cclp_ctx* ctx, void** handle, const cclp_event* ev) {
   *handle = NULL;
   if (!ctx) return;
-  if (ev->type == CCLP_COLL || ev->type == CCLP_P2P) {
+  if (ev->type == CCLP_COLL || ev->type == CCLP_P2P || ev->type == CCLP_CE) {
     start_task(ctx, handle, ev);
   } else if (ev->type == CCLP_KERNEL_CH && ev->parent) {
     cclp_ctx* pctx;

@@ -61,7 +61,7 @@ static void write_body(FILE* f, cclp_ctx* ctx, int has_comm) {
     cclp_entry* e = order[i];
     file_index[e - ctx->entries] = i;
     uint64_t calls = atomic_load(&e->calls), timed = atomic_load(&e->timed), max = atomic_load(&e->max_ns);
-    fprintf(f, "%s %s %llu %s %s %s", e->kind == CCLP_COLL ? "coll" : "p2p", e->op, (unsigned long long)e->count,
+    fprintf(f, "%s %s %llu %s %s %s", e->kind == CCLP_P2P ? "p2p" : "coll", e->op, (unsigned long long)e->count,
             e->dtype, e->algo, e->proto);
     put_int(f, e->nchannels);
     put_int(f, e->nwarps);

@@ -148,6 +148,16 @@ void* fn_group(fake_nccl* f, void* ctx) {
   return h;
 }
 
+void* fn_ce_coll(fake_nccl* f, void* ctx, int rank, uint64_t seq, const char* func, size_t count, const char* dtype) {
+  void* h = NULL;
+  if (f->abi < 6 || !(f->mask & (ncclProfileCeColl | ncclProfileCeSync | ncclProfileCeBatch))) return NULL;
+  ncclProfilerEventDescr_v6_t d = {0};
+  d.type = ncclProfileCeColl, d.rank = rank, d.ceColl.seqNumber = seq, d.ceColl.func = func;
+  d.ceColl.count = count, d.ceColl.datatype = dtype, d.ceColl.syncStrategy = "UC", d.ceColl.ceSeqNum = (uint32_t)seq;
+  P(6)->startEvent(ctx, &h, &d);
+  return h;
+}
+
 void fn_stop(fake_nccl* f, void* handle) {
   if (handle) P(6)->stopEvent(handle); /* NCCL stops only events it got a handle for */
 }

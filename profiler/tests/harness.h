@@ -31,6 +31,9 @@ void* fn_coll(fake_nccl* f, void* ctx, int rank, uint64_t comm_hash, uint64_t se
 void* fn_p2p(fake_nccl* f, void* ctx, int rank, uint64_t comm_hash, const char* func, size_t count,
              const char* dtype, int peer, int nchannels);
 void* fn_group(fake_nccl* f, void* ctx);
+/* v6: a copy-engine collective's CeColl start as NCCL 2.30 sends it (src/plugin/profiler.cc,
+ * ncclProfilerStartCeCollEvent); NCCL sends nothing when the mask leaves CE events out. */
+void* fn_ce_coll(fake_nccl* f, void* ctx, int rank, uint64_t seq, const char* func, size_t count, const char* dtype);
 void fn_stop(fake_nccl* f, void* handle);
 
 /* Kernel channel events (v3+; pTimers from v4): start with the GPU timer, then the stop. */

@@ -137,7 +137,8 @@ static void case_version(int abi) {
   CHECK(strcmp(fn_name(&f), "ccltune-profiler") == 0, "%s name %s", where, fn_name(&f));
   const uint64_t hash = 0x0123456789abcdefull;
   void* ctx = fn_init(&f, hash, 1, 4, 2, logger);
-  int want_mask = ncclProfileColl | ncclProfileP2p | (abi >= 4 ? ncclProfileKernelCh : 0);
+  int want_mask = ncclProfileColl | ncclProfileP2p | (abi >= 4 ? ncclProfileKernelCh : 0) |
+                  (abi >= 6 ? ncclProfileCeColl : 0);
   CHECK(ctx != NULL && f.mask == want_mask, "%s init: ctx %p mask %d", where, ctx, f.mask);
   CHECK(fn_group(&f, ctx) == NULL, "%s: a group event gets no handle", where);
   double us[10];
@@ -322,6 +323,93 @@ static void case_partial_and_stale(void) {
   fn_unload(&f);
 }
 
+/* A TREE/SIMPLE AllReduce on 4 channels in the order NCCL 2.28.9 sends its events (src/enqueue.cc
+ * adds one profiler proxy op per channel of the task; src/transport/profiler.cc's progress starts
+ * every channel whose kernel start it sees in one pass, then stops them in later passes, each stop
+ * as recordEventState(KernelChStop, pTimer) + stopEvent; src/plugin/profiler.cc:590-615), two calls
+ * back to back as DDP issues them: both tasks start and stop (at enqueue) before any channel event,
+ * channels report out of order, the earliest start is on channel 3 and the latest stop on channel 1,
+ * and call B's channel starts arrive between call A's stops. Each call is first channel start to
+ * last channel stop, closed only by its 4th stop. */
+static void case_tree(void) {
+  char dir[2048];
+  case_dir(dir, sizeof dir, "tree");
+  fake_nccl f;
+  if (fn_load(&f, lib_path, 5) != 0) { CHECK(0, "load"); return; }
+  void* ctx = fn_init(&f, 17, 1, 4, 3, logger);
+  void* a = fn_coll(&f, ctx, 3, 17, 40, "AllReduce", 8391680, "ncclFloat32", "TREE", "SIMPLE", 4, 20);
+  fn_stop(&f, a);
+  void* b = fn_coll(&f, ctx, 3, 17, 41, "AllReduce", 8391680, "ncclFloat32", "TREE", "SIMPLE", 4, 20);
+  fn_stop(&f, b);
+  const uint64_t a_start[4] = {T0 + 1500, T0 + 1200, T0 + 1800, T0 + 1000};
+  const uint64_t a_stop[4] = {T0 + 640000, T0 + 655000, T0 + 610000, T0 + 650000};
+  void* ka[4], *kb[4];
+  for (int c = 0; c < 4; c++) ka[c] = fn_kch_start(&f, ctx, a, c, a_start[c]);
+  const int order[4] = {2, 0, 3, 1};
+  for (int i = 0; i < 4; i++) {
+    if (i == 2)
+      for (int c = 0; c < 4; c++) kb[c] = fn_kch_start(&f, ctx, b, c, T0 + 700000 + (uint64_t)c * 100);
+    fn_kch_stop(&f, ka[order[i]], a_stop[order[i]]);
+  }
+  for (int c = 0; c < 4; c++) fn_kch_stop(&f, kb[c], T0 + 1400000 + (uint64_t)c * 1000);
+  void* stale = fn_kch_start(&f, ctx, a, 0, T0 + 5000000); /* after A ended: ignored, not A's */
+  CHECK(stale == NULL, "tree: a channel start after the call ended got a handle");
+  /* NCCL 2.28's COLLNET descriptors say nChannels 0 (enqueue.cc's collnet branch never sets it) while
+   * its channels still report: counted, not timed, its channels' events ignored */
+  void* cn = fn_coll(&f, ctx, 3, 17, 42, "AllReduce", 4096, "ncclFloat32", "COLLNET_DIRECT", "SIMPLE", 0, 16);
+  fn_stop(&f, cn);
+  for (int c = 0; c < 2; c++) fn_kch_stop(&f, fn_kch_start(&f, ctx, cn, c, T0 + 9000000), T0 + 9005000);
+  fn_finalize(&f, ctx);
+  char* text;
+  read_profiles(dir, &text, NULL, 0);
+  stats s;
+  CHECK(text && entry(text, "coll AllReduce 8391680 ncclFloat32 TREE SIMPLE 4 20 -", &s) && s.calls == 2 &&
+        s.timed == 2 && fabs(s.max - 703.0) < 1e-9 && fabs(s.sum - 654.0 - 703.0) < 1e-9,
+        "tree entry (want 654 and 703 us):\n%s", text ? text : "");
+  CHECK(text && has_line(text, "call 40 0 1732661234000001000 1732661234000655000") &&
+        has_line(text, "call 41 0 1732661234000700000 1732661234001403000"), "tree call lines:\n%s", text ? text : "");
+  CHECK(text && entry(text, "coll AllReduce 4096 ncclFloat32 COLLNET_DIRECT SIMPLE 0 16 -", &s) && s.calls == 1 &&
+        s.timed == 0 && s.dashes, "collnet with nChannels 0:\n%s", text ? text : "");
+  CHECK(text && count_prefix(text, "call ") == 2, "tree: call lines");
+  CHECK(text && has_line(text, "# dropped entries 0 calls 0"), "tree dropped line");
+  free(text);
+  fn_unload(&f);
+}
+
+/* ABI v6 copy-engine collectives: v6's init asks for CeColl events (v5's does not, and NCCL 2.28
+ * sends none), each counted in an entry of algo CE with no time and no call line, its handle NULL
+ * (so NCCL starts no CeSync or CeBatch under it); kernel collectives beside them are timed as before. */
+static void case_ce(void) {
+  char dir[2048];
+  case_dir(dir, sizeof dir, "ce");
+  fake_nccl f;
+  if (fn_load(&f, lib_path, 5) != 0) { CHECK(0, "load v5"); return; }
+  void* c5 = fn_init(&f, 19, 1, 4, 0, logger);
+  CHECK(c5 && !(f.mask & (ncclProfileCeColl | ncclProfileCeSync | ncclProfileCeBatch)), "v5 mask %d", f.mask);
+  fn_finalize(&f, c5);
+  fn_unload(&f);
+  case_dir(dir, sizeof dir, "ce");
+  if (fn_load(&f, lib_path, 6) != 0) { CHECK(0, "load v6"); return; }
+  void* ctx = fn_init(&f, 19, 1, 4, 0, logger);
+  CHECK(ctx && (f.mask & ncclProfileCeColl) && !(f.mask & (ncclProfileCeSync | ncclProfileCeBatch)),
+        "v6 mask %d", f.mask);
+  int handles = 0;
+  for (int i = 0; i < 3; i++) handles += fn_ce_coll(&f, ctx, 0, (uint64_t)i, "AllGather", 1048576, "ncclInt8") != NULL;
+  handles += fn_ce_coll(&f, ctx, 0, 3, "AlltoAll", 4096, "ncclFloat32") != NULL;
+  fn_call(&f, ctx, 0, 19, 7, "AllReduce", 1024, 2, T0, 9000, 1);
+  fn_finalize(&f, ctx);
+  char* text;
+  read_profiles(dir, &text, NULL, 0);
+  CHECK(handles == 0, "ce: %d CeColl events got a handle", handles);
+  CHECK(text && has_line(text, "coll AllGather 1048576 ncclInt8 CE - - - - 3 0 - - - - -") &&
+        has_line(text, "coll AlltoAll 4096 ncclFloat32 CE - - - - 1 0 - - - - -"), "ce entries:\n%s", text ? text : "");
+  stats s;
+  CHECK(text && entry(text, "coll AllReduce 1024 ncclBfloat16 RING LL 2 16 -", &s) && s.timed == 1 &&
+        fabs(s.max - 9.0) < 1e-9 && count_prefix(text, "call ") == 1, "ce: the kernel collective:\n%s", text ? text : "");
+  free(text);
+  fn_unload(&f);
+}
+
 /* A relative CCLTUNE_PROFILE is the folder relative to where init ran, even if the job changes
  * directory before finalize. */
 static void case_relative_dir(void) {
@@ -457,6 +545,8 @@ static void test_bad_env(void) { case_bad_env(); printf("-- bad environment valu
 static void test_sampling(void) { case_sampling(); printf("-- sampling\n"); }
 static void test_overflow(void) { case_overflow(); printf("-- table overflow\n"); }
 static void test_partial_and_stale(void) { case_partial_and_stale(); printf("-- partial and stale events\n"); }
+static void test_tree(void) { case_tree(); printf("-- TREE call, channels out of order\n"); }
+static void test_ce(void) { case_ce(); printf("-- v6 copy-engine collectives\n"); }
 static void test_relative_dir(void) { case_relative_dir(); printf("-- relative folder\n"); }
 static void test_threads(void) { case_threads(); printf("-- %d communicators, user and proxy threads\n", NCOMMS); }
 static void test_exit_writer(void) { case_exit_writer(); printf("-- exit writer\n"); }
@@ -476,7 +566,7 @@ int main(int argc, char** argv) {
       {"v5", test_v5},           {"v6", test_v6},
       {"off", test_off},         {"bad_env", test_bad_env},
       {"sampling", test_sampling}, {"overflow", test_overflow},
-      {"partial_and_stale", test_partial_and_stale}, {"relative_dir", test_relative_dir},
+      {"partial_and_stale", test_partial_and_stale}, {"tree", test_tree}, {"ce", test_ce}, {"relative_dir", test_relative_dir},
       {"threads", test_threads}, {"exit_writer", test_exit_writer},
   };
   return check_main(TESTS, CHECK_COUNT(TESTS), argc - 3, argv + 3);

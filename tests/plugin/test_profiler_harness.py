@@ -69,7 +69,7 @@ def test_driven_as_nccl_drives_it(build: Path, tmp_path: Path) -> None:
     assert "OK: 0 of" in proc.stdout
     for case in [f"-- ncclProfiler_v{v}" for v in range(1, 7)] + [
             "-- profiling off", "-- bad environment values", "-- sampling", "-- table overflow",
-            "-- partial and stale events", "-- relative folder", "-- 6 communicators, user and proxy threads", "-- exit writer"]:
+            "-- partial and stale events", "-- TREE call, channels out of order", "-- v6 copy-engine collectives", "-- relative folder", "-- 6 communicators, user and proxy threads", "-- exit writer"]:
         assert case in proc.stdout, case
     assert "runtime error" not in out and "Sanitizer" not in out, out
 
@@ -90,6 +90,20 @@ def test_a_v5_file_as_written(plain: Path, tmp_path: Path) -> None:
     assert rows[0][11] == "1450.000" and rows[0][15] == "1000.000" and len(rows[0]) == 16  # sum and exact max, in us
     assert lines[-2:] == ["# dropped entries 0 calls 0", "# end"]
     assert not list((tmp_path / "v5").glob(".ccltune-profile*"))  # no temporary file left
+
+
+def test_a_v6_file_with_copy_engine_collectives_imports(plain: Path, tmp_path: Path) -> None:
+    """ABI v6's copy-engine collectives as the plugin writes them (harness case `ce`): read by the
+    reader and imported, counted, with what NCCL ran (CE) and no time."""
+    from ccltune.workload import importer, profile_file
+    run([plain / "test_profiler", plain / PROFILER_LIB, tmp_path, "ce"], env=_env())
+    (f,) = profile_file.read_dir(tmp_path / "ce", strict=True)
+    ce = [e for e in f.entries if e.algo == "CE"]
+    assert [(e.op, e.count, e.calls, e.timed, e.p50_us, e.nchannels) for e in ce] == [
+        ("all_gather", 1048576, 3, 0, None, None), ("alltoall", 4096, 1, 0, None, None)]
+    wl = importer.import_files([tmp_path / "ce"])
+    ag = next(e for e in wl.entries if e.key.collective == "all_gather")
+    assert ag.calls == 3 and dict(ag.ran) == {("CE", "-", 0): 3} and ag.timing is None
 
 
 def test_exports_exactly_the_profiler_structs(plain: Path) -> None:

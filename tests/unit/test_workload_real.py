@@ -13,7 +13,7 @@ from ccltune.tune import weighted
 from ccltune.tune.derive import derive
 from ccltune.tune.stats import point_stats
 from ccltune.validate import replay as replay_plan
-from ccltune.workload import estimate, importer, show
+from ccltune.workload import estimate, importer, profile_file, show
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "workload"
 
@@ -98,3 +98,16 @@ def test_real_fsdp2_profiler_files_have_the_logs_sizes_and_steps():
     wl = importer.import_files([FIX / "profile-fsdp2-4"])
     assert wl.steps == 8 and [e.key.size_bytes for e in wl.entries] == [e.key.size_bytes for e in
                                                                         importer.import_files(_files("fsdp2-4", "nccl.*.log.gz")).entries]
+
+
+def test_tree_times_are_said_to_end_at_thread_0():
+    """Real 4-rank DDP files with a rule forcing TREE/SIMPLE on 4 channels (README): the import says once
+    that these times end when the channel's thread 0 is done, which under TREE is before the broadcast back
+    down the tree on every rank but the root; the same job under NCCL's default (RING) gets no such warning."""
+    tree = importer.import_files([FIX / "profile-ddp-tree-4"])
+    timed = sum(e.timed for f in profile_file.read_dir(FIX / "profile-ddp-tree-4") for e in f.entries if e.algo == "TREE")
+    (w,) = [w for w in tree.warnings if "ran TREE" in w]
+    assert w.startswith(f"{timed} timed calls ran TREE (all_reduce count 8391680, ") and "thread 0" in w and "root" in w
+    assert all(set(e.ran) == {("TREE", "SIMPLE", 4)} for e in tree.entries if e.key.collective == "all_reduce")
+    assert any("ran TREE" in x for x in show.table(tree))
+    assert not any("thread 0" in w for w in importer.import_files([FIX / "profile-ddp-4"]).warnings)

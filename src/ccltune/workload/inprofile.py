@@ -35,6 +35,25 @@ from ccltune.workload.model import Key, RankRecord
 from ccltune.workload.profile_file import ProfileEntry, ProfileFile
 from ccltune.workload.timing import Timing
 
+# NCCL's kernel stamps a channel's KernelCh stop when that channel's thread 0 is done with the
+# operation (NCCL 2.28.9 src/device/common.h:309-310, profiler(): `if (threadIdx.x == 0)`; a kernel's
+# last batch breaks out of the loop at line 393, before the __syncthreads, and is stamped by
+# profiler(FINI) at line 400: when thread 0 alone is done). Under the algorithms below thread 0 runs
+# one part of the channel's work while other threads run another, so the channel can finish after its
+# stamp and the call's in-job time can end before the kernel did. Algorithms not named here (RING)
+# run every thread of a channel through one loop: the stamp is the channel's end.
+THREAD0_PART = {
+    # all_reduce.h:149-230 runTreeSplit: on every rank but the tree's root (line 167), thread 0 is in the
+    # reduce-up half (line 177); the broadcast-down half (line 207) ends later: in a real 4-rank DDP run
+    # the root's times matched the kernel's, the chain's last rank's were about 30% short
+    "TREE": "thread 0 reduces up the tree; on every rank but the tree's root the broadcast back down ends later",
+    "COLLNET_CHAIN": "thread 0 is in one of two thread groups (up and down the chain)",
+    "COLLNET_DIRECT": "thread 0 is in one of four thread groups (gather, broadcast, scatter, reduce)",
+    "NVLS": "thread 0 is in the scatter group, one of four",
+    "NVLS_TREE": "thread 0 is in the scatter group, one of four",
+    "PAT": "thread 0 is one worker group of several",
+}
+
 
 def _key(e: ProfileEntry, f: ProfileFile, nranks: int | None) -> Key | None:
     coll = collectives.REGISTRY.get("sendrecv" if e.op in ("send", "recv") else e.op)
@@ -71,6 +90,7 @@ def records(files: list[ProfileFile]) -> tuple[list[RankRecord], list[str]]:
         keys[id(f)] = ks = [_key(e, f, sizes.get(f.comm)) for e in f.entries]
         _add_file(rec, f, ks, warnings, f.comm in sizes)
     _split_waits(files, keys, out, warnings)
+    warnings += thread0_warnings(files)
     for r in out.values():
         if r.order and not r.steps and (got := find_steps.find(r.order)):
             r.steps, r.steps_from = got[0], f"{r.source}: {got[1]}"
@@ -155,3 +175,20 @@ def _split_waits(files: list[ProfileFile], keys: dict[int, list[Key | None]],
                 if call in latest and k is not None and _waits_for_all(k) and end >= latest[call]:
                     rec.wait.setdefault(k, Timing()).add((latest[call] - start) / 1000)
                     rec.transfer.setdefault(k, Timing()).add((end - latest[call]) / 1000)
+
+
+def thread0_warnings(files: list[ProfileFile]) -> list[str]:
+    """One warning per algorithm of :data:`THREAD0_PART` that timed calls ran with (GPU-timed files only),
+    naming its entries: their in-job times can end before NCCL's kernel did."""
+    got: dict[str, Counter[tuple[str, int]]] = defaultdict(Counter)
+    for f in files:
+        if f.timing != "gpu-kernel-channels":
+            continue
+        for e in f.entries:
+            if e.timed and e.algo in THREAD0_PART:
+                got[e.algo][(e.op, e.count or 0)] += e.timed
+    return [f"{sum(c.values())} timed calls ran {algo} ("
+            + ", ".join(f"{op} count {n}" for op, n in sorted(c)[:4]) + (", ..." if len(c) > 4 else "") + "): "
+            f"NCCL stamps a channel's end when its thread 0 is done, and under {algo} {THREAD0_PART[algo]}: "
+            "their in-job times can be shorter than the kernel (docs/profiler.md, 'Which end')"
+            for algo, c in sorted(got.items())]
