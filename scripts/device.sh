@@ -909,7 +909,7 @@ loopjob() {  # loopjob MODE AB_BUDGET_S JOBARGS...: issue 28's whole loop on one
       --run-timeout 90 --db $W/ab.db --rules $W/rules.conf --prune $W/final.conf --json $W/ab.json -- $J --steps 10 --warmup 3 > $W/ab.txt 2>&1; echo "ab rc=$?"
     grep -vE "^# (arm |ccltune ab)" $W/ab.txt | cut -c1-200 | tail -8; echo "final rules kept: $(grep -vcE '^(#|platform|$)' $W/final.conf 2>/dev/null)"
   else
-    echo "loop $m: tune left no rule: the job keeps NCCL's default, nothing to A/B"
+    [ "${n:-0}" -gt 0 ] && echo "loop $m: ${n} candidate rule(s) NOT A/B'd (no ab budget given)" || echo "loop $m: tune left no rule: the job keeps NCCL's default, nothing to A/B"
   fi
   echo "loop $m on $NGPU GPUs: $(( $(date +%s) - t0 )) s"; pack
 }
