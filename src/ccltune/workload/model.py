@@ -16,6 +16,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccltune.datatypes import OPS
 from ccltune.errors import UsageError
 from ccltune.files import read_bytes
 from ccltune.workload.timing import Timing
@@ -39,6 +40,9 @@ class Key:
     datatype: str | None = None  # ccltune's spelling (datatypes.DTYPES), or NCCL's enum as 'nccl:N'
     count: int | None = None
     nnodes: int | None = None
+    # the reduction op (datatypes.OPS' names: sum, prod, max, min, avg, mulsum) of a reducing collective,
+    # from NCCL's COLL log; None: not a reduction, or the source does not say (traces, profiler files, captures)
+    op: str | None = None
 
 
 @dataclass
@@ -123,6 +127,7 @@ class Workload:
     # index, repeat); empty when no source gives an order (capture files count, they keep no order)
     order: list[tuple[int, int, int]] = field(default_factory=list)
     steps_note: str | None = None  # where ``steps`` came from when --steps set it (the file's "steps_from")
+    op_unrecorded: bool = False    # read from a file written before entries carried their reduction op
 
     def by_bytes(self) -> list[Entry]:
         """Entries by share of bytes moved, largest first."""
@@ -255,8 +260,8 @@ def to_json(wl: Workload, header: dict[str, Any]) -> str:
     entries = []
     for e in wl.entries:
         d: dict[str, Any] = {"collective": e.key.collective, "datatype": e.key.datatype, "count": e.key.count,
-                             "size_bytes": e.key.size_bytes, "nranks": e.key.nranks, "nnodes": e.key.nnodes,
-                             "calls": e.calls}
+                             "op": e.key.op, "size_bytes": e.key.size_bytes, "nranks": e.key.nranks,
+                             "nnodes": e.key.nnodes, "calls": e.calls}
         if e.timing is not None and e.timing.calls:
             d.update(e.timing.to_dict())
             d["time_from"] = e.time_from
@@ -317,7 +322,8 @@ def from_json(text: str, path: str) -> Workload:
         opt_int = (int, type(None))
         key = Key(_need(d, "collective", str, where), _need(d, "size_bytes", int, where),
                   _need(d, "nranks", int, where), _need(d, "datatype", (str, type(None)), where),
-                  _need(d, "count", opt_int, where), _need(d, "nnodes", opt_int, where))
+                  _need(d, "count", opt_int, where), _need(d, "nnodes", opt_int, where),
+                  _op(d, where))
         calls = _need(d, "calls", int, where)
         if calls < 0 or key.size_bytes < 0 or key.nranks < 1:
             raise UsageError(f"{where}: impossible values (calls {calls}, size_bytes {key.size_bytes}, "
@@ -345,7 +351,17 @@ def from_json(text: str, path: str) -> Workload:
     return Workload(entries, list(doc.get("sources") or []), steps if isinstance(steps, int) else None,
                     list(doc.get("warnings") or []), int(doc.get("overflow_calls") or 0),
                     int(doc.get("overflow_bytes") or 0), _order(doc.get("order") or [], len(entries), path),
-                    note if isinstance(note, str) else None)
+                    note if isinstance(note, str) else None,
+                    op_unrecorded=any(isinstance(d, dict) and "op" not in d for d in raw))
+
+
+def _op(d: dict[str, Any], where: str) -> str | None:
+    """An entry's reduction op: one of datatypes.OPS or null; absent (a file written before ccltune recorded
+    it) reads as unknown, and ``workload show`` says so."""
+    op = d.get("op")
+    if op is not None and op not in OPS:
+        raise UsageError(f"{where}: field 'op' must be one of {', '.join(OPS)} or null, got {str(op)[:40]!r}")
+    return op
 
 
 def _timing(d: dict[str, Any], where: str, prefix: str) -> Timing | None:
