@@ -69,7 +69,8 @@ def register(sub: Any) -> None:
     p.add_argument("--idle", action="store_true",
                    help="with --workload: sweep on an idle GPU even when the job's own times (profiler files, "
                         "trace kernels) show its calls at least 2x slower than NCCL's default idle in --db, where "
-                        f"the sweep otherwise runs --under-load {DEFAULT_LOAD_M} (docs/workload.md)")
+                        "the sweep otherwise runs under a load sized from the job's traces (--under-load "
+                        f"{DEFAULT_LOAD_M} when nothing sizes it; docs/workload.md)")
     _common.add_virtual_nodes(p)
     p.add_argument("--resume", type=int, default=None, metavar="RUN", help="continue an interrupted sweep run")
     _common.add_db(p)
@@ -218,7 +219,7 @@ def _workload(args: argparse.Namespace, colls: list[Any], ranks: int) -> Any:
     return wl
 
 
-DEFAULT_LOAD_M = 8192  # the matrix of --under-load when the job's own times call for a load (issue 28)
+DEFAULT_LOAD_M = 8192  # the matrix of --under-load when the job's times call for a load and nothing sizes it (issue 28)
 
 
 def _typed(args: argparse.Namespace, short: str, long: str) -> bool:
@@ -264,7 +265,7 @@ def op_lines(args: argparse.Namespace, wl: Any) -> list[str]:
 def load_from_job(args: argparse.Namespace, wl: Any) -> list[str]:
     """The sweep of a workload whose calls the job runs far slower than idle is made under load (issue 28;
     docs/workload.md, "In-job times"): sets ``--under-load`` in ``args`` and its argv, and says why."""
-    from ccltune.workload import show
+    from ccltune.workload import compute, show
     from ccltune.workload.estimate import idle_estimates
 
     if args.under_load is not None or not any(show.job_us(e) is not None for e in wl.entries):
@@ -279,11 +280,18 @@ def load_from_job(args: argparse.Namespace, wl: Any) -> list[str]:
     if args.idle:
         return [f"# the job runs its calls far slower than idle ({worst}): sweeping idle as --idle asks; "
                 "tune --workload will give those sizes no rule"]
-    args.under_load = DEFAULT_LOAD_M
-    args._argv = [*args._argv, "--under-load", str(DEFAULT_LOAD_M)]
-    return [f"# the job runs its calls far slower than NCCL's default idle in {args.db} ({worst}; at least "
-            f"x{show.SLOW_RATIO:g} at the median): sweeping under load, --under-load {DEFAULT_LOAD_M} (--idle to "
-            f"sweep idle); then tune with --under-load {DEFAULT_LOAD_M}"]
+    m, why = compute.load_for(wl.compute)
+    said = (f"# the job runs its calls far slower than NCCL's default idle in {args.db} ({worst}; at least "
+            f"x{show.SLOW_RATIO:g} at the median)")
+    if m is None and wl.compute is not None:  # the job's own kernels say a load would not be its conditions
+        return [f"{said}; {why}: sweeping idle, and tune --workload gives those sizes no rule (--under-load M "
+                "sweeps under a load anyway)"]
+    m = m or DEFAULT_LOAD_M
+    args.under_load = m
+    args._argv = [*args._argv, "--under-load", str(m)]
+    sized = f" ({why})" if wl.compute is not None else f" (the default: {why})"
+    return [f"{said}: sweeping under load, --under-load {m}{sized} (--idle to sweep idle); then tune with "
+            f"--under-load {m}"]
 
 
 def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[CommConfig],

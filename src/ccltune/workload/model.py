@@ -19,6 +19,7 @@ from typing import Any
 from ccltune.datatypes import OPS
 from ccltune.errors import UsageError
 from ccltune.files import read_bytes
+from ccltune.workload.compute import Overlap, check as check_compute
 from ccltune.workload.timing import Timing
 from ccltune.workload.checks import MAX_WORKLOAD_BYTES, _check_doc, _check_entry, _not_finite
 
@@ -69,6 +70,7 @@ class RankRecord:
     pid: int | None = None       # process are one rank seen twice (model.same_process)
     steps_from: str | None = None  # how ``steps`` was found (ProfilerStep spans, the log's period)
     time_kind: str | None = None   # the kind its timing came from, when another source's (sameproc.fold)
+    compute: Overlap | None = None  # a trace's compute kernels beside its NCCL kernels (workload.compute)
 
 
 class Halves:
@@ -128,6 +130,7 @@ class Workload:
     order: list[tuple[int, int, int]] = field(default_factory=list)
     steps_note: str | None = None  # where ``steps`` came from when --steps set it (the file's "steps_from")
     op_unrecorded: bool = False    # read from a file written before entries carried their reduction op
+    compute: Overlap | None = None  # the traces' compute beside the collectives: sizes --under-load (workload.compute)
 
     def by_bytes(self) -> list[Entry]:
         """Entries by share of bytes moved, largest first."""
@@ -277,6 +280,7 @@ def to_json(wl: Workload, header: dict[str, Any]) -> str:
     doc = {"schema": SCHEMA, "version": VERSION, **header, "steps": wl.steps,
            **({"steps_from": wl.steps_note} if wl.steps_note else {}), "sources": wl.sources,
            "warnings": wl.warnings, "overflow_calls": wl.overflow_calls, "overflow_bytes": wl.overflow_bytes,
+           **({"compute_overlap": wl.compute.to_dict()} if wl.compute is not None else {}),
            "entries": entries, **({"order": [list(o) for o in wl.order]} if wl.order else {})}
     return json.dumps(doc, indent=1) + "\n"
 
@@ -352,7 +356,9 @@ def from_json(text: str, path: str) -> Workload:
                     list(doc.get("warnings") or []), int(doc.get("overflow_calls") or 0),
                     int(doc.get("overflow_bytes") or 0), _order(doc.get("order") or [], len(entries), path),
                     note if isinstance(note, str) else None,
-                    op_unrecorded=any(isinstance(d, dict) and "op" not in d for d in raw))
+                    op_unrecorded=any(isinstance(d, dict) and "op" not in d for d in raw),
+                    compute=check_compute(doc["compute_overlap"], path) if doc.get("compute_overlap") is not None
+                    else None)
 
 
 def _op(d: dict[str, Any], where: str) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ccltune import collectives
 from ccltune.sizes import format_size
-from ccltune.workload import quantities
+from ccltune.workload import compute, quantities
 from ccltune.workload.estimate import Estimate
 from ccltune.workload.model import Entry, Workload
 
@@ -103,6 +103,9 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
                        + ", ".join(f"{wl.entries[i].key.collective} {format_size(wl.entries[i].key.size_bytes)} "
                                    f"(x{r:.1f})" for i, r in slow)
                        + ": tune under load (`sweep --workload` does so by default, docs/workload.md)")
+    if wl.compute is not None:
+        m, why = compute.load_for(wl.compute)
+        out.append(f"# under load, sized from the job: {why}" + ("" if m is not None else ": no load"))
     for w in wl.warnings:
         out.append(f"# warning: {w}")
     return out
