@@ -81,3 +81,11 @@ def test_nccl_redop_values() -> None:
     """nccl.h: ncclSum 0, ncclProd 1, ncclMax 2, ncclMin 3, ncclAvg 4; ncclNumOps 5 and up are made at run time
     (ncclRedOpCreatePreMulSum only)."""
     assert [redop(v) for v in range(7)] == ["sum", "prod", "max", "min", "avg", "mulsum", "mulsum"]
+
+
+def test_entries_that_differ_only_in_a_known_and_an_unknown_op_sort() -> None:
+    """A trace's entry (op unknown) beside two log entries of its size in sum and max cannot fold into either: the
+    three stay apart, and sorting them must not compare None with a string."""
+    keys = [model.Key("all_reduce", 40, 4, "float", 10, None, op) for op in ("max", None, "sum")]
+    wl = model.Workload([model.Entry(k, 1) for k in keys], [])
+    assert [e.key.op for e in wl.by_bytes()] == [None, "max", "sum"]

@@ -106,9 +106,6 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ccltune.diagnose.parsers.ncclog import parse_log
-    from ccltune.tune.verify import verify
-
     try:
         ruleset = rules.load(args.file, "RULES")
     except RuleFileError as exc:
@@ -120,8 +117,18 @@ def _verify(args: argparse.Namespace) -> int:
         if args.from_log:
             raise UsageError("plugin verify: give --from-log or --profile, not both")
         return verdict_exit_code(_profile_table(ruleset, args.profile, facts))
-    prof_dir = _profiler_dir(args)
-    text, source, sizes = _verify_log(args, ruleset, prof_dir)
+    with _profiler_dir(args) as prof:  # removed however the check ends
+        return _check_log(args, ruleset, facts, prof)
+
+
+def _check_log(args: argparse.Namespace, ruleset: rules.RuleSet, facts: rules.PlatformFacts | None,
+               prof: str | None) -> int:
+    """The TUNING-log checks (a run's, or --from-log's), then the profiler's per-rule table when ``prof`` holds
+    the run's profiler files."""
+    from ccltune.diagnose.parsers.ncclog import parse_log
+    from ccltune.tune.verify import verify
+
+    text, source, sizes = _verify_log(args, ruleset, prof)
     log = parse_log(text)
     if not log.choices:
         raise DataError(f"{source} has no TUNING lines ('<Coll>: N Bytes -> Algo A proto P ...'): "
@@ -150,27 +157,40 @@ def _verify(args: argparse.Namespace) -> int:
         from ccltune.diagnose.record import write_json
         write_json(args.json_path, {"rules": str(Path(args.file).resolve()), "n_ranks": n_ranks, "n_nodes": n_nodes,
                                     "plugin_loaded": load is not None, "checks": [c.to_dict() for c in checks]})
-    prof_statuses = _profile_table(ruleset, prof_dir.name, facts) if prof_dir is not None else []
+    # the run's profiler record, beside the log: evidence against a rule counts (NOT APPLIED); a rule it saw no call
+    # of does not (bench's calls in CUDA graphs reach the profiler only as far as NCCL sends their events)
+    prof_statuses = [st for st in _profile_table(ruleset, prof, facts, quiet_empty=True)
+                     if st == "NOT APPLIED"] if prof is not None else []
     return verdict_exit_code([c.status for c in checks] + prof_statuses or ["FAIL"])  # no check: nothing verified
 
 
 def _profiler_dir(args: argparse.Namespace) -> Any:
-    """A run of verify loads the profiler plugin too when it is built, into a folder of its own (None: not loaded)."""
+    """A run of verify loads the profiler plugin too when it is built, into a folder of its own: a context giving
+    the folder, or None when it is not loaded."""
+    import contextlib
     import tempfile
 
     from ccltune.measure.jobrun import profiler_path
 
     if args.from_log or profiler_path() is None:
-        return None
+        return contextlib.nullcontext(None)
     return tempfile.TemporaryDirectory(prefix="ccltune-verify-prof-")
 
 
-def _profile_table(ruleset: rules.RuleSet, folder: str, facts: rules.PlatformFacts | None) -> list[str]:
-    """Print the per-rule table from the profiler files in ``folder``; their statuses (validate.fired)."""
+def _profile_table(ruleset: rules.RuleSet, folder: str, facts: rules.PlatformFacts | None,
+                   quiet_empty: bool = False) -> list[str]:
+    """Print the per-rule table from the profiler files in ``folder``; their statuses (validate.fired).
+    ``quiet_empty``: a folder without files (the run's profiler wrote none) is a note, not an error."""
     from ccltune.validate import fired
     from ccltune.workload import profile_file
 
-    files = profile_file.read_dir(folder)
+    try:
+        files = profile_file.read_dir(folder)
+    except UsageError as exc:
+        if not quiet_empty:
+            raise
+        print(f"# no per-rule record from the profiler plugin: {exc}")
+        return []
     if facts is None and any(r.platform != rules.ANY_PLATFORM for r in ruleset.rules):
         print("warning: rules under a platform section match no call without --platform KEY=VALUE (the profiler "
               "files do not name the GPU)")
@@ -182,7 +202,7 @@ def _profile_table(ruleset: rules.RuleSet, folder: str, facts: rules.PlatformFac
 
 
 def _verify_log(args: argparse.Namespace, ruleset: rules.RuleSet,
-                prof_dir: Any = None) -> tuple[str, str, set[tuple[str, int]] | None]:
+                prof: str | None = None) -> tuple[str, str, set[tuple[str, int]] | None]:
     """(the NCCL log, where it came from, the sizes run): --from-log, or a bench run with the rules."""
     from ccltune.diagnose.probes import benchrun
     from ccltune.diagnose.parsers.ncclog import read_log
@@ -199,8 +219,8 @@ def _verify_log(args: argparse.Namespace, ruleset: rules.RuleSet,
     check_timeout(args.timeout)
     nproc = args.nproc or _gpu_count()
     env = {**tuner_plugin.nccl_env(args.file), "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,TUNING"}
-    if prof_dir is not None:  # the profiler's record of the same calls: what NCCL ran, per rule
-        env.update(profiler_plugin.nccl_env(prof_dir.name))
+    if prof is not None:  # the profiler's record of the same calls: what NCCL ran, per rule
+        env.update(profiler_plugin.nccl_env(prof))
     print(f"plugin verify: {', '.join(colls)} {format_size(lo)}..{format_size(hi)} on {nproc} GPUs with "
           f"NCCL_TUNER_CONFIG_FILE={env['NCCL_TUNER_CONFIG_FILE']}", flush=True)
     run = benchrun.run_bench(nproc, env_overrides=env, timeout_s=args.timeout, collective=colls,

@@ -31,6 +31,7 @@ from ccltune.datatypes import DTYPES
 from ccltune.rules import ANY, NCCL_CHOICE, nccl_spelling, PlatformFacts, Query, Rule, RuleSet, match
 from ccltune.workload.profile_file import ProfileFile
 
+MAX_SKIPPED = 100  # entries not judged that are named (the rest are counted in none: a handful shows the cause)
 Ran = tuple[str, str, int]  # (algorithm, protocol, channels) as the profiler wrote them
 
 
@@ -58,7 +59,7 @@ class Tally:
                 mine.setdefault(line, Counter()).update(c)
         self.unruled.update(other.unruled)
         self.files += other.files
-        self.skipped += [s for s in other.skipped if s not in self.skipped]
+        self.skipped += [s for s in other.skipped if s not in self.skipped][:MAX_SKIPPED - len(self.skipped)]
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,8 @@ def tally(ruleset: RuleSet, files: Iterable[ProfileFile], platform: PlatformFact
             if n is None or e.count is None or e.datatype not in DTYPES or not e.algo or not e.proto:
                 why = f"{f.path}: {e.op} count {e.count} {e.datatype}: " + (
                     "the file gives no rank count" if n is None else "no datatype, algorithm or protocol")
-                out.skipped.append(why)
+                if len(out.skipped) < MAX_SKIPPED:
+                    out.skipped.append(why)
                 continue
             size = e.count * DTYPES[e.datatype].size * (n if coll.per_rank_count else 1)
             ran: Ran = (e.algo, e.proto, e.nchannels or 0)

@@ -133,8 +133,11 @@ class Workload:
     compute: Overlap | None = None  # the traces' compute beside the collectives: sizes --under-load (workload.compute)
 
     def by_bytes(self) -> list[Entry]:
-        """Entries by share of bytes moved, largest first."""
-        return sorted(self.entries, key=lambda e: (-e.bytes_total, e.key))
+        """Entries by share of bytes moved, largest first (then by key, an unknown field before a known one: two
+        keys that differ only there, a trace's op None beside a log's, must not compare None with a string)."""
+        return sorted(self.entries, key=lambda e: (-e.bytes_total, tuple((v is not None, v or 0) if not isinstance(
+            v, str) else (True, v) for v in (e.key.collective, e.key.size_bytes, e.key.nranks, e.key.datatype,
+                                               e.key.count, e.key.nnodes, e.key.op))))
 
 
 def combine(records: list[RankRecord]) -> list[RankRecord]:

@@ -49,7 +49,7 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
         out.append("# ran: what NCCL ran most of the entry's calls with, algorithm/protocol/channels (profiler "
                    "files; +N: N other choices, all in the workload file's 'ran')")
     est = est or {}
-    if wl.op_unrecorded:
+    if wl.op_unrecorded and any(_reduces(e) for e in wl.entries):
         out.append("# op: this file was written before workload files recorded the reduction op: reductions show "
                    "'?' and are swept with -o (sum); import the job's files again to record it")
     elif any(_reduces(e) for e in wl.entries):
