@@ -850,6 +850,37 @@ phase_r7c() {  # 2026-11-27 call 3 (4 GPUs, ~8 min): ccltune ab on the example j
   fi
   echo "phase r7c wall $(( $(date +%s) - t0 )) s"; pack
 }
+phase_wl2() {  # branch wl2 (issues 28.4, 29, 30), 2 or 4 GPUs, < 3 min: FSDP2's avg reduce_scatter carried from its COLL log into the workload and sweep --workload's rows; --under-load sized from the job's trace; per rule, the calls it covered and what NCCL ran (plugin verify --profile, ab's table) with forced rules and the profiler loaded
+  local W=$OUT/wl2 t0=$(date +%s); mkdir -p $W/job; phase_build
+  timeout 120 make -C profiler -j8 > $W/prof-build.log 2>&1; echo "profiler build rc=$? at $(( $(date +%s) - t0 )) s"
+  local L=$PWD/profiler/build/libnccl-profiler-ccltune.so P=$PWD/plugin/build/libnccl-tuner-ccltune.so
+  local J="torchrun --standalone --nproc-per-node $NGPU examples/train_transformer.py --mode fsdp2 --layers 2 --width 1024 --seq 256"
+  # line 1 NCCL can honour (ring/simple on 4 channels); line 2 it cannot (all_gather has no tree: the plugin skips it,
+  # NCCL runs its own choice: NOT APPLIED); line 3 covers no call of the job (NEVER FIRED)
+  printf 'reducescatter,0,1T,ring,simple,4,-1,-1\nallgather,0,1T,tree,simple,-1,-1,-1\nallreduce,1,2,tree,ll,-1,-1,-1\n' > $W/force.conf
+  step "wl2: one FSDP2 job on $NGPU GPUs: COLL log, torch trace, the profiler and the tuner with force.conf"
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_DEBUG_FILE=$W/job/nccl.%p.log NCCL_PROFILER_PLUGIN=$L CCLTUNE_PROFILE=$W/job/prof \
+    NCCL_TUNER_PLUGIN=$P CCLTUNE_RULES=$W/force.conf timeout 90 $J --steps 4 --warmup 1 --profile-dir $W/job/trace --profile-steps 2 --gzip \
+    > $W/job/out.txt 2>&1; echo "job rc=$? at $(( $(date +%s) - t0 )) s: $(tail -1 $W/job/out.txt)"
+  ct 60 workload import $W/job/nccl.*.log $W/job/trace/trace_rank*.json.gz --out $W/w.json > $W/import.txt 2>&1; grep -vE "^# (source|warning)" $W/import.txt | tail -9
+  step "wl2: plugin verify --profile (the job's own profiler files against force.conf)"
+  ct 30 plugin verify $W/force.conf --profile $W/job/prof > $W/verify.txt 2>&1; cat $W/verify.txt
+  step "wl2: sweep --workload, reduce_scatter only (in the job's op), then show with the idle rows"
+  ct 90 sweep reduce_scatter --workload $W/w.json --algos ring --protos simple --channels '' --grid axes --reps 2 --nproc $NGPU --db $W/s.db > $W/sweep.txt 2>&1
+  grep -E "^# |complete" $W/sweep.txt | head -6
+  python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); [print('rows', *r) for r in c.execute('select collective, size_bytes, dtype, op, count(*) from measurements group by 1,2,3,4')]" $W/s.db
+  ct 30 workload show $W/w.json --db $W/s.db > $W/show.txt 2>&1; grep -vE "^# (source|warning)" $W/show.txt | tail -8
+  echo "wall $(( $(date +%s) - t0 )) s"; pack
+  step "wl2: ab --rules force.conf --metric comm, 2 rounds, no A/A: the per-rule table over the rules arm's runs"
+  timeout -s INT -k 10 110 python3 -m ccltune ab --rules $W/force.conf --metric comm --rounds 2 --no-aa --seed 30 --run-timeout 45 --db "$DB" --json $W/ab.json -- $J --steps 2 --warmup 1 > $W/ab.txt 2>&1; echo "ab rc=$?"
+  step "wl2 summary"
+  echo "## op (workload show: reduce_scatter rows)"; grep -E "^  reduce_scatter" $W/show.txt
+  echo "## sweep rows by op"; python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); [print('  ', *r) for r in c.execute('select collective, size_bytes, dtype, op, count(*) from measurements group by 1,2,3,4')]" $W/s.db
+  echo "## sized load"; grep -h "under load, sized from the job\|under load:" $W/show.txt $W/sweep.txt
+  echo "## plugin verify --profile"; grep -E "^ +[0-9]+  |applied," $W/verify.txt
+  echo "## ab per-rule table"; grep -A8 "^# arm force" $W/ab.txt | grep -E "^ +[0-9]+  |applied,|no profiler"
+  echo "phase wl2 wall $(( $(date +%s) - t0 )) s"; pack
+}
 phase_g31() {  # issue 31 on 2/4 GPUs in <= 5 min wall: nccl-tests (MPI) vs ccltune, ABBA, 4 runs each; check without a profile; capture cost; NCCL_TESTS_SPLIT
   local W=$OUT/g31 t0=$(date +%s); mkdir -p $W; phase_build
   export NCCL_TESTS_DIR=$PWD/.cache/nccl-tests NCCLT_BUILD=$PWD/.cache/nccl-tests/build  # cap7's build, else built here

@@ -199,9 +199,11 @@ def _a_sweep_that_timed_nothing_says_so_and_fails(tmp_path):
 def _workload_sweeps_exactly_its_points_and_lists_the_others(tmp_path):
     from ccltune.workload.model import Entry, Key, Workload, to_json
 
-    wl = Workload([Entry(Key("all_reduce", 4100, 2, "float", 1025), 7), Entry(Key("all_gather", 24, 2, "float", 3), 2),
-                   Entry(Key("all_reduce", 4100, 2, "int32", 1025), 1), Entry(Key("all_reduce", 512, 4, "float", 128), 3),
-                   Entry(Key("reduce_scatter", 4, 2, "bfloat16", 1), 1)], [])
+    wl = Workload([Entry(Key("all_reduce", 4100, 2, "float", 1025, op="max"), 7),
+                   Entry(Key("all_gather", 24, 2, "float", 3), 2),
+                   Entry(Key("all_reduce", 4100, 2, "int32", 1025, op="sum"), 1),
+                   Entry(Key("all_reduce", 512, 4, "float", 128, op="sum"), 3),
+                   Entry(Key("reduce_scatter", 4, 2, "bfloat16", 1, op="avg"), 1)], [])
     w = tmp_path / "w.json"
     w.write_text(to_json(wl, {}))
     db = tmp_path / "s.db"
@@ -214,6 +216,10 @@ def _workload_sweeps_exactly_its_points_and_lists_the_others(tmp_path):
     assert sorted({(m.collective, m.size_bytes, m.dtype) for m in rows}) == [
         ("all_gather", 24, "float"), ("all_reduce", 4100, "float"), ("reduce_scatter", 4, "bfloat16")]
     assert len(rows) == 6 and all(m.status == "ok" for m in rows)
+    # and in the job's op (issue 30): max for the all_reduce (most calls); gloo has no avg, which is said
+    assert {(m.collective, m.op) for m in rows} == {("all_gather", None), ("all_reduce", "max"), ("reduce_scatter", "sum")}
+    assert "# in the job's reduction op (-o to override): all_reduce 4100 B max, reduce_scatter 4 B avg" in proc.stdout
+    assert "# reduce_scatter 4 B: the job reduces with avg, measured with sum: gloo has no AVG reduction" in proc.stdout
     assert run.args["workload"] == str(w) and run.summary["workload_points"] == {"all_reduce": [4100],
                                                                                  "all_gather": [24],
                                                                                  "reduce_scatter": [4]}

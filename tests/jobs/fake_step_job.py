@@ -8,6 +8,7 @@ time has a known effect and seeded noise.
   process id, so runs differ as real runs do
 - FAKE_FAIL_IF=NAME: exit 3 when the variable NAME is set (a job that fails in one arm)
 - FAKE_SLEEP_S: sleep this long in total (a job that can be interrupted)
+- FAKE_PROFILE_FROM=DIR: with CCLTUNE_PROFILE set, copy DIR's real profiler files there instead of writing one
 """
 
 import os
@@ -35,7 +36,14 @@ for i in range(steps):
     if sleep_s:
         time.sleep(sleep_s / steps)
 profile = os.environ.get("CCLTUNE_PROFILE")
-if profile:  # as ccltune's profiler plugin writes (format version 1, /work/notes/profile-format.md)
+if profile and os.environ.get("FAKE_PROFILE_FROM"):  # a real job's files (tests/fixtures/workload)
+    import shutil
+
+    src = os.environ["FAKE_PROFILE_FROM"]
+    for name in os.listdir(src):
+        if name.startswith("ccltune-profile."):
+            shutil.copy(os.path.join(src, name), profile)
+elif profile:  # as ccltune's profiler plugin writes (format version 1, /work/notes/profile-format.md)
     sum_us = base * 10 * (1 + rng.gauss(0, noise))
     with open(os.path.join(profile, f"ccltune-profile.fakehost.{os.getpid()}.00000000000000ab.0.txt"), "w") as fh:
         fh.write("# ccltune-profile 1\n"

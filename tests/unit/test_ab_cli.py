@@ -135,6 +135,28 @@ def test_metric_comm_sums_the_profiler_files_of_each_run(tmp_path, capsys, monke
     assert all(1800 < v < 2200 for v in default) and {s.unit for s in samples} == {"us"}  # 100 ms x 10 x 2 us
 
 
+def test_a_rules_arm_shows_per_rule_what_nccl_ran(tmp_path, capsys, monkeypatch) -> None:
+    """Issue 29, proof that rules fired: the rules arm's runs leave the real profiler files of the DDP job forced
+    to tree/simple/4 (tests/fixtures/workload/profile-ddp-tree-4); ab prints, per rule, the calls it covered over
+    the arm's runs and what NCCL ran, and keeps it in the run's summary."""
+    from ccltune.measure import jobrun
+
+    forced = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile-ddp-tree-4"
+    monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))
+    monkeypatch.setenv("FAKE_PROFILE_FROM", str(forced))
+    rc = _ab(tmp_path, "--rules", str(forced / "force.conf"), "--metric", "comm", "--rounds", "2", "--no-aa",
+             "--seed", "5", "--json", str(tmp_path / "ab.json"))
+    out = capsys.readouterr().out
+    assert rc == 0 and "# arm force: " in out
+    table = out[out.index("# arm force: "):].splitlines()
+    assert any(line.split()[:1] == ["1"] and "288  APPLIED" in line and "TREE/SIMPLE/4ch x288" in line
+               for line in table)                                  # 144 calls of 4 ranks, in each of 2 runs
+    assert any(line.split()[:1] == ["2"] and "NEVER FIRED" in line for line in table)
+    doc = json.loads((tmp_path / "ab.json").read_text())
+    assert [(f["rule_line"], f["status"], f["calls"]) for f in doc["fired"]["force"]] == [
+        (1, "APPLIED", 288), (2, "NEVER FIRED", 0)]
+
+
 _RULE_JOB = ("import os, runpy, sys\n"
              "r = os.environ.get('CCLTUNE_RULES')\n"
              "text = open(r).read() if r else ''\n"

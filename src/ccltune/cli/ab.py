@@ -254,12 +254,17 @@ def _run(args: argparse.Namespace, plan: jobrounds.Plan, removed: list[str], par
         store.finish_run(run_id, "failed", {"error": "the metric read nothing from the first default run"})
         store.close()
         raise
+    per_rule = fired_tables(plan, out)
     summary = {"seed": plan.seed, "metric": plan.metric.describe(), "unit": plan.metric.unit,
                "rounds": out.rounds_done, "stop": out.stop_reason, "method": jobab.METHOD,
-               "arms": [v.to_dict() for v in out.verdicts]}
+               "arms": [v.to_dict() for v in out.verdicts],
+               **({"fired": {name: [f.to_dict() for f in got] for name, (got, _) in per_rule.items()}}
+                  if per_rule else {})}
     store.finish_run(run_id, "interrupted" if out.interrupted else "complete", summary)
     store.close()
     for line in render(out, plan.metric.unit):
+        print(line)
+    for line in fired_lines(plan, per_rule):
         print(line)
     if args.json:
         doc = {**summary, "run_id": run_id, "command": plan.argv,
@@ -309,6 +314,36 @@ def render(out: jobrounds.Outcome, unit: str) -> list[str]:
                  f"round(s)" + (f"; stopped: {out.stop_reason}" if out.stop_reason else ""))
     for f in out.failures:
         lines.append(f"# failed run: arm {f.arm}, round {f.round}: {f.reason}")
+    return lines
+
+
+def fired_tables(plan: jobrounds.Plan, out: jobrounds.Outcome) -> dict[str, tuple[list[Any], Any]]:
+    """Per rules arm whose runs left profiler files: each rule's calls and what NCCL ran (validate.fired)."""
+    from ccltune.validate import fired
+
+    got = {}
+    for a in plan.arms:
+        if a.rules and a.name in out.fired:
+            rs = rules.load(a.rules, "--rules")
+            got[a.name] = (fired.firings(rs, out.fired[a.name]), out.fired[a.name])
+    return got
+
+
+def fired_lines(plan: jobrounds.Plan, per_rule: dict[str, tuple[list[Any], Any]]) -> list[str]:
+    """The per-rule tables of the rules arms, or why there is none."""
+    from ccltune.validate import fired
+
+    lines: list[str] = []
+    for a in plan.arms:
+        if not a.rules:
+            continue
+        if a.name not in per_rule:
+            lines.append(f"# arm {a.name}: no profiler record of which rules fired (ccltune's profiler plugin was "
+                         "not loaded: --metric comm loads it; or its runs wrote no file)")
+            continue
+        got, tally = per_rule[a.name]
+        lines.append(f"# arm {a.name}: {a.rules}, over its runs")
+        lines += fired.lines(got, tally)
     return lines
 
 

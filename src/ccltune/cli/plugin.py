@@ -62,8 +62,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verify.add_argument("--nproc", type=int, default=None, metavar="N", help="GPUs (default: all present)")
     verify.add_argument("--from-log", default=None, metavar="FILE",
                         help="check this NCCL_DEBUG=INFO log (with TUNING lines) instead of running")
+    verify.add_argument("--profile", default=None, metavar="DIR",
+                        help="check the profiler files (CCLTUNE_PROFILE=DIR, docs/profiler.md) of a job that ran with "
+                             "RULES instead of running: per rule, the calls it covered and what NCCL ran for them "
+                             "(APPLIED / NOT APPLIED / NEVER FIRED)")
     verify.add_argument("--platform", action="append", default=[], metavar="KEY=VALUE",
-                        help="platform facts for --from-log when the log lacks the plugin's own line")
+                        help="platform facts for --from-log and --profile when the log lacks the plugin's own line")
     verify.add_argument("--save-log", default=None, metavar="PATH", help="write the NCCL log of the run here")
     verify.add_argument("--json", dest="json_path", default=None, metavar="PATH", help="the checks as JSON")
     verify.add_argument("--timeout", type=float, default=600.0, metavar="S", help="seconds the run may take")
@@ -102,9 +106,6 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ccltune.diagnose.parsers.ncclog import parse_log
-    from ccltune.tune.verify import verify
-
     try:
         ruleset = rules.load(args.file, "RULES")
     except RuleFileError as exc:
@@ -112,7 +113,22 @@ def _verify(args: argparse.Namespace) -> int:
     for d in ruleset.diagnostics:
         print(f"warning: {d} (the plugin skips this line too)")
     facts = rules.parse_platform_args(args.platform) if args.platform else None
-    text, source, sizes = _verify_log(args, ruleset)
+    if args.profile is not None:
+        if args.from_log:
+            raise UsageError("plugin verify: give --from-log or --profile, not both")
+        return verdict_exit_code(_profile_table(ruleset, args.profile, facts))
+    with _profiler_dir(args) as prof:  # removed however the check ends
+        return _check_log(args, ruleset, facts, prof)
+
+
+def _check_log(args: argparse.Namespace, ruleset: rules.RuleSet, facts: rules.PlatformFacts | None,
+               prof: str | None) -> int:
+    """The TUNING-log checks (a run's, or --from-log's), then the profiler's per-rule table when ``prof`` holds
+    the run's profiler files."""
+    from ccltune.diagnose.parsers.ncclog import parse_log
+    from ccltune.tune.verify import verify
+
+    text, source, sizes = _verify_log(args, ruleset, prof)
     log = parse_log(text)
     if not log.choices:
         raise DataError(f"{source} has no TUNING lines ('<Coll>: N Bytes -> Algo A proto P ...'): "
@@ -141,10 +157,52 @@ def _verify(args: argparse.Namespace) -> int:
         from ccltune.diagnose.record import write_json
         write_json(args.json_path, {"rules": str(Path(args.file).resolve()), "n_ranks": n_ranks, "n_nodes": n_nodes,
                                     "plugin_loaded": load is not None, "checks": [c.to_dict() for c in checks]})
-    return verdict_exit_code([c.status for c in checks] or ["FAIL"])  # no check at all: nothing verified
+    # the run's profiler record, beside the log: evidence against a rule counts (NOT APPLIED); a rule it saw no call
+    # of does not (bench's calls in CUDA graphs reach the profiler only as far as NCCL sends their events)
+    prof_statuses = [st for st in _profile_table(ruleset, prof, facts, quiet_empty=True)
+                     if st == "NOT APPLIED"] if prof is not None else []
+    return verdict_exit_code([c.status for c in checks] + prof_statuses or ["FAIL"])  # no check: nothing verified
 
 
-def _verify_log(args: argparse.Namespace, ruleset: rules.RuleSet) -> tuple[str, str, set[tuple[str, int]] | None]:
+def _profiler_dir(args: argparse.Namespace) -> Any:
+    """A run of verify loads the profiler plugin too when it is built, into a folder of its own: a context giving
+    the folder, or None when it is not loaded."""
+    import contextlib
+    import tempfile
+
+    from ccltune.measure.jobrun import profiler_path
+
+    if args.from_log or profiler_path() is None:
+        return contextlib.nullcontext(None)
+    return tempfile.TemporaryDirectory(prefix="ccltune-verify-prof-")
+
+
+def _profile_table(ruleset: rules.RuleSet, folder: str, facts: rules.PlatformFacts | None,
+                   quiet_empty: bool = False) -> list[str]:
+    """Print the per-rule table from the profiler files in ``folder``; their statuses (validate.fired).
+    ``quiet_empty``: a folder without files (the run's profiler wrote none) is a note, not an error."""
+    from ccltune.validate import fired
+    from ccltune.workload import profile_file
+
+    try:
+        files = profile_file.read_dir(folder)
+    except UsageError as exc:
+        if not quiet_empty:
+            raise
+        print(f"# no per-rule record from the profiler plugin: {exc}")
+        return []
+    if facts is None and any(r.platform != rules.ANY_PLATFORM for r in ruleset.rules):
+        print("warning: rules under a platform section match no call without --platform KEY=VALUE (the profiler "
+              "files do not name the GPU)")
+    t = fired.tally(ruleset, files, facts or rules.PlatformFacts())
+    found = fired.firings(ruleset, t)
+    for line in fired.lines(found, t):
+        print(line)
+    return fired.statuses(found)
+
+
+def _verify_log(args: argparse.Namespace, ruleset: rules.RuleSet,
+                prof: str | None = None) -> tuple[str, str, set[tuple[str, int]] | None]:
     """(the NCCL log, where it came from, the sizes run): --from-log, or a bench run with the rules."""
     from ccltune.diagnose.probes import benchrun
     from ccltune.diagnose.parsers.ncclog import read_log
@@ -161,6 +219,8 @@ def _verify_log(args: argparse.Namespace, ruleset: rules.RuleSet) -> tuple[str, 
     check_timeout(args.timeout)
     nproc = args.nproc or _gpu_count()
     env = {**tuner_plugin.nccl_env(args.file), "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,TUNING"}
+    if prof is not None:  # the profiler's record of the same calls: what NCCL ran, per rule
+        env.update(profiler_plugin.nccl_env(prof))
     print(f"plugin verify: {', '.join(colls)} {format_size(lo)}..{format_size(hi)} on {nproc} GPUs with "
           f"NCCL_TUNER_CONFIG_FILE={env['NCCL_TUNER_CONFIG_FILE']}", flush=True)
     run = benchrun.run_bench(nproc, env_overrides=env, timeout_s=args.timeout, collective=colls,

@@ -69,7 +69,8 @@ def register(sub: Any) -> None:
     p.add_argument("--idle", action="store_true",
                    help="with --workload: sweep on an idle GPU even when the job's own times (profiler files, "
                         "trace kernels) show its calls at least 2x slower than NCCL's default idle in --db, where "
-                        f"the sweep otherwise runs --under-load {DEFAULT_LOAD_M} (docs/workload.md)")
+                        "the sweep otherwise runs under a load sized from the job's traces (--under-load "
+                        f"{DEFAULT_LOAD_M} when nothing sizes it; docs/workload.md)")
     _common.add_virtual_nodes(p)
     p.add_argument("--resume", type=int, default=None, metavar="RUN", help="continue an interrupted sweep run")
     _common.add_db(p)
@@ -181,7 +182,7 @@ def main(args: argparse.Namespace) -> int:
                          "or sweep with --nproc N >= 2 on a machine with 2 or more GPUs")
     workload = _workload(args, colls, ranks) if args.workload else None
     if workload is not None and not dist.under_launcher():  # decided once: the ranks get it in their argv
-        for line in load_from_job(args, workload):
+        for line in [*op_lines(args, workload), *load_from_job(args, workload)]:
             print(line)
     if args.resume is not None and not dist.under_launcher():  # before any process starts
         with Store(args.db, readonly=True) as store:
@@ -218,22 +219,53 @@ def _workload(args: argparse.Namespace, colls: list[Any], ranks: int) -> Any:
     return wl
 
 
-DEFAULT_LOAD_M = 8192  # the matrix of --under-load when the job's own times call for a load (issue 28)
+DEFAULT_LOAD_M = 8192  # the matrix of --under-load when the job's times call for a load and nothing sizes it (issue 28)
+
+
+def _typed(args: argparse.Namespace, short: str, long: str) -> bool:
+    """Whether the command line gave the option (-d/--datatype, -o/--op), not only its default."""
+    return any(a in (short, long) or a.startswith(long + "=") or (a.startswith(short) and a[2:3] != "-")
+               for a in getattr(args, "_argv", None) or [])
 
 
 def job_dtypes(args: argparse.Namespace, wl: Any) -> dict[str, Any] | None:
     """Without -d: each collective in the job's own datatype (``workload.plan.job_dtypes``); with -d, None."""
     from ccltune.workload import plan as workload_plan
 
-    typed = any(a in ("-d", "--datatype") or a.startswith("--datatype=") or (a.startswith("-d") and a[2:3] != "-")
-                for a in getattr(args, "_argv", None) or [])
-    return None if typed else workload_plan.job_dtypes(wl)
+    return None if _typed(args, "-d", "--datatype") else workload_plan.job_dtypes(wl)
+
+
+def job_ops(args: argparse.Namespace, wl: Any) -> dict[tuple[str, int], str] | None:
+    """Without -o: each reduction point in the job's own op (``workload.plan.job_ops``); with -o, None."""
+    from ccltune.workload import plan as workload_plan
+
+    return None if _typed(args, "-o", "--op") else workload_plan.job_ops(wl)
+
+
+def op_lines(args: argparse.Namespace, wl: Any) -> list[str]:
+    """What ``sweep --workload`` says about the ops it measures the job's reductions in."""
+    ops = job_ops(args, wl)
+    if ops is None:
+        return []
+    unknown = sorted({(e.key.collective, e.key.size_bytes) for e in wl.entries
+                      if collectives.REGISTRY.get(e.key.collective) is not None
+                      and collectives.REGISTRY[e.key.collective].reduces and (e.key.collective, e.key.size_bytes) not in ops})
+    out = []
+    other = {k: v for k, v in ops.items() if v != args.op}
+    if other:
+        out.append("# in the job's reduction op (-o to override): "
+                   + ", ".join(f"{c} {n} B {op}" for (c, n), op in sorted(other.items())))
+    if unknown:
+        out.append(f"# the workload does not say the op of {len(unknown)} reduction point(s) ("
+                   + ", ".join(f"{c} {n} B" for c, n in unknown[:3]) + (", ..." if len(unknown) > 3 else "")
+                   + f"): measured with -o {args.op}; a COLL log of the job (NCCL_DEBUG_SUBSYS=COLL) gives it")
+    return out
 
 
 def load_from_job(args: argparse.Namespace, wl: Any) -> list[str]:
     """The sweep of a workload whose calls the job runs far slower than idle is made under load (issue 28;
     docs/workload.md, "In-job times"): sets ``--under-load`` in ``args`` and its argv, and says why."""
-    from ccltune.workload import show
+    from ccltune.workload import compute, show
     from ccltune.workload.estimate import idle_estimates
 
     if args.under_load is not None or not any(show.job_us(e) is not None for e in wl.entries):
@@ -248,11 +280,18 @@ def load_from_job(args: argparse.Namespace, wl: Any) -> list[str]:
     if args.idle:
         return [f"# the job runs its calls far slower than idle ({worst}): sweeping idle as --idle asks; "
                 "tune --workload will give those sizes no rule"]
-    args.under_load = DEFAULT_LOAD_M
-    args._argv = [*args._argv, "--under-load", str(DEFAULT_LOAD_M)]
-    return [f"# the job runs its calls far slower than NCCL's default idle in {args.db} ({worst}; at least "
-            f"x{show.SLOW_RATIO:g} at the median): sweeping under load, --under-load {DEFAULT_LOAD_M} (--idle to "
-            f"sweep idle); then tune with --under-load {DEFAULT_LOAD_M}"]
+    m, why = compute.load_for(wl.compute)
+    said = (f"# the job runs its calls far slower than NCCL's default idle in {args.db} ({worst}; at least "
+            f"x{show.SLOW_RATIO:g} at the median)")
+    if m is None and wl.compute is not None:  # the job's own kernels say a load would not be its conditions
+        return [f"{said}; {why}: sweeping idle, and tune --workload gives those sizes no rule (--under-load M "
+                "sweeps under a load anyway)"]
+    m = m or DEFAULT_LOAD_M
+    args.under_load = m
+    args._argv = [*args._argv, "--under-load", str(m)]
+    sized = f" ({why})" if wl.compute is not None else f" (the default: {why})"
+    return [f"{said}: sweeping under load, --under-load {m}{sized} (--idle to sweep idle); then tune with "
+            f"--under-load {m}"]
 
 
 def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: list[CommConfig],
@@ -263,6 +302,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
     plan = sweep_run.SweepPlan(colls, sizes, cands, settings, mode=args.mode, resume=args.resume,
                                args=_common.args_record(args), workload=workload, under_load=args.under_load,
                                dtypes=job_dtypes(args, workload) if workload is not None else None,
+                               ops=job_ops(args, workload) if workload is not None else None,
                                check_resume=lambda run, world_size: check_resume(run, args, world_size),
                                on_deferred=lambda d: print("\n".join(deferred_lines(d, args._argv)), flush=True))
     session = Session("sweep", engine_name, db=args.db, argv=args._argv, timeout_s=args.timeout,
@@ -273,6 +313,8 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
     if session.is_root:
         for k in res.skipped:
             print(f"# not swept: {k.entry.key.collective} {k.entry.key.size_bytes} B x{k.entry.calls}: {k.reason}")
+        for (c, n), why in sorted(res.op_notes.items()):
+            print(f"# {c} {n} B: {why}")
         if res.load:
             print(f"# under load: {res.load}")
         if workload is not None and not res.rows:  # the node count, known once the job ran, left nothing

@@ -58,7 +58,7 @@ def prepare(engine: Any, keys: Sequence[Any], seq: Sequence[tuple[int, int, int]
             points[i] = _point(engine, keys[i], op, fallback_dtype, notes)
             if points[i] is not None:
                 pt, bufs = points[i]
-                buffers.fill(engine.torch, bufs, pt.coll, ctx.rank, ctx.world_size, op)
+                buffers.fill(engine.torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
         if points[i] is not None:
             items.append(Item(i, comm, n, *points[i]))
     return items, notes
@@ -73,6 +73,14 @@ def _point(engine: Any, k: Any, op: str, fallback: str, notes: list[str]) -> tup
         dt = datatypes.dtype(fallback)
     lay = coll.layout(k.size_bytes, dt.size, engine.ctx.world_size, engine.ctx.rank)
     pt = Point(coll, lay, dt, op, 0, False, 1, 0, 0, None)
+    job_op = getattr(k, "op", None)
+    if coll.reduces and job_op and job_op != op:  # the job's own op (its COLL log's): another kernel than sum's
+        inplace = replace(pt, in_place=lay.inplace_offsets is not None)
+        why = engine.waive_reason(replace(inplace, op=job_op)) if not engine.waive_reason(inplace) else None
+        if why is None:
+            pt = replace(pt, op=job_op)
+        else:
+            notes.append(f"{k.collective} {k.size_bytes} B: the job reduces with {job_op}, replayed with {op} ({why})")
     if engine.waive_reason(pt) and lay.inplace_offsets is not None:
         pt = replace(pt, in_place=True)  # an API that is in-place only (torch, gloo)
     why = engine.waive_reason(pt)

@@ -134,6 +134,15 @@ class BufferCache(dict):
     it when the collective changes (its buffers are not used again)."""
 
 
+def op_waived(engine: Any, coll: Collective, size: int, s: SweepSettings, op: str) -> str | None:
+    """Why ``engine`` cannot run ``coll`` at ``size`` with ``op`` when it can with ``s.op`` (gloo has no avg), else None."""
+    lay = coll.layout(size, s.dtype.size, engine.ctx.world_size, engine.ctx.rank)
+    base = Point(coll, lay, s.dtype, s.op, 0, lay.inplace_offsets is not None, 1, 0, 0, None)
+    if engine.waive_reason(base):
+        return None
+    return engine.waive_reason(replace(base, op=op))
+
+
 def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any], labels: Sequence[dict[str, Any]],
                  s: SweepSettings, refused: Refused | None = None, keep: BufferCache | None = None) -> list[Measurement]:
     """Rows for every configuration at ``size`` (``reps`` rows each when measured).

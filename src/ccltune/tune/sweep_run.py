@@ -43,6 +43,7 @@ class SweepPlan:
     workload: Any = None
     points: dict[str, list[int]] | None = None   # collective name -> sizes, set from the workload in run()
     dtypes: dict[str, Any] | None = None          # --workload without -d: collective -> the job's datatype
+    ops: dict[tuple[str, int], str] | None = None  # --workload without -o: (collective, size) -> the job's op
     under_load: int | None = None     # --under-load M: a MatrixLoad runs while the sizes are measured
     # rank 0, --resume: raises when the stored run is not this sweep (world size given)
     check_resume: Callable[[Any, int], None] = lambda run, world_size: None
@@ -62,6 +63,7 @@ class SweepResult:
     skipped: list[Any] = field(default_factory=list)  # --workload: entries not swept (workload.plan.Skipped)
     load: dict[str, Any] | None = None                # --under-load: what the load achieved
     deferred: library.Deferred | None = None          # candidates recorded unavailable: a run of their own
+    op_notes: dict[tuple[str, int], str] = field(default_factory=dict)  # points not measured in the job's op, why
 
 
 class Progress:
@@ -186,8 +188,8 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
             if not chosen:
                 continue
             labels = [dict(algo=c.algo, proto=c.proto, channels=c.channels, config=c.label) for c in chosen]
-            rows = measure_sweep.measure_size(engine, coll, size, chosen, labels, settings,
-                                              refused, keep)
+            rows = measure_sweep.measure_size(engine, coll, size, chosen, labels,
+                                              _job_op(plan, engine, coll, size, settings, res), refused, keep)
             if store is not None:
                 store.add_measurements(run_id, rows)
                 rows_so_far.extend(rows)
@@ -199,6 +201,21 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
         todo = _next_round(ctx, settings, rows_so_far, requested, cands)
     if keep is not None:
         keep.clear()
+
+
+def _job_op(plan: SweepPlan, engine: Any, coll: Any, size: int, settings: measure_sweep.SweepSettings,
+            res: SweepResult) -> measure_sweep.SweepSettings:
+    """The settings one workload point is measured with: in the job's reduction op (``plan.ops``), as NCCL runs
+    another kernel for avg or max than for sum; an engine that cannot run that op measures -o instead, and the
+    result says so (``res.op_notes``)."""
+    op = (plan.ops or {}).get((coll.name, size))
+    if op is None or op == settings.op or not coll.reduces:
+        return settings
+    why = measure_sweep.op_waived(engine, coll, size, settings, op)
+    if why is not None:
+        res.op_notes[(coll.name, size)] = f"the job reduces with {op}, measured with {settings.op}: {why}"
+        return settings
+    return dataclasses.replace(settings, op=op)
 
 
 def _next_round(ctx: Any, settings: measure_sweep.SweepSettings, rows_so_far: list[Any], requested: dict[int, int],

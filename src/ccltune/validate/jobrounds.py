@@ -17,7 +17,10 @@ from typing import Any
 from ccltune.errors import UsageError
 from ccltune.measure import jobrun
 from ccltune.store import Store
+from ccltune import rules
+from ccltune.validate import fired as fired_
 from ccltune.validate import jobab, jobstore, profsum
+from ccltune.workload import profile_file
 
 DEFAULT, CONTROL = "default", "default-2"
 
@@ -120,6 +123,14 @@ class Outcome:
     stop_reason: str = ""
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+    fired: dict[str, fired_.Tally] = field(default_factory=dict)  # rules arm -> its calls per rule (profiler files)
+
+
+def profiler_loaded(env: Mapping[str, str]) -> bool:
+    """Whether ``env`` loads ccltune's profiler plugin (NCCL_PROFILER_PLUGIN names its library)."""
+    from ccltune.profiler_plugin import LIBRARY_NAME
+
+    return Path(env.get("NCCL_PROFILER_PLUGIN", "")).name == LIBRARY_NAME
 
 
 def order(arms: Sequence[Arm], rng: random.Random, first_round: bool) -> list[Arm]:
@@ -153,18 +164,26 @@ class _Rounds:
         self.plan, self.store, self.run_id, self.say = plan, store, run_id, say
         self.out = Outcome()
         self.checked = False   # the first default run has shown the metric works
-        self.tmp = Path(tempfile.mkdtemp(prefix="ccltune-ab-")) if plan.metric.kind == "comm" else None
+        # the profiler's files of each run: the metric (comm), or the user's environment loads ccltune's profiler
+        self.own_profiler = plan.metric.kind != "comm" and profiler_loaded(plan.base_env)
+        self.tmp = Path(tempfile.mkdtemp(prefix="ccltune-ab-")) if plan.metric.kind == "comm" or self.own_profiler \
+            else None
+        self.rulesets: dict[str, rules.RuleSet] = {}
 
     def one(self, arm: Arm, rnd: int, slot: int) -> None:
         plan = self.plan
         env = arm.environ(plan.base_env, plan.tuner)
         profile = None
-        if self.tmp is not None and plan.metric.kind == "comm":
+        if self.tmp is not None:
             profile = self.tmp / f"r{rnd}-{arm.name}"
             profile.mkdir()
-            env.update(NCCL_PROFILER_PLUGIN=str(plan.metric.profiler), CCLTUNE_PROFILE=str(profile))
+            env.update(CCLTUNE_PROFILE=str(profile))
+            if plan.metric.kind == "comm":
+                env.update(NCCL_PROFILER_PLUGIN=str(plan.metric.profiler))
         res = jobrun.run_once(plan.argv, env, plan.metric.pattern, echo=plan.echo, timeout_s=plan.run_timeout_s)
-        value, why = _value(plan, res, profile)
+        value, why = _value(plan, res, profile if plan.metric.kind == "comm" else None)
+        if arm.rules and profile is not None and not res.reason:
+            self._tally(arm, profile)
         bad = None
         if arm.name == DEFAULT and not self.checked:
             value, why, bad = self._check_metric(res, value, why)
@@ -181,6 +200,16 @@ class _Rounds:
             self.say(f"# run failed: arm {arm.name}, round {rnd}: {why}; its last lines:")
             for line in res.tail[-6:]:
                 self.say(f"#   | {line}")
+
+    def _tally(self, arm: Arm, profile: Path) -> None:
+        """The run's calls per rule of the arm's file (validate.fired), added to the arm's tally; a run whose
+        profiler files cannot be read adds nothing (its metric says why when it is comm)."""
+        try:
+            rs = self.rulesets.get(arm.name) or self.rulesets.setdefault(arm.name, rules.load(arm.rules or ""))
+            got = fired_.tally(rs, profile_file.read_dir(profile, strict=True))
+        except (UsageError, OSError):
+            return
+        self.out.fired.setdefault(arm.name, fired_.Tally()).merge(got)
 
     def _check_metric(self, res: jobrun.RunResult, value: float | None, why: str
                       ) -> tuple[float | None, str, UsageError | None]:

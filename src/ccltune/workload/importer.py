@@ -16,7 +16,7 @@ from typing import Any
 
 from ccltune.errors import UsageError
 from ccltune.inputs import MAX_TRACE_BYTES, read_input
-from ccltune.workload import profile_file, sameproc, sources
+from ccltune.workload import compute, profile_file, sameproc, sources
 from ccltune.workload.model import RankRecord, Workload, merge
 
 KINDS = sources.KINDS
@@ -62,6 +62,9 @@ def import_files(paths: Sequence[str | Path], steps: int | None = None) -> Workl
         why = f" (skipped: {warnings[0]}" + (f"; and {len(warnings) - 1} more)" if len(warnings) > 1 else ")") \
             if warnings else ""
         raise UsageError(f"{', '.join(map(str, paths))}: no collective calls in them{why}")
+    beside = compute.pool(r.compute for r in records if r.compute is not None)  # before fold merges traces away
     records, notes = sameproc.fold(records)
     sameproc.unify_keys(records)
-    return merge(records, warnings + notes, steps)
+    wl = merge(records, warnings + notes, steps)
+    wl.compute = beside
+    return wl

@@ -16,8 +16,10 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccltune.datatypes import OPS
 from ccltune.errors import UsageError
 from ccltune.files import read_bytes
+from ccltune.workload.compute import Overlap, check as check_compute
 from ccltune.workload.timing import Timing
 from ccltune.workload.checks import MAX_WORKLOAD_BYTES, _check_doc, _check_entry, _not_finite
 
@@ -39,6 +41,9 @@ class Key:
     datatype: str | None = None  # ccltune's spelling (datatypes.DTYPES), or NCCL's enum as 'nccl:N'
     count: int | None = None
     nnodes: int | None = None
+    # the reduction op (datatypes.OPS' names: sum, prod, max, min, avg, mulsum) of a reducing collective,
+    # from NCCL's COLL log; None: not a reduction, or the source does not say (traces, profiler files, captures)
+    op: str | None = None
 
 
 @dataclass
@@ -65,6 +70,7 @@ class RankRecord:
     pid: int | None = None       # process are one rank seen twice (model.same_process)
     steps_from: str | None = None  # how ``steps`` was found (ProfilerStep spans, the log's period)
     time_kind: str | None = None   # the kind its timing came from, when another source's (sameproc.fold)
+    compute: Overlap | None = None  # a trace's compute kernels beside its NCCL kernels (workload.compute)
 
 
 class Halves:
@@ -123,10 +129,15 @@ class Workload:
     # index, repeat); empty when no source gives an order (capture files count, they keep no order)
     order: list[tuple[int, int, int]] = field(default_factory=list)
     steps_note: str | None = None  # where ``steps`` came from when --steps set it (the file's "steps_from")
+    op_unrecorded: bool = False    # read from a file written before entries carried their reduction op
+    compute: Overlap | None = None  # the traces' compute beside the collectives: sizes --under-load (workload.compute)
 
     def by_bytes(self) -> list[Entry]:
-        """Entries by share of bytes moved, largest first."""
-        return sorted(self.entries, key=lambda e: (-e.bytes_total, e.key))
+        """Entries by share of bytes moved, largest first (then by key, an unknown field before a known one: two
+        keys that differ only there, a trace's op None beside a log's, must not compare None with a string)."""
+        return sorted(self.entries, key=lambda e: (-e.bytes_total, tuple((v is not None, v or 0) if not isinstance(
+            v, str) else (True, v) for v in (e.key.collective, e.key.size_bytes, e.key.nranks, e.key.datatype,
+                                               e.key.count, e.key.nnodes, e.key.op))))
 
 
 def combine(records: list[RankRecord]) -> list[RankRecord]:
@@ -255,8 +266,8 @@ def to_json(wl: Workload, header: dict[str, Any]) -> str:
     entries = []
     for e in wl.entries:
         d: dict[str, Any] = {"collective": e.key.collective, "datatype": e.key.datatype, "count": e.key.count,
-                             "size_bytes": e.key.size_bytes, "nranks": e.key.nranks, "nnodes": e.key.nnodes,
-                             "calls": e.calls}
+                             "op": e.key.op, "size_bytes": e.key.size_bytes, "nranks": e.key.nranks,
+                             "nnodes": e.key.nnodes, "calls": e.calls}
         if e.timing is not None and e.timing.calls:
             d.update(e.timing.to_dict())
             d["time_from"] = e.time_from
@@ -272,6 +283,7 @@ def to_json(wl: Workload, header: dict[str, Any]) -> str:
     doc = {"schema": SCHEMA, "version": VERSION, **header, "steps": wl.steps,
            **({"steps_from": wl.steps_note} if wl.steps_note else {}), "sources": wl.sources,
            "warnings": wl.warnings, "overflow_calls": wl.overflow_calls, "overflow_bytes": wl.overflow_bytes,
+           **({"compute_overlap": wl.compute.to_dict()} if wl.compute is not None else {}),
            "entries": entries, **({"order": [list(o) for o in wl.order]} if wl.order else {})}
     return json.dumps(doc, indent=1) + "\n"
 
@@ -317,7 +329,8 @@ def from_json(text: str, path: str) -> Workload:
         opt_int = (int, type(None))
         key = Key(_need(d, "collective", str, where), _need(d, "size_bytes", int, where),
                   _need(d, "nranks", int, where), _need(d, "datatype", (str, type(None)), where),
-                  _need(d, "count", opt_int, where), _need(d, "nnodes", opt_int, where))
+                  _need(d, "count", opt_int, where), _need(d, "nnodes", opt_int, where),
+                  _op(d, where))
         calls = _need(d, "calls", int, where)
         if calls < 0 or key.size_bytes < 0 or key.nranks < 1:
             raise UsageError(f"{where}: impossible values (calls {calls}, size_bytes {key.size_bytes}, "
@@ -345,7 +358,19 @@ def from_json(text: str, path: str) -> Workload:
     return Workload(entries, list(doc.get("sources") or []), steps if isinstance(steps, int) else None,
                     list(doc.get("warnings") or []), int(doc.get("overflow_calls") or 0),
                     int(doc.get("overflow_bytes") or 0), _order(doc.get("order") or [], len(entries), path),
-                    note if isinstance(note, str) else None)
+                    note if isinstance(note, str) else None,
+                    op_unrecorded=any(isinstance(d, dict) and "op" not in d for d in raw),
+                    compute=check_compute(doc["compute_overlap"], path) if doc.get("compute_overlap") is not None
+                    else None)
+
+
+def _op(d: dict[str, Any], where: str) -> str | None:
+    """An entry's reduction op: one of datatypes.OPS or null; absent (a file written before ccltune recorded
+    it) reads as unknown, and ``workload show`` says so."""
+    op = d.get("op")
+    if op is not None and op not in OPS:
+        raise UsageError(f"{where}: field 'op' must be one of {', '.join(OPS)} or null, got {str(op)[:40]!r}")
+    return op
 
 
 def _timing(d: dict[str, Any], where: str, prefix: str) -> Timing | None:

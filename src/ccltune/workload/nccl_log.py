@@ -14,7 +14,7 @@ under its own host:pid, which is how ranks are told apart. ``count`` is the API'
 element count (the send count of AllGather, the receive count of ReduceScatter, per peer
 for AlltoAll, of one direction for Send and Recv; a Send and a Recv make one sendrecv call,
 see :class:`~ccltune.workload.model.Halves`). ``datatype`` is ``ncclDataType_t`` (fp8 e4m3 = 10
-and e5m2 = 11 since 2.24). With ``NCCL_DEBUG_SUBSYS=INIT,COLL`` the ``comm 0x.. rank R nRanks N nNodes K`` init
+and e5m2 = 11 since 2.24); ``op`` is ``ncclRedOp_t`` (:data:`REDOPS`), kept for reducing collectives. With ``NCCL_DEBUG_SUBSYS=INIT,COLL`` the ``comm 0x.. rank R nRanks N nNodes K`` init
 line gives the node count of each communicator; without it ``nnodes`` stays unknown.
 """
 
@@ -24,7 +24,7 @@ import re
 from collections import Counter
 
 from ccltune import collectives
-from ccltune.datatypes import DTYPES
+from ccltune.datatypes import DTYPES, OPS
 from ccltune.inputs import MAX_COUNT, MAX_LINE_CHARS, MAX_RANKS
 from ccltune.workload.model import Halves, Key, RankRecord
 
@@ -52,6 +52,16 @@ _NCCL_INFO = re.compile(_PREFIX)
 
 # ncclDataType_t -> (ccltune's spelling, bytes)
 DATATYPES = {d.nccl: (d.name, d.size) for d in DTYPES.values()}
+# ncclRedOp_t (nccl.h: ncclSum 0 .. ncclAvg 4) -> ccltune's op name. A value from ncclNumOps (5) up is an op
+# made at run time; NCCL's only maker of such ops is ncclRedOpCreatePreMulSum (PyTorch's PREMUL_SUM), ccltune's
+# mulsum. NCCL prints the op for every function; only a reducing collective's means anything.
+REDOPS = {v: k for k, v in OPS.items() if v is not None}
+_NUM_OPS = len(REDOPS)
+
+
+def redop(value: int) -> str:
+    """ccltune's name of an ncclRedOp_t value as the COLL line prints it."""
+    return REDOPS.get(value, "mulsum" if value >= _NUM_OPS else "sum")
 
 
 def _any_line(pattern: re.Pattern[str], text: str) -> bool:
@@ -162,5 +172,6 @@ def _key(m: re.Match[str], nnodes: dict[tuple[str, str], int], path: str, no: in
                         f"call (at most {MAX_COUNT} elements, {MAX_RANKS} ranks)")
         return None
     n, count = int(m["nranks"]), int(m["count"])
+    op = redop(int(m["op"][:12])) if coll.reduces else None
     return Key(coll.name, count * size * (n if coll.per_rank_count else 1), n, name, count,
-               nnodes.get((f"{m['host']}:{m['pid']}", m["comm"])))
+               nnodes.get((f"{m['host']}:{m['pid']}", m["comm"])), op)

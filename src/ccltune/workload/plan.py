@@ -83,6 +83,19 @@ def job_dtypes(wl: Workload) -> dict[str, Any]:
     return {c: datatypes.DTYPES[max(d, key=lambda n: (d[n], n))] for c, d in by.items()}
 
 
+def job_ops(wl: Workload) -> dict[tuple[str, int], str]:
+    """(collective, size_bytes) -> the reduction op the job issues there, for the reducing collectives whose op a
+    source gave (NCCL's COLL log): what ``sweep --workload`` measures that point with unless -o says otherwise
+    (NCCL's kernel for avg or max is not sum's). Entries of one size in several ops: the one with the most calls."""
+    by: dict[tuple[str, int], dict[str, int]] = {}
+    for e in wl.entries:
+        coll = collectives.REGISTRY.get(e.key.collective)
+        if coll is not None and coll.reduces and e.key.op in datatypes.OPS:
+            got = by.setdefault((e.key.collective, e.key.size_bytes), {})
+            got[e.key.op] = got.get(e.key.op, 0) + e.calls
+    return {k: max(d, key=lambda n: (d[n], n)) for k, d in by.items()}
+
+
 def sweep_points(wl: Workload, world_size: int, n_nodes: int | None, dtype: Any,
                  only: Iterable[str] | None = None, dtypes: dict[str, Any] | None = None
                  ) -> tuple[dict[str, list[int]], list[Skipped]]:

@@ -29,11 +29,11 @@ def matches(a: Key, b: Key) -> bool:
     """Two keys that can be one entry: same collective, size and ranks; the rest equal where both know it."""
     return (a.collective, a.size_bytes, a.nranks) == (b.collective, b.size_bytes, b.nranks) and all(
         x is None or y is None or x == y for x, y in ((a.datatype, b.datatype), (a.count, b.count),
-                                                      (a.nnodes, b.nnodes)))
+                                                      (a.nnodes, b.nnodes), (a.op, b.op)))
 
 
 def _detail(k: Key) -> int:
-    return sum(x is not None for x in (k.datatype, k.count, k.nnodes))
+    return sum(x is not None for x in (k.datatype, k.count, k.nnodes, k.op))
 
 
 def _rename(r: RankRecord, old: Key, new: Key) -> None:

@@ -3,8 +3,9 @@ is defined in the heading lines it prints and in docs/workload.md ("Show")."""
 
 from __future__ import annotations
 
+from ccltune import collectives
 from ccltune.sizes import format_size
-from ccltune.workload import quantities
+from ccltune.workload import compute, quantities
 from ccltune.workload.estimate import Estimate
 from ccltune.workload.model import Entry, Workload
 
@@ -48,7 +49,13 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
         out.append("# ran: what NCCL ran most of the entry's calls with, algorithm/protocol/channels (profiler "
                    "files; +N: N other choices, all in the workload file's 'ran')")
     est = est or {}
-    head = (f"# {'collective':<15}{'datatype':>10}{'count':>12}{'size':>10}{'ranks':>6}{'nodes':>6}{'calls':>8}"
+    if wl.op_unrecorded and any(_reduces(e) for e in wl.entries):
+        out.append("# op: this file was written before workload files recorded the reduction op: reductions show "
+                   "'?' and are swept with -o (sum); import the job's files again to record it")
+    elif any(_reduces(e) for e in wl.entries):
+        out.append("# op: the reduction op NCCL's COLL log gave (sum, prod, max, min, avg, mulsum); '?': the source "
+                   "does not say (traces, profiler files, captures); '-': not a reduction")
+    head = (f"# {'collective':<15}{'datatype':>10}{'op':>7}{'count':>12}{'size':>10}{'ranks':>6}{'nodes':>6}{'calls':>8}"
             f"{'bytes%':>8}" + (f"{'job_us':>10}" if timed else "") + (f"{'wait_us':>9}" if waits else ""))
     if db is not None:
         out.append(f"# idle_us: NCCL's default per call on an idle GPU in {db} (median; ~ interpolated between "
@@ -60,7 +67,7 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
     total_us = sum(shares.values())
     for i, e in enumerate(wl.entries):
         k = e.key
-        row = (f"  {k.collective:<15}{k.datatype or '-':>10}{k.count if k.count is not None else '-':>12}"
+        row = (f"  {k.collective:<15}{k.datatype or '-':>10}{op_text(e):>7}{k.count if k.count is not None else '-':>12}"
                f"{format_size(k.size_bytes):>10}{k.nranks:>6}{k.nnodes if k.nnodes is not None else '-':>6}"
                f"{e.calls:>8}{100 * e.bytes_total / total_bytes:>8.1f}")
         if timed:
@@ -96,9 +103,22 @@ def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None =
                        + ", ".join(f"{wl.entries[i].key.collective} {format_size(wl.entries[i].key.size_bytes)} "
                                    f"(x{r:.1f})" for i, r in slow)
                        + ": tune under load (`sweep --workload` does so by default, docs/workload.md)")
+    if wl.compute is not None:
+        m, why = compute.load_for(wl.compute)
+        out.append(f"# under load, sized from the job: {why}" + ("" if m is not None else ": no load"))
     for w in wl.warnings:
         out.append(f"# warning: {w}")
     return out
+
+
+def _reduces(e: Entry) -> bool:
+    c = collectives.REGISTRY.get(e.key.collective)
+    return c is not None and c.reduces
+
+
+def op_text(e: Entry) -> str:
+    """The op column: the entry's reduction op, '?' for a reduction whose op no source gave, '-' otherwise."""
+    return e.key.op or ("?" if _reduces(e) else "-")
 
 
 def _ran(e: Entry) -> str:

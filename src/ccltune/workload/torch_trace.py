@@ -16,6 +16,8 @@ Events read (torch 2.11 names, as in tests/fixtures/workload):
   ``cuda_runtime``/``cuda_driver`` launch that carries it. With one rank NCCL launches no
   kernel (it copies or does nothing), so a one-GPU trace has counts but no times.
 - ``ProfilerStep#N`` annotations: the number of steps the trace holds.
+- every other GPU kernel (cat ``kernel``): the compute beside the collectives
+  (:mod:`ccltune.workload.compute`), which sizes ``--under-load`` from the job.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from ccltune.errors import UsageError
 from ccltune.files import printable
 from ccltune.inputs import MAX_COUNT, MAX_RANKS
 from ccltune.datatypes import DTYPES
+from ccltune.workload import compute
+from ccltune.workload.compute import Interval
 from ccltune.workload.model import Halves, Key, RankRecord, Timing
 
 # c10d's collective names -> ccltune's registry name
@@ -76,6 +80,8 @@ def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
     steps: set[int] = set()
     launch_ext: dict[Any, Any] = {}   # correlation -> External id of the launching op
     kernels: list[dict[str, Any]] = []
+    nccl_on: dict[Any, list[Interval]] = {}     # GPU -> NCCL kernels' (start, end) us; compute_on: every other kernel
+    compute_on: dict[Any, list[Interval]] = {}
     for i, e in enumerate(events):
         if not isinstance(e, dict):
             continue
@@ -86,6 +92,9 @@ def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
             launch_ext[args["correlation"]] = _id(args.get("External id"))
         elif cat == "kernel" and isinstance(name, str) and _KERNEL.match(name):
             kernels.append(e)
+            _interval(e, args, nccl_on)
+        elif cat == "kernel":
+            _interval(e, args, compute_on)
         elif isinstance(name, str) and (m := _STEP.match(name)):
             steps.add(int(m.group(1)))
     if not comms:
@@ -129,7 +138,17 @@ def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
     pids = Counter(e.get("pid") for _, e in comms if isinstance(e.get("pid"), int) and not isinstance(e.get("pid"), bool))
     return RankRecord(path, "torch-trace", rank_id, calls, timing, steps=len(steps) or None, order=order,
                       pid=pids.most_common(1)[0][0] if pids else None,
-                      steps_from=f"{path}: {len(steps)} ProfilerStep#N spans" if steps else None), warnings
+                      steps_from=f"{path}: {len(steps)} ProfilerStep#N spans" if steps else None,
+                      compute=compute.overlap(nccl_on, compute_on)), warnings
+
+
+def _interval(e: dict[str, Any], args: dict[str, Any], into: dict[Any, list[Interval]]) -> None:
+    """A GPU kernel's (start, end) in us under its device (``args.device``, else the event's pid, which torch sets
+    to the device for GPU rows); a kernel without a finite start and duration is left out."""
+    ts, dur = e.get("ts"), e.get("dur")
+    if all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < 1e18 for x in (ts, dur)):
+        dev = args.get("device") if isinstance(args.get("device"), int) else _id(e.get("pid"))
+        into.setdefault(dev, []).append((float(ts), float(ts) + float(dur)))
 
 
 def _args(event: dict[str, Any]) -> dict[str, Any]:
