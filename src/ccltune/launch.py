@@ -283,6 +283,22 @@ def started_by_parent() -> bool:
     return os.environ.get(PARENT_ENV, "").isdigit()
 
 
+def leave_after_peer_loss(code: int) -> None:
+    """A torchrun worker whose run ended with a peer's loss (its one line printed, its rows and run stored):
+    exit now with ``code``. The interpreter's own teardown would destroy the gloo process group, whose threads
+    can wait on the dead peer for seconds, past torchrun's SHUTDOWN_S: torchrun then SIGKILLs this process and
+    the launcher, taking its exit as a silent death, prints a second account of what this one already said."""
+    if "TORCHELASTIC_RUN_ID" not in os.environ:
+        return
+    import atexit
+
+    atexit._run_exitfuncs()  # ccltune's own (temp copies of piped inputs), as a normal exit would
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 def hand_over(code: int) -> int:
     """The exit code for a worker whose check failed: 0 after writing ``code`` for relaunch() to
     return, when relaunch() started this worker; else ``code`` itself."""

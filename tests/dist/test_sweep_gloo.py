@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from dist_helpers import alive, background_fixture, count_rows, descendants, only_run, ran
+from dist_helpers import alive, background_fixture, count_rows, descendants, only_run, ran, wait_rows, worker
 
 DEFAULT_ONLY = ["--algos", "", "--protos", "", "--channels", ""]
 
@@ -228,6 +228,35 @@ def _workload_sweeps_exactly_its_points_and_lists_the_others(tmp_path):
             in proc.stdout.splitlines())
 
 
+def _killed_rank_ends_the_sweep_in_one_line_and_keeps_its_rows(launcher, tmp_path):
+    # kill -9 of rank 1 mid-sweep: rank 0's collective fails inside gloo ('Connection reset by peer'); it
+    # says so in one ccltune line, never gloo's traceback (issue 32: 3 of 8 tries printed it), and the
+    # rows measured stay stored in the run, marked failed
+    db = tmp_path / "s.db"
+    proc = subprocess.Popen(sweep_cmd("all_reduce", "-b", "8", "-e", "64M", "-f", "2", "--reps", "3", *DEFAULT_ONLY,
+                                      "--db", str(db), "--timeout", "5"),
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    launcher.procs.append(proc)
+    before = wait_rows(db, 6, proc)
+    launcher.note(proc)
+    os.kill(worker(proc.pid, 1), signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err and "[rank" not in err and "RuntimeError" not in err, err
+    lines = [x for x in err.splitlines() if x.strip() and not x.startswith(("sweep: ", "ccltune: no GPU found"))]
+    assert all(x.startswith("ccltune") for x in lines), err
+    run, rows = only_run(db)
+    assert run.status == "failed" and len(rows) >= before and run.summary["rows"] == len(rows)
+    if "exited (killed or crashed)" in lines[0]:   # rank 0 spoke: its line alone, with what it kept
+        assert lines == [f"ccltune: error: rank 1 on host {run.env['hosts'][0]} exited (killed or crashed); the "
+                         f"launcher stopped rank 0 on {run.env['hosts'][0]}; {len(rows)} rows kept in {db} "
+                         f"(run {run.id}, marked failed)"], err
+    else:   # rank 0 was still inside the collective when torchrun's grace ran out: the launcher names both
+        assert lines[0].startswith("ccltune: error: rank 1 on host ") and "killed by SIGKILL" in lines[0], err
+    assert not any(alive(p) for p in launcher.seen)
+
+
 # The launches of this module run at once, each test's body in its own thread (background_fixture):
 # torch's import in torchrun and its workers leaves a core idle, so they overlap well.
 _BODIES = [_interrupted_sweep_resumes_where_it_stopped, _sweep_stores_every_rep_of_every_size,
@@ -235,8 +264,10 @@ _BODIES = [_interrupted_sweep_resumes_where_it_stopped, _sweep_stores_every_rep_
            _kept_buffers_are_allocated_and_filled_once_and_stay_correct,
            _resume_with_other_options_is_refused_before_any_process_starts,
            _a_sweep_that_timed_nothing_says_so_and_fails, _workload_sweeps_exactly_its_points_and_lists_the_others]
-background = background_fixture({"test" + body.__name__: (lambda launcher, folder, body=body: body(folder),)
-                                 for body in _BODIES})
+background = background_fixture({"test_killed_rank_ends_the_sweep_in_one_line_and_keeps_its_rows":
+                                 (_killed_rank_ends_the_sweep_in_one_line_and_keeps_its_rows,),
+                                 **{"test" + body.__name__: (lambda launcher, folder, body=body: body(folder),)
+                                    for body in _BODIES}})
 
 
 @pytest.mark.slow   # two launches and a Ctrl-C: about 10 s on 2 cores
@@ -269,4 +300,8 @@ def test_a_sweep_that_timed_nothing_says_so_and_fails(background, request):
 
 
 def test_workload_sweeps_exactly_its_points_and_lists_the_others(background, request):
+    ran(background, request)
+
+
+def test_killed_rank_ends_the_sweep_in_one_line_and_keeps_its_rows(background, request):
     ran(background, request)

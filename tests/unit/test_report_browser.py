@@ -19,7 +19,7 @@ import pytest
 
 from ccltune.cli import main
 from ccltune.report.sections import SECTION_IDS
-from ccltune.store import Store
+from ccltune.store import Measurement, Store
 from report_db import mixed_store
 from test_report_synthetic import fill_store
 
@@ -179,3 +179,61 @@ def test_default_report_reads_in_chromium(tmp_path, mixed_db):
     assert "the latest 12 drawn in full" in page.read_text()
     found = probe(tmp_path, page)
     assert len(found["cards"]) == 6 and any("Not healthy" in c and "400.00 GB/s" in c for c in found["cards"])
+
+
+# TEST DATA, shaped as `ccltune bench all` on the CPU engine stores it (gloo, 2 ranks: all_reduce in place,
+# its out-of-place rows waived with this note), then ten later runs of three sizes each.
+GLOO_WAIVED = "torch.distributed's API is in-place only for this collective"
+
+
+def _gloo_bench(store: Store, sizes: list[int]) -> int:
+    env = {"host": "vm", "gpus": [], "world_size": 2, "n_nodes": 1, "engine": "gloo", "platform": "cpu x2"}
+    rid = store.begin_run("bench", command="ccltune bench all", env=env, engine="gloo")
+    rows = []
+    for size in sizes:
+        t = 20.0 + size / 2e3
+        rows.append(Measurement("all_reduce", size, size // 4, "float", "sum", None, True, 2, time_us=t,
+                                algbw_gbps=size / t / 1e3, busbw_gbps=size / t / 1e3, wrong=0))
+        rows.append(Measurement("all_reduce", size, size // 4, "float", "sum", None, False, 2, status="waived",
+                                note=GLOO_WAIVED))
+        # all_gather of 8 B on 2 ranks is stored as 0 B (no whole float per rank), busbw 0: a gap at 0 B on a
+        # log axis, which crashed the report ('math domain error') before
+        stored = size if size > 8 else 0
+        rows.append(Measurement("all_gather", stored, stored // 8, "float", None, None, False, 2, time_us=t,
+                                algbw_gbps=stored / t / 1e3, busbw_gbps=stored / t / 2e3, wrong=0))
+    store.add_measurements(rid, rows)
+    store.finish_run(rid, "complete", {"rows": len(rows)})
+    return rid
+
+
+def test_a_bench_only_database_of_many_runs_shows_its_main_result(tmp_path):
+    """Issue 32: a README run over 8 B-32 MB, then ten small runs. The page showed the newest small curves and
+    put the big one among the hidden series, said 'waived' once per run under each plot, and had seven sections
+    saying 'No ...'. Now the widest run is shown, the waived series are one line, and the empty sections are
+    one table at the end."""
+    db, page = tmp_path / "b.db", tmp_path / "b.html"
+    with Store(db) as store:
+        main_run = _gloo_bench(store, [8 << i for i in range(23)])   # 8 B .. 32 MB
+        for _ in range(10):
+            _gloo_bench(store, [1024, 2048, 4096])
+    assert main(["report", "--db", str(db), "--out", str(page)]) == 0
+    dom = chromium(tmp_path, page, "--dump-dom")
+    assert dom.returncode == 0 and console_lines(dom.stderr) == []
+    sections = _SectionText()
+    sections.feed(dom.stdout)
+    assert list(sections.text) == ["verdict", "bench", "runs", "env", "left-out"]
+    assert all("No " not in text[:80] for sid, text in sections.text.items() if sid != "left-out")
+    for sid in ("links", "rules", "validate", "ab", "sweep", "doctor", "compare"):
+        assert f'href="#{sid}"' not in dom.stdout
+    left = sections.text["left-out"]
+    assert "No sweep runs among the runs in this report (1-11)" in left and "No comparison requested" in left
+
+    figure = dom.stdout.split("all_reduce: bus bandwidth", 1)[1].split("</figure>", 1)[0]
+    hidden = set(re.findall(r'<input type="checkbox" class="tg" id="(f\d+s\d+)" checked', dom.stdout))
+    first = re.search(r'<label for="(f\d+s\d+)"[^>]*>.*?</svg>([^<]*)</label>', figure)
+    assert first.group(2) == f"run {main_run}, in-place" and first.group(1) not in hidden  # the 23-size run, shown
+    assert "3 more series hidden" in figure
+    waived = re.findall(r'<p class="fignote">([^<]*waived[^<]*)</p>', figure)
+    assert waived == [f"out-of-place of runs 1-11: waived, {GLOO_WAIVED}"]  # one line, not eleven
+    gather = dom.stdout.split("all_gather: bus bandwidth", 1)[1].split("</figure>", 1)[0]
+    assert f"run {main_run}: not drawn at 0B (0, below a log axis)" in gather

@@ -84,7 +84,12 @@ def test_cli_writes_a_page_with_every_section_escaped_and_offline(db, tmp_path, 
     page = out.read_text()
     p = _Ids()
     p.feed(page)
-    assert [i for i in p.ids if i in SECTION_IDS] == list(SECTION_IDS)
+    # every section with something to show; the others (no ab run, no comparison asked for) only in one table
+    empty = [i for i, x in sections_of(db).items() if x.empty]
+    assert empty == ["ab", "compare"]
+    assert [i for i in p.ids if i in SECTION_IDS] == [i for i in SECTION_IDS if i not in empty]
+    left = page.split('id="left-out"')[1]
+    assert p.ids[-1] == "left-out" and "No comparison requested" in left and "No ab runs" in left
     assert "script" not in p.tags and "img" not in p.tags and "link" not in p.tags
     assert MARKUP not in page and "&lt;script&gt;alert(" in page
     # nothing fetched from anywhere: the only URL is the SVG namespace
@@ -100,7 +105,9 @@ def test_cli_run_selection(db, tmp_path):
     assert main(["report", "--db", str(db), "--out", str(out), "--runs", "6-7"]) == 0
     assert "run 6 (links" in out.read_text() and "run 1 (bench" not in out.read_text()
     assert main(["report", "--db", str(db), "--out", str(out), "--run", "3"]) == 0
-    assert "No links runs (measured or imported) among the runs in this report (3)" in out.read_text()
+    page = out.read_text()
+    assert "No links runs (measured or imported) among the runs in this report (3)" in page.split('id="left-out"')[1]
+    assert 'id="links"' not in page and 'href="#links"' not in page
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -322,7 +322,7 @@ def test_small_bandwidths_gloo_groups_and_series_waived_at_every_size():
     rows = [{"run_id": 1, "collective": "all_gather", "size_bytes": s, "in_place": p, "config": "default",
              "status": "ok" if p else "waived", "busbw_gbps": 0.05 if p else None, "time_us": 9.0 if p else None,
              "note": None if p else reason} for s in (8, 64, 512) for p in (0, 1)]
-    (oop, inp) = data.curves(rows, "busbw_gbps")["all_gather"]
+    (inp, oop) = data.curves(rows, "busbw_gbps")["all_gather"]
     assert (oop.label, oop.waived, oop.gaps, oop.xs) == ("run 1, out-of-place", reason, [], [])
     chart = LineChart.of("all_gather: bus bandwidth", "message size", "busbw GB/s", [oop, inp])
     assert chart.series == [inp] and chart.notes == [f"run 1, out-of-place: waived, {reason}"]

@@ -17,7 +17,7 @@ from typing import Any
 from ccltune import __version__
 from ccltune import launch
 from ccltune.cli import _common
-from ccltune.errors import EXIT_CODES, CcltuneError, CheckFailed, Interrupted
+from ccltune.errors import EXIT_CODES, CcltuneError, CheckFailed, DistError, Interrupted
 from ccltune.cli._safeout import escaped_output
 
 # module name under ccltune.cli, in the order --help lists them
@@ -113,6 +113,8 @@ def _main(argv: list[str] | None) -> int:
         return launch.hand_over(exc.exit_code)
     except CcltuneError as exc:
         print(f"ccltune: error: {exc}", file=sys.stderr)
+        if isinstance(exc, DistError):
+            launch.leave_after_peer_loss(exc.exit_code)
         return exc.exit_code
     except BrokenPipeError:  # the reader of a pipe went (`ccltune runs | head`): nothing more to say
         from ccltune.measure.session import stdout_to_devnull

@@ -112,7 +112,9 @@ def add_db(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help="results database (default: %(default)s)")
 
 
-def add_launch(p: argparse.ArgumentParser) -> None:
+def add_launch(p: argparse.ArgumentParser, buffers_default: str = "ncclmem") -> None:
+    """The launch flags; ``buffers_default``: where this command's buffers come from without --buffers (the
+    nccl engine's choice from ``EngineOptions.shared_buffers``, said here, not computed)."""
     g = p.add_argument_group("processes and engine")
     g.add_argument("--engine", choices=ENGINES, default=None,
                    help="nccl: NCCL's C API, eager calls issued from C as nccl-tests issues them (default "
@@ -126,13 +128,9 @@ def add_launch(p: argparse.ArgumentParser) -> None:
     g.add_argument("--nccl-lib", default=None, metavar="PATH",
                    help="NCCL/RCCL library to call (default: the one PyTorch loads)")
     g.add_argument("--buffers", choices=BUFFERS, default=None,
-                   help="nccl engine: where buffers come from. ncclmem-max (bench's default): one ncclMemAlloc send and "
-                        "one recv buffer of the run's largest size, as nccl-tests allocates them with NCCL >= 2.19; "
-                        "each timed call starts one size further into them, wrapping at the end, as nccl-tests' "
-                        "calls do, so the data is not in the GPU's L2 cache from the call before. ncclmem: a fresh "
-                        "ncclMemAlloc pair for every size, every call on its start (sweep's and validate's default). "
-                        "In CUDA graphs NCCL reaches peers' ncclMemAlloc buffers directly. torch: PyTorch's caching "
-                        "allocator (cudaMalloc), what a PyTorch program passes by default")
+                   help="nccl engine: ncclmem-max: one ncclMemAlloc pair of the largest size, each call further into "
+                        "it, as nccl-tests; ncclmem: a pair per size; torch: PyTorch's allocator (default: "
+                        f"{buffers_default}; torch before NCCL 2.19; docs/bench.md, 'Buffers')")
 
 
 BUFFERS = ("ncclmem", "ncclmem-max", "torch")

@@ -37,7 +37,7 @@ def register(sub: Any) -> None:
                     f"ratio and in the metric's unit, with its interval ({jobab.METHOD}). Exit 0 when no arm is "
                     "slower, 1 when an arm is slower or failed in every run, 2 on bad input (before anything "
                     "runs), 130 on Ctrl-C (the verdict so far is printed and every finished run is kept).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=_common.DefaultsFormatter)
     g = p.add_argument_group("arms (NCCL's default is always one, named default)")
     g.add_argument("--rules", action="append", default=[], metavar="R.conf",
                    help="an arm per rule file, through ccltune's tuner plugin (NCCL_TUNER_PLUGIN, CCLTUNE_RULES); "

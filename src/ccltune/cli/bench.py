@@ -26,6 +26,7 @@ from ccltune.store import Measurement, Store
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "bench", help="measure collectives (nccl-tests' options and table)",
+        usage="%(prog)s [options] COLLECTIVE [COLLECTIVE ...]",  # the options are listed below, once
         description="Measure collectives with nccl-tests' options and output table. "
                     "COLLECTIVE: " + ", ".join(collectives.REGISTRY) + ", or all.",
         formatter_class=DefaultsFormatter)
@@ -35,11 +36,8 @@ def register(sub: Any) -> None:
                    help="nccl-tests' defaults for the nccl-tests options the command line omits (-b 32M -e 32M "
                         f"-f 1 -w 1; also {bench_options.NCCLT_DEFAULTS_ENV}=1)")
     p.add_argument("--warmup-mode", choices=bench.WARMUP_MODES, default="point",
-                   help="point: the -w calls at each size right before it is timed, timing after the graph's "
-                        "first launch; series: also, as nccl-tests 2.19 does, -w calls at every size from -b to -e "
-                        "(step x2) before the first size is timed; nccl-tests: nccl-tests' own procedure: the "
-                        "series warm-up only (none at each size), and with -G the graph's first launch timed "
-                        "too and the check's call through a graph, as nccl-tests does")
+                   help="point: -w calls right before each size is timed; series: also -w calls at every size "
+                        "first, as nccl-tests 2.19; nccl-tests: nccl-tests' own procedure (docs/bench.md, 'Warm-up')")
     p.add_argument("--symmetric", action="store_true",
                    help="nccl engine: buffers from ncclMemAlloc registered as symmetric windows (NCCL >= 2.27)")
     p.add_argument("--algo", default=None, help="nccl engine: force NCCL_ALGO for this run's communicator")
@@ -47,7 +45,7 @@ def register(sub: Any) -> None:
     p.add_argument("--channels", type=int, default=None, help="nccl engine: channel count (min/maxCTAs)")
     p.add_argument("--json", default=None, metavar="PATH", help="write {env, records} as JSON")
     _common.add_db(p)
-    _common.add_launch(p)
+    _common.add_launch(p, buffers_default="ncclmem-max")
     p.set_defaults(func=main)
 
 
@@ -150,7 +148,7 @@ def _run(args: argparse.Namespace, plan: bench.BenchPlan, engine_name: str, note
     return 0
 
 
-_JSON_ENV = ("NCCL_", "CUDA_", "CCLTUNE_", "TORCH_NCCL_")  # -J's "env": these only, never secrets (bench_options.EPILOG)
+_JSON_ENV = ("NCCL_", "CUDA_", "CCLTUNE_", "TORCH_NCCL_")  # -J's "env": these only, never secrets (docs/bench.md)
 
 
 def _version_code(version: str | None) -> int:

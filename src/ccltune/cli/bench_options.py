@@ -75,31 +75,11 @@ def _timeout(text: str) -> float:
     return float(seconds) if seconds else NO_TIMEOUT_S
 
 
-EPILOG = (
-    "nccl-tests 2.19.6 compatibility: ccltune's defaults differ from nccl-tests' in -b (8; nccl-tests 32M), "
-    f"-f (2; nccl-tests 1) and -w (5; nccl-tests 1): --ncclt-defaults or {NCCLT_DEFAULTS_ENV}=1 (for runbooks) "
-    "gives every one of them the command line omits nccl-tests' value, so a nccl-tests command line runs "
-    "nccl-tests' sizes (--timeout stays ccltune's: nccl-tests' -T 0 waits forever on a hung rank). -d/-o/-r all loop inside one run (datatypes, then ops, then roots, "
-    "as each *_perf program does); -N repeats the size loop; -c N checks N times; -J writes nccl-tests' JSON "
-    "byte for byte (FILE must end in .json; an existing FILE is kept and FILE.0, FILE.1, ... written instead, as "
-    "nccl-tests does; its 'env' lists only NCCL_*, CUDA_*, CCLTUNE_* and TORCH_NCCL_* variables, where nccl-tests "
-    "dumps the whole environment: a -J file is shared with dashboards, and tokens and passwords in the "
-    "environment must not travel with it); -T 0 means no time limit and -N 0 runs until interrupted, as in nccl-tests; NCCL_TESTS_MIN_BW fails the run with exit status 7 (nccl-tests' testNumResults). "
-    "mulsum runs on the nccl engine only (gloo and torch waive it); f8e4m3/f8e5m2 need NCCL >= 2.24 and an "
-    "sm_90+ GPU (rows elsewhere are WAIVED, naming why). -m N (N calls in one NCCL group per iteration), "
-    "-x (ncclConfig_t.CTAPolicy) and -R 1 (ncclCommRegister) need --engine nccl; -y 1 and -M 1 a GPU engine; "
-    "-z 0..3, -C 1, -u N and -I 1 -K N run on every engine (gloo: host clock; its calls complete as they "
-    "return); the database keeps -C's CPU time and -I's statistics and iteration times with each row "
-    "(measurements.extra). -z 3 and -I 1 under -G are disabled with a note, as nccl-tests disables them. "
-    "-G N on the gloo engine is the one flag taken without effect: the run stays eager, says so in a note row and "
-    "is stored as graph 0; every other flag an engine cannot honour is refused, naming the engine. -D N > 0 is "
-    "refused: it runs nccl-tests' own device-API kernels. NCCL_TESTS_DEVICE=d: local process i on GPU d + i. "
-    "NCCL_TESTS_SPLIT='<op><value>' (AND, OR, MOD, DIV or &, |, %, /; decimal, 0x or 0b value) or "
-    "NCCL_TESTS_SPLIT_MASK=<hex> (color = rank & mask; it wins): ranks of one color form a group that runs "
-    "the collectives on its own communicator, every engine; with -g/-t nccl-tests' process of rank r is "
-    "r // (t*g). As nccl-tests: each rank line prints its color, times are averaged over every rank, #wrong "
-    "summed over every group, sizes and busbw are rank 0's group's (n_ranks in the rows; the colors in the "
-    "run's environment, 'groups'). A value nccl-tests would ignore or crash on (no operation, MOD 0) is refused.")
+# What --help leaves to docs/bench.md: the defaults that differ, -J's environment, NCCL_TESTS_SPLIT, what each
+# engine honours. That text had made bench --help 193 lines (issue 32).
+EPILOG = (f"nccl-tests {NCCL_TESTS_VERSION} compatibility: ccltune's -b, -f and -w defaults differ "
+          f"(--ncclt-defaults or {NCCLT_DEFAULTS_ENV}=1 takes nccl-tests'); -J, NCCL_TESTS_SPLIT, NCCL_TESTS_MIN_BW, "
+          "NCCL_TESTS_DEVICE and the flags each engine honours or refuses: docs/bench.md.")
 
 
 def register(p: argparse.ArgumentParser) -> None:

@@ -27,6 +27,7 @@ GRIDS = ("axes", "full")
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "sweep", help="measure NCCL's default against forced algorithm/protocol/channel candidates",
+        usage="%(prog)s [options] [COLLECTIVE ...]",  # the options are listed below, once
         description="For each tunable collective and size, time NCCL's own choice and every candidate "
                     "side by side (interleaved, repeated, CUDA graphs), one process per GPU.",
         formatter_class=DefaultsFormatter)

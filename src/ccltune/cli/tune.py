@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--db", default=DEFAULT_DB, help="results database")
     p.add_argument("--out", required=True, help="rule file to write (replaced whole, atomically)")
     comma_list(p.add_argument("--runs", default=None,
-                              help="run ids to use, e.g. '3,5-7'; None: every sweep and import run"))
+                              help="run ids to use, e.g. '3,5-7' (default: every sweep and import run)"))
     p.add_argument("--objective", choices=OBJECTIVES, default="time",
                    help="time: fastest configuration; sm: fewest channels within --sm-tolerance of the fastest")
     p.add_argument("--sm-tolerance", type=float, default=2.0, metavar="PCT",

@@ -10,7 +10,6 @@ from typing import Any
 
 from ccltune.cli._common import DefaultsFormatter
 from ccltune import __version__
-from ccltune.cli._common import add_db
 from ccltune.files import write_text
 from ccltune.workload import estimate, importer, model, show
 
@@ -38,8 +37,10 @@ def register(sub: Any) -> None:
                          "per call NCCL's default took at those sizes in that database (exact sizes, or "
                          "interpolated between measured ones), the time per step and the share of time.")
     sh.add_argument("workload", metavar="W.json")
-    add_db(sh)
-    sh.set_defaults(func=_show, db=None)
+    sh.add_argument("--db", default=None, metavar="PATH",
+                    help="a results database: each entry's time per call under NCCL's default there, and per step "
+                         "(default: none, shares of bytes only)")
+    sh.set_defaults(func=_show)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
 

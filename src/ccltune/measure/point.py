@@ -8,6 +8,8 @@ failure never leaves the others waiting on a collective that will not come.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from typing import Any
@@ -48,6 +50,20 @@ def measurement(pt: Point, n_ranks: int, n_nodes: int, status: str, *, time_us: 
         m.busbw_gbps = m.algbw_gbps * coll.bus_factor(n_ranks)
         m.wrong = wrong
     return m
+
+
+@contextmanager
+def peer_errors(ctx: Any, what: str, dog: Watchdog | None = None) -> Iterator[None]:
+    """A measurement whose collective raises (gloo's 'Connection reset by peer' when another rank was
+    killed, a wait the watchdog aborted) ends in a DistError naming the ranks that stopped answering
+    (``ctx.peer_failure``'s roll call), or this rank and the first line: one line, never the library's
+    traceback. bench, sweep and replay measure inside it."""
+    try:
+        yield
+    except DistError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the library raises, the roll call says who went
+        raise ctx.peer_failure(what, "timed out" if dog is not None and dog.fired else str(exc)) from None
 
 
 def is_oom(message: str) -> bool:
@@ -242,20 +258,15 @@ def _measure(engine: Engine, pt: Point, bufs: buffers.Buffers, *, check: int, av
     if refused is not None:
         return refused
     what = f"{pt.coll.name} at {pt.lay.size_bytes} B"
-    with Watchdog(engine, timeout_s, what) as dog:
-        try:
-            engine.sync()
-            timing = engine.time_point(pt, bufs)
-            wrong, unchecked = 0.0, 0.0
-            checks = 0 if pt.in_place and not pt.coll.checks_in_place else int(check)
-            for _ in range(checks):  # -c N: N checks, up to the first that finds wrong values (nccl-tests)
-                wrong, unchecked = _check(engine, pt, bufs)
-                if int(check) > 1 and ctx.allreduce_floats([wrong + unchecked], "sum", "check pass")[0]:
-                    break
-        except DistError:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise ctx.peer_failure(what, "timed out" if dog.fired else str(exc)) from None
+    with Watchdog(engine, timeout_s, what) as dog, peer_errors(ctx, what, dog):
+        engine.sync()
+        timing = engine.time_point(pt, bufs)
+        wrong, unchecked = 0.0, 0.0
+        checks = 0 if pt.in_place and not pt.coll.checks_in_place else int(check)
+        for _ in range(checks):  # -c N: N checks, up to the first that finds wrong values (nccl-tests)
+            wrong, unchecked = _check(engine, pt, bufs)
+            if int(check) > 1 and ctx.allreduce_floats([wrong + unchecked], "sum", "check pass")[0]:
+                break
     if dog.fired:
         raise ctx.peer_failure(what, "timed out")
     t = _combine(engine, timing.seconds, average)

@@ -113,7 +113,8 @@ def rounds(engine: Any, items: Sequence[Item], arms: dict[str, Callable[[int], A
     ctx = engine.ctx
     names = list(arms)
     out: dict[str, list[float]] = {a: [] for a in names}
-    with Watchdog(engine, timeout_s * (reps + 1) * max(1, len(names)), "replay"):
+    with Watchdog(engine, timeout_s * (reps + 1) * max(1, len(names)), "replay") as dog, \
+            measure_point.peer_errors(ctx, "replay", dog):
         for a in names:
             _round(engine, items, arms[a])
         for rep in range(reps):

@@ -56,6 +56,7 @@ class Session:
         self.clock: Any = None
         self.on_finished: list[Callable[[Store, int], None]] = []
         self._error: BaseException | None = None
+        self._rows: int | None = None  # rank 0: the rows the finished run holds (its summary's)
         self._message: Callable[[], str] = lambda: "interrupted"
 
     # -- the run's beginning ------------------------------------------------------------------
@@ -164,6 +165,8 @@ class Session:
             finally:
                 if self.status != "failed" and self.ctx is not None:
                     self.ctx.close(together=self.status == "complete")
+        if isinstance(exc, DistError) and self._rows is not None:  # the error's one line says what was kept
+            exc.args = (f"{exc}; {self._rows} rows kept in {self.db} (run {self.run_id}, marked failed)",)
         if stopped and self.ctx is not None:
             self.exit_code = Interrupted.exit_code
             if self.ctx.is_root:
@@ -195,7 +198,9 @@ class Session:
             return
         try:
             if run_id is not None:
-                store.finish_run(run_id, self.status, self.summary())
+                summary = self.summary()
+                store.finish_run(run_id, self.status, summary)
+                self._rows = summary.get("rows")
                 for hook in self.on_finished:
                     hook(store, run_id)
         finally:

@@ -151,7 +151,13 @@ def measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any
     refused at one size is recorded 'unavailable' at the others without being tried again.
     NCCL refuses a forced algorithm/protocol for a whole collective (no enabled cell), and each
     try costs a communicator: it is aborted after a refusal and would be made again (about a
-    second on one node)."""
+    second on one node). A collective that raises on the way (a peer killed) is a DistError naming who went."""
+    with point.peer_errors(engine.ctx, f"{coll.name} at {size} B"):
+        return _measure_size(engine, coll, size, configs, labels, s, refused, keep)
+
+
+def _measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[Any], labels: Sequence[dict[str, Any]],
+                  s: SweepSettings, refused: Refused | None, keep: BufferCache | None) -> list[Measurement]:
     ctx = engine.ctx
     lay = coll.layout(size, s.dtype.size, ctx.world_size, ctx.rank)
     base = Point(coll, lay, s.dtype, s.op, 0, False, 1, s.warmup, 1 if s.graph and engine.supports_graph else 0, None)

@@ -1,4 +1,5 @@
-"""Tick positions and human labels for the axes, shared by ``svg.py`` and ``png.py``.
+"""Tick positions and human labels for the axes, shared by ``svg.py`` and ``png.py`` (and run lists,
+'1-3, 7', for the text around them).
 
 Sizes are binary (8B, 1K, 1M, 1G, as nccl-tests and rule files spell them); bandwidths
 and times use decades with k/M suffixes.
@@ -18,6 +19,18 @@ def size_label(n: float) -> str:
         if n >= unit:
             return f"{_short(n / unit)}{suffix}"
     return f"{_short(n)}B"
+
+
+def ids_text(ids: list[int]) -> str:
+    """Run ids as ranges: [1, 2, 3, 7] -> '1-3, 7'."""
+    parts, start = [], None
+    for i, cur in enumerate(ids):
+        if start is None:
+            start = cur
+        if i + 1 == len(ids) or ids[i + 1] != cur + 1:
+            parts.append(str(start) if start == cur else f"{start}-{cur}")
+            start = None
+    return ", ".join(parts)
 
 
 def value_label(v: float) -> str:

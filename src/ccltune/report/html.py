@@ -217,7 +217,7 @@ def render_page(sections: list[Section], *, title: str, subtitle: str, footer: s
     nav_groups = list(nav_groups) or [("", [(s.id, s.title) for s in sections])]
     nav = "".join((f"<b>{escape(h)}:</b>" if h else "")
                   + "".join(f'<a href="#{escape(i)}">{escape(label)}</a>' for i, label in ids if i in have)
-                  for h, ids in nav_groups)
+                  for h, ids in nav_groups if any(i in have for i, _ in ids))  # a heading only over links
     body = "".join(render_section(s) for s in sections)
     n_series = max((len(b.series) for s in sections for b in s.blocks if isinstance(b, LineChart)), default=0)
     css = _CSS + _toggle_css(n_series, [g for g, _, _ in groups])

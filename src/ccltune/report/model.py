@@ -7,8 +7,11 @@ what a plot shows without parsing SVG.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Union
+
+from ccltune.report.axes import ids_text
 
 
 @dataclass
@@ -50,10 +53,36 @@ class LineChart:
 
     @classmethod
     def of(cls, title: str, x_label: str, y_label: str, series: list[Series], **kw: object) -> "LineChart":
-        """A chart of ``series``, those waived at every size left out and named in one line each
-        ('run 4, out-of-place: waived, torch.distributed is in-place only')."""
-        notes = [f"{s.label}: waived, {s.waived}" for s in series if s.waived]
+        """A chart of ``series``, those waived at every size left out and named, one line per reason
+        ('out-of-place of runs 1-12: waived, torch.distributed is in-place only': ``waived_notes``)."""
+        notes = waived_notes([s for s in series if s.waived])
         return cls(title, x_label, y_label, [s for s in series if not s.waived], notes=notes, **kw)  # type: ignore[arg-type]
+
+
+_RUN_LABEL = re.compile(r"run (\d+)(?:, (.*))?\Z")
+
+
+def waived_notes(series: list[Series]) -> list[str]:
+    """One line per reason for series waived at every size: a gloo database of a dozen ``bench all`` runs
+    waived out-of-place all_reduce in each, and its plot carried one identical line per run. Series that
+    differ only by run are named once with their runs ('out-of-place of runs 1-12'); others by count and
+    their first labels."""
+    by_reason: dict[str, list[str]] = {}
+    for s in series:
+        by_reason.setdefault(s.waived, []).append(s.label)
+    out = []
+    for reason, labels in by_reason.items():
+        found = [_RUN_LABEL.match(x) for x in labels]
+        rests = {m.group(2) for m in found if m is not None}
+        if len(labels) == 1:
+            who = labels[0]
+        elif all(found) and len(rests) == 1:
+            rest, ids = rests.pop(), sorted(int(m.group(1)) for m in found if m is not None)
+            who = f"{rest + ' of ' if rest else ''}runs {ids_text(ids)}"
+        else:
+            who = f"{len(labels)} series ({'; '.join(labels[:3])}{f' and {len(labels) - 3} more' if len(labels) > 3 else ''})"
+        out.append(f"{who}: waived, {reason}")
+    return out
 
 
 @dataclass
@@ -165,6 +194,7 @@ class Section:
     id: str  # stable: see sections.SECTION_IDS
     title: str
     blocks: list[Block] = field(default_factory=list)
+    empty: bool = False  # nothing to show: its note says why; the page names it in one table, not as a section
 
     def figures(self) -> list[Figure]:
         return [b for b in self.blocks if isinstance(b, (LineChart, Heatmap, ZoneChart))]

@@ -1,6 +1,7 @@
 """The report's sections, in page order, built from what was read from the database.
-Pure: ``ReportInput`` holds plain records; every section is present even when it has
-nothing to show (it then says why), so the page always has the same ids."""
+Pure: ``ReportInput`` holds plain records; every section is built even when it has nothing to
+show (it is then marked ``empty`` and says why); the page leaves those out and names them, with
+why, in one table at its end (``left_out``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ NAV_GROUPS = (("Verdict", [("verdict", "cards")]),
               ("Tuning", [("rules", "rules"), ("validate", "validation"), ("ab", "your job"), ("sweep", "sweep")]),
               ("Details", [("doctor", "findings"), ("runs", "runs"), ("env", "environment"), ("compare", "compare")]))
 SECTION_IDS = tuple(sid for _, items in NAV_GROUPS for sid, _ in items)  # the page's sections, in order
+# the page's navigation: the sections shown, then the table of those left out (``left_out``)
+PAGE_NAV = (*NAV_GROUPS[:-1], (NAV_GROUPS[-1][0], [*NAV_GROUPS[-1][1], ("left-out", "not shown")]))
 _NOT_BENCH = {"sweep", "validate", "replay", "ab", "links", "doctor", "topo", "tune"}
 _MAX_SIZE = 1 << 40  # rule ranges open to "any size" are drawn up to here
 
@@ -75,6 +78,22 @@ def _none(inp: ReportInput, what: str) -> Note:
     return Note(f"No {what} among the runs in this report ({ids}).")
 
 
+def _empty(s: Section, inp: ReportInput, what: str) -> Section:
+    """``s`` with nothing to show: its one note says what is missing; the page leaves it out (``left_out``)."""
+    return Section(s.id, s.title, [_none(inp, what)], empty=True)
+
+
+def left_out(sections: list[Section]) -> Section | None:
+    """One short section naming the sections that have nothing to show, each with why, instead of a heading and
+    a 'No ...' line apiece (a bench-only database had seven such sections); None when every section has data."""
+    empty = [s for s in sections if s.empty]
+    if not empty:
+        return None
+    t = Table(["section", "why it is not shown"], [[s.title, " ".join(b.text for b in s.blocks if isinstance(b, Note))]
+                                                   for s in empty], caption="Sections with nothing to show")
+    return Section("left-out", "Not in this report", [t])
+
+
 def _title(run: Run) -> str:
     host = data.host_text(run)
     return f"run {run.id} ({run.kind}{', ' + host if host else ''}, {run.started_at})"
@@ -90,7 +109,7 @@ def verdict_section(inp: ReportInput) -> Section:
     s = Section("verdict", "Verdict")
     found = verdict.cards(inp.runs, inp.findings, inp.peaks, inp.no_value)
     if not found:
-        return Section(s.id, s.title, [_none(inp, "run that names its host or GPUs")])
+        return _empty(s, inp, "run that names its host or GPUs")
     s.blocks.append(Note("One card per node (host and GPU model) and run group (rank count and NCCL or RCCL "
                          "version), from the latest stored run of each kind in it; doctor, links and topo runs "
                          "count for every group of their node. The worst first."))
@@ -124,7 +143,8 @@ def bench_section(inp: ReportInput) -> Section:
             for (run_id, coll), found in sorted(data.no_value(rows).items(), key=lambda kv: (kv[0][1], -kv[0][0]))
             if coll not in bw and coll not in tm]
     if not bw and not tm:
-        return Section(s.id, s.title, [_none(inp, "measurements of NCCL's default (bench or import runs)"), *lost])
+        return (Section(s.id, s.title, [_none(inp, "measurements of NCCL's default (bench or import runs)"), *lost])
+                if lost else _empty(s, inp, "measurements of NCCL's default (bench or import runs)"))
     s.blocks.append(Picker(picker_groups(inp)))
     s.blocks.append(Note("Median over repetitions, NCCL's default configuration; one colour per run, in-place "
                          "dashed. A run of fewer than 3 sizes is drawn as points. Click a legend entry to hide or "
@@ -161,7 +181,7 @@ def sweep_section(inp: ReportInput) -> Section:
             s.blocks.append(data.sweep_best(rows))
         timing = _time_table(run)
         s.blocks += [timing] if timing is not None else []
-    return s if s.blocks else Section(s.id, s.title, [_none(inp, "sweep runs")])
+    return s if s.blocks else _empty(s, inp, "sweep runs")
 
 
 def _time_table(run: Run) -> Table | None:
@@ -197,7 +217,7 @@ def rules_section(inp: ReportInput) -> Section:
         if text is not None:
             parsed.append((run, text, *zones.parse_rules(text)))
     if not parsed:
-        return Section(s.id, s.title, [_none(inp, "rule files (artifacts named 'rules')")])
+        return _empty(s, inp, "rule files (artifacts named 'rules')")
     lo, hi = _size_bounds(inp, [r for p in parsed for r in p[2]])
     first: dict[str, int] = {}  # rule file text -> the run that showed it first
     for run, text, rules, problems in parsed:
@@ -244,14 +264,14 @@ def validate_section(inp: ReportInput) -> Section:
         s.blocks.append(t)
         s.blocks += [timing] if timing is not None else []
     s.blocks += _replays(inp)
-    return s if s.blocks else Section(s.id, s.title, [_none(inp, "validate or replay runs")])
+    return s if s.blocks else _empty(s, inp, "validate or replay runs")
 
 
 def ab_section(inp: ReportInput) -> Section:
     s = Section("ab", "Tuning: your own job, A/B (ccltune ab)")
     for run in inp.of_kind("ab"):
         s.blocks += abview.blocks(run, inp.ab.get(run.id, []), _title(run))
-    return s if s.blocks else Section(s.id, s.title, [_none(inp, "ab runs (ccltune ab -- <your job>)")])
+    return s if s.blocks else _empty(s, inp, "ab runs (ccltune ab -- <your job>)")
 
 
 def _replays(inp: ReportInput) -> list[Block]:
@@ -294,7 +314,7 @@ def links_section(inp: ReportInput) -> Section:
             s.blocks.append(Note(f"Slowest-link ceiling: {ceiling:.2f} GB/s (per GPU, its slowest link x its peers; "
                                  f"the smallest over the GPUs). The busbw plots of {data.RING_BOUND_TEXT} draw it as a line."))
         s.blocks += linkdata.link_heatmaps(links, run.summary) or [Note(f"run {run.id} has no link rows.", "warn")]
-    return s if s.blocks else Section(s.id, s.title, [_none(inp, "links runs (measured or imported)")])
+    return s if s.blocks else _empty(s, inp, "links runs (measured or imported)")
 
 
 def _link_text(link: Any, kind: bool = True) -> str:
@@ -310,7 +330,7 @@ def env_section(inp: ReportInput) -> Section:
     s = Section("env", "Environment")
     runs = [r for r in inp.runs if inp.is_drawn(r)]
     if not runs:
-        return Section(s.id, s.title, [_none(inp, "runs drawn in full")])
+        return _empty(s, inp, "runs drawn in full")
     shared, differ = data.env_tables(runs)
     s.blocks.append(Note("What the runs ran on: facts every run shares once, then one row per run for the facts "
                          "that differ. ccltune's own variables (CCLTUNE_COMMAND, CCLTUNE_OUTCOME_FILE, ...) are "
@@ -359,14 +379,14 @@ def doctor_section(inp: ReportInput) -> Section:
         s.blocks.append(Note(f"{_title(run)}: {summary}", level))
         if found:
             s.blocks.append(data.findings_table(found))
-    return s if s.blocks else Section(s.id, s.title, [_none(inp, "doctor or check runs")])
+    return s if s.blocks else _empty(s, inp, "doctor or check runs")
 
 
 def compare_section(inp: ReportInput) -> Section:
     s = Section("compare", "Two runs side by side")
     if inp.compare is None:
         return Section(s.id, s.title, [Note("No comparison requested: `ccltune report --compare A B` puts run B "
-                                            "next to run A, per size, with regressions highlighted.")])
+                                            "next to run A, per size, with regressions highlighted.")], empty=True)
     a, b = inp.compare
     c = cmp.compare(inp.rows.get(a.id, []), inp.rows.get(b.id, []), inp.tolerance_pct)
     env = data.env_table([a, b])

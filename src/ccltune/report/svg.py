@@ -75,7 +75,10 @@ def x_range(xs: list[float]) -> tuple[float, float]:
 def plottable(chart: LineChart) -> LineChart:
     """The chart without points a log axis cannot show (a 0-byte size, a 0.00 GB/s busbw): such
     a point becomes a gap of its series, never silently dropped. Every series is kept (empty
-    ones too), so series k is still the k-th legend entry."""
+    ones too), so series k is still the k-th legend entry. A gap at 0 bytes has no place on the
+    size axis: it gets no mark (the legend's gap note, from the chart as given, names it); its
+    mark had crashed the report of ``ccltune bench all`` on the CPU (8 B all_gather on 2 ranks
+    stores 0 B)."""
     def keep(x: float, y: float) -> bool:
         return (x > 0 or not chart.x_log) and (y > 0 or not chart.y_log)
 
@@ -85,7 +88,7 @@ def plottable(chart: LineChart) -> LineChart:
         lost = [(x, f"{y:g}, below a log axis") for x, y in zip(s.xs, s.ys) if not keep(x, y) and x > 0]
         pick = (lambda v: None if v is None else [v[i] for i in idx])
         series.append(replace(s, xs=pick(s.xs), ys=pick(s.ys), lo=pick(s.lo), hi=pick(s.hi), marked=pick(s.marked),
-                              gaps=sorted(s.gaps + lost)))
+                              gaps=sorted(g for g in s.gaps + lost if g[0] > 0 or not chart.x_log)))
     return replace(chart, series=series)
 
 

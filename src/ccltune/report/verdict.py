@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ccltune import engines
-from ccltune.report.axes import size_label
+from ccltune.report.axes import ids_text, size_label
 from ccltune.report.data import RING_BOUND, NoValue, canonical, gpu_names, host_text, no_value_text, num
 from ccltune.report.linkdata import ceiling_basis, ceiling_gbps
 from ccltune.report.model import Card
@@ -115,17 +115,6 @@ def ceiling_for(job: Any, links: list[Any]) -> tuple[Any | None, str]:
     near = [r for r in links if node_key(r) == key] or [r for r in links if key and node_key(r)
                                                         and node_key(r)[1] == key[1]]
     return None, (ceiling_why_not(job, near[-1]) or "") if near else ""
-
-
-def ids_text(ids: list[int]) -> str:
-    parts, start = [], None
-    for i, cur in enumerate(ids):
-        if start is None:
-            start = cur
-        if i + 1 == len(ids) or ids[i + 1] != cur + 1:
-            parts.append(str(start) if start == cur else f"{start}-{cur}")
-            start = None
-    return ", ".join(parts)
 
 
 def group_key(run: Any) -> str:
