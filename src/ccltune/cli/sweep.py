@@ -325,7 +325,10 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
             after = (f"; the {engine_name} engine timed only its default, so there are no rules to derive: "
                      f"see the timings with `ccltune report --db {args.db}`")
         elif res.timed or not res.rows:
-            after = f"; next: ccltune tune --db {args.db} --runs {res.run_id} --out rules.conf"
+            # tune reads runs under load only with --under-load M (it never mixes them with idle runs)
+            load = f" --under-load {args.under_load}" if args.under_load is not None else ""
+            judged = f" --workload {args.workload}" if workload is not None else ""
+            after = f"; next: ccltune tune --db {args.db} --runs {res.run_id}{load}{judged} --out rules.conf"
         else:
             after = ", none of them timed"
         print(f"ccltune sweep: run {res.run_id} complete, {res.kept + res.rows} rows in {args.db}{after}")
