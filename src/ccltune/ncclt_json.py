@@ -12,6 +12,7 @@ from typing import Any
 
 from ccltune import output
 from ccltune.periter import IterStats
+from ccltune.status import RowStatus
 from ccltune.store import Measurement
 
 SCHEMA_VERSION = 3
@@ -23,7 +24,7 @@ def _number(value: float | None) -> float | str:
 
 
 def _block(m: Measurement, cputime: bool) -> dict[str, Any] | None:
-    if m.status != "ok" or m.time_us is None:
+    if m.status != RowStatus.OK or m.time_us is None:
         return None  # writeBenchMarkLineNullBody: a block not measured is null
     return {"cpu_time" if cputime else "time": _number(m.time_us), "alg_bw": _number(m.algbw_gbps),
             "bus_bw": _number(m.busbw_gbps), "nwrong": None if m.wrong is None else float(m.wrong)}
@@ -73,7 +74,7 @@ def document(h: output.Header, pairs: Sequence[tuple[Measurement | None, Measure
             res["in_place_per_iter"] = _iter_block(stats[1])
         results.append({**res, "actual_iterations": iters, "experiment_name": ""})
     rows = [m for pair in pairs for m in pair if m is not None]
-    wrong = sum(m.wrong or 0 for m in rows if m.status == "ok")
+    wrong = sum(m.wrong or 0 for m in rows if m.status == RowStatus.OK)
     avg = output.avg_busbw(rows)
     ok = output.min_bw_ok(avg, min_bw)
     return {"version": SCHEMA_VERSION, "start_time": start_time, "args": list(argv), "env": list(environ),

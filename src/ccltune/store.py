@@ -37,6 +37,7 @@ from typing import Any
 from ccltune.errors import StoreError, UsageError
 from ccltune.files import check_name, printable, shown
 from ccltune.processes import alive
+from ccltune.status import STORED_RUN_STATUSES, RowStatus, RunStatus, Verdict
 
 DEFAULT_DB = "ccltune.db"
 SCHEMA_VERSION = 3   # 2: measurements.extra (bench -C/-I figures); 3: ab_arms, ab_samples (ccltune ab).
@@ -141,7 +142,6 @@ CREATE TABLE IF NOT EXISTS artifacts (
 """
 
 RUN_KINDS = ("bench", "sweep", "tune", "validate", "replay", "ab", "import", "links", "topo", "doctor", "check")
-RUN_STATUSES = ("running", "complete", "interrupted", "failed")
 
 
 @dataclass
@@ -160,7 +160,7 @@ class Measurement:
     algbw_gbps: float | None = None
     busbw_gbps: float | None = None
     wrong: int | None = None
-    status: str = "ok"  # ok, skipped, waived, error or unavailable
+    status: str = RowStatus.OK  # a RowStatus
     note: str | None = None
     n_nodes: int = 1
     algo: str | None = None
@@ -227,24 +227,20 @@ class Run:
     note: str = ""  # what the reader should know of the status (a run of another host)
 
 
-# A run found 'running' whose processes are all gone is shown as this (it is never stored)
-ABANDONED = "abandoned"
-
-
 def _liveness(processes: Any) -> tuple[str, str]:
     """(status, note) of a run stored as running, from the host and processes it recorded
     (``launch.job_processes``): abandoned when they are all gone from this host."""
     import socket
 
     if not isinstance(processes, dict) or not isinstance(processes.get("pids"), dict):
-        return "running", ""  # recorded by an older ccltune: nothing to judge by
+        return RunStatus.RUNNING, ""  # recorded by an older ccltune: nothing to judge by
     host = processes.get("host")
     if host != socket.gethostname():
-        return "running", f"running on host {host}: whether its processes live cannot be judged from here"
+        return RunStatus.RUNNING, f"running on host {host}: whether its processes live cannot be judged from here"
     pids = processes["pids"]
     if any(alive(int(pid), start) for pid, start in pids.items() if str(pid).isdigit()):
-        return "running", ""
-    return ABANDONED, f"its processes ({', '.join(map(str, pids))}) are gone; it never finished"
+        return RunStatus.RUNNING, ""
+    return RunStatus.ABANDONED, f"its processes ({', '.join(map(str, pids))}) are gone; it never finished"
 
 
 def _check_file(path: Path, flag: str, *, must_exist: bool, write: bool) -> None:
@@ -371,9 +367,10 @@ class Store:
             cur = self.conn.execute(
                 "INSERT INTO runs(kind, status, started_at, command, engine, world_size, n_nodes,"
                 " launcher, host, platform, ccltune_version, nccl_version, args_json, env_json)"
-                " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     kind,
+                    RunStatus.RUNNING,
                     _now(),
                     command,
                     engine,
@@ -392,8 +389,8 @@ class Store:
         return int(cur.lastrowid)
 
     def finish_run(self, run_id: int, status: str, summary: Mapping[str, Any] | None = None) -> None:
-        if status not in RUN_STATUSES:
-            raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
+        if status not in STORED_RUN_STATUSES[1:]:  # how a run ends
+            raise ValueError(f"run status must be one of {STORED_RUN_STATUSES[1:]}, got {status!r}")
         with self._writing(run_id):
             self.conn.execute(
                 "UPDATE runs SET status = ?, finished_at = ?, summary_json = ? WHERE id = ?",
@@ -404,16 +401,18 @@ class Store:
     def finish_if_running(self, run_id: int, status: str, summary: Mapping[str, Any]) -> int | None:
         """Finish a run its own processes left running (the launcher's last word): ``summary`` with
         its row count. Returns that count, or None when the run was finished already."""
+        if status not in STORED_RUN_STATUSES[1:]:
+            raise ValueError(f"run status must be one of {STORED_RUN_STATUSES[1:]}, got {status!r}")
         rows = self.conn.execute("SELECT COUNT(*) FROM measurements WHERE run_id = ?", (run_id,)).fetchone()[0]
         cur = self.conn.execute(
-            "UPDATE runs SET status = ?, finished_at = ?, summary_json = ? WHERE id = ? AND status = 'running'",
-            (status, _now(), json.dumps({"rows": rows, **summary}, default=str), run_id))
+            "UPDATE runs SET status = ?, finished_at = ?, summary_json = ? WHERE id = ? AND status = ?",
+            (status, _now(), json.dumps({"rows": rows, **summary}, default=str), run_id, RunStatus.RUNNING))
         self.conn.commit()
         return rows if cur.rowcount else None
 
     def reopen_run(self, run_id: int, processes: Mapping[str, Any] | None = None) -> None:
-        """Mark a run 'running' again (``sweep --resume`` continues it), by ``processes`` now."""
-        self.conn.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,))
+        """Mark a run running again (``sweep --resume`` continues it), by ``processes`` now."""
+        self.conn.execute("UPDATE runs SET status = ?, finished_at = NULL WHERE id = ?", (RunStatus.RUNNING, run_id))
         if processes is not None:
             env = self.run(run_id).env
             self.conn.execute("UPDATE runs SET env_json = ? WHERE id = ?",
@@ -478,7 +477,7 @@ class Store:
             raise UsageError(f"{self.flag} {shown(self.path)}: a run has no {', '.join(missing)}: the database was "
                              "damaged or edited by hand")
         run = Run(args=args, env=env, summary=summary, **{c: d.get(c) for c in _RUN_COLUMNS})
-        if run.status == "running":
+        if run.status == RunStatus.RUNNING:
             run.status, run.note = _liveness(run.env.get("processes"))
         return run
 
@@ -486,6 +485,9 @@ class Store:
     def add_measurements(self, run_id: int, rows: Iterable[Measurement]) -> None:
         cols = ", ".join(["run_id", *_MEAS_COLS])
         marks = ", ".join("?" * (len(_MEAS_COLS) + 1))
+        rows = list(rows)
+        for m in rows:  # a status outside the vocabulary would be read back by no one
+            RowStatus.parse(m.status, f"measurement {m.collective} {m.size_bytes} B")
         data = [(run_id, *(_sql(getattr(m, c)) for c in _MEAS_COLS)) for m in rows]
         with self._writing(run_id):
             self.conn.executemany(f"INSERT INTO measurements({cols}) VALUES ({marks})", data)
@@ -593,6 +595,9 @@ class Store:
         return out
 
     def add_findings(self, run_id: int, rows: Iterable[Mapping[str, Any]]) -> None:
+        rows = list(rows)
+        for r in rows:
+            Verdict.parse(r["status"], f"finding {r['name']!r}")
         self.conn.executemany(
             "INSERT INTO findings(run_id, name, status, evidence, fix, value, data_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [

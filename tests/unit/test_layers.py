@@ -2,7 +2,7 @@
 
 The layers, lowest first; a module may import its own layer and any below it:
 
-  base      ccltune (the package: its version), errors
+  base      ccltune (the package: its version), errors, status (the status words)
   core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, groups, dist, launch,
             processes, tuner_plugin, profiler_plugin, output, builtlib, ncclt_json, periter, inputs
   engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
@@ -30,7 +30,7 @@ from pathlib import Path
 import ccltune
 
 LAYERS = [
-    ("base", {"errors"}),
+    ("base", {"errors", "status"}),
     ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules",
               "store", "groups", "dist", "processes",
               "tuner_plugin", "profiler_plugin", "output", "launch", "builtlib", "ncclt_json", "periter"}),

@@ -11,6 +11,7 @@ from ccltune import collectives, profiler_plugin, rules, tuner_plugin
 from ccltune.errors import CheckFailed, DataError, EngineUnavailable, RuleFileError, UsageError, verdict_exit_code
 from ccltune.cli._common import check_nproc, check_timeout, gpu_count
 from ccltune.sizes import format_size, parse_size, size_series
+from ccltune.status import RuleCheck, Verdict
 
 VERIFY_COLLECTIVES = tuple(collectives.PLUGIN_NAMES)  # the collectives NCCL passes to a tuner
 
@@ -141,7 +142,7 @@ def _verify(args: argparse.Namespace) -> int:
         from ccltune.diagnose.record import write_json
         write_json(args.json_path, {"rules": str(Path(args.file).resolve()), "n_ranks": n_ranks, "n_nodes": n_nodes,
                                     "plugin_loaded": load is not None, "checks": [c.to_dict() for c in checks]})
-    return verdict_exit_code([c.status for c in checks] or ["FAIL"])  # no check at all: nothing verified
+    return verdict_exit_code([c.status for c in checks] or [Verdict.FAIL])  # no check at all: nothing verified
 
 
 def _verify_log(args: argparse.Namespace, ruleset: rules.RuleSet) -> tuple[str, str, set[tuple[str, int]] | None]:
@@ -206,5 +207,5 @@ def _print_checks(checks: list[Any], n_ranks: int, n_nodes: int) -> None:
             rule = (f"line {r.line}: {format_size(r.min_bytes)}..{format_size(r.max_bytes)} {r.algo}/{r.proto}"
                     + (f"/{r.channels}ch" if r.channels >= 1 else ""))
         print(f"  {c.collective:<14} {format_size(c.size_bytes):>8}  {c.status:<11} {rule:<36} {c.reason}")
-    counts = {st: sum(c.status == st for c in checks) for st in ("APPLIED", "NOT APPLIED", "NO RULE")}
+    counts = {st: sum(c.status == st for c in checks) for st in RuleCheck}
     print(f"# {counts['APPLIED']} applied, {counts['NOT APPLIED']} not applied, {counts['NO RULE']} without a rule")

@@ -52,6 +52,7 @@ from ccltune.tune import ncclt_infer
 from ccltune.errors import UsageError, unknown_name
 from ccltune.files import printable
 from ccltune.inputs import MAX_CALL_BYTES, MAX_COUNT, MAX_LINE_CHARS, MAX_RANKS
+from ccltune.status import RowStatus
 from ccltune.store import Measurement
 
 _START_RE = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
@@ -279,13 +280,13 @@ def _number_cell(cell: str, what: str, kind: str, size: int) -> float | None:
 def _row(collective: str, size: int, count: int, dtype: str, redop: str, root: int, n_ranks: int,
          n_nodes: int, cand: CommConfig, graph: int, in_place: bool, time_us: float | None,
          algbw: float | None, busbw: float | None, wrong: float | None) -> Measurement:
-    status, note = "ok", None
+    status, note = RowStatus.OK, None
     if time_us is None:
-        status, note = "error", "time N/A"
+        status, note = RowStatus.ERROR, "time N/A"
     elif time_us <= 0:  # an empty transfer, rounded
-        status, note = "error", "time 0"
+        status, note = RowStatus.ERROR, "time 0"
     elif wrong:
-        status, note = "error", f"#wrong {wrong:g}"
+        status, note = RowStatus.ERROR, f"#wrong {wrong:g}"
     return Measurement(
         collective, size, count, dtype, None if redop in ("none", "-") else redop, None if root < 0 else root,
         in_place, n_ranks, time_us=time_us, algbw_gbps=algbw, busbw_gbps=busbw,
