@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-_PREFIX = r"^(?:\[[^\]]*\](?:<\w+>)?:\s?)?(?:\S+:\d+:\d+ (?:\[\d+\] )?NCCL INFO )?"
+from ccltune.ncclline import PLAIN_LEAD as _PREFIX
 _FACTS = (
     ("rccl_version", re.compile(_PREFIX + r"RCCL version\s*:\s*(\S+)")),   # 2.21 and later
     ("rccl_version", re.compile(_PREFIX + r"RCCL version\s+(\S+)")),       # before 2.21
