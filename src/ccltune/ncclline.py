@@ -1,6 +1,6 @@
 """One tokenizer for the lines of NCCL's (and RCCL's) ``NCCL_DEBUG`` log (pure), shared by doctor's log
-reader (``diagnose.parsers.ncclog``), RCCL's (``diagnose.parsers.rcclog``, ``rcclversion``) and the workload
-import of COLL lines (``workload.nccl_log``).
+reader (``diagnose.parsers.ncclog``), RCCL's (``diagnose.parsers.rcclog``), the workload import of COLL lines
+(``workload.nccl_log``) and the rccl-tests reader (``ncclt.table_reader``: RCCL's version block).
 
 NCCL's prefix (``src/debug.cc``, unchanged from 2.18 to 2.30) is ``host:pid:tid [cudaDev] NCCL INFO `` (or
 ``WARN``); RCCL prints the same. What may stand before it at the start of a line: NCCL's own timestamp
@@ -38,7 +38,20 @@ LEAD = rf"(?:{TAG}\s*|\d[\d\-:.,/T]*\s+){{0,8}}"
 AT_START = re.compile(rf"^{LEAD}{INFO_PREFIX}", re.M)
 TRAILING_TAGS = re.compile(rf"(?:{TAG}){{1,8}}$")
 # Before a line of RCCL's printf'd version block: at most one launcher tag and NCCL's prefix (its INFO copy)
-PLAIN_LEAD = r"^(?:\[[^\]]{0,128}\](?:<\w{1,16}>)?:\s?)?(?:[^\s:]{1,255}:\d{1,10}:\d{1,20} (?:\[\d{1,6}\] )?NCCL INFO )?"
+_PLAIN_LEAD = r"^(?:\[[^\]]{0,128}\](?:<\w{1,16}>)?:\s?)?(?:[^\s:]{1,255}:\d{1,10}:\d{1,20} (?:\[\d{1,6}\] )?NCCL INFO )?"
+# RCCL's version block, from ``showVersion`` (ROCm/rccl ``src/init.cc``) on rank 0: from RCCL 2.21 as
+# "%-12s : %s" lines without NCCL's prefix ("RCCL version : 2.21.5-HEAD:0cbce2a", "HIP version  : ...",
+# "ROCm version", "Hostname", "Librccl path"), before 2.21 as one line "RCCL version 2.16.5+hip5.6 HEAD:3dcebc7";
+# with NCCL_DEBUG_FILE set, an NCCL INFO copy too. A launcher may tag each line.
+_VERSION_FACTS = (
+    ("rccl_version", re.compile(_PLAIN_LEAD + r"RCCL version\s*:\s*(\S+)")),   # 2.21 and later
+    ("rccl_version", re.compile(_PLAIN_LEAD + r"RCCL version\s+(\S+)")),       # before 2.21
+    ("hip_version", re.compile(_PLAIN_LEAD + r"HIP version\s*:\s*(\S+)")),
+    ("rocm_version", re.compile(_PLAIN_LEAD + r"ROCm version\s*:\s*(\S+)")),
+    ("hostname", re.compile(_PLAIN_LEAD + r"Hostname\s*:\s*(\S+)")),
+    ("library_path", re.compile(_PLAIN_LEAD + r"Librccl path\s*:\s*(.+?)\s*$")),
+)
+HIP_SUFFIX = re.compile(r"\+hip(?P<ver>\d+\.\d+)")  # before 2.21: the HIP version in the RCCL version
 
 _COMM = re.compile(r"comm (?P<comm>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,10}) nRanks (?P<nranks>\d{1,10}) "
                    r"nNodes (?P<nnodes>\d{1,10})(?: localRanks (?P<local>\d{1,10}))?")
@@ -128,3 +141,12 @@ def env_setting(msg: str) -> tuple[str, str] | None:
         return None
     value = m["val"].strip()
     return m["var"], value[:-1] if value.endswith(".") else value
+
+
+def version_fact(line: str) -> tuple[str, str] | None:
+    """``(key, value)`` of a line of RCCL's version block (keys: rccl_version, hip_version, rocm_version,
+    hostname, library_path), or None: what doctor's log reader and the rccl-tests reader take from it."""
+    for key, regex in _VERSION_FACTS:
+        if m := regex.match(line):
+            return key, m.group(1)
+    return None

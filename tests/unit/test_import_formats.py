@@ -10,7 +10,7 @@ import pytest
 
 from ccltune.cli import main
 from ccltune.store import Store
-from ccltune.tune.importer import parse_text
+from ccltune.ncclt import parse_text
 
 FIX = Path(__file__).parent.parent / "fixtures"
 RCCL = FIX / "rccl-tests"

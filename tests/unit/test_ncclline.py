@@ -65,7 +65,7 @@ def test_the_workload_import_reads_nnodes_from_the_init_line():
 
 def test_the_prefix_and_the_init_line_are_spelled_in_ncclline_only():
     """The old tree spelled the init line in ncclog, rcclog and workload.nccl_log, the prefix in those and in
-    rcclversion: each drifted on its own (bounds, optional parts)."""
+    rcclversion (now ncclline.version_fact): each drifted on its own (bounds, optional parts)."""
     root = Path(ncclline.__file__).parent
     spellings = (r"nRanks (?P<", r"nRanks \d", r"nNodes (?P<", r"nNodes \d", r":\d{1,10}:\d", r"\S+:\d+:\d+",
                  r"NCCL (?P<level>", r"NCCL (?:INFO|WARN)")

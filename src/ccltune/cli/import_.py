@@ -19,7 +19,7 @@ from ccltune.errors import UsageError, unknown_name
 from ccltune.rules import ALGORITHMS, MAX_CHANNELS, PROTOCOLS, rule_spelling
 from ccltune.status import RowStatus, RunStatus
 from ccltune.store import DEFAULT_DB, Store
-from ccltune.tune.importer import Parsed, number_reps, parse
+from ccltune.ncclt import Parsed, number_reps, parse
 
 
 def register(sub: argparse._SubParsersAction) -> None:

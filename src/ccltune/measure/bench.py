@@ -16,7 +16,7 @@ from ccltune.engines.base import Engine, Point
 from ccltune.measure import point
 from ccltune.measure.buffers import Buffers
 from ccltune.store import Measurement
-from ccltune.output import memory_line
+from ccltune.ncclt.table import memory_line
 from ccltune.periter import IterStats
 from ccltune.datatypes import DType
 from ccltune.status import RowStatus

@@ -44,7 +44,6 @@ from pathlib import Path
 
 from ccltune import collectives, ncclline
 from ccltune.errors import UsageError
-from ccltune.diagnose.parsers import rcclversion
 from ccltune.files import read_bytes
 from ccltune.inputs import MAX_LINE_CHARS
 
@@ -197,13 +196,13 @@ def _set_version(log: NcclLog, lib: str, ver: str) -> None:
     if log.version is None:
         log.version = ver
         log.library = "RCCL" if lib == "RCCL" or "hip" in ver else "NCCL"
-        if h := rcclversion.HIP_SUFFIX.search(ver):
+        if h := ncclline.HIP_SUFFIX.search(ver):
             log.hip_version = log.hip_version or h["ver"]
 
 
 def _parse_plain(log: NcclLog, line: str) -> None:
     """A line without NCCL's prefix: RCCL's printf'd version block (or the continuation of its INFO copy)."""
-    found = rcclversion.fact(line)
+    found = ncclline.version_fact(line)
     if found is not None and found[0] == "rccl_version":
         _set_version(log, "RCCL", found[1])
     elif found is not None and found[0] == "hip_version" and log.hip_version is None:
