@@ -5,11 +5,12 @@ verdict through :func:`to_junit`."""
 
 from __future__ import annotations
 
-from ccltune.status import Verdict
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from ccltune.status import Verdict
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune import dist, environment
-from ccltune.processes import alive, descendants, process_start
 from ccltune.errors import UsageError
+from ccltune.processes import alive, descendants, process_start
 from ccltune.status import RunStatus
 
 OUTCOME_ENV = "CCLTUNE_OUTCOME_FILE"   # a worker's failed check writes its exit code here (hand_over)

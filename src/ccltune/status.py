@@ -27,8 +27,11 @@ class Word(str, enum.Enum):
     """A status word: a ``str`` whose ``str()`` and ``format()`` are its text (as Python 3.11's
     ``enum.StrEnum``; ccltune still runs on 3.10)."""
 
-    __str__ = str.__str__
-    __format__ = str.__format__
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self, spec)
 
     @classmethod
     def parse(cls: type[W], text: object, where: str) -> W:

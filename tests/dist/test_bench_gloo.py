@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from ccltune import collectives
-from ccltune.ncclt import table as ncclt_table
-from ccltune.cli._common import NO_GPU_NOTE
 from ccltune.cli import main
-from ccltune.store import Store
+from ccltune.cli._common import NO_GPU_NOTE
+from ccltune.ncclt import table as ncclt_table
 from ccltune.sizes import size_series
+from ccltune.store import Store
 from dist_helpers import ROW_FIELDS, bench_cmd, bench_many, checked, count_rows, only_run, wait_rows
 
 ALL = list(collectives.REGISTRY)

@@ -13,8 +13,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from ccltune import collectives
-from ccltune import ncclt
+from ccltune import collectives, ncclt
 from dist_helpers import bench_cmd, checked, only_run
 from test_bench_gloo import ALL, check_cells, table
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from ccltune import ncclt
 from ccltune.diagnose.parsers import ncclog, nvbandwidth, rcclog, transferbench
 from ccltune.diagnose.probes import amdsmi, smitopo
 from ccltune.errors import UsageError
-from ccltune import ncclt
 from ccltune.workload import capture, nccl_log
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -168,7 +168,8 @@ WL = FIXTURES / "workload"
 
 
 def _workload_doc() -> dict:
-    from ccltune.workload import importer as wl_importer, model
+    from ccltune.workload import importer as wl_importer
+    from ccltune.workload import model
     wl = wl_importer.import_files([WL / "trace_rank0.json"])
     return json.loads(model.to_json(wl, {}))
 
@@ -354,6 +355,7 @@ def _bench_db(path: Path) -> None:
 def test_a_database_edited_by_hand_is_read_by_name_or_refused_naming_the_row(tmp_path, capsys, sql, argv, rc,
                                                                              message):
     import sqlite3
+
     from ccltune.cli import main
     db = tmp_path / "x.db"
     _bench_db(db)
@@ -386,6 +388,7 @@ def test_escape_sequences_in_imported_names_never_reach_the_terminal(tmp_path, c
 
 def test_csv_export_guards_formula_cells_and_latest_skips_runs_without_rows(tmp_path, capsys):
     import sqlite3
+
     from ccltune.cli import main
     from ccltune.store import Store
     db = tmp_path / "x.db"
@@ -459,6 +462,7 @@ def test_amd_smi_gpu_indices_beyond_one_host_are_refused():
 
 def test_a_database_locked_by_another_process_is_one_error(tmp_path):
     import sqlite3
+
     from ccltune.errors import StoreError
     from ccltune.store import Measurement, Store
     with Store(tmp_path / "x.db") as st:

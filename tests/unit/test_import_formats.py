@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ccltune.cli import main
-from ccltune.store import Store
 from ccltune.ncclt import parse_text
+from ccltune.store import Store
 
 FIX = Path(__file__).parent.parent / "fixtures"
 RCCL = FIX / "rccl-tests"

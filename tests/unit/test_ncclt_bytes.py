@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ccltune.ncclt import json_doc, table
 from ccltune import periter
-from ccltune.ncclt import parse
+from ccltune.ncclt import json_doc, parse, table
 
 V = Path(__file__).parent.parent / "fixtures" / "nccl-tests" / "v2.19.6"
 EAGER = V.parent / "ar-eager-v2.19.6.txt"

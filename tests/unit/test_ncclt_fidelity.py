@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from ccltune import collectives
-from ccltune.ncclt import table
 from ccltune.measure import bench, point
+from ccltune.ncclt import table
 from ccltune.sizes import size_series
 from ccltune.store import Measurement
 

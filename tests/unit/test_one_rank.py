@@ -7,11 +7,11 @@ import warnings
 import pytest
 
 from ccltune import collectives
-from ccltune.ncclt import table
+from ccltune.datatypes import dtype
 from ccltune.engines.base import Engine, Point, Timing
 from ccltune.measure import bench, point
+from ccltune.ncclt import table
 from ccltune.store import Measurement
-from ccltune.datatypes import dtype
 
 
 class _Ctx:

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ccltune.ncclt import json_doc
+from ccltune.ncclt import json_doc, parse, parse_text
 from ccltune.ncclt import table as ncclt_table
 from ccltune.store import Measurement
-from ccltune.ncclt import parse, parse_text
 
 REAL = Path(__file__).parent.parent / "fixtures" / "nccl-tests" / "ncclt-2.19.0_all_reduce_h200x4.txt"
 

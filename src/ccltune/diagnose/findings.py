@@ -13,7 +13,6 @@ from ccltune.files import escape
 from ccltune.status import VERDICT_SEVERITY, Verdict
 
 
-
 @dataclass
 class Finding:
     """One check's verdict. ``evidence`` says what was seen, ``fix`` what to do about it."""

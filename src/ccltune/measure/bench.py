@@ -12,14 +12,14 @@ from typing import Any
 
 from ccltune.collectives import Collective
 from ccltune.collectives.base import Layout
+from ccltune.datatypes import DType
 from ccltune.engines.base import Engine, Point
 from ccltune.measure import point
 from ccltune.measure.buffers import Buffers
-from ccltune.store import Measurement
 from ccltune.ncclt.table import memory_line
 from ccltune.periter import IterStats
-from ccltune.datatypes import DType
 from ccltune.status import RowStatus
+from ccltune.store import Measurement
 
 # point: ``warmup`` untimed calls at each size before it is timed. series: before a collective's
 # first size is timed, ``warmup`` untimed out-of-place calls at every size from the smallest to

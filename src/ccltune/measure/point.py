@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-
 from typing import Any
 
 from ccltune.engines.base import Engine, Point, Watchdog, close_graph

@@ -19,9 +19,9 @@ from dataclasses import replace
 from typing import Any
 
 from ccltune import dist, engines, environment, launch
-from ccltune.groups import Split, groups_of
 from ccltune.engines.base import EngineOptions
 from ccltune.errors import DataError, DistError, Interrupted, UsageError
+from ccltune.groups import Split, groups_of
 from ccltune.status import RunStatus
 from ccltune.store import Store
 

@@ -26,12 +26,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ccltune.collectives import Collective
-from ccltune.engines.base import Point, Watchdog
-from ccltune.measure import buffers
-from ccltune.measure import point
-from ccltune.store import Measurement
 from ccltune.datatypes import DType
+from ccltune.engines.base import Point, Watchdog
+from ccltune.measure import buffers, point
 from ccltune.status import RowStatus
+from ccltune.store import Measurement
 
 
 @dataclass

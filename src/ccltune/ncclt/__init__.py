@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ccltune.ncclt.reading import Parsed
 from ccltune.ncclt.json_doc import parse_json
+from ccltune.ncclt.reading import Parsed
 from ccltune.ncclt.table_reader import parse_text
 
 __all__ = ["Parsed", "number_reps", "parse", "parse_json", "parse_text"]

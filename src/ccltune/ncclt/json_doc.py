@@ -184,6 +184,13 @@ class _Json:
                                                                      else ""), value)
         return value
 
+    def required(self, obj: dict[str, Any], key: str, at: str, low: int = 0, high: int = reading.INT64_MAX) -> int:
+        """An integer that must be there (in ``low``..``high``)."""
+        value = self.integer(obj, key, at, True, low, high)
+        if value is None:  # integer() raised already: a required field is never None
+            raise UsageError(f'{self.path}: "{at}.{key}" is missing')
+        return value
+
     def number(self, obj: dict[str, Any], key: str, at: str, kind: str, size: int,
                required: bool = False) -> float | None:
         """A time, bandwidth ('bw') or #wrong of a ``size``-byte row: None for null, and for a time
@@ -232,12 +239,13 @@ def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), co
         raise js.fail("args[0]", "a string", program)
     cfg = js.get(doc, "config", "", "an object", lambda v: isinstance(v, dict)) or {}
     graph = 1 if (js.integer(cfg, "graph", "config") or 0) > 0 else 0
-    shape, env = reading.Shape(threads=js.integer(cfg, "nthreads", "config"), gpus=js.integer(cfg, "ngpus", "config")), {}
+    shape = reading.Shape(threads=js.integer(cfg, "nthreads", "config"), gpus=js.integer(cfg, "ngpus", "config"))
+    env: dict[str, Any] = {}
     for i, dev in enumerate(js.get(cfg, "devices", "config", "a list", lambda v: isinstance(v, list)) or []):
         at = f"config.devices[{i}]"
         if not isinstance(dev, dict):
             raise js.fail(at, "an object", dev)
-        rank = js.integer(dev, "rank", at, required=True, low=0)
+        rank = js.required(dev, "rank", at)
         host = js.get(dev, "hostname", at, "a string", lambda v: isinstance(v, str), required=True)
         info = (js.get(dev, "device_info", at, "a string", lambda v: isinstance(v, str)) or "").strip()
         pid = js.integer(dev, "pid", at) or 0
@@ -259,8 +267,8 @@ def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), co
         at = f"results[{i}]"
         if not isinstance(res, dict):
             raise js.fail(at, "an object", res)
-        size = js.integer(res, "size", at, required=True, low=0, high=MAX_CALL_BYTES)
-        count = js.integer(res, "count", at, required=True, low=0, high=MAX_COUNT)
+        size = js.required(res, "size", at, high=MAX_CALL_BYTES)
+        count = js.required(res, "count", at, high=MAX_COUNT)
         dtype = js.get(res, "type", at, "a string", lambda v: isinstance(v, str), required=True)
         redop = js.get(res, "redop", at, "a string", lambda v: isinstance(v, str), required=True)
         for key, value, names in (("type", dtype, datatypes.DTYPES), ("redop", redop, reading.REDOPS)):
@@ -275,13 +283,13 @@ def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), co
             tkey = "cpu_time" if "time" not in blk and "cpu_time" in blk else "time"  # -C: CPU time
             t = js.number(blk, tkey, where, "time", size, required=True)
             alg, bus = js.number(blk, "alg_bw", where, "bw", size), js.number(blk, "bus_bw", where, "bw", size)
-            rows.append(reading.row(coll, size, count, dtype, redop, root, n_ranks, n_nodes, candidate, graph, in_place,
-                             t, alg, bus, js.number(blk, "nwrong", where, "wrong", size)))
+            rows.append(reading.row(coll, size, count, dtype, redop, root, n_ranks, n_nodes, candidate, graph,
+                                    in_place, t, alg, bus, js.number(blk, "nwrong", where, "wrong", size)))
     if not rows:
         raise reading.fail(path, None, "no result rows")
     return reading.Parsed(path, coll, n_ranks, n_nodes, rows, [g for _, (_, _, g) in sorted(shape.ranks.items()) if g],
-                  sorted({h for h, _, _ in shape.ranks.values()}),
-                  None if version is None else reading.nccl_version(version), 1, env)
+                          sorted({h for h, _, _ in shape.ranks.values()}),
+                          None if version is None else reading.nccl_version(version), 1, env)
 
 
 def _json_root(js: _Json, res: dict[str, Any], at: str, n_ranks: int) -> int:

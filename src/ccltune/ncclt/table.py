@@ -131,9 +131,13 @@ def _wrong_cell(m: Measurement) -> str:
     return "%6s" % ("%g" % m.wrong)
 
 
+# the cell of a row without a time, by its status (an error's: "err")
+_NOT_TIMED: dict[str, str] = {RowStatus.WAIVED: "N/A", RowStatus.SKIPPED: "skip", RowStatus.UNAVAILABLE: "N/A"}
+
+
 def _half(m: Measurement) -> str:
     if m.status != RowStatus.OK or m.time_us is None:  # nccl-tests never prints this: ccltune's own cells
-        label = {RowStatus.WAIVED: "N/A", RowStatus.SKIPPED: "skip", RowStatus.UNAVAILABLE: "N/A"}.get(m.status, "err")
+        label = _NOT_TIMED.get(m.status, "err")
         return f"  {label:>7}  {label:>6}  {label:>6}  {label:>6}"
     return (f"  {float_cell(m.time_us, 7)}  {float_cell(m.algbw_gbps or 0.0, 6)}"
             f"  {float_cell(m.busbw_gbps or 0.0, 6)}  {_wrong_cell(m)}")

@@ -176,7 +176,7 @@ def _header_line(line: str, lineno: int, path: str, shape: reading.Shape, env: d
     blocks = [i for i, c in enumerate(cols) if c in _TIME_COLS]
     if not 1 <= len(blocks) <= 2 or any(cols[b + 1:b + 4] != ["algbw", "busbw", "#wrong"] for b in blocks):
         raise reading.fail(path, lineno, "unrecognised column header (expected size count type redop root,"
-                                  " then time algbw busbw #wrong twice)")
+                           " then time algbw busbw #wrong twice)")
     return blocks
 
 
@@ -187,11 +187,12 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
     first = lines[0][0] if lines else 1
     at = first if several else None
     program, program_line = None, 0
-    shape, env = reading.Shape(), {}
+    shape = reading.Shape()
+    env: dict[str, Any] = {}
     graph, version = 0, None
     blocks: list[int] | None = None  # column index where each (time, algbw, busbw, #wrong) block starts
     ncols = 0
-    table: list[tuple[int, list[str]]] = []
+    table: list[tuple[int, list[str] | re.Match[str]]] = []  # a row's cells, or a failure line between rows
     footer = False
     cell_notes: list[tuple[int, bool, str, str]] = []  # (from size, in place, status, reason)
     notes: list[str] = []  # what the user should know of how the file was read
@@ -212,7 +213,7 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
                 version = reading.nccl_version(int(v.group(1)))
             continue
         if m := _FAILURE_RE.match(line):
-            table.append((lineno, m))  # type: ignore[arg-type] - a failure between the rows, in order
+            table.append((lineno, m))  # a failure between the rows, in order
             continue
         if _TRACE_RE.match(line) or _meta(line, env) or footer or _NOISE_RE.search(line):
             continue  # after the footer: ncclGetLastError's line
@@ -227,17 +228,17 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
         table.append((lineno, cells))
     if blocks is None:
         raise reading.fail(path, at, "no nccl-tests column header ('#  size  count  type ...'): not nccl-tests output?"
-                              + (" (a run that stopped before its table?)" if several else ""))
+                           + (" (a run that stopped before its table?)" if several else ""))
     if not table:
         raise reading.fail(path, at, "no result rows")
     failed = any(isinstance(cells, re.Match) for _, cells in table)
     if not footer and not failed:  # a run that failed stops without its footer, as nccl-tests does
         raise reading.fail(path, table[-1][0], f"truncated: no '{_FOOTER}' footer after the last row")
-    line = program_line if program else at  # where the collective is (or should be) said
+    said_at = program_line if program else at  # where the collective is (or should be) said
     n_ranks, n_nodes = reading.ranks_of(path, at, shape, nranks)
     try:
-        coll = reading.collective_of(program, "the header", f"{path}:{line}" if line else path, collective,
-                           None if several else path)
+        coll = reading.collective_of(program, "the header", f"{path}:{said_at}" if said_at else path, collective,
+                                     None if several else path)
     except UsageError as exc:
         if program or collective:
             raise
@@ -246,13 +247,15 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
     if "tool" not in env:
         env["tool"] = "rccl-tests" if any(k.startswith("rccl") for k in env) else "nccl-tests"
     places = (True,) if len(blocks) == 1 else (False, True)
-    rows = []
-    for lineno, cells in table:
-        if isinstance(cells, re.Match):
-            rows += _failure_rows(cells, rows, path, lineno, coll, n_ranks, n_nodes, candidate, graph, places)
+    rows: list[Measurement] = []
+    for lineno, entry in table:
+        if isinstance(entry, re.Match):
+            rows += _failure_rows(entry, rows, path, lineno, coll, n_ranks, n_nodes, candidate, graph, places)
             continue
+        cells = entry
         try:
-            size, count = reading.int_cell(cells[0], "size", 0, MAX_CALL_BYTES), reading.int_cell(cells[1], "count", 0, MAX_COUNT)
+            size = reading.int_cell(cells[0], "size", 0, MAX_CALL_BYTES)
+            count = reading.int_cell(cells[1], "count", 0, MAX_COUNT)
             reading.name_cell(cells[2], "type", datatypes.DTYPES)
             reading.name_cell(cells[3], "redop", reading.REDOPS)
             root = reading.int_cell(cells[4], "root", -1, n_ranks - 1)
@@ -262,13 +265,13 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
                                       zip(cells[b:b + 4], ("time", "algbw", "busbw", "#wrong"),
                                           ("time", "bw", "bw", "wrong")))
                 rows.append(reading.row(coll, size, count, cells[2], cells[3], root, n_ranks, n_nodes, candidate,
-                                 graph, in_place, t, alg, bus, wrong))
+                                        graph, in_place, t, alg, bus, wrong))
         except reading.Bad as exc:
             raise reading.fail(path, lineno, str(exc)) from None
     _explain(rows, cell_notes)
     hosts = {h for h, _, _ in shape.ranks.values()} | ({env["hostname"]} if "hostname" in env else set())
     return reading.Parsed(path, coll, n_ranks, n_nodes, rows, [g for _, (_, _, g) in sorted(shape.ranks.items()) if g],
-                  sorted(hosts), version, first, env, notes)
+                          sorted(hosts), version, first, env, notes)
 
 
 def _explain(rows: list[Measurement], notes: list[tuple[int, bool, str, str]]) -> None:

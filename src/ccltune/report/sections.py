@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccltune.report import compare as cmp
 from ccltune.report import abview, data, linkdata, verdict, workload, zones
+from ccltune.report import compare as cmp
 from ccltune.report.axes import size_label
 from ccltune.report.model import Block, LineChart, Note, Picker, Section, Table, Text, ZoneChart
 from ccltune.status import RunStatus, Verdict

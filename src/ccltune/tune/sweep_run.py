@@ -9,7 +9,6 @@ A resumed run skips the points already stored (the same on every rank: rank 0 re
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import tempfile
 import time
@@ -18,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccltune.commconfig import CommConfig
 from ccltune import engines
+from ccltune.commconfig import CommConfig
 from ccltune.engines import library
 from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import Loaded

@@ -129,7 +129,7 @@ def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
         for j, m in enumerate(matches):
             key = _key(m, nnodes, path, no, warnings) if m is not None else None
             rank = f"{m['host']}:{m['pid']}" if m is not None else ""
-            if key is not None and halves.call_of((rank, m["comm"]), key, m["func"],
+            if m is not None and key is not None and halves.call_of((rank, m["comm"]), key, m["func"],
                                                   collectives.BY_NCCL_NAME[m["func"]].nccl_names, (no, j)) == (no, j):
                 ranks.setdefault(rank, Counter())[key] += 1
                 order.setdefault(rank, []).append((key, m["comm"]))

@@ -25,10 +25,10 @@ from collections import Counter
 from typing import Any
 
 from ccltune import collectives
+from ccltune.datatypes import DTYPES
 from ccltune.errors import UsageError
 from ccltune.files import printable
 from ccltune.inputs import MAX_COUNT, MAX_RANKS
-from ccltune.datatypes import DTYPES
 from ccltune.workload.model import Halves, Key, RankRecord, Timing
 
 # c10d's collective names -> ccltune's registry name

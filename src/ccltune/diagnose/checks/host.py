@@ -13,6 +13,7 @@ from ccltune.diagnose.findings import Finding
 from ccltune.diagnose.probes.sysfs import read_text
 from ccltune.status import Verdict
 
+
 def check_numa_balancing(root: Path) -> Finding:
     text, why = read_text(root, "proc/sys/kernel/numa_balancing")
     if text is None:

@@ -7,6 +7,7 @@ from ccltune.diagnose.findings import Finding
 from ccltune.diagnose.probes.topo import Topology
 from ccltune.status import Verdict
 
+
 def topo_findings(topo: Topology) -> list[Finding]:
     """GPUs found, uniform links, NVSwitch fabric, MIG, AMD partitions, NUMA placement."""
     if not topo.gpus:
