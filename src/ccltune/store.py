@@ -72,11 +72,12 @@ class Measurement:
 
 
 _MEAS_COLS = [f.name for f in fields(Measurement)]
-_NUMERIC = {"measurements": {**{c: int for c in ("size_bytes", "count", "root", "in_place", "n_ranks", "n_nodes",
-                                                 "channels", "graph", "rep", "wrong")},
-                             **{c: (int, float) for c in ("time_us", "algbw_gbps", "busbw_gbps")}},
-            "links": {"src": int, "dst": int, "size_bytes": int, "bandwidth_gbps": (int, float),
-                      "latency_us": (int, float)}}
+# the number columns of each table read back, and the Python types a number there may have
+_NUMERIC: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "measurements": {**{c: int for c in ("size_bytes", "count", "root", "in_place", "n_ranks", "n_nodes",
+                                         "channels", "graph", "rep", "wrong")},
+                     **{c: (int, float) for c in ("time_us", "algbw_gbps", "busbw_gbps")}},
+    "links": {"src": int, "dst": int, "size_bytes": int, "bandwidth_gbps": (int, float), "latency_us": (int, float)}}
 _RUN_COLUMNS = ("id", "kind", "status", "started_at", "finished_at", "command", "engine", "world_size", "n_nodes",
                 "launcher", "host", "platform", "ccltune_version", "nccl_version")  # the runs columns a Run holds
 _RUN_REQUIRED = ("id", "kind", "status", "started_at")
@@ -211,7 +212,9 @@ class Store:
                 ),
             )
             self.conn.commit()
-        return int(cur.lastrowid)
+        if cur.lastrowid is None:  # SQLite gives every inserted row an id: a driver without one is no use here
+            raise StoreError(f"{shown(self.path)}: SQLite returned no id for the new run")
+        return cur.lastrowid
 
     def finish_run(self, run_id: int, status: str, summary: Mapping[str, Any] | None = None) -> None:
         if status not in STORED_RUN_STATUSES[1:]:  # how a run ends
@@ -301,7 +304,8 @@ class Store:
         if missing:
             raise UsageError(f"{self.flag} {shown(self.path)}: a run has no {', '.join(missing)}: the database was "
                              "damaged or edited by hand")
-        run = Run(args=args, env=env, summary=summary, **{c: d.get(c) for c in _RUN_COLUMNS})
+        columns: dict[str, Any] = {c: d.get(c) for c in _RUN_COLUMNS}
+        run = Run(args=args, env=env, summary=summary, **columns)
         if run.status == RunStatus.RUNNING:
             run.status, run.note = _liveness(run.env.get("processes"))
         return run
@@ -382,7 +386,8 @@ class Store:
                 raise UsageError(f"{self.flag} {shown(self.path)}: measurements row {r['id']} (run {r['run_id']}) "
                                  f"has extra = {printable(repr(r['extra']), 60)}, not a JSON object ({exc})") from None
         for c in ("time_us", "algbw_gbps", "busbw_gbps"):  # an infinity or NaN stored by hand: not a figure
-            if isinstance(d[c], float) and not math.isfinite(d[c]):
+            value = d[c]
+            if isinstance(value, float) and not math.isfinite(value):
                 d[c] = None
         return d
 
@@ -459,13 +464,11 @@ def _sql(value: Any) -> Any:
 def _ranges(ids: list[int]) -> str:
     """'1-3, 7' for [1, 2, 3, 7]."""
     parts: list[str] = []
-    start = prev = None
-    for i in ids + [None]:  # type: ignore[list-item]
-        if start is None:
-            start = prev = i
-        elif i is not None and i == prev + 1:
-            prev = i
-        else:
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-            start = prev = i
+    first = 0
+    while first < len(ids):
+        last = first
+        while last + 1 < len(ids) and ids[last + 1] == ids[last] + 1:
+            last += 1
+        parts.append(str(ids[first]) if first == last else f"{ids[first]}-{ids[last]}")
+        first = last + 1
     return ", ".join(parts)
