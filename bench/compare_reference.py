@@ -36,7 +36,7 @@ def load_any(path: str) -> list[tuple[str, bool, dict[int, tuple[float, float]]]
     if "# ref" in text:
         coll, rows = load_ref(path)
         return [(coll, False, rows)]
-    from ccltune.tune.importer import parse  # nccl-tests' own output
+    from ccltune.ncclt import parse  # nccl-tests' own output
 
     out = []
     for parsed in parse(text, path):  # a file may hold several runs, each of its own collective

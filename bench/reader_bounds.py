@@ -36,16 +36,16 @@ def nccl_tests_text(size: int) -> tuple[str, str]:
     rows = [i for i, line in enumerate(lines) if line[:1] == " " and line.split()[:1] != []]
     head, body = "\n".join(lines[:rows[0]]) + "\n", "\n".join(lines[rows[0]:rows[-1] + 1]) + "\n"
     return _repeat(head, body, "\n".join(lines[rows[-1] + 1:]), size), (
-        "from ccltune.tune import importer; from ccltune.files import read_text\n"
-        "importer.parse(read_text(PATH, 'FILE'), PATH)")
+        "from ccltune import ncclt; from ccltune.files import read_text\n"
+        "ncclt.parse(read_text(PATH, 'FILE'), PATH)")
 
 
 def nccl_tests_json(size: int) -> tuple[str, str]:
     doc = json.loads((FIX / "nccl-tests" / "v2.19.6" / "ar-v2.19.6.json").read_text())
     one = json.dumps(doc["results"][0])
     doc["results"] = [doc["results"][0]] * max(1, (size - 4096) // (len(one) + 2))  # under the bound
-    return json.dumps(doc), ("from ccltune.tune import importer; from ccltune.files import read_text\n"
-                             "importer.parse(read_text(PATH, 'FILE'), PATH)")
+    return json.dumps(doc), ("from ccltune import ncclt; from ccltune.files import read_text\n"
+                             "ncclt.parse(read_text(PATH, 'FILE'), PATH)")
 
 
 def nccl_log_doctor(size: int) -> tuple[str, str]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from ccltune.status import failing
+
 
 class CcltuneError(Exception):
     """Base class: a failure the user can act on. ``exit_code`` is what the CLI returns; ``run_id``,
@@ -94,13 +96,10 @@ def error_for_exit_code(code: int, message: str) -> CcltuneError:
     return cls(message)
 
 
-# How a verdict's statuses (PASS/WARN/WAIVED/FAIL/ERROR, or a check's own) end a command
-_FAILING = frozenset({"FAIL", "ERROR", "NOT APPLIED"})
-
-
 def verdict_exit_code(statuses: Iterable[str]) -> int:
-    """The exit code of a command whose result is a verdict: 1 when any status failed, else 0."""
-    return CheckFailed.exit_code if any(s in _FAILING for s in statuses) else 0
+    """The exit code of a command whose result is a verdict (``status.Verdict``s, or ``plugin verify``'s
+    ``status.RuleCheck``s): 1 when any status failed, else 0."""
+    return CheckFailed.exit_code if failing(statuses) else 0
 
 
 def did_you_mean(value: str, valid: Iterable[str]) -> str:

@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ccltune.status import Verdict
+
 
 @dataclass(frozen=True)
 class Case:
@@ -17,7 +19,7 @@ class Case:
 
     classname: str
     name: str
-    status: str                  # PASS, FAIL, ERROR or WAIVED (WARN counts as a pass)
+    status: Verdict              # PASS, FAIL, ERROR or WAIVED (WARN counts as a pass)
     message: str = ""            # the <failure>/<error>/<skipped> message
     kind: str | None = None      # the <failure>/<error> type attribute (default: the status)
     detail: str | None = None    # the <failure>/<error> text
@@ -27,10 +29,10 @@ class Case:
 
 def to_junit(suite: str, cases: Sequence[Case], properties: Mapping[str, Any] | None = None) -> str:
     """A <testsuites> document with one <testsuite> named ``suite``."""
-    counts = {s: sum(c.status == s for c in cases) for s in ("FAIL", "ERROR", "WAIVED")}
-    totals = dict(tests=str(len(cases)), failures=str(counts["FAIL"]), errors=str(counts["ERROR"]))
+    counts = {s: sum(c.status == s for c in cases) for s in (Verdict.FAIL, Verdict.ERROR, Verdict.WAIVED)}
+    totals = dict(tests=str(len(cases)), failures=str(counts[Verdict.FAIL]), errors=str(counts[Verdict.ERROR]))
     root = ET.Element("testsuites", name=suite, **totals)
-    ts = ET.SubElement(root, "testsuite", name=suite, **totals, skipped=str(counts["WAIVED"]))
+    ts = ET.SubElement(root, "testsuite", name=suite, **totals, skipped=str(counts[Verdict.WAIVED]))
     if properties is not None:
         props = ET.SubElement(ts, "properties")
         for key, value in properties.items():
@@ -40,10 +42,10 @@ def to_junit(suite: str, cases: Sequence[Case], properties: Mapping[str, Any] | 
         if c.time_s is not None:
             attrs["time"] = f"{c.time_s:.9f}"
         case = ET.SubElement(ts, "testcase", attrs)
-        if c.status in ("FAIL", "ERROR"):
-            tag = "failure" if c.status == "FAIL" else "error"
+        if c.status in (Verdict.FAIL, Verdict.ERROR):
+            tag = "failure" if c.status == Verdict.FAIL else "error"
             ET.SubElement(case, tag, message=c.message, type=c.kind or c.status).text = c.detail
-        elif c.status == "WAIVED":
+        elif c.status == Verdict.WAIVED:
             ET.SubElement(case, "skipped", message=c.message)
         if c.out is not None:
             ET.SubElement(case, "system-out").text = c.out

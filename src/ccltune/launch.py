@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune import dist, environment
-from ccltune.processes import alive, descendants, process_start
 from ccltune.errors import UsageError
+from ccltune.processes import alive, descendants, process_start
+from ccltune.status import RunStatus
 
 OUTCOME_ENV = "CCLTUNE_OUTCOME_FILE"   # a worker's failed check writes its exit code here (hand_over)
 RUN_ENV = "CCLTUNE_RUN_FILE"           # rank 0 writes '<db>\n<run id>' of the run it began (note_run)
@@ -112,7 +113,7 @@ def relaunch(argv: list[str], nproc: int, engine: str, env: dict[str, str], call
         if caller is not None:
             caller.run_id = _run_of(files[RUN_ENV])
         stopped = job.stopped_by is not None
-        _finish_left_running(files[RUN_ENV], "interrupted" if stopped else "failed",
+        _finish_left_running(files[RUN_ENV], RunStatus.INTERRUPTED if stopped else RunStatus.FAILED,
                              f"stopped by {job.stopped_by}" if stopped else f"a rank died or hung (exit code {rc})")
         if stopped and rc != 0:
             if _run_of(files[RUN_ENV]) is None:  # else rank 0 said how many rows its run kept

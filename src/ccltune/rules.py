@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ccltune import collectives
 from ccltune.errors import RuleFileError, UsageError

@@ -1,23 +1,10 @@
-"""The results database: one SQLite file (stdlib ``sqlite3``), default ``./ccltune.db``.
+"""The results database: one SQLite file (stdlib ``sqlite3``), default ``./ccltune.db``; its tables, schema
+and file checks are :mod:`ccltune.storefile`'s.
 
 Every command that measures opens a *run* (``runs`` row, with its environment), writes
 its rows as they are measured (each committed at once, so a crash or Ctrl-C loses nothing
-already measured), and closes the run with a final status.
-
-Tables (units in column names):
-- ``runs``: one row per command invocation: kind (bench, sweep, validate, links, doctor,
-  check), status (running, complete, interrupted, failed), the environment as JSON.
-- ``measurements``: one row per (size, placement, configuration, repetition) timing.
-  ``algo``/``proto``/``channels`` are NULL for NCCL's own choice ("default"). ``extra``: JSON
-  of what else a row measured (bench ``-C``: ``cpu_time_us``; ``-I``: ``per_iter``, its statistics
-  and every iteration's time), NULL otherwise (schema version 2; version 1 had no such column).
-- ``links``: per GPU pair bandwidth/latency (``ccltune links``).
-- ``findings``: PASS/WARN/FAIL/WAIVED results of ``doctor`` and ``check``.
-- ``artifacts``: named text blobs attached to a run (rule files, verdict JSON, logs).
-- ``ab_arms``, ``ab_samples`` (schema version 3): ``ccltune ab``'s arms (name, what it sets, as
-  JSON) and one row per run of the user's job (arm, round, its value or why it failed);
-  :mod:`ccltune.validate.jobstore` reads and writes them. A version-2 file gains them when opened
-  to write.
+already measured), and closes the run with a final status (a ``status.RunStatus``). Every status written
+is a member of its ``ccltune.status`` vocabulary: a word outside it is refused before it is stored.
 """
 
 from __future__ import annotations
@@ -27,7 +14,6 @@ import json
 import math
 import os
 import sqlite3
-import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
@@ -35,113 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from ccltune.errors import StoreError, UsageError
-from ccltune.files import check_name, printable, shown
+from ccltune.files import printable, shown
 from ccltune.processes import alive
+from ccltune.status import STORED_RUN_STATUSES, RowStatus, RunStatus, Verdict
+from ccltune.storefile import SCHEMA, SCHEMA_VERSION, check_file, check_kind, upgrade
 
 DEFAULT_DB = "ccltune.db"
-SCHEMA_VERSION = 3   # 2: measurements.extra (bench -C/-I figures); 3: ab_arms, ab_samples (ccltune ab).
-                     # An older file gains what it lacks when opened to write
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind TEXT NOT NULL,
-    status TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    finished_at TEXT,
-    command TEXT NOT NULL,
-    engine TEXT,
-    world_size INTEGER,
-    n_nodes INTEGER,
-    launcher TEXT,
-    host TEXT,
-    platform TEXT,
-    ccltune_version TEXT,
-    nccl_version TEXT,
-    args_json TEXT NOT NULL DEFAULT '{}',
-    env_json TEXT NOT NULL DEFAULT '{}',
-    summary_json TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE IF NOT EXISTS measurements (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    collective TEXT NOT NULL,
-    size_bytes INTEGER NOT NULL,
-    count INTEGER NOT NULL,
-    dtype TEXT NOT NULL,
-    op TEXT,
-    root INTEGER,
-    in_place INTEGER NOT NULL,
-    n_ranks INTEGER NOT NULL,
-    n_nodes INTEGER NOT NULL DEFAULT 1,
-    algo TEXT,
-    proto TEXT,
-    channels INTEGER,
-    config TEXT NOT NULL DEFAULT 'default',
-    graph INTEGER NOT NULL DEFAULT 0,
-    rep INTEGER NOT NULL DEFAULT 0,
-    time_us REAL,
-    algbw_gbps REAL,
-    busbw_gbps REAL,
-    wrong INTEGER,
-    status TEXT NOT NULL DEFAULT 'ok',
-    note TEXT,
-    extra TEXT
-);
-CREATE INDEX IF NOT EXISTS measurements_run ON measurements(run_id, collective, size_bytes);
-CREATE TABLE IF NOT EXISTS links (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    src INTEGER NOT NULL,
-    dst INTEGER NOT NULL,
-    method TEXT NOT NULL,
-    direction TEXT NOT NULL,
-    size_bytes INTEGER,
-    bandwidth_gbps REAL,
-    latency_us REAL,
-    note TEXT
-);
-CREATE TABLE IF NOT EXISTS findings (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    name TEXT NOT NULL,
-    status TEXT NOT NULL,
-    evidence TEXT,
-    fix TEXT,
-    value REAL,
-    data_json TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE IF NOT EXISTS ab_arms (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    name TEXT NOT NULL,
-    spec_json TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE IF NOT EXISTS ab_samples (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    arm TEXT NOT NULL,
-    round INTEGER NOT NULL,
-    slot INTEGER NOT NULL,
-    value REAL,
-    unit TEXT,
-    status TEXT NOT NULL,
-    exit_code INTEGER,
-    wall_s REAL,
-    matches INTEGER,
-    note TEXT
-);
-CREATE TABLE IF NOT EXISTS artifacts (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    name TEXT NOT NULL,
-    content TEXT NOT NULL
-);
-"""
-
 RUN_KINDS = ("bench", "sweep", "tune", "validate", "replay", "ab", "import", "links", "topo", "doctor", "check")
-RUN_STATUSES = ("running", "complete", "interrupted", "failed")
 
 
 @dataclass
@@ -160,7 +46,7 @@ class Measurement:
     algbw_gbps: float | None = None
     busbw_gbps: float | None = None
     wrong: int | None = None
-    status: str = "ok"  # ok, skipped, waived, error or unavailable
+    status: str = RowStatus.OK  # a RowStatus
     note: str | None = None
     n_nodes: int = 1
     algo: str | None = None
@@ -186,11 +72,12 @@ class Measurement:
 
 
 _MEAS_COLS = [f.name for f in fields(Measurement)]
-_NUMERIC = {"measurements": {**{c: int for c in ("size_bytes", "count", "root", "in_place", "n_ranks", "n_nodes",
-                                                 "channels", "graph", "rep", "wrong")},
-                             **{c: (int, float) for c in ("time_us", "algbw_gbps", "busbw_gbps")}},
-            "links": {"src": int, "dst": int, "size_bytes": int, "bandwidth_gbps": (int, float),
-                      "latency_us": (int, float)}}
+# the number columns of each table read back, and the Python types a number there may have
+_NUMERIC: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "measurements": {**{c: int for c in ("size_bytes", "count", "root", "in_place", "n_ranks", "n_nodes",
+                                         "channels", "graph", "rep", "wrong")},
+                     **{c: (int, float) for c in ("time_us", "algbw_gbps", "busbw_gbps")}},
+    "links": {"src": int, "dst": int, "size_bytes": int, "bandwidth_gbps": (int, float), "latency_us": (int, float)}}
 _RUN_COLUMNS = ("id", "kind", "status", "started_at", "finished_at", "command", "engine", "world_size", "n_nodes",
                 "launcher", "host", "platform", "ccltune_version", "nccl_version")  # the runs columns a Run holds
 _RUN_REQUIRED = ("id", "kind", "status", "started_at")
@@ -227,56 +114,20 @@ class Run:
     note: str = ""  # what the reader should know of the status (a run of another host)
 
 
-# A run found 'running' whose processes are all gone is shown as this (it is never stored)
-ABANDONED = "abandoned"
-
-
 def _liveness(processes: Any) -> tuple[str, str]:
     """(status, note) of a run stored as running, from the host and processes it recorded
     (``launch.job_processes``): abandoned when they are all gone from this host."""
     import socket
 
     if not isinstance(processes, dict) or not isinstance(processes.get("pids"), dict):
-        return "running", ""  # recorded by an older ccltune: nothing to judge by
+        return RunStatus.RUNNING, ""  # recorded by an older ccltune: nothing to judge by
     host = processes.get("host")
     if host != socket.gethostname():
-        return "running", f"running on host {host}: whether its processes live cannot be judged from here"
+        return RunStatus.RUNNING, f"running on host {host}: whether its processes live cannot be judged from here"
     pids = processes["pids"]
     if any(alive(int(pid), start) for pid, start in pids.items() if str(pid).isdigit()):
-        return "running", ""
-    return ABANDONED, f"its processes ({', '.join(map(str, pids))}) are gone; it never finished"
-
-
-def _check_file(path: Path, flag: str, *, must_exist: bool, write: bool) -> None:
-    """Before SQLite opens ``path``: a name the file system can hold, a regular file (SQLite would
-    wait forever on a FIFO and read a device as garbage), in a folder that exists, that this user
-    may read (and write, for commands that write)."""
-    check_name(path, flag)
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        st = None
-    except PermissionError:
-        raise UsageError(f"{flag} {shown(path)}: no permission to reach it (a folder on its path is closed "
-                         "to this user)") from None
-    except OSError as exc:
-        raise UsageError(f"{flag} {shown(path)}: {exc.strerror}") from None
-    if st is None:
-        if must_exist:
-            raise UsageError(f"database {shown(path)} does not exist ({flag})")
-        folder = path.parent if str(path.parent) else Path(".")
-        if not folder.is_dir():
-            raise UsageError(f"folder of database {shown(path)} does not exist ({flag})")
-        if write and not os.access(folder, os.W_OK | os.X_OK):
-            raise UsageError(f"{flag} {shown(path)}: no permission to create a file in {shown(folder)}")
-        return
-    if stat.S_ISDIR(st.st_mode):
-        raise UsageError(f"{flag} {shown(path)} is a folder, not a database file")
-    if not stat.S_ISREG(st.st_mode):
-        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
-        raise UsageError(f"{flag} {shown(path)} is {kind}, not a database file")
-    if not os.access(path, os.R_OK | (os.W_OK if write else 0)):
-        raise UsageError(f"{flag} {shown(path)}: no permission to {'write' if write else 'read'} it")
+        return RunStatus.RUNNING, ""
+    return RunStatus.ABANDONED, f"its processes ({', '.join(map(str, pids))}) are gone; it never finished"
 
 
 def check_path(path: str | os.PathLike[str], flag: str = "--db") -> None:
@@ -284,7 +135,7 @@ def check_path(path: str | os.PathLike[str], flag: str = "--db") -> None:
     holds, a regular file in a folder that exists) and, when it holds anything, is a ccltune
     database of a schema this version reads. Creates nothing."""
     p = Path(path)
-    _check_file(p, flag, must_exist=False, write=False)
+    check_file(p, flag, must_exist=False, write=False)
     if p.exists() and p.stat().st_size:
         Store(p, readonly=True, flag=flag).close()
 
@@ -299,54 +150,25 @@ class Store:
         not a ccltune database (another program's SQLite file, or one of a newer schema) is refused
         untouched. ``flag`` names where the path came from in errors."""
         self.path, self.flag = Path(path), flag
-        _check_file(self.path, flag, must_exist=readonly or not create, write=not readonly)
+        check_file(self.path, flag, must_exist=readonly or not create, write=not readonly)
         try:
             if readonly:
                 self.conn = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, timeout=30.0)
             else:
                 self.conn = sqlite3.connect(os.fsencode(self.path), timeout=30.0)
             self.conn.row_factory = sqlite3.Row
-            self._check_kind(empty_ok=create and not readonly)
+            check_kind(self.conn, f"{flag} {shown(self.path)}", empty_ok=create and not readonly)
             if not readonly:
-                self.conn.executescript(_SCHEMA)
+                self.conn.executescript(SCHEMA)
                 self.conn.execute(
                     "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
-                self._upgrade()
+                upgrade(self.conn)
                 self.conn.commit()
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"{shown(self.path)} is not a usable ccltune database ({flag}): {exc}") from None
 
-    def _check_kind(self, *, empty_ok: bool) -> None:
-        """Refuse, before anything is written, a file that is not a ccltune database of a schema this version reads."""
-        where = f"{self.flag} {shown(self.path)}"
-        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not tables:
-            if empty_ok:
-                return
-            raise UsageError(f"{where} holds no ccltune data (an empty database)")
-        version = None
-        if "meta" in tables:
-            row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            version = row[0] if row else None
-        if version is None or "runs" not in tables:
-            names = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:6])
-            raise UsageError(f"{where} is an SQLite database of another program (tables: {names}), "
-                             "not a ccltune database; it was left as it is")
-        if not str(version).isdigit() or int(version) > SCHEMA_VERSION:
-            raise UsageError(f"{where} has schema version {version!r}, which this ccltune ({SCHEMA_VERSION}) "
-                             "does not read: it was written by a newer ccltune")
-
-    def _upgrade(self) -> None:
-        """An older file opened to write: add what this version has (every row of it stays as it was;
-        version 3's ab tables come from the schema's CREATE TABLE IF NOT EXISTS)."""
-        cols = {r[1] for r in self.conn.execute("PRAGMA table_info(measurements)")}
-        if "extra" not in cols:
-            self.conn.execute("ALTER TABLE measurements ADD COLUMN extra TEXT")
-        self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
-
-    # -- context manager -------------------------------------------------------------
     def __enter__(self) -> Store:
         return self
 
@@ -371,9 +193,10 @@ class Store:
             cur = self.conn.execute(
                 "INSERT INTO runs(kind, status, started_at, command, engine, world_size, n_nodes,"
                 " launcher, host, platform, ccltune_version, nccl_version, args_json, env_json)"
-                " VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     kind,
+                    RunStatus.RUNNING,
                     _now(),
                     command,
                     engine,
@@ -389,11 +212,13 @@ class Store:
                 ),
             )
             self.conn.commit()
-        return int(cur.lastrowid)
+        if cur.lastrowid is None:  # SQLite gives every inserted row an id: a driver without one is no use here
+            raise StoreError(f"{shown(self.path)}: SQLite returned no id for the new run")
+        return cur.lastrowid
 
     def finish_run(self, run_id: int, status: str, summary: Mapping[str, Any] | None = None) -> None:
-        if status not in RUN_STATUSES:
-            raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
+        if status not in STORED_RUN_STATUSES[1:]:  # how a run ends
+            raise ValueError(f"run status must be one of {STORED_RUN_STATUSES[1:]}, got {status!r}")
         with self._writing(run_id):
             self.conn.execute(
                 "UPDATE runs SET status = ?, finished_at = ?, summary_json = ? WHERE id = ?",
@@ -404,16 +229,18 @@ class Store:
     def finish_if_running(self, run_id: int, status: str, summary: Mapping[str, Any]) -> int | None:
         """Finish a run its own processes left running (the launcher's last word): ``summary`` with
         its row count. Returns that count, or None when the run was finished already."""
+        if status not in STORED_RUN_STATUSES[1:]:
+            raise ValueError(f"run status must be one of {STORED_RUN_STATUSES[1:]}, got {status!r}")
         rows = self.conn.execute("SELECT COUNT(*) FROM measurements WHERE run_id = ?", (run_id,)).fetchone()[0]
         cur = self.conn.execute(
-            "UPDATE runs SET status = ?, finished_at = ?, summary_json = ? WHERE id = ? AND status = 'running'",
-            (status, _now(), json.dumps({"rows": rows, **summary}, default=str), run_id))
+            "UPDATE runs SET status = ?, finished_at = ?, summary_json = ? WHERE id = ? AND status = ?",
+            (status, _now(), json.dumps({"rows": rows, **summary}, default=str), run_id, RunStatus.RUNNING))
         self.conn.commit()
         return rows if cur.rowcount else None
 
     def reopen_run(self, run_id: int, processes: Mapping[str, Any] | None = None) -> None:
-        """Mark a run 'running' again (``sweep --resume`` continues it), by ``processes`` now."""
-        self.conn.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,))
+        """Mark a run running again (``sweep --resume`` continues it), by ``processes`` now."""
+        self.conn.execute("UPDATE runs SET status = ?, finished_at = NULL WHERE id = ?", (RunStatus.RUNNING, run_id))
         if processes is not None:
             env = self.run(run_id).env
             self.conn.execute("UPDATE runs SET env_json = ? WHERE id = ?",
@@ -477,8 +304,9 @@ class Store:
         if missing:
             raise UsageError(f"{self.flag} {shown(self.path)}: a run has no {', '.join(missing)}: the database was "
                              "damaged or edited by hand")
-        run = Run(args=args, env=env, summary=summary, **{c: d.get(c) for c in _RUN_COLUMNS})
-        if run.status == "running":
+        columns: dict[str, Any] = {c: d.get(c) for c in _RUN_COLUMNS}
+        run = Run(args=args, env=env, summary=summary, **columns)
+        if run.status == RunStatus.RUNNING:
             run.status, run.note = _liveness(run.env.get("processes"))
         return run
 
@@ -486,6 +314,9 @@ class Store:
     def add_measurements(self, run_id: int, rows: Iterable[Measurement]) -> None:
         cols = ", ".join(["run_id", *_MEAS_COLS])
         marks = ", ".join("?" * (len(_MEAS_COLS) + 1))
+        rows = list(rows)
+        for m in rows:  # a status outside the vocabulary would be read back by no one
+            RowStatus.parse(m.status, f"measurement {m.collective} {m.size_bytes} B")
         data = [(run_id, *(_sql(getattr(m, c)) for c in _MEAS_COLS)) for m in rows]
         with self._writing(run_id):
             self.conn.executemany(f"INSERT INTO measurements({cols}) VALUES ({marks})", data)
@@ -555,7 +386,8 @@ class Store:
                 raise UsageError(f"{self.flag} {shown(self.path)}: measurements row {r['id']} (run {r['run_id']}) "
                                  f"has extra = {printable(repr(r['extra']), 60)}, not a JSON object ({exc})") from None
         for c in ("time_us", "algbw_gbps", "busbw_gbps"):  # an infinity or NaN stored by hand: not a figure
-            if isinstance(d[c], float) and not math.isfinite(d[c]):
+            value = d[c]
+            if isinstance(value, float) and not math.isfinite(value):
                 d[c] = None
         return d
 
@@ -593,6 +425,9 @@ class Store:
         return out
 
     def add_findings(self, run_id: int, rows: Iterable[Mapping[str, Any]]) -> None:
+        rows = list(rows)
+        for r in rows:
+            Verdict.parse(r["status"], f"finding {r['name']!r}")
         self.conn.executemany(
             "INSERT INTO findings(run_id, name, status, evidence, fix, value, data_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
@@ -629,13 +464,11 @@ def _sql(value: Any) -> Any:
 def _ranges(ids: list[int]) -> str:
     """'1-3, 7' for [1, 2, 3, 7]."""
     parts: list[str] = []
-    start = prev = None
-    for i in ids + [None]:  # type: ignore[list-item]
-        if start is None:
-            start = prev = i
-        elif i is not None and i == prev + 1:
-            prev = i
-        else:
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-            start = prev = i
+    first = 0
+    while first < len(ids):
+        last = first
+        while last + 1 < len(ids) and ids[last + 1] == ids[last] + 1:
+            last += 1
+        parts.append(str(ids[first]) if first == last else f"{ids[first]}-{ids[last]}")
+        first = last + 1
     return ", ".join(parts)

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from ccltune import collectives, output
-from ccltune.cli._common import NO_GPU_NOTE
+from ccltune import collectives
 from ccltune.cli import main
-from ccltune.store import Store
+from ccltune.cli._common import NO_GPU_NOTE
+from ccltune.ncclt import table as ncclt_table
 from ccltune.sizes import size_series
+from ccltune.store import Store
 from dist_helpers import ROW_FIELDS, bench_cmd, bench_many, checked, count_rows, only_run, wait_rows
 
 ALL = list(collectives.REGISTRY)
@@ -74,7 +75,7 @@ def test_every_collective(run_bench, nproc):
             check_cells(name, c)
     assert proc.stdout.count("# Out of bounds values : 0 OK") == len(ALL)
     # no NCCL: nccl-tests' version line names the engine instead of NCCL's version codes
-    assert f"# nccl-tests version {output.NCCL_TESTS_VERSION} ccltune=" in proc.stdout and " engine=gloo" in proc.stdout
+    assert f"# nccl-tests version {ncclt_table.NCCL_TESTS_VERSION} ccltune=" in proc.stdout and " engine=gloo" in proc.stdout
     assert "nccl-headers" not in proc.stdout
     assert proc.stderr.startswith(f"ccltune: {NO_GPU_NOTE}\n") and proc.stderr.count(NO_GPU_NOTE) == 1  # the parent's
     assert all(re.search(rf"#  Rank {r:2d} Group  0 Pid +\d+ on +\S+ device +\d+ \[0000:00:00\] cpu", proc.stdout)
@@ -331,7 +332,7 @@ def test_minus_n_0_runs_until_ctrl_c_and_keeps_every_row(launcher, tmp_path):
 def test_own_table_imports_back_to_the_stored_rows(step_run, tmp_path):
     """ccltune bench's table -> import nccl-tests: every stored field comes back (times and bandwidths
     to the table's precision), the WAIVED cells with their status and reason from the note lines."""
-    from ccltune import output
+    from ccltune.ncclt import table as ncclt_table
 
     _, table_file, _, db = step_run
     _, stored = only_run(db)
@@ -343,6 +344,6 @@ def test_own_table_imports_back_to_the_stored_rows(step_run, tmp_path):
         a, b = mine.to_record(), theirs.to_record()
         for key, width in widths.items():
             if a[key] is not None:
-                a[key] = float(output.float_cell(a[key], width))
+                a[key] = float(ncclt_table.float_cell(a[key], width))
         diff = {k: (a[k], b.get(k)) for k in a if a[k] != b.get(k)}
         assert not diff, diff

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from ccltune.tune.importer import parse
+from ccltune.ncclt import parse
 from dist_helpers import checked
 
 

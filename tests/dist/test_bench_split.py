@@ -13,8 +13,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from ccltune import collectives
-from ccltune.tune import importer
+from ccltune import collectives, ncclt
 from dist_helpers import bench_cmd, checked, only_run
 from test_bench_gloo import ALL, check_cells, table
 
@@ -58,11 +57,11 @@ def test_two_groups_of_two_each_measure_every_collective_on_their_own(tmp_path: 
     assert len(stored) == len(recs)
 
     # the table imports back as nccl-tests' split output: rank 0's group's ranks and rows, every color kept
-    parsed = importer.parse_text(proc.stdout, "bench.txt")
+    parsed = ncclt.parse_text(proc.stdout, "bench.txt")
     assert [p.collective for p in parsed] == ALL
     for p in parsed:
         assert (p.n_ranks, p.n_nodes, p.env["groups"]) == (2, 1, {"colors": [0, 1, 0, 1], "count": 2})
         assert all(r.n_ranks == 2 for r in p.rows)
     # and so does -J's nccl-tests JSON (one file per collective)
-    p = importer.parse_json((tmp_path / "n.json.all_gather").read_text(), "n.json.all_gather")
+    p = ncclt.parse_json((tmp_path / "n.json.all_gather").read_text(), "n.json.all_gather")
     assert (p.n_ranks, p.env["groups"]["colors"]) == (2, [0, 1, 0, 1])

@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+
 from dist_helpers import alive, background_fixture, count_rows, descendants, only_run, ran, wait_rows, worker
 
 DEFAULT_ONLY = ["--algos", "", "--protos", "", "--channels", ""]

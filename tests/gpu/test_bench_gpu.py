@@ -141,10 +141,10 @@ def test_timed_calls_step_through_the_largest_buffers_as_nccl_tests_does(gpus, g
     import torch
 
     from ccltune import collectives, dist
+    from ccltune.datatypes import dtype
     from ccltune.engines.base import EngineOptions, Point
     from ccltune.engines.nccl import NcclEngine
     from ccltune.measure import point
-    from ccltune.datatypes import dtype
 
     ctx = dist.init(30.0)
     assert ctx.world_size == 1  # one process, one GPU: NCCL's single-rank all_reduce is a copy

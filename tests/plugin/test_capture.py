@@ -11,7 +11,6 @@ import pytest
 
 from ccltune.workload import capture
 from ccltune.workload.model import Key, merge
-
 from plugin_build import LIB, run
 
 SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "print_stacktrace=1"}

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from plugin_build import LIB, REPO, make
 
 from ccltune import tuner_plugin
 from ccltune.cli import main
 from ccltune.errors import EngineUnavailable
+from plugin_build import LIB, REPO, make
 
 FIXTURES = REPO / "tests" / "fixtures" / "rules"
 

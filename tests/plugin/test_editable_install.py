@@ -13,6 +13,7 @@ import venv
 from pathlib import Path
 
 import pytest
+
 from plugin_build import LIB, REPO
 
 # the checkout without what the build does not read, and without any build folder (a

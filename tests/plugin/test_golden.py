@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from ccltune import collectives, rules
-
 from plugin_build import REPO, run
 
 FIXTURES = sorted((REPO / "tests" / "fixtures" / "rules").glob("*.conf"))

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from plugin_build import PROFILER, PROFILER_LIB, make, run, sanitizer_works
 
 EXPORTS = {f"ncclProfiler_v{v}" for v in range(1, 7)}

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from plugin_build import REPO, run
-
 from ccltune import builtlib
 from ccltune.collectives import REGISTRY, get
 from ccltune.collectives.base import NcclOp
 from ccltune.engines import series
 from ccltune.engines.nccl_lib import NcclError, NcclLib
 from ccltune.errors import DistError, EngineUnavailable
+from plugin_build import REPO, run
 
 NATIVE = REPO / "native"
 SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "print_stacktrace=1"}

@@ -12,7 +12,6 @@ import pytest
 from ccltune import rules
 from ccltune.cli import main
 from ccltune.store import Measurement, Store
-
 from plugin_build import REPO, run
 
 KB = 1 << 10

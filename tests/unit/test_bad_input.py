@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ccltune import dist, launch
+from ccltune import launch
 from ccltune.cli import _common, main
 from ccltune.cli.sweep import check_resume
 from ccltune.errors import UsageError

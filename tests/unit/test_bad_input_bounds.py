@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from ccltune import ncclt
 from ccltune.diagnose.parsers import ncclog, nvbandwidth, rcclog, transferbench
 from ccltune.diagnose.probes import amdsmi, smitopo
 from ccltune.errors import UsageError
-from ccltune.tune import importer
 from ccltune.workload import capture, nccl_log
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -45,7 +45,7 @@ READERS = {
     "workload nccl_log": lambda t: (nccl_log.has_coll_lines(t), nccl_log.parse(t, "x.log")),
     "doctor ncclog": lambda t: ncclog.parse_log(t),
     "rcclog": lambda t: rcclog.parse(t),
-    "nccl-tests text": lambda t: importer.parse_text(t, "x.txt"),
+    "nccl-tests text": lambda t: ncclt.parse_text(t, "x.txt"),
     "nvbandwidth": lambda t: nvbandwidth.parse(t, "x.txt"),
     "transferbench": lambda t: transferbench.parse(t, "x.txt"),
     "capture": lambda t: capture.parse(t, "x.cap"),
@@ -109,11 +109,11 @@ def test_nccl_tests_text_numbers_and_names_from_the_file_are_checked(old, new, m
         text = text.replace("# nThread 1 nGpus 1", "# nThread 100000000 nGpus 1")
     t0 = time.process_time()
     if message is None:
-        [run] = importer.parse_text(text, "ag.txt")
+        [run] = ncclt.parse_text(text, "ag.txt")
         assert run.n_ranks == 4
     else:
         with pytest.raises(UsageError) as info:
-            importer.parse_text(text, "ag.txt")
+            ncclt.parse_text(text, "ag.txt")
         assert str(info.value).startswith(message), str(info.value)
     assert time.process_time() - t0 < CPU_S
 
@@ -133,7 +133,7 @@ def test_nccl_tests_json_numbers_and_names_from_the_file_are_checked(path, value
         node = node[key]
     node[path[-1]] = value
     with pytest.raises(UsageError) as info:
-        importer.parse_json(json.dumps(doc), "ar.json")
+        ncclt.parse_json(json.dumps(doc), "ar.json")
     assert message in str(info.value)
 
 
@@ -168,7 +168,8 @@ WL = FIXTURES / "workload"
 
 
 def _workload_doc() -> dict:
-    from ccltune.workload import importer as wl_importer, model
+    from ccltune.workload import importer as wl_importer
+    from ccltune.workload import model
     wl = wl_importer.import_files([WL / "trace_rank0.json"])
     return json.loads(model.to_json(wl, {}))
 
@@ -276,7 +277,7 @@ def test_a_gzip_bomb_is_inflated_as_a_stream_and_cut_at_the_cap(tmp_path):
             fh.write(b"[" * (1 << 20))
     assert bomb.stat().st_size < 1 << 20
     done = subprocess.run([sys.executable, "-c", _CHILD, str(bomb)], capture_output=True, text=True, timeout=60,
-                          env={"PYTHONPATH": str(Path(importer.__file__).parents[2]), "PATH": "/usr/bin:/bin"})
+                          env={"PYTHONPATH": str(Path(ncclt.__file__).parents[2]), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-2000:]
     out = dict(line.split(" ", 1) for line in done.stdout.strip().split("\n"))
     assert out["REFUSED"] == f"{bomb}: inflates to more than {8 << 20} bytes (the limit for this input; docs/limits.md)"
@@ -287,7 +288,7 @@ NESTED = "[" * 100_000
 
 
 @pytest.mark.parametrize("reader, message", [
-    (lambda t: importer.parse_json("{" + '"a":' + NESTED, "x.json"), "x.json: not nccl-tests -J output"),
+    (lambda t: ncclt.parse_json("{" + '"a":' + NESTED, "x.json"), "x.json: not nccl-tests -J output"),
     (lambda t: nvbandwidth.parse("{" + '"a":' + NESTED, "x.json"), "x.json: not valid JSON: nested deeper"),
     (lambda t: amdsmi.parse([(NESTED, "x.json")]), "x.json: not amd-smi JSON: nested deeper"),
 ])
@@ -354,6 +355,7 @@ def _bench_db(path: Path) -> None:
 def test_a_database_edited_by_hand_is_read_by_name_or_refused_naming_the_row(tmp_path, capsys, sql, argv, rc,
                                                                              message):
     import sqlite3
+
     from ccltune.cli import main
     db = tmp_path / "x.db"
     _bench_db(db)
@@ -386,6 +388,7 @@ def test_escape_sequences_in_imported_names_never_reach_the_terminal(tmp_path, c
 
 def test_csv_export_guards_formula_cells_and_latest_skips_runs_without_rows(tmp_path, capsys):
     import sqlite3
+
     from ccltune.cli import main
     from ccltune.store import Store
     db = tmp_path / "x.db"
@@ -418,9 +421,9 @@ def test_rccl_tests_collective_told_from_the_table_or_the_candidates_listed(fixt
     assert "Collective test starting" not in text
     if expect.startswith("it could be"):
         with pytest.raises(UsageError, match=f"x.txt: cannot tell the collective .*{expect}; pass --collective"):
-            importer.parse_text(text, "x.txt")  # a name that tells nothing
+            ncclt.parse_text(text, "x.txt")  # a name that tells nothing
         return
-    [run] = importer.parse_text(text, "x.txt")
+    [run] = ncclt.parse_text(text, "x.txt")
     assert run.collective == expect and "told from the table" in run.notes[0]
 
 
@@ -429,7 +432,7 @@ def test_elision_lines_of_pasted_output_are_skipped_with_a_note():
     rows = [i for i, line in enumerate(lines) if line[:1] == " " and line.split()[:1] != []]
     lines.insert(rows[1], "...")  # between two rows
     lines.insert(rows[0] - 3, "...")  # before the column header
-    [run] = importer.parse_text("\n".join(lines), "x.txt")
+    [run] = ncclt.parse_text("\n".join(lines), "x.txt")
     assert run.collective == "all_reduce" and len(run.rows) == 8
     assert sum("'...' skipped" in n for n in run.notes) == 2
 
@@ -459,6 +462,7 @@ def test_amd_smi_gpu_indices_beyond_one_host_are_refused():
 
 def test_a_database_locked_by_another_process_is_one_error(tmp_path):
     import sqlite3
+
     from ccltune.errors import StoreError
     from ccltune.store import Measurement, Store
     with Store(tmp_path / "x.db") as st:

@@ -147,8 +147,8 @@ def test_checking_in_pieces_finds_errors_in_every_piece(monkeypatch):
     import torch
 
     from ccltune import collectives
-    from ccltune.measure import buffers
     from ccltune.datatypes import dtype
+    from ccltune.measure import buffers
 
     monkeypatch.setattr(buffers, "CHUNK", 7)   # several pieces on a small buffer, the last one short
     coll, dt = collectives.get("all_gather"), dtype("float")
@@ -173,9 +173,7 @@ def test_calls_step_through_the_buffers_and_wrap_like_nccl_tests():
 
 
 def test_bench_lays_buffers_out_as_nccl_tests_and_the_sweep_does_not():
-    from ccltune.cli import build_parser
-
-    from ccltune.cli import _common, bench
+    from ccltune.cli import _common, bench, build_parser
 
     assert bench.engine_options(build_parser().parse_args(["bench", "all"])).shared_buffers
     assert not _common.engine_options(build_parser().parse_args(["sweep"])).shared_buffers

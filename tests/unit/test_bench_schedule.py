@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from ccltune import collectives
+from ccltune.datatypes import dtype
 from ccltune.engines.base import Point, iteration_seconds, schedule
 from ccltune.measure import buffers
-from ccltune.datatypes import dtype
 
 
 def _point(iters: int, agg: int = 1, blocking: int = 0) -> Point:

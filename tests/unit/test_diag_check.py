@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import sqlite3
 import xml.etree.ElementTree as ET
@@ -12,8 +11,8 @@ import pytest
 
 from ccltune.cli import main
 from ccltune.diagnose.checks import gates, profiles
-from ccltune.diagnose.probes import benchrun
 from ccltune.diagnose.findings import exit_code
+from ccltune.diagnose.probes import benchrun
 from ccltune.errors import UsageError
 
 M = 1 << 20

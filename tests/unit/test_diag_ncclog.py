@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ccltune.diagnose.findings import overall
 from ccltune.diagnose.checks.logcheck import check_log, check_transports
+from ccltune.diagnose.findings import overall
 from ccltune.diagnose.parsers.ncclog import parse_log, read_log
 from ccltune.errors import UsageError
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ccltune.cli import main
+from ccltune.ncclt import parse_text
 from ccltune.store import Store
-from ccltune.tune.importer import parse_text
 
 FIX = Path(__file__).parent.parent / "fixtures"
 RCCL = FIX / "rccl-tests"

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from ccltune.cli import main
+from ccltune.commconfig import CommConfig
 from ccltune.errors import UsageError
+from ccltune.ncclt import number_reps, parse, parse_json, parse_text
 from ccltune.rules import parse_text as parse_rules
 from ccltune.store import Store
-from ccltune.commconfig import CommConfig
-from ccltune.tune.importer import number_reps, parse, parse_json, parse_text
 
 FIX = Path(__file__).parent.parent / "fixtures" / "nccl-tests"
 MB = 1 << 20

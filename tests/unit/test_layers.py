@@ -2,9 +2,10 @@
 
 The layers, lowest first; a module may import its own layer and any below it:
 
-  base      ccltune (the package: its version), errors
-  core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, groups, dist, launch,
-            processes, tuner_plugin, profiler_plugin, output, builtlib, ncclt_json, periter, inputs
+  base      ccltune (the package: its version), errors, status (the status words)
+  core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, storefile, groups, dist, launch,
+            processes, tuner_plugin, profiler_plugin, builtlib, periter, inputs, ncclline,
+            ncclt (nccl-tests' formats: each one's writer and reader)
   engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
   measure   measure/  (timing points and sizes, the run's lifecycle: measure.session)
   analysis  tune/, validate/, diagnose/  (sweeps, rules, verdicts, checks)
@@ -30,10 +31,10 @@ from pathlib import Path
 import ccltune
 
 LAYERS = [
-    ("base", {"errors"}),
+    ("base", {"errors", "status"}),
     ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules",
-              "store", "groups", "dist", "processes",
-              "tuner_plugin", "profiler_plugin", "output", "launch", "builtlib", "ncclt_json", "periter"}),
+              "store", "storefile", "groups", "dist", "processes",
+              "tuner_plugin", "profiler_plugin", "launch", "builtlib", "periter", "ncclline", "ncclt"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),
     ("analysis", {"tune", "validate", "diagnose", "workload"}),

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from ccltune.commconfig import CommConfig
 from ccltune.engines import library
 from ccltune.engines.nccl import _env
 from ccltune.engines.nccl_lib import NcclLib
 from ccltune.errors import EngineUnavailable, UsageError
-from ccltune.commconfig import CommConfig
 
 FAKE = r"""
 #include <stdlib.h>

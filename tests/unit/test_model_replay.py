@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ccltune.store import Measurement, Store
 from ccltune.commconfig import BASELINE, CommConfig
+from ccltune.store import Measurement, Store
 
 _PATH = Path(__file__).resolve().parents[2] / "bench" / "model_replay.py"
 _spec = importlib.util.spec_from_file_location("ccltune_bench_model_replay", _PATH)

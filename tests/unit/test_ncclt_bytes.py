@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ccltune import ncclt_json, output
 from ccltune import periter
-from ccltune.tune.importer import parse
+from ccltune.ncclt import json_doc, parse, table
 
 V = Path(__file__).parent.parent / "fixtures" / "nccl-tests" / "v2.19.6"
 EAGER = V.parent / "ar-eager-v2.19.6.txt"
@@ -26,16 +25,16 @@ _SHAPE = re.compile(r"# nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+) 
 TOOL = "ccltune=0.test engine=nccl"
 
 
-def _header(text: str, program: str, devices: list[dict], colors: list[int] | None = None, **kw) -> output.Header:
+def _header(text: str, program: str, devices: list[dict], colors: list[int] | None = None, **kw) -> table.Header:
     """The run's options, read from its shape line (the reader a dashboard would write)."""
     m = _SHAPE.search(text)
     assert m, "no shape line"
     t, g, lo, hi, step, kind, w, n, agg, check, graph, unalign = m.groups()
-    return output.Header(program=program, min_bytes=int(lo), max_bytes=int(hi),
+    return table.Header(program=program, min_bytes=int(lo), max_bytes=int(hi),
                          step_factor=int(step) if kind == "factor" else 1, step_bytes=int(step), warmup=int(w),
                          iters=int(n), agg_iters=int(agg), check=int(check), graph=int(graph), unalign=int(unalign),
                          threads=int(t), gpus=int(g), nccl_code=22809, tool=TOOL,
-                         devices=[output.Device(rank=d["rank"], pid=d["pid"], host=d["host"], device=d["device"],
+                         devices=[table.Device(rank=d["rank"], pid=d["pid"], host=d["host"], device=d["device"],
                                                 bus_id=d["bus_id"], name=d["name"], group=colors[n] if colors else 0)
                                   for n, d in enumerate(devices)], **kw)
 
@@ -49,11 +48,11 @@ def render(path: Path, *, cputime=False, timestamps=False, per_iter=False, min_b
     text = path.read_text()
     [p] = parse(text, path.name)
     pairs = list(zip(p.rows[0::2], p.rows[1::2]))
-    program = output.program(p.rows[0].collective)
+    program = table.program(p.rows[0].collective)
     data = [ln for ln in text.splitlines() if ln and not ln.startswith("#") and ln[0] == " " and "pid" not in ln]
     h = _header(text, program, p.env["devices"], (p.env.get("groups") or {}).get("colors"), per_iter=per_iter,
                 per_iter_skip=skip if per_iter else 0)
-    lines = output.preamble(h) + output.header(cputime=cputime, timestamps=timestamps, per_iter=per_iter)
+    lines = table.preamble(h) + table.header(cputime=cputime, timestamps=timestamps, per_iter=per_iter)
     for (oop, ip), real in zip(pairs, data):
         c = _cells(real)
         stats = None
@@ -61,12 +60,12 @@ def render(path: Path, *, cputime=False, timestamps=False, per_iter=False, min_b
             s = [periter.IterStats(float(a), float(b), 0, 0, 0, float(p99), 0, float(cv))
                  for a, b, p99, cv in (c[9:13], c[17:21])]
             stats = (s[0], s[1])
-        lines.append(output.row(oop, ip, timestamp=" ".join(c[-2:]) if timestamps else None, per_iter=stats))
+        lines.append(table.row(oop, ip, timestamp=" ".join(c[-2:]) if timestamps else None, per_iter=stats))
     # nccl-tests averages unrounded busbw; the file's cells are rounded to 0.01: the mean of the
     # cells must agree to that rounding, and the footer then carries the file's own figure
     real_avg = float(re.search(r"# Avg bus bandwidth    : (\S+)", text).group(1))
-    assert output.avg_busbw(p.rows) == pytest.approx(real_avg, abs=0.005)
-    return lines + output.footer(p.rows, program, min_bw=min_bw, memory=memory, avg=real_avg) + [""]
+    assert table.avg_busbw(p.rows) == pytest.approx(real_avg, abs=0.005)
+    return lines + table.footer(p.rows, program, min_bw=min_bw, memory=memory, avg=real_avg) + [""]
 
 
 def _same(path: Path, ours: list[str], trailer: list[str] = ()) -> None:
@@ -102,7 +101,7 @@ def test_per_iteration_columns_of_several_ranks(ranks):
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_json_of_several_ranks_byte_for_byte(ranks):
     path = MPI / f"ar-np{ranks}.json"
-    ours, real = json.loads(ncclt_json.dumps(_json_doc(path, per_iter=False))), json.loads(path.read_text())
+    ours, real = json.loads(json_doc.dumps(_json_doc(path, per_iter=False))), json.loads(path.read_text())
     # nccl-tests averages unrounded busbw; ours is the mean of the file's rounded cells (see render)
     assert ours.pop("average_bus_bandwidth") == pytest.approx(real.pop("average_bus_bandwidth"), abs=5e-6)
     assert ours == real
@@ -124,7 +123,7 @@ def test_cputime_and_timestamps():
 
 def test_no_check_and_memory_report():
     path = V / "ar-nocheck-mem-v2.19.6.txt"
-    mem = output.memory_line(586 << 20, 4 << 20, 0)
+    mem = table.memory_line(586 << 20, 4 << 20, 0)
     ours = render(path, memory=mem)
     _same(path, ours)
 
@@ -141,29 +140,29 @@ def _json_doc(path: Path, *, per_iter: bool) -> dict:
     [p] = parse(path.read_text(), path.name)
     pairs = list(zip(p.rows[0::2], p.rows[1::2]))
     cfg = real["config"]
-    h = output.Header(program="all_reduce_perf", min_bytes=cfg["minimum_bytes"], max_bytes=cfg["maximum_bytes"],
+    h = table.Header(program="all_reduce_perf", min_bytes=cfg["minimum_bytes"], max_bytes=cfg["maximum_bytes"],
                       step_factor=cfg["step_factor"], step_bytes=0, warmup=cfg["warmup_iters"],
                       iters=cfg["iterations"], check=1, nccl_code=22809, per_iter=per_iter,
-                      devices=[output.Device(d["rank"], d["pid"], d["hostname"], d["device"], d["device_hex"],
+                      devices=[table.Device(d["rank"], d["pid"], d["hostname"], d["device"], d["device_hex"],
                                              d["device_info"]) for d in cfg["devices"]])
     stats = None
     if per_iter:  # recomputed from the file's per-iteration times: tests periter.compute too
         stats = [tuple(periter.compute(r[k]["times_us"], r[k]["skipped_iterations"])
                        for k in ("out_of_place_per_iter", "in_place_per_iter")) for r in real["results"]]
-    return ncclt_json.document(h, pairs, argv=real["args"], environ=real["env"], start_time=real["start_time"],
+    return json_doc.document(h, pairs, argv=real["args"], environ=real["env"], start_time=real["start_time"],
                                end_time=real["end_time"], iters=20, per_iter=stats)
 
 
 def test_json_byte_for_byte():
     path = V / "ar-v2.19.6.json"
-    assert ncclt_json.dumps(_json_doc(path, per_iter=False)) == path.read_text()
+    assert json_doc.dumps(_json_doc(path, per_iter=False)) == path.read_text()
 
 
 def test_json_with_per_iteration_timing():
     """Every byte but the statistics nccl-tests computed from unrounded times (avg, stdev, cv: the
     file's times are rounded to 1e-6 us, so the 6th decimal may differ); those agree to 1e-5."""
     path = V / "ar-periter-v2.19.6.json"
-    ours, real = json.loads(ncclt_json.dumps(_json_doc(path, per_iter=True))), json.loads(path.read_text())
+    ours, real = json.loads(json_doc.dumps(_json_doc(path, per_iter=True))), json.loads(path.read_text())
     for r_ours, r_real in zip(ours["results"], real["results"]):
         for k in ("out_of_place_per_iter", "in_place_per_iter"):
             for stat in ("avg_us", "stdev_us", "cv_pct"):
@@ -172,6 +171,6 @@ def test_json_with_per_iteration_timing():
 
 
 def test_json_strings_as_nccl_tests_writes_them():
-    assert ncclt_json.dumps({"a/b": ['x"\\\t\n', True, None, 1, 0.5, float("nan")]}) == \
+    assert json_doc.dumps({"a/b": ['x"\\\t\n', True, None, 1, 0.5, float("nan")]}) == \
         '{"a\\/b":["x\\"\\\\\\t\\n","true",null,1,0.500000,"nan"]}'
-    assert ncclt_json.dumps("ok\x01cut") == '"ok"'  # sanitizeJson stops at a control character
+    assert json_doc.dumps("ok\x01cut") == '"ok"'  # sanitizeJson stops at a control character

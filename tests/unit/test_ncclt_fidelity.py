@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from ccltune import collectives, output
+from ccltune import collectives
 from ccltune.measure import bench, point
+from ccltune.ncclt import table
 from ccltune.sizes import size_series
 from ccltune.store import Measurement
 
@@ -43,12 +44,12 @@ def _row(in_place: bool, wrong, note=None) -> Measurement:
 
 def test_in_place_sendrecv_is_timed_and_its_na_explained_once():
     oop, ip = _row(False, 0), _row(True, None, point.IN_PLACE_UNCHECKED)
-    line = output.row(oop, ip)
+    line = table.row(oop, ip)
     cells = line.split()
     assert (cells[-8], cells[-5], cells[-4], cells[-1]) == ("12.00", "0", "12.00", "N/A")
-    (note,) = output.notes(oop, ip)
+    (note,) = table.notes(oop, ip)
     assert note.startswith("#  from 64 B, in-place: #wrong N/A: in place the send and receive buffers are one")
-    assert output.notes(oop, _row(True, None)) == []  # -c 0: N/A everywhere, nothing to explain
+    assert table.notes(oop, _row(True, None)) == []  # -c 0: N/A everywhere, nothing to explain
 
 
 @pytest.mark.parametrize("name", [n for n in collectives.REGISTRY])

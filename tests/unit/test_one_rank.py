@@ -6,11 +6,12 @@ import warnings
 
 import pytest
 
-from ccltune import collectives, output
+from ccltune import collectives
+from ccltune.datatypes import dtype
 from ccltune.engines.base import Engine, Point, Timing
 from ccltune.measure import bench, point
+from ccltune.ncclt import table
 from ccltune.store import Measurement
-from ccltune.datatypes import dtype
 
 
 class _Ctx:
@@ -74,9 +75,9 @@ def test_one_rank_in_place_row_prints_no_bandwidth_and_says_why():
     oop, ip = rows
     assert oop.status == "ok" and oop.busbw_gbps is not None
     assert ip.status == "waived" and ip.busbw_gbps is None and ip.algbw_gbps is None
-    line = output.row(oop, ip)
+    line = table.row(oop, ip)
     assert line.split()[-4:] == ["N/A"] * 4
-    assert any("in-place: WAIVED: one rank" in n for n in output.notes(oop, ip))
+    assert any("in-place: WAIVED: one rank" in n for n in table.notes(oop, ip))
 
 
 def test_two_ranks_in_place_is_measured():
@@ -101,7 +102,7 @@ def test_unchecked_results_store_null_and_print_na():
     m = Measurement(collective="all_reduce", size_bytes=1024, count=256, dtype="float", op="sum", root=None,
                     in_place=False, n_ranks=1, n_nodes=1, status="ok", time_us=10.0, algbw_gbps=0.1,
                     busbw_gbps=0.0, wrong=None)
-    assert output.row(m, m).split()[8] == "N/A"  # nccl-tests prints N/A in #wrong with -c 0
+    assert table.row(m, m).split()[8] == "N/A"  # nccl-tests prints N/A in #wrong with -c 0
     assert m.to_record()["wrong"] is None
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from ccltune import collectives
+from ccltune.datatypes import dtype
 from ccltune.engines.base import Engine, Point
 from ccltune.errors import DistError
 from ccltune.measure import point
-from ccltune.datatypes import dtype
 
 
 class _Ctx:

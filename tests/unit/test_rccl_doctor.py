@@ -10,8 +10,8 @@ import pytest
 from ccltune.cli import main
 from ccltune.diagnose.checks import rccl
 from ccltune.diagnose.parsers import rcclog
-from ccltune.diagnose.probes import amdsmi, nvml, smitopo, topo
 from ccltune.diagnose.parsers.ncclog import parse_log
+from ccltune.diagnose.probes import amdsmi, nvml, smitopo, topo
 
 FIX = Path(__file__).parent.parent / "fixtures"
 LOGS = FIX / "logs"
@@ -215,7 +215,11 @@ def test_ll128_by_rccl_version_gfx_arch_and_nccl_proto():
     v2215 = parse_log("RCCL version : 2.21.5-HEAD:0cbce2a\n")
     newer = parse_log("RCCL version : 2.27.7-HEAD:0d2c4fd\n")
     explicit = parse_log("RCCL version : 2.21.5-HEAD:0cbce2a\nh:1:1 [0] NCCL INFO NCCL_PROTO set by environment to LL128\n")
-    ev = lambda facts, log, arch: (rccl.ll128_finding(facts, log, arch).status, rccl.ll128_finding(facts, log, arch).evidence)
+
+    def ev(facts, log, arch):
+        found = rccl.ll128_finding(facts, log, arch)
+        return found.status, found.evidence
+
     assert "forced on (gfx90a" in ev(forced, v2215, "gfx90a")[1]
     assert "no effect on gfx942" in ev(forced, v2215, "gfx942")[1]
     assert "forced on (gfx942" in ev(forced, newer, "gfx942")[1]  # gfx942/gfx950 joined after 2.21

@@ -93,7 +93,6 @@ def test_stored_replay_and_tune_reach_the_card_and_the_tuning_section(tmp_path) 
         rid = add_replay(store)
         inp = load(store, latest=20)
     (card,) = [c for c in verdict.cards(inp.runs, inp.findings, inp.peaks) if c.title == "node-a"]
-    figs = dict(card.figures)
     (label, value), ratio = card.figures[-2:]
     assert re.fullmatch(rf"communication per step, NCCL's default ± \d\.\d+% -> rules ± \d\.?\d*% \(replay run {rid}, "
                         r"5 rounds\)", label) and re.fullmatch(r"2\d\.\d → 2\d\.\d us", value)

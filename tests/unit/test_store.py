@@ -156,3 +156,12 @@ def test_extra_that_is_not_a_json_object_names_the_row(tmp_path):
     con.close()
     with Store(db, readonly=True) as st, pytest.raises(UsageError, match=r"measurements row 1 \(run 1\) has extra = "):
         st.measurements()
+
+
+def test_an_unknown_run_is_answered_with_the_runs_there_are_as_ranges(tmp_path):
+    with Store(tmp_path / "r.db") as st:
+        for _ in range(5):
+            st.begin_run("bench", command="x")
+        st.conn.execute("DELETE FROM runs WHERE id = 3")
+        with pytest.raises(UsageError, match=r"no run 9; runs in '.*r\.db': 1-2, 4-5$"):
+            st.run(9)

@@ -1,7 +1,7 @@
 """One call count per size for every configuration of a side-by-side measurement."""
 
-from ccltune.measure.sweep import Clock, SweepSettings, calls_per_replay, iters_for
 from ccltune.datatypes import dtype
+from ccltune.measure.sweep import Clock, SweepSettings, calls_per_replay, iters_for
 
 
 def settings(target_us=1000.0, max_iters=100):

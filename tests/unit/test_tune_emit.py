@@ -6,8 +6,8 @@ import math
 
 from ccltune import __version__
 from ccltune.cli import main
-from ccltune.store import Measurement, Store
 from ccltune.rules import Platform, Rule, parse_text
+from ccltune.store import Measurement, Store
 from ccltune.tune.derive import derive
 from ccltune.tune.emit import render
 

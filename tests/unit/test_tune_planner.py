@@ -9,8 +9,8 @@ import zlib
 
 import pytest
 
-from ccltune.rules import PlatformFacts, Query, RuleSet, match
 from ccltune.commconfig import BASELINE, TWIN, CommConfig
+from ccltune.rules import PlatformFacts, Query, RuleSet, match
 from ccltune.tune.derive import derive
 from ccltune.tune.planner import AlphaBeta, anchors, crossing, fit_alpha_beta, plan_initial, plan_refine, segment
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ccltune.rules import RuleSet, match, Query, PlatformFacts
+from ccltune.rules import PlatformFacts, Query, RuleSet, match
 from ccltune.tune import weighted
 from ccltune.tune.derive import derive
 from ccltune.workload.model import Entry, Key, Workload
@@ -143,7 +143,6 @@ def _db(tmp_path, times, coll="all_reduce", n_ranks=4):
 
 
 def test_cli_tune_workload_writes_exact_rules_and_prints_the_prediction(tmp_path, capsys) -> None:
-    import json
 
     from ccltune.cli import main
     from ccltune.rules import load

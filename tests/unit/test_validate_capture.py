@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ccltune.cli import main
+from ccltune.commconfig import CommConfig
 from ccltune.errors import DataError, UsageError
 from ccltune.store import Measurement, Store
-from ccltune.commconfig import CommConfig
 from ccltune.tune.derive import derive
 from ccltune.validate import capture
 

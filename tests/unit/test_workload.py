@@ -3,7 +3,6 @@ job (tests/fixtures/workload/README.md), and the bad inputs made from them."""
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections import Counter
 from collections.abc import Callable

@@ -7,7 +7,6 @@ import argparse
 import math
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from ccltune import dist, engines, files, launch, rules

@@ -19,6 +19,7 @@ from ccltune.cli import _common
 from ccltune.errors import CheckFailed, Interrupted, UsageError
 from ccltune.measure import jobrun
 from ccltune.measure.session import terminate_as_interrupt
+from ccltune.status import RunStatus
 from ccltune.store import Store
 from ccltune.validate import jobab, jobprune, jobrounds, jobstore
 from ccltune.validate.jobrounds import CONTROL, DEFAULT, Arm
@@ -251,7 +252,7 @@ def _run(args: argparse.Namespace, plan: jobrounds.Plan, removed: list[str], par
         with terminate_as_interrupt():
             out = jobrounds.run(plan, store, run_id, lambda s: print(s, flush=True))
     except UsageError:
-        store.finish_run(run_id, "failed", {"error": "the metric read nothing from the first default run"})
+        store.finish_run(run_id, RunStatus.FAILED, {"error": "the metric read nothing from the first default run"})
         store.close()
         raise
     per_rule = fired_tables(plan, out)
@@ -260,7 +261,7 @@ def _run(args: argparse.Namespace, plan: jobrounds.Plan, removed: list[str], par
                "arms": [v.to_dict() for v in out.verdicts],
                **({"fired": {name: [f.to_dict() for f in got] for name, (got, _) in per_rule.items()}}
                   if per_rule else {})}
-    store.finish_run(run_id, "interrupted" if out.interrupted else "complete", summary)
+    store.finish_run(run_id, RunStatus.INTERRUPTED if out.interrupted else RunStatus.COMPLETE, summary)
     store.close()
     for line in render(out, plan.metric.unit):
         print(line)

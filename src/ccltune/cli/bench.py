@@ -11,7 +11,8 @@ import time
 from typing import Any
 
 from ccltune.cli._common import DefaultsFormatter
-from ccltune import __version__, collectives, engines, environment, groups, ncclt_json, output, datatypes
+from ccltune import __version__, collectives, engines, environment, groups, datatypes
+from ccltune.ncclt import json_doc as ncclt_json, table as output  # nccl-tests' -J file and text table
 from ccltune.cli import _common, bench_options
 from ccltune.commconfig import CommConfig
 from ccltune.engines.base import device_index

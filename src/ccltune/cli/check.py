@@ -17,6 +17,7 @@ from ccltune.diagnose.findings import Finding, exit_code, format_findings, overa
 from ccltune.diagnose.junit import to_junit
 from ccltune.diagnose.record import add_output_flags, record_run, write_json, write_text
 from ccltune.errors import DataError, UsageError
+from ccltune.status import Verdict
 from ccltune.store import Store
 from ccltune.tune.derive import gpu_model
 
@@ -76,10 +77,10 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _waived(args: argparse.Namespace, reason: str) -> int:
-    waived = [Finding("check", "WAIVED", reason)]
+    waived = [Finding("check", Verdict.WAIVED, reason)]
     print(format_findings(waived, title="ccltune check"))
     if args.json_path:
-        write_json(args.json_path, {"profile": None, "status": "WAIVED", "checks": [waived[0].to_record()]})
+        write_json(args.json_path, {"profile": None, "status": Verdict.WAIVED, "checks": [waived[0].to_record()]})
     return 0
 
 
@@ -181,7 +182,7 @@ def _judge_stored(args: argparse.Namespace) -> int:
             raise UsageError(f"--profile {profile.name} does not fit {what}: the run has {misfit}; pick the profile "
                              "for its GPUs (or leave --profile out), or pass --force-profile to judge it anyway")
         if misfit:
-            findings.append(Finding("profile_fit", "WARN", f"--force-profile: profile {profile.name} judges {what}: "
+            findings.append(Finding("profile_fit", Verdict.WARN, f"--force-profile: profile {profile.name} judges {what}: "
                                     f"the run has {misfit}"))
     else:
         profile = next((p for p in map(profiles.load_profile, profiles.builtin_names())

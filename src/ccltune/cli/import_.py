@@ -17,8 +17,9 @@ from ccltune.commconfig import CommConfig
 from ccltune.environment import platform_name
 from ccltune.errors import UsageError, unknown_name
 from ccltune.rules import ALGORITHMS, MAX_CHANNELS, PROTOCOLS, rule_spelling
+from ccltune.status import RowStatus, RunStatus
 from ccltune.store import DEFAULT_DB, Store
-from ccltune.tune.importer import Parsed, number_reps, parse
+from ccltune.ncclt import Parsed, number_reps, parse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -127,12 +128,12 @@ def run(args: argparse.Namespace) -> int:
                                  args={k: v for k, v in vars(args).items() if k != "func"})
         for p in parsed:
             store.add_measurements(run_id, p.rows)
-        store.finish_run(run_id, "complete", {"rows": sum(len(p.rows) for p in parsed), "config": cand.label})
+        store.finish_run(run_id, RunStatus.COMPLETE, {"rows": sum(len(p.rows) for p in parsed), "config": cand.label})
     print(f"# run {run_id} (import) in {args.db}: config {cand.label}, platform {env['platform']}")
     print(f"# {'file':<40} {'collective':<15} {'n_ranks':>7} {'sizes':>5} {'rows':>5} {'not_ok':>6}")
     runs_in = Counter(p.path for p in parsed)
     for p in parsed:
-        bad = sum(m.status != "ok" for m in p.rows)
+        bad = sum(m.status != RowStatus.OK for m in p.rows)
         where = f"{p.path}:{p.line}" if runs_in[p.path] > 1 else p.path  # a file of several runs: one line each
         print(f"  {where:<40} {p.collective:<15} {p.n_ranks:>7} {len({m.size_bytes for m in p.rows}):>5}"
               f" {len(p.rows):>5} {bad:>6}")

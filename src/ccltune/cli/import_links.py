@@ -18,6 +18,7 @@ from ccltune.diagnose.findings import format_findings
 from ccltune.diagnose.parsers.linkimport import ImportedLinks
 from ccltune.environment import platform_name
 from ccltune.errors import UsageError
+from ccltune.status import RunStatus
 from ccltune.store import DEFAULT_DB, Store
 
 _SOURCES: dict[str, tuple[Callable[[str, str], ImportedLinks], str, str]] = {
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         store.add_links(run_id, found.rows)
         store.add_findings(run_id, [f.to_record() for f in findings])
         store.add_artifact(run_id, f"{args.source}.txt", _common.read_input(args.file))
-        store.finish_run(run_id, "complete", summary)
+        store.finish_run(run_id, RunStatus.COMPLETE, summary)
     print(f"# run {run_id} (links, imported from {found.tool} {found.version or ''}".rstrip() + f") in {args.db}: "
           f"{found.n_gpus} GPUs on {host or 'host unknown (give --host)'}, {len(found.rows)} links, "
           f"tests {', '.join(found.tests)}")

@@ -18,6 +18,7 @@ from ccltune.diagnose.findings import Finding, exit_code, format_findings, overa
 from ccltune.diagnose.record import add_output_flags, record_run, write_json
 from ccltune.errors import UsageError
 from ccltune.sizes import format_size, parse_size
+from ccltune.status import Verdict
 
 
 def register(sub: Any) -> None:
@@ -73,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
     env = environment.collect()
     why = links.available()
     if why:
-        findings = [Finding("links", "WAIVED", why)]
+        findings = [Finding("links", Verdict.WAIVED, why)]
         run, summary = links.LinkRun(), {}
     else:
         run = links.measure(plan, log=lambda line: print(line, file=sys.stderr, flush=True))
@@ -81,8 +82,8 @@ def main(args: argparse.Namespace) -> int:
         summary, findings = linkmath.analyze(run.rows, threshold=args.threshold, nvlink_limit=limits, egress=egress)
         summary["nvlink_limit_gbps"] = {f"{s}-{d}": v for (s, d), v in limits.items()}
         summary["nvlink_egress_gbps"] = {str(g): v for g, v in egress.items()}
-        findings += [Finding(f"links:{k}", "WAIVED", v) for k, v in run.waived.items()]
-        findings += [Finding(f"links:{m}/verify", "ERROR", f"{m}: destination bytes differ from the source after the "
+        findings += [Finding(f"links:{k}", Verdict.WAIVED, v) for k, v in run.waived.items()]
+        findings += [Finding(f"links:{m}/verify", Verdict.ERROR, f"{m}: destination bytes differ from the source after the "
                              "copies: the measurement is not trustworthy") for m in run.failed_checks]
         print(f"# ccltune links: {run.n_gpus} x {run.gpu_names[0]}, {format_size(plan.size_bytes)} per copy, "
               f"median of {plan.iters} after {plan.warmup} warmup")

@@ -11,6 +11,7 @@ from ccltune import collectives, profiler_plugin, rules, tuner_plugin
 from ccltune.errors import CheckFailed, DataError, EngineUnavailable, RuleFileError, UsageError, verdict_exit_code
 from ccltune.cli._common import check_nproc, check_timeout, gpu_count
 from ccltune.sizes import format_size, parse_size, size_series
+from ccltune.status import RuleCheck, Verdict
 
 VERIFY_COLLECTIVES = tuple(collectives.PLUGIN_NAMES)  # the collectives NCCL passes to a tuner
 
@@ -160,8 +161,8 @@ def _check_log(args: argparse.Namespace, ruleset: rules.RuleSet, facts: rules.Pl
     # the run's profiler record, beside the log: evidence against a rule counts (NOT APPLIED); a rule it saw no call
     # of does not (bench's calls in CUDA graphs reach the profiler only as far as NCCL sends their events)
     prof_statuses = [st for st in _profile_table(ruleset, prof, facts, quiet_empty=True)
-                     if st == "NOT APPLIED"] if prof is not None else []
-    return verdict_exit_code([c.status for c in checks] + prof_statuses or ["FAIL"])  # no check: nothing verified
+                     if st == RuleCheck.NOT_APPLIED] if prof is not None else []
+    return verdict_exit_code([c.status for c in checks] + prof_statuses or [Verdict.FAIL])  # no check: nothing verified
 
 
 def _profiler_dir(args: argparse.Namespace) -> Any:
@@ -266,5 +267,5 @@ def _print_checks(checks: list[Any], n_ranks: int, n_nodes: int) -> None:
             rule = (f"line {r.line}: {format_size(r.min_bytes)}..{format_size(r.max_bytes)} {r.algo}/{r.proto}"
                     + (f"/{r.channels}ch" if r.channels >= 1 else ""))
         print(f"  {c.collective:<14} {format_size(c.size_bytes):>8}  {c.status:<11} {rule:<36} {c.reason}")
-    counts = {st: sum(c.status == st for c in checks) for st in ("APPLIED", "NOT APPLIED", "NO RULE")}
+    counts = {st: sum(c.status == st for c in checks) for st in RuleCheck}
     print(f"# {counts['APPLIED']} applied, {counts['NOT APPLIED']} not applied, {counts['NO RULE']} without a rule")

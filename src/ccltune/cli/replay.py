@@ -12,6 +12,7 @@ from ccltune.cli import _common
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
+from ccltune.status import Verdict
 from ccltune.validate import replay as replay_plan
 from ccltune.validate import replay_run
 from ccltune.workload import model, plan
@@ -62,7 +63,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     notes = res.notes + ([f"under load: {res.load}"] if res.load else [])
     print("\n".join(replay_plan.lines(res.verdict, wl, args.order, res.skipped, notes, args.under_load)))
-    if res.verdict.status == "FAIL":
+    if res.verdict.status == Verdict.FAIL:
         raise CheckFailed(f"replay: FAIL: {res.verdict.reason}")
     return 0
 

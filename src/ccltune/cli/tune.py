@@ -13,6 +13,7 @@ from ccltune.errors import UsageError
 from ccltune.files import printable, read_text, shown
 from ccltune.inputs import load_json
 from ccltune.rules import write_atomic
+from ccltune.status import RunStatus, Verdict
 from ccltune.store import DEFAULT_DB, Store
 from ccltune.tune.derive import (
     ISOLATED_MARGIN,
@@ -77,7 +78,7 @@ def failed_sizes(paths: list[str]) -> list[tuple[str, int, int, int]]:
         try:
             sizes = load_json(text, flag)["sizes"]
             out.extend((s["collective"], int(s["n_ranks"]), int(s.get("n_nodes") or 1), int(s["size_bytes"]))
-                       for s in sizes if s["status"] == "FAIL")
+                       for s in sizes if s["status"] == Verdict.FAIL)
         except (UsageError, ValueError, KeyError, TypeError) as exc:
             raise UsageError(f"{flag}: not a `ccltune validate --json` verdict ({printable(repr(exc))}; "
                              f"it starts {printable(text, 60)!r})") from None
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
                                         "platform": "; ".join(map(describe_platform, result.sections()))})
         store.add_artifact(tune_run, "rules", text)
         summary = _report(result)
-        store.finish_run(tune_run, "complete", {"source_runs": [r.id for r in runs], "groups": summary,
+        store.finish_run(tune_run, RunStatus.COMPLETE, {"source_runs": [r.id for r in runs], "groups": summary,
                                                 **({"workload": args.workload, "predictions": [
                                                     weighted.summary(p) for p in plans]} if plans else {})})
     n_rules = sum(len(r) for r in sections.values())

@@ -15,6 +15,7 @@ from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
+from ccltune.status import Verdict
 from ccltune.validate import ab, junit
 from ccltune.validate import capture
 
@@ -121,7 +122,7 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
         write_text(args.json, json.dumps(res.summary, indent=1, default=str), flag="--json")
     if args.junit:
         write_text(args.junit, junit.to_junit(res.verdict), flag="--junit")
-    if res.verdict.status != "PASS":
+    if res.verdict.status != Verdict.PASS:
         raise CheckFailed(f"validate: {res.verdict.status}: rules in {args.rules} made some size slower (see above)")
     return 0
 
@@ -145,7 +146,7 @@ def _print(result: Any, args: argparse.Namespace) -> None:
         r = sv.rules.median_us if sv.rules else float("nan")
         sp = sv.speedup if sv.speedup is not None else float("nan")
         nz = 100 * sv.noise if sv.noise is not None else float("nan")
-        tail = f"  ({sv.reason})" if sv.status != "PASS" or sv.first else ""
+        tail = f"  ({sv.reason})" if sv.status != Verdict.PASS or sv.first else ""
         print(f"  {sv.collective:<15} {sv.size_bytes:>12} {d:11.2f} {r:10.2f} {sp:8.3f} {nz:7.1f}  {sv.status}{tail}")
     gm = result.geomean_speedup
     print(f"# verdict: {result.status}" + (f" (geometric-mean speedup {gm:.3f}x)" if gm else ""))

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-
 # nccl-tests aligns each rank's block of a per-rank-count collective to 16 bytes (Collective.ncclt_size)
 NCCLT_BLOCK_ALIGN_BYTES = 16
 

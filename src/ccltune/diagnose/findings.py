@@ -1,17 +1,5 @@
-"""The result of every diagnose check: a Finding with a status, its evidence and its fix.
-
-Status vocabulary, the same in text, JSON, the database and exit codes:
-
-======== ================================================ =========
-status   meaning                                          exit code
-======== ================================================ =========
-PASS     checked, nothing to change                       0
-WARN     checked, worth changing; results still valid     0
-FAIL     checked, wrong: a gate missed, a link broken     1
-WAIVED   could not be checked here (no GPU, no access)    0
-ERROR    the check itself broke (a crash, bad input)      1
-======== ================================================ =========
-"""
+"""The result of every diagnose check: a Finding with a status (a :class:`ccltune.status.Verdict`: PASS,
+WARN, FAIL, WAIVED or ERROR, whose meanings and exit codes that class lists), its evidence and its fix."""
 
 from __future__ import annotations
 
@@ -22,10 +10,7 @@ from typing import Any
 
 from ccltune.errors import verdict_exit_code
 from ccltune.files import escape
-
-STATUSES = ("PASS", "WARN", "FAIL", "WAIVED", "ERROR")
-# worst first: the overall status of a list is its first status in this order
-_SEVERITY = ("ERROR", "FAIL", "WARN", "PASS", "WAIVED")
+from ccltune.status import VERDICT_SEVERITY, Verdict
 
 
 @dataclass
@@ -33,15 +18,14 @@ class Finding:
     """One check's verdict. ``evidence`` says what was seen, ``fix`` what to do about it."""
 
     name: str
-    status: str
+    status: Verdict
     evidence: str
     fix: str = ""
     value: float | None = None
     data: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"finding {self.name!r}: status must be one of {STATUSES}, got {self.status!r}")
+        self.status = Verdict.parse(self.status, f"finding {self.name!r}")
 
     def to_record(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,10 +57,10 @@ def proof_command(fix: str) -> str:
     return f"ccltune ab {' '.join(arms)} -- <your job>" if arms else ""
 
 
-def overall(findings: Iterable[Finding]) -> str:
+def overall(findings: Iterable[Finding]) -> Verdict:
     """The worst status of ``findings``; WAIVED when all were waived or there are none."""
     seen = {f.status for f in findings}
-    return next((s for s in _SEVERITY if s in seen), "WAIVED")
+    return next((s for s in VERDICT_SEVERITY if s in seen), Verdict.WAIVED)
 
 
 def exit_code(findings: Iterable[Finding]) -> int:
@@ -91,12 +75,12 @@ def format_findings(findings: Iterable[Finding], *, title: str) -> str:
     lines = [f"# {escape(title)}", f"# {'status':<7} {'check':<{width}}  evidence"]
     for f in findings:  # evidence quotes what was read (sysfs, logs, variables): never a raw control byte
         lines.append(f"  {f.status:<7} {escape(f.name):<{width}}  {escape(f.evidence)}")
-        if f.fix and f.status not in ("PASS", "WAIVED"):
+        if f.fix and f.status not in (Verdict.PASS, Verdict.WAIVED):
             lines.append(f"  {'':<7} {'':<{width}}  fix: {escape(f.fix)}")
             proof = proof_command(f.fix)
             if proof:  # the job is the judge: what the fix does to the user's job, with its interval
                 lines.append(f"  {'':<7} {'':<{width}}  prove it on your job: {escape(proof)}")
-    counts = {s: sum(f.status == s for f in findings) for s in STATUSES}
+    counts = {s: sum(f.status == s for f in findings) for s in Verdict}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     lines.append(f"# overall: {overall(findings)} ({summary or 'no checks'})")
     return "\n".join(lines)

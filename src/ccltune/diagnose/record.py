@@ -13,6 +13,7 @@ from typing import Any
 
 from ccltune.diagnose.findings import Finding
 from ccltune.files import write_text
+from ccltune.status import RunStatus
 from ccltune.store import DEFAULT_DB, Store
 
 
@@ -43,5 +44,5 @@ def record_run(db: str, kind: str, *, env: Mapping[str, Any], args: argparse.Nam
         store.add_links(run_id, list(links))
         for name, content in (artifacts or {}).items():
             store.add_artifact(run_id, name, content)
-        store.finish_run(run_id, "complete", summary)
+        store.finish_run(run_id, RunStatus.COMPLETE, summary)
     return run_id

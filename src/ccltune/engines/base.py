@@ -15,12 +15,12 @@ import sys
 import threading
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ccltune.collectives.base import Collective, Layout
-from ccltune.dist import DistContext
 from ccltune.datatypes import DType
+from ccltune.dist import DistContext
 
 
 @dataclass

@@ -32,13 +32,12 @@ from typing import Any, Callable, Iterator
 
 from ccltune import rules
 from ccltune.commconfig import ALIGN, BASELINE, CommConfig
-from ccltune.engines import library
+from ccltune.datatypes import DTYPES, OPS, mulsum_scalar
+from ccltune.engines import gpurt, library
 from ccltune.engines.base import Buffers, CudaEngine, EngineOptions, Point
 from ccltune.engines.nccl_lib import NcclError, NcclLib, find_library
-from ccltune.engines import gpurt
 from ccltune.engines.series import Loop, Schedule
 from ccltune.errors import EngineUnavailable
-from ccltune.datatypes import DTYPES, OPS, mulsum_scalar
 
 
 @contextmanager

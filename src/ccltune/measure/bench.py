@@ -12,13 +12,14 @@ from typing import Any
 
 from ccltune.collectives import Collective
 from ccltune.collectives.base import Layout
+from ccltune.datatypes import DType
 from ccltune.engines.base import Engine, Point
 from ccltune.measure import point
 from ccltune.measure.buffers import Buffers
-from ccltune.store import Measurement
-from ccltune.output import memory_line
+from ccltune.ncclt.table import memory_line
 from ccltune.periter import IterStats
-from ccltune.datatypes import DType
+from ccltune.status import RowStatus
+from ccltune.store import Measurement
 
 # point: ``warmup`` untimed calls at each size before it is timed. series: before a collective's
 # first size is timed, ``warmup`` untimed out-of-place calls at every size from the smallest to
@@ -127,9 +128,9 @@ def variants(plan: BenchPlan, coll: Collective, nranks: int) -> list[BenchPlan]:
 def to_measurement(pt: Point, out: point.Outcome, nranks: int, n_nodes: int, plan: BenchPlan,
                    rep: int = 0) -> Row:
     m = point.measurement(pt, nranks, n_nodes, out.status, note=out.note,
-                          time_us=out.time_us if out.status == "ok" else None, wrong=out.wrong, row_type=Row,
+                          time_us=out.time_us if out.status == RowStatus.OK else None, wrong=out.wrong, row_type=Row,
                           algo=plan.algo, proto=plan.proto, channels=plan.channels, config=plan.config_label, rep=rep)
-    if out.status == "ok" and out.time_us is not None:
+    if out.status == RowStatus.OK and out.time_us is not None:
         m.cpu_time_us, m.iter_stats = out.cpu_time_us, out.iter_stats
         m.extra = extra_of(out.cpu_time_us, out.iter_stats)
     return m
@@ -234,7 +235,7 @@ def _sizes(engine: Engine, plan: BenchPlan, coll: Collective,
                 out = point.measure(engine, pt, check=plan.check, average=plan.average, timeout_s=plan.timeout_s,
                                     cputime=plan.cputime, per_iter_skip=plan.per_iter_skip)
             else:
-                out = point.Outcome("waived", note="placement not requested")
+                out = point.Outcome(RowStatus.WAIVED, note="placement not requested")
             pair.append(to_measurement(pt, out, ctx.comm_size, ctx.comm_nodes, plan))
         rows.extend(pair)
         on_row(pair[0], pair[1])

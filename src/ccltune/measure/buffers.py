@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from ccltune.collectives.base import Collective, Layout, input_values
-from ccltune.engines.base import Alloc, Buffers  # noqa: F401 - what engines take, laid out here
 from ccltune.datatypes import DType
+from ccltune.engines.base import Alloc, Buffers  # noqa: F401 - what engines take, laid out here
 
 POISON = 123  # not an input value, exact in every datatype: unwritten output shows up
 

@@ -11,13 +11,13 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-
 from typing import Any
 
 from ccltune.engines.base import Engine, Point, Watchdog, close_graph
 from ccltune.errors import DistError
 from ccltune.measure import buffers
 from ccltune.periter import IterStats, compute, slowest_process
+from ccltune.status import RowStatus
 from ccltune.store import Measurement
 
 AVERAGES = ("avg", "min", "max", "rank0")
@@ -119,7 +119,7 @@ def allocate(engine: Engine, pt: Point) -> tuple[buffers.Buffers | None, Outcome
     except (RuntimeError, MemoryError) as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
         err = first_line(exc)
     if agree(engine, err is not None, "allocation"):  # whatever the allocator says, the size did not fit
-        return None, Outcome("skipped", note=f"out of memory{': ' + err if err else ' on another rank'}")
+        return None, Outcome(RowStatus.SKIPPED, note=f"out of memory{': ' + err if err else ' on another rank'}")
     return bufs, None
 
 
@@ -152,8 +152,8 @@ def first_call(engine: Engine, pt: Point, bufs: buffers.Buffers, timeout_s: floa
         else:
             engine.drop_comm(pt.config, abort=True)
     if err and is_oom(err):
-        return Outcome("skipped", note=f"out of memory: {err}")
-    return Outcome("unavailable", note=err or "refused on another rank")
+        return Outcome(RowStatus.SKIPPED, note=f"out of memory: {err}")
+    return Outcome(RowStatus.UNAVAILABLE, note=err or "refused on another rank")
 
 
 def warm(engine: Engine, pt: Point, bufs: buffers.Buffers, calls: int, timeout_s: float) -> bool:
@@ -205,7 +205,7 @@ def measure(engine: Engine, pt: Point, *, check: int, average: str, timeout_s: f
             per_iter_skip: int = 0) -> Outcome:
     reason = waive_reason(engine, pt)
     if reason:
-        return Outcome("waived", note=reason)
+        return Outcome(RowStatus.WAIVED, note=reason)
     bufs, skipped = allocate(engine, pt)
     if skipped is not None:
         return skipped
@@ -252,7 +252,7 @@ def _measure(engine: Engine, pt: Point, bufs: buffers.Buffers, *, check: int, av
         oom = first_line(exc)
         oom = "out of memory" if isinstance(exc, MemoryError) and not is_oom(oom) else oom
     if agree_memory(engine, oom, "filling the input"):
-        return Outcome("skipped", note=f"out of memory filling the input{': ' + oom if oom else ' on another rank'}")
+        return Outcome(RowStatus.SKIPPED, note=f"out of memory filling the input{': ' + oom if oom else ' on another rank'}")
     # the first call: NCCL may refuse a forced configuration here; agree before waiting
     refused = first_call(engine, pt, bufs, timeout_s, prepare=True)
     if refused is not None:
@@ -271,7 +271,7 @@ def _measure(engine: Engine, pt: Point, bufs: buffers.Buffers, *, check: int, av
         raise ctx.peer_failure(what, "timed out")
     t = _combine(engine, timing.seconds, average)
     wrong_all, unchecked_all = ctx.allreduce_floats([wrong, unchecked], "sum", "check exchange")
-    out = Outcome("ok", time_us=t * 1e6, wrong=int(wrong_all))
+    out = Outcome(RowStatus.OK, time_us=t * 1e6, wrong=int(wrong_all))
     if cputime:
         out.cpu_time_us = 1e6 * _combine(engine, timing.cpu_seconds or 0.0, "rank0")
     if timing.iter_seconds is not None:

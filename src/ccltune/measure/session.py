@@ -19,9 +19,10 @@ from dataclasses import replace
 from typing import Any
 
 from ccltune import dist, engines, environment, launch
-from ccltune.groups import Split, groups_of
 from ccltune.engines.base import EngineOptions
 from ccltune.errors import DataError, DistError, Interrupted, UsageError
+from ccltune.groups import Split, groups_of
+from ccltune.status import RunStatus
 from ccltune.store import Store
 
 
@@ -50,7 +51,7 @@ class Session:
         self.engine: Any = None
         self.store: Store | None = None
         self.run_id: int | None = None
-        self.status = "failed"
+        self.status = RunStatus.FAILED
         self.exit_code = 0
         self.summary: Callable[[], dict[str, Any]] = dict
         self.clock: Any = None
@@ -123,12 +124,12 @@ class Session:
         try:
             with terminate_as_interrupt():
                 yield
-            self.status = "complete"
+            self.status = RunStatus.COMPLETE
         except KeyboardInterrupt as exc:
             dead = peer_death(self.ctx, exc)
             if dead is not None:
                 raise dead from None
-            self.status = "interrupted"
+            self.status = RunStatus.INTERRUPTED
             self._store_status()  # before the teardown, which a launcher's kill may cut short
             self.exit_code = interrupted(self.ctx, exc, interrupted_message())
 
@@ -145,26 +146,26 @@ class Session:
 
     @property
     def interrupted(self) -> bool:
-        return self.status == "interrupted"
+        return self.status == RunStatus.INTERRUPTED
 
     # -- the run's end -----------------------------------------------------------------------------
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
         self._error = exc
         stopped = False
         if exc is not None:
-            self.status = "failed"
+            self.status = RunStatus.FAILED
             # the launcher was told to stop, and a peer that went first broke a collective: a stop
             stopped = isinstance(exc, (Exception, KeyboardInterrupt)) and launch.stop_requested()
             if stopped:
-                self.status, self._error = "interrupted", None
+                self.status, self._error = RunStatus.INTERRUPTED, None
         try:
             self._teardown_engine()
         finally:
             try:
                 self._finish()
             finally:
-                if self.status != "failed" and self.ctx is not None:
-                    self.ctx.close(together=self.status == "complete")
+                if self.status != RunStatus.FAILED and self.ctx is not None:
+                    self.ctx.close(together=self.status == RunStatus.COMPLETE)
         if isinstance(exc, DistError) and self._rows is not None:  # the error's one line says what was kept
             exc.args = (f"{exc}; {self._rows} rows kept in {self.db} (run {self.run_id}, marked failed)",)
         if stopped and self.ctx is not None:
@@ -178,7 +179,7 @@ class Session:
         if engine is None:
             return
         # after a fault, abort: destroying a communicator on a faulted GPU can hang
-        faulted = self.status == "failed" and not isinstance(self._error, (UsageError, DataError))
+        faulted = self.status == RunStatus.FAILED and not isinstance(self._error, (UsageError, DataError))
         try:
             if faulted and engines.kind(engine.name).own_comm:   # its own communicators: abort them
                 engine.abort()
@@ -370,7 +371,7 @@ def fail_run_hook(db: str, run_id: int) -> Any:
     def hook(message: str) -> None:
         try:
             with Store(db) as st:
-                st.finish_run(run_id, "failed", {"error": message})
+                st.finish_run(run_id, RunStatus.FAILED, {"error": message})
         except Exception:  # noqa: BLE001 - the process is about to exit anyway
             pass
     return hook

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ccltune.collectives import Collective
-from ccltune.engines.base import Point, Watchdog
-from ccltune.measure import buffers
-from ccltune.measure import point
-from ccltune.store import Measurement
 from ccltune.datatypes import DType
+from ccltune.engines.base import Point, Watchdog
+from ccltune.measure import buffers, point
+from ccltune.status import RowStatus
+from ccltune.store import Measurement
 
 
 @dataclass
@@ -172,7 +172,7 @@ def _measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[An
 
     reason = engine.waive_reason(base)
     if reason:
-        return [row(i, "waived", note=reason) for i in range(len(configs))]
+        return [row(i, RowStatus.WAIVED, note=reason) for i in range(len(configs))]
     clock = s.clock
     key = (coll.name, lay.size_bytes, base.in_place)
     bufs = keep.get(key) if keep is not None else None
@@ -180,7 +180,7 @@ def _measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[An
         with clock("allocation"):
             bufs, skipped = point.allocate(engine, base)
         if skipped is not None:
-            return [row(i, "skipped", note=skipped.note) for i in range(len(configs))]
+            return [row(i, RowStatus.SKIPPED, note=skipped.note) for i in range(len(configs))]
         assert bufs is not None
         if keep is not None and lay.size_bytes <= KEEP_MAX_BYTES:
             keep[key] = bufs
@@ -203,7 +203,7 @@ def _measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[An
         if refused is not None and cfg in refused:
             note, at = refused[cfg]
             # at the size it was refused at (the warm-up's size), the row says NCCL's own message
-            rows.append(row(i, "unavailable", note=note if at == lay.size_bytes else
+            rows.append(row(i, RowStatus.UNAVAILABLE, note=note if at == lay.size_bytes else
                             f"{note} (refused at {at} B; not tried again for {coll.name})"))
             continue
         pt = replace(base, config=cfg)
@@ -211,7 +211,7 @@ def _measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[An
             out = point.first_call(engine, pt, bufs, s.timeout_s, on_stream=True, park=True)
         if out is not None:
             rows.append(row(i, out.status, note=out.note))
-            if refused is not None and out.status == "unavailable":
+            if refused is not None and out.status == RowStatus.UNAVAILABLE:
                 refused[cfg] = (out.note or "refused", lay.size_bytes)
             continue
         with Watchdog(engine, s.timeout_s, what):
@@ -247,7 +247,7 @@ def _measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[An
     wrong_all = ctx.allreduce_floats([float(wrong.get(i, 0)) for i in order], "sum", "check exchange")
     for i, w in zip(order, wrong_all):
         for rep, t in enumerate(times[i]):
-            rows.append(row(i, "ok", time_us=t * 1e6, wrong=int(w) if s.check else None, rep=rep))
+            rows.append(row(i, RowStatus.OK, time_us=t * 1e6, wrong=int(w) if s.check else None, rep=rep))
     graphs.clear()
     return rows
 

@@ -25,6 +25,7 @@ from ccltune.report.html import render_page
 from ccltune.report.model import Section
 from ccltune.report.sections import PAGE_NAV, ReportInput, build_sections, left_out, picker_groups
 from ccltune.report.verdict import ids_text
+from ccltune.status import RowStatus
 from ccltune.store import Store
 from ccltune.validate import jobstore
 
@@ -99,7 +100,7 @@ def _peaks(store: Store) -> tuple[dict[int, dict[str, float]], dict[int, dict[st
          "WHERE config = 'default' GROUP BY run_id, collective, status")
     for run_id, coll, status, sizes, best, note in store.conn.execute(q):
         name = canonical(coll)  # one entry per collective, however the rows spell it
-        if status == "ok" and best is not None:
+        if status == RowStatus.OK and best is not None:
             out[run_id][name] = max(best, out[run_id].get(name, 0.0))
         else:
             seen[(run_id, name)][str(status)] += sizes

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ccltune.report.model import Block, Note, StripChart, StripRow, Table
+from ccltune.status import ArmStatus, RunStatus
 from ccltune.store import Run
 from ccltune.validate import jobstore
 
-_LEVEL = {"slower": "bad", "faster": "good", "failed": "bad"}
+_LEVEL = {ArmStatus.SLOWER: "bad", ArmStatus.FASTER: "good", ArmStatus.FAILED: "bad"}
 
 
 def _iv(a: Mapping[str, object]) -> str:
@@ -23,11 +24,11 @@ def blocks(run: Run, samples: Sequence[jobstore.Sample], title: str) -> list[Blo
     """A note with the verdict, the strip chart and the table of one ab run."""
     arms = [a for a in run.summary.get("arms", []) if isinstance(a, dict) and isinstance(a.get("arm"), str)]
     unit = str(run.summary.get("unit") or "")
-    slower = [a["arm"] for a in arms if a.get("status") == "slower" and not a.get("control")]
-    level = "bad" if slower else ("warn" if run.status != "complete" else "good")
+    slower = [a["arm"] for a in arms if a.get("status") == ArmStatus.SLOWER and not a.get("control")]
+    level = "bad" if slower else ("warn" if run.status != RunStatus.COMPLETE else "good")
     head = (f"{title}: " + (f"slower: {', '.join(slower)}" if slower else "no arm slower")
             + f"; metric: {run.summary.get('metric', '?')}; {run.summary.get('rounds', '?')} round(s), "
-            f"seed {run.summary.get('seed', '?')}" + (f" ({run.status})" if run.status != "complete" else ""))
+            f"seed {run.summary.get('seed', '?')}" + (f" ({run.status})" if run.status != RunStatus.COMPLETE else ""))
     out: list[Block] = [Note(head, level)]
     if not arms:
         return out + [Note(f"run {run.id} recorded no verdict.", "warn")]

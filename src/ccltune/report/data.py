@@ -18,6 +18,7 @@ from typing import Any
 from ccltune import collectives
 from ccltune.report.axes import size_label
 from ccltune.report.model import Series, Table
+from ccltune.status import RowStatus, Verdict
 
 Row = Mapping[str, Any]
 
@@ -51,7 +52,7 @@ RING_BOUND_TEXT = ", ".join(RING_BOUND)
 
 
 def ok_rows(rows: Iterable[Row], metric: str) -> list[Row]:
-    return [r for r in rows if r.get("status") == "ok" and r.get(metric) is not None]
+    return [r for r in rows if r.get("status") == RowStatus.OK and r.get(metric) is not None]
 
 
 def medians(rows: Iterable[Row], metric: str) -> dict[int, float]:
@@ -104,7 +105,7 @@ def curves(rows: Iterable[Row], metric: str, colors: Mapping[int, int] | None = 
             s = _series(_label(_CURVE_KEYS, g, varying), {k: v for k, v in medians(gr, metric).items() if v > 0},
                         gaps=_gaps(gr, metric), dashed=both and bool(g[1]), group=f"r{g[0]}",
                         color=None if colors is None else colors.get(g[0]))
-            if not s.xs and all(r.get("status") == "waived" for r in gr):  # one line, not a gap at every size
+            if not s.xs and all(r.get("status") == RowStatus.WAIVED for r in gr):  # one line, not a gap at every size
                 s.gaps, s.waived = [], next((str(r["note"]) for r in gr if r.get("note")), "no reason recorded")
             if s.xs or s.gaps or s.waived:
                 lines.append(s)
@@ -117,7 +118,7 @@ def curves(rows: Iterable[Row], metric: str, colors: Mapping[int, int] | None = 
 
 
 NoValue = tuple[dict[str, int], str]  # (row status -> sizes with it, the first note), see ``no_value``
-_STATUS_WORD = {"ok": "ok but no busbw"}
+_STATUS_WORD = {RowStatus.OK: "ok but no busbw"}
 
 
 def no_value(rows: Iterable[Row]) -> dict[tuple[int, str], NoValue]:
@@ -131,7 +132,7 @@ def no_value(rows: Iterable[Row]) -> dict[tuple[int, str], NoValue]:
         if (r.get("config") or "default") != "default":
             continue
         key = (int(r["run_id"]), canonical(r["collective"]))
-        if r.get("status") == "ok" and (r.get("busbw_gbps") or 0) > 0:
+        if r.get("status") == RowStatus.OK and (r.get("busbw_gbps") or 0) > 0:
             good.add(key)
             continue
         sizes[key][str(r.get("status"))].add(int(r["size_bytes"]))
@@ -154,9 +155,9 @@ def _gaps(rows: list[Row], metric: str) -> list[tuple[float, str]]:
     good: set[int] = set()
     for r in rows:
         size, v = int(r["size_bytes"]), r.get(metric)
-        if r.get("status") == "ok" and v is not None and v > 0:
+        if r.get("status") == RowStatus.OK and v is not None and v > 0:
             good.add(size)
-        elif r.get("status") != "ok":
+        elif r.get("status") != RowStatus.OK:
             why[size].add(f"status {r.get('status')}")
         else:
             why[size].add("no value" if v is None else f"{v:g}, below a log axis")
@@ -264,7 +265,7 @@ def _noise_pct(size: Mapping[str, Any]) -> float:
 def _slower(size: Mapping[str, Any]) -> bool:
     """The verdict's own judgement (status FAIL), else an explicit ``slower`` flag."""
     if "status" in size:
-        return size["status"] == "FAIL"
+        return size["status"] == Verdict.FAIL
     return bool(size.get("slower"))
 
 
@@ -288,7 +289,7 @@ def validate_series(points: list[SpeedPoint]) -> dict[str, Series]:
 
 
 # -- findings and environment -------------------------------------------------------------
-_STATUS_CLASS = {"PASS": "good", "WARN": "warn", "FAIL": "bad", "ERROR": "bad", "WAIVED": ""}
+_STATUS_CLASS = {Verdict.PASS: "good", Verdict.WARN: "warn", Verdict.FAIL: "bad", Verdict.ERROR: "bad", Verdict.WAIVED: ""}
 
 
 def findings_table(findings: list[Row]) -> Table:

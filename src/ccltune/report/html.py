@@ -9,14 +9,24 @@ browser of the last decade."""
 
 from __future__ import annotations
 
+import itertools
 from html import escape
 
 from ccltune.report import svg
-import itertools
-
 from ccltune.report.axes import size_label
-from ccltune.report.model import (Block, Card, Heatmap, LineChart, Note, Picker, Section, StripChart, Table, Text,
-                                  ZoneChart)
+from ccltune.report.model import (
+    Block,
+    Card,
+    Heatmap,
+    LineChart,
+    Note,
+    Picker,
+    Section,
+    StripChart,
+    Table,
+    Text,
+    ZoneChart,
+)
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1b1b;background:#f3f4f6}

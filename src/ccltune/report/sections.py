@@ -8,10 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccltune.report import compare as cmp
 from ccltune.report import abview, data, linkdata, verdict, workload, zones
+from ccltune.report import compare as cmp
 from ccltune.report.axes import size_label
 from ccltune.report.model import Block, LineChart, Note, Picker, Section, Table, Text, ZoneChart
+from ccltune.status import RunStatus, Verdict
 from ccltune.store import Run
 
 # (heading, (section id, label)) of the navigation bar: the page answers in this order
@@ -241,7 +242,7 @@ def validate_section(inp: ReportInput) -> Section:
     s = Section("validate", "Tuning: the rules against NCCL's default")
     for run in inp.of_kind("validate"):
         verdict = str(run.summary.get("status") or run.summary.get("verdict") or "none recorded")
-        level = {"PASS": "good", "FAIL": "bad"}.get(verdict.upper(), "warn")
+        level = {Verdict.PASS: "good", Verdict.FAIL: "bad"}.get(verdict.upper(), "warn")
         s.blocks.append(Note(f"{_title(run)}: verdict {verdict}", level))
         points = data.validate_points(run.summary, inp.rows.get(run.id, []))
         timing = _time_table(run)
@@ -284,7 +285,7 @@ def _replays(inp: ReportInput) -> list[Block]:
                          for arm, st in stats.items() if isinstance(st, dict) and st.get("median_us") is not None)
         out.append(Note(f"{_title(run)}: replay verdict {status}" + (f"; communication per step: {both}" if both else "")
                         + (f" ({run.summary['reason']})" if run.summary.get("reason") else ""),
-                        {"PASS": "good", "FAIL": "bad"}.get(status.upper(), "info")))
+                        {Verdict.PASS: "good", Verdict.FAIL: "bad"}.get(status.upper(), "info")))
         table = workload.replay_table(run)
         out += [table] if table is not None else []
     return out
@@ -354,7 +355,7 @@ def runs_section(inp: ReportInput) -> Section:
         t.rows.append([str(r.id), r.kind, data.status_text(r), r.started_at, data.host_text(r),
                        data.gpus_text(r.env.get("gpus"), r.env.get("world_size")),
                        "yes" if inp.is_drawn(r) else "summarised", *[data.num(peak.get(c)) for c in colls]])
-        t.row_class.append("bad" if r.status in ("failed", "abandoned") else "warn" if r.status == "interrupted" else "")
+        t.row_class.append("bad" if r.status in (RunStatus.FAILED, RunStatus.ABANDONED) else "warn" if r.status == RunStatus.INTERRUPTED else "")
     if inp.drawn is not None:
         s.blocks.append(Note(f"{len(inp.drawn)} of {len(inp.runs)} runs are drawn in full (the latest); the others are "
                              "summarised here. Choose with --runs, or draw more with --latest N."))
@@ -374,7 +375,7 @@ def doctor_section(inp: ReportInput) -> Section:
     for run in inp.of_kind("doctor", "check"):
         found = inp.findings.get(run.id, [])
         counts = data.status_counts(found)
-        level = "bad" if counts.get("FAIL") or counts.get("ERROR") else ("warn" if counts.get("WARN") else "good")
+        level = "bad" if counts.get(Verdict.FAIL) or counts.get(Verdict.ERROR) else ("warn" if counts.get(Verdict.WARN) else "good")
         summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no findings"
         s.blocks.append(Note(f"{_title(run)}: {summary}", level))
         if found:

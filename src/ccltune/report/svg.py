@@ -86,7 +86,10 @@ def plottable(chart: LineChart) -> LineChart:
     for s in chart.series:
         idx = [i for i, (x, y) in enumerate(zip(s.xs, s.ys)) if keep(x, y)]
         lost = [(x, f"{y:g}, below a log axis") for x, y in zip(s.xs, s.ys) if not keep(x, y) and x > 0]
-        pick = (lambda v: None if v is None else [v[i] for i in idx])
+
+        def pick(v: list | None, idx: list[int] = idx) -> list | None:
+            return None if v is None else [v[i] for i in idx]
+
         series.append(replace(s, xs=pick(s.xs), ys=pick(s.ys), lo=pick(s.lo), hi=pick(s.hi), marked=pick(s.marked),
                               gaps=sorted(g for g in s.gaps + lost if g[0] > 0 or not chart.x_log)))
     return replace(chart, series=series)

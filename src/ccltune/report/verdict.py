@@ -34,9 +34,10 @@ from ccltune.report.axes import ids_text, size_label
 from ccltune.report.data import RING_BOUND, NoValue, canonical, gpu_names, host_text, no_value_text, num
 from ccltune.report.linkdata import ceiling_basis, ceiling_gbps
 from ccltune.report.model import Card
+from ccltune.status import Verdict
 
-_SEVERITY = {"FAIL": 0, "ERROR": 1, "WARN": 2, "WAIVED": 3, "PASS": 4}
-_LEVEL = {"FAIL": "bad", "ERROR": "bad", "WARN": "warn", "PASS": "good", "WAIVED": "info"}
+_SEVERITY = {Verdict.FAIL: 0, Verdict.ERROR: 1, Verdict.WARN: 2, Verdict.WAIVED: 3, Verdict.PASS: 4}
+_LEVEL = {Verdict.FAIL: "bad", Verdict.ERROR: "bad", Verdict.WARN: "warn", Verdict.PASS: "good", Verdict.WAIVED: "info"}
 MEASURES = ("bench", "import", "check", "sweep", "validate")  # kinds whose default rows are measurements
 NODE_WIDE = ("doctor", "links", "topo")  # kinds that measure the node itself: they feed each group on it
 _MAX_LINES = 5
@@ -203,22 +204,22 @@ def _health(runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]], ca
     counts: dict[str, int] = defaultdict(int)
     for _, f in found:
         counts[str(f.get("status", "")).upper()] += 1
-    bad = counts.get("FAIL", 0) + counts.get("ERROR", 0)
+    bad = counts.get(Verdict.FAIL, 0) + counts.get(Verdict.ERROR, 0)
     which = " and ".join(f"{r.kind} run {r.id}" for r in judged)
     tally = ", ".join(f"{counts[s]} {s}" for s in sorted(counts, key=lambda s: _SEVERITY.get(s, 5)))
     if bad:
         card.headline = f"Not healthy: {tally} ({which})."
-    elif counts.get("WARN"):
+    elif counts.get(Verdict.WARN):
         card.headline = f"Healthy with warnings: {tally} ({which})."
     else:
         card.headline = f"Healthy: {tally or 'no findings'} ({which})."
     for r, f in found:
         status = str(f.get("status", "")).upper()
-        if status in ("PASS", "WAIVED") or len(card.lines) >= _MAX_LINES:
+        if status in (Verdict.PASS, Verdict.WAIVED) or len(card.lines) >= _MAX_LINES:
             break
         evidence = str(f.get("evidence") or "")
         card.lines.append((_LEVEL.get(status, "info"), f"{status} {f.get('name')}: {evidence[:160]}"))
-    return "bad" if bad else "warn" if counts.get("WARN") else "good"
+    return "bad" if bad else "warn" if counts.get(Verdict.WARN) else "good"
 
 
 def achieved(runs: list[Any], peaks: Mapping[int, Mapping[str, float]], collective: str = "all_reduce"
@@ -329,13 +330,13 @@ def _tuning(runs: list[Any], card: Card) -> str:
         card.lines.append(("good", f"largest win: {canonical(str(top.get('collective')))} at {size_label(int(top['size_bytes']))}, "
                                    f"{float(top['speedup']):.2f}x faster than NCCL's default"))
     slower = [x for x in s.get("sizes") or [] if isinstance(x, Mapping)
-              and (x.get("status") == "FAIL" or (x.get("status") is None and x.get("slower")))]
-    if slower or status == "FAIL":
+              and (x.get("status") == Verdict.FAIL or (x.get("status") is None and x.get("slower")))]
+    if slower or status == Verdict.FAIL:
         what = ", ".join(f"{canonical(str(x.get('collective')))} {size_label(int(x['size_bytes']))}" for x in slower[:4])
         card.lines.insert(0, ("bad", f"tuned rules are slower than the default beyond the noise at "
                                      f"{len(slower)} size(s){': ' + what if what else ''} (validate run {v.id}: FAIL)"))
         return "bad"
-    if status == "PASS" or sizes:
+    if status == Verdict.PASS or sizes:
         card.lines.append(("good", f"never slower than NCCL's default beyond the noise (validate run {v.id}: PASS)"))
         return "good"
     return "info"
@@ -366,7 +367,7 @@ def _workload(runs: list[Any], card: Card) -> str:
         elif isinstance(d, Mapping):
             card.figures.append((f"communication per {unit}, {lib}'s default ± {_pct(d)} (replay run {replay.id}, "
                                  f"{d.get('n')} rounds)", _time(float(d["median_us"]))))
-        level = {"PASS": "good", "FAIL": "bad"}.get(status, "info")
+        level = {Verdict.PASS: "good", Verdict.FAIL: "bad"}.get(status, "info")
         card.lines.insert(0 if level == "bad" else len(card.lines),
                           (level, f"replay run {replay.id} {status or 'no verdict'}: {s.get('reason') or ''}"))
         return level

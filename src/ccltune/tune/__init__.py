@@ -1,2 +1,2 @@
 """Turning measurements into tuner rules: statistics, derivation, rule text, the search
-planner and the nccl-tests importer. Pure functions, no GPU."""
+planner. Pure functions, no GPU (nccl-tests' files are read by ccltune.ncclt)."""

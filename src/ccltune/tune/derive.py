@@ -53,6 +53,7 @@ from ccltune import collectives
 from ccltune.commconfig import BASELINE, TWIN, TWIN_LABEL, CommConfig
 from ccltune.errors import DataError, UsageError
 from ccltune.rules import ANY, NCCL_CHOICE, Platform, PlatformFacts, Query, Rule, RuleSet, match
+from ccltune.status import RowStatus
 from ccltune.store import as_record
 from ccltune.tune.stats import PointStats, beats, point_stats
 
@@ -305,7 +306,7 @@ def usable(row: Mapping[str, Any], placement: str = "out-of-place") -> bool:
     """An 'ok' row with a time, in the chosen placement."""
     if placement not in PLACEMENTS:
         raise UsageError(f"--placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
-    if row.get("status", "ok") != "ok" or not row.get("time_us") or row["time_us"] <= 0:
+    if row.get("status", RowStatus.OK) != RowStatus.OK or not row.get("time_us") or row["time_us"] <= 0:
         return False
     in_place = bool(row.get("in_place"))
     return placement == "both" or in_place == (placement == "in-place")

@@ -9,7 +9,6 @@ A resumed run skips the points already stored (the same on every rank: rank 0 re
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import tempfile
 import time
@@ -18,12 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccltune.commconfig import CommConfig
 from ccltune import engines
+from ccltune.commconfig import CommConfig
 from ccltune.engines import library
 from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
+from ccltune.status import RowStatus, RunStatus
 from ccltune.tune.derive import tunable
 from ccltune.workload import plan as workload_plan
 
@@ -59,7 +59,7 @@ class SweepResult:
     timed: int = 0
     untimed: Counter = field(default_factory=Counter)  # why points were not timed -> how many
     wall_s: float = 0.0
-    status: str = "failed"
+    status: str = RunStatus.FAILED
     skipped: list[Any] = field(default_factory=list)  # --workload: entries not swept (workload.plan.Skipped)
     load: dict[str, Any] | None = None                # --under-load: what the load achieved
     deferred: library.Deferred | None = None          # candidates recorded unavailable: a run of their own
@@ -194,8 +194,8 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
                 store.add_measurements(run_id, rows)
                 rows_so_far.extend(rows)
             res.rows += len(rows)
-            res.timed += sum(1 for r in rows if r.status == "ok")
-            res.untimed.update(f"{r.status} ({r.note})" if r.note else r.status for r in rows if r.status != "ok")
+            res.timed += sum(1 for r in rows if r.status == RowStatus.OK)
+            res.untimed.update(f"{r.status} ({r.note})" if r.note else r.status for r in rows if r.status != RowStatus.OK)
         if plan.mode != "model":
             break
         todo = _next_round(ctx, settings, rows_so_far, requested, cands)

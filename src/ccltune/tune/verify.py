@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ccltune.diagnose.parsers.ncclog import TUNER_FUNC, Choice
 from ccltune.rules import NCCL_CHOICE, PlatformFacts, Query, Rule, RuleSet, match
+from ccltune.status import RuleCheck
 
 Seen = tuple[str, str, int | None]  # (algo, proto, channels) as NCCL logged them
 
@@ -36,7 +37,7 @@ class Check:
     want_proto: str | None
     want_channels: int  # 0: the rule leaves channels to NCCL
     seen: tuple[tuple[Seen, int], ...]  # distinct choices NCCL logged, with their call counts
-    status: str  # APPLIED / NOT APPLIED / NO RULE
+    status: RuleCheck
     reason: str
 
     def to_dict(self) -> dict[str, object]:
@@ -54,7 +55,7 @@ def _seen_text(seen: Iterable[tuple[Seen, int]]) -> str:
 
 
 def judge(want_algo: str | None, want_proto: str | None, want_channels: int,
-          seen: tuple[tuple[Seen, int], ...]) -> tuple[str, str]:
+          seen: tuple[tuple[Seen, int], ...]) -> tuple[RuleCheck, str]:
     """(status, reason) for one (collective, size) with a rule."""
     bad, fewer = [], []
     for (algo, proto, channels), _ in seen:
@@ -69,10 +70,10 @@ def judge(want_algo: str | None, want_proto: str | None, want_channels: int,
                 fewer.append(channels)
     if bad:
         why = "; ".join(dict.fromkeys(bad))
-        return "NOT APPLIED", (f"NCCL ran {why}: the rule's choice may be unavailable for this call "
+        return RuleCheck.NOT_APPLIED, (f"NCCL ran {why}: the rule's choice may be unavailable for this call "
                                "(NCCL marks it IGNORE and the plugin skips the rule), or another rule file loaded")
     note = f" (NCCL used {min(fewer)} channels at this size, within the rule's {want_channels})" if fewer else ""
-    return "APPLIED", f"NCCL ran {_seen_text(seen)}{note}"
+    return RuleCheck.APPLIED, f"NCCL ran {_seen_text(seen)}{note}"
 
 
 def verify(ruleset: RuleSet, choices: Iterable[Choice], *, n_ranks: int, n_nodes: int,
@@ -95,7 +96,7 @@ def verify(ruleset: RuleSet, choices: Iterable[Choice], *, n_ranks: int, n_nodes
         seen = tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1], kv[0][2] or 0)))
         d = match(ruleset, Query(coll, size, n_ranks, n_nodes, platform=platform))
         if d.rule is None:
-            out.append(Check(coll, size, None, None, None, 0, seen, "NO RULE", f"NCCL's own choice: {_seen_text(seen)}"))
+            out.append(Check(coll, size, None, None, None, 0, seen, RuleCheck.NO_RULE, f"NCCL's own choice: {_seen_text(seen)}"))
             continue
         want_algo = None if d.rule.algo == NCCL_CHOICE else d.rule.algo
         want_proto = None if d.rule.proto == NCCL_CHOICE else d.rule.proto

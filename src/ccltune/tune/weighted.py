@@ -50,14 +50,16 @@ from ccltune import collectives
 from ccltune.commconfig import CommConfig
 from ccltune.errors import DataError
 from ccltune.rules import ANY, NCCL_CHOICE, Query, Rule, RuleSet, match
+from ccltune.status import PointStatus
 from ccltune.tune.derive import Derivation, GroupResult, SizeDecision, nccl_best
 from ccltune.tune.stats import PointStats, beats
 from ccltune.workload import quantities
 from ccltune.workload.model import Workload
 
-# statuses of a workload point
+# statuses of a workload point, by their short names here
 RULE, DEFAULT_KEPT, SMALL, IN_NOISE, UNMEASURED, UNTUNABLE, ONE_RANK, AMBIGUOUS, JOB_SLOW = (
-    "rule", "default", "small", "in-noise", "unmeasured", "untunable", "one-rank", "ambiguous", "job-slow")
+    PointStatus.RULE, PointStatus.DEFAULT_KEPT, PointStatus.SMALL, PointStatus.IN_NOISE, PointStatus.UNMEASURED,
+    PointStatus.UNTUNABLE, PointStatus.ONE_RANK, PointStatus.AMBIGUOUS, PointStatus.JOB_SLOW)
 
 # A rule's saving per step must be at least this many times its own +- (module doc, point 2)
 NOISE_MULTIPLE = 2.0
@@ -80,7 +82,7 @@ class WPoint:
 @dataclass(frozen=True)
 class PointVerdict:
     point: WPoint
-    status: str                        # one of the statuses above
+    status: PointStatus
     reason: str
     default: PointStats | None = None  # the faster of NCCL's default and its twin
     selected: CommConfig | None = None  # what the written rules select (None: not measured)

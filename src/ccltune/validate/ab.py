@@ -19,6 +19,7 @@ from ccltune.errors import DataError, UsageError
 from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import Loaded
 from ccltune.measure.session import Session, plugin_options
+from ccltune.status import RunStatus, Verdict
 from ccltune.validate import capture as validate_capture
 from ccltune.validate import verdict as ab_verdict
 
@@ -118,7 +119,7 @@ def _retest(plan: ABPlan, s: Session, res: ABResult, judge: Callable[[list[Any]]
     by_name = {c.name: c for c in plan.collectives}
     for attempt in range(1, plan.retest + 1):
         # rank 0 judges; every rank measures what it names again
-        failing = ([[v.collective, v.size_bytes] for v in res.verdict.sizes if v.status == "FAIL"]
+        failing = ([[v.collective, v.size_bytes] for v in res.verdict.sizes if v.status == Verdict.FAIL]
                    if res.verdict is not None else None)
         failing = json.loads(s.ctx.broadcast_bytes(json.dumps(failing).encode() if s.is_root else None,
                                                    "sizes to measure again"))
@@ -133,7 +134,7 @@ def _summary(s: Session, res: ABResult, arms: dict[Any, Any], t_start: float,
              settings: measure_sweep.SweepSettings) -> dict[str, Any]:
     """The run's summary once the engine is down: the verdict (and capture), or the rows kept."""
     res.wall_s = time.perf_counter() - t_start
-    if res.verdict is None or s.status != "complete":
+    if res.verdict is None or s.status != RunStatus.COMPLETE:
         return {"rows": len(res.rows)}
     res.summary = res.verdict.to_dict()
     res.capture = validate_capture.capture(res.rows) if arms else None

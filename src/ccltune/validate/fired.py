@@ -21,24 +21,21 @@ profiler sees no numPipeOps or regBuff (a rule that names them is matched as if 
 
 from __future__ import annotations
 
-import enum
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ccltune import collectives
 from ccltune.datatypes import DTYPES
-from ccltune.rules import ANY, NCCL_CHOICE, nccl_spelling, PlatformFacts, Query, Rule, RuleSet, match
+from ccltune.rules import ANY, NCCL_CHOICE, PlatformFacts, Query, Rule, RuleSet, match, nccl_spelling
+from ccltune.status import RuleCheck, Verdict
 from ccltune.workload.profile_file import ProfileFile
 
 MAX_SKIPPED = 100  # entries not judged that are named (the rest are counted in none: a handful shows the cause)
 Ran = tuple[str, str, int]  # (algorithm, protocol, channels) as the profiler wrote them
 
 
-class Fired(enum.Enum):
-    APPLIED = "APPLIED"
-    NOT_APPLIED = "NOT APPLIED"
-    NEVER_FIRED = "NEVER FIRED"
+Fired = RuleCheck  # APPLIED / NOT APPLIED / NEVER FIRED, one vocabulary with plugin verify's
 
 
 @dataclass
@@ -176,7 +173,7 @@ def statuses(fired: list[RuleFiring]) -> list[str]:
     """The verdict words for an exit code: NOT APPLIED fails; a file none of whose rules fired proved nothing
     (FAIL); a rule that never fired, beside others that did, is not a failure (the job never made such a call)."""
     words = [f.status.value for f in fired]
-    return words + (["FAIL"] if not any(f.status is Fired.APPLIED for f in fired) else [])
+    return words + ([Verdict.FAIL] if not any(f.status is Fired.APPLIED for f in fired) else [])
 
 
 def lines(fired: list[RuleFiring], t: Tally) -> list[str]:

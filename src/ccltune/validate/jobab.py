@@ -24,27 +24,18 @@ lies below 1 and the ratio below 1 - e; else NO_DIFFERENCE. An arm is *confident
 
 from __future__ import annotations
 
-import enum
 import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from ccltune.status import ArmStatus as Status  # an arm's verdict: the word this module judges
 
 LEVEL = 0.95
 EXACT_PAIRS = 900    # m x n up to this: the exact U distribution (Gaussian binomial coefficients)
 MIN_RUNS = 4         # per arm, for a 95% interval when both arms have the same count (1 / C(8, 4) < 0.025)
 METHOD = ("Hodges-Lehmann estimate over runs, 95% Moses interval "
           "(Mann-Whitney U, distribution-free; no bootstrap)")
-
-
-class Status(enum.Enum):
-    """An arm's verdict against default; the text is what the table and JSON say."""
-
-    FASTER = "faster"
-    NO_DIFFERENCE = "no difference"
-    SLOWER = "slower"
-    FAILED = "failed"        # every run of the arm failed
-    BASELINE = "baseline"    # the default arm itself
 
 
 @dataclass(frozen=True)

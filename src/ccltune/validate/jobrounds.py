@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ccltune import rules
 from ccltune.errors import UsageError
 from ccltune.measure import jobrun
+from ccltune.status import SampleStatus
 from ccltune.store import Store
-from ccltune import rules
 from ccltune.validate import fired as fired_
 from ccltune.validate import jobab, jobstore, profsum
 from ccltune.workload import profile_file
@@ -188,7 +189,7 @@ class _Rounds:
         if arm.name == DEFAULT and not self.checked:
             value, why, bad = self._check_metric(res, value, why)
         unit = plan.metric.unit
-        s = jobstore.Sample(arm.name, rnd, slot, value, unit, jobstore.OK if value is not None else jobstore.FAILED,
+        s = jobstore.Sample(arm.name, rnd, slot, value, unit, SampleStatus.OK if value is not None else SampleStatus.FAILED,
                             res.exit_code, res.wall_s, len(res.matches), why)
         jobstore.add_sample(self.store, self.run_id, s)
         self.out.samples.append(s)

@@ -10,9 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ccltune.status import SampleStatus
 from ccltune.store import Store
-
-OK, FAILED = "ok", "failed"   # a sample's status
 
 
 @dataclass(frozen=True)
@@ -24,7 +23,7 @@ class Sample:
     slot: int            # its place in the round (0 = first)
     value: float | None
     unit: str
-    status: str          # OK or FAILED
+    status: str          # a SampleStatus
     exit_code: int | None
     wall_s: float
     matches: int = 0     # numbers the metric pattern matched in its output
@@ -38,6 +37,7 @@ def add_arms(store: Store, run_id: int, arms: Mapping[str, Mapping[str, Any]]) -
 
 
 def add_sample(store: Store, run_id: int, s: Sample) -> None:
+    SampleStatus.parse(s.status, f"ab run {run_id}, arm {s.arm!r} round {s.round}")
     store.conn.execute(
         "INSERT INTO ab_samples(run_id, arm, round, slot, value, unit, status, exit_code, wall_s, matches, note)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -86,7 +86,7 @@ def values_by_arm(rows: list[Sample], names: list[str]) -> tuple[dict[str, list[
     values: dict[str, list[float]] = {n: [] for n in names}
     failed: dict[str, int] = {n: 0 for n in names}
     for s in rows:
-        if s.status == OK and s.value is not None:
+        if s.status == SampleStatus.OK and s.value is not None:
             values.setdefault(s.arm, []).append(s.value)
         else:
             failed[s.arm] = failed.get(s.arm, 0) + 1

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from ccltune import junit
 from ccltune.sizes import format_size
+from ccltune.status import Verdict as Status  # validate's own Verdict is the whole judgement
 from ccltune.validate.verdict import SizeVerdict, Verdict
 
 
 def to_junit(v: Verdict, suite: str = "ccltune.validate") -> str:
     cases = []
     for s in v.sizes:
-        fail, error = s.status == "FAIL", s.status == "ERROR"
+        fail, error = s.status == Status.FAIL, s.status == Status.ERROR
         cases.append(junit.Case(
             f"{suite}.{s.collective}.nranks{s.n_ranks}.nnodes{s.n_nodes}", f"{s.collective} {format_size(s.size_bytes)}B",
             s.status, s.reason, kind="slower" if fail else "missing" if error else None,

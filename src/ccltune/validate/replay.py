@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune import engines
+from ccltune.status import RowStatus, Verdict
 from ccltune.store import as_record
 from ccltune.tune.stats import PointStats, median, median_interval, point_stats
 from ccltune.validate.verdict import SIDES
@@ -49,7 +50,7 @@ class EntryTime:
 
 @dataclass
 class ReplayVerdict:
-    status: str                      # PASS / FAIL / WAIVED
+    status: Verdict                  # PASS, FAIL or WAIVED
     reason: str
     steps: int | None
     default: PointStats              # µs per step
@@ -124,7 +125,7 @@ def entry_times(wl: Workload, rows_by_entry: Mapping[int, Iterable[Any]]) -> lis
         by: dict[str, list[float]] = {}
         for r in rows:
             r = as_record(r)
-            if r.get("status") == "ok" and r.get("time_us") and r.get("config") in SIDES:
+            if r.get("status") == RowStatus.OK and r.get("time_us") and r.get("config") in SIDES:
                 by.setdefault(r["config"], []).append(float(r["time_us"]))
         e = wl.entries[i]
         got = {arm: point_stats(by[arm]) if arm in by else None for arm in SIDES}
@@ -144,7 +145,7 @@ def verdict(rounds: Mapping[str, Sequence[float]], steps: int | None, entries: l
     ``library``: whose default that is (:func:`library_of`)."""
     default = point_stats(rounds["default"])
     if waived is not None or not rounds.get("rules"):
-        return ReplayVerdict("WAIVED", waived or f"only {library}'s default was replayed", steps, default, None,
+        return ReplayVerdict(Verdict.WAIVED, waived or f"only {library}'s default was replayed", steps, default, None,
                              entries, library)
     rules = point_stats(rounds["rules"])
     pairs = [r / d for d, r in zip(rounds["default"], rounds["rules"])]
@@ -152,11 +153,11 @@ def verdict(rounds: Mapping[str, Sequence[float]], steps: int | None, entries: l
     ratio = median(pairs)
     said = f"x{ratio:.4f}, {100 * conf:.1f}% interval [{lo:.4f}, {hi:.4f}] over {len(pairs)} paired rounds"
     if lo > 1:
-        status, why = "FAIL", f"the rules are slower: {said}"
+        status, why = Verdict.FAIL, f"the rules are slower: {said}"
     elif hi < 1:
-        status, why = "PASS", f"the rules are faster: {said}"
+        status, why = Verdict.PASS, f"the rules are faster: {said}"
     else:
-        status, why = "PASS", f"no difference: {said} contains 1"
+        status, why = Verdict.PASS, f"no difference: {said} contains 1"
     return ReplayVerdict(status, why, steps, default, rules, entries, library, (lo, hi, conf), ratio)
 
 

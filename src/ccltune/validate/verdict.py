@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ccltune.errors import DataError
+from ccltune.status import Verdict as Status  # validate's own Verdict is the whole judgement
 from ccltune.store import as_record
 from ccltune.tune.derive import usable
 from ccltune.tune.stats import PointStats, beats, point_stats
@@ -38,7 +39,7 @@ class SizeVerdict:
     n_ranks: int
     n_nodes: int
     size_bytes: int
-    status: str  # PASS / FAIL / ERROR
+    status: Status  # PASS, FAIL or ERROR
     reason: str
     default: PointStats | None
     rules: PointStats | None
@@ -72,9 +73,9 @@ class Verdict:
     hard_slowdown: float = HARD_SLOWDOWN
 
     @property
-    def status(self) -> str:
+    def status(self) -> Status:
         statuses = {s.status for s in self.sizes}
-        return "FAIL" if "FAIL" in statuses else "ERROR" if "ERROR" in statuses else "PASS"
+        return Status.FAIL if Status.FAIL in statuses else Status.ERROR if Status.ERROR in statuses else Status.PASS
 
     @property
     def geomean_speedup(self) -> float | None:
@@ -86,7 +87,7 @@ class Verdict:
             "status": self.status,
             "hard_slowdown": self.hard_slowdown,
             "geomean_speedup": self.geomean_speedup,
-            "counts": {st: sum(s.status == st for s in self.sizes) for st in ("PASS", "FAIL", "ERROR")},
+            "counts": {st: sum(s.status == st for s in self.sizes) for st in (Status.PASS, Status.FAIL, Status.ERROR)},
             "sizes": [s.to_dict() for s in self.sizes],
         }
 
@@ -101,7 +102,7 @@ def retested(first: Verdict, again: Verdict) -> Verdict:
         if r is None:
             out.append(s)
         else:
-            lead = "on retest: " if r.status == "PASS" else "again on retest: "
+            lead = "on retest: " if r.status == Status.PASS else "again on retest: "
             out.append(replace(r, reason=f"{lead}{r.reason}; first: {s.reason}", first=s.first or s))
     return Verdict(out, first.hard_slowdown)
 
@@ -111,10 +112,10 @@ def judge(default: PointStats, rules: PointStats, hard_slowdown: float = HARD_SL
     slowdown = rules.median_us / default.median_us - 1.0
     band = default.noise + rules.noise
     if slowdown > hard_slowdown:
-        return "FAIL", f"rules {100 * slowdown:.1f}% slower than default (hard limit {100 * hard_slowdown:g}%)"
+        return Status.FAIL, f"rules {100 * slowdown:.1f}% slower than default (hard limit {100 * hard_slowdown:g}%)"
     if beats(rules, default):
-        return "FAIL", f"rules {100 * slowdown:.1f}% slower than default, beyond the noise ±{100 * band:.1f}%"
-    return "PASS", f"speedup {default.median_us / rules.median_us:.3f}x (noise ±{100 * band:.1f}%)"
+        return Status.FAIL, f"rules {100 * slowdown:.1f}% slower than default, beyond the noise ±{100 * band:.1f}%"
+    return Status.PASS, f"speedup {default.median_us / rules.median_us:.3f}x (noise ±{100 * band:.1f}%)"
 
 
 def verdict(rows: Iterable[Any], *, hard_slowdown: float = HARD_SLOWDOWN,
@@ -142,11 +143,11 @@ def verdict(rows: Iterable[Any], *, hard_slowdown: float = HARD_SLOWDOWN,
         d, r = stats.get("default"), stats.get("rules")
         if d is None or r is None:
             missing = " and ".join(s for s in SIDES if stats.get(s) is None)
-            out.append(SizeVerdict(*key, "ERROR", f"no usable {missing} samples", d, r))
+            out.append(SizeVerdict(*key, Status.ERROR, f"no usable {missing} samples", d, r))
             continue
         if covered is not None and not covered(*key):
             ratio = d.median_us / r.median_us
-            out.append(SizeVerdict(*key, "PASS", f"no rule applies: NCCL's own choice on both sides "
+            out.append(SizeVerdict(*key, Status.PASS, f"no rule applies: NCCL's own choice on both sides "
                                                  f"(measured ratio {ratio:.3f}, i.e. the noise)", d, r))
             continue
         out.append(SizeVerdict(*key, *judge(d, r, hard_slowdown), d, r))

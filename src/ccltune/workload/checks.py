@@ -11,8 +11,8 @@ from typing import Any
 from ccltune import collectives
 from ccltune.datatypes import DTYPES
 from ccltune.errors import UsageError
-from ccltune.inputs import (INT64_MAX, MAX_CALL_BYTES, MAX_CALLS, MAX_COUNT, MAX_RANKS, MAX_WORKLOAD_BYTES, int_in,
-                            refuse_constant as _not_finite)
+from ccltune.inputs import INT64_MAX, MAX_CALL_BYTES, MAX_CALLS, MAX_COUNT, MAX_RANKS, MAX_WORKLOAD_BYTES, int_in
+from ccltune.inputs import refuse_constant as _not_finite
 
 __all__ = ["MAX_WORKLOAD_BYTES", "_check_doc", "_check_entry", "_not_finite"]
 # datatypes a workload holds: ccltune's names, torch's fp8 names as the trace reader writes them, NCCL's enum

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import median
 
+from ccltune.status import RowStatus
 from ccltune.store import Measurement
 from ccltune.workload.model import Entry, Workload
 
@@ -28,7 +29,7 @@ class Estimate:
 def _medians(rows: Iterable[Measurement]) -> dict[tuple[str, int, int], dict[int, float]]:
     by: dict[tuple[str, int, int], dict[int, list[float]]] = {}
     for m in rows:
-        if m.config != "default" or m.status != "ok" or m.time_us is None:
+        if m.config != "default" or m.status != RowStatus.OK or m.time_us is None:
             continue
         by.setdefault((m.collective, m.n_ranks, m.n_nodes), {}).setdefault(m.size_bytes, []).append(m.time_us)
     return {k: {s: median(v) for s, v in sizes.items()} for k, sizes in by.items()}

@@ -19,9 +19,10 @@ from typing import Any
 from ccltune.datatypes import OPS
 from ccltune.errors import UsageError
 from ccltune.files import read_bytes
-from ccltune.workload.compute import Overlap, check as check_compute
-from ccltune.workload.timing import Timing
 from ccltune.workload.checks import MAX_WORKLOAD_BYTES, _check_doc, _check_entry, _not_finite
+from ccltune.workload.compute import Overlap
+from ccltune.workload.compute import check as check_compute
+from ccltune.workload.timing import Timing
 
 SCHEMA = "ccltune-workload"
 VERSION = 1

@@ -23,31 +23,21 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ccltune import collectives
+from ccltune import collectives, ncclline
 from ccltune.datatypes import DTYPES, OPS
 from ccltune.inputs import MAX_COUNT, MAX_LINE_CHARS, MAX_RANKS
 from ccltune.workload.model import Halves, Key, RankRecord
 
-# every repeat bounded (a host name is at most 255 bytes): an unanchored search costs at most 255 steps a
-# character, whatever the line holds
-_PREFIX = r"(?P<host>[^\s:]{1,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,20}) \[(?P<dev>\d{1,6})\] NCCL INFO "
-# What may stand before NCCL's prefix at the start of a line: NCCL's timestamp
-# (NCCL_DEBUG_TIMESTAMP_FORMAT, "[%F %T] " by default, on the levels NCCL_DEBUG_TIMESTAMP_LEVELS
-# names), a launcher's tag (torchrun's "[rank0]:", mpirun --tag-output's "[1,0]<stdout>:", srun
-# --label's "0: "), or a timestamp of digits without brackets. Nothing else: a prefix found inside
-# a line is another process's line glued to a cut one (see parse). The two kinds of lead start with '['
-# and a digit and end before one, so a line can be split into leads one way only (srun's "0: " is a
-# digit lead), and at most 8 of them are tried: no backtracking beyond that on "1: 1: 1: ..."
-_TAG = r"\[[^\]\n]{0,128}\](?:<std(?:out|err)>)?:?"
-_LEAD = rf"(?:{_TAG}\s*|\d[\d\-:.,/T]*\s+){{0,8}}"
-_AT_START = re.compile(rf"^{_LEAD}{_PREFIX}", re.M)
-_TRAILING_TAGS = re.compile(rf"(?:{_TAG}){{1,8}}$")
+# NCCL's prefix and what may stand before it (a timestamp, a launcher's tag) are ncclline's. Only those
+# may start a line: a prefix found inside a line is another process's line glued to a cut one (see parse)
+_PREFIX = ncclline.INFO_PREFIX
+_AT_START = ncclline.AT_START
+_TRAILING_TAGS = ncclline.TRAILING_TAGS
 COLL_HEAD = re.compile(_PREFIX + r"(?P<func>[A-Za-z]+): opCount ")
 _COLL = re.compile(
     _PREFIX + r"(?P<func>[A-Za-z]+): opCount (?P<op_count>[0-9a-fA-F]+) sendbuff \S+ recvbuff \S+ "
     r"count (?P<count>\d+) datatype (?P<dtype>\d+) op (?P<op>\d+) root (?P<root>-?\d+) "
     r"comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) \[nranks=(?P<nranks>\d+)\] stream \S+\s*$")
-_INIT = re.compile(_PREFIX + r".*?comm (?P<comm>0x[0-9a-fA-F]+) rank \d+ nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+)")
 _NCCL_INFO = re.compile(_PREFIX)
 
 # ncclDataType_t -> (ccltune's spelling, bytes)
@@ -130,9 +120,10 @@ def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
     for no, line in enumerate(lines, start=1):
         line = line[:MAX_LINE_CHARS].rstrip("\r")  # a longer line is no NCCL line: only its start is read
         if " NCCL INFO " not in line or COLL_HEAD.search(line) is None:
-            init = _INIT.search(line) if " nNodes " in line else None  # a cheap test first: .*? scans
-            if init:
-                nnodes[(f"{init['host']}:{init['pid']}", init["comm"])] = int(init["nnodes"])
+            head = ncclline.split(line) if " nNodes " in line else None  # a cheap test first
+            init = ncclline.comm_init(head.msg) if head is not None and head.level == "INFO" else None
+            if init is not None and head is not None and head.process is not None:
+                nnodes[(head.process, init.comm)] = init.nnodes
             continue
         segs, untold = _segments(line, known)
         matches = [_COLL.match(seg) for seg in segs]
@@ -148,7 +139,7 @@ def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
         for j, m in enumerate(matches):
             key = _key(m, nnodes, path, no, warnings) if m is not None else None
             rank = f"{m['host']}:{m['pid']}" if m is not None else ""
-            if key is not None and halves.call_of((rank, m["comm"]), key, m["func"],
+            if m is not None and key is not None and halves.call_of((rank, m["comm"]), key, m["func"],
                                                   collectives.BY_NCCL_NAME[m["func"]].nccl_names, (no, j)) == (no, j):
                 ranks.setdefault(rank, Counter())[key] += 1
                 order.setdefault(rank, []).append((key, m["comm"]))

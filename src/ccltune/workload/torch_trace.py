@@ -27,10 +27,10 @@ from collections import Counter
 from typing import Any
 
 from ccltune import collectives
+from ccltune.datatypes import DTYPES
 from ccltune.errors import UsageError
 from ccltune.files import printable
 from ccltune.inputs import MAX_COUNT, MAX_RANKS
-from ccltune.datatypes import DTYPES
 from ccltune.workload import compute
 from ccltune.workload.compute import Interval
 from ccltune.workload.model import Halves, Key, RankRecord, Timing

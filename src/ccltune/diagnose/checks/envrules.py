@@ -22,6 +22,7 @@ from ccltune import rules
 from ccltune.diagnose.findings import Finding
 from ccltune.errors import UsageError
 from ccltune.files import read_bytes
+from ccltune.status import Verdict
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 # C strtoll with base 0: leading white space, a sign, then 0x/0X hex, 0 octal, or decimal digits
@@ -143,47 +144,47 @@ class EnvRule:
 
 
 RULES: tuple[EnvRule, ...] = (
-    EnvRule("NCCL_P2P_DISABLE", _int_is(1), "FAIL",
+    EnvRule("NCCL_P2P_DISABLE", _int_is(1), Verdict.FAIL,
             "peer-to-peer (NVLink/xGMI/PCIe) is off: GPUs exchange data through host memory",
             "unset NCCL_P2P_DISABLE", reads="int"),
-    EnvRule("NCCL_P2P_LEVEL", _level_is("LOC"), "FAIL",
+    EnvRule("NCCL_P2P_LEVEL", _level_is("LOC"), Verdict.FAIL,
             "P2P level LOC forbids peer-to-peer between any two GPUs",
             "unset NCCL_P2P_LEVEL (or set SYS to allow P2P across the CPU interconnect)", reads="level"),
-    EnvRule("NCCL_SHM_DISABLE", _int_is(1), "WARN",
+    EnvRule("NCCL_SHM_DISABLE", _int_is(1), Verdict.WARN,
             "shared memory is off: pairs without P2P fall back to the network transport",
             "unset NCCL_SHM_DISABLE", reads="int"),
-    EnvRule("NCCL_ALGO", _any, "WARN",
+    EnvRule("NCCL_ALGO", _any, Verdict.WARN,
             "forces one algorithm for every collective and size; NCCL's own choice is best at most sizes",
             "unset NCCL_ALGO; use a tuner plugin (ccltune tune) for per-size choices"),
-    EnvRule("NCCL_PROTO", _any, "WARN",
+    EnvRule("NCCL_PROTO", _any, Verdict.WARN,
             "forces protocols for every collective and size; NCCL's own choice is best at most sizes",
             "unset NCCL_PROTO; use a tuner plugin (ccltune tune) for per-size choices"),
-    EnvRule("NCCL_MAX_NCHANNELS", _int_below(16), "WARN",
+    EnvRule("NCCL_MAX_NCHANNELS", _int_below(16), Verdict.WARN,
             "caps NCCL at fewer than 16 channels: large messages cannot reach the link bandwidth",
             "unset NCCL_MAX_NCHANNELS, or measure counts with `ccltune doctor --nproc N`", reads="int"),
-    EnvRule("NCCL_MAX_CTAS", _int_below(16), "WARN",
+    EnvRule("NCCL_MAX_CTAS", _int_below(16), Verdict.WARN,
             "caps NCCL at fewer than 16 CTAs (channels): large messages cannot reach the link bandwidth",
             "unset NCCL_MAX_CTAS", reads="int"),
-    EnvRule("NCCL_BUFFSIZE", _int_below(1 << 22), "WARN",
+    EnvRule("NCCL_BUFFSIZE", _int_below(1 << 22), Verdict.WARN,
             "buffers below the 4 MiB default lower large-message bandwidth",
             "unset NCCL_BUFFSIZE", reads="int"),
-    EnvRule("NCCL_DEBUG", _one_of("INFO", "TRACE"), "WARN",
+    EnvRule("NCCL_DEBUG", _one_of("INFO", "TRACE"), Verdict.WARN,
             "verbose logging slows communicator creation and floods the job's output",
             "unset NCCL_DEBUG or set NCCL_DEBUG=WARN outside diagnosis", reads="debug"),
-    EnvRule("NCCL_IB_DISABLE", lambda n: n != 0, "WARN",  # NCCL: any value but 0 turns IB off
+    EnvRule("NCCL_IB_DISABLE", lambda n: n != 0, Verdict.WARN,  # NCCL: any value but 0 turns IB off
             "InfiniBand is off: traffic between nodes goes over TCP sockets",
             "unset NCCL_IB_DISABLE on hosts with InfiniBand adapters", reads="int"),
-    EnvRule("NCCL_NET_GDR_LEVEL", _level_is("LOC"), "WARN",
+    EnvRule("NCCL_NET_GDR_LEVEL", _level_is("LOC"), Verdict.WARN,
             "GPUDirect RDMA is off: network traffic is staged through host memory",
             "unset NCCL_NET_GDR_LEVEL", reads="level"),
-    EnvRule("NCCL_NVLS_ENABLE", _int_is(0), "PASS",
+    EnvRule("NCCL_NVLS_ENABLE", _int_is(0), Verdict.PASS,
             "NVLink SHARP (multicast) is off: on NVSwitch systems that support it this can cost all_reduce "
             "bandwidth; it is needed where multicast is unavailable (some virtual machines and fabrics)",
             "unset NCCL_NVLS_ENABLE unless this machine cannot use NVLS", reads="int"),
-    EnvRule("CUDA_LAUNCH_BLOCKING", _one_of("1"), "FAIL",
+    EnvRule("CUDA_LAUNCH_BLOCKING", _one_of("1"), Verdict.FAIL,
             "every CUDA launch is synchronous: communication cannot overlap anything",
             "unset CUDA_LAUNCH_BLOCKING"),
-    EnvRule("TORCH_NCCL_BLOCKING_WAIT", _one_of("1"), "WARN",
+    EnvRule("TORCH_NCCL_BLOCKING_WAIT", _one_of("1"), Verdict.WARN,
             "the host blocks on every collective", "unset TORCH_NCCL_BLOCKING_WAIT"),
 )
 
@@ -249,7 +250,7 @@ def check_env(environ: Mapping[str, str], *, source: str, has_infiniband: bool |
         harmful = read is not None and not refused and rule.matches(read)
         data = {"variable": rule.var, "value": value, "source": source, "read_as": read}
         if problem:  # NCCL misreads or ignores it: say so, and judge what NCCL uses instead
-            status = "FAIL" if harmful and rule.status == "FAIL" else "WARN"
+            status = Verdict.FAIL if harmful and rule.status == Verdict.FAIL else Verdict.WARN
             evidence = f"{rule.var}={value!r} ({source}): {problem}" + (f"; {rule.why}" if harmful else "")
             fix = f"set {rule.var} to {_expect(rule.var, rule.reads)}, or unset it"
             out.append(Finding(f"env:{rule.var}", status, evidence, fix, data=data))
@@ -259,7 +260,7 @@ def check_env(environ: Mapping[str, str], *, source: str, has_infiniband: bool |
         status = rule.status
         why = rule.why
         if rule.var == "NCCL_IB_DISABLE" and has_infiniband is False:
-            status, why = "PASS", "no InfiniBand adapter on this host, so nothing is lost"
+            status, why = Verdict.PASS, "no InfiniBand adapter on this host, so nothing is lost"
         read_as = "" if str(read) == value.strip() else f"; NCCL reads {read}"
         out.append(Finding(f"env:{rule.var}", status, f"{rule.var}={value} ({source}{read_as}): {why}", rule.fix,
                            data=data))
@@ -275,7 +276,7 @@ def check_env(environ: Mapping[str, str], *, source: str, has_infiniband: bool |
     if files_here and config and "NCCL_TUNER_CONFIG_FILE" not in {f.data.get("variable") for f in out}:
         out.extend(_rule_file(config, source))
     if not out:
-        out.append(Finding("env", "PASS", f"no harmful NCCL/RCCL variable in {source} "
+        out.append(Finding("env", Verdict.PASS, f"no harmful NCCL/RCCL variable in {source} "
                            f"({len(RULES)} rules and {len(VARS)} variables checked)", data={"source": source}))
     return out
 
@@ -295,7 +296,7 @@ def _misread(known: EnvVar, value: str, source: str) -> Finding | None:
     if not problem:
         return None
     data = {"variable": known.var, "value": value, "source": source, "read_as": read}
-    return Finding(f"env:{known.var}", "WARN", f"{known.var}={value!r} ({source}): {problem}",
+    return Finding(f"env:{known.var}", Verdict.WARN, f"{known.var}={value!r} ({source}): {problem}",
                    f"set {known.var} to {_expect(known.var, known.reads)}, or unset it", data=data)
 
 
@@ -312,15 +313,15 @@ def _rule_file(path: str, source: str) -> list[Finding]:
     try:
         raw = read_bytes(path, "NCCL_TUNER_CONFIG_FILE", limit=rules.MAX_RULE_FILE_BYTES)
     except UsageError as exc:
-        return [Finding("env:NCCL_TUNER_CONFIG_FILE", "WARN", f"{exc} ({source}): the tuner plugin cannot use "
+        return [Finding("env:NCCL_TUNER_CONFIG_FILE", Verdict.WARN, f"{exc} ({source}): the tuner plugin cannot use "
                         "it, and NCCL runs untuned", fix, data=data)]
     nul = raw.find(b"\0")
     if nul >= 0:
-        return [Finding("env:NCCL_TUNER_CONFIG_FILE", "WARN", f"NCCL_TUNER_CONFIG_FILE={path!r} ({source}) is a "
+        return [Finding("env:NCCL_TUNER_CONFIG_FILE", Verdict.WARN, f"NCCL_TUNER_CONFIG_FILE={path!r} ({source}) is a "
                         f"binary file (a NUL byte at offset {nul}), not a rule file", fix, data=data)]
     diags = rules.parse_text(raw.decode("utf-8", "surrogateescape"), path).diagnostics
     if diags:
-        return [Finding("env:NCCL_TUNER_CONFIG_FILE", "WARN", f"NCCL_TUNER_CONFIG_FILE={path!r} ({source}): "
+        return [Finding("env:NCCL_TUNER_CONFIG_FILE", Verdict.WARN, f"NCCL_TUNER_CONFIG_FILE={path!r} ({source}): "
                         f"{len(diags)} lines the plugin rejects (first: {diags[0]})",
                         f"ccltune plugin check {path}", data=data)]
     return []

@@ -20,6 +20,7 @@ from ccltune.diagnose.findings import Finding
 from ccltune.diagnose.probes import benchrun
 from ccltune.errors import UsageError
 from ccltune.sizes import format_size
+from ccltune.status import RowStatus, Verdict
 
 if TYPE_CHECKING:
     from ccltune.diagnose.checks.context import Context
@@ -46,7 +47,7 @@ def _points(records: Sequence[Record], collective: str, in_place: bool, metric: 
         if _norm(r.get("collective", "")) != _norm(collective) or bool(r.get("in_place")) != in_place:
             continue
         value = r.get(metric)
-        if value is not None and r.get("status", "ok") == "ok":
+        if value is not None and r.get("status", RowStatus.OK) == RowStatus.OK:
             by_size.setdefault(int(r["size_bytes"]), []).append(float(value))
     return {size: statistics.median(values) for size, values in sorted(by_size.items())}
 
@@ -73,11 +74,11 @@ def evaluate(profile: Profile, records: Sequence[Record], how: Mapping[str, Any]
     measured_ranks = how.get("world_size")
     if measured_ranks is not None and int(measured_ranks) != profile.world_size:
         reason = f"measured on {measured_ranks} ranks; profile {profile.name} needs {profile.world_size}"
-        return [Finding("world_size", "ERROR", reason, f"measure with {profile.world_size} GPUs or pick another "
+        return [Finding("world_size", Verdict.ERROR, reason, f"measure with {profile.world_size} GPUs or pick another "
                         "--profile", data=dict(how))] + waive_all(profile, reason)
     out = [_gate(g, records, provisional=profile.provisional) for g in profile.gates]
     if how.get("process_per_gpu") is False:  # the figures assume one process per GPU (nccl-tests -g 1)
-        out.insert(0, Finding("process_per_gpu", "ERROR", "measured with one process driving several GPUs; "
+        out.insert(0, Finding("process_per_gpu", Verdict.ERROR, "measured with one process driving several GPUs; "
                               f"profile {profile.name}'s figures are for one process per GPU",
                               "measure with one process per GPU (torchrun, mpirun -np N, nccl-tests -g 1)"))
     if profile.monotonic:  # up to the profile's own largest size: a run measured further is judged as far
@@ -118,7 +119,7 @@ def profile_misfit(profile: Profile, gpu_model: str | None, world_size: int | No
 
 def waive_all(profile: Profile, reason: str) -> list[Finding]:
     names = [g.name for g in profile.gates] + (["monotonic"] if profile.monotonic else [])
-    return [Finding(n, "WAIVED", reason) for n in names]
+    return [Finding(n, Verdict.WAIVED, reason) for n in names]
 
 
 def planned_how(profile: Profile) -> dict[str, Any]:
@@ -154,7 +155,7 @@ def judge(ctx: Context) -> list[Finding]:
         ctx.artifacts["bench-output.txt"] = run.output
     if run.error:
         sweep = f"{format_size(plan.min_bytes)}..{format_size(plan.max_bytes)}"
-        return [Finding("measure", "ERROR", f"bench {sweep} on {profile.world_size} GPUs failed: {run.error}",
+        return [Finding("measure", Verdict.ERROR, f"bench {sweep} on {profile.world_size} GPUs failed: {run.error}",
                         "run the command in data.argv by hand", data={"argv": run.argv})]
     ctx.how = how_measured(run.bench_env, run.records, source="measured") | {"launcher": "torchrun",
                                                                           "process_per_gpu": True}
@@ -168,12 +169,12 @@ def _gate(gate: Gate, records: Sequence[Record], *, provisional: bool) -> Findin
     data = {"size_bytes": gate.size_bytes, "min": gate.min_value, "metric": gate.metric}
     if gate.size_bytes not in points:
         have = ", ".join(format_size(s) for s in points) or "none"
-        return Finding(gate.name, "ERROR", f"no measurement of {where} (sizes measured: {have})",
+        return Finding(gate.name, Verdict.ERROR, f"no measurement of {where} (sizes measured: {have})",
                        f"measure {format_size(gate.size_bytes)} (-e/--maxbytes)", data=data)
     value = points[gate.size_bytes]
     note = " (provisional threshold)" if provisional else ""
     ok = value >= gate.min_value
-    return Finding(gate.name, "PASS" if ok else "FAIL",
+    return Finding(gate.name, Verdict.PASS if ok else Verdict.FAIL,
                    f"{where}: {value:.1f} {'>=' if ok else '<'} {gate.min_value:g} GB/s{note}",
                    "" if ok else "run `ccltune doctor` for what limits it", value=value, data=data)
 
@@ -184,7 +185,7 @@ def check_monotonic(rule: Monotonic, records: Sequence[Record], up_to: int | Non
               if s >= rule.from_bytes and (up_to is None or s <= up_to)}
     label = f"{rule.collective} busbw from {format_size(rule.from_bytes)}"
     if len(points) < 2:
-        return Finding("monotonic", "WAIVED", f"{label}: {len(points)} sizes measured, need 2")
+        return Finding("monotonic", Verdict.WAIVED, f"{label}: {len(points)} sizes measured, need 2")
     drops, best_size, best = [], 0, 0.0
     for size, value in points.items():
         if best and value < best * (1 - rule.tolerance):
@@ -193,10 +194,10 @@ def check_monotonic(rule: Monotonic, records: Sequence[Record], up_to: int | Non
             best_size, best = size, value
     data = {"points": {str(s): v for s, v in points.items()}, "drops": drops, "tolerance": rule.tolerance}
     if not drops:
-        return Finding("monotonic", "PASS", f"{label}: never falls more than {rule.tolerance:.0%} "
+        return Finding("monotonic", Verdict.PASS, f"{label}: never falls more than {rule.tolerance:.0%} "
                        f"over {len(points)} sizes", data=data)
     d = drops[0]
-    return Finding("monotonic", "FAIL", f"{label}: {d['busbw_gbps']:.1f} GB/s at {format_size(d['size_bytes'])} "
+    return Finding("monotonic", Verdict.FAIL, f"{label}: {d['busbw_gbps']:.1f} GB/s at {format_size(d['size_bytes'])} "
                    f"< {d['best_gbps']:.1f} at {format_size(d['best_size_bytes'])} (-{1 - d['busbw_gbps'] / d['best_gbps']:.0%}"
                    f", tolerance {rule.tolerance:.0%}); {len(drops)} such sizes",
                    "look for memory pressure, clock throttling or a protocol switch at that size", data=data)

@@ -11,15 +11,17 @@ from pathlib import Path
 
 from ccltune.diagnose.findings import Finding
 from ccltune.diagnose.probes.sysfs import read_text
+from ccltune.status import Verdict
+
 
 def check_numa_balancing(root: Path) -> Finding:
     text, why = read_text(root, "proc/sys/kernel/numa_balancing")
     if text is None:
-        return Finding("numa_balancing", "WAIVED", why)
+        return Finding("numa_balancing", Verdict.WAIVED, why)
     value = text.strip()
     if value == "0":
-        return Finding("numa_balancing", "PASS", "kernel.numa_balancing = 0")
-    return Finding("numa_balancing", "WARN", f"kernel.numa_balancing = {value}: the kernel migrates pages of "
+        return Finding("numa_balancing", Verdict.PASS, "kernel.numa_balancing = 0")
+    return Finding("numa_balancing", Verdict.WARN, f"kernel.numa_balancing = {value}: the kernel migrates pages of "
                    "running processes, which stalls GPU transfers from host memory at random",
                    "sudo sysctl -w kernel.numa_balancing=0 (persist in /etc/sysctl.d/)")
 
@@ -29,7 +31,7 @@ def check_numad(root: Path) -> Finding:
     try:
         pids = [p for p in proc.iterdir() if p.name.isdigit()]
     except OSError as exc:
-        return Finding("numad", "WAIVED", f"cannot list /proc: {exc.strerror}")
+        return Finding("numad", Verdict.WAIVED, f"cannot list /proc: {exc.strerror}")
     running = []
     for p in pids:
         try:
@@ -38,9 +40,9 @@ def check_numad(root: Path) -> Finding:
         except OSError:
             continue  # a process that ended, or one we may not read
     if running:
-        return Finding("numad", "WARN", f"numad is running (pid {', '.join(map(str, running))}): it moves processes "
+        return Finding("numad", Verdict.WARN, f"numad is running (pid {', '.join(map(str, running))}): it moves processes "
                        "and memory between NUMA nodes behind NCCL's CPU affinity", "sudo systemctl disable --now numad")
-    return Finding("numad", "PASS", f"numad not running ({len(pids)} processes checked)")
+    return Finding("numad", Verdict.PASS, f"numad not running ({len(pids)} processes checked)")
 
 
 def check_iommu(root: Path) -> Finding:
@@ -50,17 +52,17 @@ def check_iommu(root: Path) -> Finding:
     except OSError:
         units = None
     if cmdline is None and units is None:
-        return Finding("iommu", "WAIVED", f"{why}; /sys/class/iommu unreadable")
+        return Finding("iommu", Verdict.WAIVED, f"{why}; /sys/class/iommu unreadable")
     tokens = set((cmdline or "").split())
     passthrough = bool(tokens & {"iommu=pt", "iommu.passthrough=1", "amd_iommu=pt"})
     off = bool(tokens & {"iommu=off", "intel_iommu=off", "amd_iommu=off"})
     data = {"cmdline_iommu": sorted(t for t in tokens if "iommu" in t), "units": units}
     shown = " ".join(data["cmdline_iommu"]) or "no iommu option"
     if off or not units:
-        return Finding("iommu", "PASS", f"IOMMU off ({shown}; {len(units or [])} IOMMU units)", data=data)
+        return Finding("iommu", Verdict.PASS, f"IOMMU off ({shown}; {len(units or [])} IOMMU units)", data=data)
     if passthrough:
-        return Finding("iommu", "PASS", f"IOMMU in passthrough mode ({shown}; {len(units)} units)", data=data)
-    return Finding("iommu", "WARN", f"IOMMU translates DMA ({shown}; units {', '.join(units[:4])}): GPU peer-to-peer "
+        return Finding("iommu", Verdict.PASS, f"IOMMU in passthrough mode ({shown}; {len(units)} units)", data=data)
+    return Finding("iommu", Verdict.WARN, f"IOMMU translates DMA ({shown}; units {', '.join(units[:4])}): GPU peer-to-peer "
                    "and GPUDirect RDMA go through address translation (RCCL warns of hangs without iommu=pt)",
                    "add iommu=pt to the kernel command line (with intel_iommu=on / amd_iommu=on if needed)", data=data)
 
@@ -84,16 +86,16 @@ def parse_acs(lspci_vvv: str) -> tuple[list[dict[str, str]], bool]:
 def check_acs(lspci_vvv: str | None) -> Finding:
     """WARN when a bridge has ACS request/completion redirect on: P2P detours through the root complex."""
     if lspci_vvv is None:
-        return Finding("pcie_acs", "WAIVED", "lspci is not installed (pciutils)")
+        return Finding("pcie_acs", Verdict.WAIVED, "lspci is not installed (pciutils)")
     devices, denied = parse_acs(lspci_vvv)
     if not devices:
         why = "lspci could not read capabilities (run as root)" if denied else "no device reports ACS"
-        return Finding("pcie_acs", "WAIVED" if denied else "PASS", why)
+        return Finding("pcie_acs", Verdict.WAIVED if denied else Verdict.PASS, why)
     redirect = [d for d in devices if re.search(r"\b(ReqRedir|CmpltRedir)\+", d["flags"])]
     if not redirect:
-        return Finding("pcie_acs", "PASS", f"ACS redirect off on all {len(devices)} ACS-capable devices")
+        return Finding("pcie_acs", Verdict.PASS, f"ACS redirect off on all {len(devices)} ACS-capable devices")
     bdfs = ", ".join(d["bdf"] for d in redirect[:6]) + (" ..." if len(redirect) > 6 else "")
-    return Finding("pcie_acs", "WARN", f"ACS redirect on at {len(redirect)} of {len(devices)} devices ({bdfs}): "
+    return Finding("pcie_acs", Verdict.WARN, f"ACS redirect on at {len(redirect)} of {len(devices)} devices ({bdfs}): "
                    "PCIe peer-to-peer between GPUs and NICs detours through the root complex",
                    "on bare metal disable ACS in the BIOS or with `setpci -s BDF ECAP_ACS+0x6.w=0000`; "
                    "keep it in VMs that pass devices through", data={"devices": [d["bdf"] for d in redirect]})

@@ -22,6 +22,7 @@ from typing import Any
 
 from ccltune.diagnose.findings import Finding
 from ccltune.diagnose.parsers.linkimport import times
+from ccltune.status import Verdict
 
 Pair = tuple[int, int]
 # A series measured again (``links`` re-times the links it flagged): its rows' direction is the series'
@@ -94,7 +95,7 @@ def _judge(rows: Sequence[Mapping[str, Any]], method: str, direction: str, serie
     name, slow = f"links:{method}/{direction}", series["slow_links"]
     if not slow:
         ratio = f", {series['nvlink_ratio']:.0%} of the NVLink limit" if series.get("nvlink_ratio") else ""
-        return Finding(name, "PASS", f"median {series['median_gbps']:.1f} GB/s, min {series['min_gbps']:.1f}"
+        return Finding(name, Verdict.PASS, f"median {series['median_gbps']:.1f} GB/s, min {series['min_gbps']:.1f}"
                                      f"{ratio}; no link below {threshold:g} x median", value=series["median_gbps"])
     worst, limit = slow[0], threshold * series["median_gbps"]
     first = (f"{len(slow)} links below {threshold:g} x median {series['median_gbps']:.1f} GB/s; "
@@ -102,27 +103,27 @@ def _judge(rows: Sequence[Mapping[str, Any]], method: str, direction: str, serie
     confirm = confirming_test(method, direction)
     again = matrix(rows, method, direction + REPEAT)
     if not again:
-        return Finding(name, "WARN", first + " (measured once)",
+        return Finding(name, Verdict.WARN, first + " (measured once)",
                        f"measure again (ccltune links) and confirm each pair with {confirm} before servicing "
                        "hardware", value=worst["gbps"], data={"slow_links": slow})
     twice = [x for x in slow if again.get((x["src"], x["dst"]), limit) < limit]
     if not twice:
         values = [again[(x["src"], x["dst"])] for x in slow if (x["src"], x["dst"]) in again]
         low = f" (the slowest of them {min(values):.1f} GB/s)" if values else ""
-        return Finding(name, "PASS", f"{first}; measured again, none of them below{low}: not the links",
+        return Finding(name, Verdict.PASS, f"{first}; measured again, none of them below{low}: not the links",
                        value=series["median_gbps"], data={"slow_links": slow, "slow_twice": []})
     alone = matrix(rows, method, "uni") if direction == "all2all" else {}
     alone_limit = threshold * statistics.median(alone.values()) if alone else 0.0
     slow_alone = [x for x in twice if alone.get((x["src"], x["dst"]), 0.0) < alone_limit] if alone else twice
     if not slow_alone:
         fastest = min(alone[(x["src"], x["dst"])] for x in twice)
-        return Finding(name, "PASS", f"{first}; {len(twice)} of them again when measured again, but each reaches "
+        return Finding(name, Verdict.PASS, f"{first}; {len(twice)} of them again when measured again, but each reaches "
                                      f">= {fastest:.1f} GB/s alone ({method}/uni): concurrent copies share the GPU's "
                                      "copy engines unevenly, the links are fine", value=series["median_gbps"],
                        data={"slow_links": slow, "slow_twice": twice, "slow_alone": []})
     worst = slow_alone[0]
     both = " and alone" if direction == "all2all" else ""
-    return Finding(name, "WARN", f"{len(slow_alone)} links below {threshold:g} x median {series['median_gbps']:.1f} "
+    return Finding(name, Verdict.WARN, f"{len(slow_alone)} links below {threshold:g} x median {series['median_gbps']:.1f} "
                                  f"GB/s in two measurements{both}; slowest {worst['src']}->{worst['dst']} "
                                  f"{worst['gbps']:.1f} GB/s",
                    f"confirm with {confirm}; check the link: nvidia-smi nvlink -s / -e (NVIDIA) or amd-smi metric "

@@ -20,6 +20,7 @@ from ccltune.diagnose.parsers.ncclog import NcclLog
 from ccltune.diagnose.parsers.rcclog import RcclFacts
 from ccltune.diagnose.probes import topo
 from ccltune.diagnose.probes.sysfs import node_cpus
+from ccltune.status import Verdict
 
 MIN_CHANNELS_ADVICE = 32  # the largest count `ccltune doctor --nproc N` measures (checks.transport.CHANNEL_VARIANTS)
 # ROCm/rccl src/init.cc ncclInit: the HSA_FORCE_FINE_GRAIN_PCIE WARN came in 2.16 (rocm-5.6.0, 3dcebc7c: on every
@@ -97,23 +98,23 @@ def ll128_finding(facts: RcclFacts, log: NcclLog, arch: str | None) -> Finding:
     rule = (f"{lib} enables LL128 only on {'/'.join(archs)} with xGMI links, in a build with ENABLE_LL128, when "
             "the topology model or RCCL_LL128_FORCE_ENABLE=1 allows it")
     if explicit is False:
-        return Finding(name, "PASS", f"NCCL_PROTO={proto} leaves LL128 off ({where})", data=data)
+        return Finding(name, Verdict.PASS, f"NCCL_PROTO={proto} leaves LL128 off ({where})", data=data)
     if explicit and old:
-        return Finding(name, "WARN", f"NCCL_PROTO={proto} enables LL128 on any GPU in {lib} (its gfx90a check "
+        return Finding(name, Verdict.WARN, f"NCCL_PROTO={proto} enables LL128 on any GPU in {lib} (its gfx90a check "
                        f"applies only when NCCL_PROTO is unset; {where})", "keep it only where a measured sweep shows "
                        "LL128 winning (ccltune sweep on RCCL)", data=data)
     explicit_note = (f"; NCCL_PROTO={proto} does not bypass that in this version" if explicit else "")
     if forced and on_arch is False:
-        return Finding(name, "WARN", f"RCCL_LL128_FORCE_ENABLE=1 has no effect on {arch}: {rule}{explicit_note}; "
+        return Finding(name, Verdict.WARN, f"RCCL_LL128_FORCE_ENABLE=1 has no effect on {arch}: {rule}{explicit_note}; "
                        "tuner rules naming LL128 are ignored", "drop RCCL_LL128_FORCE_ENABLE" + (
                            ", or set NCCL_PROTO to include LL128 (this version then enables it on any GPU)"
                            if old else ""), data=data)
     if forced:
         maybe = "" if on_arch else f" if the GPUs are {'/'.join(archs)}"
-        return Finding(name, "WARN", f"RCCL_LL128_FORCE_ENABLE=1: LL128 is forced on{maybe} ({where}; {rule})"
+        return Finding(name, Verdict.WARN, f"RCCL_LL128_FORCE_ENABLE=1: LL128 is forced on{maybe} ({where}; {rule})"
                        f"{explicit_note}", "keep it only where a measured sweep shows LL128 winning "
                        "(ccltune sweep on RCCL)", data=data)
-    return Finding(name, "PASS", f"LL128 as RCCL decides (RCCL_LL128_FORCE_ENABLE not set, {where}): {rule}"
+    return Finding(name, Verdict.PASS, f"LL128 as RCCL decides (RCCL_LL128_FORCE_ENABLE not set, {where}): {rule}"
                    f"{explicit_note}; tuner rules naming LL128 are ignored where it is off", data=data)
 
 
@@ -122,19 +123,19 @@ def feature_findings(facts: RcclFacts, log: NcclLog | None = None, arch: str | N
     out = [ll128_finding(facts, log or NcclLog(), arch)]
     enable = facts.params.get("RCCL_MSCCL_ENABLE")
     state = {True: "on (MSCCL initialized)", False: "off", None: "not reported"}[facts.msccl]
-    out.append(Finding("rccl:msccl", "PASS" if enable != 0 or not facts.msccl else "WARN",
+    out.append(Finding("rccl:msccl", Verdict.PASS if enable != 0 or not facts.msccl else Verdict.WARN,
                        f"MSCCL {state}" + (f", RCCL_MSCCL_ENABLE={enable}" if enable is not None else "")
                        + ": collectives an MSCCL XML algorithm matches run MSCCL's kernels, not RCCL's ring/tree, "
                        "and never reach a tuner plugin", data={"msccl": facts.msccl, "RCCL_MSCCL_ENABLE": enable}))
     threshold = facts.mscclpp_threshold or facts.params.get("RCCL_MSCCLPP_THRESHOLD")
     if facts.mscclpp:
-        out.append(Finding("rccl:mscclpp", "PASS", f"MSCCL++ on, threshold {threshold} bytes: graph-captured "
+        out.append(Finding("rccl:mscclpp", Verdict.PASS, f"MSCCL++ on, threshold {threshold} bytes: graph-captured "
                            f"all_reduce up to {threshold} B (all_gather: bytes x ranks) runs MSCCL++ kernels and "
                            "bypasses RCCL's algorithms and the tuner plugin; larger sizes go to RCCL",
                            data={"threshold_bytes": threshold}))
     else:
         why = f" ({facts.mscclpp_off_reason})" if facts.mscclpp_off_reason else ""
-        out.append(Finding("rccl:mscclpp", "PASS", f"MSCCL++ {'off' if facts.mscclpp is False else 'not reported'}"
+        out.append(Finding("rccl:mscclpp", Verdict.PASS, f"MSCCL++ {'off' if facts.mscclpp is False else 'not reported'}"
                            f"{why}: every size goes through RCCL (and a tuner plugin)", data={"mscclpp": facts.mscclpp}))
     return out
 
@@ -144,15 +145,15 @@ def min_channels_finding(used: int, node_gpus: int, xgmi_node: bool, environ: Ma
     """NCCL_MIN_NCHANNELS when a job uses fewer than all GPUs of an 8-GPU xGMI node."""
     name = "rccl:min_nchannels"
     if not xgmi_node or node_gpus < 8:
-        return Finding(name, "WAIVED", f"not an 8-GPU xGMI node ({node_gpus} GPUs{'' if xgmi_node else ', no xGMI'})")
+        return Finding(name, Verdict.WAIVED, f"not an 8-GPU xGMI node ({node_gpus} GPUs{'' if xgmi_node else ', no xGMI'})")
     if used >= node_gpus:
-        return Finding(name, "PASS", f"all {node_gpus} GPUs used: RCCL's channel count is tuned for that")
+        return Finding(name, Verdict.PASS, f"all {node_gpus} GPUs used: RCCL's channel count is tuned for that")
     set_to = environ.get("NCCL_MIN_NCHANNELS")
     chosen = f"; RCCL chose {coll_channels} channels" if coll_channels else ""
     if set_to:
-        return Finding(name, "PASS", f"{used} of {node_gpus} GPUs, NCCL_MIN_NCHANNELS={set_to}{chosen}",
+        return Finding(name, Verdict.PASS, f"{used} of {node_gpus} GPUs, NCCL_MIN_NCHANNELS={set_to}{chosen}",
                        data={"NCCL_MIN_NCHANNELS": set_to})
-    return Finding(name, "WARN", f"{used} of {node_gpus} xGMI GPUs used and NCCL_MIN_NCHANNELS not set{chosen}: "
+    return Finding(name, Verdict.WARN, f"{used} of {node_gpus} xGMI GPUs used and NCCL_MIN_NCHANNELS not set{chosen}: "
                    "with fewer GPUs each uses fewer xGMI links and RCCL's default channel count leaves bandwidth unused",
                    f"export NCCL_MIN_NCHANNELS={MIN_CHANNELS_ADVICE}; measure the gain with "
                    f"`ccltune doctor --nproc {used}` (it times 8, 16, 24 and 32 channels)",
@@ -164,9 +165,9 @@ def affinity_finding(facts: RcclFacts, gpu_numa: Callable[[int, str], int | None
     """Each rank's init core against its GPU's NUMA node. ``gpu_numa(dev, bus)`` -> node or None."""
     name = "rccl:affinity"
     if not facts.cores:
-        return Finding(name, "WAIVED", "no 'on core N - Init COMPLETE' lines (RCCL prints them at NCCL_DEBUG=INFO)")
+        return Finding(name, Verdict.WAIVED, "no 'on core N - Init COMPLETE' lines (RCCL prints them at NCCL_DEBUG=INFO)")
     if not cpus_of_node:
-        return Finding(name, "WAIVED", "CPU lists of the NUMA nodes unknown (sys/devices/system/node)")
+        return Finding(name, Verdict.WAIVED, "CPU lists of the NUMA nodes unknown (sys/devices/system/node)")
     bad, checked = [], 0
     for rank, core in sorted(facts.cores.items()):
         want = gpu_numa(facts.devices[rank], facts.bus_ids[rank])
@@ -177,12 +178,12 @@ def affinity_finding(facts: RcclFacts, gpu_numa: Callable[[int, str], int | None
         if want != have:
             bad.append({"rank": rank, "gpu": facts.devices[rank], "core": core, "core_node": have, "gpu_node": want})
     if not checked:
-        return Finding(name, "WAIVED", "NUMA node of the GPUs unknown")
+        return Finding(name, Verdict.WAIVED, "NUMA node of the GPUs unknown")
     if not bad:
-        return Finding(name, "PASS", f"{checked} ranks run on cores of their GPU's NUMA node")
+        return Finding(name, Verdict.PASS, f"{checked} ranks run on cores of their GPU's NUMA node")
     shown = ", ".join(f"rank {b['rank']} (GPU {b['gpu']}, NUMA {b['gpu_node']}) on core {b['core']} (NUMA "
                       f"{b['core_node']})" for b in bad[:4])
-    return Finding(name, "WARN", f"{len(bad)} of {checked} ranks run away from their GPU's NUMA node: {shown}",
+    return Finding(name, Verdict.WARN, f"{len(bad)} of {checked} ranks run away from their GPU's NUMA node: {shown}",
                    "bind each rank to its GPU's NUMA node: mpirun --bind-to numa, or numactl --cpunodebind=N "
                    "--membind=N per rank", data={"misplaced": bad})
 
@@ -192,10 +193,10 @@ def fine_grain_finding(amd_pcie_only: bool, environ: Mapping[str, str]) -> Findi
     name = "rccl:fine_grain_pcie"
     value = environ.get("HSA_FORCE_FINE_GRAIN_PCIE")
     if not amd_pcie_only:
-        return Finding(name, "WAIVED", "no PCIe-only AMD GPU pair (xGMI or no AMD GPU)")
+        return Finding(name, Verdict.WAIVED, "no PCIe-only AMD GPU pair (xGMI or no AMD GPU)")
     if value == "1":
-        return Finding(name, "PASS", "PCIe-connected AMD GPUs and HSA_FORCE_FINE_GRAIN_PCIE=1")
-    return Finding(name, "WARN", f"AMD GPUs connected over PCIe only and HSA_FORCE_FINE_GRAIN_PCIE="
+        return Finding(name, Verdict.PASS, "PCIe-connected AMD GPUs and HSA_FORCE_FINE_GRAIN_PCIE=1")
+    return Finding(name, Verdict.WARN, f"AMD GPUs connected over PCIe only and HSA_FORCE_FINE_GRAIN_PCIE="
                    f"{value if value is not None else 'unset'}: RCCL's peer transfers over PCIe need fine-grained "
                    "host-visible memory", FINE_GRAIN_FIX, data={"value": value})
 
@@ -204,12 +205,12 @@ def numa_finding(facts: RcclFacts) -> Finding:
     """kernel.numa_balancing as RCCL saw it at init (it warns when /proc/sys/kernel/numa_balancing is 1)."""
     name = "rccl:numa_balancing"
     if facts.numa_warned:
-        return Finding(name, "WARN", "RCCL warned at init: NUMA auto balancing enabled (kernel.numa_balancing = 1): "
+        return Finding(name, Verdict.WARN, "RCCL warned at init: NUMA auto balancing enabled (kernel.numa_balancing = 1): "
                        "the kernel migrates pages under running transfers", "sudo sysctl -w kernel.numa_balancing=0 "
                        "(persist in /etc/sysctl.d/)")
     if facts.init_seen:
-        return Finding(name, "PASS", "RCCL read kernel.numa_balancing at init and did not warn")
-    return Finding(name, "WAIVED", "the log does not start at RCCL's init (no 'Bootstrap : Using' line), where RCCL "
+        return Finding(name, Verdict.PASS, "RCCL read kernel.numa_balancing at init and did not warn")
+    return Finding(name, Verdict.WAIVED, "the log does not start at RCCL's init (no 'Bootstrap : Using' line), where RCCL "
                    "checks kernel.numa_balancing")
 
 
@@ -219,20 +220,20 @@ def log_fine_grain_finding(facts: RcclFacts, log: NcclLog, pcie_only: bool) -> F
     name, lib = "rccl:fine_grain_pcie", f"RCCL {log.version or '(version unknown)'}"
     if not pcie_only:
         said = f"; {lib} warned that it is not 1 (it warns on every node)" if facts.fine_grain_warned else ""
-        return Finding(name, "WAIVED", f"no PCIe-only AMD GPU pair (xGMI, or the node's GPUs unknown){said}")
+        return Finding(name, Verdict.WAIVED, f"no PCIe-only AMD GPU pair (xGMI, or the node's GPUs unknown){said}")
     if facts.fine_grain_warned:
-        return Finding(name, "WARN", f"{lib} warned at init: HSA_FORCE_FINE_GRAIN_PCIE=1 missing from the job's "
+        return Finding(name, Verdict.WARN, f"{lib} warned at init: HSA_FORCE_FINE_GRAIN_PCIE=1 missing from the job's "
                        "environment, and these AMD GPUs reach each other over PCIe only: RCCL's peer transfers over "
                        "PCIe need fine-grained host-visible memory", FINE_GRAIN_FIX, data={"warned": True})
     checks = checks_fine_grain(log.version, log.hip_version)
     if checks and facts.init_seen:
-        return Finding(name, "PASS", f"HSA_FORCE_FINE_GRAIN_PCIE=1: {lib} checks it at init and did not warn")
+        return Finding(name, Verdict.PASS, f"HSA_FORCE_FINE_GRAIN_PCIE=1: {lib} checks it at init and did not warn")
     if checks:
-        return Finding(name, "WAIVED", f"the log does not start at RCCL's init (no 'Bootstrap : Using' line), where "
+        return Finding(name, Verdict.WAIVED, f"the log does not start at RCCL's init (no 'Bootstrap : Using' line), where "
                        f"{lib} warns when HSA_FORCE_FINE_GRAIN_PCIE is not 1")
     why = ("does not check it (a build against HIP 5.7.31920 or later, or before 2.16)" if checks is False
            else "may not check it (HIP version not in the log)")
-    return Finding(name, "WAIVED", f"PCIe-only AMD GPUs, but {lib} {why}, so the log does not record "
+    return Finding(name, Verdict.WAIVED, f"PCIe-only AMD GPUs, but {lib} {why}, so the log does not record "
                    "HSA_FORCE_FINE_GRAIN_PCIE: check that the job's environment sets it to 1", FINE_GRAIN_FIX)
 
 
@@ -248,13 +249,13 @@ def rccl_findings(text: str, log: NcclLog, topology: topo.Topology | None, envir
     env = {**log.env, **(environ or {})}
     used = facts.local_ranks or log.nranks or len(facts.cores)
     if amd and used and amd.physical_gpus() < len(amd.gpus):
-        out.append(Finding("rccl:min_nchannels", "WAIVED", f"{len(amd.gpus)} devices on {amd.physical_gpus()} "
+        out.append(Finding("rccl:min_nchannels", Verdict.WAIVED, f"{len(amd.gpus)} devices on {amd.physical_gpus()} "
                            "partitioned GPUs: the NCCL_MIN_NCHANNELS advice is for whole (SPX) GPUs of an 8-GPU node"))
     elif amd and used:
         out.append(min_channels_finding(used, len(amd.gpus), any(c.startswith("XGMI") for c in labels), env,
                                         log.coll_channels))
     else:
-        out.append(Finding("rccl:min_nchannels", "WAIVED", "the node's GPUs are unknown: give --from-amd-smi or run on "
+        out.append(Finding("rccl:min_nchannels", Verdict.WAIVED, "the node's GPUs are unknown: give --from-amd-smi or run on "
                            "the node"))
     by_bus = {rcclog.bus_to_int(g.bus_id): g for g in (amd.gpus if amd else []) if g.bus_id}
 

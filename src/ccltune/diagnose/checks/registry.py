@@ -21,6 +21,7 @@ from ccltune.diagnose.checks.topo import topo_findings
 from ccltune.diagnose.findings import Finding
 from ccltune.diagnose.probes import sysfs
 from ccltune.diagnose.probes import topo as topo_probe
+from ccltune.status import Verdict
 
 SKIP = "\0skip"  # applies(): not this platform's check; no line in the report
 # the commands (and doctor's one mode that reads a saved log instead of this host) whose checks are listed here
@@ -111,7 +112,7 @@ def run_checks(command: str, ctx: Context) -> list[Finding]:
         if why == SKIP:
             continue
         if why:
-            out += check.waive(ctx, why) if check.waive else [Finding(check.key, "WAIVED", why)]
+            out += check.waive(ctx, why) if check.waive else [Finding(check.key, Verdict.WAIVED, why)]
         else:
             out += check.run(ctx)
     return out

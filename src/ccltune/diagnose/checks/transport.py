@@ -17,6 +17,7 @@ from ccltune.diagnose.findings import Finding
 from ccltune.diagnose.parsers.ncclog import parse_log
 from ccltune.diagnose.probes import benchrun
 from ccltune.diagnose.probes.topo import p2p_capable_from
+from ccltune.status import Verdict
 
 if TYPE_CHECKING:
     from ccltune.diagnose.checks.context import Context
@@ -41,35 +42,35 @@ def why_not_run(ctx: Context) -> str | None:
 def p2p_level_finding(before_gbps: float | None, after_gbps: float | None, shm_left: int | None) -> Finding:
     """The measured effect of NCCL_P2P_LEVEL=SYS on in-place all_reduce busbw."""
     if before_gbps is None or after_gbps is None:
-        return Finding("transport:p2p_level", "ERROR", "could not measure busbw before and after NCCL_P2P_LEVEL=SYS",
+        return Finding("transport:p2p_level", Verdict.ERROR, "could not measure busbw before and after NCCL_P2P_LEVEL=SYS",
                        "run `ccltune bench all_reduce` with and without NCCL_P2P_LEVEL=SYS")
     gain = after_gbps / before_gbps - 1 if before_gbps else 0.0
     left = "no SHM edges left" if shm_left == 0 else f"{shm_left} SHM edges left" if shm_left else "edges not logged"
     evidence = f"NCCL_P2P_LEVEL=SYS: busbw {before_gbps:.1f} -> {after_gbps:.1f} GB/s ({gain:+.0%}); {left}"
     data = {"before_gbps": before_gbps, "after_gbps": after_gbps, "gain": gain}
     if gain > NOISE:
-        return Finding("transport:p2p_level", "WARN", evidence, "export NCCL_P2P_LEVEL=SYS", value=gain, data=data)
-    return Finding("transport:p2p_level", "PASS", evidence + ": no measurable gain", value=gain, data=data)
+        return Finding("transport:p2p_level", Verdict.WARN, evidence, "export NCCL_P2P_LEVEL=SYS", value=gain, data=data)
+    return Finding("transport:p2p_level", Verdict.PASS, evidence + ": no measurable gain", value=gain, data=data)
 
 
 def channels_finding(used: int, present: int, busbw: Mapping[int | None, float | None]) -> Finding:
     """Best channel count from measured busbw per NCCL_MIN/MAX_NCHANNELS value (None = NCCL's default)."""
     base = busbw.get(None)
     if base is None:
-        return Finding("channels", "ERROR", f"{used} of {present} GPUs: the run with NCCL's default channels failed")
+        return Finding("channels", Verdict.ERROR, f"{used} of {present} GPUs: the run with NCCL's default channels failed")
     measured = {c: v for c, v in busbw.items() if c is not None and v is not None}
     shown = ", ".join(f"{c}:{v:.1f}" for c, v in sorted(measured.items()))
     data = {"used": used, "present": present, "default_gbps": base, "busbw_by_channels": measured}
     if not measured:
-        return Finding("channels", "ERROR", f"{used} of {present} GPUs: every fixed-channel run failed", data=data)
+        return Finding("channels", Verdict.ERROR, f"{used} of {present} GPUs: every fixed-channel run failed", data=data)
     best = max(measured, key=lambda c: measured[c])
     gain = measured[best] / base - 1
     evidence = (f"{used} of {present} GPUs used; busbw default {base:.1f} GB/s, by channel count {shown}")
     if gain > NOISE:
-        return Finding("channels", "WARN", f"{evidence}: {best} channels {gain:+.0%}",
+        return Finding("channels", Verdict.WARN, f"{evidence}: {best} channels {gain:+.0%}",
                        f"export NCCL_MIN_NCHANNELS={best} NCCL_MAX_NCHANNELS={best} for jobs on {used} GPUs "
                        "(or a ccltune tune rule)", value=gain, data=data | {"best": best})
-    return Finding("channels", "PASS", f"{evidence}: NCCL's default is within {NOISE:.0%} of the best",
+    return Finding("channels", Verdict.PASS, f"{evidence}: NCCL's default is within {NOISE:.0%} of the best",
                    value=gain, data=data)
 
 
@@ -83,7 +84,7 @@ def transport(ctx: Context) -> list[Finding]:
     first = benchrun.run_bench(used, env_overrides=benchrun.DEBUG_ENV, timeout_s=timeout_s)
     ctx.artifacts["nccl-debug.log"] = first.output
     if first.error:
-        out.append(Finding("transport", "ERROR", first.error, "run the command in data.argv by hand",
+        out.append(Finding("transport", Verdict.ERROR, first.error, "run the command in data.argv by hand",
                            data={"argv": first.argv}))
     parsed = parse_log(first.output)
     if parsed.library == "RCCL":
@@ -114,7 +115,7 @@ def channels(ctx: Context) -> list[Finding]:
 
 def _channels(used: int, present: int, timeout_s: float, log: Callable[[str], None]) -> Finding:
     if used >= present:
-        return Finding("channels", "PASS", f"all {present} GPUs used: NCCL's channel choice is tuned for that")
+        return Finding("channels", Verdict.PASS, f"all {present} GPUs used: NCCL's channel choice is tuned for that")
     busbw: dict[int | None, float | None] = {}
     for count in (None, *CHANNEL_VARIANTS):
         env = {} if count is None else {"NCCL_MIN_NCHANNELS": str(count), "NCCL_MAX_NCHANNELS": str(count)}

@@ -1,7 +1,7 @@
 """Parse an NCCL or RCCL ``NCCL_DEBUG=INFO`` log into plain records (pure, no I/O but ``read_log``).
 
-The lines this reads, as NCCL 2.28 and RCCL 2.2x print them (a prefix ``host:pid:tid [dev]``
-comes first; anything before it, such as a launcher's own prefix, is ignored)::
+The lines this reads, as NCCL 2.28 and RCCL 2.2x print them (after NCCL's prefix ``host:pid:tid [dev]``,
+split off by :mod:`ccltune.ncclline`; anything before it, such as a launcher's own prefix, is ignored)::
 
     NCCL INFO NCCL version 2.28.9+cuda13.0
     NCCL INFO comm 0x5a1 rank 0 nRanks 4 nNodes 1 localRanks 4 localRank 0 MNNVL 0
@@ -42,15 +42,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ccltune import collectives
+from ccltune import collectives, ncclline
 from ccltune.errors import UsageError
-from ccltune.diagnose.parsers import rcclversion
 from ccltune.files import read_bytes
 from ccltune.inputs import MAX_LINE_CHARS
 
-# searched in every line: each repeat bounded (a host name is at most 255 bytes), lines cut to MAX_LINE_CHARS
-_LINE = re.compile(r"(?:(?P<host>[^\s:]{1,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,20}) )?(?:\[(?P<dev>\d{1,6})\] )?"
-                   r"NCCL (?P<level>INFO|WARN) (?P<msg>.*)$")
 _VERSION = re.compile(r"^(?P<lib>NCCL|RCCL) version\s*:?\s*(?P<ver>\S+)")
 _EDGE = re.compile(
     r"^Channel (?P<ch>\d+)(?:/\d+)? : (?P<sr>\d+)\[(?P<sd>[0-9a-fA-F]+)\] -> (?P<dr>\d+)\[(?P<dd>[0-9a-fA-F]+)\]"
@@ -61,8 +57,6 @@ _TREES = re.compile(r"^Trees (?P<trees>.+?)(?: comm 0x[0-9a-fA-F]+.*)?$")
 _CHANNELS = re.compile(r"(?P<coll>\d{1,6}) coll channels,(?: (?P<collnet>\d+) collnet channels,)?"
                        r"(?: (?P<nvls>\d+) nvls channels,)? (?P<p2p>\d+) p2p channels")
 _TUNER = re.compile(r"(?:TUNER/Plugin: Using (?P<name>.+)|Successfully loaded external tuner plugin (?P<path>\S+))")
-_ENV = re.compile(r"^(?P<var>[A-Z][A-Z0-9_]+) set by environment to (?P<val>.*)$")
-_COMM = re.compile(r"comm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) nRanks (?P<n>\d+) nNodes (?P<nodes>\d+)")
 # NCCL's opNames from the registry, longest first (ReduceScatter before Reduce)
 _FUNCS = "|".join(sorted(collectives.BY_NCCL_NAME, key=len, reverse=True))
 _CHOICE = re.compile(rf"^(?P<func>{_FUNCS}): (?P<bytes>\d+) Bytes "
@@ -74,7 +68,6 @@ _PLUGIN_RULES = re.compile(r"ccltune tuner: loaded (?P<n>\d+) rules from (?P<pat
                            r"partition=(?P<part>\S+) nps=(?P<nps>\S+)\)")
 # NCCL's spelling of a function in TUNING lines -> the tuner plugin's collective name
 TUNER_FUNC = {n: c.plugin_name for n, c in collectives.BY_NCCL_NAME.items() if c.plugin_name}
-_COMPLETE = re.compile(r"rank (?P<rank>\d+) nranks (?P<n>\d+) cudaDev (?P<dev>\d+).*?busId (?P<bus>[0-9a-fA-F]+).*Init COMPLETE")
 
 
 @dataclass(frozen=True)
@@ -183,25 +176,16 @@ def parse_log(text: str) -> NcclLog:
     for number, raw in enumerate(text.splitlines(), start=1):
         log.lines += 1
         raw = raw[:MAX_LINE_CHARS]  # no NCCL line is longer: a regex reads at most that much of one line
-        m = _LINE.search(raw.rstrip()) if "NCCL " in raw else None
-        if not m:
+        line = ncclline.split(raw)
+        if line is None:
             _parse_plain(log, raw.rstrip())
             continue
         log.nccl_lines += 1
-        msg = m["msg"].strip()
-        if m["level"] == "WARN":
-            log.warnings.append(msg)
+        if line.level == "WARN":  # NCCL's level, not a verdict
+            log.warnings.append(line.msg)
             continue
-        _parse_info(log, msg, m, number)
+        _parse_info(log, line, number)
     return log
-
-
-def env_value(text: str) -> str:
-    """The value of a "X set by environment to V" line. NCCL's integer parameters (and some strings,
-    NCCL_COLLNET_ENABLE) end the sentence with a full stop ("NCCL_NVLS_ENABLE set by environment to 0."
-    in NCCL 2.28): it is not part of the value. Others (NCCL_PROTO, NCCL_ALGO) have none."""
-    value = text.strip()
-    return value[:-1] if value.endswith(".") else value
 
 
 def _unknown(text: str) -> str | None:
@@ -212,20 +196,21 @@ def _set_version(log: NcclLog, lib: str, ver: str) -> None:
     if log.version is None:
         log.version = ver
         log.library = "RCCL" if lib == "RCCL" or "hip" in ver else "NCCL"
-        if h := rcclversion.HIP_SUFFIX.search(ver):
+        if h := ncclline.HIP_SUFFIX.search(ver):
             log.hip_version = log.hip_version or h["ver"]
 
 
 def _parse_plain(log: NcclLog, line: str) -> None:
     """A line without NCCL's prefix: RCCL's printf'd version block (or the continuation of its INFO copy)."""
-    found = rcclversion.fact(line)
+    found = ncclline.version_fact(line)
     if found is not None and found[0] == "rccl_version":
         _set_version(log, "RCCL", found[1])
     elif found is not None and found[0] == "hip_version" and log.hip_version is None:
         log.hip_version = found[1]
 
 
-def _parse_info(log: NcclLog, msg: str, m: re.Match[str], number: int) -> None:
+def _parse_info(log: NcclLog, line: ncclline.Line, number: int) -> None:
+    msg = line.msg
     if c := _CHOICE.match(msg):
         channels = int(c["hi"]) - int(c["lo"]) + 1 if c["lo"] is not None else None
         log.choices.append(Choice(c["func"], int(c["bytes"]), c["algo"].upper(), c["proto"].upper(), channels,
@@ -249,15 +234,14 @@ def _parse_info(log: NcclLog, msg: str, m: re.Match[str], number: int) -> None:
         log.p2p_channels = int(c["p2p"])
     elif (u := _TUNER.search(msg)) and "internal" not in msg:
         log.tuner_plugin = (u["name"] or u["path"]).strip()
-    elif v := _ENV.match(msg):
-        log.env[v["var"]] = env_value(v["val"])
-    elif k := _COMM.search(msg):
-        rank = int(k["rank"])
-        log.nranks, log.nnodes = int(k["n"]), int(k["nodes"])
-        log.ranks_seen.add(rank)
-        if m["host"]:
-            log.rank_process[rank] = Process(m["host"], int(m["pid"]))
-            log.rank_threads[rank] = int(m["tid"])
-    elif d := _COMPLETE.search(msg):
-        log.init_complete.add(int(d["rank"]))
-        log.nranks = log.nranks or int(d["n"])
+    elif setting := ncclline.env_setting(msg):
+        log.env[setting[0]] = setting[1]
+    elif k := ncclline.comm_init(msg):
+        log.nranks, log.nnodes = k.nranks, k.nnodes
+        log.ranks_seen.add(k.rank)
+        if line.host is not None and line.pid is not None and line.tid is not None:
+            log.rank_process[k.rank] = Process(line.host, line.pid)
+            log.rank_threads[k.rank] = line.tid
+    elif d := ncclline.init_complete(msg):
+        log.init_complete.add(d.rank)
+        log.nranks = log.nranks or d.nranks

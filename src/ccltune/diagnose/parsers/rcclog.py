@@ -21,18 +21,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ccltune import ncclline
 from ccltune.inputs import MAX_LINE_CHARS
 
-_COMPLETE = re.compile(r"rank (?P<rank>\d+) nranks (?P<n>\d+) cudaDev (?P<dev>\d+).*?busId (?P<bus>[0-9a-fA-F]+)"
-                       r".*?on core (?P<core>\d+) - Init COMPLETE")
+# searched in a line's message (ncclline.split: after NCCL's prefix)
 _MSCCL_ON = re.compile(r"MSCCL: Initialization finished")
 _MSCCLPP_ON = re.compile(r"MSCCL\+\+: Enabled! Msg size threshold=(?P<t>\d+)")
 _MSCCLPP_OFF = re.compile(r"MSCCL\+\+: (?P<why>Cannot enable .*|Feature not enabled.*)")
-_PARAM = re.compile(r"NCCL INFO (?P<var>RCCL_[A-Z0-9_]+) set by environment to (?P<val>-?\d+)\.?\s*$")
-_NUMA_WARN = re.compile(r"NCCL WARN NUMA auto balancing enabled")
-_FINE_GRAIN_WARN = re.compile(r'NCCL WARN Missing "HSA_FORCE_FINE_GRAIN_PCIE=1" from environment')
-_INIT = re.compile(r"NCCL INFO Bootstrap : Using")
-_LOCAL = re.compile(r"comm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+ nNodes \d+ localRanks (?P<local>\d+)")
+_INT = re.compile(r"-?\d{1,20}")
+# the WARNs (and the INFO line of the function that prints them) as each message starts
+_NUMA_WARN = "NUMA auto balancing enabled"
+_FINE_GRAIN_WARN = 'Missing "HSA_FORCE_FINE_GRAIN_PCIE=1" from environment'
+_INIT = "Bootstrap : Using"
 
 
 @dataclass
@@ -53,29 +53,29 @@ class RcclFacts:
 
 def parse(text: str) -> RcclFacts:
     facts = RcclFacts()
-    for line in (raw[:MAX_LINE_CHARS] for raw in text.splitlines()):  # a regex reads at most this much of a line
-        if "NCCL" not in line:
+    for raw in text.splitlines():
+        line = ncclline.split(raw[:MAX_LINE_CHARS])  # a regex reads at most this much of a line
+        if line is None:
             continue
-        if _NUMA_WARN.search(line):
+        msg = line.msg
+        if line.level == "WARN" and msg.startswith(_NUMA_WARN):
             facts.numa_warned = True
-        elif _FINE_GRAIN_WARN.search(line):
+        elif line.level == "WARN" and msg.startswith(_FINE_GRAIN_WARN):
             facts.fine_grain_warned = True
-        elif _INIT.search(line):
+        elif line.level == "INFO" and msg.startswith(_INIT):
             facts.init_seen = True
-        elif m := _COMPLETE.search(line):
-            rank = int(m.group("rank"))
-            facts.cores[rank], facts.devices[rank], facts.bus_ids[rank] = (
-                int(m.group("core")), int(m.group("dev")), m.group("bus").lower())
-        elif _MSCCL_ON.search(line):
+        elif (done := ncclline.init_complete(msg)) and done.core is not None:
+            facts.cores[done.rank], facts.devices[done.rank], facts.bus_ids[done.rank] = done.core, done.dev, done.bus_id
+        elif _MSCCL_ON.search(msg):
             facts.msccl = True
-        elif m := _MSCCLPP_ON.search(line):
+        elif m := _MSCCLPP_ON.search(msg):
             facts.mscclpp, facts.mscclpp_threshold = True, int(m.group("t"))
-        elif m := _MSCCLPP_OFF.search(line):
+        elif m := _MSCCLPP_OFF.search(msg):
             facts.mscclpp, facts.mscclpp_off_reason = False, m.group("why")
-        elif m := _PARAM.search(line):
-            facts.params[m.group("var")] = int(m.group("val"))
-        elif (m := _LOCAL.search(line)) and facts.local_ranks is None:
-            facts.local_ranks = int(m.group("local"))
+        elif (setting := ncclline.env_setting(msg)) and setting[0].startswith("RCCL_") and _INT.fullmatch(setting[1]):
+            facts.params[setting[0]] = int(setting[1])
+        elif (comm := ncclline.comm_init(msg)) and comm.local_ranks is not None and facts.local_ranks is None:
+            facts.local_ranks = comm.local_ranks
     return facts
 
 

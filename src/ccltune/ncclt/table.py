@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ccltune.periter import IterStats
+from ccltune.status import RowStatus
 from ccltune.store import Measurement
 
 NCCL_TESTS_VERSION = "2.19.6"  # the nccl-tests whose output this module reproduces
@@ -130,9 +131,13 @@ def _wrong_cell(m: Measurement) -> str:
     return "%6s" % ("%g" % m.wrong)
 
 
+# the cell of a row without a time, by its status (an error's: "err")
+_NOT_TIMED: dict[str, str] = {RowStatus.WAIVED: "N/A", RowStatus.SKIPPED: "skip", RowStatus.UNAVAILABLE: "N/A"}
+
+
 def _half(m: Measurement) -> str:
-    if m.status != "ok" or m.time_us is None:  # nccl-tests never prints this: ccltune's own cells
-        label = {"waived": "N/A", "skipped": "skip", "unavailable": "N/A"}.get(m.status, "err")
+    if m.status != RowStatus.OK or m.time_us is None:  # nccl-tests never prints this: ccltune's own cells
+        label = _NOT_TIMED.get(m.status, "err")
         return f"  {label:>7}  {label:>6}  {label:>6}  {label:>6}"
     return (f"  {float_cell(m.time_us, 7)}  {float_cell(m.algbw_gbps or 0.0, 6)}"
             f"  {float_cell(m.busbw_gbps or 0.0, 6)}  {_wrong_cell(m)}")
@@ -168,7 +173,7 @@ def notes(oop: Measurement, ip: Measurement) -> list[str]:
     """Comment lines explaining N/A or skipped cells (once per distinct reason)."""
     seen: list[str] = []
     for m, where in ((oop, "out-of-place"), (ip, "in-place")):
-        if m.status != "ok" and m.note:
+        if m.status != RowStatus.OK and m.note:
             seen.append(f"#  from {m.size_bytes} B, {where}: {m.status.upper()}: {m.note}")
         elif m.wrong is None and m.note:  # timed, its check left out (in-place sendrecv; out of memory)
             seen.append(f"#  from {m.size_bytes} B, {where}: #wrong N/A: {m.note}")
@@ -177,7 +182,7 @@ def notes(oop: Measurement, ip: Measurement) -> list[str]:
 
 def avg_busbw(rows: Sequence[Measurement]) -> float:
     """nccl-tests' 'Avg bus bandwidth': the mean busbw over every timed cell (both placements)."""
-    ok = [m.busbw_gbps for m in rows if m.status == "ok" and m.busbw_gbps is not None]
+    ok = [m.busbw_gbps for m in rows if m.status == RowStatus.OK and m.busbw_gbps is not None]
     return sum(ok) / len(ok) if ok else 0.0
 
 
@@ -190,7 +195,7 @@ def footer(rows: Sequence[Measurement], program_name: str, *, min_bw: float | No
            memory: str | None = None, avg: float | None = None) -> list[str]:
     """writeResultFooter (+ writeMemInfo with -M, + finalizeFooter). ``avg``: the average bus
     bandwidth when known better than from ``rows`` (an imported table's rounded cells)."""
-    wrong = sum(m.wrong or 0 for m in rows if m.status == "ok")
+    wrong = sum(m.wrong or 0 for m in rows if m.status == RowStatus.OK)
     avg = avg_busbw(rows) if avg is None else avg
     verdict = {None: "", True: "OK", False: "FAILED"}[min_bw_ok(avg, min_bw)]
     lines = ["# %-20s : %d %s" % ("Out of bounds values", wrong, "FAILED" if wrong else "OK"),
