@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccltune.errors import UsageError
+from ccltune.errors import CcltuneError, UsageError
 from ccltune.measure import jobrun
 from ccltune.store import Store
 from ccltune import rules
@@ -207,7 +207,7 @@ class _Rounds:
         try:
             rs = self.rulesets.get(arm.name) or self.rulesets.setdefault(arm.name, rules.load(arm.rules or ""))
             got = fired_.tally(rs, profile_file.read_dir(profile, strict=True))
-        except (UsageError, OSError):
+        except (CcltuneError, OSError):  # a file cut short, none written, the rule file gone: no record of this run
             return
         self.out.fired.setdefault(arm.name, fired_.Tally()).merge(got)
 
