@@ -22,7 +22,8 @@ def _replay(tmp_path, wl, iters):
 
 
 def test_replay_on_gloo_replays_the_default_and_lists_what_it_cannot(tmp_path):
-    wl = Workload([Entry(Key("all_reduce", 4096, 2, "float", 1024), 4), Entry(Key("broadcast", 64, 2, "int64", 8), 1),
+    wl = Workload([Entry(Key("all_reduce", 4096, 2, "float", 1024, op="max"), 4),
+                   Entry(Key("broadcast", 64, 2, "int64", 8), 1),
                    Entry(Key("all_reduce", 256, 4, "float", 64), 2)], [], steps=2,
                   order=[(1, 0, 1), (0, 0, 2), (2, 1, 1), (0, 0, 2), (2, 1, 1)])
     proc, db = _replay(tmp_path, wl, iters=3)
@@ -49,6 +50,7 @@ def test_replay_on_gloo_replays_the_default_and_lists_what_it_cannot(tmp_path):
     assert {(m.collective, m.size_bytes, m.dtype, m.config) for m in stored} == {
         ("all_reduce", 4096, "float", "default"), ("broadcast", 64, "int64", "default")}
     assert len(stored) == 6 and all(m.status == "ok" for m in stored)
+    assert {m.op for m in stored if m.collective == "all_reduce"} == {"max"}   # the job's op (issue 30)
 
 
 def test_replay_with_nothing_the_engine_can_run_says_why_and_stores_nothing(tmp_path):

@@ -89,3 +89,15 @@ def test_entries_that_differ_only_in_a_known_and_an_unknown_op_sort() -> None:
     keys = [model.Key("all_reduce", 40, 4, "float", 10, None, op) for op in ("max", None, "sum")]
     wl = model.Workload([model.Entry(k, 1) for k in keys], [])
     assert [e.key.op for e in wl.by_bytes()] == [None, "max", "sum"]
+
+
+def test_tune_notes_a_reduction_measured_in_another_op() -> None:
+    """Rows of the real FSDP2 job's reduce_scatter sizes swept with sum (a sweep with -o sum): tune --workload says
+    the job reduces with avg."""
+    from ccltune.tune.weighted import op_notes
+
+    wl = importer.import_files(FSDP2)
+    rows = [{"collective": "reduce_scatter", "size_bytes": 50384896, "n_ranks": 4, "op": op} for op in ("sum", "sum")]
+    assert op_notes(wl, rows) == ["reduce_scatter 50384896 B on 4 ranks: the job reduces with avg, measured with sum "
+                                  "(sweep --workload measures in the job's op)"]
+    assert op_notes(wl, [{**rows[0], "op": "avg"}]) == []

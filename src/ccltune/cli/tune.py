@@ -190,7 +190,9 @@ def _for_workload(args: argparse.Namespace, result: Derivation, rows: list[dict]
         p.mode = mode  # the prediction's line says it: replay's rows are eager, a sweep's graph by default
         for rule in p.rules:
             sections.setdefault(rule.platform, []).append(rule)
-    notes = [*result.notes, *(n for p in plans for n in p.notes)]
+    for p in plans:  # printed with each plan and written into the rule file
+        p.notes += weighted.op_notes(wl, rows)
+    notes = [*result.notes, *dict.fromkeys(n for p in plans for n in p.notes)]
     return plans, sections, notes
 
 

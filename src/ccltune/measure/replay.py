@@ -129,7 +129,7 @@ def rounds(engine: Any, items: Sequence[Item], arms: dict[str, Callable[[int], A
 def entry_rows(engine: Any, items: Sequence[Item], arms: dict[str, Callable[[int], Any]],
                settings: measure_sweep.SweepSettings) -> dict[int, list[Measurement]]:
     """Per replayed entry (in order of first use), its rows per arm labelled ``config=<arm>``:
-    ``settings.reps`` rounds of one call count for every arm, in the entry's own datatype."""
+    ``settings.reps`` rounds of one call count for every arm, in the entry's own datatype and op."""
     first: dict[int, Item] = {}
     for it in items:
         first.setdefault(it.entry, it)
@@ -138,5 +138,6 @@ def entry_rows(engine: Any, items: Sequence[Item], arms: dict[str, Callable[[int
     for i, it in first.items():
         configs = [arms[a](it.comm) for a in names]
         out[i] = measure_sweep.measure_size(engine, it.point.coll, it.point.lay.size_bytes, configs,
-                                [dict(config=a) for a in names], replace(settings, dtype=it.point.dt))
+                                            [dict(config=a) for a in names],
+                                            replace(settings, dtype=it.point.dt, op=it.point.op))
     return out

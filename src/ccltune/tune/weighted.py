@@ -45,6 +45,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ccltune import collectives
 from ccltune.commconfig import CommConfig
@@ -167,6 +168,22 @@ def workload_points(wl: Workload) -> list[WPoint]:
     return [WPoint(c, s, r, n, calls[(c, s, r, n)], tuple(sorted(dtypes[(c, s, r, n)])),
                    *job.get((c, s, r, n), (0, None, None))[1:])
             for (c, s, r, n) in sorted(calls, key=lambda k: (k[0], k[2], k[3] or 0, k[1]))]
+
+
+def op_notes(wl: Workload, rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """A reduction the job issues in one op measured only in another (issue 30): the sweep's rows at its collective,
+    size and ranks carry no row in the job's op (a sweep before ops were carried, or with -o)."""
+    measured: dict[tuple[str, int, int], set[str]] = {}
+    for r in rows:
+        if r.get("op"):
+            measured.setdefault((r["collective"], int(r["size_bytes"]), int(r["n_ranks"])), set()).add(r["op"])
+    out = []
+    for e in wl.entries:
+        got = measured.get((e.key.collective, e.key.size_bytes, e.key.nranks))
+        if e.key.op and got and e.key.op not in got:
+            out.append(f"{e.key.collective} {e.key.size_bytes} B on {e.key.nranks} ranks: the job reduces with "
+                       f"{e.key.op}, measured with {', '.join(sorted(got))} (sweep --workload measures in the job's op)")
+    return list(dict.fromkeys(out))
 
 
 def plan(wl: Workload, derivation: Derivation, *, min_share: float = 0.0,

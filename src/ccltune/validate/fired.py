@@ -87,6 +87,7 @@ def agrees(rule: Rule, ran: Ran) -> bool:
 def tally(ruleset: RuleSet, files: Iterable[ProfileFile], platform: PlatformFacts = PlatformFacts()) -> Tally:
     """Every collective call of the profiler files, given to the rule that took it (module doc)."""
     out = Tally()
+    files = list(files)  # read twice: the rank counts first (ABI v1-v3 files take theirs from another rank's)
     nranks = {f.comm: f.nranks for f in files if f.nranks is not None}
     for f in files:
         out.files += 1

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ccltune import rules
-from ccltune.errors import UsageError
+from ccltune.errors import CcltuneError, UsageError
 from ccltune.measure import jobrun
 from ccltune.status import SampleStatus
 from ccltune.store import Store
@@ -208,7 +208,7 @@ class _Rounds:
         try:
             rs = self.rulesets.get(arm.name) or self.rulesets.setdefault(arm.name, rules.load(arm.rules or ""))
             got = fired_.tally(rs, profile_file.read_dir(profile, strict=True))
-        except (UsageError, OSError):
+        except (CcltuneError, OSError):  # a file cut short, none written, the rule file gone: no record of this run
             return
         self.out.fired.setdefault(arm.name, fired_.Tally()).merge(got)
 
