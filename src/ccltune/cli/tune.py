@@ -79,8 +79,11 @@ def failed_sizes(paths: list[str]) -> list[tuple[str, int, int, int]]:
             sizes = load_json(text, flag)["sizes"]
             out.extend((s["collective"], int(s["n_ranks"]), int(s.get("n_nodes") or 1), int(s["size_bytes"]))
                        for s in sizes if s["status"] == Verdict.FAIL)
-        except (UsageError, ValueError, KeyError, TypeError) as exc:
-            raise UsageError(f"{flag}: not a `ccltune validate --json` verdict ({printable(repr(exc))}; "
+        except UsageError:
+            raise  # load_json's own line: the file, and why it is not JSON
+        except (ValueError, KeyError, TypeError) as exc:
+            why = f"no {exc} key" if isinstance(exc, KeyError) else str(exc)
+            raise UsageError(f"{flag}: not a `ccltune validate --json` verdict ({printable(why, 120)}; "
                              f"it starts {printable(text, 60)!r})") from None
     return out
 

@@ -169,6 +169,13 @@ def _rank(doc: dict[str, Any], path: str) -> str:
     return path
 
 
+def _whole(value: Any) -> int:
+    """A JSON integer (not a bool, a float or a string), else TypeError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{value!r} is not an integer")
+    return value
+
+
 def _key(args: dict[str, Any], where: str, warnings: list[str]) -> Key | None:
     cname = args.get("Collective name")
     if not isinstance(cname, str) or cname not in NAMES:
@@ -176,7 +183,8 @@ def _key(args: dict[str, Any], where: str, warnings: list[str]) -> Key | None:
         return None
     coll = collectives.REGISTRY[NAMES[cname]]
     try:
-        n_in, n_out, group = int(args["In msg nelems"]), int(args["Out msg nelems"]), int(args["Group size"])
+        # integers as the profiler writes them: int() would take 1.5 as 1, True as 1 and "7" as 7 (issue 32's audit)
+        n_in, n_out, group = (_whole(args[k]) for k in ("In msg nelems", "Out msg nelems", "Group size"))
     except (KeyError, TypeError, ValueError, OverflowError):
         raise UsageError(f"{where}: needs integer 'In msg nelems', 'Out msg nelems' and 'Group size', got "
                          f"{ {k: args.get(k) for k in ('In msg nelems', 'Out msg nelems', 'Group size')} }") from None

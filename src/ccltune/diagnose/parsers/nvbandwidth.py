@@ -151,7 +151,10 @@ def _parse_json(doc: Any, where: str) -> ImportedLinks:
     out = ImportedLinks("nvbandwidth", str(root.get("version")) if root.get("version") else None, [])
     out.cuda_version = cuda_text(root.get("CUDA Runtime Version"))
     out.driver_version = (str(root["Driver Version"]).strip() or None) if root.get("Driver Version") else None
-    for entry in root.get("GPU Device list") or []:
+    devices = root.get("GPU Device list") or []
+    if not isinstance(devices, list):
+        raise UsageError(f"{where}: 'GPU Device list' is {type(devices).__name__}, not a list")
+    for entry in devices:
         if isinstance(entry, str) and (m := _JSON_DEVICE.match(entry)):
             out.gpu_names.append(m.group(2).strip())
             out.host = out.host or m.group(3)
