@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
-import shutil
 from pathlib import Path
 
 import pytest
