@@ -142,12 +142,15 @@ def launcher(tmp_path):
 
 @dataclass
 class Ran:
-    """One command line of a shared job: rank 0's exit code, stdout and stderr; ``folder``: its own."""
+    """One command line of a shared job: rank 0's exit code, stdout and stderr; ``folder``: its own;
+    ``stderr_all``: every rank's stderr, rank 0's first (what a launch's stderr holds, in some order)."""
 
     rc: int
     stdout: str
     stderr: str
     folder: Path
+    stderr_all: str
+    rcs: list[int]   # every rank's exit code
 
 
 def _cli_many(nproc: int, runs: list[dict], out: Path, cwd: Path) -> subprocess.Popen:
@@ -172,12 +175,13 @@ def _finish(proc: subprocess.Popen, timeout: float, what: str) -> tuple[str, str
 
 
 def _read_run(out: Path, i: int, nproc: int, folder: Path) -> Ran:
-    """Run ``i`` of a cli_many job; no rank printed a traceback, and every rank exited as rank 0."""
+    """Run ``i`` of a cli_many job; no rank printed a traceback, and where rank 0 exited 0 every rank did
+    (a failed check is rank 0's to report: its exit code alone, as ``launch.hand_over`` passes it on)."""
     rcs = [int((out / f"{i}.{r}.rc").read_text()) for r in range(nproc)]
     errs = [(out / f"{i}.{r}.err").read_text() for r in range(nproc)]
-    assert len(set(rcs)) == 1, f"run {i}: the ranks exited {rcs}: {errs}"
+    assert rcs[0] != 0 or not any(rcs), f"run {i}: the ranks exited {rcs}: {errs}"
     assert not any("Traceback" in e for e in errs), errs
-    return Ran(rcs[0], (out / f"{i}.0.out").read_text(), errs[0], folder)
+    return Ran(rcs[0], (out / f"{i}.0.out").read_text(), errs[0], folder, "".join(errs), rcs)
 
 
 class SharedJobs:
@@ -200,15 +204,21 @@ class SharedJobs:
                 folder.mkdir()
                 self.runs[(module.__name__, name)] = (nproc, len(lines.setdefault(nproc, [])), folder)
                 lines[nproc].append({"argv": build(folder), "env": env[0] if env else {}})
+        self.lines, self.tmp = lines, tmp
         self.out = {n: tmp / f"out-{n}" for n in lines}
-        self.procs = {}
-        for nproc, job in lines.items():
-            self.out[nproc].mkdir()
-            self.procs[nproc] = _cli_many(nproc, job, self.out[nproc], tmp)
+        self.procs: dict[int, subprocess.Popen] = {}
         self.done: dict[int, bool] = {}
+
+    def start(self) -> None:
+        """Start the jobs (once): in the background, while other tests run."""
+        for nproc, job in self.lines.items():
+            if nproc not in self.procs:
+                self.out[nproc].mkdir()
+                self.procs[nproc] = _cli_many(nproc, job, self.out[nproc], self.tmp)
 
     def get(self, module: str, name: str, timeout: float = 600) -> Ran:
         nproc, i, folder = self.runs[(module, name)]
+        self.start()
         if nproc not in self.done:
             self.done[nproc] = False
             _finish(self.procs[nproc], timeout, f"the shared job of {nproc} processes")

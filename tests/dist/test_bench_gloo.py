@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from ccltune.cli._common import NO_GPU_NOTE
 from ccltune.cli import main
 from ccltune.store import Store
 from ccltune.sizes import size_series
-from dist_helpers import ROW_FIELDS, bench_cmd, checked, count_rows, only_run, wait_rows
+from dist_helpers import ROW_FIELDS, bench_cmd, checked, only_run
 
 ALL = list(collectives.REGISTRY)
 SIZES = ["-b", "8", "-e", "4K", "-f", "8"]
@@ -345,24 +344,6 @@ def test_the_shape_line_is_nccl_tests_own_for_the_same_flags(step_run):
     doc = json.loads(step_run[2].read_text())
     assert (doc["config"]["minimum_bytes"], doc["config"]["maximum_bytes"]) == (1572864, 6291456)
     assert [r["size"] for r in doc["results"]][-1] == 5767168
-
-
-def test_minus_n_0_runs_until_ctrl_c_and_keeps_every_row(launcher, tmp_path):
-    """-N 0 (nccl-tests: cycles without end): the size loop repeats until Ctrl-C; the run ends
-    'interrupted' with exit 130, every row measured stays stored."""
-    db = tmp_path / "n0.db"
-    proc = launcher.start("all_reduce", "-b", "8", "-e", "64", "-n", "1", "-w", "0", "-N", "0", "--nproc", "2",
-                          "--timeout", "30", "--db", str(db))
-    before = wait_rows(db, 12, proc)  # three cycles of 2 sizes x 2 placements: it went round
-    launcher.note(proc)
-    os.killpg(proc.pid, signal.SIGINT)  # what the terminal does
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err and "ccltune: error" not in err
-    run, rows = only_run(db)
-    assert run.status == "interrupted" and len(rows) >= before and len(rows) == count_rows(db)
-    assert f"ccltune: interrupted; {len(rows)} rows kept in {db} (run {run.id})" in err
-    assert "-N 0: the size loop runs until interrupted" in out and out.count("# Collective test starting") == 1
 
 
 def test_own_table_imports_back_to_the_stored_rows(step_run, tmp_path):

@@ -184,13 +184,13 @@ def test_resume_with_other_options_is_refused_before_any_process_starts(shared):
     assert run.status == "complete" and len(rows) == len(before)
 
 
-def _a_sweep_that_timed_nothing_says_so_and_fails(tmp_path):
-    db = tmp_path / "s.db"
-    proc = subprocess.run(sweep_cmd("all_reduce", "-b", "1T", "-e", "1T", *DEFAULT_ONLY, "--db", str(db)),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1, proc.stderr
-    assert proc.stderr.count("no point of run 1 was timed") == 1 and "skipped (out of memory" in proc.stderr
-    assert "FAILED" not in proc.stderr and "next: ccltune tune" not in proc.stdout
+def test_a_sweep_that_timed_nothing_says_so_and_fails(shared):
+    proc = shared.get(__name__, "timed-nothing")
+    db = proc.folder / "s.db"
+    assert proc.rcs == [1, 0], proc.stderr_all   # rank 0 reports the failed check (the launch exits with its code)
+    stderr = proc.stderr_all   # all ranks': one says it
+    assert stderr.count("no point of run 1 was timed") == 1 and "skipped (out of memory" in stderr
+    assert "FAILED" not in stderr and "next: ccltune tune" not in proc.stdout
     run, rows = only_run(db)
     assert run.status == "complete" and [m.status for m in rows] == ["skipped"]
 
@@ -231,13 +231,14 @@ SHARED_RUNS = {
     "virtual-nodes": (2, lambda folder: ["sweep", "all_reduce", "-b", "8", "-e", "64", "-f", "8", "--reps", "2",
                                          "--virtual-nodes", "2", *DEFAULT_ONLY, "--db", str(folder / "s.db")]),
     "workload": (2, _workload),
+    "timed-nothing": (2, lambda folder: ["sweep", "all_reduce", "-b", "1T", "-e", "1T", *DEFAULT_ONLY,
+                                         "--db", str(folder / "s.db")]),
 }
 
 
 # This module's own launches run at once, each test's body in its own thread (background_fixture):
 # torch's import in torchrun and its workers leaves a core idle, so they overlap well.
-_BODIES = [_interrupted_sweep_resumes_where_it_stopped, _kept_buffers_are_allocated_and_filled_once_and_stay_correct,
-           _a_sweep_that_timed_nothing_says_so_and_fails]
+_BODIES = [_interrupted_sweep_resumes_where_it_stopped, _kept_buffers_are_allocated_and_filled_once_and_stay_correct]
 background = background_fixture({"test" + body.__name__: (lambda launcher, folder, body=body: body(folder),)
                                  for body in _BODIES})
 
@@ -248,8 +249,4 @@ def test_interrupted_sweep_resumes_where_it_stopped(background, request):
 
 
 def test_kept_buffers_are_allocated_and_filled_once_and_stay_correct(background, request):
-    ran(background, request)
-
-
-def test_a_sweep_that_timed_nothing_says_so_and_fails(background, request):
     ran(background, request)
