@@ -2,13 +2,53 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
 
-SYSFS = Path(__file__).parent / "fixtures" / "sysfs"
+TESTS = Path(__file__).parent
+SYSFS = TESTS / "fixtures" / "sysfs"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test of tests/dist is marked ``dist`` (the fast tier leaves them out: README)."""
+    for item in items:
+        if item.path.relative_to(TESTS).parts[0] == "dist":
+            item.add_marker(pytest.mark.dist)
+
+
+@functools.lru_cache(maxsize=None)
+def worker_group(path: str) -> str:
+    """Which tests pytest-xdist sends to one worker together (the README's `-n 2`), by the test's file
+    (relative to the checkout): a module's tests (its module fixtures run once); tests/plugin with the
+    plugin's verify test (the session's C builds run once, and no test reads a library while another
+    builds it); the modules of tests/dist that declare SHARED_RUNS (each shared gloo job runs once)."""
+    rel = path.removeprefix("tests/")
+    if rel.startswith("plugin/") or rel == "test_plugin_verify.py":
+        return "plugin"
+    if rel.startswith("dist/") and "\nSHARED_RUNS = " in (TESTS / rel).read_text(encoding="utf-8"):
+        return "dist-shared"
+    return path
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:   # pytest-xdist (the test extra) not installed: one process runs every test
+    LoadScopeScheduling = None
+
+if LoadScopeScheduling is not None:
+    class _Groups(LoadScopeScheduling):
+        """xdist's --dist loadscope with worker_group as the scope (its loadgroup marks tests through the
+        node id, which pytest 9 no longer lets a plugin change)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid.split("::", 1)[0])
+
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling:
+        return _Groups(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -6,12 +6,15 @@ each worker in its own session, so a process-group kill would miss them)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -137,14 +140,27 @@ def launcher(tmp_path):
     lau.cleanup()
 
 
-def bench_many(nproc: int, runs: list[list[str]], cwd: Path, timeout: float = 120) -> list[str]:
-    """Run several bench command lines in ONE torchrun job of ``nproc`` gloo processes
-    (bench_many.py); returns each run's stdout (rank 0). Every run must exit 0."""
-    script = Path(__file__).with_name("bench_many.py")
-    assert all(" " not in a for argv in runs for a in argv), runs
-    proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-                             str(script), *(" ".join(["bench", *argv]) for argv in runs)],
-                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+@dataclass
+class Ran:
+    """One command line of a shared job: rank 0's exit code, stdout and stderr; ``folder``: its own;
+    ``stderr_all``: every rank's stderr, rank 0's first (what a launch's stderr holds, in some order)."""
+
+    rc: int
+    stdout: str
+    stderr: str
+    folder: Path
+    stderr_all: str
+    rcs: list[int]   # every rank's exit code
+
+
+def _cli_many(nproc: int, runs: list[dict], out: Path, cwd: Path) -> subprocess.Popen:
+    script = Path(__file__).with_name("cli_many.py")
+    return subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+                             str(script), str(out), *(json.dumps(run) for run in runs)], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _finish(proc: subprocess.Popen, timeout: float, what: str) -> tuple[str, str]:
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -152,18 +168,72 @@ def bench_many(nproc: int, runs: list[list[str]], cwd: Path, timeout: float = 12
             os.kill(pid, signal.SIGKILL)
         proc.kill()
         stdout, stderr = proc.communicate()
-        raise AssertionError(f"bench_many did not end within {timeout:g}s: {stdout[-2000:]}{stderr[-3000:]}") from None
-    assert proc.returncode == 0, stdout[-2000:] + stderr[-3000:]
+        raise AssertionError(f"{what} did not end within {timeout:g}s: {stdout[-2000:]}{stderr[-3000:]}") from None
+    assert proc.returncode == 0, f"{what}: {stdout[-2000:]}{stderr[-3000:]}"
     assert "Traceback" not in stderr, stderr[-3000:]
-    out, rest = [], stdout
-    for i in range(len(runs)):
-        marker = f"# bench_many: run {i} exit "
-        head, sep, rest = rest.partition(marker)
-        assert sep, f"run {i} printed no end marker: {stdout[-2000:]}"
-        rc, _, rest = rest.partition("\n")
-        assert rc == "0", f"run {i} ({' '.join(runs[i])}) exited {rc}"
-        out.append(head)
-    return out
+    return stdout, stderr
+
+
+def _read_run(out: Path, i: int, nproc: int, folder: Path) -> Ran:
+    """Run ``i`` of a cli_many job; no rank printed a traceback, and where rank 0 exited 0 every rank did
+    (a failed check is rank 0's to report: its exit code alone, as ``launch.hand_over`` passes it on)."""
+    rcs = [int((out / f"{i}.{r}.rc").read_text()) for r in range(nproc)]
+    errs = [(out / f"{i}.{r}.err").read_text() for r in range(nproc)]
+    assert rcs[0] != 0 or not any(rcs), f"run {i}: the ranks exited {rcs}: {errs}"
+    assert not any("Traceback" in e for e in errs), errs
+    return Ran(rcs[0], (out / f"{i}.0.out").read_text(), errs[0], folder, "".join(errs), rcs)
+
+
+class SharedJobs:
+    """The command lines that test modules of this tier declare in ``SHARED_RUNS``, run in one torchrun
+    job per process count (cli_many.py), started once per session in the background: a launch costs
+    torch's import in torchrun and in each worker, seconds of CPU on 2 cores, and the lines only need
+    a gloo job of N processes, not one of their own (what the launch itself does, from ``ccltune
+    --nproc``, is tested by the runs that still launch their own).
+
+    ``SHARED_RUNS`` maps a name to ``(nproc, build)`` or ``(nproc, build, env)``: ``build(folder)`` writes
+    what the run reads into its own empty folder and returns its command line; ``env`` is added to the
+    environment for that run only. A test reads its run with ``get(module, name)``."""
+
+    def __init__(self, modules: list, tmp: Path) -> None:
+        self.runs: dict[tuple[str, str], tuple[int, int, Path]] = {}   # (module, name) -> (nproc, index, folder)
+        lines: dict[int, list[dict]] = {}
+        for module in modules:
+            for name, (nproc, build, *env) in module.SHARED_RUNS.items():
+                folder = tmp / f"{module.__name__}-{name}"
+                folder.mkdir()
+                self.runs[(module.__name__, name)] = (nproc, len(lines.setdefault(nproc, [])), folder)
+                lines[nproc].append({"argv": build(folder), "env": env[0] if env else {}})
+        self.lines, self.tmp = lines, tmp
+        self.out = {n: tmp / f"out-{n}" for n in lines}
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.done: dict[int, bool] = {}
+
+    def start(self) -> None:
+        """Start the jobs (once): in the background, while other tests run."""
+        for nproc, job in self.lines.items():
+            if nproc not in self.procs:
+                self.out[nproc].mkdir()
+                self.procs[nproc] = _cli_many(nproc, job, self.out[nproc], self.tmp)
+
+    def get(self, module: str, name: str, timeout: float = 600) -> Ran:
+        nproc, i, folder = self.runs[(module, name)]
+        self.start()
+        if nproc not in self.done:
+            self.done[nproc] = False
+            _finish(self.procs[nproc], timeout, f"the shared job of {nproc} processes")
+            self.done[nproc] = True
+        assert self.done[nproc], f"the shared job of {nproc} processes failed (see the first test that read it)"
+        return _read_run(self.out[nproc], i, nproc, folder)
+
+    def cleanup(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                for pid in sorted(descendants(proc.pid), reverse=True):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                proc.kill()
+                proc.communicate()
 
 
 @pytest.fixture

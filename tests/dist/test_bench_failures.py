@@ -96,12 +96,25 @@ def _hung_rank_is_named_within_the_timeout(launcher, tmp_path):
     assert run.status == "failed" and len(rows) >= before
 
 
+# -N 0 (nccl-tests: cycles without end): the size loop repeats until Ctrl-C
+N0 = ["all_reduce", "-b", "8", "-e", "64", "-n", "1", "-w", "0", "-N", "0", "--nproc", "2"]
+
+
 def _ctrl_c_keeps_rows_and_marks_the_run_interrupted(launcher, tmp_path):
-    proc, err, db, before = _start(launcher, tmp_path)
+    """Ctrl-C (SIGINT to ccltune's process group, which holds ccltune alone: torchrun runs in a session of its
+    own) of a -N 0 run: the size loop went round until then; the whole job is gone within 5 s, the run ends
+    'interrupted' with exit 130, every row measured stays stored."""
+    db = tmp_path / "t.db"
+    proc = launcher.start(*N0, "--db", str(db), "--timeout", str(TIMEOUT_S))
+    err = Stderr(proc)
+    before = wait_rows(db, 12, proc)  # three cycles of 2 sizes x 2 placements: it went round
+    job = launcher.note(proc)
+    assert len(job) >= 3  # torchrun and two workers
     os.killpg(proc.pid, signal.SIGINT)   # what the terminal does: the launcher's whole group
-    t0 = time.monotonic()
-    proc.wait(timeout=60)
-    assert time.monotonic() - t0 < 30
+    left = _job_gone_within(job, 5.0)
+    assert not left, f"processes of the job still alive 5 s after Ctrl-C: {left}"
+    proc.wait(timeout=5)
+    out = proc.stdout.read()
     text = err.join()
     assert proc.returncode == 130, text
     assert "Traceback" not in text and "ccltune: error" not in text
@@ -110,6 +123,8 @@ def _ctrl_c_keeps_rows_and_marks_the_run_interrupted(launcher, tmp_path):
     assert len(rows) >= before and run.summary["rows"] == len(rows) == count_rows(db)
     assert f"ccltune: interrupted; {len(rows)} rows kept in {db} (run {run.id})" in text
     assert text.count("ccltune: interrupted") == 1   # rank 0 speaks for the job
+    _only_ccltune_lines(text)
+    assert "-N 0: the size loop runs until interrupted" in out and out.count("# Collective test starting") == 1
     assert not any(alive(p) for p in launcher.seen)
 
 
@@ -128,7 +143,7 @@ def _only_ccltune_lines(text: str) -> None:
 
 
 def _stopping_ccltune_stops_the_whole_job_within_5_s(launcher, tmp_path, sig):
-    """kill (TERM), Ctrl-C (INT), a closed terminal (HUP) or kill -9 of the ccltune process: torchrun
+    """kill (TERM), a closed terminal (HUP) or kill -9 of the ccltune process (Ctrl-C: the test above): torchrun
     and every worker are gone within 5 s, every row measured is kept and the run's status is final.
     (Before: the workers ran on under PID 1 after TERM, HUP and KILL, and the run stayed 'running'.)"""
     proc, err, db, before = _start(launcher, tmp_path)
@@ -170,7 +185,7 @@ def _rank_0_killed_or_stopped_the_parent_finishes_the_run(launcher, tmp_path, si
 # Every job of this module runs at once, each test's body in its own thread (background_fixture):
 # a job mostly waits (torch's import, --timeout running out), so they overlap well, three at a time.
 # Each body acts on its own job as soon as that job has stored its rows.
-STOP_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP", "SIGKILL"]
+STOP_SIGNALS = ["SIGTERM", "SIGHUP", "SIGKILL"]
 background = background_fixture({   # the two that wait out --timeout first
     "test_rank_0_killed_or_stopped_the_parent_finishes_the_run[SIGSTOP]":
         (_rank_0_killed_or_stopped_the_parent_finishes_the_run, "SIGSTOP"),

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -56,15 +55,27 @@ def check_cells(name: str, cells: list[str]) -> None:
             assert float(half[0]) > 0 and half[3] == ("N/A" if unchecked else "0"), cells
 
 
+def _every_collective(folder: Path) -> list[str]:
+    return ["bench", "all", *SIZES, *FAST, "--db", str(folder / "t.db"), "--json", str(folder / "t.json")]
+
+
 @pytest.mark.parametrize("nproc", [2, 4])
-def test_every_collective(run_bench, nproc):
-    proc, db, js = run_bench("all", *SIZES, *FAST, "--nproc", str(nproc))
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
+def test_every_collective(run_bench, shared, nproc):
+    """On 2 processes launched by `ccltune bench --nproc 2` (what the parent adds is checked there); on 4
+    in the shared job of 4 processes (the same command, run by a worker that torchrun started)."""
+    if nproc == 2:
+        proc, db, js = run_bench("all", *SIZES, *FAST, "--nproc", "2")
+        rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    else:
+        ran = shared.get(__name__, "every-4")
+        rc, stdout, stderr, db, js = ran.rc, ran.stdout, ran.stderr, ran.folder / "t.db", ran.folder / "t.json"
+    parent = nproc == 2
+    assert rc == 0, stderr
+    assert "Traceback" not in stderr
     sizes = size_series(8, 4096, factor=8)
 
     # the table: a header per collective, a row per size, #wrong 0 wherever measured
-    rows = table(proc.stdout)
+    rows = table(stdout)
     assert list(rows) == ALL
     for name, cells in rows.items():
         coll = collectives.get(name)
@@ -73,12 +84,13 @@ def test_every_collective(run_bench, nproc):
             lay = coll.layout(coll.ncclt_size(size, 4, nproc), 4, nproc, 0)
             assert (int(c[0]), int(c[1]), c[2]) == (lay.size_bytes, lay.count, "float")
             check_cells(name, c)
-    assert proc.stdout.count("# Out of bounds values : 0 OK") == len(ALL)
+    assert stdout.count("# Out of bounds values : 0 OK") == len(ALL)
     # no NCCL: nccl-tests' version line names the engine instead of NCCL's version codes
-    assert f"# nccl-tests version {ncclt_table.NCCL_TESTS_VERSION} ccltune=" in proc.stdout and " engine=gloo" in proc.stdout
-    assert "nccl-headers" not in proc.stdout
-    assert proc.stderr.startswith(f"ccltune: {NO_GPU_NOTE}\n") and proc.stderr.count(NO_GPU_NOTE) == 1  # the parent's
-    assert all(re.search(rf"#  Rank {r:2d} Group  0 Pid +\d+ on +\S+ device +\d+ \[0000:00:00\] cpu", proc.stdout)
+    assert f"# nccl-tests version {ncclt_table.NCCL_TESTS_VERSION} ccltune=" in stdout and " engine=gloo" in stdout
+    assert "nccl-headers" not in stdout
+    if parent:
+        assert stderr.startswith(f"ccltune: {NO_GPU_NOTE}\n") and stderr.count(NO_GPU_NOTE) == 1  # the parent's
+    assert all(re.search(rf"#  Rank {r:2d} Group  0 Pid +\d+ on +\S+ device +\d+ \[0000:00:00\] cpu", stdout)
                for r in range(nproc))
 
     # the JSON records: one per (collective, size, placement), busbw = algbw * factor
@@ -110,34 +122,44 @@ def test_every_collective(run_bench, nproc):
     assert (run.kind, run.status, run.engine, run.world_size) == ("bench", "complete", "gloo", nproc)
     assert run.summary == {"rows": len(recs), "wrong": 0}
     assert run.launcher == "torchrun" and run.command.startswith("ccltune bench all -b 8")
-    assert "--nproc" in run.command   # what the user typed, not what torchrun was given
     env = run.env
     assert env == data["env"]
     assert env["world_size"] == nproc and env["launcher"] == "torchrun" and env["engine"] == "gloo"
     assert isinstance(env["variables"], dict) and env["torch_version"]
-    # only what the user set: torchrun sets TORCH_NCCL_ASYNC_ERROR_HANDLING=1 for the workers it starts
-    assert env["variables_from"] == "parent" and set(env["variables"]) <= set(os.environ)
-    assert ("TORCH_NCCL_ASYNC_ERROR_HANDLING" in env["variables"]) == ("TORCH_NCCL_ASYNC_ERROR_HANDLING" in os.environ)
     assert len(env["hosts"]) == nproc
-    # the environment records what each worker ran: the engine resolved once, --nproc gone
-    assert env["command"].startswith("ccltune bench all -b 8") and env["command"].endswith("--engine gloo")
+    if parent:
+        assert "--nproc" in run.command   # what the user typed, not what torchrun was given
+        # only what the user set: torchrun sets TORCH_NCCL_ASYNC_ERROR_HANDLING=1 for the workers it starts
+        assert env["variables_from"] == "parent" and set(env["variables"]) <= set(os.environ)
+        assert (("TORCH_NCCL_ASYNC_ERROR_HANDLING" in env["variables"])
+                == ("TORCH_NCCL_ASYNC_ERROR_HANDLING" in os.environ))
+        # the environment records what each worker ran: the engine resolved once, --nproc gone
+        assert env["command"].startswith("ccltune bench all -b 8") and env["command"].endswith("--engine gloo")
 
 
 CASES = [(op, dt) for op in ("sum", "prod", "min", "max") for dt in ("int32", "float")]
 CASES += [("sum", "bfloat16"), ("max", "half"), ("prod", "int8"), ("sum", "uint8"), ("min", "double")]
 
 
+OPS_CASES = {(op, dtype): ["all_reduce,reduce_scatter,reduce,broadcast", "-b", "64", "-e", "1K", "-f", "16", *FAST,
+                            "-o", op, "-d", dtype, "-r", "1"] for op, dtype in CASES}
+OPS_CASES[("avg", "float")] = ["all_reduce,all_gather", "-b", "64", "-e", "64", *FAST, "-o", "avg"]
+
+
+def _files(folder: Path) -> list[str]:
+    return ["--db", str(folder / "t.db"), "--json", str(folder / "t.json")]
+
+
 @pytest.fixture(scope="module")
-def ops_and_datatypes(tmp_path_factory):
-    """Every case of CASES as its own bench command line, all in one torchrun job (a launch
-    costs seconds; the cases only differ in -o and -d), and -o avg: {case: (stdout, db, json)}."""
-    tmp = tmp_path_factory.mktemp("ops")
-    cases = {(op, dtype): ["all_reduce,reduce_scatter,reduce,broadcast", "-b", "64", "-e", "1K", "-f", "16", *FAST,
-                           "-o", op, "-d", dtype, "-r", "1"] for op, dtype in CASES}
-    cases[("avg", "float")] = ["all_reduce,all_gather", "-b", "64", "-e", "64", *FAST, "-o", "avg"]
-    files = {case: (tmp / f"{case[0]}-{case[1]}.db", tmp / f"{case[0]}-{case[1]}.json") for case in cases}
-    outs = bench_many(2, [[*argv, "--db", str(files[c][0]), "--json", str(files[c][1])] for c, argv in cases.items()], tmp)
-    return {case: (out, *files[case]) for case, out in zip(cases, outs)}
+def ops_and_datatypes(shared):
+    """Every case of CASES, and -o avg, as its own bench command line in the shared job of 2 processes (a
+    launch costs seconds; the cases only differ in -o and -d): {case: (stdout, db, json)}."""
+    out = {}
+    for case in OPS_CASES:
+        ran = shared.get(__name__, f"ops-{case[0]}-{case[1]}")
+        assert ran.rc == 0, ran.stderr[-3000:]
+        out[case] = (ran.stdout, ran.folder / "t.db", ran.folder / "t.json")
+    return out
 
 
 @pytest.mark.parametrize("op, dtype", CASES)
@@ -160,7 +182,7 @@ def test_ops_and_datatypes(ops_and_datatypes, op, dtype):
 
 
 def test_avg_is_waived_on_gloo_not_failed(ops_and_datatypes):
-    stdout, db, js = ops_and_datatypes[("avg", "float")]   # its run exited 0 (bench_many checks)
+    stdout, db, js = ops_and_datatypes[("avg", "float")]   # its run exited 0 (the fixture checks)
     assert "WAIVED: gloo has no AVG reduction" in stdout
     recs = json.loads(js.read_text())["records"]
     assert {r["status"] for r in recs if r["collective"] == "all_reduce"} == {"waived"}
@@ -180,21 +202,25 @@ def test_single_process_runs_and_waives(run_bench):
     assert "ccltune bench: run" not in proc.stdout
 
 
+WARMUP = ["all_gather,reduce_scatter,sendrecv", "-b", "8", "-e", "4K", "-f", "8", *FAST]
+WARMUP_MODES = ["series", "nccl-tests", None]
+# nccl-tests' schedule and reports: -z 3, -I 1 -K 1, -C 1, -u 3, -J
+SCHEDULE = ["all_reduce", "-b", "8", "-e", "64", *FAST, "-n", "4", "-z", "3", "-I", "1", "-K", "1", "-C", "1", "-u", "3"]
+
+
 @pytest.fixture(scope="module")
-def warmup_modes(tmp_path_factory):
-    """One torchrun job: the same bench with each --warmup-mode, then without: {mode or None: (db, json)}."""
-    tmp = tmp_path_factory.mktemp("warmup")
-    args = ["all_gather,reduce_scatter,sendrecv", "-b", "8", "-e", "4K", "-f", "8", *FAST]
-    modes = ["series", "nccl-tests", None]
-    files = {m: (tmp / f"{m or 'plain'}.db", tmp / f"{m or 'plain'}.json") for m in modes}
-    runs = [[*args, *(["--warmup-mode", m] if m else []), "--db", str(files[m][0]), "--json", str(files[m][1])]
-            for m in modes]
-    # and nccl-tests' schedule and reports in the same job: -z 3, -I 1 -K 1, -C 1, -u 3, -J
-    files["schedule"] = (tmp / "schedule.db", tmp / "schedule.json", tmp / "ncclt.json")
-    runs.append(["all_reduce", "-b", "8", "-e", "64", *FAST, "-n", "4", "-z", "3", "-I", "1", "-K", "1", "-C", "1",
-                 "-u", "3", "-J", str(files["schedule"][2]), "--db", str(files["schedule"][0])])
-    outs = bench_many(2, runs, tmp)
-    files["schedule_out"] = outs[-1]
+def warmup_modes(shared):
+    """Runs of the shared job of 2 processes: the same bench with each --warmup-mode, then without:
+    {mode or None: (db, json)}; and SCHEDULE's: "schedule": (db, None, -J's file), "schedule_out": its stdout."""
+    files = {}
+    for mode in WARMUP_MODES:
+        ran = shared.get(__name__, f"warmup-{mode}")
+        assert ran.rc == 0, ran.stderr[-3000:]
+        files[mode] = (ran.folder / "t.db", ran.folder / "t.json")
+    ran = shared.get(__name__, "schedule")
+    assert ran.rc == 0, ran.stderr[-3000:]
+    files["schedule"] = (ran.folder / "t.db", None, ran.folder / "ncclt.json")
+    files["schedule_out"] = ran.stdout
     return files
 
 
@@ -240,6 +266,16 @@ def test_series_warmup_gives_the_same_rows(warmup_modes, mode):
     ok = [r for r in recs if r["status"] == "ok"]
     assert len(ok) == len(size_series(8, 4096, factor=8)) * (2 + 2 + 2)
     assert all(r["wrong"] == (0 if checked(r) else None) for r in ok)
+
+
+SHARED_RUNS = {   # name: (processes, build(folder) -> command line): run in dist_helpers.SharedJobs
+    "every-4": (4, _every_collective),
+    **{f"ops-{op}-{dt}": (2, lambda folder, argv=argv: ["bench", *argv, *_files(folder)])
+       for (op, dt), argv in OPS_CASES.items()},
+    **{f"warmup-{m}": (2, lambda folder, m=m: ["bench", *WARMUP, *(["--warmup-mode", m] if m else []), *_files(folder)])
+       for m in WARMUP_MODES},
+    "schedule": (2, lambda folder: ["bench", *SCHEDULE, "-J", str(folder / "ncclt.json"), "--db", str(folder / "t.db")]),
+}
 
 
 def test_a_reader_that_goes_stops_the_table_not_the_run(tmp_path):
@@ -309,24 +345,6 @@ def test_the_shape_line_is_nccl_tests_own_for_the_same_flags(step_run):
     doc = json.loads(step_run[2].read_text())
     assert (doc["config"]["minimum_bytes"], doc["config"]["maximum_bytes"]) == (1572864, 6291456)
     assert [r["size"] for r in doc["results"]][-1] == 5767168
-
-
-def test_minus_n_0_runs_until_ctrl_c_and_keeps_every_row(launcher, tmp_path):
-    """-N 0 (nccl-tests: cycles without end): the size loop repeats until Ctrl-C; the run ends
-    'interrupted' with exit 130, every row measured stays stored."""
-    db = tmp_path / "n0.db"
-    proc = launcher.start("all_reduce", "-b", "8", "-e", "64", "-n", "1", "-w", "0", "-N", "0", "--nproc", "2",
-                          "--timeout", "30", "--db", str(db))
-    before = wait_rows(db, 12, proc)  # three cycles of 2 sizes x 2 placements: it went round
-    launcher.note(proc)
-    os.killpg(proc.pid, signal.SIGINT)  # what the terminal does
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err and "ccltune: error" not in err
-    run, rows = only_run(db)
-    assert run.status == "interrupted" and len(rows) >= before and len(rows) == count_rows(db)
-    assert f"ccltune: interrupted; {len(rows)} rows kept in {db} (run {run.id})" in err
-    assert "-N 0: the size loop runs until interrupted" in out and out.count("# Collective test starting") == 1
 
 
 def test_own_table_imports_back_to_the_stored_rows(step_run, tmp_path):

@@ -1,16 +1,14 @@
 """NCCL_TESTS_SPLIT on the gloo engine: 4 processes split "MOD 2" into two groups (ranks 0,2 and 1,3),
 each running every collective on its own process group, as nccl-tests runs parallel operations.
 
-One launch. A collective that ran over the world instead of its group, or a root or peer not mapped
-from the group's rank to the world's, would show as #wrong > 0 or a failed call: the expected values
+One run of the shared job of 4 processes (no launch of its own). A collective that ran over the world
+instead of its group, or a root or peer not mapped from the group's rank to the world's, would show as #wrong > 0 or a failed call: the expected values
 are the group's (2 ranks), and -r 1 is world rank 2 in group 0 and world rank 3 in group 1."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 from pathlib import Path
 
 from ccltune import collectives, ncclt
@@ -18,15 +16,20 @@ from dist_helpers import bench_cmd, checked, only_run
 from test_bench_gloo import ALL, check_cells, table
 
 
-def test_two_groups_of_two_each_measure_every_collective_on_their_own(tmp_path: Path):
-    db, js = tmp_path / "t.db", tmp_path / "t.json"
-    env = {**os.environ, "NCCL_TESTS_SPLIT": "MOD 2"}
-    env.pop("NCCL_TESTS_SPLIT_MASK", None)
-    proc = subprocess.run(bench_cmd("all", "-b", "64", "-e", "64", "-n", "2", "-w", "1", "-r", "1", "--timeout", "30",
-                                    "--nproc", "4", "--db", str(db), "--json", str(js), "-J", str(tmp_path / "n.json")),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr
+def _split(folder: Path) -> list[str]:
+    return ["bench", "all", "-b", "64", "-e", "64", "-n", "2", "-w", "1", "-r", "1", "--timeout", "30",
+            "--db", str(folder / "t.db"), "--json", str(folder / "t.json"), "-J", str(folder / "n.json")]
+
+
+# one run of the shared job of 4 processes (dist_helpers.SharedJobs), with NCCL_TESTS_SPLIT set for it
+SHARED_RUNS = {"split": (4, _split, {"NCCL_TESTS_SPLIT": "MOD 2", "NCCL_TESTS_SPLIT_MASK": None})}
+
+
+def test_two_groups_of_two_each_measure_every_collective_on_their_own(shared):
+    ran = shared.get(__name__, "split")
+    tmp_path, db, js = ran.folder, ran.folder / "t.db", ran.folder / "t.json"
+    assert ran.rc == 0, ran.stdout[-2000:] + ran.stderr[-3000:]
+    proc = ran   # .stdout, .stderr: rank 0's
 
     # the rank lines say each rank's group (its color), as nccl-tests prints them
     for rank, group in enumerate((0, 1, 0, 1)):

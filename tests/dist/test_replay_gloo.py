@@ -10,24 +10,24 @@ from ccltune.store import Store
 from ccltune.workload.model import Entry, Key, Workload, to_json
 
 
-def _replay(tmp_path, wl, iters):
-    """``ccltune replay`` of ``wl`` on 2 gloo processes: (the finished process, the database path)."""
-    w = tmp_path / "w.json"
-    w.write_text(to_json(wl, {}))
-    db = tmp_path / "r.db"
-    proc = subprocess.run([sys.executable, "-m", "ccltune", "replay", str(w), "--engine", "gloo", "--nproc", "2",
-                           "--iters", str(iters), "--db", str(db)], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
-    return proc, db
+def _replay_argv(folder, wl, iters):
+    """``ccltune replay`` of ``wl`` on the gloo engine, its files in ``folder``."""
+    (folder / "w.json").write_text(to_json(wl, {}))
+    return ["replay", str(folder / "w.json"), "--engine", "gloo", "--iters", str(iters), "--db", str(folder / "r.db")]
 
 
-def test_replay_on_gloo_replays_the_default_and_lists_what_it_cannot(tmp_path):
-    wl = Workload([Entry(Key("all_reduce", 4096, 2, "float", 1024, op="max"), 4),
-                   Entry(Key("broadcast", 64, 2, "int64", 8), 1),
-                   Entry(Key("all_reduce", 256, 4, "float", 64), 2)], [], steps=2,
-                  order=[(1, 0, 1), (0, 0, 2), (2, 1, 1), (0, 0, 2), (2, 1, 1)])
-    proc, db = _replay(tmp_path, wl, iters=3)
-    assert proc.returncode == 0, proc.stderr
+DEFAULT_WL = Workload([Entry(Key("all_reduce", 4096, 2, "float", 1024, op="max"), 4), Entry(Key("broadcast", 64, 2, "int64", 8), 1),
+                       Entry(Key("all_reduce", 256, 4, "float", 64), 2)], [], steps=2,
+                      order=[(1, 0, 1), (0, 0, 2), (2, 1, 1), (0, 0, 2), (2, 1, 1)])
+# a run of the shared job of 2 gloo processes (dist_helpers.SharedJobs): it exits 0, so it needs no launch of
+# its own; the test below, whose exit code the parent hands over, launches its own
+SHARED_RUNS = {"default": (2, lambda folder: _replay_argv(folder, DEFAULT_WL, 3))}
+
+
+def test_replay_on_gloo_replays_the_default_and_lists_what_it_cannot(shared):
+    proc = shared.get(__name__, "default")
+    db = proc.folder / "r.db"
+    assert proc.rc == 0, proc.stderr
     out = proc.stdout
     assert "# WAIVED: the gloo engine has no tuner plugin" in out
     assert "per step, the whole sequence in captured order, eager, no load: gloo default " in out and "NCCL" not in out.splitlines()[0]
@@ -57,7 +57,9 @@ def test_replay_with_nothing_the_engine_can_run_says_why_and_stores_nothing(tmp_
     """Entries that fit the launch but that the engine cannot issue (gloo has no FP8), found once the
     job runs: each entry's reason printed, one error, and no empty 'complete' run in the database."""
     wl = Workload([Entry(Key("all_reduce", 4096, 2, "f8e4m3", 4096), 3)], [], steps=1)
-    proc, db = _replay(tmp_path, wl, iters=2)
+    db = tmp_path / "r.db"
+    proc = subprocess.run([sys.executable, "-m", "ccltune", *_replay_argv(tmp_path, wl, 2), "--nproc", "2"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "# note: all_reduce 4096 B: not replayed (the gloo engine has no f8e4m3" in proc.stdout
     assert "nothing this launch (the gloo engine, 2 processes) can replay (the reasons above)" in proc.stderr

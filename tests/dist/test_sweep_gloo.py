@@ -22,12 +22,13 @@ def sweep_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "ccltune", "sweep", *args]
 
 
-def _sweep_stores_every_rep_of_every_size(tmp_path):
-    db = tmp_path / "s.db"
-    proc = subprocess.run(sweep_cmd("all_reduce", "all_gather", "-b", "8", "-e", "4K", "-f", "8", "--reps", "3",
-                                    *DEFAULT_ONLY, "--db", str(db)),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr
+STORES = ["all_reduce", "all_gather", "-b", "8", "-e", "4K", "-f", "8", "--reps", "3", *DEFAULT_ONLY]
+
+
+def test_sweep_stores_every_rep_of_every_size(shared):
+    proc = shared.get(__name__, "stores")
+    db = proc.folder / "s.db"
+    assert proc.rc == 0, proc.stderr
     # each collective's first size is measured once first and thrown away (one-time costs)
     warm = [line for line in proc.stderr.splitlines() if "warm-up, not stored" in line]
     assert warm == ["sweep: all_reduce 8 B (warm-up, not stored)", "sweep: all_gather 8 B (warm-up, not stored)"]
@@ -50,14 +51,12 @@ def _sweep_stores_every_rep_of_every_size(tmp_path):
     assert " timed " in line and " (8)" in line and line.endswith(" s")
 
 
-def _model_mode_plans_in_stored_sizes_and_finishes(tmp_path):
+def test_model_mode_plans_in_stored_sizes_and_finishes(shared):
     # 1, 2 and 4 B of float all_gather on 2 ranks are all stored as 0 B (no whole element per rank):
     # the planner works in the stored sizes, so it neither asks for them forever nor twice
-    db = tmp_path / "s.db"
-    proc = subprocess.run(sweep_cmd("all_gather", "-b", "1", "-e", "64", "-f", "2", "--reps", "2", "--mode", "model",
-                                    *DEFAULT_ONLY, "--db", str(db)),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr
+    proc = shared.get(__name__, "model")
+    db = proc.folder / "s.db"
+    assert proc.rc == 0, proc.stderr
     run, rows = only_run(db)
     assert run.status == "complete" and run.summary["mode"] == "model"
     per_size = {}
@@ -105,14 +104,12 @@ def _interrupted_sweep_resumes_where_it_stopped(tmp_path):
     assert not any(alive(p) for p in workers), "a worker outlived the interrupted sweep"
 
 
-def _virtual_nodes_are_the_nodes_of_the_rows_and_the_run(tmp_path):
+def test_virtual_nodes_are_the_nodes_of_the_rows_and_the_run(shared):
     # NCCL sees K nodes (NCCL_HOSTID) and passes nNodes=K to the tuner: rules must be keyed on K,
     # so the rows say K too, and the run says the nodes were simulated (gloo ignores NCCL_HOSTID)
-    db = tmp_path / "s.db"
-    proc = subprocess.run(sweep_cmd("all_reduce", "-b", "8", "-e", "64", "-f", "8", "--reps", "2", "--virtual-nodes",
-                                    "2", *DEFAULT_ONLY, "--db", str(db)),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr
+    proc = shared.get(__name__, "virtual-nodes")
+    db = proc.folder / "s.db"
+    assert proc.rc == 0, proc.stderr
     run, rows = only_run(db)
     assert {m.n_nodes for m in rows} == {2} and len(rows) == 4
     assert run.env["virtual_nodes"] == 2 and "simulated 2 nodes" in run.env["platform"]
@@ -170,10 +167,12 @@ def _kept_buffers_are_allocated_and_filled_once_and_stay_correct(tmp_path):
     assert got["counts"]["fill"] == 1 + 3  # all_gather once; all_reduce (in place) every visit
 
 
-def _resume_with_other_options_is_refused_before_any_process_starts(tmp_path):
-    db = tmp_path / "s.db"
-    args = ["all_reduce", "-b", "8", "-e", "64", "-f", "8", "--reps", "2", *DEFAULT_ONLY, "--db", str(db)]
-    assert subprocess.run(sweep_cmd(*args), cwd=tmp_path, capture_output=True, timeout=180).returncode == 0
+def test_resume_with_other_options_is_refused_before_any_process_starts(shared):
+    # the complete run of test_sweep_stores_every_rep_of_every_size, resumed with other options
+    stored = shared.get(__name__, "stores")
+    assert stored.rc == 0, stored.stderr
+    tmp_path, db = stored.folder, stored.folder / "s.db"
+    args = [*STORES, "--db", str(db)]
     _, before = only_run(db)
     for extra, needle in ((["-d", "double"], "-d 'float', now 'double'"), (["--nproc", "3"], "2 ranks, now 3"),
                           (["--resume", "5"], "no run 5; runs in")):
@@ -186,31 +185,31 @@ def _resume_with_other_options_is_refused_before_any_process_starts(tmp_path):
     assert run.status == "complete" and len(rows) == len(before)
 
 
-def _a_sweep_that_timed_nothing_says_so_and_fails(tmp_path):
-    db = tmp_path / "s.db"
-    proc = subprocess.run(sweep_cmd("all_reduce", "-b", "1T", "-e", "1T", *DEFAULT_ONLY, "--db", str(db)),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1, proc.stderr
-    assert proc.stderr.count("no point of run 1 was timed") == 1 and "skipped (out of memory" in proc.stderr
-    assert "FAILED" not in proc.stderr and "next: ccltune tune" not in proc.stdout
+def test_a_sweep_that_timed_nothing_says_so_and_fails(shared):
+    proc = shared.get(__name__, "timed-nothing")
+    db = proc.folder / "s.db"
+    assert proc.rcs == [1, 0], proc.stderr_all   # rank 0 reports the failed check (the launch exits with its code)
+    stderr = proc.stderr_all   # all ranks': one says it
+    assert stderr.count("no point of run 1 was timed") == 1 and "skipped (out of memory" in stderr
+    assert "FAILED" not in stderr and "next: ccltune tune" not in proc.stdout
     run, rows = only_run(db)
     assert run.status == "complete" and [m.status for m in rows] == ["skipped"]
 
 
-def _workload_sweeps_exactly_its_points_and_lists_the_others(tmp_path):
+def _workload(folder):
     from ccltune.workload.model import Entry, Key, Workload, to_json
 
-    wl = Workload([Entry(Key("all_reduce", 4100, 2, "float", 1025, op="max"), 7),
-                   Entry(Key("all_gather", 24, 2, "float", 3), 2),
-                   Entry(Key("all_reduce", 4100, 2, "int32", 1025, op="sum"), 1),
-                   Entry(Key("all_reduce", 512, 4, "float", 128, op="sum"), 3),
+    wl = Workload([Entry(Key("all_reduce", 4100, 2, "float", 1025, op="max"), 7), Entry(Key("all_gather", 24, 2, "float", 3), 2),
+                   Entry(Key("all_reduce", 4100, 2, "int32", 1025, op="sum"), 1), Entry(Key("all_reduce", 512, 4, "float", 128, op="sum"), 3),
                    Entry(Key("reduce_scatter", 4, 2, "bfloat16", 1, op="avg"), 1)], [])
-    w = tmp_path / "w.json"
-    w.write_text(to_json(wl, {}))
-    db = tmp_path / "s.db"
-    proc = subprocess.run(sweep_cmd("--workload", str(w), "--reps", "2", *DEFAULT_ONLY, "--db", str(db)),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr
+    (folder / "w.json").write_text(to_json(wl, {}))
+    return ["sweep", "--workload", str(folder / "w.json"), "--reps", "2", *DEFAULT_ONLY, "--db", str(folder / "s.db")]
+
+
+def test_workload_sweeps_exactly_its_points_and_lists_the_others(shared):
+    proc = shared.get(__name__, "workload")
+    w, db = proc.folder / "w.json", proc.folder / "s.db"
+    assert proc.rc == 0, proc.stderr
     run, rows = only_run(db)
     # the exact sizes (4100 B is no power of two), datatypes merged: the tuner sees bytes; each collective
     # in the job's datatype (issue 30): the bfloat16 reduce_scatter of 4 B, which float could not time
@@ -258,13 +257,22 @@ def _killed_rank_ends_the_sweep_in_one_line_and_keeps_its_rows(launcher, tmp_pat
     assert not any(alive(p) for p in launcher.seen)
 
 
-# The launches of this module run at once, each test's body in its own thread (background_fixture):
+# The sweeps that only need a gloo job of 2 processes: runs of the shared job (dist_helpers.SharedJobs)
+SHARED_RUNS = {
+    "stores": (2, lambda folder: ["sweep", *STORES, "--db", str(folder / "s.db")]),
+    "model": (2, lambda folder: ["sweep", "all_gather", "-b", "1", "-e", "64", "-f", "2", "--reps", "2", "--mode", "model",
+                                 *DEFAULT_ONLY, "--db", str(folder / "s.db")]),
+    "virtual-nodes": (2, lambda folder: ["sweep", "all_reduce", "-b", "8", "-e", "64", "-f", "8", "--reps", "2",
+                                         "--virtual-nodes", "2", *DEFAULT_ONLY, "--db", str(folder / "s.db")]),
+    "workload": (2, _workload),
+    "timed-nothing": (2, lambda folder: ["sweep", "all_reduce", "-b", "1T", "-e", "1T", *DEFAULT_ONLY,
+                                         "--db", str(folder / "s.db")]),
+}
+
+
+# This module's own launches run at once, each test's body in its own thread (background_fixture):
 # torch's import in torchrun and its workers leaves a core idle, so they overlap well.
-_BODIES = [_interrupted_sweep_resumes_where_it_stopped, _sweep_stores_every_rep_of_every_size,
-           _model_mode_plans_in_stored_sizes_and_finishes, _virtual_nodes_are_the_nodes_of_the_rows_and_the_run,
-           _kept_buffers_are_allocated_and_filled_once_and_stay_correct,
-           _resume_with_other_options_is_refused_before_any_process_starts,
-           _a_sweep_that_timed_nothing_says_so_and_fails, _workload_sweeps_exactly_its_points_and_lists_the_others]
+_BODIES = [_interrupted_sweep_resumes_where_it_stopped, _kept_buffers_are_allocated_and_filled_once_and_stay_correct]
 background = background_fixture({"test_killed_rank_ends_the_sweep_in_one_line_and_keeps_its_rows":
                                  (_killed_rank_ends_the_sweep_in_one_line_and_keeps_its_rows,),
                                  **{"test" + body.__name__: (lambda launcher, folder, body=body: body(folder),)
@@ -276,31 +284,7 @@ def test_interrupted_sweep_resumes_where_it_stopped(background, request):
     ran(background, request)
 
 
-def test_sweep_stores_every_rep_of_every_size(background, request):
-    ran(background, request)
-
-
-def test_model_mode_plans_in_stored_sizes_and_finishes(background, request):
-    ran(background, request)
-
-
-def test_virtual_nodes_are_the_nodes_of_the_rows_and_the_run(background, request):
-    ran(background, request)
-
-
 def test_kept_buffers_are_allocated_and_filled_once_and_stay_correct(background, request):
-    ran(background, request)
-
-
-def test_resume_with_other_options_is_refused_before_any_process_starts(background, request):
-    ran(background, request)
-
-
-def test_a_sweep_that_timed_nothing_says_so_and_fails(background, request):
-    ran(background, request)
-
-
-def test_workload_sweeps_exactly_its_points_and_lists_the_others(background, request):
     ran(background, request)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import venv
 from pathlib import Path
 
@@ -35,11 +36,12 @@ def test_editable_install_finds_its_plugin_in_site_packages(tmp_path: Path) -> N
                             ignore=shutil.ignore_patterns("build", "build-*", "__pycache__", "*.o", "*.so"))
         else:
             shutil.copy2(src, repo / src.name)
-    venv.create(tmp_path / "venv", with_pip=True)
+    # a venv without pip of its own (ensurepip takes seconds): this interpreter's pip installs into it
+    venv.create(tmp_path / "venv", with_pip=False)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}   # the venv's ccltune, not this tree's
     py = tmp_path / "venv" / "bin" / "python"
-    pip = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "-e", repo], capture_output=True, text=True,
-                         timeout=600, env=env)
+    pip = subprocess.run([sys.executable, "-m", "pip", "--python", py, "install", "-q", "--no-deps", "-e", repo],
+                         capture_output=True, text=True, timeout=600, env=env)
     assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-4000:]
     code = ("from ccltune import builtlib, profiler_plugin, tuner_plugin; print(tuner_plugin.library_path()); "
             "print(builtlib.first_existing(builtlib.candidates('libccltune-series.so', 'native'))); "

@@ -28,7 +28,7 @@ SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "
 def _make(build: Path, *targets: str, **variables: str) -> Path:
     if shutil.which("gcc") is None or shutil.which("make") is None:
         pytest.skip("gcc and make are needed to build the launch loop")
-    args = ["make", "-C", str(NATIVE), f"BUILD={build}", "CC=gcc", *targets, *(f"{k}={v}" for k, v in variables.items())]
+    args = ["make", "-C", str(NATIVE), f"BUILD={build}", "CC=gcc", f"-j{os.cpu_count() or 1}", *targets, *(f"{k}={v}" for k, v in variables.items())]
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
         pytest.fail(f"{' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")

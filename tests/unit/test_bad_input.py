@@ -276,4 +276,5 @@ def test_a_binary_verdict_is_quoted_by_one_short_line(tmp_path, capsys):
         assert main(["tune", "--out", str(tmp_path / "r.conf"), "--exclude-failed", str(path),
                      "--db", str(_db(tmp_path / "t.db"))]) == 2
         err = capsys.readouterr().err
-        assert str(path) in err and len(err) < 400 and err.count("\n") == 1, err
+        # short whatever the folder's length (pytest-xdist's tmp_path is longer): the line without the path
+        assert str(path) in err and len(err.replace(str(path), "")) < 300 and err.count("\n") == 1, err

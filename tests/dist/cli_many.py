@@ -1,0 +1,59 @@
+"""Worker script: several `ccltune` command lines, one after another, in one torchrun job.
+
+    python -m torch.distributed.run --standalone --nproc-per-node=N cli_many.py OUT RUN RUN ...
+
+Each RUN is a JSON object {"argv": [...], "env": {...}}: a command line given to ccltune.cli.main,
+as the `ccltune` entry point would, in a worker that torchrun started (what `ccltune CMD --nproc N`
+runs), with "env" added to the environment for that run only (a null value: unset). Every rank writes run I's
+stdout, stderr and exit code to OUT/I.RANK.out, .err and .rc. One launch instead of one per command
+line: the process group is joined and left per run, as it is in separate jobs, without paying
+torch's import in torchrun and in every worker each time (seconds of CPU on a 2-core machine).
+
+torch resets its process-group counter when the default group is destroyed (so that an elastic job
+re-creates groups under the same names), and the default group's keys in torchrun's store are named
+after that counter: a second run would read the first run's gloo addresses and connect to sockets
+that are gone. Each run starts at its own counter."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch.distributed.distributed_c10d as c10d
+
+from ccltune.cli import main
+
+
+def run_one(spec: str) -> int:
+    run = json.loads(spec)
+    settings = run.get("env", {})
+    saved = {name: os.environ.get(name) for name in settings}
+    for name, value in settings.items():
+        _set(name, value)
+    try:
+        return main(run["argv"])
+    finally:
+        for name, value in saved.items():
+            _set(name, value)
+
+
+def _set(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+if __name__ == "__main__":
+    out, runs = Path(sys.argv[1]), sys.argv[2:]
+    rank = os.environ.get("RANK", "0")
+    for i, spec in enumerate(runs):
+        c10d._world.group_count = 1000 * i   # fresh store keys for this run's groups
+        base = out / f"{i}.{rank}"
+        with open(f"{base}.out", "w", encoding="utf-8") as o, open(f"{base}.err", "w", encoding="utf-8") as e, \
+                contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
+            rc = run_one(spec)
+        Path(f"{base}.rc").write_text(str(rc), encoding="utf-8")
