@@ -16,7 +16,7 @@ from typing import Any
 
 from ccltune import __version__
 from ccltune import launch
-from ccltune.cli import _common
+from ccltune.commands.common import check_outputs
 from ccltune.errors import EXIT_CODES, CcltuneError, CheckFailed, Interrupted
 from ccltune.cli._safeout import escaped_output
 
@@ -84,7 +84,7 @@ def exit_code_table() -> str:
 def run_command(args: argparse.Namespace) -> int:
     """Run the parsed command: what ``ccltune ...`` and the Python API (``ccltune.api``) both call.
     Errors are raised (typed, from ccltune.errors); the exit code is returned."""
-    _common.check_outputs(args)
+    check_outputs(args)
     return int(args.func(args) or 0)
 
 

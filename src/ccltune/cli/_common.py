@@ -13,7 +13,7 @@ from typing import Any
 from ccltune import dist, engines, files, launch, rules
 from ccltune.engines import ENGINES, default_engine
 from ccltune.errors import EngineUnavailable, RuleFileError, UsageError
-from ccltune.store import DEFAULT_DB, check_path
+from ccltune.store import DEFAULT_DB
 
 
 class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -49,51 +49,6 @@ def comma_list(action: argparse.Action) -> argparse.Action:
     return action
 
 
-def parse_run_ids(text: str, flag: str = "--runs") -> list[tuple[int, int]]:
-    """'3,5-7' -> [(3, 3), (5, 7)]: inclusive ranges of run ids (``Store.runs_in`` resolves them)."""
-    out: list[tuple[int, int]] = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        lo, sep, hi = part.partition("-")
-        try:
-            a, b = int(lo), int(hi) if sep else int(lo)
-        except ValueError:
-            raise UsageError(f"{flag}: {part!r} is not a run id or a range like 5-7 (in {text!r})") from None
-        if a > b:
-            raise UsageError(f"{flag}: range {part!r} runs backwards")
-        out.append((a, b))
-    if not out:
-        raise UsageError(f"{flag}: {text!r} names no run")
-    return out
-
-
-# Flags (argparse dest -> spelling) through which a command writes a file of its own
-OUTPUT_FLAGS = {"json": "--json", "json_path": "--json", "junit": "--junit", "out": "--out", "save_log": "--save-log"}
-
-
-# Flags (argparse dest -> spelling) naming a file the command reads: no output may be one of them
-INPUT_FLAGS = {"db": "--db", "from_json": "--from-json", "nccl_log": "--nccl-log", "from_log": "--from-log",
-               "rules": "RULES", "file": "RULES", "files": "FILE", "exclude_failed": "--exclude-failed",
-               "profile": "--profile", "best_from": "--best-from"}
-
-
-def check_outputs(args: argparse.Namespace) -> None:
-    """Every file the command will write, checked before it reads or measures anything
-    (:func:`ccltune.files.check_output`): a name the file system can hold, its folder there, not a
-    folder, not a file the command reads (the results database above all: writing it would replace
-    every run stored there), and no two outputs the same file. The results database itself is
-    checked too (:func:`ccltune.store.check_path`): a command that measures first must not find
-    out after the measurement that it cannot store it."""
-    if getattr(args, "db", None):
-        check_path(args.db)
-    taken = {("the results database (--db)" if flag == "--db" else f"the input {flag}"): getattr(args, dest)
-             for dest, flag in INPUT_FLAGS.items() if getattr(args, dest, None)}
-    for dest, flag in OUTPUT_FLAGS.items():
-        path = getattr(args, dest, None)
-        if isinstance(path, str) and path:
-            files.check_output(path, flag, taken)
-            taken[f"the output {flag}"] = path
-
-
 def add_under_load(p: argparse.ArgumentParser) -> None:
     p.add_argument("--under-load", type=int, default=None, metavar="M",
                    help="while collectives are timed, run an M x M bf16 matrix multiply back to back on a second "
@@ -106,6 +61,14 @@ def add_sysfs_root(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--sysfs-root", metavar="DIR", default=None,
                    help=f"folder standing for / when reading sys/ and proc/ (default: ${ROOT_ENV} or /)")
+
+
+def add_output_flags(parser: argparse.ArgumentParser) -> None:
+    """``--db`` and ``--json`` of the diagnose commands (links, topo, doctor, check), spelled the same in each."""
+    parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
+                        help="results database to record the run in (default: %(default)s)")
+    parser.add_argument("--json", dest="json_path", metavar="PATH",
+                        help="also write the results as JSON to PATH")
 
 
 def add_db(p: argparse.ArgumentParser) -> None:

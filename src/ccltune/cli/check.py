@@ -15,7 +15,8 @@ from ccltune.diagnose.checks.registry import Context, run_checks
 from ccltune.diagnose.probes import links, nvml
 from ccltune.diagnose.findings import Finding, exit_code, format_findings, overall
 from ccltune.diagnose.junit import to_junit
-from ccltune.diagnose.record import add_output_flags, record_run, write_json, write_text
+from ccltune.cli._common import add_output_flags
+from ccltune.diagnose.record import record_run, write_json, write_text
 from ccltune.errors import DataError, UsageError
 from ccltune.store import Store
 from ccltune.tune.derive import gpu_model

@@ -15,7 +15,8 @@ from ccltune.diagnose.checks.registry import Context, run_checks
 from ccltune.diagnose.findings import exit_code, format_findings, overall
 from ccltune.diagnose.parsers.ncclog import read_log
 from ccltune.diagnose.probes import sysfs
-from ccltune.diagnose.record import add_output_flags, record_run, write_json
+from ccltune.cli._common import add_output_flags
+from ccltune.diagnose.record import record_run, write_json
 
 
 def register(sub: Any) -> None:
