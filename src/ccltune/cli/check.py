@@ -9,7 +9,7 @@ from typing import Any
 
 from ccltune.cli._common import DefaultsFormatter
 from ccltune import environment
-from ccltune.cli._common import check_timeout
+from ccltune.commands.launching import check_timeout
 from ccltune.diagnose.checks import gates, profiles
 from ccltune.diagnose.checks.registry import Context, run_checks
 from ccltune.diagnose.probes import links, nvml

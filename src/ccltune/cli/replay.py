@@ -9,6 +9,7 @@ from typing import Any
 from ccltune.cli._common import DefaultsFormatter
 from ccltune import dist
 from ccltune.cli import _common
+from ccltune.commands import launching
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
@@ -42,16 +43,16 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--iters must be >= 2 to know the noise, got {args.iters}")
     if args.rules is not None:
         _common.check_rule_file(args.rules, "--rules")
-    engine_name, note = _common.resolve_engine(args)
+    engine_name, note = launching.resolve_engine(args)
     check_load(args.under_load, engine_name)
     _check_fit(args, wl, engine_name)
-    _common.announce(args, note)
-    rc = _common.relaunch(args, args._argv, engine_name)
+    launching.announce(note, getattr(args, "_caller", None))
+    rc = launching.relaunch(args, args._argv, engine_name, getattr(args, "_caller", None))
     if rc is not None:
         return rc
-    rp = replay_run.ReplayPlan(wl, args.rules, args.order, args.iters, args.under_load, _common.args_record(args))
+    rp = replay_run.ReplayPlan(wl, args.rules, args.order, args.iters, args.under_load, launching.args_record(args))
     session = Session("replay", engine_name, db=args.db, argv=args._argv, timeout_s=args.timeout)
-    res = replay_run.run(rp, session, _common.engine_options(args))
+    res = replay_run.run(rp, session, launching.engine_options(args))
     if session.interrupted:
         return session.exit_code
     if res.verdict is None:  # what the job found out (the node count, the engine's limits); no run stored
@@ -70,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
 def _check_fit(args: argparse.Namespace, wl: model.Workload, engine_name: str) -> None:
     """Before any process starts (as ``sweep --workload``): the entries this launch's rank count and
     engine can replay; none: their reasons, and the launches that would replay them."""
-    ranks = _common.job_size(args, engine_name)
+    ranks = launching.job_size(args, engine_name)
     keep, skipped = plan.fit(wl, ranks, None, engine=engine_name)
     if not keep:
         if dist.launch_info().rank == 0:

@@ -4,10 +4,9 @@ results database (``ccltune.commands.report`` writes it). See docs/report.md for
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ccltune.cli._common import comma_list
-from ccltune.commands.common import Console
+from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
 from ccltune.commands.report import ReportOptions, run_report
 
@@ -39,5 +38,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    run_report(from_fields(ReportOptions, vars(args)), Console(sys.stdout, sys.stderr))
+    run_report(from_fields(ReportOptions, vars(args)), terminal())
     return 0

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ccltune.cli._common import DefaultsFormatter, comma_list
-from ccltune.commands.common import Console
+from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
 from ccltune.commands.tune import TuneOptions, run_tune
 from ccltune.tune.derive import OBJECTIVES, PLACEMENTS
@@ -57,5 +56,5 @@ def _D(name: str) -> object:
 
 
 def main(args: argparse.Namespace) -> int:
-    run_tune(from_fields(TuneOptions, vars(args)), Console(sys.stdout, sys.stderr))
+    run_tune(from_fields(TuneOptions, vars(args)), terminal())
     return 0

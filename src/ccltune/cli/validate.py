@@ -9,6 +9,7 @@ from typing import Any
 from ccltune.cli._common import DefaultsFormatter
 from ccltune import collectives, datatypes, engines, files
 from ccltune.cli import _common
+from ccltune.commands import launching
 from ccltune.errors import CheckFailed, EngineUnavailable, UsageError
 from ccltune.files import write_text
 from ccltune.measure import sweep as measure_sweep
@@ -73,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
     datatypes.op(args.op)
     if args.best_from:  # a missing or unusable database is said before any GPU work
         capture.arms_from_db(args.best_from, 1, 1, None)
-    engine_name, _ = _common.resolve_engine(args)
+    engine_name, _ = launching.resolve_engine(args)
     _common.check_virtual_nodes(args, engine_name)
     check_load(args.under_load, engine_name)
     if not engines.kind(engine_name).own_comm:  # a flag that cannot work: 2; no GPU here: 4, as --help says
@@ -81,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
         raise error("validate needs the nccl engine (a GPU); "
                     + (f"got --engine {engine_name}" if args.engine else "no GPU is visible here"))
     _plugin_or_error()  # said once, before torchrun starts a process per GPU
-    rc = _common.relaunch(args, args._argv, engine_name)
+    rc = launching.relaunch(args, args._argv, engine_name, getattr(args, "_caller", None))
     if rc is not None:
         return rc
     return _run(args, colls, sizes)
@@ -101,10 +102,10 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int]) -> int:
                                            reps=args.reps, graph=not args.no_graph, target_us=args.target_us,
                                            max_iters=args.max_iters, warmup=args.warmup_iters, timeout_s=args.timeout)
     plan = ab.ABPlan(args.rules, colls, sizes, settings, hard_limit_pct=args.hard_limit, retest=args.retest,
-                     best_from=args.best_from, under_load=args.under_load, args=_common.args_record(args))
+                     best_from=args.best_from, under_load=args.under_load, args=launching.args_record(args))
     session = Session("validate", "nccl", db=args.db, argv=args._argv, timeout_s=args.timeout,
                       virtual_nodes=args.virtual_nodes)  # virtual nodes as the sweep whose rules are validated
-    res = ab.run(plan, session, _common.engine_options(args), require_plugin=_plugin_or_error)
+    res = ab.run(plan, session, launching.engine_options(args), require_plugin=_plugin_or_error)
     if session.interrupted:
         return session.exit_code
     if res.unjudged is not None:

@@ -13,12 +13,13 @@ from ccltune.errors import UsageError
 from ccltune.store import check_path
 
 LOG = logging.getLogger("ccltune")
+LOG.addHandler(logging.NullHandler())  # a library says nothing unless its caller adds a handler (not even warnings)
 
 
 @dataclass(frozen=True)
 class Console:
     """Where a command's text goes: ``out`` its table and lines (stdout on the command line), ``err`` its
-    notes and warnings. None: to the ``ccltune`` logger instead (INFO and WARNING), so the Python API
+    notes and warnings (stderr). None: to the ``ccltune`` logger instead (INFO and WARNING), so the Python API
     prints nothing unless asked (``verbose=True``) and a caller may still take the lines from the logger."""
 
     out: TextIO | None = None
@@ -30,6 +31,13 @@ class Console:
         else:
             LOG.info(line)
 
+    def note(self, line: str) -> None:
+        """What the user may like to know beside the output (where the run went): ``err``, or INFO."""
+        if self.err is not None:
+            print(line, file=self.err, flush=True)
+        else:
+            LOG.info(line)
+
     def warn(self, line: str) -> None:
         if self.err is not None:
             print(line, file=self.err, flush=True)
@@ -37,9 +45,26 @@ class Console:
             LOG.warning(line)
 
 
+class _Std:
+    """``sys.stdout`` or ``sys.stderr`` as it is when written to, not when the console was made: a run
+    replaces stdout for its table (``measure.session``: rank 0 measures on when the reader of a pipe goes)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def write(self, text: str) -> int:
+        return getattr(sys, self.name).write(text)
+
+    def flush(self) -> None:
+        getattr(sys, self.name).flush()
+
+    def isatty(self) -> bool:
+        return getattr(sys, self.name).isatty()
+
+
 def terminal() -> Console:
-    """The command line's console: stdout and stderr as they are now."""
-    return Console(sys.stdout, sys.stderr)
+    """The command line's console: this process's stdout and stderr."""
+    return Console(_Std("stdout"), _Std("stderr"))  # type: ignore[arg-type]
 
 
 def parse_run_ids(text: str, flag: str = "--runs") -> list[tuple[int, int]]:

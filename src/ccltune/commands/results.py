@@ -73,3 +73,18 @@ class ValidateResult(RunResult):
         res = RunResult.read(db, run_id)
         return cls(res.run, res.rows, db, verdict=str(res.run.summary.get("status", "")),
                    sizes=list(res.run.summary.get("sizes") or []), **extra)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a command that may start a job ended where it was called: ``exit_code`` (0, or the job's:
+    what the CLI exits with), ``run_id`` (the run this call stored: rank 0's own, or the one the job's
+    rank 0 reported to the launcher; None on the other ranks or when none began), and what the job's
+    ranks said when it failed (``errors``: their 'ccltune: error:' messages, ``last_words``: their
+    last line)."""
+
+    db: str
+    run_id: int | None
+    exit_code: int = 0
+    errors: tuple[str, ...] = ()
+    last_words: str = ""
