@@ -6,6 +6,7 @@ default it shows; what a value means to an engine is checked there (``check``)."
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -61,16 +62,18 @@ EPILOG = (
     "run's environment, 'groups'). A value nccl-tests would ignore or crash on (no operation, MOD 0) is refused.")
 
 
+def _add(group: Any, *flags: str, **kw: Any) -> None:
+    """One flag, its default BenchOptions' (-T sets --timeout's field, whose default --timeout shows)."""
+    if kw.get("default") is not argparse.SUPPRESS:
+        kw["default"] = _D(kw.get("dest") or flags[-1].lstrip("-"))
+    group.add_argument(*flags, **kw)
+
+
 def register(p: argparse.ArgumentParser) -> None:
     """Every nccl-tests 2.19.6 option, with nccl-tests' defaults where ccltune's do not differ."""
     p.epilog = EPILOG
     g = p.add_argument_group(f"nccl-tests {NCCL_TESTS_VERSION} options (same spellings and meanings)")
-
-    def a(*flags: str, **kw: Any) -> None:  # each default is BenchOptions' (-T sets --timeout's, which has its own)
-        if kw.get("default") is not argparse.SUPPRESS:
-            kw["default"] = _D(kw.get("dest") or flags[-1].lstrip("-"))
-        g.add_argument(*flags, **kw)
-
+    a = functools.partial(_add, g)
     a("-t", "--nthreads", type=_typed(strtol("-t/--nthreads")), metavar="N",
       help="threads per process; ccltune runs one process per GPU: -t N x -g M = N*M processes per node")
     a("-g", "--ngpus", type=_typed(strtol("-g/--ngpus")), metavar="N", help="GPUs per thread (as -t)")
