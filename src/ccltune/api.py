@@ -1,10 +1,10 @@
 """ccltune from Python: each command that measures or derives (bench, sweep, tune, validate, report)
 as a function, and the results database as typed objects (docs/api.md).
 
-A function runs the command itself, not a copy of it. bench, tune and report build the command's typed
-options from their keywords (``ccltune.commands``: the same defaults, the same checks) and call its
-``run_<command>``, as the command line does after parsing argv; sweep and validate, not yet on typed
-options, parse the command line their keywords stand for with the CLI's own parser (``cli.keywords``).
+A function runs the command itself, not a copy of it. bench, tune, validate and report build the
+command's typed options from their keywords (``ccltune.commands``: the same defaults, the same checks)
+and call its ``run_<command>``, as the command line does after parsing argv; sweep, not yet on typed
+options, parses the command line its keywords stand for with the CLI's own parser (``cli.keywords``).
 A command that starts ranks does so in a job of its own (torchrun), so the calling process (a notebook's)
 never joins a process group; only one gloo process, which joins none, runs in the caller's main thread.
 The run the call stored is returned, read back by the id the run itself reported (rank 0's, through the
@@ -30,6 +30,7 @@ from ccltune.commands.options import REQUIRED, from_keywords, keywords
 from ccltune.commands.report import ReportOptions, run_report
 from ccltune.commands.results import MEASUREMENT_COLUMNS, Outcome, RunResult, TuneResult, ValidateResult, pandas
 from ccltune.commands.tune import TuneOptions, run_tune
+from ccltune.commands.validate import ValidateOptions, run_validate
 from ccltune.errors import CheckFailed, UsageError, error_for_exit_code, unknown_name
 from ccltune.store import DEFAULT_DB, RUN_KINDS, Measurement, Run, Store
 
@@ -128,7 +129,9 @@ def validate(rules: str | Path, collective: str | list[str] | None = None, *, ve
              **options: Any) -> ValidateResult:
     """``ccltune validate``: NCCL's default against the tuner plugin loaded with ``rules``,
     interleaved; return the verdict (PASS or FAIL) with every size's judgement. Needs the nccl engine."""
-    ran = _job("validate", [str(rules)] + ([] if collective is None else [collective]), options, verbose)
+    o = from_keywords(ValidateOptions, "validate", {"rules": str(rules), "collective": collective, **options})
+    console = _console("validate", verbose)
+    ran = run_validate(o, console, caller=launch.Caller(stdout=console.out, stderr=console.err))
     if ran.exit_code == CheckFailed.exit_code and ran.run_id is not None:  # a FAIL verdict: the answer
         ran = dataclasses.replace(ran, exit_code=0)
     return _stored("validate", ran, ValidateResult)
@@ -199,6 +202,6 @@ def _document(func: Any, command: str, positionals: int, options: type | None) -
 
 
 for _func, _command, _n, _options in ((bench, "bench", 1, BenchOptions), (sweep, "sweep", 1, None),
-                                      (tune, "tune", 0, TuneOptions), (validate, "validate", 2, None),
+                                      (tune, "tune", 0, TuneOptions), (validate, "validate", 2, ValidateOptions),
                                       (report, "report", 0, ReportOptions)):
     _document(_func, _command, _n, _options)

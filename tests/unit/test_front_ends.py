@@ -86,3 +86,17 @@ def test_bench_options_are_frozen():
     o = BenchOptions(collective=("all",))
     with pytest.raises(dataclasses.FrozenInstanceError):
         o.iters = 3  # type: ignore[misc]
+
+
+def test_every_validate_option_travels_to_the_workers_and_back():
+    from ccltune.commands.validate import ValidateOptions
+
+    every = dict(minbytes="1K", maxbytes="1M", stepfactor=4.0, datatype="half", op="max", reps=3, target_us=50.0,
+                 max_iters=9, warmup_iters=1, no_graph=True, hard_limit=5.0, retest=2, best_from="s.db",
+                 json="v.json", junit="v.xml", under_load=512, virtual_nodes=2, db="x.db", engine="nccl", nproc=4,
+                 timeout=30.0, nccl_lib="/lib/nccl.so", buffers="ncclmem")
+    assert set(every) == {f.name for f in dataclasses.fields(ValidateOptions)} - {"rules", "collective"}
+    o = ValidateOptions(rules="r.conf", collective=("all_gather",), **every)
+    assert from_fields(ValidateOptions, vars(build_parser().parse_args(o.to_argv()))) == o
+    default = ValidateOptions(rules="r.conf")
+    assert from_fields(ValidateOptions, vars(build_parser().parse_args(default.to_argv()))) == default

@@ -1,16 +1,14 @@
-"""Argument helpers shared by the commands' parsers: the launch flags, --db, the help formatter, and the
-checks of the commands not yet on typed options. What the commands do with the values is
-``ccltune.commands`` (``commands.launching``: the engine, the job); the run itself is ``measure.session``."""
+"""Argument helpers shared by the commands' parsers: the launch flags, --db, the help formatter. What the
+commands do with the values is ``ccltune.commands`` (``commands.launching``: the engine, the job, the
+checks the launching commands share); the run itself is ``measure.session``."""
 
 from __future__ import annotations
 
 import argparse
-import math
 
-from ccltune import files, rules
-from ccltune.commands.launching import BUFFERS, job_size
+from ccltune import files
+from ccltune.commands.launching import BUFFERS
 from ccltune.engines import ENGINES
-from ccltune.errors import RuleFileError, UsageError
 from ccltune.store import DEFAULT_DB
 
 
@@ -28,16 +26,6 @@ def add_virtual_nodes(p: argparse.ArgumentParser) -> None:
     p.add_argument("--virtual-nodes", type=int, default=1, metavar="K",
                    help="SIMULATION AID: split this host's ranks into K groups NCCL treats as nodes (NCCL_HOSTID); "
                         "rows and rules then carry nNodes=K; never real multi-node figures")
-
-
-def check_virtual_nodes(args: argparse.Namespace, engine: str) -> None:
-    """--virtual-nodes K against the job's size, before any process is started."""
-    k = args.virtual_nodes
-    if k < 1:
-        raise UsageError(f"--virtual-nodes must be >= 1, got {k}")
-    n = job_size(args, engine)
-    if k > 1 and n >= 1 and n % k:
-        raise UsageError(f"--virtual-nodes {k} does not divide the job's {n} processes")
 
 
 def comma_list(action: argparse.Action) -> argparse.Action:
@@ -96,28 +84,7 @@ def add_launch(p: argparse.ArgumentParser) -> None:
                         "allocator (cudaMalloc), what a PyTorch program passes by default")
 
 
-def check_timing(args: argparse.Namespace) -> None:
-    """--target-us, --max-iters and -w (sweep's and validate's): a finite length, at least one call."""
-    if not (math.isfinite(args.target_us) and args.target_us > 0):
-        raise UsageError(f"--target-us must be a number of microseconds > 0, got {args.target_us:g}")
-    if args.max_iters < 1:
-        raise UsageError(f"--max-iters must be >= 1, got {args.max_iters}")
-    if args.warmup_iters < 0:
-        raise UsageError(f"-w/--warmup_iters must be >= 0, got {args.warmup_iters}")
-
-
 def read_input(path: str, flag: str = "FILE") -> str:
     """A file named on the command line, as text (a regular file or a pipe such as ``<(cat f)``); a
     UsageError naming ``flag`` and the file when it cannot be read (:func:`ccltune.files.read_bytes`)."""
     return files.read_bytes(path, flag).decode("utf-8", errors="replace")
-
-
-def check_rule_file(path: str, flag: str) -> None:
-    """A rule file that can be read and has no rejected line (validate's RULES, replay's --rules)."""
-    try:
-        diags = rules.load(path, flag).diagnostics
-    except RuleFileError as exc:
-        raise UsageError(str(exc)) from None
-    if diags:
-        raise UsageError(f"{path} has rejected lines (ccltune plugin check {path}): "
-                         + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))

@@ -97,7 +97,7 @@ def _command(args: argparse.Namespace) -> list[str]:
 
 
 def _rule_file(path: str, flag: str) -> str:
-    _common.check_rule_file(path, flag)
+    launching.check_rule_file(path, flag)
     if not rules.load(path, flag).rules:
         raise UsageError(f"{flag} {path}: the file has no rule")
     return str(Path(path).resolve())

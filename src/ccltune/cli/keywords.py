@@ -1,4 +1,4 @@
-"""The Python API's keywords for the commands still on argparse (sweep, validate): the command line a
+"""The Python API's keywords for the commands still on argparse (sweep): the command line a
 call stands for, parsed by the CLI's own parser, whose refusals are raised as UsageError (never
 SystemExit: nothing is printed, nothing exits). Also each command's help text by option, which the
 API shows in its functions' docstrings. Commands on typed options (``ccltune.commands``) need none of

@@ -42,7 +42,7 @@ def main(args: argparse.Namespace) -> int:
     if args.iters < 2:
         raise UsageError(f"--iters must be >= 2 to know the noise, got {args.iters}")
     if args.rules is not None:
-        _common.check_rule_file(args.rules, "--rules")
+        launching.check_rule_file(args.rules, "--rules")
     engine_name, note = launching.resolve_engine(args)
     check_load(args.under_load, engine_name)
     _check_fit(args, wl, engine_name)

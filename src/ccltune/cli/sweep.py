@@ -156,7 +156,7 @@ def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[
                         factor=args.stepfactor)
     if args.reps < 1:
         raise UsageError(f"--reps must be >= 1, got {args.reps}")
-    _common.check_timing(args)
+    launching.check_timing(args)
     datatypes.dtype(args.datatype)
     datatypes.op(args.op)
     return colls, sizes, candidates(args)
@@ -165,7 +165,7 @@ def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[
 def main(args: argparse.Namespace) -> int:
     colls, sizes, cands = validate_args(args)
     engine_name, note = launching.resolve_engine(args)
-    _common.check_virtual_nodes(args, engine_name)
+    launching.check_virtual_nodes(args, engine_name)
     check_load(args.under_load, engine_name)
     if not engines.kind(engine_name).own_comm and len(cands) > 1:
         why = (f", not --engine {engine_name}: the {engine_name} engine" if args.engine

@@ -10,10 +10,10 @@ import os
 import sys
 from typing import Any
 
-from ccltune import dist, engines, launch
+from ccltune import dist, engines, launch, rules
 from ccltune.commands.common import Console, terminal
 from ccltune.engines import default_engine
-from ccltune.errors import EngineUnavailable, UsageError
+from ccltune.errors import EngineUnavailable, RuleFileError, UsageError
 
 
 BUFFERS = ("ncclmem", "ncclmem-max", "torch")  # --buffers: where the nccl engine's buffers come from
@@ -133,3 +133,35 @@ def args_record(options: Any) -> dict[str, Any]:
     if dataclasses.is_dataclass(options):
         return dataclasses.asdict(options)  # type: ignore[arg-type]
     return {k: v for k, v in vars(options).items() if k not in ("func", "_argv", "_caller")}
+
+
+def check_virtual_nodes(options: Any, engine: str) -> None:
+    """--virtual-nodes K against the job's size, before any process is started."""
+    k = options.virtual_nodes
+    if k < 1:
+        raise UsageError(f"--virtual-nodes must be >= 1, got {k}")
+    n = job_size(options, engine)
+    if k > 1 and n >= 1 and n % k:
+        raise UsageError(f"--virtual-nodes {k} does not divide the job's {n} processes")
+
+
+def check_timing(options: Any) -> None:
+    """--target-us, --max-iters and -w (sweep's and validate's): a finite length, at least one call."""
+    if not (math.isfinite(options.target_us) and options.target_us > 0):
+        raise UsageError(f"--target-us must be a number of microseconds > 0, got {options.target_us:g}")
+    if options.max_iters < 1:
+        raise UsageError(f"--max-iters must be >= 1, got {options.max_iters}")
+    if options.warmup_iters < 0:
+        raise UsageError(f"-w/--warmup_iters must be >= 0, got {options.warmup_iters}")
+
+
+def check_rule_file(path: str, flag: str) -> None:
+    """A rule file that can be read and has no rejected line (validate's RULES, replay's --rules)."""
+    try:
+        diags = rules.load(path, flag).diagnostics
+    except RuleFileError as exc:
+        raise UsageError(str(exc)) from None
+    if diags:
+        raise UsageError(f"{path} has rejected lines (ccltune plugin check {path}): "
+                         + "; ".join(f"line {d.line}: {d.reason}" for d in diags[:3]))
+
