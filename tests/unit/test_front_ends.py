@@ -100,3 +100,11 @@ def test_every_validate_option_travels_to_the_workers_and_back():
     assert from_fields(ValidateOptions, vars(build_parser().parse_args(o.to_argv()))) == o
     default = ValidateOptions(rules="r.conf")
     assert from_fields(ValidateOptions, vars(build_parser().parse_args(default.to_argv()))) == default
+
+
+def test_replay_options_travel_to_the_workers_and_back():
+    from ccltune.commands.replay import ReplayOptions
+
+    o = ReplayOptions(workload="w.json", rules="r.conf", iters=3, order="grouped", under_load=256, db="x.db",
+                      engine="gloo", nproc=2, timeout=30.0)
+    assert from_fields(ReplayOptions, vars(build_parser().parse_args(o.to_argv()))) == o
