@@ -15,13 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ccltune import dist, engines, groups
-from ccltune.commands.launching import BUFFERS
+from ccltune.commands.launching import LaunchOptions
 from ccltune.commands.options import option, to_argv
-from ccltune.engines import ENGINES
 from ccltune.errors import UsageError
 from ccltune.measure.bench import WARMUP_MODES
 from ccltune.measure.point import AVERAGES
-from ccltune.store import DEFAULT_DB
 
 NCCL_TESTS_VERSION = "2.19.6"
 _AVERAGE_CODES = {"0": "rank0", "1": "avg", "2": "min", "3": "max"}  # -a 0..3 (nccl-tests' codes)
@@ -88,8 +86,8 @@ def _n(flag: str, default: Any, *, keyword: str | None = None, choices: Any = No
     return option(default, flag=long, keyword=keyword, parse=strtol(flag), choices=choices)
 
 
-@dataclass(frozen=True)
-class BenchOptions:
+@dataclass(frozen=True, kw_only=True)
+class BenchOptions(LaunchOptions):
     """``ccltune bench``'s options: the collectives, nccl-tests 2.19.6's options (same names as its long
     flags; ``ccltune bench --help`` says what each means), ccltune's own, and the launch options. The
     sizes are text as ``-b`` takes them (K/M/G suffixes)."""
@@ -132,12 +130,6 @@ class BenchOptions:
     proto: str | None = option(None, flag="--proto")
     channels: int | None = option(None, flag="--channels")
     json: str | None = option(None, flag="--json")
-    db: str = option(DEFAULT_DB, flag="--db")
-    engine: str | None = option(None, flag="--engine", choices=ENGINES)
-    nproc: int | None = option(None, flag="--nproc")
-    timeout: float = option(120.0, flag="--timeout")
-    nccl_lib: str | None = option(None, flag="--nccl-lib")
-    buffers: str | None = option(None, flag="--buffers", choices=BUFFERS)
 
     def to_argv(self) -> list[str]:
         """The command line of these options (a job's workers parse it back with the CLI's parser)."""

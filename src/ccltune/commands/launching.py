@@ -6,17 +6,33 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 import os
 import sys
 from typing import Any
 
 from ccltune import dist, engines, launch, rules
 from ccltune.commands.common import Console, terminal
-from ccltune.engines import default_engine
+from ccltune.commands.options import option
+from ccltune.engines import ENGINES, default_engine
+from ccltune.store import DEFAULT_DB
 from ccltune.errors import EngineUnavailable, RuleFileError, UsageError
 
 
 BUFFERS = ("ncclmem", "ncclmem-max", "torch")  # --buffers: where the nccl engine's buffers come from
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchOptions:
+    """What every command that starts ranks takes (``cli._common.add_launch``'s flags, and ``--db``):
+    the base of its options."""
+
+    db: str = option(DEFAULT_DB, flag="--db")
+    engine: str | None = option(None, flag="--engine", choices=ENGINES)
+    nproc: int | None = option(None, flag="--nproc")
+    timeout: float = option(120.0, flag="--timeout")
+    nccl_lib: str | None = option(None, flag="--nccl-lib")
+    buffers: str | None = option(None, flag="--buffers", choices=BUFFERS)
 
 
 def gpu_count() -> int:

@@ -126,9 +126,12 @@ def _sequence(f: dataclasses.Field, hint: Any, value: Any, where: str) -> tuple[
 
 def to_argv(options: Any, command: str) -> list[str]:
     """The command line that stands for ``options``: ``[command, positionals..., --flag=value...]`` with
-    each option that differs from its default, the way the CLI's parser reads it back."""
+    each option that differs from its default (the command's own, then those it shares: ``--db``,
+    ``--engine``, ...), the way the CLI's parser reads it back."""
     argv = [command]
-    for f in dataclasses.fields(options):
+    own = set(vars(type(options)).get("__annotations__", {}))  # the command's own options before inherited ones
+    fields = sorted(dataclasses.fields(options), key=lambda f: (not f.metadata.get("positional"), f.name not in own))
+    for f in fields:
         value = getattr(options, f.name)
         if f.metadata.get("positional"):
             argv += [str(v) for v in (value if isinstance(value, tuple) else [value])]

@@ -7,21 +7,20 @@ from dataclasses import dataclass
 
 from ccltune import dist, launch
 from ccltune.commands import launching
+from ccltune.commands.launching import LaunchOptions
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option, to_argv
 from ccltune.commands.results import Outcome
-from ccltune.engines import ENGINES
 from ccltune.errors import CheckFailed, UsageError
 from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
-from ccltune.store import DEFAULT_DB
 from ccltune.validate import replay as replay_plan
 from ccltune.validate import replay_run
 from ccltune.workload import model, plan
 
 
-@dataclass(frozen=True)
-class ReplayOptions:
+@dataclass(frozen=True, kw_only=True)
+class ReplayOptions(LaunchOptions):
     """``ccltune replay``'s options (``ccltune replay --help``)."""
 
     workload: str = option(positional=True)
@@ -29,12 +28,6 @@ class ReplayOptions:
     iters: int = option(5, flag="--iters")
     order: str = option("captured", flag="--order", choices=plan.ORDERS)
     under_load: int | None = option(None, flag="--under-load")
-    db: str = option(DEFAULT_DB, flag="--db")
-    engine: str | None = option(None, flag="--engine", choices=ENGINES)
-    nproc: int | None = option(None, flag="--nproc")
-    timeout: float = option(120.0, flag="--timeout")
-    nccl_lib: str | None = option(None, flag="--nccl-lib")
-    buffers: str | None = option(None, flag="--buffers", choices=launching.BUFFERS)
 
     def to_argv(self) -> list[str]:
         """The command line of these options (a job's workers parse it back with the CLI's parser)."""

@@ -10,22 +10,21 @@ from typing import Any
 
 from ccltune import collectives, datatypes, engines, files, launch
 from ccltune.commands import launching
+from ccltune.commands.launching import LaunchOptions
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option, to_argv
 from ccltune.commands.results import Outcome
-from ccltune.engines import ENGINES
 from ccltune.errors import CheckFailed, EngineUnavailable, UsageError
 from ccltune.files import write_text
 from ccltune.measure import sweep as measure_sweep
 from ccltune.measure.load import check as check_load
 from ccltune.measure.session import Session
 from ccltune.sizes import parse_size, size_series
-from ccltune.store import DEFAULT_DB
 from ccltune.validate import ab, capture, junit
 
 
-@dataclass(frozen=True)
-class ValidateOptions:
+@dataclass(frozen=True, kw_only=True)
+class ValidateOptions(LaunchOptions):
     """``ccltune validate``'s options (``ccltune validate --help``); percentages in percent."""
 
     rules: str = option(positional=True)
@@ -47,12 +46,6 @@ class ValidateOptions:
     junit: str | None = option(None, flag="--junit")
     under_load: int | None = option(None, flag="--under-load")
     virtual_nodes: int = option(1, flag="--virtual-nodes")
-    db: str = option(DEFAULT_DB, flag="--db")
-    engine: str | None = option(None, flag="--engine", choices=ENGINES)
-    nproc: int | None = option(None, flag="--nproc")
-    timeout: float = option(120.0, flag="--timeout")
-    nccl_lib: str | None = option(None, flag="--nccl-lib")
-    buffers: str | None = option(None, flag="--buffers", choices=launching.BUFFERS)
 
     def to_argv(self) -> list[str]:
         """The command line of these options (a job's workers parse it back with the CLI's parser)."""
