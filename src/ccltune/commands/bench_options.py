@@ -62,7 +62,7 @@ def ncclt_defaults(o: BenchOptions) -> tuple[BenchOptions, str | None]:
         raise UsageError(f"{NCCLT_DEFAULTS_ENV} must be 1 (on) or 0 (off), got {env!r}")
     if not (o.ncclt_defaults or env == "1"):
         return o, None
-    theirs = {dest: value for dest, (_, _, value) in NCCLT_DEFAULTS.items()
+    theirs: dict[str, Any] = {dest: value for dest, (_, _, value) in NCCLT_DEFAULTS.items()
               if isinstance(getattr(o, dest), (_Str, _Int))}
     taken = [f"{NCCLT_DEFAULTS[dest][0]} {value}" for dest, value in theirs.items()]
     return (dataclasses.replace(o, **theirs),

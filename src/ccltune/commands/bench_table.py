@@ -84,8 +84,8 @@ class Printer:
         self.memory = bench.MemoryReport() if plan.memory else None  # -M 1, filled by bench.run
         self.started = ""
         self.json_path = ""  # -J: where this collective's JSON goes (bench_options.free_path)
-        self.progress = None
-        self.task = None
+        self.progress: Any = None
+        self.task: Any = None
         if enabled and console.err is not None and console.err.isatty():
             from rich.progress import (
                 BarColumn,

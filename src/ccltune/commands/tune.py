@@ -44,7 +44,7 @@ class TuneOptions:
 
 def failed_sizes(paths: tuple[str, ...] | list[str]) -> list[tuple[str, int, int, int]]:
     """(collective, n_ranks, n_nodes, size_bytes) of every size that FAILed in these verdicts."""
-    out = []
+    out: list[tuple[str, int, int, int]] = []
     for path in paths:
         flag = f"--exclude-failed {shown(path)}"
         text = read_text(path, "--exclude-failed")
@@ -75,13 +75,15 @@ def run_tune(o: TuneOptions, console: Console = Console()) -> TuneResult:
     sm_tol = _percent(o.sm_tolerance, "--sm-tolerance")
     exclude = failed_sizes(o.exclude_failed)
     with Store(o.db, create=False) as store:
-        opts = dict(objective=o.objective, sm_tolerance=sm_tol, min_margin=min_margin,
-                    isolated_margin=isolated_margin, min_gain_us=o.min_gain_us, placement=o.placement,
-                    exclude=exclude)
+        def derived(rows: list[dict]) -> Derivation:
+            return derive(rows, objective=o.objective, sm_tolerance=sm_tol, min_margin=min_margin,
+                          isolated_margin=isolated_margin, min_gain_us=o.min_gain_us, placement=o.placement,
+                          exclude=exclude)
+
         runs, rows, idle_rows = _load_split(store, o)
-        result = derive(rows, **opts)
-        load_notes = (loadcmp.lines(*loadcmp.winner_changes(derive(idle_rows, **opts), result), o.under_load)
-                      if idle_rows else [])
+        result = derived(rows)
+        load_notes = (loadcmp.lines(*loadcmp.winner_changes(derived(idle_rows), result), o.under_load)
+                      if idle_rows and o.under_load is not None else [])
         settings = (f"objective={o.objective} min_margin={o.min_margin:g}%"
                     f" isolated_margin={o.isolated_margin:g}% min_gain={o.min_gain_us:g}us"
                     f" placement={o.placement}"
