@@ -983,5 +983,20 @@ phase_handab() {  # issue 28: ab's verdict against a hand-run interleaved A/B (b
     --db $W/ab.db --rules $W/cand.conf --json $W/ab.json -- $J > $W/ab.txt 2>&1; echo "rc=$?"; grep -vE "^# (arm |ccltune ab)" $W/ab.txt | cut -c1-200 | tail -5
   echo "phase handab wall $(( $(date +%s) - t0 )) s"; pack
 }
+phase_opts() {  # issue 33: bench and validate on typed options; the workers' argv written from the options
+  step "opts: bench on $NGPU GPUs through torchrun; each worker parses BenchOptions.to_argv()"
+  local D="$OUT/opts.db"; rm -f "$D"
+  ct 120 bench all_reduce all_gather -b 8 -e 16M -f 16 -G 5 -n 5 -J "$OUT/opts.json" --nproc $NGPU --db "$D" | tail -4
+  ct 60 bench all_reduce -b 1M -e 1M -G 10 --symmetric --nproc $NGPU --db "$D" | tail -3
+  python3 - "$D" <<'PY'
+import sys, ccltune
+db = ccltune.open_db(sys.argv[1])
+print("run kind status rows | what the user typed | what the workers ran")
+for r in db.runs():
+    print(r.id, r.kind, r.status, len(db.rows(r.id)), "|", r.command, "|", r.env.get("command"))
+PY
+  step "opts: the GPU tests of bench and of docs/api.md (ccltune.validate on typed options, run as a job)"
+  run 480 python3 -m pytest -m gpu -q -x -p no:cacheprovider tests/gpu/test_api_gpu.py tests/gpu/test_bench_gpu.py 2>&1 | tail -12
+}
 for p in "$@"; do "phase_$p"; done
 pack

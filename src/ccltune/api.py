@@ -1,88 +1,41 @@
 """ccltune from Python: each command that measures or derives (bench, sweep, tune, validate, report)
 as a function, and the results database as typed objects (docs/api.md).
 
-A function runs the command itself, not a copy of it: its keyword arguments are the command's
-options (the same defaults, read from the command's parser), turned into the command line a user
-would type, parsed by the CLI's own parser and run by ``ccltune.cli.run_command``, so the checks,
-the launch (torchrun for several processes) and the run's lifecycle are the CLI's. Each call starts
-a job of its own, so the calling process (a notebook's) never joins a process group; only one gloo
-process, which joins none, runs in the caller. What the run stored is read back from the database
-and returned (run, status, rows). A bad argument raises ``ccltune.errors.UsageError`` naming it;
-what the CLI would exit non-zero for raises the ``ccltune.errors`` type of that exit code, with
-``run_id`` set when a run was stored.
+A function runs the command itself, not a copy of it. bench, tune, validate and report build the
+command's typed options from their keywords (``ccltune.commands``: the same defaults, the same checks)
+and call its ``run_<command>``, as the command line does after parsing argv; sweep, not yet on typed
+options, parses the command line its keywords stand for with the CLI's own parser (``cli.keywords``).
+A command that starts ranks does so in a job of its own (torchrun), so the calling process (a notebook's)
+never joins a process group; only one gloo process, which joins none, runs in the caller's main thread.
+The run the call stored is returned, read back by the id the run itself reported (rank 0's, through the
+launcher): two calls at once, on two threads, each get their own. Nothing is printed unless
+``verbose=True`` (the table, notes and warnings, as the command line prints them); otherwise the lines go
+to the ``ccltune`` logger. A bad argument raises ``ccltune.errors.UsageError`` naming it; what the CLI
+would exit non-zero for raises the ``ccltune.errors`` type of that exit code, with ``run_id`` set when a
+run was stored.
 """
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import inspect
-import io
-import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccltune.errors import CcltuneError, CheckFailed, UsageError, error_for_exit_code, unknown_name
+from ccltune import launch
+from ccltune.commands.bench import run_bench
+from ccltune.commands.bench_options import BenchOptions
+from ccltune.commands.common import Console, terminal
+from ccltune.commands.options import REQUIRED, from_keywords, keywords
+from ccltune.commands.report import ReportOptions, run_report
+from ccltune.commands.results import MEASUREMENT_COLUMNS, Outcome, RunResult, TuneResult, ValidateResult, pandas
+from ccltune.commands.tune import TuneOptions, run_tune
+from ccltune.commands.validate import ValidateOptions, run_validate
+from ccltune.errors import CheckFailed, UsageError, error_for_exit_code, unknown_name
 from ccltune.store import DEFAULT_DB, RUN_KINDS, Measurement, Run, Store
 
-# keywords spelled apart where the command's option runs words together (-b/--minbytes: min_bytes)
-_RENAMED = {"minbytes": "min_bytes", "maxbytes": "max_bytes", "stepbytes": "step_bytes", "stepfactor": "step_factor"}
-_LAUNCHING = ("bench", "sweep", "validate")   # the commands that start ranks (and store their run)
-
-
-# -- results -----------------------------------------------------------------------------------------
-@dataclass
-class RunResult:
-    """A run one call stored, read back from the results database ``db``: ``run`` (its record:
-    ``id``, ``kind``, ``status``, ``env``, ``args``, ``summary``) and ``rows``, one
-    ``ccltune.store.Measurement`` per measured (or waived) point: ``size_bytes``, ``time_us``,
-    ``algbw_gbps``, ``busbw_gbps``, ``wrong``, ``status``, ``in_place``, ``config``..."""
-
-    run: Run
-    rows: list[Measurement]
-    db: str
-
-    @property
-    def run_id(self) -> int:
-        return self.run.id
-
-    @property
-    def status(self) -> str:
-        """complete, interrupted or failed (the run's, as ``ccltune runs`` shows it)."""
-        return self.run.status
-
-    def to_pandas(self) -> Any:
-        """The rows as a pandas DataFrame, one column per Measurement field (needs pandas)."""
-        return _pandas().DataFrame([m.to_record() for m in self.rows], columns=_MEASUREMENT_COLUMNS)
-
-
-@dataclass
-class TuneResult(RunResult):
-    """A tune run: ``rules`` is the rule file's text (written to ``rules_path``, and stored)."""
-
-    rules_path: str = ""
-    rules: str = ""
-
-
-@dataclass
-class ValidateResult(RunResult):
-    """A validate run: ``verdict`` PASS or FAIL (a FAIL is returned, not raised: it is the answer),
-    ``sizes`` one dict per size (collective, size_bytes, status, speedup, noise, reason...)."""
-
-    verdict: str = ""
-    sizes: list[dict[str, Any]] = field(default_factory=list)
-
-
-_MEASUREMENT_COLUMNS = list(Measurement.__dataclass_fields__)
-
-
-def _pandas() -> Any:
-    try:
-        import pandas
-    except ImportError:
-        raise UsageError("to_pandas() needs pandas, which is not installed here: pip install pandas "
-                         "(or pip install 'ccltune[pandas]')") from None
-    return pandas
+__all__ = ["Database", "Measurement", "RunResult", "TuneResult", "ValidateResult", "bench", "open_db", "report",
+           "sweep", "tune", "validate"]
 
 
 # -- the results database ------------------------------------------------------------------------------
@@ -126,15 +79,15 @@ class Database:
     def to_pandas(self, run_ids: int | list[int] | None = None) -> Any:
         """Measurements as a pandas DataFrame with a ``run_id`` column: of ``run_ids`` (one id or a
         list), or of every run (needs pandas)."""
-        pd = _pandas()
+        pd = pandas()
         with self._store() as st:
             if run_ids is None:
                 ids = [r.id for r in st.runs()]
             else:
                 ids = [st.run(_run_id(i)).id for i in ([run_ids] if isinstance(run_ids, int) else run_ids)]
             rows = st.measurement_rows(ids) if ids else []
-        return pd.DataFrame([{c: r[c] for c in ["run_id", *_MEASUREMENT_COLUMNS]} for r in rows],
-                            columns=["run_id", *_MEASUREMENT_COLUMNS])
+        return pd.DataFrame([{c: r[c] for c in ["run_id", *MEASUREMENT_COLUMNS]} for r in rows],
+                            columns=["run_id", *MEASUREMENT_COLUMNS])
 
 
 def _run_id(value: Any) -> int:
@@ -151,245 +104,104 @@ def open_db(path: str | Path = DEFAULT_DB) -> Database:
 
 
 # -- the commands ----------------------------------------------------------------------------------------
-def bench(collective: str | list[str], **options: Any) -> RunResult:
+def bench(collective: str | list[str], *, verbose: bool = False, **options: Any) -> RunResult:
     """``ccltune bench``: time collectives as nccl-tests does, store the run, return it.
     ``collective``: a name (all_reduce, ...), several (a list, or comma separated), or 'all'."""
-    return _run("bench", [collective], options)
+    o = from_keywords(BenchOptions, "bench", {"collective": collective, **options})
+    console = _console("bench", verbose)
+    caller = launch.Caller(stdout=console.out, stderr=console.err)
+    return _stored("bench", run_bench(o, console, caller=caller), RunResult)
 
 
-def sweep(collective: str | list[str] | None = None, **options: Any) -> RunResult:
+def sweep(collective: str | list[str] | None = None, *, verbose: bool = False, **options: Any) -> RunResult:
     """``ccltune sweep``: NCCL's default against forced algorithm/protocol/channel candidates, side
     by side; store the run, return it. ``collective``: None for the command's default list."""
-    return _run("sweep", [] if collective is None else [collective], options)
+    return _stored("sweep", _job("sweep", [] if collective is None else [collective], options, verbose), RunResult)
 
 
-def tune(**options: Any) -> TuneResult:
+def tune(*, verbose: bool = False, **options: Any) -> TuneResult:
     """``ccltune tune``: derive rules from the sweep and import runs in ``db``, write them to ``out``
     (atomically), store a tune run; return it with the rules' text."""
-    return _run("tune", [], options)  # type: ignore[return-value]
+    return run_tune(from_keywords(TuneOptions, "tune", options), _console("tune", verbose))
 
 
-def validate(rules: str | Path, collective: str | list[str] | None = None, **options: Any) -> ValidateResult:
+def validate(rules: str | Path, collective: str | list[str] | None = None, *, verbose: bool = False,
+             **options: Any) -> ValidateResult:
     """``ccltune validate``: NCCL's default against the tuner plugin loaded with ``rules``,
     interleaved; return the verdict (PASS or FAIL) with every size's judgement. Needs the nccl engine."""
-    return _run("validate", [str(rules)] + ([] if collective is None else [collective]), options)  # type: ignore[return-value]
+    o = from_keywords(ValidateOptions, "validate", {"rules": str(rules), "collective": collective, **options})
+    console = _console("validate", verbose)
+    ran = run_validate(o, console, caller=launch.Caller(stdout=console.out, stderr=console.err))
+    if ran.exit_code == CheckFailed.exit_code and ran.run_id is not None:  # a FAIL verdict: the answer
+        ran = dataclasses.replace(ran, exit_code=0)
+    return _stored("validate", ran, ValidateResult)
 
 
-def report(**options: Any) -> Path:
+def report(*, verbose: bool = False, **options: Any) -> Path:
     """``ccltune report``: write the HTML page of the runs in ``db``; return its path."""
-    args, _ = _call("report", [], options)
-    return Path(args.out)
+    return run_report(from_keywords(ReportOptions, "report", options), _console("report", verbose)).path
 
 
-# -- how a call becomes the command --------------------------------------------------------------------
-_PARSERS: dict[str, argparse.ArgumentParser] = {}
+# -- how a call runs its command ---------------------------------------------------------------------------
+def _console(command: str, verbose: Any) -> Console:
+    """Where the command's lines go: the terminal's streams with ``verbose``, else the ``ccltune`` logger."""
+    if not isinstance(verbose, bool):
+        raise UsageError(f"ccltune.{command}(verbose={verbose!r}): True or False")
+    return terminal() if verbose else Console()
 
 
-def _parser(command: str) -> argparse.ArgumentParser:
-    """The CLI's parser of ``command`` (its options, defaults, help)."""
-    if command not in _PARSERS:
-        from ccltune.cli import build_parser
+def _job(command: str, positionals: list[Any], options: dict[str, Any], verbose: Any) -> Outcome:
+    """A command not yet on typed options: the command line its keywords stand for, parsed by the CLI's
+    parser and run by ``cli.run_command`` in a job of its own, whose output reaches the caller only
+    through ``launch.Caller`` (so nothing of it is printed here unless ``verbose``)."""
+    from ccltune.cli import keywords, run_command
 
-        root = build_parser()
-        sub = next(a for a in root._actions if isinstance(a, argparse._SubParsersAction))
-        _PARSERS[""] = root
-        _PARSERS.update(sub.choices)
-    return _PARSERS[command]
-
-
-def _options(command: str) -> dict[str, argparse.Action]:
-    """keyword -> the option it sets (its dest, or the spelled-apart name of ``_RENAMED``)."""
-    out: dict[str, argparse.Action] = {}
-    for a in _parser(command)._actions:
-        if not a.option_strings or a.dest == "help" or a.default is argparse.SUPPRESS:
-            continue
-        out.setdefault(_RENAMED.get(a.dest, a.dest), a)
-    return out
+    console = _console(command, verbose)
+    args = keywords.parse(keywords.command_argv(command, positionals, options, extra=("verbose",)))
+    caller = args._caller = launch.Caller(stdout=console.out, stderr=console.err, here=False)
+    code = run_command(args)
+    return Outcome(args.db, caller.run_id, code, tuple(caller.errors), caller.last_words)
 
 
-def _flag(action: argparse.Action) -> str:
-    return max(action.option_strings, key=len)
-
-
-def _text(keyword: str, value: Any, command: str) -> str:
-    """One value as the command line spells it; a value of the wrong kind is refused, named."""
-    if isinstance(value, (str, int, float, Path)) and not isinstance(value, bool):
-        text = str(value)
-        if text.startswith("-") and not _number(text):
-            raise UsageError(f"ccltune.{command}({keyword}={value!r}): a value may not start with '-'")
-        return text
-    raise UsageError(f"ccltune.{command}({keyword}=...) takes a string or a number, got {value!r}")
-
-
-def _number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _option_argv(command: str, keyword: str, action: argparse.Action, value: Any) -> list[str]:
-    """``keyword=value`` as the command's flag (checked by the option's own type and choices)."""
-    where = f"ccltune.{command}({keyword}={value!r})"
-    if action.nargs == 0:  # a switch (--no-graph, --symmetric)
-        if not isinstance(value, bool):
-            raise UsageError(f"{where}: True or False")
-        return [_flag(action)] if value != action.default else []
-    if getattr(action, "comma_list", False) and isinstance(value, (list, tuple)):  # --algos ring,tree
-        value = ",".join(_text(keyword, v, command) for v in value)
-    values = list(value) if isinstance(value, (list, tuple)) else [value]
-    want = action.nargs if isinstance(action.nargs, int) else None
-    if isinstance(action, argparse._AppendAction) or want:
-        if want and len(values) != want:
-            raise UsageError(f"{where}: {want} values")
-    elif len(values) != 1:
-        raise UsageError(f"{where}: one value, not a list")
-    texts = [_text(keyword, v, command) for v in values]
-    for text in texts:
-        try:
-            typed = action.type(text) if callable(action.type) else text
-        except (argparse.ArgumentTypeError, ValueError, TypeError) as exc:
-            raise UsageError(f"{where}: {exc}") from None
-        if action.choices is not None and typed not in action.choices:
-            raise unknown_name(keyword, text, [str(c) for c in action.choices], f"ccltune.{command}()")
-    if want:
-        return [_flag(action), *texts]
-    return [f"{_flag(action)}={t}" for t in texts]
-
-
-def _positional(command: str, name: str, value: Any) -> list[str]:
-    values = list(value) if isinstance(value, (list, tuple)) else [value]
-    return [_text(name, v, command) for v in values]
-
-
-def command_argv(command: str, positionals: list[Any], options: dict[str, Any]) -> list[str]:
-    """The command line a call stands for: ``bench("all_reduce", nproc=2, min_bytes="1K")`` ->
-    ``['bench', 'all_reduce', '--nproc=2', '--minbytes=1K']``. Options left at None keep their default."""
-    known = _options(command)
-    names = [a.dest for a in _parser(command)._actions if not a.option_strings]
-    argv = [command, *(t for name, p in zip(names, positionals) for t in _positional(command, name, p))]
-    for keyword, value in options.items():
-        if keyword not in known:
-            raise unknown_name("keyword argument", keyword, [*known, "quiet"], f"ccltune.{command}()")
-        if value is not None:
-            argv += _option_argv(command, keyword, known[keyword], value)
-    missing = [k for k, a in known.items() if a.required and options.get(k) is None]
-    if missing:
-        raise UsageError(f"ccltune.{command}() needs {', '.join(f'{k}=...' for k in missing)}")
-    return argv
-
-
-def _parse(argv: list[str]) -> argparse.Namespace:
-    """The CLI's parser on ``argv``; its own refusals (already checked above, as a rule) as UsageError."""
-    err = io.StringIO()
-    saved = sys.stderr
-    sys.stderr = err
-    try:
-        args = _parser("").parse_args(argv)
-    except SystemExit:
-        lines = [x for x in err.getvalue().splitlines() if x.strip()]
-        raise UsageError(lines[-1].removeprefix("ccltune: error: ") if lines else f"cannot parse {argv}") from None
-    finally:
-        sys.stderr = saved
-    args._argv = argv
-    return args
-
-
-def _call(command: str, positionals: list[Any], options: dict[str, Any]) -> tuple[argparse.Namespace, int | None]:
-    """Run ``command`` as ``ccltune.cli.run_command`` runs it for the command line: (its arguments, the
-    run it stored). What the CLI would exit non-zero for is raised, except validate's FAIL verdict."""
-    from ccltune import launch
-    from ccltune.cli import run_command
-
-    quiet = options.pop("quiet", False)
-    if not isinstance(quiet, bool):
-        raise UsageError(f"ccltune.{command}(quiet={quiet!r}): True or False")
-    args = _parse(command_argv(command, positionals, options))
-    db = getattr(args, "db", None)
-    before = _last_run_id(db)
-    shown, caller = sys.stdout, None
-    if command in _LAUNCHING:
-        caller = args._caller = launch.Caller(stdout=None if quiet else shown, stderr=sys.stderr)
-    if quiet:
-        sys.stdout = io.StringIO()
-    try:
-        code, error = run_command(args), None
-    except CcltuneError as exc:
-        code, error = exc.exit_code, exc
-    finally:
-        sys.stdout = shown  # as the caller had it (a run wraps stdout for its table)
-    run_id = _new_run_id(db, command, before, caller)
-    if code and not (command == "validate" and code == CheckFailed.exit_code and run_id is not None):
-        if error is None:
-            message = "; ".join(caller.errors) if caller and caller.errors else (
-                f"ccltune {command} exited with code {code}" + (f": {caller.last_words}" if caller and caller.last_words else ""))
-            error = error_for_exit_code(code, message)
-        error.run_id = run_id
+def _stored(command: str, ran: Outcome, cls: Any) -> Any:
+    """The run ``ran`` stored, read back; a non-zero exit code raised as its error (with the run)."""
+    if ran.exit_code:
+        message = "; ".join(ran.errors) if ran.errors else (
+            f"ccltune {command} exited with code {ran.exit_code}" + (f": {ran.last_words}" if ran.last_words else ""))
+        error = error_for_exit_code(ran.exit_code, message)
+        error.run_id = ran.run_id
         raise error
-    return args, run_id
+    if ran.run_id is None:
+        raise CheckFailed(f"ccltune {command} stored no run in {ran.db}")
+    return cls.read(ran.db, ran.run_id)
 
 
-def _run(command: str, positionals: list[Any], options: dict[str, Any]) -> RunResult:
-    """A command that stores a run: the run, read back."""
-    args, run_id = _call(command, positionals, options)
-    if run_id is None:
-        raise CheckFailed(f"ccltune {command} stored no run in {args.db}")
-    return _result(command, args.db, run_id, args)
+# -- help(): each function's options ------------------------------------------------------------------------
+def _document(func: Any, command: str, positionals: int, options: type | None) -> None:
+    """Give ``func`` the command's options as its signature (real defaults) and in its docstring (the
+    help text of the command line's option)."""
+    from ccltune.cli import keywords as cli_keywords
 
-
-def _last_run_id(db: str | None) -> int:
-    if not db or not Path(db).is_file():
-        return 0
-    try:
-        with Store(db, readonly=True) as st:
-            run = st.latest_run()
-    except UsageError:
-        return 0
-    return run.id if run else 0
-
-
-def _new_run_id(db: str | None, command: str, before: int, caller: Any) -> int | None:
-    """The run this call stored: the one its job's rank 0 began, or (in this process) the newest run
-    of its kind stored since the call began."""
-    if caller is not None and caller.run_id is not None:
-        return caller.run_id
-    if not db or not Path(db).is_file():
-        return None
-    with Store(db, readonly=True) as st:
-        mine = [r.id for r in st.runs(command) if r.id > before]
-    return mine[-1] if mine else None
-
-
-def _result(command: str, db: str, run_id: int, args: argparse.Namespace) -> RunResult:
-    with Store(db, readonly=True) as st:
-        run, rows = st.run(run_id), st.measurements(run_id)
-        artifacts = st.artifacts(run_id) if command == "tune" else {}
-    if command == "tune":
-        return TuneResult(run, rows, db, rules_path=args.out, rules=artifacts.get("rules", ""))
-    if command == "validate":
-        return ValidateResult(run, rows, db, verdict=str(run.summary.get("status", "")),
-                              sizes=list(run.summary.get("sizes") or []))
-    return RunResult(run, rows, db)
-
-
-# -- help(): each function's options, from the command's parser ------------------------------------------
-def _document(func: Any, command: str, positionals: int) -> None:
-    """Give ``func`` the command's options as its signature (real defaults) and in its docstring."""
+    helps = cli_keywords.help_of(command)
     params = list(inspect.signature(func).parameters.values())[:positionals]
+    if options is not None:
+        fields = {k: f for k, f in keywords(options).items() if not f.metadata.get("positional")}
+        defaults = {k: (None if f.default is REQUIRED else f.default) for k, f in fields.items()}
+    else:
+        defaults = {k: (None if required else default) for k, (_, _, default, required) in helps.items()}
     lines = []
-    for keyword, action in _options(command).items():
-        default = None if action.required else action.default
+    for keyword, default in defaults.items():
         params.append(inspect.Parameter(keyword, inspect.Parameter.KEYWORD_ONLY, default=default))
-        text = (action.help or "").replace("%(default)s", str(action.default)).replace("%%", "%")
-        lines.append(f"    {keyword} ({_flag(action)}): {text}")
-    params.append(inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False))
-    lines.append("    quiet: True leaves out the command's stdout (the table, notes); progress and warnings still go "
-                 "to stderr, errors are still raised")
+        flag, text, _, _ = helps.get(keyword, ("", "", None, False))
+        lines.append(f"    {keyword} ({flag}): {text}" if flag else f"    {keyword}")
+    params.append(inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False))
+    lines.append("    verbose: True prints what the command line prints (its table on stdout, notes and warnings on "
+                 "stderr); False (default) prints nothing: the lines go to the 'ccltune' logger, errors are raised")
     func.__signature__ = inspect.Signature(params)
     func.__doc__ = f"{func.__doc__}\n\n    Options (``ccltune {command} --help``; None keeps the default):\n" + "\n".join(lines)
 
 
-for _func, _command, _n in ((bench, "bench", 1), (sweep, "sweep", 1), (tune, "tune", 0), (validate, "validate", 2),
-                            (report, "report", 0)):
-    _document(_func, _command, _n)
+for _func, _command, _n, _options in ((bench, "bench", 1, BenchOptions), (sweep, "sweep", 1, None),
+                                      (tune, "tune", 0, TuneOptions), (validate, "validate", 2, ValidateOptions),
+                                      (report, "report", 0, ReportOptions)):
+    _document(_func, _command, _n, _options)

@@ -53,6 +53,7 @@ class Caller:
 
     stdout: Any = None
     stderr: Any = None
+    here: bool = True  # False: a job even for one process of an engine without GPU (see runs_here)
     run_id: int | None = None
     errors: list[str] = field(default_factory=list)
     last_words: str = ""
@@ -91,10 +92,13 @@ def runs_here(nproc: int, gpu: bool, caller: Caller | None) -> bool:
     From a terminal, a job of one process does. A call from Python (``ccltune.api``: ``caller``) runs in a job of
     its own even on one process, so that the caller's process never opens a GPU library or signal handlers it
     keeps; only one process of an engine without GPU (``gpu`` False: gloo), which joins no process group, runs
-    there (in the main thread, where signals can be caught)."""
+    there (in the main thread, where signals can be caught), unless ``caller.here`` is False (a command whose
+    output in this process the caller could not take: it runs as a job and prints only through ``caller``)."""
     if nproc != 1:
         return False
-    return caller is None or (not gpu and threading.current_thread() is threading.main_thread())
+    if caller is None:
+        return True
+    return caller.here and not gpu and threading.current_thread() is threading.main_thread()
 
 
 def relaunch(argv: list[str], nproc: int, engine: str, env: dict[str, str], caller: Caller | None = None) -> int:

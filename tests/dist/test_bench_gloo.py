@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from ccltune import collectives
+from ccltune.commands.launching import NO_GPU_NOTE
 from ccltune.cli import main
-from ccltune.cli._common import NO_GPU_NOTE
 from ccltune.ncclt import table as ncclt_table
 from ccltune.sizes import size_series
 from ccltune.store import Store
@@ -133,8 +133,10 @@ def test_every_collective(run_bench, shared, nproc):
         assert env["variables_from"] == "parent" and set(env["variables"]) <= set(os.environ)
         assert (("TORCH_NCCL_ASYNC_ERROR_HANDLING" in env["variables"])
                 == ("TORCH_NCCL_ASYNC_ERROR_HANDLING" in os.environ))
-        # the environment records what each worker ran: the engine resolved once, --nproc gone
-        assert env["command"].startswith("ccltune bench all -b 8") and env["command"].endswith("--engine gloo")
+        # the environment records what each worker ran: its argv made from the options (BenchOptions.to_argv),
+        # the engine resolved once, --nproc gone
+        assert env["command"].startswith("ccltune bench all --minbytes=8 --maxbytes=4K") and "--nproc" not in env["command"]
+        assert env["command"].endswith("--engine gloo")
 
 
 CASES = [(op, dt) for op in ("sum", "prod", "min", "max") for dt in ("int32", "float")]

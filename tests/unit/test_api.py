@@ -1,6 +1,6 @@
-"""The Python API (ccltune.api) without starting a job: keywords to the command line, the checks it
-shares with the CLI, errors, the results database as objects. docs/api.md's examples run for real
-in tests/dist/test_api_docs.py."""
+"""The Python API (ccltune.api) without starting a job: keywords to typed options (and to the command
+line a job's workers parse back), the checks it shares with the CLI, errors, the results database as
+objects. docs/api.md's examples run for real in tests/dist/test_api_docs.py."""
 
 from __future__ import annotations
 
@@ -15,34 +15,56 @@ import pytest
 
 import ccltune
 from ccltune import api, launch
+from ccltune.cli import build_parser, keywords
+from ccltune.commands.bench_options import BenchOptions
+from ccltune.commands.options import from_fields, from_keywords, to_argv
+from ccltune.commands.report import ReportOptions
+from ccltune.commands.results import ValidateResult
+from ccltune.commands.tune import TuneOptions
 from ccltune.errors import CheckFailed, DistError, Interrupted, MinBandwidthFailed, UsageError, error_for_exit_code
 from ccltune.store import Measurement, Store
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bench" / "h200x2-flow.sqlite"
 
 
-def test_keywords_become_the_command_line():
-    argv = api.command_argv("bench", [["all_reduce", "all_gather"]],
-                            {"nproc": 2, "min_bytes": "8", "max_bytes": 1 << 20, "iters": 3, "symmetric": False,
-                             "engine": None, "root": -1})
-    assert argv == ["bench", "all_reduce", "all_gather", "--nproc=2", "--minbytes=8", "--maxbytes=1048576",
-                    "--iters=3", "--root=-1"]
-    assert api.command_argv("sweep", [], {"no_graph": True, "algos": ""}) == ["sweep", "--no-graph", "--algos="]
-    assert api.command_argv("report", [], {"compare": (1, 2)}) == ["report", "--compare", "1", "2"]
-    assert api.command_argv("tune", [], {"out": "r.conf", "exclude_failed": ["a.json", "b.json"]}) == [
+def _options(cls, command, **kw):
+    return from_keywords(cls, command, kw)
+
+
+def test_keywords_become_typed_options_and_the_workers_command_line():
+    o = _options(BenchOptions, "bench", collective=["all_reduce", "all_gather"], nproc=2, min_bytes="8",
+                 max_bytes=1 << 20, iters="0x3", symmetric=False, engine=None, root=-1, timeout=30)
+    assert (o.collective, o.nproc, o.minbytes, o.maxbytes, o.iters, o.root, o.timeout) == (
+        ("all_reduce", "all_gather"), 2, "8", "1048576", 3, "-1", 30.0)  # -n's text read as strtol reads it
+    argv = o.to_argv()
+    assert argv == ["bench", "all_reduce", "all_gather", "--minbytes=8", "--maxbytes=1048576", "--iters=3",
+                    "--root=-1", "--nproc=2", "--timeout=30.0"]
+    parsed = build_parser().parse_args(argv)  # the workers parse it back to the same options
+    assert from_fields(BenchOptions, vars(parsed)) == o
+    assert BenchOptions(collective=("all",)).to_argv() == ["bench", "all"]  # defaults left out
+    assert keywords.command_argv("sweep", [], {"no_graph": True, "algos": ""}) == ["sweep", "--no-graph", "--algos="]
+    assert _options(ReportOptions, "report", compare=(1, 2)).compare == (1, 2)
+    assert to_argv(_options(ReportOptions, "report", compare=(1, 2)), "report") == ["report", "--compare", "1", "2"]
+    tune = _options(TuneOptions, "tune", out="r.conf", exclude_failed=["a.json", "b.json"])
+    assert tune.exclude_failed == ("a.json", "b.json") and to_argv(tune, "tune") == [
         "tune", "--out=r.conf", "--exclude-failed=a.json", "--exclude-failed=b.json"]
 
 
+def test_a_default_of_its_own_type_stays_apart_from_the_same_value_given():
+    """-b left out may become nccl-tests' 32M (--ncclt-defaults); -b 8 given stays 8, also in a worker's argv."""
+    assert BenchOptions(collective=("all",), minbytes="8").to_argv() == ["bench", "all", "--minbytes=8"]
+    assert _options(BenchOptions, "bench", collective="all", min_bytes="8").to_argv()[-1] == "--minbytes=8"
+
+
 def test_a_comma_separated_option_takes_a_list(monkeypatch):
-    argv = api.command_argv("sweep", ["all_reduce"], {"algos": ["ring", "tree"], "protos": ("simple",),
-                                                      "channels": [8, 16], "engine": "gloo"})
+    argv = keywords.command_argv("sweep", ["all_reduce"], {"algos": ["ring", "tree"], "protos": ("simple",),
+                                                           "channels": [8, 16], "engine": "gloo"})
     assert argv == ["sweep", "all_reduce", "--algos=ring,tree", "--protos=simple", "--channels=8,16", "--engine=gloo"]
-    assert api.command_argv("sweep", [], {"channels": []}) == ["sweep", "--channels="]  # none
-    assert api.command_argv("tune", [], {"out": "r.conf", "runs": [3, "5-7"]}) == ["tune", "--out=r.conf",
-                                                                                  "--runs=3,5-7"]
-    assert api.command_argv("report", [], {"runs": (1, 2)}) == ["report", "--runs=1,2"]
+    assert keywords.command_argv("sweep", [], {"channels": []}) == ["sweep", "--channels="]  # none
+    assert _options(TuneOptions, "tune", out="r.conf", runs=[3, "5-7"]).runs == "3,5-7"
+    assert _options(ReportOptions, "report", runs=(1, 2)).runs == "1,2"
     with pytest.raises(UsageError, match=r"ccltune.sweep\(algos='-x'\): a value may not start with '-'"):
-        api.command_argv("sweep", [], {"algos": ["ring", "-x"]})
+        keywords.command_argv("sweep", [], {"algos": ["ring", "-x"]})
     monkeypatch.setattr(launch, "relaunch", lambda *a, **k: pytest.fail("a job was started"))
     with pytest.raises(UsageError, match="unknown algorithm 'rnig' in --algos"):
         ccltune.sweep("all_reduce", algos=["rnig"], engine="gloo")
@@ -53,7 +75,7 @@ def test_a_comma_separated_option_takes_a_list(monkeypatch):
 def test_a_row_has_short_bandwidth_names_that_are_not_columns():
     m = Measurement("all_reduce", 8, 2, "float", "sum", None, False, 2, 1.0, algbw_gbps=3.5, busbw_gbps=7.0)
     assert (m.busbw, m.algbw) == (7.0, 3.5)
-    assert "busbw" not in m.to_record() and "busbw" not in api._MEASUREMENT_COLUMNS
+    assert "busbw" not in m.to_record() and "busbw" not in api.MEASUREMENT_COLUMNS
 
 
 @pytest.mark.parametrize("kw, said", [
@@ -64,8 +86,9 @@ def test_a_row_has_short_bandwidth_names_that_are_not_columns():
     ({"iters": [1, 2]}, "ccltune.bench(iters=[1, 2]): one value, not a list"),
     ({"symmetric": 1}, "ccltune.bench(symmetric=1): True or False"),
     ({"db": {"a": 1}}, "ccltune.bench(db=...) takes a string or a number, got {'a': 1}"),
-    ({"algo": "-x"}, "ccltune.bench(algo='-x'): a value may not start with '-'"),
-    ({"quiet": "yes"}, "ccltune.bench(quiet='yes'): True or False"),
+    ({"iters": 2.5}, "ccltune.bench(iters=2.5): a whole number"),
+    ({"compare": (1, 2)}, "unknown keyword argument 'compare' in ccltune.bench()"),
+    ({"verbose": "yes"}, "ccltune.bench(verbose='yes'): True or False"),
 ])
 def test_a_bad_keyword_is_refused_naming_it(kw, said):
     with pytest.raises(UsageError) as err:
@@ -95,7 +118,7 @@ def test_the_cli_checks_refuse_before_anything_starts(call, said, tmp_path, monk
 def test_help_shows_every_option_with_its_cli_default():
     sig = inspect.signature(ccltune.bench)
     assert sig.parameters["min_bytes"].default == "8" and sig.parameters["iters"].default == 20
-    assert sig.parameters["quiet"].default is False and "collective" in sig.parameters
+    assert sig.parameters["verbose"].default is False and "collective" in sig.parameters
     assert inspect.signature(ccltune.tune).parameters["out"].default is None  # required: no default
     assert "max_bytes (--maxbytes): largest size" in ccltune.bench.__doc__
     text = io.StringIO()
@@ -191,7 +214,7 @@ def test_a_failed_job_raises_its_error_with_the_run(tmp_path, monkeypatch):
 
     monkeypatch.setattr(launch, "relaunch", job)
     with pytest.raises(DistError) as err:
-        ccltune.bench("all_reduce", engine="gloo", nproc=2, db=str(db), quiet=True)
+        ccltune.bench("all_reduce", engine="gloo", nproc=2, db=str(db))
     assert str(err.value) == "rank 1 on host h exited (killed or crashed)" and err.value.run_id == 1
 
 
@@ -214,7 +237,7 @@ def test_a_job_that_dies_without_a_word_is_said_by_its_last_line(tmp_path, monke
 
     monkeypatch.setattr(launch, "relaunch", job)
     with pytest.raises(CheckFailed, match="exited with code 1: ModuleNotFoundError: No module named 'torch'"):
-        ccltune.bench("all_reduce", engine="gloo", nproc=2, db=str(tmp_path / "x.db"), quiet=True)
+        ccltune.bench("all_reduce", engine="gloo", nproc=2, db=str(tmp_path / "x.db"))
 
 
 def test_results_read_back_from_the_database(tmp_path):
@@ -222,6 +245,5 @@ def test_results_read_back_from_the_database(tmp_path):
     with Store(db) as st:
         run_id = st.begin_run("validate", command="ccltune validate r.conf")
         st.finish_run(run_id, "complete", {"status": "FAIL", "sizes": [{"size_bytes": 8, "status": "FAIL"}]})
-    args = api._parse(["validate", "r.conf", f"--db={db}"])
-    res = api._result("validate", str(db), run_id, args)
+    res = ValidateResult.read(str(db), run_id)
     assert res.verdict == "FAIL" and res.sizes[0]["size_bytes"] == 8 and res.run_id == run_id and res.rows == []

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from ccltune import launch
-from ccltune.cli import _common, main
+from ccltune.cli import main
 from ccltune.cli.sweep import check_resume
+from ccltune.commands import launching
 from ccltune.errors import UsageError
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Measurement, Store
@@ -223,13 +224,13 @@ def test_sweep_lists_the_algorithms_in_the_rule_files_spelling(algos):
 
 
 def test_more_processes_than_gpus_is_refused_for_the_gpu_engines(monkeypatch):
-    monkeypatch.setattr(_common, "gpu_count", lambda: 2)
+    monkeypatch.setattr(launching, "gpu_count", lambda: 2)
     for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(UsageError, match="--nproc 4: one process per GPU, and 2 GPUs are visible here"):
-        _common.job_size(argparse.Namespace(nproc=4), "nccl")
-    assert _common.job_size(argparse.Namespace(nproc=2), "torch") == 2
-    assert _common.job_size(argparse.Namespace(nproc=4), "gloo") == 4
+        launching.job_size(argparse.Namespace(nproc=4), "nccl")
+    assert launching.job_size(argparse.Namespace(nproc=2), "torch") == 2
+    assert launching.job_size(argparse.Namespace(nproc=4), "gloo") == 4
 
 
 def test_messages_name_the_flag_the_user_gave(tmp_path, capsys):

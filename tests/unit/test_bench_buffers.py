@@ -173,8 +173,15 @@ def test_calls_step_through_the_buffers_and_wrap_like_nccl_tests():
 
 
 def test_bench_lays_buffers_out_as_nccl_tests_and_the_sweep_does_not():
-    from ccltune.cli import _common, bench, build_parser
+    from ccltune.cli import build_parser
+    from ccltune.commands import launching
+    from ccltune.commands.bench import engine_options
+    from ccltune.commands.bench_options import BenchOptions
+    from ccltune.commands.options import from_fields
 
-    assert bench.engine_options(build_parser().parse_args(["bench", "all"])).shared_buffers
-    assert not _common.engine_options(build_parser().parse_args(["sweep"])).shared_buffers
-    assert bench.engine_options(build_parser().parse_args(["bench", "all", "--buffers", "torch"])).buffers == "torch"
+    def bench(*argv: str) -> BenchOptions:
+        return from_fields(BenchOptions, vars(build_parser().parse_args(["bench", "all", *argv])))
+
+    assert engine_options(bench()).shared_buffers
+    assert not launching.engine_options(build_parser().parse_args(["sweep"])).shared_buffers
+    assert engine_options(bench("--buffers", "torch")).buffers == "torch"

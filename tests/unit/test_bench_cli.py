@@ -7,7 +7,8 @@ import time
 import pytest
 
 from ccltune import collectives, dist, launch
-from ccltune.cli import _common, main
+from ccltune.cli import main
+from ccltune.commands import launching
 
 
 def _bench(capsys, tmp_path, *args):
@@ -85,7 +86,7 @@ def test_argparse_errors_exit_2(capsys, no_launch, args, needle):
 
 
 def test_nccl_engine_without_gpu_is_engine_unavailable(capsys, no_launch, monkeypatch):
-    monkeypatch.setattr(_common, "gpu_count", lambda: 0)
+    monkeypatch.setattr(launching, "gpu_count", lambda: 0)
     rc, err = _bench(capsys, no_launch, "all_reduce", "--engine", "nccl")
     assert rc == 4 and "--engine nccl needs a CUDA/ROCm GPU" in err and "use --engine gloo" in err
 
@@ -119,7 +120,7 @@ def test_relaunch_passes_the_engine_and_drops_nproc(monkeypatch):
         monkeypatch.delenv(var, raising=False)
     args = type("A", (), {"nproc": 3})()
     argv = ["bench", "all", "--nproc", "3", "--engine=torch", "-n", "2"]
-    assert _common.relaunch(args, argv, "gloo") == 0
+    assert launching.relaunch(args, argv, "gloo") == 0
     cmd = seen["cmd"]
     assert "--nproc-per-node=3" in cmd and "--standalone" in cmd
     assert cmd[cmd.index("ccltune"):] == ["ccltune", "bench", "all", "-n", "2", "--engine", "gloo"]
@@ -137,19 +138,18 @@ def test_no_gpu_notice_is_said_before_the_job_starts_and_not_by_its_workers(monk
     starts (seconds on a laptop); the workers, rank 0 included, do not say it again."""
     for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", launch.PARENT_ENV):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr("ccltune.cli._common.default_engine", lambda: "gloo")
+    monkeypatch.setattr("ccltune.commands.launching.default_engine", lambda: "gloo")
     said = []
     monkeypatch.setattr(launch, "relaunch", lambda *a, **k: said.append(capsys.readouterr().err) or 0)
     assert main(["bench", "all_reduce", "-G", "2", "--db", str(tmp_path / "t.db")]) == 0
-    assert said == [f"ccltune: {_common.NO_GPU_NOTE}; -G 2 ignored: the gloo engine runs eagerly\n"]
+    assert said == [f"ccltune: {launching.NO_GPU_NOTE}; -G 2 ignored: the gloo engine runs eagerly\n"]
 
-    args = type("A", (), {})()
     monkeypatch.setenv(launch.PARENT_ENV, "1")  # a worker relaunch() started: its parent said it
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "2")
-    _common.announce(args, "x")
+    launching.announce("x")
     monkeypatch.delenv(launch.PARENT_ENV)  # the user's own torchrun: rank 0 says it, once
-    _common.announce(args, "y")
+    launching.announce("y")
     monkeypatch.setenv("RANK", "1")
-    _common.announce(args, "z")
+    launching.announce("z")
     assert capsys.readouterr().err == "ccltune: y\n"

@@ -7,7 +7,10 @@ import argparse
 
 import pytest
 
-from ccltune.cli import bench_options
+from ccltune.cli import bench_options as cli_bench_options
+from ccltune.commands import bench_options
+from ccltune.commands.bench_options import BenchOptions
+from ccltune.commands.options import from_fields
 from ccltune.errors import UsageError
 
 # (short, long, value) for every option nccl-tests 2.19.6 takes an argument for
@@ -23,29 +26,33 @@ TABLE = [("-t", "--nthreads", "1"), ("-g", "--ngpus", "1"), ("-b", "--minbytes",
          ("-I", "--per_iter_timing", "0"), ("-K", "--per_iter_skip", "0")]
 
 
-def _parse(*argv: str) -> argparse.Namespace:
+def _parse(*argv: str) -> BenchOptions:
+    """bench's options from nccl-tests' flags (and --nproc, --timeout, --symmetric), as the CLI builds them."""
     p = argparse.ArgumentParser(exit_on_error=False)
-    bench_options.register(p)
+    cli_bench_options.register(p)
     p.add_argument("--nproc", type=int, default=None)
     p.add_argument("--timeout", type=float, default=120.0)
     p.add_argument("--symmetric", action="store_true")
-    return p.parse_args(list(argv))
+    return from_fields(BenchOptions, {"collective": ("all_reduce",), **vars(p.parse_args(list(argv)))})
+
+
+def _notes(o: BenchOptions, engine: str) -> list[str]:
+    return bench_options.check(o, engine)[1]
 
 
 @pytest.mark.parametrize("short, long, value", TABLE)
 def test_every_flag_in_both_spellings(short, long, value):
     a, b = _parse(short, value), _parse(f"{long}={value}")
-    assert vars(a) == vars(b)
+    assert a == b
     bench_options.check(a, "nccl")
 
 
 def test_minus_t_minus_g_map_to_processes_with_a_note():
-    args = _parse("-g", "4", "-t", "2")
-    assert bench_options.check(args, "nccl") == ["-t 2 -g 4: 8 processes per node, one GPU each (ccltune runs one"
-                                                  " process per GPU)"]
+    args, notes = bench_options.check(_parse("-g", "4", "-t", "2"), "nccl")
+    assert notes == ["-t 2 -g 4: 8 processes per node, one GPU each (ccltune runs one process per GPU)"]
     assert args.nproc == 8
-    args = _parse("-g", "1")
-    assert bench_options.check(args, "gloo")[0].startswith("-t 1 -g 1: 1 process per node") and args.nproc is None
+    args, notes = bench_options.check(_parse("-g", "1"), "gloo")
+    assert notes[0].startswith("-t 1 -g 1: 1 process per node") and args.nproc is None
     with pytest.raises(UsageError, match="means 4 processes per node, but --nproc is 2"):
         bench_options.check(_parse("-g", "4", "--nproc", "2"), "nccl")
 
@@ -64,11 +71,11 @@ def test_minus_g_under_a_launcher_must_match_its_processes_per_node(monkeypatch)
         bench_options.check(_parse("-g", "4"), "gloo")
     with pytest.raises(UsageError, match="-t 2 -g 2 means 4"):
         bench_options.check(_parse("-g", "2", "-t", "2"), "gloo")
-    args = _parse("-g", "2")
     note = "one GPU per process; the torchrun launcher started 2 per node"
-    assert bench_options.check(args, "gloo") == [f"-t 1 -g 2: {note}"]
+    args, notes = bench_options.check(_parse("-g", "2"), "gloo")
+    assert notes == [f"-t 1 -g 2: {note}"]
     assert args.nproc is None  # the launcher's job, untouched
-    assert bench_options.check(_parse("-g", "1"), "gloo") == [f"-t 1 -g 1: {note}"]  # mpirun -np N -g 1
+    assert _notes(_parse("-g", "1"), "gloo") == [f"-t 1 -g 1: {note}"]  # mpirun -np N -g 1
 
 
 def test_timeout_average_root_codes_and_strtol_integers():
@@ -111,26 +118,23 @@ def test_what_the_engine_cannot_honour_is_refused_by_name(argv, engine, needle):
 ])
 def test_what_an_engine_honours_is_accepted(argv, engines):
     for engine in engines:
-        assert bench_options.check(_parse(*argv), engine) == []
+        assert _notes(_parse(*argv), engine) == []
 
 
 def test_minus_z_3_and_minus_i_under_graphs_are_disabled_with_a_note_as_nccl_tests_does():
-    args = _parse("-z", "3", "-I", "1", "-K", "1", "-G", "10")
-    notes = bench_options.check(args, "nccl")
+    args, notes = bench_options.check(_parse("-z", "3", "-I", "1", "-K", "1", "-G", "10"), "nccl")
     assert [n.split(":")[0] for n in notes] == ["-z 3 disabled", "-I 1 disabled"]
     assert (args.blocking, args.per_iter_timing, args.per_iter_skip) == (0, 0, 0)
 
 
 def test_minus_r_2_is_symmetric_on_nccl():
-    args = _parse("-R", "2")
-    bench_options.check(args, "nccl")
-    assert args.symmetric
+    assert bench_options.check(_parse("-R", "2"), "nccl")[0].symmetric
 
 
 @pytest.mark.parametrize("engine", ["nccl", "torch", "gloo"])
 def test_parallel_groups_run_on_every_engine_and_a_bad_split_is_refused_naming_it(monkeypatch, engine):
     monkeypatch.setenv("NCCL_TESTS_SPLIT", "MOD 2")
-    assert bench_options.check(_parse(), engine) == []
+    assert _notes(_parse(), engine) == []
     split, per_proc, note = bench_options.split(_parse("-g", "1"), 4)
     assert (split.op, split.operand, per_proc) == ("mod", 2, 1)
     assert note.startswith("NCCL_TESTS_SPLIT='MOD 2': 2 groups: 0 = ranks 0,2; 1 = ranks 1,3; each group runs")
@@ -153,7 +157,7 @@ def test_nccl_tests_device_offsets_the_gpu(monkeypatch):
     from ccltune.engines.base import device_index
 
     monkeypatch.setenv("NCCL_TESTS_DEVICE", "2")
-    assert bench_options.check(_parse(), "nccl") == ["NCCL_TESTS_DEVICE=2: local process i uses GPU 2 + i"]
+    assert _notes(_parse(), "nccl") == ["NCCL_TESTS_DEVICE=2: local process i uses GPU 2 + i"]
     assert [device_index(i, 8) for i in range(3)] == [2, 3, 4]
     with pytest.raises(UsageError, match="NCCL_TESTS_DEVICE 2: the gloo engine runs on the CPU"):
         bench_options.check(_parse(), "gloo")
@@ -192,11 +196,12 @@ def test_all_loops_every_datatype_op_and_root_in_nccl_tests_order():
 
 
 def _bench_plan(*argv: str):
-    from ccltune.cli import bench, build_parser
+    from ccltune.cli import build_parser
+    from ccltune.commands.bench import plan_of
 
-    args = build_parser().parse_args(["bench", "all_reduce", *argv])
-    note = bench_options.ncclt_defaults(args)
-    return note, bench._plan(args)
+    args = from_fields(BenchOptions, vars(build_parser().parse_args(["bench", "all_reduce", *argv])))
+    args, note = bench_options.ncclt_defaults(args)
+    return note, plan_of(args)
 
 
 def test_ncclt_defaults_fill_only_what_the_command_line_omits(monkeypatch):
@@ -222,7 +227,7 @@ def test_values_nccl_tests_gives_a_meaning_are_taken_with_it():
     """-T 0: no timeout (nccl-tests' default); -N 0: until interrupted; -f by strtol, as -n and the others."""
     args = _parse("-T", "0", "-N", "0")
     assert args.timeout == bench_options.NO_TIMEOUT_S and args.run_cycles == 0
-    assert bench_options.check(args, "gloo") == [
+    assert _notes(args, "gloo") == [
         "-N 0: the size loop runs until interrupted (Ctrl-C keeps every row)",
         "-T 0: no time limit, as nccl-tests (a hung rank is waited for up to a year)"]
     assert _parse("-T", "0x10").timeout == 16.0 and _parse("-f", "0x4").stepfactor == 4
@@ -238,7 +243,7 @@ def test_rank_lines_name_the_gpu_the_engine_uses_under_nccl_tests_device(monkeyp
     """NCCL_TESTS_DEVICE=2, local rank 1: the engine opens GPU 3 (device_index), and so says the rank line."""
     from types import SimpleNamespace
 
-    from ccltune.cli.bench import _devices
+    from ccltune.commands.bench_table import devices as _devices
 
     ctx = SimpleNamespace(world_size=1, rank=0, host_of=lambda r: "node")
     gpus = [{"name": f"GPU{i}", "pci_bus_id": f"0000:{i:02x}:00"} for i in range(4)]

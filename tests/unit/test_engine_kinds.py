@@ -8,7 +8,7 @@ from pathlib import Path
 
 import ccltune
 from ccltune import engines
-from ccltune.cli import bench_options
+from ccltune.commands import bench_options
 
 ROOT = Path(ccltune.__file__).parent
 

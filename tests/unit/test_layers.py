@@ -10,8 +10,9 @@ The layers, lowest first; a module may import its own layer and any below it:
   measure   measure/  (timing points and sizes, the run's lifecycle: measure.session)
   analysis  tune/, validate/, diagnose/  (sweeps, rules, verdicts, checks)
   report    report/
-  cli       cli/, __main__
-  api       api  (the Python API: each function runs its command through the CLI's parser and run_command)
+  commands  commands/  (each command's typed options and run_<command>(options) -> result, beneath both front ends)
+  cli       cli/, __main__  (argv -> options, result -> exit code: the only place that parses argv)
+  api       api  (the Python API: keywords -> options, the result returned)
 
 No two modules import each other, directly or through others (test_no_import_cycle): within a layer too,
 and counting imports inside functions (executed late, so Python tolerates the cycle, but the two modules
@@ -39,6 +40,7 @@ LAYERS = [
     ("measure", {"measure"}),
     ("analysis", {"tune", "validate", "diagnose", "workload"}),
     ("report", {"report"}),
+    ("commands", {"commands"}),
     ("cli", {"cli", "__main__"}),
     ("api", {"api"}),
 ]

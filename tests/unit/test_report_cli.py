@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 import pytest
 
 from ccltune.cli import main
-from ccltune.cli._common import parse_run_ids
+from ccltune.commands.common import parse_run_ids
 from ccltune.errors import UsageError
 from ccltune.report import load, write_report
 from ccltune.report.model import Heatmap, LineChart, ZoneChart

@@ -35,9 +35,9 @@ def test_an_empty_rule_file_is_said_to_be_empty(tmp_path, capsys):
 
 
 def test_more_cpu_processes_than_cores_is_warned():
-    from ccltune.cli import _common
-    assert "--nproc 64 CPU processes on 2 CPU cores" in _common.oversubscribed(64, "gloo", 2)
-    assert _common.oversubscribed(2, "gloo", 2) is None and _common.oversubscribed(64, "nccl", 2) is None
+    from ccltune.commands import launching
+    assert "--nproc 64 CPU processes on 2 CPU cores" in launching.oversubscribed(64, "gloo", 2)
+    assert launching.oversubscribed(2, "gloo", 2) is None and launching.oversubscribed(64, "nccl", 2) is None
 
 
 @pytest.mark.parametrize("argv", [

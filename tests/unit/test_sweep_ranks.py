@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from ccltune.cli import _common, main
+from ccltune.cli import main
+from ccltune.commands import launching
 from ccltune.errors import DataError
 from ccltune.tune.derive import gpu_model
 
 
 @pytest.mark.parametrize("flags", [[], ["--nproc", "1"]])
 def test_sweep_on_one_gpu_is_refused_before_any_work(capsys, no_launch, monkeypatch, flags):
-    monkeypatch.setattr(_common, "gpu_count", lambda: 1)
+    monkeypatch.setattr(launching, "gpu_count", lambda: 1)
     rc = main(["sweep", "all_reduce", "--engine", "nccl", *flags, "--db", str(no_launch / "s.db")])
     err = capsys.readouterr().err
     assert rc == 2, err

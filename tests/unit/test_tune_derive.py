@@ -290,7 +290,7 @@ def test_excluded_sizes_get_no_rule_and_the_rest_keep_theirs():
 def test_tune_excludes_the_sizes_a_validate_verdict_failed(tmp_path):
     import json
 
-    from ccltune.cli import tune as tune_cli
+    from ccltune.commands import tune as tune_cli
     from ccltune.errors import UsageError
 
     v = tmp_path / "v.json"

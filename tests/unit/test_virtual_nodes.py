@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ccltune.cli import _common
+from ccltune.commands import launching
 from ccltune.dist import DistContext, LaunchInfo
 from ccltune.errors import UsageError
 from ccltune.measure import session
@@ -41,18 +41,18 @@ def test_k_must_divide_the_ranks_and_split_one_host():
     with pytest.raises(UsageError, match="already spans 2 hosts"):
         session.apply_virtual_nodes(ctx(0, 4, ["a", "a", "b", "b"]), 2)
     with pytest.raises(UsageError, match="--virtual-nodes must be >= 1, got 0"):
-        _common.check_virtual_nodes(SimpleNamespace(virtual_nodes=0, nproc=4), "nccl")
+        launching.check_virtual_nodes(SimpleNamespace(virtual_nodes=0, nproc=4), "nccl")
 
 
 def test_k_is_checked_against_the_job_before_any_process_starts(monkeypatch):
     for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(_common, "gpu_count", lambda: 4)  # a 4-GPU node
+    monkeypatch.setattr(launching, "gpu_count", lambda: 4)  # a 4-GPU node
     with pytest.raises(UsageError, match="--virtual-nodes 3 does not divide the job's 4 processes"):
-        _common.check_virtual_nodes(SimpleNamespace(virtual_nodes=3, nproc=4), "nccl")
-    _common.check_virtual_nodes(SimpleNamespace(virtual_nodes=2, nproc=4), "nccl")
+        launching.check_virtual_nodes(SimpleNamespace(virtual_nodes=3, nproc=4), "nccl")
+    launching.check_virtual_nodes(SimpleNamespace(virtual_nodes=2, nproc=4), "nccl")
     with pytest.raises(UsageError, match="does not divide the job's 2 processes"):  # gloo's default: 2
-        _common.check_virtual_nodes(SimpleNamespace(virtual_nodes=4, nproc=None), "gloo")
+        launching.check_virtual_nodes(SimpleNamespace(virtual_nodes=4, nproc=None), "gloo")
 
 
 def test_the_run_record_says_the_nodes_were_simulated():

@@ -16,8 +16,8 @@ from typing import Any
 
 from ccltune import __version__
 from ccltune import launch
-from ccltune.cli import _common
-from ccltune.errors import EXIT_CODES, CcltuneError, CheckFailed, DistError, Interrupted
+from ccltune.commands.common import check_outputs
+from ccltune.errors import EXIT_CODES, CcltuneError, CheckFailed, DistError, Interrupted, UsageError
 from ccltune.cli._safeout import escaped_output
 
 # module name under ccltune.cli, in the order --help lists them
@@ -42,14 +42,19 @@ _COMMANDS = [
 ]
 
 
+def _said_once(message: str) -> str:
+    """argparse's message with the flag named once: a type's error names its flag (the API shows it
+    beside the keyword), and argparse names it too."""
+    flags = re.match(r"argument (\S+): (-\S+): ", message)
+    if flags and set(flags.group(1).split("/")) <= set(flags.group(2).split("/")):
+        message = f"argument {flags.group(2)}: {message[flags.end():]}"
+    return message
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's own errors: exit 2, no traceback
-        # a type's error names its flag (the API shows it beside the keyword); argparse names it too: once
-        flags = re.match(r"argument (\S+): (-\S+): ", message)
-        if flags and set(flags.group(1).split("/")) <= set(flags.group(2).split("/")):
-            message = f"argument {flags.group(2)}: {message[flags.end():]}"
         self.print_usage(sys.stderr)
-        self.exit(2, f"ccltune: error: {message}\n")
+        self.exit(2, f"ccltune: error: {_said_once(message)}\n")
 
 
 class _CommandParser(_Parser):
@@ -63,14 +68,28 @@ class _CommandParser(_Parser):
         return ns, extra
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+class _RaisingParser(_Parser):
+    """The Python API's parser (``cli.keywords``): a refusal is a UsageError; nothing printed, nothing exits."""
+
+    def error(self, message: str) -> Any:
+        raise UsageError(_said_once(message))
+
+
+class _RaisingCommandParser(_CommandParser):
+    def error(self, message: str) -> Any:
+        raise UsageError(_said_once(message))
+
+
+def build_parser(raising: bool = False) -> argparse.ArgumentParser:
+    """The command line's parser; ``raising``: its refusals are UsageErrors (the Python API's)."""
+    parser = (_RaisingParser if raising else _Parser)(
         prog="ccltune",
         description="Measure, diagnose, tune and validate NCCL/RCCL collectives.",
         epilog=exit_code_table(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ccltune {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                parser_class=_RaisingCommandParser if raising else _CommandParser)
     for name in _COMMANDS:
         importlib.import_module(f"ccltune.cli.{name}").register(sub)
     return parser
@@ -84,7 +103,7 @@ def exit_code_table() -> str:
 def run_command(args: argparse.Namespace) -> int:
     """Run the parsed command: what ``ccltune ...`` and the Python API (``ccltune.api``) both call.
     Errors are raised (typed, from ccltune.errors); the exit code is returned."""
-    _common.check_outputs(args)
+    check_outputs(args)
     return int(args.func(args) or 0)
 
 

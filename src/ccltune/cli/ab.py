@@ -16,6 +16,7 @@ from typing import Any
 
 from ccltune import environment, files, rules
 from ccltune.cli import _common
+from ccltune.commands import launching
 from ccltune.errors import CheckFailed, Interrupted, UsageError
 from ccltune.measure import jobrun
 from ccltune.measure.session import terminate_as_interrupt
@@ -97,7 +98,7 @@ def _command(args: argparse.Namespace) -> list[str]:
 
 
 def _rule_file(path: str, flag: str) -> str:
-    _common.check_rule_file(path, flag)
+    launching.check_rule_file(path, flag)
     if not rules.load(path, flag).rules:
         raise UsageError(f"{flag} {path}: the file has no rule")
     return str(Path(path).resolve())
@@ -180,11 +181,11 @@ def _rounds(args: argparse.Namespace) -> int:
     if n < 1:
         raise UsageError(f"--rounds must be >= 1, got {n}")
     if args.budget is not None:
-        _common.check_timeout(args.budget, "--budget")
+        launching.check_timeout(args.budget, "--budget")
     if args.until_confident and args.budget is None:
         raise UsageError("--until-confident needs --budget SECONDS (the most time it may take)")
     if args.run_timeout is not None:
-        _common.check_timeout(args.run_timeout, "--run-timeout")
+        launching.check_timeout(args.run_timeout, "--run-timeout")
     if not 0 <= args.min_effect < 100:
         raise UsageError(f"--min-effect must be in [0, 100) percent, got {args.min_effect:g}")
     return n
@@ -244,7 +245,7 @@ def _run(args: argparse.Namespace, plan: jobrounds.Plan, removed: list[str], par
     env = {"host": environment.socket.gethostname(), "ccltune_version": environment.__version__,
            "variables": environment.comm_env(), "command": shlex.join(plan.argv)}
     run_id = store.begin_run("ab", command="ccltune " + shlex.join(args._argv), env=env,
-                             args={**_common.args_record(args), "seed": plan.seed})
+                             args={**launching.args_record(args), "seed": plan.seed})
     jobstore.add_arms(store, run_id, {a.name: a.spec() for a in plan.arms})
     for line in _header(plan, removed, how):
         print(line, flush=True)

@@ -9,13 +9,14 @@ from typing import Any
 
 from ccltune.cli._common import DefaultsFormatter
 from ccltune import environment
-from ccltune.cli._common import check_timeout
+from ccltune.commands.launching import check_timeout
 from ccltune.diagnose.checks import gates, profiles
 from ccltune.diagnose.checks.registry import Context, run_checks
 from ccltune.diagnose.probes import links, nvml
 from ccltune.diagnose.findings import Finding, exit_code, format_findings, overall
 from ccltune.diagnose.junit import to_junit
-from ccltune.diagnose.record import add_output_flags, record_run, write_json, write_text
+from ccltune.cli._common import add_output_flags
+from ccltune.diagnose.record import record_run, write_json, write_text
 from ccltune.errors import DataError, UsageError
 from ccltune.status import Verdict
 from ccltune.store import Store

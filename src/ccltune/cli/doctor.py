@@ -11,11 +11,13 @@ from typing import Any
 from ccltune.cli._common import DefaultsFormatter
 from ccltune import environment
 from ccltune.cli import _common
+from ccltune.commands import launching
 from ccltune.diagnose.checks.registry import Context, run_checks
 from ccltune.diagnose.findings import exit_code, format_findings, overall
 from ccltune.diagnose.parsers.ncclog import read_log
 from ccltune.diagnose.probes import sysfs
-from ccltune.diagnose.record import add_output_flags, record_run, write_json
+from ccltune.cli._common import add_output_flags
+from ccltune.diagnose.record import record_run, write_json
 
 
 def register(sub: Any) -> None:
@@ -44,8 +46,8 @@ def register(sub: Any) -> None:
 
 def check_flags(args: argparse.Namespace) -> None:
     """--nproc and --timeout, checked as ``bench`` checks them, before anything is read or run."""
-    _common.check_nproc(args.nproc)
-    _common.check_timeout(args.timeout)
+    launching.check_nproc(args.nproc)
+    launching.check_timeout(args.timeout)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -15,7 +15,8 @@ from ccltune.cli._common import comma_list
 from ccltune.diagnose.checks import linkmath
 from ccltune.diagnose.probes import links, nvml
 from ccltune.diagnose.findings import Finding, exit_code, format_findings, overall
-from ccltune.diagnose.record import add_output_flags, record_run, write_json
+from ccltune.cli._common import add_output_flags
+from ccltune.diagnose.record import record_run, write_json
 from ccltune.errors import UsageError
 from ccltune.sizes import format_size, parse_size
 from ccltune.status import Verdict

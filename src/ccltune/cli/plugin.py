@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ccltune import collectives, profiler_plugin, rules, tuner_plugin
 from ccltune.errors import CheckFailed, DataError, EngineUnavailable, RuleFileError, UsageError, verdict_exit_code
-from ccltune.cli._common import check_nproc, check_timeout, gpu_count
+from ccltune.commands.launching import check_nproc, check_timeout, gpu_count
 from ccltune.sizes import format_size, parse_size, size_series
 from ccltune.status import RuleCheck, Verdict
 

@@ -11,6 +11,7 @@ from typing import Any
 from ccltune.cli._common import DefaultsFormatter
 from ccltune import collectives, datatypes, dist, engines, rules
 from ccltune.cli import _common
+from ccltune.commands import launching
 from ccltune.commconfig import TWIN, CommConfig
 from ccltune.errors import CheckFailed, EngineUnavailable, UsageError
 from ccltune.measure import sweep as measure_sweep
@@ -157,7 +158,7 @@ def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[
                         factor=args.stepfactor)
     if args.reps < 1:
         raise UsageError(f"--reps must be >= 1, got {args.reps}")
-    _common.check_timing(args)
+    launching.check_timing(args)
     datatypes.dtype(args.datatype)
     datatypes.op(args.op)
     return colls, sizes, candidates(args)
@@ -165,8 +166,8 @@ def validate_args(args: argparse.Namespace) -> tuple[list[Any], list[int], list[
 
 def main(args: argparse.Namespace) -> int:
     colls, sizes, cands = validate_args(args)
-    engine_name, note = _common.resolve_engine(args)
-    _common.check_virtual_nodes(args, engine_name)
+    engine_name, note = launching.resolve_engine(args)
+    launching.check_virtual_nodes(args, engine_name)
     check_load(args.under_load, engine_name)
     if not engines.kind(engine_name).own_comm and len(cands) > 1:
         why = (f", not --engine {engine_name}: the {engine_name} engine" if args.engine
@@ -176,9 +177,9 @@ def main(args: argparse.Namespace) -> int:
             f"can time only the library's default, so its sweep yields "
             f"no rules for `ccltune tune`, only timings for `ccltune report`; to time that anyway, "
             f"pass --algos '' --protos '' --channels ''")
-    if (ranks := _common.job_size(args, engine_name)) < 2:  # before any process starts or file is written
+    if (ranks := launching.job_size(args, engine_name)) < 2:  # before any process starts or file is written
         raise UsageError(f"a sweep needs at least 2 ranks, this job has {ranks} rank"
-                         f"{'' if ranks == 1 else 's'} ({_common.gpu_count()} GPU(s) visible): on one rank NCCL "
+                         f"{'' if ranks == 1 else 's'} ({launching.gpu_count()} GPU(s) visible): on one rank NCCL "
                          "selects no algorithm, so there is nothing to sweep; time one GPU with `ccltune bench`, "
                          "or sweep with --nproc N >= 2 on a machine with 2 or more GPUs")
     workload = _workload(args, colls, ranks) if args.workload else None
@@ -187,9 +188,9 @@ def main(args: argparse.Namespace) -> int:
             print(line)
     if args.resume is not None and not dist.under_launcher():  # before any process starts
         with Store(args.db, readonly=True) as store:
-            check_resume(store.run(args.resume), args, _common.job_size(args, engine_name))
-    _common.announce(args, note)
-    rc = _common.relaunch(args, args._argv, engine_name)
+            check_resume(store.run(args.resume), args, launching.job_size(args, engine_name))
+    launching.announce(note, getattr(args, "_caller", None))
+    rc = launching.relaunch(args, args._argv, engine_name, getattr(args, "_caller", None))
     if rc is not None:
         return rc
     if engines.kind(engine_name).own_comm and not args.no_twin and len(cands) > 1:
@@ -301,14 +302,14 @@ def _run(args: argparse.Namespace, colls: list[Any], sizes: list[int], cands: li
                                            reps=args.reps, graph=not args.no_graph, target_us=args.target_us,
                                            max_iters=args.max_iters, warmup=args.warmup_iters, timeout_s=args.timeout)
     plan = sweep_run.SweepPlan(colls, sizes, cands, settings, mode=args.mode, resume=args.resume,
-                               args=_common.args_record(args), workload=workload, under_load=args.under_load,
+                               args=launching.args_record(args), workload=workload, under_load=args.under_load,
                                dtypes=job_dtypes(args, workload) if workload is not None else None,
                                ops=job_ops(args, workload) if workload is not None else None,
                                check_resume=lambda run, world_size: check_resume(run, args, world_size),
                                on_deferred=lambda d: print("\n".join(deferred_lines(d, args._argv)), flush=True))
     session = Session("sweep", engine_name, db=args.db, argv=args._argv, timeout_s=args.timeout,
                       virtual_nodes=args.virtual_nodes)
-    res = sweep_run.run(plan, session, _common.engine_options(args), progress=_Progress)
+    res = sweep_run.run(plan, session, launching.engine_options(args), progress=_Progress)
     if session.interrupted:
         return session.exit_code
     if session.is_root:

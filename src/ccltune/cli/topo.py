@@ -11,7 +11,8 @@ from ccltune import environment
 from ccltune.diagnose.checks.topo import topo_findings
 from ccltune.diagnose.probes import amdsmi, topo
 from ccltune.diagnose.findings import exit_code, format_findings, overall
-from ccltune.diagnose.record import add_output_flags, record_run, write_json
+from ccltune.cli._common import add_output_flags
+from ccltune.diagnose.record import record_run, write_json
 from ccltune.cli import _common
 from ccltune.diagnose.probes.sysfs import sys_root
 from ccltune.errors import UsageError

@@ -1,17 +1,21 @@
 """`ccltune workload`: import a job's collectives (plugin capture files, NCCL COLL logs,
-PyTorch traces) into one workload file, and show it."""
+PyTorch traces) into one workload file, and show it (``ccltune.commands.workload`` runs both)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from datetime import datetime, timezone
 from typing import Any
 
 from ccltune.cli._common import DefaultsFormatter
-from ccltune import __version__
-from ccltune.files import write_text
-from ccltune.workload import estimate, importer, model, show
+from ccltune.commands.common import terminal
+from ccltune.commands.options import from_fields
+from ccltune.commands.workload import (
+    WorkloadImportOptions,
+    WorkloadShowOptions,
+    run_workload_import,
+    run_workload_show,
+)
+from ccltune.workload import importer
 
 
 def register(sub: Any) -> None:
@@ -45,21 +49,10 @@ def register(sub: Any) -> None:
 
 
 def _import(args: argparse.Namespace) -> int:
-    wl = importer.import_files(args.files, steps=args.steps)
-    for w in wl.warnings:
-        print(f"ccltune: warning: {w}", file=sys.stderr)
-    header = {"tool": f"ccltune {__version__}", "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    write_text(args.out, model.to_json(wl, header), flag="--out")
-    print(f"# wrote {args.out}: {len(wl.entries)} entries, {sum(e.calls for e in wl.entries)} calls per rank "
-          f"from {len(wl.sources)} source rank(s)")
-    for line in show.table(wl):
-        print(line)
+    run_workload_import(from_fields(WorkloadImportOptions, vars(args)), terminal())
     return 0
 
 
 def _show(args: argparse.Namespace) -> int:
-    wl = model.load(args.workload)
-    est = estimate.idle_estimates(args.db, wl) if args.db is not None else None
-    for line in show.table(wl, est, args.db):
-        print(line)
+    run_workload_show(from_fields(WorkloadShowOptions, vars(args)), terminal())
     return 0

@@ -5,7 +5,6 @@ Shared by ``links``, ``topo``, ``doctor`` and ``check`` so each records its run 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -14,15 +13,7 @@ from typing import Any
 from ccltune.diagnose.findings import Finding
 from ccltune.files import write_text
 from ccltune.status import RunStatus
-from ccltune.store import DEFAULT_DB, Store
-
-
-def add_output_flags(parser: argparse.ArgumentParser) -> None:
-    """``--db`` and ``--json``, spelled the same in every diagnose command."""
-    parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
-                        help="results database to record the run in (default: %(default)s)")
-    parser.add_argument("--json", dest="json_path", metavar="PATH",
-                        help="also write the results as JSON to PATH")
+from ccltune.store import Store
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
@@ -32,11 +23,11 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
 
 
 
-def record_run(db: str, kind: str, *, env: Mapping[str, Any], args: argparse.Namespace,
+def record_run(db: str, kind: str, *, env: Mapping[str, Any], args: Any,
                findings: Iterable[Finding] = (), links: Iterable[Mapping[str, Any]] = (),
                artifacts: Mapping[str, str] | None = None, summary: Mapping[str, Any] | None = None) -> int:
     """Open a run of ``kind`` in ``db``, write its rows, close it as complete. Returns its id."""
-    params = {k: v for k, v in vars(args).items() if k != "func"}
+    params = {k: v for k, v in vars(args).items() if k != "func"}  # the command's arguments, as stored
     with Store(db) as store:
         run_id = store.begin_run(kind, command=env.get("command") or f"ccltune {kind}", env=env, args=params,
                                  engine=env.get("engine"))

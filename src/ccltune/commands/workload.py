@@ -1,0 +1,54 @@
+"""``workload import`` and ``workload show``: a job's collectives read from capture files, COLL logs and
+traces into one workload file, and its table (the readers: ``ccltune.workload``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from ccltune import __version__
+from ccltune.commands.common import Console, check_outputs
+from ccltune.commands.options import option
+from ccltune.files import write_text
+from ccltune.workload import estimate, importer, model, show
+
+
+@dataclass(frozen=True)
+class WorkloadImportOptions:
+    """``ccltune workload import``'s options: the files read, the workload file written."""
+
+    files: tuple[str, ...] = option(positional=True)
+    out: str = option(flag="--out")
+    steps: int | None = option(None, flag="--steps")
+
+
+@dataclass(frozen=True)
+class WorkloadShowOptions:
+    """``ccltune workload show``'s options: the workload file, and a results database to estimate from."""
+
+    workload: str = option(positional=True)
+    db: str | None = option(None, flag="--db")
+
+
+def run_workload_import(o: WorkloadImportOptions, console: Console = Console()) -> model.Workload:
+    """Read ``o.files``, write the workload to ``o.out`` (whole, atomically), say its table; return it."""
+    check_outputs(o)
+    wl = importer.import_files(list(o.files), steps=o.steps)
+    for w in wl.warnings:
+        console.warn(f"ccltune: warning: {w}")
+    header = {"tool": f"ccltune {__version__}", "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    write_text(o.out, model.to_json(wl, header), flag="--out")
+    console.say(f"# wrote {o.out}: {len(wl.entries)} entries, {sum(e.calls for e in wl.entries)} calls per rank "
+                f"from {len(wl.sources)} source rank(s)")
+    for line in show.table(wl):
+        console.say(line)
+    return wl
+
+
+def run_workload_show(o: WorkloadShowOptions, console: Console = Console()) -> model.Workload:
+    """Say the workload's table (with ``o.db``: the estimated time per step); return the workload."""
+    wl = model.load(o.workload)
+    est = estimate.idle_estimates(o.db, wl) if o.db is not None else None
+    for line in show.table(wl, est, o.db):
+        console.say(line)
+    return wl

@@ -1,0 +1,110 @@
+"""Options are data, commands are functions (STYLE.md 16, issue 33): argparse lives in cli/ only; the
+Python API builds typed options and neither swaps the process's streams nor catches SystemExit; the
+argv a job's workers get is written from the options and parses back to the same options."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+import ccltune
+from ccltune.cli import build_parser
+from ccltune.commands.bench_options import BenchOptions
+from ccltune.commands.options import from_fields
+
+ROOT = Path(ccltune.__file__).parent
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bench" / "h200x2-flow.sqlite"
+
+
+def _imports(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def test_no_argparse_outside_cli():
+    found = [str(p.relative_to(ROOT)) for p in sorted(ROOT.rglob("*.py"))
+             if "argparse" in _imports(p) and p.relative_to(ROOT).parts[0] != "cli"]
+    assert not found, f"argparse imported outside ccltune/cli/: {found}"
+
+
+def test_the_check_sees_argparse(tmp_path):
+    (tmp_path / "m.py").write_text("def f():\n    from argparse import Namespace\n")
+    assert "argparse" in _imports(tmp_path / "m.py")
+
+
+def test_the_api_swaps_no_stream_and_catches_no_exit():
+    tree = ast.parse((ROOT / "api.py").read_text(encoding="utf-8"))
+    names = {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Attribute, ast.Name))}
+    assert not names & {"sys.stdout", "sys.stderr", "SystemExit", "argparse"}, names & {
+        "sys.stdout", "sys.stderr", "SystemExit", "argparse"}
+
+
+def test_the_api_prints_nothing_unless_verbose(tmp_path, monkeypatch, capsys, caplog):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(FIXTURE, tmp_path / "sweep.db")
+    with caplog.at_level(logging.INFO, logger="ccltune"):
+        t = ccltune.tune(db="sweep.db", out="rules.conf")
+    said = capsys.readouterr()
+    assert said.out == "" and said.err == ""
+    assert any(f"stored as artifact 'rules' of run {t.run_id}" in r.getMessage() for r in caplog.records)
+    assert t.run.kind == "tune" and t.rules == (tmp_path / "rules.conf").read_text()
+    again = ccltune.tune(db="sweep.db", out="rules2.conf", verbose=True)
+    assert again.run_id == t.run_id + 1  # the run this call stored, from the call itself
+    assert f"of run {again.run_id})" in capsys.readouterr().out  # the table the command line prints
+
+
+# a value other than the default for every option of bench (the argv must carry each, and read back)
+_EVERY = dict(nthreads=1, ngpus=2, minbytes="1K", maxbytes="2M", stepbytes="4K", stepfactor=4, iters=7, agg_iters=2,
+              warmup_iters=3, run_cycles=2, parallel_init=1, check=2, op="max", datatype="half", root="all",
+              blocking=2, stream_null=1, cudagraph=3, report_cputime=1, report_timestamps=1, output_file="o.json",
+              average="min", local_register=1, cta_policy=2, device_implementation=1, device_cta_count=8, memory=1,
+              unalign=3, per_iter_timing=1, per_iter_skip=1, ncclt_defaults=True, warmup_mode="series",
+              symmetric=True, algo="ring", proto="simple", channels=8, json="r.json", db="x.db", engine="gloo",
+              nproc=3, timeout=9.5, nccl_lib="/lib/nccl.so", buffers="torch")
+
+
+def test_every_bench_option_travels_to_the_workers_and_back():
+    fields = {f.name for f in dataclasses.fields(BenchOptions)} - {"collective"}
+    assert set(_EVERY) == fields, f"a value for each option: {fields ^ set(_EVERY)}"
+    o = BenchOptions(collective=("all_reduce", "broadcast"), **_EVERY)
+    argv = o.to_argv()
+    assert argv[:3] == ["bench", "all_reduce", "broadcast"] and len(argv) == 3 + len(_EVERY)
+    assert from_fields(BenchOptions, vars(build_parser().parse_args(argv))) == o
+
+
+def test_bench_options_are_frozen():
+    o = BenchOptions(collective=("all",))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.iters = 3  # type: ignore[misc]
+
+
+def test_every_validate_option_travels_to_the_workers_and_back():
+    from ccltune.commands.validate import ValidateOptions
+
+    every = dict(minbytes="1K", maxbytes="1M", stepfactor=4.0, datatype="half", op="max", reps=3, target_us=50.0,
+                 max_iters=9, warmup_iters=1, no_graph=True, hard_limit=5.0, retest=2, best_from="s.db",
+                 json="v.json", junit="v.xml", under_load=512, virtual_nodes=2, db="x.db", engine="nccl", nproc=4,
+                 timeout=30.0, nccl_lib="/lib/nccl.so", buffers="ncclmem")
+    assert set(every) == {f.name for f in dataclasses.fields(ValidateOptions)} - {"rules", "collective"}
+    o = ValidateOptions(rules="r.conf", collective=("all_gather",), **every)
+    assert from_fields(ValidateOptions, vars(build_parser().parse_args(o.to_argv()))) == o
+    default = ValidateOptions(rules="r.conf")
+    assert from_fields(ValidateOptions, vars(build_parser().parse_args(default.to_argv()))) == default
+
+
+def test_replay_options_travel_to_the_workers_and_back():
+    from ccltune.commands.replay import ReplayOptions
+
+    o = ReplayOptions(workload="w.json", rules="r.conf", iters=3, order="grouped", under_load=256, db="x.db",
+                      engine="gloo", nproc=2, timeout=30.0)
+    assert from_fields(ReplayOptions, vars(build_parser().parse_args(o.to_argv()))) == o
