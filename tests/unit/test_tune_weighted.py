@@ -198,6 +198,10 @@ def test_cli_tune_under_load_uses_loaded_runs_and_says_where_winners_differ(tmp_
     out = tmp_path / "r.conf"
     assert main(["tune", "--db", str(db), "--out", str(out)]) == 0  # idle runs only
     assert {r.algo for r in load(out).rules} == {"ring"}
+    # ... and it names the run it left out, with the line that tunes from it (the 4 x H200 loop read only
+    # the idle run, never the sweep made under load for the job)
+    assert (f"# note: run(s) {run} of {db} were swept under load (matrix 8192) and are left out: this tune is "
+            f"from idle runs; `ccltune tune --db {db} --under-load 8192` tunes from them") in capsys.readouterr().out
     assert main(["tune", "--db", str(db), "--out", str(out), "--under-load", "8192"]) == 0
     text = capsys.readouterr().out
     assert {r.algo for r in load(out).rules} == {"tree"}

@@ -88,6 +88,7 @@ def run_tune(o: TuneOptions, console: Console = Console()) -> TuneResult:
         result = derived(rows)
         load_notes = (loadcmp.lines(*loadcmp.winner_changes(derived(idle_rows), result), o.under_load)
                       if idle_rows and o.under_load is not None else [])
+        load_notes += _runs_left_out(store, o)
         settings = (f"objective={o.objective} min_margin={o.min_margin:g}%"
                     f" isolated_margin={o.isolated_margin:g}% min_gain={o.min_gain_us:g}us"
                     f" placement={o.placement}"
@@ -154,6 +155,23 @@ def _load_split(store: Store, o: TuneOptions) -> tuple[list[Run], list[dict], li
     idle = [i for i, m in loads.items() if m is None]
     idle_rows = source_rows(store, idle)[1] if o.under_load is not None and idle else []
     return runs, rows, idle_rows
+
+
+def _runs_left_out(store: Store, o: TuneOptions) -> list[str]:
+    """Runs swept under load that this tune (idle: no --under-load, no --runs) leaves out, named with the line
+    that tunes from them: `sweep --workload` sweeps under load by default when the job is far slower than idle
+    (found on 4 x H200: a user's tune read the idle run and never the sweep made for the job)."""
+    if o.under_load is not None or o.runs:
+        return []
+    loads: dict[int, list[int]] = {}
+    for r in store.runs():
+        m = (r.args or {}).get("under_load") if r.kind in SOURCE_KINDS else None
+        if m is not None:
+            loads.setdefault(m, []).append(r.id)
+    return [f"# note: run(s) {', '.join(map(str, ids))} of {o.db} were swept under load (matrix {m}) and are left "
+            f"out: this tune is from idle runs; `ccltune tune --db {o.db} --under-load {m}"
+            + (f" --workload {o.workload}" if o.workload else "") + "` tunes from them"
+            for m, ids in sorted(loads.items())]
 
 
 def _for_workload(o: TuneOptions, result: Derivation, rows: list[dict]
