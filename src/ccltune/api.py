@@ -1,10 +1,9 @@
 """ccltune from Python: each command that measures or derives (bench, sweep, tune, validate, report)
 as a function, and the results database as typed objects (docs/api.md).
 
-A function runs the command itself, not a copy of it. bench, tune, validate and report build the
-command's typed options from their keywords (``ccltune.commands``: the same defaults, the same checks)
-and call its ``run_<command>``, as the command line does after parsing argv; sweep, not yet on typed
-options, parses the command line its keywords stand for with the CLI's own parser (``cli.keywords``).
+A function runs the command itself, not a copy of it: it builds the command's typed options from its
+keywords (``ccltune.commands``: the same defaults, the same checks) and calls its ``run_<command>``, as
+the command line does after parsing argv.
 A command that starts ranks does so in a job of its own (torchrun), so the calling process (a notebook's)
 never joins a process group; only one gloo process, which joins none, runs in the caller's main thread.
 The run the call stored is returned, read back by the id the run itself reported (rank 0's, through the
@@ -29,6 +28,8 @@ from ccltune.commands.common import Console, terminal
 from ccltune.commands.options import REQUIRED, from_keywords, keywords
 from ccltune.commands.report import ReportOptions, run_report
 from ccltune.commands.results import MEASUREMENT_COLUMNS, Outcome, RunResult, TuneResult, ValidateResult, pandas
+from ccltune.commands.sweep import run_sweep
+from ccltune.commands.sweep_options import SweepOptions
 from ccltune.commands.tune import TuneOptions, run_tune
 from ccltune.commands.validate import ValidateOptions, run_validate
 from ccltune.errors import CheckFailed, UsageError, error_for_exit_code, unknown_name
@@ -116,7 +117,10 @@ def bench(collective: str | list[str], *, verbose: bool = False, **options: Any)
 def sweep(collective: str | list[str] | None = None, *, verbose: bool = False, **options: Any) -> RunResult:
     """``ccltune sweep``: NCCL's default against forced algorithm/protocol/channel candidates, side
     by side; store the run, return it. ``collective``: None for the command's default list."""
-    return _stored("sweep", _job("sweep", [] if collective is None else [collective], options, verbose), RunResult)
+    o = from_keywords(SweepOptions, "sweep", {"collective": collective, **options})
+    console = _console("sweep", verbose)
+    return _stored("sweep", run_sweep(o, console, caller=launch.Caller(stdout=console.out, stderr=console.err)),
+                   RunResult)
 
 
 def tune(*, verbose: bool = False, **options: Any) -> TuneResult:
@@ -150,19 +154,6 @@ def _console(command: str, verbose: Any) -> Console:
     return terminal() if verbose else Console()
 
 
-def _job(command: str, positionals: list[Any], options: dict[str, Any], verbose: Any) -> Outcome:
-    """A command not yet on typed options: the command line its keywords stand for, parsed by the CLI's
-    parser and run by ``cli.run_command`` in a job of its own, whose output reaches the caller only
-    through ``launch.Caller`` (so nothing of it is printed here unless ``verbose``)."""
-    from ccltune.cli import keywords, run_command
-
-    console = _console(command, verbose)
-    args = keywords.parse(keywords.command_argv(command, positionals, options, extra=("verbose",)))
-    caller = args._caller = launch.Caller(stdout=console.out, stderr=console.err, here=False)
-    code = run_command(args)
-    return Outcome(args.db, caller.run_id, code, tuple(caller.errors), caller.last_words)
-
-
 def _stored(command: str, ran: Outcome, cls: Any) -> Any:
     """The run ``ran`` stored, read back; a non-zero exit code raised as its error (with the run)."""
     if ran.exit_code:
@@ -177,23 +168,21 @@ def _stored(command: str, ran: Outcome, cls: Any) -> Any:
 
 
 # -- help(): each function's options ------------------------------------------------------------------------
-def _document(func: Any, command: str, positionals: int, options: type | None) -> None:
+def _document(func: Any, command: str, positionals: int, options: type) -> None:
     """Give ``func`` the command's options as its signature (real defaults) and in its docstring (the
     help text of the command line's option)."""
-    from ccltune.cli import keywords as cli_keywords
+    from ccltune.cli import option_help
 
-    helps = cli_keywords.help_of(command)
+    helps = option_help(command)
     params = list(inspect.signature(func).parameters.values())[:positionals]
-    if options is not None:
-        fields = {k: f for k, f in keywords(options).items() if not f.metadata.get("positional")}
-        defaults = {k: (None if f.default is REQUIRED else f.default) for k, f in fields.items()}
-    else:
-        defaults = {k: (None if required else default) for k, (_, _, default, required) in helps.items()}
     lines = []
-    for keyword, default in defaults.items():
-        params.append(inspect.Parameter(keyword, inspect.Parameter.KEYWORD_ONLY, default=default))
-        flag, text, _, _ = helps.get(keyword, ("", "", None, False))
-        lines.append(f"    {keyword} ({flag}): {text}" if flag else f"    {keyword}")
+    for keyword, f in keywords(options).items():
+        if f.metadata.get("positional"):
+            continue
+        params.append(inspect.Parameter(keyword, inspect.Parameter.KEYWORD_ONLY,
+                                        default=None if f.default is REQUIRED else f.default))
+        flag = f.metadata.get("flag")
+        lines.append(f"    {keyword} ({flag}): {helps.get(flag, '')}" if flag else f"    {keyword}")
     params.append(inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False))
     lines.append("    verbose: True prints what the command line prints (its table on stdout, notes and warnings on "
                  "stderr); False (default) prints nothing: the lines go to the 'ccltune' logger, errors are raised")
@@ -201,7 +190,7 @@ def _document(func: Any, command: str, positionals: int, options: type | None) -
     func.__doc__ = f"{func.__doc__}\n\n    Options (``ccltune {command} --help``; None keeps the default):\n" + "\n".join(lines)
 
 
-for _func, _command, _n, _options in ((bench, "bench", 1, BenchOptions), (sweep, "sweep", 1, None),
+for _func, _command, _n, _options in ((bench, "bench", 1, BenchOptions), (sweep, "sweep", 1, SweepOptions),
                                       (tune, "tune", 0, TuneOptions), (validate, "validate", 2, ValidateOptions),
                                       (report, "report", 0, ReportOptions)):
     _document(_func, _command, _n, _options)

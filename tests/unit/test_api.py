@@ -15,11 +15,12 @@ import pytest
 
 import ccltune
 from ccltune import api, launch
-from ccltune.cli import build_parser, keywords
+from ccltune.cli import build_parser
 from ccltune.commands.bench_options import BenchOptions
 from ccltune.commands.options import from_fields, from_keywords, to_argv
 from ccltune.commands.report import ReportOptions
 from ccltune.commands.results import ValidateResult
+from ccltune.commands.sweep_options import SweepOptions
 from ccltune.commands.tune import TuneOptions
 from ccltune.errors import CheckFailed, DistError, Interrupted, MinBandwidthFailed, UsageError, error_for_exit_code
 from ccltune.store import Measurement, Store
@@ -42,7 +43,9 @@ def test_keywords_become_typed_options_and_the_workers_command_line():
     parsed = build_parser().parse_args(argv)  # the workers parse it back to the same options
     assert from_fields(BenchOptions, vars(parsed)) == o
     assert BenchOptions(collective=("all",)).to_argv() == ["bench", "all"]  # defaults left out
-    assert keywords.command_argv("sweep", [], {"no_graph": True, "algos": ""}) == ["sweep", "--no-graph", "--algos="]
+    sweep = _options(SweepOptions, "sweep", no_graph=True, algos="", collective="all_reduce")
+    assert sweep.to_argv() == ["sweep", "all_reduce", "--algos=", "--no-graph"]
+    assert from_fields(SweepOptions, vars(build_parser().parse_args(sweep.to_argv()))) == sweep
     assert _options(ReportOptions, "report", compare=(1, 2)).compare == (1, 2)
     assert to_argv(_options(ReportOptions, "report", compare=(1, 2)), "report") == ["report", "--compare", "1", "2"]
     tune = _options(TuneOptions, "tune", out="r.conf", exclude_failed=["a.json", "b.json"])
@@ -57,14 +60,20 @@ def test_a_default_of_its_own_type_stays_apart_from_the_same_value_given():
 
 
 def test_a_comma_separated_option_takes_a_list(monkeypatch):
-    argv = keywords.command_argv("sweep", ["all_reduce"], {"algos": ["ring", "tree"], "protos": ("simple",),
-                                                           "channels": [8, 16], "engine": "gloo"})
-    assert argv == ["sweep", "all_reduce", "--algos=ring,tree", "--protos=simple", "--channels=8,16", "--engine=gloo"]
-    assert keywords.command_argv("sweep", [], {"channels": []}) == ["sweep", "--channels="]  # none
+    o = _options(SweepOptions, "sweep", collective="all_reduce", algos=["ring", "tree"], protos=("simple",),
+                 channels=[8, 16], engine="gloo")
+    assert o.to_argv() == ["sweep", "all_reduce", "--algos=ring,tree", "--protos=simple", "--channels=8,16",
+                           "--engine=gloo"]
+    assert _options(SweepOptions, "sweep", channels=[]).to_argv()[-1] == "--channels="  # none
     assert _options(TuneOptions, "tune", out="r.conf", runs=[3, "5-7"]).runs == "3,5-7"
     assert _options(ReportOptions, "report", runs=(1, 2)).runs == "1,2"
-    with pytest.raises(UsageError, match=r"ccltune.sweep\(algos='-x'\): a value may not start with '-'"):
-        keywords.command_argv("sweep", [], {"algos": ["ring", "-x"]})
+    dash = _options(SweepOptions, "sweep", algos=["ring", "-x"])  # joined to its flag: never read as a flag
+    assert dash.to_argv()[-1] == "--algos=ring,-x"
+    assert from_fields(SweepOptions, vars(build_parser().parse_args(dash.to_argv()))) == dash
+    with pytest.raises(UsageError, match="unknown algorithm '-x' in --algos"):
+        ccltune.sweep("all_reduce", algos=["ring", "-x"], engine="gloo")
+    with pytest.raises(UsageError, match=r"unknown keyword argument 'algo' in ccltune.sweep\(\) \(did you mean 'algos'"):
+        ccltune.sweep("all_reduce", algo="ring")
     monkeypatch.setattr(launch, "relaunch", lambda *a, **k: pytest.fail("a job was started"))
     with pytest.raises(UsageError, match="unknown algorithm 'rnig' in --algos"):
         ccltune.sweep("all_reduce", algos=["rnig"], engine="gloo")

@@ -4,6 +4,8 @@ sizes beyond any real value, output files that are the database, options only a 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sqlite3
 import time
@@ -13,8 +15,9 @@ import pytest
 
 from ccltune import launch
 from ccltune.cli import main
-from ccltune.cli.sweep import check_resume
 from ccltune.commands import launching
+from ccltune.commands.sweep import check_resume
+from ccltune.commands.sweep_options import SweepOptions
 from ccltune.errors import UsageError
 from ccltune.sizes import parse_size, size_series
 from ccltune.store import Measurement, Store
@@ -143,16 +146,17 @@ def test_sizes_and_step_factors_beyond_any_real_value():
 
 
 def _args(**kw):
-    base = dict(collective=["all_reduce"], minbytes="8", maxbytes="1K", stepfactor=2.0, datatype="float", op="sum",
+    base = dict(collective=("all_reduce",), minbytes="8", maxbytes="1K", stepfactor=2.0, datatype="float", op="sum",
                 algos="", protos="", channels="", grid="axes", reps=5, target_us=1000.0, max_iters=100,
                 warmup_iters=2, no_graph=False, mode="exhaustive", no_twin=False, virtual_nodes=0)
     base.update(kw)
-    return argparse.Namespace(**base)
+    return SweepOptions(**base)
 
 
 class _Run:
     def __init__(self, kind="sweep", world_size=2, **args):
-        self.id, self.kind, self.world_size, self.args = 7, kind, world_size, vars(_args(**args))
+        self.id, self.kind, self.world_size = 7, kind, world_size
+        self.args = json.loads(json.dumps(dataclasses.asdict(_args(**args))))  # as the database gives them back
 
 
 def test_resume_continues_only_the_same_sweep():
@@ -161,7 +165,7 @@ def test_resume_continues_only_the_same_sweep():
     cases = [
         (_Run(kind="bench"), _args(), 2, "run 7 is a bench run, not a sweep"),
         (_Run(), _args(), 4, "2 ranks, now 4"),
-        (_Run(), _args(collective=["all_gather"]), 2, "other collectives"),
+        (_Run(), _args(collective=("all_gather",)), 2, "other collectives"),
         (_Run(), _args(maxbytes="1M"), 2, "other sizes"),
         (_Run(), _args(channels="8"), 2, "other candidates"),
         (_Run(), _args(datatype="double"), 2, "-d 'float', now 'double'"),
@@ -201,7 +205,7 @@ def test_values_refused_before_any_work(tmp_path, monkeypatch, capsys, argv, nee
 
 
 def test_sweep_accepts_the_rule_files_spelling_of_collnet():
-    from ccltune.cli.sweep import candidates
+    from ccltune.commands.sweep import candidates
 
     got = candidates(_args(algos="collnet_direct,CollNetChain", protos="simple"))
     assert [c.algo for c in got if c.algo] == ["collnetdirect", "collnetchain"]
@@ -213,7 +217,7 @@ def test_sweep_lists_the_algorithms_in_the_rule_files_spelling(algos):
     """Either spelling is taken; the refusal echoes what was typed and lists the rule files' names (those
     that rules explain and plugin check list), one spelling only."""
     from ccltune import rules
-    from ccltune.cli.sweep import candidates
+    from ccltune.commands.sweep import candidates
 
     with pytest.raises(UsageError) as ei:
         candidates(_args(algos=f"ring,{algos}", protos="simple"))

@@ -108,3 +108,26 @@ def test_replay_options_travel_to_the_workers_and_back():
     o = ReplayOptions(workload="w.json", rules="r.conf", iters=3, order="grouped", under_load=256, db="x.db",
                       engine="gloo", nproc=2, timeout=30.0)
     assert from_fields(ReplayOptions, vars(build_parser().parse_args(o.to_argv()))) == o
+
+
+def test_every_sweep_option_travels_to_the_workers_and_back():
+    from ccltune.commands.sweep_options import SweepOptions
+
+    every = dict(minbytes="1K", maxbytes="1M", stepfactor=4.0, datatype="half", op="max", algos="ring,-x",
+                 protos="", channels="", grid="axes", reps=3, target_us=50.0, max_iters=9, warmup_iters=1,
+                 no_graph=True, mode="model", no_twin=True, workload="w.json", under_load=512, idle=True,
+                 virtual_nodes=2, resume=4, db="x.db", engine="nccl", nproc=4, timeout=30.0,
+                 nccl_lib="/lib/nccl.so", buffers="ncclmem")
+    assert set(every) == {f.name for f in dataclasses.fields(SweepOptions)} - {"collective"}
+    o = SweepOptions(collective=("all_gather", "all_reduce"), **every)
+    argv = o.to_argv()
+    assert argv[:3] == ["sweep", "all_gather", "all_reduce"] and len(argv) == 3 + len(every)
+    assert from_fields(SweepOptions, vars(build_parser().parse_args(argv))) == o
+    default = SweepOptions()
+    back = from_fields(SweepOptions, vars(build_parser().parse_args(default.to_argv())))
+    assert back == default and type(back.datatype) is type(default.datatype)  # -d left out stays left out
+    typed = SweepOptions(datatype="float", op="sum")  # the defaults' values, given: -d and -o typed
+    assert typed.to_argv()[-2:] == ["--datatype=float", "--op=sum"]
+    back = from_fields(SweepOptions, vars(build_parser().parse_args(typed.to_argv())))
+    assert type(back.datatype) is str and type(back.op) is str
+

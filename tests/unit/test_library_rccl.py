@@ -146,10 +146,10 @@ def test_nccl_needs_no_extra_environment(tmp_path: Path) -> None:
 
 
 def _grid(protos: str) -> list[CommConfig]:
-    from ccltune.cli.sweep import candidates
+    from ccltune.commands.sweep import candidates
+    from ccltune.commands.sweep_options import SweepOptions
 
-    ns = type("A", (), {"algos": "tree,ring", "protos": protos, "channels": "8,16", "grid": "full"})()
-    return candidates(ns)
+    return candidates(SweepOptions(algos="tree,ring", protos=protos, channels="8,16", grid="full"))
 
 
 def test_deferred_are_exactly_the_candidates_the_fake_rccl_refuses_after_the_default(rccl, monkeypatch) -> None:
@@ -184,7 +184,7 @@ def test_nothing_deferred_when_the_run_starts_forced_or_without_ll128_or_on_nccl
 
 
 def test_the_sweep_says_up_front_which_command_measures_them() -> None:
-    from ccltune.cli.sweep import deferred_lines, follow_up_command
+    from ccltune.commands.sweep import deferred_lines, follow_up_command
 
     facts = library.detect("librccl.so.1", lambda s: False, "2.21.5", GFX90A)
     d = library.deferred(facts, _grid("ll,ll128,simple"), environ={})

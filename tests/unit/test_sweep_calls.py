@@ -43,13 +43,12 @@ def test_clock_sums_phases_and_lists_sub_phases_without_counting_them_twice():
 
 
 def test_the_full_grid_adds_every_pair_with_every_channel_count_after_the_pairs():
-    import argparse
-
-    from ccltune.cli.sweep import candidates
+    from ccltune.commands.sweep import candidates
+    from ccltune.commands.sweep_options import SweepOptions
 
     def labels(grid):
-        return [c.label for c in candidates(argparse.Namespace(algos="tree,ring", protos="ll,simple",
-                                                               channels="4,8", grid=grid))]
+        return [c.label for c in candidates(SweepOptions(algos="tree,ring", protos="ll,simple", channels="4,8",
+                                                         grid=grid))]
 
     axes, full = labels("axes"), labels("full")
     assert axes == ["default", "tree/ll/default", "tree/simple/default", "ring/ll/default", "ring/simple/default",
@@ -60,15 +59,14 @@ def test_the_full_grid_adds_every_pair_with_every_channel_count_after_the_pairs(
 
 
 def test_algorithms_without_protocols_are_refused_not_dropped():
-    import argparse
-
     import pytest
 
-    from ccltune.cli.sweep import candidates
+    from ccltune.commands.sweep import candidates
+    from ccltune.commands.sweep_options import SweepOptions
     from ccltune.errors import UsageError
 
     def ask(algos, protos):
-        return candidates(argparse.Namespace(algos=algos, protos=protos, channels="", grid="full"))
+        return candidates(SweepOptions(algos=algos, protos=protos, channels="", grid="full"))
 
     with pytest.raises(UsageError, match=r"--algos ring needs --protos too .*--protos is empty"):
         ask("ring", "")

@@ -4,13 +4,13 @@ kernels, comms events and steps; README there)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 
-from ccltune.cli.sweep import DEFAULT_LOAD_M, load_from_job
+from ccltune.commands.sweep_options import SweepOptions
+from ccltune.commands.sweep_workload import DEFAULT_LOAD_M, load_from_job
 from ccltune.errors import UsageError
 from ccltune.store import Measurement, Store
 from ccltune.workload import compute, importer, model, show
@@ -42,16 +42,15 @@ def test_a_slow_job_whose_collectives_run_alone_is_swept_idle_and_said(tmp_path)
                                               None, False, e.key.nranks, time_us=e.timing.median_us / 4, n_nodes=1,
                                               rep=k) for k in range(3)])
         st.finish_run(run, "complete")
-    args = argparse.Namespace(under_load=None, idle=False, db=str(db), _argv=["sweep"])
-    (note,) = load_from_job(args, wl)
-    assert args.under_load is None and "sweeping idle, and tune --workload gives those sizes no rule" in note
+    o = SweepOptions(db=str(db))
+    (note,), load = load_from_job(o, wl)
+    assert load is None and "sweeping idle, and tune --workload gives those sizes no rule" in note
     wl.compute = compute.Overlap(1000.0, 600.0, 100.0, 12)   # a job that computes beside 60% of its collectives
-    (note,) = load_from_job(args, wl)
-    assert args.under_load == compute.matrix_for(100.0) == 2816 and "--under-load 2816" in note
+    (note,), load = load_from_job(o, wl)
+    assert load == compute.matrix_for(100.0) == 2816 and "--under-load 2816" in note
     wl.compute = None                                        # nothing sizes it: the default, said
-    args = argparse.Namespace(under_load=None, idle=False, db=str(db), _argv=["sweep"])
-    (note,) = load_from_job(args, wl)
-    assert args.under_load == DEFAULT_LOAD_M and "the default: nothing in the workload sizes the load" in note
+    (note,), load = load_from_job(o, wl)
+    assert load == DEFAULT_LOAD_M and "the default: nothing in the workload sizes the load" in note
 
 
 def test_overlap_counts_the_compute_inside_nccl_kernels_and_weighs_kernels_by_it() -> None:

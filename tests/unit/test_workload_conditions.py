@@ -3,16 +3,17 @@ under load when the job's own times are far slower than idle, and `workload show
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from ccltune import datatypes
 from ccltune.cli import main
-from ccltune.cli.sweep import DEFAULT_LOAD_M, job_dtypes, load_from_job
+from ccltune.commands.sweep_options import SweepOptions
+from ccltune.commands.sweep_workload import DEFAULT_LOAD_M, job_dtypes, load_from_job
 from ccltune.store import Measurement, Store
 from ccltune.workload import importer
 from ccltune.workload.model import Entry, Key, Workload
 from ccltune.workload.plan import sweep_points
+from cli_options import parsed
 
 PROFILE = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile"
 
@@ -25,12 +26,12 @@ def test_the_sweep_measures_in_the_jobs_datatype_unless_d_is_typed() -> None:
     fl = datatypes.dtype("float")
     points, skipped = sweep_points(wl, 2, 1, fl)
     assert "all_gather" not in points and "does not divide into float" in skipped[0].reason
-    dts = job_dtypes(argparse.Namespace(_argv=["sweep", "--workload", "w.json"]), wl)
+    dts = job_dtypes(parsed(SweepOptions, ["sweep", "--workload", "w.json"]), wl)
     assert {c: d.name for c, d in dts.items()} == {"all_gather": "bfloat16", "all_reduce": "float"}  # most bytes
     points, skipped = sweep_points(wl, 2, 1, fl, dtypes=dts)
     assert points["all_gather"] == [12] and not any(s.entry.key.collective == "all_gather" for s in skipped)
     for typed in (["-d", "float"], ["--datatype=float"], ["-dfloat"]):
-        assert job_dtypes(argparse.Namespace(_argv=["sweep", *typed]), wl) is None
+        assert job_dtypes(parsed(SweepOptions, ["sweep", *typed]), wl) is None
 
 
 def _db(path: Path, idle_us: float) -> None:
@@ -43,21 +44,19 @@ def _db(path: Path, idle_us: float) -> None:
 
 def test_a_job_far_slower_than_idle_is_swept_under_load_by_default(tmp_path, capsys) -> None:
     wl = importer.import_files([PROFILE])          # all_reduce 256 KB: 41 us per call in the job
-    args = argparse.Namespace(under_load=None, idle=False, db=str(tmp_path / "none.db"), _argv=["sweep"])
-    (note,) = load_from_job(args, wl)
-    assert "holds no idle measurement" in note and args.under_load is None
+    (note,), load = load_from_job(SweepOptions(db=str(tmp_path / "none.db")), wl)
+    assert "holds no idle measurement" in note and load is None
     db = tmp_path / "r.db"
     _db(db, 10.0)
-    args.db = str(db)
-    (note,) = load_from_job(args, wl)
-    assert args.under_load == DEFAULT_LOAD_M and args._argv[-2:] == ["--under-load", str(DEFAULT_LOAD_M)]
+    (note,), load = load_from_job(SweepOptions(db=str(db)), wl)
+    assert load == DEFAULT_LOAD_M
     assert "all_reduce 262144 B x4.1" in note and "sweeping under load" in note
-    idle = argparse.Namespace(under_load=None, idle=True, db=str(db), _argv=["sweep"])
-    assert "as --idle asks" in load_from_job(idle, wl)[0] and idle.under_load is None
+    (note,), load = load_from_job(SweepOptions(db=str(db), idle=True), wl)
+    assert "as --idle asks" in note and load is None
+    assert load_from_job(SweepOptions(db=str(db), under_load=512), wl) == ([], 512)  # given: kept, nothing said
     near = tmp_path / "near.db"
     _db(near, 30.0)                                  # x1.4: the job's conditions are close to idle
-    args = argparse.Namespace(under_load=None, idle=False, db=str(near), _argv=["sweep"])
-    assert load_from_job(args, wl) == [] and args.under_load is None
+    assert load_from_job(SweepOptions(db=str(near)), wl) == ([], None)
     # workload show says the same, with the ratio per entry
     out = tmp_path / "w.json"
     assert main(["workload", "import", str(PROFILE), "--out", str(out)]) == 0

@@ -3,18 +3,19 @@ another datatype ... (and op)"), on the real FSDP2 logs: FSDP2 reduce-scatters i
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 
 from ccltune.cli import main
-from ccltune.cli.sweep import job_ops, op_lines
+from ccltune.commands.sweep_options import SweepOptions
+from ccltune.commands.sweep_workload import job_ops, op_lines
 from ccltune.errors import UsageError
 from ccltune.workload import importer, model
 from ccltune.workload.nccl_log import redop
 from ccltune.workload.plan import job_ops as plan_job_ops
+from cli_options import parsed
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "workload"
 FSDP2 = sorted((FIX / "fsdp2-4").glob("nccl.*.log.gz"))
@@ -32,12 +33,12 @@ def test_the_real_fsdp2_logs_give_each_reduction_its_op() -> None:
     assert [e.key for e in back.entries] == [e.key for e in wl.entries] and not back.op_unrecorded
     # the sweep measures each reduce_scatter point in avg unless -o is typed
     assert plan_job_ops(wl) == {("reduce_scatter", 262152192): "avg", ("reduce_scatter", 50384896): "avg"}
-    args = argparse.Namespace(_argv=["sweep", "--workload", "w.json"], op="sum")
+    args = parsed(SweepOptions, ["sweep", "--workload", "w.json"])
     assert job_ops(args, wl) == plan_job_ops(wl)
     assert op_lines(args, wl) == ["# in the job's reduction op (-o to override): reduce_scatter 50384896 B avg, "
                                   "reduce_scatter 262152192 B avg"]
     for typed in (["-o", "sum"], ["--op=max"], ["-omin"]):
-        assert job_ops(argparse.Namespace(_argv=["sweep", *typed], op="sum"), wl) is None
+        assert job_ops(parsed(SweepOptions, ["sweep", *typed]), wl) is None
 
 
 def test_show_prints_the_op_and_says_when_an_old_file_has_none(tmp_path, capsys) -> None:
@@ -56,7 +57,7 @@ def test_show_prints_the_op_and_says_when_an_old_file_has_none(tmp_path, capsys)
     assert "written before workload files recorded the reduction op" in text
     assert {(r[0], r[2]) for r in (x.split() for x in text.splitlines() if x.startswith("  "))} == {
         ("reduce_scatter", "?"), ("all_gather", "-")}
-    args = argparse.Namespace(_argv=["sweep"], op="sum")
+    args = parsed(SweepOptions, ["sweep"])
     assert "does not say the op of 2 reduction point(s)" in op_lines(args, wl)[0]
 
 

@@ -8,6 +8,7 @@ module plus one line in ``_COMMANDS``.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import re
@@ -17,7 +18,7 @@ from typing import Any
 from ccltune import __version__
 from ccltune import launch
 from ccltune.commands.common import check_outputs
-from ccltune.errors import EXIT_CODES, CcltuneError, CheckFailed, DistError, Interrupted, UsageError
+from ccltune.errors import EXIT_CODES, CcltuneError, CheckFailed, DistError, Interrupted
 from ccltune.cli._safeout import escaped_output
 
 # module name under ccltune.cli, in the order --help lists them
@@ -68,31 +69,28 @@ class _CommandParser(_Parser):
         return ns, extra
 
 
-class _RaisingParser(_Parser):
-    """The Python API's parser (``cli.keywords``): a refusal is a UsageError; nothing printed, nothing exits."""
-
-    def error(self, message: str) -> Any:
-        raise UsageError(_said_once(message))
-
-
-class _RaisingCommandParser(_CommandParser):
-    def error(self, message: str) -> Any:
-        raise UsageError(_said_once(message))
-
-
-def build_parser(raising: bool = False) -> argparse.ArgumentParser:
-    """The command line's parser; ``raising``: its refusals are UsageErrors (the Python API's)."""
-    parser = (_RaisingParser if raising else _Parser)(
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser."""
+    parser = _Parser(
         prog="ccltune",
         description="Measure, diagnose, tune and validate NCCL/RCCL collectives.",
         epilog=exit_code_table(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ccltune {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND",
-                                parser_class=_RaisingCommandParser if raising else _CommandParser)
+                                parser_class=_CommandParser)
     for name in _COMMANDS:
         importlib.import_module(f"ccltune.cli.{name}").register(sub)
     return parser
+
+
+@functools.lru_cache(maxsize=None)
+def option_help(command: str) -> dict[str, str]:
+    """``command``'s options: long flag -> its help text as ``--help`` shows it (the Python API's
+    functions show them in their docstrings, beside the keyword each option is)."""
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {max(a.option_strings, key=len): (a.help or "").replace("%(default)s", str(a.default)).replace("%%", "%")
+            for a in sub.choices[command]._actions if a.option_strings and a.dest != "help"}
 
 
 def exit_code_table() -> str:
@@ -101,7 +99,7 @@ def exit_code_table() -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Run the parsed command: what ``ccltune ...`` and the Python API (``ccltune.api``) both call.
+    """Run the parsed command (``main``; the Python API calls ``run_<command>`` on options instead).
     Errors are raised (typed, from ccltune.errors); the exit code is returned."""
     check_outputs(args)
     return int(args.func(args) or 0)

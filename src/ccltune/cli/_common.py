@@ -28,13 +28,6 @@ def add_virtual_nodes(p: argparse.ArgumentParser) -> None:
                         "rows and rules then carry nNodes=K; never real multi-node figures")
 
 
-def comma_list(action: argparse.Action) -> argparse.Action:
-    """Mark an option whose value is a comma-separated list (``--algos ring,tree``): the Python API
-    (``ccltune.api``) takes a list or tuple for it too and joins it with commas."""
-    action.comma_list = True  # type: ignore[attr-defined]
-    return action
-
-
 def add_under_load(p: argparse.ArgumentParser) -> None:
     p.add_argument("--under-load", type=int, default=None, metavar="M",
                    help="while collectives are timed, run an M x M bf16 matrix multiply back to back on a second "

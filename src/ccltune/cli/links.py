@@ -11,7 +11,6 @@ from typing import Any
 from ccltune.cli._common import DefaultsFormatter
 from ccltune import environment
 from ccltune.cli import linkshow
-from ccltune.cli._common import comma_list
 from ccltune.diagnose.checks import linkmath
 from ccltune.diagnose.probes import links, nvml
 from ccltune.diagnose.findings import Finding, exit_code, format_findings, overall
@@ -35,7 +34,7 @@ def register(sub: Any) -> None:
     p.add_argument("-n", "--iters", type=int, default=10, help="timed copies per measurement (median)")
     p.add_argument("-w", "--warmup", type=int, default=2, help="untimed copies first")
     p.add_argument("--latency-iters", type=int, default=100, help="4-byte copies per pair for latency (median)")
-    comma_list(p.add_argument("--method", default="ce,sm-read,sm-write", help="comma-separated: " + ", ".join(links.METHODS)))
+    p.add_argument("--method", default="ce,sm-read,sm-write", help="comma-separated: " + ", ".join(links.METHODS))
     p.add_argument("--threshold", type=float, default=0.8,
                    help="flag links below this fraction of their median; flagged links are measured again, and "
                         "a WARN names only those slow both times (an all-to-all's pair: also slow alone)")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from ccltune.cli._common import comma_list
 from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
 from ccltune.commands.report import ReportOptions, run_report
@@ -23,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--db", default=default(ReportOptions, "db"), help="results database to read (default: %(default)s)")
     p.add_argument("--out", default=default(ReportOptions, "out"), metavar="FILE.html", help="the page to write, atomically (default: %(default)s)")
     which = p.add_mutually_exclusive_group()
-    comma_list(which.add_argument("--runs", metavar="IDS", help="runs to show, e.g. 3,4 or 2-5 (default: all runs)"))
+    which.add_argument("--runs", metavar="IDS", help="runs to show, e.g. 3,4 or 2-5 (default: all runs)")
     which.add_argument("--run", type=int, metavar="N", help="show one run")
     p.add_argument("--latest", type=int, metavar="N",
                    help="draw the latest N runs in full and summarise the older ones in one table "

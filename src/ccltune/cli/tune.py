@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ccltune.cli._common import DefaultsFormatter, comma_list
+from ccltune.cli._common import DefaultsFormatter
 from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
 from ccltune.commands.tune import TuneOptions, run_tune
@@ -20,8 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=DefaultsFormatter)
     p.add_argument("--db", default=_D("db"), help="results database")
     p.add_argument("--out", required=True, help="rule file to write (replaced whole, atomically)")
-    comma_list(p.add_argument("--runs", default=None,
-                              help="run ids to use, e.g. '3,5-7' (default: every sweep and import run)"))
+    p.add_argument("--runs", default=None, help="run ids to use, e.g. '3,5-7' (default: every sweep and import run)")
     p.add_argument("--objective", choices=OBJECTIVES, default=_D("objective"),
                    help="time: fastest configuration; sm: fewest channels within --sm-tolerance of the fastest")
     p.add_argument("--sm-tolerance", type=float, default=_D("sm_tolerance"), metavar="PCT",

@@ -86,8 +86,7 @@ def run_bench(given: BenchOptions, console: Console = Console(), *, caller: laun
     argv = given.to_argv()  # the workers map the options again, as here (the same checks, the same notes)
     rc = launching.relaunch(o, argv, engine_name, caller, command_line, console)
     if rc is not None:
-        return Outcome(o.db, caller.run_id if caller else None, rc, tuple(caller.errors) if caller else (),
-                       caller.last_words if caller else "")
+        return Outcome.of_job(o.db, rc, caller)
     return _run(o, plan, engine_name, note, command_line or argv, console, split, per_proc)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ccltune import dist, engines, groups
 from ccltune.commands.launching import LaunchOptions
-from ccltune.commands.options import option, to_argv
+from ccltune.commands.options import OmittedInt, OmittedStr, option, to_argv
 from ccltune.errors import UsageError
 from ccltune.measure.bench import WARMUP_MODES
 from ccltune.measure.point import AVERAGES
@@ -37,19 +37,11 @@ def strtol(flag: str) -> Callable[[str], int]:
     return parse
 
 
-class _Str(str):
-    """A string default argparse kept: the flag was omitted (``ncclt_defaults`` may replace it)."""
-
-
-class _Int(int):
-    """An integer default argparse kept: the flag was omitted."""
-
-
 # The options whose default differs from nccl-tests 2.19.6's (src/common.cu: minBytes, maxBytes,
 # stepFactor, warmup_iters): dest -> (flag, ccltune's default, nccl-tests'). ccltune's defaults visit
 # a whole series; nccl-tests' one size, 32 MB.
-NCCLT_DEFAULTS = {"minbytes": ("-b", _Str("8"), "32M"), "maxbytes": ("-e", _Str("32M"), "32M"),
-                  "stepfactor": ("-f", _Int(2), 1), "warmup_iters": ("-w", _Int(5), 1)}
+NCCLT_DEFAULTS = {"minbytes": ("-b", OmittedStr("8"), "32M"), "maxbytes": ("-e", OmittedStr("32M"), "32M"),
+                  "stepfactor": ("-f", OmittedInt(2), 1), "warmup_iters": ("-w", OmittedInt(5), 1)}
 NCCLT_DEFAULTS_ENV = "CCLTUNE_NCCLT_DEFAULTS"
 
 
@@ -63,7 +55,7 @@ def ncclt_defaults(o: BenchOptions) -> tuple[BenchOptions, str | None]:
     if not (o.ncclt_defaults or env == "1"):
         return o, None
     theirs: dict[str, Any] = {dest: value for dest, (_, _, value) in NCCLT_DEFAULTS.items()
-              if isinstance(getattr(o, dest), (_Str, _Int))}
+              if isinstance(getattr(o, dest), (OmittedStr, OmittedInt))}
     taken = [f"{NCCLT_DEFAULTS[dest][0]} {value}" for dest, value in theirs.items()]
     return (dataclasses.replace(o, **theirs),
             "nccl-tests' defaults: " + (", ".join(taken) if taken else "none needed (every such flag given)"))

@@ -124,6 +124,16 @@ def _sequence(f: dataclasses.Field, hint: Any, value: Any, where: str) -> tuple[
     return tuple(_choice(f, _scalar(f, kind, v, where), where) for v in values)
 
 
+class OmittedStr(str):
+    """A default of a type of its own: the option was left out (by the command line or the API's caller),
+    so the command may still choose for it (bench's ``-b`` under ``--ncclt-defaults``, sweep's ``-d`` with
+    ``--workload``); the same value given is a plain ``str``, which ``to_argv`` writes."""
+
+
+class OmittedInt(int):
+    """An integer default of a type of its own: the option was left out (``OmittedStr``)."""
+
+
 def to_argv(options: Any, command: str) -> list[str]:
     """The command line that stands for ``options``: ``[command, positionals..., --flag=value...]`` with
     each option that differs from its default (the command's own, then those it shares: ``--db``,

@@ -53,8 +53,7 @@ def run_replay(o: ReplayOptions, console: Console = Console(), *, caller: launch
     argv = o.to_argv()
     rc = launching.relaunch(o, argv, engine_name, caller, command_line, console)
     if rc is not None:
-        return Outcome(o.db, caller.run_id if caller else None, rc, tuple(caller.errors) if caller else (),
-                       caller.last_words if caller else "")
+        return Outcome.of_job(o.db, rc, caller)
     rp = replay_run.ReplayPlan(wl, o.rules, o.order, o.iters, o.under_load, launching.args_record(o))
     session = Session("replay", engine_name, db=o.db, argv=command_line or argv, timeout_s=o.timeout)
     res = replay_run.run(rp, session, launching.engine_options(o))

@@ -88,3 +88,11 @@ class Outcome:
     exit_code: int = 0
     errors: tuple[str, ...] = ()
     last_words: str = ""
+
+    @classmethod
+    def of_job(cls, db: str, exit_code: int, caller: Any = None) -> Outcome:
+        """How a job this process started (``launching.relaunch``) ended: its exit code, and what
+        ``caller`` (the Python API's ``launch.Caller``, None from the command line) learnt of it."""
+        if caller is None:
+            return cls(db, None, exit_code)
+        return cls(db, caller.run_id, exit_code, tuple(caller.errors), caller.last_words)

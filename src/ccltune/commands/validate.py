@@ -87,8 +87,7 @@ def run_validate(o: ValidateOptions, console: Console = Console(), *, caller: la
     argv = o.to_argv()
     rc = launching.relaunch(o, argv, engine_name, caller, command_line or None, console)
     if rc is not None:
-        return Outcome(o.db, caller.run_id if caller else None, rc, tuple(caller.errors) if caller else (),
-                       caller.last_words if caller else "")
+        return Outcome.of_job(o.db, rc, caller)
     return _run(o, colls, sizes, console, command_line or argv)
 
 
