@@ -131,3 +131,18 @@ def test_every_sweep_option_travels_to_the_workers_and_back():
     back = from_fields(SweepOptions, vars(build_parser().parse_args(typed.to_argv())))
     assert type(back.datatype) is str and type(back.op) is str
 
+
+def test_every_ab_option_travels_and_the_job_comes_last():
+    from ccltune.cli.ab import options as ab_options
+    from ccltune.commands.ab import AbOptions
+
+    every = dict(rules=("a.conf", "b.conf"), env=("NCCL_P2P_LEVEL=SYS",), nccl_lib=("/lib/nccl.so",),
+                 arm=("fix:env:NCCL_ALGO=ring", "fix:rules:a.conf"), no_aa=True, metric="step ([0-9.]+) ms",
+                 skip=2, rounds=7, until_confident=True, budget=60.0, min_effect=2.5, seed=11, run_timeout=9.0,
+                 echo=True, prune="p.conf", json="ab.json", db="x.db")
+    assert set(every) == {f.name for f in dataclasses.fields(AbOptions)} - {"command"}
+    o = AbOptions(command=("torchrun", "--nproc-per-node", "2", "train.py", "--lr=1"), **every)
+    argv = o.to_argv()
+    assert argv[0] == "ab" and argv[-6:] == ["--", "torchrun", "--nproc-per-node", "2", "train.py", "--lr=1"]
+    assert ab_options(build_parser().parse_args(argv)) == o
+    assert ab_options(build_parser().parse_args(AbOptions().to_argv())) == AbOptions()
