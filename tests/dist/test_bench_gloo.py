@@ -19,7 +19,7 @@ from ccltune.cli import main
 from ccltune.ncclt import table as ncclt_table
 from ccltune.sizes import size_series
 from ccltune.store import Store
-from dist_helpers import ROW_FIELDS, bench_cmd, bench_many, checked, count_rows, only_run, wait_rows
+from dist_helpers import ROW_FIELDS, bench_cmd, checked, only_run
 
 ALL = list(collectives.REGISTRY)
 SIZES = ["-b", "8", "-e", "4K", "-f", "8"]

@@ -152,7 +152,7 @@ def test_a_rule_size_past_64_bits_is_refused_as_the_plugin_refuses_it(tmp_path, 
 ])
 def test_a_verdict_that_is_not_one_says_why_in_words(text, message, tmp_path):
     """tune --exclude-failed: before, the reason was a repr of the exception ('UsageError(\"...\")', 'KeyError')."""
-    from ccltune.cli import tune as tune_cli
+    from ccltune.commands import tune as tune_cli
     from ccltune.errors import UsageError
 
     f = tmp_path / "v.json"
