@@ -8,11 +8,10 @@ from __future__ import annotations
 import shlex
 from types import SimpleNamespace
 
-from cli_options import parsed
-
 from ccltune.commands.sweep import _next
 from ccltune.commands.sweep_options import SweepOptions
 from ccltune.commands.tune import TuneOptions
+from cli_options import parsed
 
 
 def _tune_argv(line: str) -> list[str]:
