@@ -84,11 +84,11 @@ def run_tune(o: TuneOptions, console: Console = Console()) -> TuneResult:
                           isolated_margin=isolated_margin, min_gain_us=o.min_gain_us, placement=o.placement,
                           exclude=exclude)
 
-        runs, rows, idle_rows = _load_split(store, o)
+        runs, rows, idle_rows, left_out = _load_split(store, o)
         result = derived(rows)
         load_notes = (loadcmp.lines(*loadcmp.winner_changes(derived(idle_rows), result), o.under_load)
                       if idle_rows and o.under_load is not None else [])
-        load_notes += _runs_left_out(store, o)
+        load_notes += _left_out_lines(o, left_out)
         settings = (f"objective={o.objective} min_margin={o.min_margin:g}%"
                     f" isolated_margin={o.isolated_margin:g}% min_gain={o.min_gain_us:g}us"
                     f" placement={o.placement}"
@@ -134,16 +134,17 @@ def run_tune(o: TuneOptions, console: Console = Console()) -> TuneResult:
     return TuneResult.read(o.db, tune_run, rules_path=o.out, rules=text)
 
 
-def _load_split(store: Store, o: TuneOptions) -> tuple[list[Run], list[dict], list[dict]]:
-    """(runs, rows) measured under ``--under-load`` (idle when not given), and the idle rows to compare
-    with when a load was asked for. Runs of the other kind are left out, never mixed in."""
+def _load_split(store: Store, o: TuneOptions) -> tuple[list[Run], list[dict], list[dict], dict[int, list[int]]]:
+    """(runs, rows) measured under ``--under-load`` (idle when not given), the idle rows to compare
+    with when a load was asked for, and (an idle tune of every run) the ids of the runs under load it left
+    out, by matrix. Runs of the other kind are left out, never mixed in."""
     if o.runs:
         candidates = [store.run(i) for i in store.runs_in(parse_run_ids(o.runs))]
     else:
         candidates = [r for r in store.runs() if r.kind in SOURCE_KINDS]
     loads = {r.id: (r.args or {}).get("under_load") for r in candidates}
     if not loads:
-        return (*source_rows(store, None), [])  # says there is nothing to tune from
+        return (*source_rows(store, None), [], {})  # says there is nothing to tune from
     mine = [i for i, m in loads.items() if m == o.under_load]
     if not mine:
         have = sorted({str(m) for m in loads.values() if m is not None})
@@ -154,24 +155,22 @@ def _load_split(store: Store, o: TuneOptions) -> tuple[list[Run], list[dict], li
     runs, rows = source_rows(store, mine)
     idle = [i for i, m in loads.items() if m is None]
     idle_rows = source_rows(store, idle)[1] if o.under_load is not None and idle else []
-    return runs, rows, idle_rows
+    left_out: dict[int, list[int]] = {}
+    if o.under_load is None and not o.runs:
+        for i, m in loads.items():
+            if m is not None:
+                left_out.setdefault(m, []).append(i)
+    return runs, rows, idle_rows, left_out
 
 
-def _runs_left_out(store: Store, o: TuneOptions) -> list[str]:
-    """Runs swept under load that this tune (idle: no --under-load, no --runs) leaves out, named with the line
-    that tunes from them: `sweep --workload` sweeps under load by default when the job is far slower than idle
-    (found on 4 x H200: a user's tune read the idle run and never the sweep made for the job)."""
-    if o.under_load is not None or o.runs:
-        return []
-    loads: dict[int, list[int]] = {}
-    for r in store.runs():
-        m = (r.args or {}).get("under_load") if r.kind in SOURCE_KINDS else None
-        if m is not None:
-            loads.setdefault(m, []).append(r.id)
+def _left_out_lines(o: TuneOptions, left_out: dict[int, list[int]]) -> list[str]:
+    """The runs under load an idle tune left out (``_load_split``), named with the line that tunes from them:
+    `sweep --workload` sweeps under load by default when the job is far slower than idle (found on 4 x H200:
+    a user's tune read the idle run and never the sweep made for the job)."""
     return [f"# note: run(s) {', '.join(map(str, ids))} of {o.db} were swept under load (matrix {m}) and are left "
             f"out: this tune is from idle runs; `ccltune tune --db {o.db} --under-load {m}"
             + (f" --workload {o.workload}" if o.workload else "") + "` tunes from them"
-            for m, ids in sorted(loads.items())]
+            for m, ids in sorted(left_out.items())]
 
 
 def _for_workload(o: TuneOptions, result: Derivation, rows: list[dict]
