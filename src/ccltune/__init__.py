@@ -22,6 +22,8 @@ __version__ = "0.1.0"
 # command line and every rank of a job import it.
 _API = ("bench", "sweep", "tune", "validate", "report", "open_db", "Database", "RunResult", "TuneResult",
         "ValidateResult")
+# cmds2: the diagnose commands and what they return
+_API += ("links", "topo", "doctor", "check", "Diagnosis", "LinksResult", "TopoResult", "CheckResult")
 __all__ = ["__version__", "errors", *_API]
 
 

@@ -34,6 +34,12 @@ from ccltune.commands.tune import TuneOptions, run_tune
 from ccltune.commands.validate import ValidateOptions, run_validate
 from ccltune.errors import CheckFailed, UsageError, error_for_exit_code, unknown_name
 from ccltune.store import DEFAULT_DB, RUN_KINDS, Measurement, Run, Store
+# cmds2: the diagnose commands
+from ccltune.commands.check import CheckOptions, run_check
+from ccltune.commands.diagnosis import CheckResult, Diagnosis, LinksResult, TopoResult
+from ccltune.commands.doctor import DoctorOptions, run_doctor
+from ccltune.commands.links import LinksOptions, run_links
+from ccltune.commands.topo import TopoOptions, run_topo
 
 __all__ = ["Database", "Measurement", "RunResult", "TuneResult", "ValidateResult", "bench", "open_db", "report",
            "sweep", "tune", "validate"]
@@ -194,3 +200,38 @@ for _func, _command, _n, _options in ((bench, "bench", 1, BenchOptions), (sweep,
                                       (tune, "tune", 0, TuneOptions), (validate, "validate", 2, ValidateOptions),
                                       (report, "report", 0, ReportOptions)):
     _document(_func, _command, _n, _options)
+
+
+# cmds2: the diagnose commands (links, topo, doctor, check) ------------------------------------------------
+__all__ += ["CheckResult", "Diagnosis", "LinksResult", "TopoResult", "check", "doctor", "links", "topo"]
+
+
+def links(*, verbose: bool = False, **options: Any) -> LinksResult:
+    """``ccltune links``: every GPU pair's bandwidth and latency, measured from this process (it opens the
+    GPUs; WAIVED without 2), analysed for the slowest link; stored as a links run. ``run=N``: stored links
+    run N analysed again instead, nothing stored. Returns the checks, ``rows`` and ``summary``."""
+    return run_links(from_keywords(LinksOptions, "links", options), _console("links", verbose))
+
+
+def topo(*, verbose: bool = False, **options: Any) -> TopoResult:
+    """``ccltune topo``: this host's GPUs and how each pair is connected (or saved amd-smi outputs read with
+    ``from_amd_smi=[...]``), and its checks; stored as a topo run. Returns them with the ``topology``."""
+    return run_topo(from_keywords(TopoOptions, "topo", options), _console("topo", verbose))
+
+
+def doctor(*, verbose: bool = False, **options: Any) -> Diagnosis:
+    """``ccltune doctor``: host, environment and NCCL transport checks (a short all_reduce under torchrun
+    unless ``no_run=True``; ``nccl_log=PATH``: only that log read), each with evidence and a fix; stored as
+    a doctor run. A FAIL is returned (``status``), not raised: it is the answer."""
+    return run_doctor(from_keywords(DoctorOptions, "doctor", options), _console("doctor", verbose))
+
+
+def check(*, verbose: bool = False, **options: Any) -> CheckResult:
+    """``ccltune check``: hold all_reduce (measured now, or ``run=N``'s, or a bench JSON's: ``from_json=``)
+    to a platform profile's gates; stored as a check run. A FAIL is returned (``status``), not raised."""
+    return run_check(from_keywords(CheckOptions, "check", options), _console("check", verbose))
+
+
+for _func, _command, _options in ((links, "links", LinksOptions), (topo, "topo", TopoOptions),
+                                  (doctor, "doctor", DoctorOptions), (check, "check", CheckOptions)):
+    _document(_func, _command, 0, _options)

@@ -182,8 +182,8 @@ def test_cli_doctor_bad_nproc_and_timeout_are_usage_errors_before_any_work(tmp_p
     def no_work(*args, **kwargs):
         raise AssertionError("doctor did work before checking its flags")
 
-    monkeypatch.setattr("ccltune.cli.doctor.run_checks", no_work)
-    monkeypatch.setattr("ccltune.cli.doctor.read_log", no_work)
+    monkeypatch.setattr("ccltune.commands.doctor.run_checks", no_work)
+    monkeypatch.setattr("ccltune.commands.doctor.read_log", no_work)
     monkeypatch.setattr("ccltune.diagnose.probes.sysfs.run_lspci", no_work)
     assert main(["doctor", *flags, "--db", str(tmp_path / "r.db")]) == 2
     err = capsys.readouterr().err

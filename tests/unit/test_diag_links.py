@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ccltune.cli import main
-from ccltune.cli.linkshow import render_matrix
+from ccltune.commands.linkshow import render_matrix
 from ccltune.diagnose.checks import gates, linkmath
 from ccltune.diagnose.probes import links
 from ccltune.errors import UsageError

@@ -220,7 +220,6 @@ SHARED_CLI = {
     "ccltune.cli._safeout",  # stdout/stderr with control characters escaped while a command runs
     "ccltune.cli.bench_options",  # bench's nccl-tests flags (cli/bench.py)
     "ccltune.cli.import_links",  # `import transferbench|nvbandwidth` (cli/import_.py)
-    "ccltune.cli.linkshow",  # `links --run N` (cli/links.py)
 }
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ccltune.cli import main
-from ccltune.cli.topo import render
+from ccltune.commands.topo import render
 from ccltune.diagnose.probes import nvml, smitopo, topo
 from ccltune.errors import DataError
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 
 from ccltune import files
+from ccltune.commands.diagnosis import DiagnoseOptions
 from ccltune.commands.launching import BUFFERS
+from ccltune.commands.options import default
 from ccltune.engines import ENGINES
 from ccltune.store import DEFAULT_DB
 
@@ -43,8 +45,9 @@ def add_sysfs_root(p: argparse.ArgumentParser) -> None:
 
 
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
-    """``--db`` and ``--json`` of the diagnose commands (links, topo, doctor, check), spelled the same in each."""
-    parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
+    """``--db`` and ``--json`` of the diagnose commands (links, topo, doctor, check), spelled the same in each
+    (``commands.diagnosis.DiagnoseOptions``)."""
+    parser.add_argument("--db", default=default(DiagnoseOptions, "db"), metavar="PATH",
                         help="results database to record the run in (default: %(default)s)")
     parser.add_argument("--json", dest="json_path", metavar="PATH",
                         help="also write the results as JSON to PATH")

@@ -21,13 +21,12 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     write_text(path, json.dumps(obj, indent=2, default=str) + "\n", flag="--json")
 
 
-
-
-def record_run(db: str, kind: str, *, env: Mapping[str, Any], args: Any,
+def record_run(db: str, kind: str, *, env: Mapping[str, Any], args: Mapping[str, Any],
                findings: Iterable[Finding] = (), links: Iterable[Mapping[str, Any]] = (),
                artifacts: Mapping[str, str] | None = None, summary: Mapping[str, Any] | None = None) -> int:
-    """Open a run of ``kind`` in ``db``, write its rows, close it as complete. Returns its id."""
-    params = {k: v for k, v in vars(args).items() if k != "func"}  # the command's arguments, as stored
+    """Open a run of ``kind`` in ``db`` with ``args`` (the command's options) as its arguments, write its rows,
+    close it as complete. Returns its id."""
+    params = dict(args)
     with Store(db) as store:
         run_id = store.begin_run(kind, command=env.get("command") or f"ccltune {kind}", env=env, args=params,
                                  engine=env.get("engine"))

@@ -4,14 +4,16 @@ For every series (method/direction): the matrix, then per GPU its slowest outgoi
 bound it sets (slowest x peers), the plain sum of its links, and, when the importing tool printed
 its own per-GPU figures (TransferBench a2a: STotal, Actual), those beside ours; then the node's
 ceiling (the smallest bound) and the links below ``--threshold`` x median. Imported figures keep
-the precision the tool printed them with.
+the precision the tool printed them with. ``render_matrix`` is the one matrix layout of measured
+and stored runs (``commands.links`` prints the measured ones with it).
 """
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
+from ccltune.commands.common import Console
+from ccltune.commands.diagnosis import LinksResult
 from ccltune.diagnose.checks import linkmath
 from ccltune.diagnose.checks.linkmath import analyze_stored
 from ccltune.diagnose.findings import format_findings
@@ -22,22 +24,22 @@ from ccltune.store import Store
 IMPORTED_KEYS = ("source", "tool_version", "tests", "method_info", "printed_decimals", "tool_figures", "notes")
 
 
-def show(args: argparse.Namespace) -> int:
-    if not 0 < args.threshold <= 1:
-        raise UsageError(f"--threshold must be in (0, 1], got {args.threshold}")
-    with Store(args.db, readonly=True) as store:
-        run = store.run(args.run)
+def show(db: str, run_id: int, threshold: float, json_path: str | None, console: Console) -> LinksResult:
+    """Say stored links run ``run_id`` of ``db`` again, its slow links those below ``threshold`` x median;
+    write its record to ``json_path`` when given. Nothing is stored."""
+    with Store(db, readonly=True) as store:
+        run = store.run(run_id)
         if run.kind != "links":
-            raise UsageError(f"run {args.run} is a {run.kind} run, not a links run (ccltune runs lists them)")
-        rows = store.links(args.run)
+            raise UsageError(f"run {run_id} is a {run.kind} run, not a links run (ccltune runs lists them)")
+        rows = store.links(run_id)
     imported = {k: run.summary[k] for k in IMPORTED_KEYS if k in run.summary}
-    summary, findings = analyze_stored(rows, imported, threshold=args.threshold)
-    print(render(run, rows, summary))
-    print(format_findings(findings, title=f"ccltune links --run {args.run} checks"))
-    if args.json_path:
-        write_json(args.json_path, {"run": run.id, "rows": rows, "summary": summary,
-                                    "checks": [f.to_record() for f in findings]})
-    return 0
+    summary, findings = analyze_stored(rows, imported, threshold=threshold)
+    console.say(render(run, rows, summary))
+    console.say(format_findings(findings, title=f"ccltune links --run {run_id} checks"))
+    record = {"run": run.id, "rows": rows, "summary": summary, "checks": [f.to_record() for f in findings]}
+    if json_path:
+        write_json(json_path, record)
+    return LinksResult(findings, record, db, json_path=json_path)
 
 
 def render_matrix(rows: list[dict[str, Any]], n: int, method: str, direction: str, key: str = "bandwidth_gbps",
