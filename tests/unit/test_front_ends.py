@@ -146,3 +146,176 @@ def test_every_ab_option_travels_and_the_job_comes_last():
     assert argv[0] == "ab" and argv[-6:] == ["--", "torchrun", "--nproc-per-node", "2", "train.py", "--lr=1"]
     assert ab_options(build_parser().parse_args(argv)) == o
     assert ab_options(build_parser().parse_args(AbOptions().to_argv())) == AbOptions()
+
+
+# cmds2: links, topo, doctor and check on typed options ---------------------------------------------------------
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+NCCL_LOG = FIXTURES / "logs" / "nccl_4gpu_p2p.log"
+AMD_SMI = [FIXTURES / "amd-smi" / "mi300x_topology.json", FIXTURES / "amd-smi" / "mi300x_static.json"]
+MIB = 1 << 20
+
+
+def _diag(command):
+    """(options class, a value other than the default for every option, the same typed as a user types the
+    command line, the same as the API's keywords)."""
+    from ccltune.commands.check import CheckOptions
+    from ccltune.commands.doctor import DoctorOptions
+    from ccltune.commands.links import LinksOptions
+    from ccltune.commands.topo import TopoOptions
+
+    out = {"db": "x.db", "json_path": "r.json"}
+    return {
+        "links": (LinksOptions, dict(size="1M", iters=3, warmup=1, latency_iters=7, method="ce,sm-read", threshold=0.5,
+                                     run=4, **out),
+                  ["links", "-s", "1M", "-n", "3", "-w", "1", "--latency-iters", "7", "--method", "ce,sm-read",
+                   "--threshold", "0.5", "--run", "4", "--db", "x.db", "--json", "r.json"],
+                  dict(size="1M", iters=3, warmup=1, latency_iters=7, method=["ce", "sm-read"], threshold=0.5, run=4,
+                       db="x.db", json="r.json")),
+        "topo": (TopoOptions, dict(sysfs_root="/s", from_amd_smi=("a.json", "b.json"), **out),
+                 ["topo", "--sysfs-root", "/s", "--from-amd-smi", "a.json", "--from-amd-smi", "b.json", "--db", "x.db",
+                  "--json", "r.json"],
+                 dict(sysfs_root="/s", from_amd_smi=["a.json", "b.json"], db="x.db", json="r.json")),
+        "doctor": (DoctorOptions, dict(nccl_log="n.log", from_amd_smi=("a.json",), nproc=2, no_run=True, timeout=9.5,
+                                       sysfs_root="/s", **out),
+                   ["doctor", "--nccl-log", "n.log", "--from-amd-smi", "a.json", "--nproc", "2", "--no-run", "--timeout",
+                    "9.5", "--sysfs-root", "/s", "--db", "x.db", "--json", "r.json"],
+                   dict(nccl_log="n.log", from_amd_smi="a.json", nproc=2, no_run=True, timeout=9.5, sysfs_root="/s",
+                        db="x.db", json="r.json")),
+        "check": (CheckOptions, dict(profile="h200-4", run=3, force_profile=True, links_run=2, ring_fraction=0.9,
+                                     from_json="b.json", junit="j.xml", timeout=60.0, list_profiles=True, **out),
+                  ["check", "--profile", "h200-4", "--run", "3", "--force-profile", "--links-run", "2", "--ring-fraction",
+                   "0.9", "--from-json", "b.json", "--junit", "j.xml", "--timeout", "60", "--list-profiles", "--db",
+                   "x.db", "--json", "r.json"],
+                  dict(profile="h200-4", run="3", force_profile=True, links_run=2, ring_fraction="0.9",
+                       from_json="b.json", junit="j.xml", timeout=60, list_profiles=True, db="x.db", json="r.json")),
+    }[command]
+
+
+@pytest.mark.parametrize("command", ["links", "topo", "doctor", "check"])
+def test_every_diagnose_option_reads_the_same_from_argv_and_keywords_and_travels_back(command):
+    from ccltune.commands.options import from_keywords
+
+    cls, every, argv, kw = _diag(command)
+    assert set(every) == {f.name for f in dataclasses.fields(cls)}, "a value for each option"
+    o = cls(**every)
+    assert from_fields(cls, vars(build_parser().parse_args(argv))) == o  # the command line as a user types it
+    assert from_keywords(cls, command, kw) == o  # the API's keywords
+    again = o.to_argv()  # the options' own command line parses back to them
+    assert again[0] == command and from_fields(cls, vars(build_parser().parse_args(again))) == o
+    assert cls().to_argv() == [command]  # defaults are left out
+    assert from_fields(cls, vars(build_parser().parse_args([command]))) == cls()  # the CLI's defaults are the class's
+
+
+def test_the_bench_line_doctor_and_check_start_parses_back_to_bench_options():
+    """doctor and check start `ccltune bench` under torchrun (diagnose.probes.benchrun): the CLI's own parser
+    reads that line as the options meant."""
+    from ccltune.diagnose.probes import benchrun
+
+    argv = benchrun.bench_argv(4, db="/t/b.db", json_path="/t/b.json", min_bytes=64 * MIB, max_bytes=1 << 30, iters=20)
+    o = from_fields(BenchOptions, vars(build_parser().parse_args(argv[argv.index("ccltune") + 1:])))
+    assert o == BenchOptions(collective=("all_reduce",), minbytes="64M", maxbytes="1G", stepfactor=2, iters=20,
+                             warmup_iters=2, engine="nccl", db="/t/b.db", json="/t/b.json")
+    assert from_fields(BenchOptions, vars(build_parser().parse_args(o.to_argv()))) == o
+
+
+def _check_json(tmp_path, busbw_gbps):
+    """A bench JSON (``ccltune bench --json``) of 4 x H200 at ``busbw_gbps`` (and a little more per size)."""
+    import json
+
+    recs = [{"collective": "all_reduce", "size_bytes": s * MIB, "in_place": True, "busbw_gbps": busbw_gbps + s / 64,
+             "algbw_gbps": 1.0, "time_us": 1.0, "n_ranks": 4, "graph": 0, "status": "ok"} for s in (64, 128, 256, 512)]
+    env = {"world_size": 4, "engine": "nccl", "launcher": "torchrun", "platform": "NVIDIA H200 x4"}
+    path = tmp_path / f"bench{busbw_gbps:g}.json"
+    path.write_text(json.dumps({"env": env, "records": recs}))
+    return path
+
+
+def test_the_diagnose_api_returns_what_it_found_and_prints_nothing(tmp_path, capsys, caplog):
+    import json
+
+    from ccltune.store import Store
+
+    db = str(tmp_path / "r.db")
+    with caplog.at_level(logging.INFO, logger="ccltune"):
+        good = ccltune.check(profile="h200-4", from_json=str(_check_json(tmp_path, 340.0)), db=db,
+                             json=str(tmp_path / "v.json"), junit=str(tmp_path / "j.xml"))
+        bad = ccltune.check(profile="h200-4", from_json=str(_check_json(tmp_path, 100.0)), db=db)
+        doc = ccltune.doctor(nccl_log=str(NCCL_LOG), db=db)
+        top = ccltune.topo(from_amd_smi=[str(p) for p in AMD_SMI], db=db)
+    said = capsys.readouterr()
+    assert said.out == "" and said.err == ""
+    assert any("ccltune check --profile h200-4" in r.getMessage() for r in caplog.records)  # to the logger instead
+    with Store(db, readonly=True) as st:
+        assert [(r.id, r.kind) for r in st.runs()] == [(good.run_id, "check"), (bad.run_id, "check"),
+                                                       (doc.run_id, "doctor"), (top.run_id, "topo")]
+        assert st.run(good.run_id).command.startswith("ccltune check --profile=h200-4 --from-json=")
+        assert [f["name"] for f in st.findings(good.run_id)] == [f.name for f in good.findings]
+    assert good.status == "PASS" and good.exit_code == 0 and good.profile == "h200-4" and good.how["world_size"] == 4
+    assert json.loads((tmp_path / "v.json").read_text()) == json.loads(json.dumps(good.record))
+    assert good.json_path == str(tmp_path / "v.json") and (tmp_path / "j.xml").is_file() and good.links_run_id is None
+    assert bad.status == "FAIL" and bad.exit_code == 1  # a FAIL is the answer, returned, not raised
+    assert bad.finding("all_reduce_busbw_512M").status == "FAIL" and bad.finding("all_reduce_busbw_512M").value > 0
+    assert doc.finding("log:transport").status == "PASS" and doc.record["status"] == doc.status
+    assert len(top.topology.gpus) == 8 and top.record["topology"]["source"] == top.topology.source
+
+
+def test_verbose_prints_what_the_command_line_prints(tmp_path, capsys):
+    from ccltune.cli import main
+
+    for cli, api in [(["doctor", "--nccl-log", str(NCCL_LOG)], dict(nccl_log=str(NCCL_LOG))),
+                     (["topo", *[a for p in AMD_SMI for a in ("--from-amd-smi", str(p))]],
+                      dict(from_amd_smi=[str(p) for p in AMD_SMI])),
+                     (["check", "--list-profiles"], dict(list_profiles=True))]:
+        assert main([*cli, "--db", str(tmp_path / "cli.db")]) == 0
+        printed = capsys.readouterr()
+        getattr(ccltune, cli[0])(db=str(tmp_path / "api.db"), verbose=True, **api)
+        assert capsys.readouterr() == printed and printed.out
+
+
+def test_links_run_n_returns_the_stored_rows_and_stores_nothing(tmp_path):
+    from ccltune.store import Store
+
+    db = str(tmp_path / "r.db")
+    rows = [{"src": s, "dst": d, "method": "ce", "direction": "uni", "size_bytes": 256 * MIB,
+             "bandwidth_gbps": 80.0 if (s, d) == (0, 1) else 100.0, "latency_us": None, "note": None}
+            for s in range(3) for d in range(3) if s != d]
+    with Store(db) as st:
+        rid = st.begin_run("links", command="ccltune links", env={})
+        st.add_links(rid, rows)
+        st.finish_run(rid, "complete")
+    shown = ccltune.links(run=rid, db=db, threshold=0.9)
+    assert shown.run_id is None and shown.record["run"] == rid and len(shown.rows) == len(rows)
+    assert shown.summary["series"]["ce/uni"]["ring_ceiling_gbps"] == 160.0  # GPU 0: slowest 80 x 2 peers
+    assert shown.status == "WARN" and "0->1" in shown.finding("links:ce/uni").evidence  # below 0.9 x median
+    with Store(db, readonly=True) as st:
+        assert [r.id for r in st.runs()] == [rid]
+    with pytest.raises(ccltune.errors.UsageError, match=r"unknown keyword argument 'treshold' in ccltune.links\(\)"):
+        ccltune.links(treshold=0.5)
+    with pytest.raises(ccltune.errors.UsageError, match=r"--threshold must be in \(0, 1\], got 2"):
+        ccltune.links(run=rid, db=db, threshold=2)
+
+
+def test_check_returns_the_links_run_it_measured_for_its_gate(tmp_path, monkeypatch):
+    """No built-in profile for 2 x L40S: check measures the links, stores them as a run of their own, and
+    says which (the id from the store, not the newest run of the database)."""
+    from ccltune.diagnose.probes import benchrun, links, nvml
+    from ccltune.store import Store
+
+    gpus = [{"name": "NVIDIA L40S", "index": i} for i in range(2)]
+    monkeypatch.setattr("ccltune.environment.gpu_facts", lambda: {"gpus": gpus, "cuda": "13.0", "hip": None})
+    rows = [{"src": s, "dst": 1 - s, "method": "ce", "direction": "uni", "size_bytes": 256 * MIB,
+             "bandwidth_gbps": 50.0, "latency_us": None} for s in (0, 1)]
+    monkeypatch.setattr(links, "available", lambda: None)
+    monkeypatch.setattr(links, "measure", lambda plan, log: links.LinkRun(rows=rows, n_gpus=2, gpu_names=["L40S"] * 2,
+                                                                          bus_ids=[None, None], elapsed_s=0.1))
+    monkeypatch.setattr(nvml, "read_nvml", lambda: None)
+    recs = [{"collective": "all_reduce", "size_bytes": s * MIB, "in_place": True, "busbw_gbps": 45.0, "status": "ok"}
+            for s in (64, 128, 256, 512, 1024)]
+    monkeypatch.setattr(benchrun, "run_bench", lambda n, **k: benchrun.BenchRun(
+        ["fake"], {}, 0, "", 0.1, bench_env={"world_size": 2, "engine": "nccl"}, records=recs))
+    db = str(tmp_path / "r.db")
+    res = ccltune.check(db=db)
+    assert res.status == "PASS" and res.profile and res.links_run_id is not None
+    with Store(db, readonly=True) as st:
+        assert [(r.id, r.kind) for r in st.runs()] == [(res.links_run_id, "links"), (res.run_id, "check")]
+        assert len(st.links(res.links_run_id)) == 2
