@@ -998,5 +998,34 @@ PY
   step "opts: the GPU tests of bench and of docs/api.md (ccltune.validate on typed options, run as a job)"
   run 480 python3 -m pytest -m gpu -q -x -p no:cacheprovider tests/gpu/test_api_gpu.py tests/gpu/test_bench_gpu.py 2>&1 | tail -12
 }
+# cmds2
+phase_diagopts() {  # issue 33: links, topo, doctor, check on typed options: their GPU tests (the CLI and ccltune.links), docs/api.md, then the API's results
+  step "diagopts: tests/gpu/test_diag_gpu.py (links, topo, doctor, check; ccltune.links) and tests/gpu/test_api_gpu.py (docs/api.md: ccltune.check measures)"
+  run 500 python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu/test_diag_gpu.py tests/gpu/test_api_gpu.py 2>&1 | tail -15
+  step "diagopts: what each API call returned (nothing printed; run ids from the store)"
+  local D="$OUT/diagopts.db"; rm -f "$D"
+  timeout 200 python3 - "$D" <<'PY'
+import sys, time, ccltune
+db = sys.argv[1]
+print(f"{'call':<34} {'status':<7} {'exit':>4} {'run':>4} {'findings':>8} {'wall_s':>6}  what")
+for name, call, what in [
+        ("topo()", lambda: ccltune.topo(db=db), lambda r: f"{len(r.topology.gpus)} GPUs via {r.topology.source}"),
+        ("links(size='64M', method='ce')", lambda: ccltune.links(size="64M", method="ce", db=db),
+         lambda r: f"{len(r.rows)} rows, ring ceiling {r.summary.get('ring_ceiling_gbps', 0):.1f} GB/s"),
+        ("doctor(timeout=120)", lambda: ccltune.doctor(timeout=120, db=db),
+         lambda r: ", ".join(f"{f.name} {f.status}" for f in r.findings if f.name.startswith(("log:transport", "transport")))),
+        ("check(junit=...)", lambda: ccltune.check(db=db, junit=db + ".xml"),
+         lambda r: f"profile {r.profile}, links run {r.links_run_id}")]:
+    t = time.monotonic()
+    try:
+        r = call()
+    except ccltune.errors.CcltuneError as exc:
+        print(f"{name:<34} raised {type(exc).__name__}: {exc}")
+        continue
+    print(f"{name:<34} {r.status:<7} {r.exit_code:>4} {r.run_id or '-':>4} {len(r.findings):>8} {time.monotonic() - t:>6.1f}  {what(r)}")
+print("runs stored:", [(x.id, x.kind) for x in ccltune.open_db(db).runs()])
+PY
+  echo "rc=$?"
+}
 for p in "$@"; do "phase_$p"; done
 pack

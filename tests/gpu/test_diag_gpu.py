@@ -72,3 +72,21 @@ def test_check_h200_measures_the_gate(tmp_path, n_gpus):
     gate = checks["all_reduce_busbw_512M"]
     assert gate["status"] in ("PASS", "FAIL") and gate["value"] > 0
     assert checks["monotonic"]["status"] in ("PASS", "FAIL")
+
+
+def test_the_api_measures_the_links_returns_them_and_prints_nothing(tmp_path, n_gpus, capsys):
+    """ccltune.links(...) on typed options (commands/links.py): the matrix comes back as rows, the run by the id
+    the store gave, and nothing is printed (the progress lines go to the 'ccltune' logger)."""
+    import ccltune
+    from ccltune.store import Store
+
+    db = str(tmp_path / "r.db")
+    r = ccltune.links(size="64M", method="ce", db=db)
+    said = capsys.readouterr()
+    assert said.out == "" and said.err == ""
+    assert r.exit_code == 0, r.record["checks"]
+    uni = [x for x in r.rows if x["method"] == "ce" and x["direction"] == "uni"]
+    assert len(uni) == n_gpus * (n_gpus - 1) and all(x["bandwidth_gbps"] > 0 for x in uni)
+    assert r.summary["ring_ceiling_gbps"] > 0 and r.finding("links:ce/uni").status in ("PASS", "WARN")
+    with Store(db, readonly=True) as st:
+        assert [x.id for x in st.runs("links")] == [r.run_id] and len(st.links(r.run_id)) == len(r.rows)
