@@ -232,6 +232,6 @@ def check(*, verbose: bool = False, **options: Any) -> CheckResult:
     return run_check(from_keywords(CheckOptions, "check", options), _console("check", verbose))
 
 
-for _func, _command, _options in ((links, "links", LinksOptions), (topo, "topo", TopoOptions),
-                                  (doctor, "doctor", DoctorOptions), (check, "check", CheckOptions)):
-    _document(_func, _command, 0, _options)
+for _diag_func, _diag_command, _diag_options in ((links, "links", LinksOptions), (topo, "topo", TopoOptions),
+                                                (doctor, "doctor", DoctorOptions), (check, "check", CheckOptions)):
+    _document(_diag_func, _diag_command, 0, _diag_options)

@@ -63,7 +63,7 @@ def render(run: Any, rows: list[dict[str, Any]], summary: dict[str, Any]) -> str
     n = max((max(r["src"], r["dst"]) + 1 for r in rows), default=0)
     source = summary.get("source") or "ccltune links"
     version = f" {summary['tool_version']}" if summary.get("tool_version") else ""
-    names = sorted({g.get("name") for g in run.env.get("gpus") or [] if isinstance(g, dict) and g.get("name")})
+    names = sorted({str(g["name"]) for g in run.env.get("gpus") or [] if isinstance(g, dict) and g.get("name")})
     lines = [f"# links run {run.id}: {n} GPUs{' x ' + ', '.join(names) if names else ''}, from {source}{version}"
              f" ({run.started_at})"]
     for method, info in (summary.get("method_info") or {}).items():

@@ -66,7 +66,7 @@ def _matrix(t: topo.Topology, physical: int) -> list[str]:
     heads = list(range(len(t.gpus)))
     lines = []
     if physical < len(t.gpus):
-        first = {}
+        first: dict[int | None, int] = {}
         for g in t.gpus:
             first.setdefault(g.physical, g.index)
         heads = list(first.values())
