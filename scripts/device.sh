@@ -998,6 +998,19 @@ PY
   step "opts: the GPU tests of bench and of docs/api.md (ccltune.validate on typed options, run as a job)"
   run 480 python3 -m pytest -m gpu -q -x -p no:cacheprovider tests/gpu/test_api_gpu.py tests/gpu/test_bench_gpu.py 2>&1 | tail -12
 }
+phase_ab2() {  # 2026-11-27 (4-GPU machine, <= 9.5 min): GPUs 0,1: the whole loop on DDP with ab --prune (budget AB2_S, 360 s); GPUs 2,3 at the same time: pytest -m gpu tests/gpu on 2 GPUs
+  local t0=$(date +%s); phase_build; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1; echo "profiler build rc=$?"
+  ( export CUDA_VISIBLE_DEVICES=2,3; timeout -k 5 ${GPU2_S:-520} python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider > $OUT/gpu2.txt 2>&1; echo "rc=$? wall $(( $(date +%s) - t0 )) s" >> $OUT/gpu2.txt ) &
+  local bg=$!
+  ( export CUDA_VISIBLE_DEVICES=0,1; NGPU=2; loopjob ddp ${AB2_S:-360} $DDP ); echo "wall $(( $(date +%s) - t0 )) s"
+  wait $bg; step "pytest -m gpu tests/gpu on GPUs 2,3"; tail -6 $OUT/gpu2.txt
+  echo "phase ab2 wall $(( $(date +%s) - t0 )) s"; pack
+}
+phase_gpu4() {  # every GPU test on all GPUs (the whole tests/gpu), after issue 33's typed options
+  local t0=$(date +%s); phase_build
+  timeout -k 5 ${GPU4_S:-540} python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider --durations=15 > $OUT/gpu$NGPU.txt 2>&1; echo "rc=$?"; tail -25 $OUT/gpu$NGPU.txt
+  echo "phase gpu4 wall $(( $(date +%s) - t0 )) s"; pack
+}
 # cmds2
 phase_diagopts() {  # issue 33: links, topo, doctor, check on typed options: their GPU tests (the CLI and ccltune.links), docs/api.md, then the API's results
   step "diagopts: tests/gpu/test_diag_gpu.py (links, topo, doctor, check; ccltune.links) and tests/gpu/test_api_gpu.py (docs/api.md: ccltune.check measures)"
