@@ -1013,11 +1013,12 @@ phase_gpu4() {  # every GPU test on all GPUs (the whole tests/gpu), after issue 
 }
 # cmds2
 phase_diagopts() {  # issue 33: links, topo, doctor, check on typed options: their GPU tests (the CLI and ccltune.links), docs/api.md, then the API's results
+  local t0=$(date +%s); phase_build  # doctor's and check's bench runs use the nccl engine's launch loop (native/)
   step "diagopts: tests/gpu/test_diag_gpu.py (links, topo, doctor, check; ccltune.links) and tests/gpu/test_api_gpu.py (docs/api.md: ccltune.check measures)"
-  run 500 python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu/test_diag_gpu.py tests/gpu/test_api_gpu.py 2>&1 | tail -15
+  run 360 python3 -m pytest -m gpu -q -p no:cacheprovider tests/gpu/test_diag_gpu.py tests/gpu/test_api_gpu.py 2>&1 | tail -15
   step "diagopts: what each API call returned (nothing printed; run ids from the store)"
   local D="$OUT/diagopts.db"; rm -f "$D"
-  timeout 200 python3 - "$D" <<'PY'
+  timeout 180 python3 - "$D" <<'PY'
 import sys, time, ccltune
 db = sys.argv[1]
 print(f"{'call':<34} {'status':<7} {'exit':>4} {'run':>4} {'findings':>8} {'wall_s':>6}  what")
@@ -1038,7 +1039,7 @@ for name, call, what in [
     print(f"{name:<34} {r.status:<7} {r.exit_code:>4} {r.run_id or '-':>4} {len(r.findings):>8} {time.monotonic() - t:>6.1f}  {what(r)}")
 print("runs stored:", [(x.id, x.kind) for x in ccltune.open_db(db).runs()])
 PY
-  echo "rc=$?"
+  echo "rc=$? phase diagopts wall $(( $(date +%s) - t0 )) s"
 }
 for p in "$@"; do "phase_$p"; done
 pack
