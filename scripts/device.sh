@@ -1011,5 +1011,14 @@ phase_gpu4() {  # every GPU test on all GPUs (the whole tests/gpu), after issue 
   timeout -k 5 ${GPU4_S:-540} python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider --durations=15 > $OUT/gpu$NGPU.txt 2>&1; echo "rc=$?"; tail -25 $OUT/gpu$NGPU.txt
   echo "phase gpu4 wall $(( $(date +%s) - t0 )) s"; pack
 }
+phase_final2() {  # 2026-11-27 (4-GPU machine, <= 9 min): GPUs 2,3 every GPU test (after issue 33's commands; doctor on 2 of 4 GPUs); GPUs 0,1 at the same time the phases wl2 and prof2 (never run yet)
+  local t0=$(date +%s); phase_build; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1; echo "profiler build rc=$?"
+  ( export CUDA_VISIBLE_DEVICES=2,3; timeout -k 5 ${GPU2_S:-500} python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider --durations=8 > $OUT/gpu2.txt 2>&1; echo "rc=$? wall $(( $(date +%s) - t0 )) s" >> $OUT/gpu2.txt ) &
+  local bg=$!
+  ( export CUDA_VISIBLE_DEVICES=0,1; NGPU=2; phase_wl2 ); echo "wall $(( $(date +%s) - t0 )) s"
+  phase_prof2; echo "wall $(( $(date +%s) - t0 )) s"
+  wait $bg; step "pytest -m gpu tests/gpu on GPUs 2,3"; tail -14 $OUT/gpu2.txt
+  echo "phase final2 wall $(( $(date +%s) - t0 )) s"; pack
+}
 for p in "$@"; do "phase_$p"; done
 pack
