@@ -36,7 +36,7 @@ class ImportLinksOptions:
     """``ccltune import transferbench|nvbandwidth``'s options: ``source`` the tool (the CLI's sub-action),
     ``file`` its output, what the output may not say, and the slowest-link check's threshold (a fraction)."""
 
-    source: str = option(choices=tuple(READERS))
+    source: str = option(positional=True, choices=tuple(READERS))
     file: str = option(positional=True)
     db: str = option(DEFAULT_DB, flag="--db")
     gpu: str | None = option(None, flag="--gpu")
