@@ -251,9 +251,13 @@ def plugin_verify(rules: str | Path, collective: str | list[str] | None = None, 
     return run_plugin_verify(o, _console("plugin_verify", verbose))
 
 
-for _func, _command, _n, _options in ((import_nccl_tests, "import nccl-tests", 1, ImportNcclTestsOptions),
-                                      (import_links, "import nvbandwidth", 2, ImportLinksOptions),
-                                      (export, "export", 1, ExportOptions),
-                                      (plugin_check, "plugin check", 1, PluginCheckOptions),
-                                      (plugin_verify, "plugin verify", 2, PluginVerifyOptions)):
-    _document(_func, _command, _n, _options)
+# (function, the command whose --help documents it, its positionals, its options)
+_MORE: list[tuple[Any, str, int, type]] = [
+    (import_nccl_tests, "import nccl-tests", 1, ImportNcclTestsOptions),
+    (import_links, "import nvbandwidth", 2, ImportLinksOptions),
+    (export, "export", 1, ExportOptions),
+    (plugin_check, "plugin check", 1, PluginCheckOptions),
+    (plugin_verify, "plugin verify", 2, PluginVerifyOptions),
+]
+for _func_, _command_, _n_, _options_ in _MORE:
+    _document(_func_, _command_, _n_, _options_)

@@ -84,7 +84,7 @@ def _env(parsed: list[Parsed], o: ImportNcclTestsOptions, world: int, nodes: int
     model = named[0] if named else (o.gpu.strip() if o.gpu else "unknown")
     gpus = [{"index": i, "name": model} for i in range(world)]
     versions = {p.nccl_version for p in parsed if p.nccl_version}
-    devices = next((p.env["devices"] for p in parsed if p.env.get("devices")), [])
+    devices: list[dict[str, Any]] = next((p.env["devices"] for p in parsed if p.env.get("devices")), [])
     tool = _joined(parsed, "tool") or "nccl-tests"
     return {"ccltune_version": __version__, "world_size": world, "n_nodes": nodes, "gpus": gpus,
             "gpu_source": "file" if named else ("--gpu" if o.gpu else "unknown"),

@@ -235,6 +235,6 @@ def _check_lines(checks: list[Any], n_ranks: int, n_nodes: int) -> list[str]:
                     + (f"/{r.channels}ch" if r.channels >= 1 else ""))
         out.append(f"  {c.collective:<14} {format_size(c.size_bytes):>8}  {c.status:<11} {rule:<36} {c.reason}")
     counts = {st: sum(c.status == st for c in checks) for st in RuleCheck}
-    out.append(f"# {counts['APPLIED']} applied, {counts['NOT APPLIED']} not applied, "
-               f"{counts['NO RULE']} without a rule")
+    out.append(f"# {counts[RuleCheck.APPLIED]} applied, {counts[RuleCheck.NOT_APPLIED]} not applied, "
+               f"{counts[RuleCheck.NO_RULE]} without a rule")
     return out
