@@ -214,8 +214,7 @@ def import_nccl_tests(files: str | Path | list[str | Path], *, verbose: bool = F
     """``ccltune import nccl-tests``: store nccl-tests (or rccl-tests) output, each run of each file, as one
     import run of the configuration it ran with (``algo``, ``proto``, ``channels``; None: NCCL's default);
     return it (``tune`` derives rules from it as from a sweep). ``files``: one path or a list."""
-    given = [str(f) for f in files] if isinstance(files, (list, tuple)) else str(files)
-    o = from_keywords(ImportNcclTestsOptions, "import_nccl_tests", {"files": given, **options})
+    o = from_keywords(ImportNcclTestsOptions, "import_nccl_tests", {"files": files, **options})
     return run_import_nccl_tests(o, _console("import_nccl_tests", verbose))
 
 

@@ -216,6 +216,10 @@ def test_imports_return_the_run_each_call_stored(tmp_path, monkeypatch, capsys, 
     assert second.run.summary["config"] == "default" and "--algo" not in second.run.command
     assert links.run.kind == "links" and links.links and links.run.env["source"] == "nvbandwidth"
     assert [r.id for r in ccltune.open_db("i.db").runs("import")] == [first.run_id, second.run_id]
+    from ccltune.commands.runs import RunsOptions, run_runs
+
+    listing = run_runs(RunsOptions(db="i.db"))  # `ccltune runs`: measurements per run, the links run has none
+    assert [r.id for r in listing.runs] == [1, 2, 3] and listing.rows == {1: len(first.rows), 3: len(second.rows)}
 
 
 def test_export_returns_the_text_and_prints_it_only_when_verbose(tmp_path, monkeypatch, capsys):
@@ -237,7 +241,7 @@ def test_plugin_check_and_verify_from_python(tmp_path, capsys):
     from ccltune.errors import RuleFileError
 
     ok = ccltune.plugin_check(FIXTURES / "rules" / "basic.conf", platform=["gpu=NVIDIA H100"])
-    assert (ok.rules, capsys.readouterr().out) == (8, "") and ok.applying is not None
+    assert (ok.rules, ok.applying, capsys.readouterr().out) == (8, 8, "")  # no platform section: all apply
     with pytest.raises(RuleFileError, match="19 lines rejected"):
         ccltune.plugin_check(FIXTURES / "rules" / "bad_lines.conf")
     assert capsys.readouterr().err == ""  # the rejected lines are the logger's without verbose
