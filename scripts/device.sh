@@ -998,5 +998,21 @@ PY
   step "opts: the GPU tests of bench and of docs/api.md (ccltune.validate on typed options, run as a job)"
   run 480 python3 -m pytest -m gpu -q -x -p no:cacheprovider tests/gpu/test_api_gpu.py tests/gpu/test_bench_gpu.py 2>&1 | tail -12
 }
+phase_cmds1() {  # issue 33 (branch cmds1): plugin verify's GPU run through run_plugin_verify, from the CLI and from Python
+  step "cmds1: plugin verify on $NGPU GPUs, the GPU test (CLI) and ccltune.plugin_verify (API)"
+  run 240 python3 -m pytest -m gpu -q -x -p no:cacheprovider tests/gpu/test_bench_gpu.py -k plugin_verify 2>&1 | tail -3
+  echo "allreduce,1M,1M,ring,ll,-1,-1,-1" > "$OUT/cmds1.conf"
+  run 200 python3 - "$OUT/cmds1.conf" "$NGPU" <<'PY'
+import sys
+
+import ccltune
+
+v = ccltune.plugin_verify(sys.argv[1], "all_reduce", min_bytes="1M", max_bytes="2M", nproc=int(sys.argv[2]))
+print(f"# {'size_bytes':>10} {'status':<11} what NCCL ran / why")
+for c in v.checks:
+    print(f"  {c.size_bytes:>10} {c.status:<11} {c.reason}")
+print(f"# verdict {v.verdict} n_ranks {v.n_ranks} exit_code {v.exit_code} (expected: 1 MiB APPLIED, 2 MiB NO RULE, PASS)")
+PY
+}
 for p in "$@"; do "phase_$p"; done
 pack

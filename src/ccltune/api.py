@@ -251,12 +251,12 @@ def plugin_verify(rules: str | Path, collective: str | list[str] | None = None, 
 
 
 # (function, the command whose --help documents it, its positionals, its options)
-_MORE: list[tuple[Any, str, int, type]] = [
+_IMPORT_EXPORT_PLUGIN: list[tuple[Any, str, int, type]] = [
     (import_nccl_tests, "import nccl-tests", 1, ImportNcclTestsOptions),
     (import_links, "import nvbandwidth", 2, ImportLinksOptions),
     (export, "export", 1, ExportOptions),
     (plugin_check, "plugin check", 1, PluginCheckOptions),
     (plugin_verify, "plugin verify", 2, PluginVerifyOptions),
 ]
-for _func_, _command_, _n_, _options_ in _MORE:
-    _document(_func_, _command_, _n_, _options_)
+for _f, _cmd, _npos, _opts in _IMPORT_EXPORT_PLUGIN:
+    _document(_f, _cmd, _npos, _opts)

@@ -179,10 +179,10 @@ def _cases():
         (["plugin", "path", "--profiler"], PluginPathOptions, "plugin_path", dict(profiler=True)),
         (["plugin", "check", "r.conf", "--platform", "gpu=H200", "--platform", "nps=NPS1"], PluginCheckOptions,
          "plugin_check", dict(file="r.conf", platform=["gpu=H200", "nps=NPS1"])),
-        (["plugin", "verify", "r.conf", "allreduce", "allgather", "-b", "1K", "-e", "1M", "-f", "4", "--nproc", "2",
+        (["plugin", "verify", "r.conf", "all_reduce", "all_gather", "-b", "1K", "-e", "1M", "-f", "4", "--nproc", "2",
           "--from-log", "n.log", "--profile", "prof", "--platform", "gpu=H200", "--save-log", "s.log", "--json",
           "v.json", "--timeout", "30"], PluginVerifyOptions, "plugin_verify",
-         dict(file="r.conf", collective=["allreduce", "allgather"], min_bytes="1K", max_bytes="1M", step_factor=4,
+         dict(file="r.conf", collective=["all_reduce", "all_gather"], min_bytes="1K", max_bytes="1M", step_factor=4,
               nproc=2, from_log="n.log", profile="prof", platform="gpu=H200", save_log="s.log", json="v.json",
               timeout=30)),
     ]
@@ -198,7 +198,7 @@ def test_the_command_line_and_the_api_build_the_same_options(argv, cls, command,
     assert not left, f"the case leaves {left} at their defaults: give each option a value"
     if command == "plugin_verify":  # a size in bytes is the text -e reads; the collectives a tuple, in order
         assert from_keywords(cls, command, {**kw, "max_bytes": 1 << 20}).maxbytes == "1048576"
-        assert parsed.collective == ("allreduce", "allgather")
+        assert parsed.collective == ("all_reduce", "all_gather")
 
 
 def test_imports_return_the_run_each_call_stored(tmp_path, monkeypatch, capsys, caplog):
