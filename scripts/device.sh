@@ -1020,5 +1020,21 @@ phase_final2() {  # 2026-11-27 (4-GPU machine, <= 9 min): GPUs 2,3 every GPU tes
   wait $bg; step "pytest -m gpu tests/gpu on GPUs 2,3"; tail -14 $OUT/gpu2.txt
   echo "phase final2 wall $(( $(date +%s) - t0 )) s"; pack
 }
+phase_cmds1() {  # issue 33 (branch cmds1): plugin verify's GPU run through run_plugin_verify, from the CLI and from Python
+  step "cmds1: plugin verify on $NGPU GPUs, the GPU test (CLI) and ccltune.plugin_verify (API)"
+  run 240 python3 -m pytest -m gpu -q -x -p no:cacheprovider tests/gpu/test_bench_gpu.py -k plugin_verify 2>&1 | tail -3
+  echo "allreduce,1M,1M,ring,ll,-1,-1,-1" > "$OUT/cmds1.conf"
+  run 200 python3 - "$OUT/cmds1.conf" "$NGPU" <<'PY'
+import sys
+
+import ccltune
+
+v = ccltune.plugin_verify(sys.argv[1], "all_reduce", min_bytes="1M", max_bytes="2M", nproc=int(sys.argv[2]))
+print(f"# {'size_bytes':>10} {'status':<11} what NCCL ran / why")
+for c in v.checks:
+    print(f"  {c.size_bytes:>10} {c.status:<11} {c.reason}")
+print(f"# verdict {v.verdict} n_ranks {v.n_ranks} exit_code {v.exit_code} (expected: 1 MiB APPLIED, 2 MiB NO RULE, PASS)")
+PY
+}
 for p in "$@"; do "phase_$p"; done
 pack
