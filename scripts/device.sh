@@ -1011,6 +1011,31 @@ phase_gpu4() {  # every GPU test on all GPUs (the whole tests/gpu), after issue 
   timeout -k 5 ${GPU4_S:-540} python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider --durations=15 > $OUT/gpu$NGPU.txt 2>&1; echo "rc=$?"; tail -25 $OUT/gpu$NGPU.txt
   echo "phase gpu4 wall $(( $(date +%s) - t0 )) s"; pack
 }
+phase_final2() {  # 2026-11-27 (4-GPU machine, <= 9 min): GPUs 2,3 every GPU test (after issue 33's commands; doctor on 2 of 4 GPUs); GPUs 0,1 at the same time the phases wl2 and prof2 (never run yet)
+  local t0=$(date +%s); phase_build; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1; echo "profiler build rc=$?"
+  ( export CUDA_VISIBLE_DEVICES=2,3; timeout -k 5 ${GPU2_S:-500} python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider --durations=8 > $OUT/gpu2.txt 2>&1; echo "rc=$? wall $(( $(date +%s) - t0 )) s" >> $OUT/gpu2.txt ) &
+  local bg=$!
+  ( export CUDA_VISIBLE_DEVICES=0,1; NGPU=2; phase_wl2 ); echo "wall $(( $(date +%s) - t0 )) s"
+  phase_prof2; echo "wall $(( $(date +%s) - t0 )) s"
+  wait $bg; step "pytest -m gpu tests/gpu on GPUs 2,3"; tail -14 $OUT/gpu2.txt
+  echo "phase final2 wall $(( $(date +%s) - t0 )) s"; pack
+}
+phase_cmds1() {  # issue 33 (branch cmds1): plugin verify's GPU run through run_plugin_verify, from the CLI and from Python
+  step "cmds1: plugin verify on $NGPU GPUs, the GPU test (CLI) and ccltune.plugin_verify (API)"
+  run 240 python3 -m pytest -m gpu -q -x -p no:cacheprovider tests/gpu/test_bench_gpu.py -k plugin_verify 2>&1 | tail -3
+  echo "allreduce,1M,1M,ring,ll,-1,-1,-1" > "$OUT/cmds1.conf"
+  run 200 python3 - "$OUT/cmds1.conf" "$NGPU" <<'PY'
+import sys
+
+import ccltune
+
+v = ccltune.plugin_verify(sys.argv[1], "all_reduce", min_bytes="1M", max_bytes="2M", nproc=int(sys.argv[2]))
+print(f"# {'size_bytes':>10} {'status':<11} what NCCL ran / why")
+for c in v.checks:
+    print(f"  {c.size_bytes:>10} {c.status:<11} {c.reason}")
+print(f"# verdict {v.verdict} n_ranks {v.n_ranks} exit_code {v.exit_code} (expected: 1 MiB APPLIED, 2 MiB NO RULE, PASS)")
+PY
+}
 # cmds2
 phase_diagopts() {  # issue 33: links, topo, doctor, check on typed options: their GPU tests (the CLI and ccltune.links), docs/api.md, then the API's results
   local t0=$(date +%s); phase_build  # doctor's and check's bench runs use the nccl engine's launch loop (native/)

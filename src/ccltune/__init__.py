@@ -22,6 +22,8 @@ __version__ = "0.1.0"
 # command line and every rank of a job import it.
 _API = ("bench", "sweep", "tune", "validate", "report", "open_db", "Database", "RunResult", "TuneResult",
         "ValidateResult")
+_API += ("import_nccl_tests", "import_links", "export", "plugin_check", "plugin_verify", "Exported",
+         "LinksImportResult", "RuleFileCheck", "VerifyResult")
 # cmds2: the diagnose commands and what they return
 _API += ("links", "topo", "doctor", "check", "Diagnosis", "LinksResult", "TopoResult", "CheckResult")
 __all__ = ["__version__", "errors", *_API]

@@ -34,6 +34,14 @@ from ccltune.commands.tune import TuneOptions, run_tune
 from ccltune.commands.validate import ValidateOptions, run_validate
 from ccltune.errors import CheckFailed, UsageError, error_for_exit_code, unknown_name
 from ccltune.store import DEFAULT_DB, RUN_KINDS, Measurement, Run, Store
+
+# import, export, plugin check/verify (the block at the end)
+from ccltune.commands.export import ExportOptions, Exported, run_export
+from ccltune.commands.import_ import ImportNcclTestsOptions, run_import_nccl_tests
+from ccltune.commands.import_links import ImportLinksOptions, LinksImportResult, run_import_links
+from ccltune.commands.plugin import PluginCheckOptions, RuleFileCheck, run_plugin_check
+from ccltune.commands.plugin_verify import PluginVerifyOptions, VerifyResult, run_plugin_verify
+
 # cmds2: the diagnose commands
 from ccltune.commands.check import CheckOptions, run_check
 from ccltune.commands.diagnosis import CheckResult, Diagnosis, LinksResult, TopoResult
@@ -200,6 +208,65 @@ for _func, _command, _n, _options in ((bench, "bench", 1, BenchOptions), (sweep,
                                       (tune, "tune", 0, TuneOptions), (validate, "validate", 2, ValidateOptions),
                                       (report, "report", 0, ReportOptions)):
     _document(_func, _command, _n, _options)
+
+
+# -- importing other tools' results, exporting a run, checking rule files ----------------------------------
+# (no ``ccltune.runs()``: ``open_db(db).runs(kind)`` returns the runs ``ccltune runs`` lists, as typed records)
+
+__all__ += ["Exported", "LinksImportResult", "RuleFileCheck", "VerifyResult", "export", "import_links",
+            "import_nccl_tests", "plugin_check", "plugin_verify"]
+
+
+def import_nccl_tests(files: str | Path | list[str | Path], *, verbose: bool = False, **options: Any) -> RunResult:
+    """``ccltune import nccl-tests``: store nccl-tests (or rccl-tests) output, each run of each file, as one
+    import run of the configuration it ran with (``algo``, ``proto``, ``channels``; None: NCCL's default);
+    return it (``tune`` derives rules from it as from a sweep). ``files``: one path or a list."""
+    o = from_keywords(ImportNcclTestsOptions, "import_nccl_tests", {"files": files, **options})
+    return run_import_nccl_tests(o, _console("import_nccl_tests", verbose))
+
+
+def import_links(source: str, file: str | Path, *, verbose: bool = False, **options: Any) -> LinksImportResult:
+    """``ccltune import transferbench|nvbandwidth``: store the tool's link matrix (``source``: 'transferbench'
+    or 'nvbandwidth') as a links run with its slowest-link checks; return the run, its links and findings."""
+    o = from_keywords(ImportLinksOptions, "import_links", {"source": source, "file": str(file), **options})
+    return run_import_links(o, _console("import_links", verbose))
+
+
+def export(run: int | str, *, verbose: bool = False, **options: Any) -> Exported:
+    """``ccltune export``: run ``run`` (an id, or 'latest') as a JSON document or a CSV table (``format``);
+    written to ``out`` when given. Returns the text (``.text``), the run's id and the file written (``.path``);
+    with ``verbose=True`` and no ``out`` the text is printed, as the command line prints it."""
+    o = from_keywords(ExportOptions, "export", {"run": str(run), **options})
+    return run_export(o, _console("export", verbose))
+
+
+def plugin_check(file: str | Path, *, verbose: bool = False, **options: Any) -> RuleFileCheck:
+    """``ccltune plugin check``: read a rule file as the tuner plugin does; the number of rules (and with
+    ``platform=["gpu=NVIDIA H200", ...]``, how many apply there). A line the plugin would skip raises
+    ``RuleFileError`` naming how many (``verbose=True`` prints each, FILE:LINE: reason)."""
+    o = from_keywords(PluginCheckOptions, "plugin_check", {"file": str(file), **options})
+    return run_plugin_check(o, _console("plugin_check", verbose))
+
+
+def plugin_verify(rules: str | Path, collective: str | list[str] | None = None, *, verbose: bool = False,
+                  **options: Any) -> VerifyResult:
+    """``ccltune plugin verify``: whether NCCL ran what the rule file says, from a TUNING log (``from_log``),
+    the profiler plugin's files (``profile``) or a bench run it starts on this machine's GPUs. Returns every
+    check; a rule NCCL did not follow is the answer (``verdict`` FAIL), not an error."""
+    o = from_keywords(PluginVerifyOptions, "plugin_verify", {"file": str(rules), "collective": collective, **options})
+    return run_plugin_verify(o, _console("plugin_verify", verbose))
+
+
+# (function, the command whose --help documents it, its positionals, its options)
+_IMPORT_EXPORT_PLUGIN: list[tuple[Any, str, int, type]] = [
+    (import_nccl_tests, "import nccl-tests", 1, ImportNcclTestsOptions),
+    (import_links, "import nvbandwidth", 2, ImportLinksOptions),
+    (export, "export", 1, ExportOptions),
+    (plugin_check, "plugin check", 1, PluginCheckOptions),
+    (plugin_verify, "plugin verify", 2, PluginVerifyOptions),
+]
+for _f, _cmd, _npos, _opts in _IMPORT_EXPORT_PLUGIN:
+    _document(_f, _cmd, _npos, _opts)
 
 
 # cmds2: the diagnose commands (links, topo, doctor, check) ------------------------------------------------

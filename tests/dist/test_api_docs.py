@@ -16,6 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "api.md"
 SWEEP_DB = ROOT / "tests" / "fixtures" / "bench" / "h200x2-flow.sqlite"   # the doc's sweep.db
+# the other files the doc's examples read, copied as it says (import, export, rule files)
+DOC_FILES = {"nccl-tests/ag-mpi-v2.19.6.txt": "all_gather.txt", "logs/nccl_tuning_rules.log": "job.log",
+             "logs/nccl_tuning_rules.conf": "job-rules.conf"}
 _BLOCK = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.S | re.M)
 
 
@@ -28,6 +31,8 @@ def doc_blocks() -> list[tuple[str, str, int]]:
 def run_examples(folder: Path, monkeypatch: pytest.MonkeyPatch, tags: set[str]) -> list[int]:
     """Run the blocks tagged ``tags`` (and untagged ones) in ``folder``; returns their lines."""
     shutil.copy(SWEEP_DB, folder / "sweep.db")
+    for source, name in DOC_FILES.items():  # what the doc says to copy first
+        shutil.copy(ROOT / "tests" / "fixtures" / source, folder / name)
     monkeypatch.chdir(folder)
     scope: dict = {"__name__": "__api_doc__"}
     ran = []

@@ -110,6 +110,25 @@ def test_doctor_bench_failure_is_an_error_with_the_reason(monkeypatch):
     assert found["transport"].status == "ERROR" and "boom" in found["transport"].evidence
 
 
+@pytest.mark.parametrize("var", ["CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"])
+def test_doctor_runs_on_the_visible_gpus_not_every_gpu_present(monkeypatch, var):
+    """Found on 4 H100 with CUDA_VISIBLE_DEVICES=2,3 (2026-11-27): doctor launched 4 ranks onto the 2 GPUs
+    the processes could see (NCCL: "Duplicate GPU detected"); it runs on the visible ones, and measures the
+    channel counts since 2 of 4 are used."""
+    fake = _FakeBench()
+    monkeypatch.setattr(benchrun, "run_bench", fake)
+    monkeypatch.setattr(topo, "discover", lambda root: _four_gpus("NV18"))
+    ctx = Context(root=FIX / "sysfs" / "host-good", lspci=None, environ={var: "2,3"}, nproc=None, run=True,
+                  timeout_s=5)
+    found = _by_name(run_checks("doctor", ctx))
+    assert fake.calls and all(c[0] == 2 for c in fake.calls)
+    assert found["channels"].data["used"] == 2 and found["channels"].data["present"] == 4
+    ctx = Context(root=FIX / "sysfs" / "host-good", lspci=None, environ={var: "2,3"}, nproc=3, run=True, timeout_s=5)
+    found = _by_name(run_checks("doctor", ctx))
+    assert found["transport"].status == "WAIVED"
+    assert found["transport"].evidence == f"--nproc 3 is not between 1 and the 2 GPUs visible ({var}=2,3)"
+
+
 def test_doctor_bad_nproc_is_waived(monkeypatch):
     monkeypatch.setattr(topo, "discover", lambda root: _four_gpus("NV18"))
     found = _by_name(_doctor(9)[0])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -16,6 +17,7 @@ import ccltune
 from ccltune.cli import build_parser
 from ccltune.commands.bench_options import BenchOptions
 from ccltune.commands.options import from_fields
+from ccltune.errors import UsageError
 
 ROOT = Path(ccltune.__file__).parent
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bench" / "h200x2-flow.sqlite"
@@ -148,8 +150,110 @@ def test_every_ab_option_travels_and_the_job_comes_last():
     assert ab_options(build_parser().parse_args(AbOptions().to_argv())) == AbOptions()
 
 
-# cmds2: links, topo, doctor and check on typed options ---------------------------------------------------------
+# -- import, runs, export, plugin: the command line and the Python API build the same options ----------------
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+NCCLT = FIXTURES / "nccl-tests" / "ag-mpi-v2.19.6.txt"
+NVB = FIXTURES / "nvbandwidth" / "h100_4gpu.txt"
+TUNING_LOG = FIXTURES / "logs" / "nccl_tuning_rules.log"
+
+
+def _cases():
+    from ccltune.commands.export import ExportOptions
+    from ccltune.commands.import_ import ImportNcclTestsOptions
+    from ccltune.commands.import_links import ImportLinksOptions
+    from ccltune.commands.plugin import PluginCheckOptions, PluginPathOptions
+    from ccltune.commands.plugin_verify import PluginVerifyOptions
+    from ccltune.commands.runs import RunsOptions
+
+    return [
+        (["import", "nccl-tests", "a.txt", "b.txt", "--db", "x.db", "--algo", "ring", "--proto", "ll", "--channels",
+          "4", "--nranks", "8", "--gpu", "NVIDIA H200", "--collective", "all_reduce"], ImportNcclTestsOptions,
+         "import_nccl_tests", dict(files=["a.txt", "b.txt"], db="x.db", algo="ring", proto="ll", channels=4,
+                                   nranks="8", gpu="NVIDIA H200", collective="all_reduce")),
+        (["import", "nvbandwidth", "f.txt", "--db", "x.db", "--gpu", "G", "--host", "h", "--threshold", "0.5"],
+         ImportLinksOptions, "import_links", dict(source="nvbandwidth", file="f.txt", db="x.db", gpu="G", host="h",
+                                                  threshold=0.5)),
+        (["runs", "--kind", "sweep", "--db", "x.db"], RunsOptions, "runs", dict(kind="sweep", db="x.db")),
+        (["export", "3", "--format", "csv", "--out", "o.csv", "--db", "x.db"], ExportOptions, "export",
+         dict(run=3, format="csv", out="o.csv", db="x.db")),
+        (["plugin", "path", "--profiler"], PluginPathOptions, "plugin_path", dict(profiler=True)),
+        (["plugin", "check", "r.conf", "--platform", "gpu=H200", "--platform", "nps=NPS1"], PluginCheckOptions,
+         "plugin_check", dict(file="r.conf", platform=["gpu=H200", "nps=NPS1"])),
+        (["plugin", "verify", "r.conf", "all_reduce", "all_gather", "-b", "1K", "-e", "1M", "-f", "4", "--nproc", "2",
+          "--from-log", "n.log", "--profile", "prof", "--platform", "gpu=H200", "--save-log", "s.log", "--json",
+          "v.json", "--timeout", "30"], PluginVerifyOptions, "plugin_verify",
+         dict(file="r.conf", collective=["all_reduce", "all_gather"], min_bytes="1K", max_bytes="1M", step_factor=4,
+              nproc=2, from_log="n.log", profile="prof", platform="gpu=H200", save_log="s.log", json="v.json",
+              timeout=30)),
+    ]
+
+
+@pytest.mark.parametrize("argv, cls, command, kw", _cases(), ids=lambda c: c[0] if isinstance(c, list) else "")
+def test_the_command_line_and_the_api_build_the_same_options(argv, cls, command, kw):
+    from ccltune.commands.options import from_keywords
+
+    parsed = from_fields(cls, vars(build_parser().parse_args(argv)))
+    assert parsed == from_keywords(cls, command, kw)
+    left = [f.name for f in dataclasses.fields(cls) if getattr(parsed, f.name) == f.default]
+    assert not left, f"the case leaves {left} at their defaults: give each option a value"
+    if command == "plugin_verify":  # a size in bytes is the text -e reads; the collectives a tuple, in order
+        assert from_keywords(cls, command, {**kw, "max_bytes": 1 << 20}).maxbytes == "1048576"
+        assert parsed.collective == ("all_reduce", "all_gather")
+
+
+def test_imports_return_the_run_each_call_stored(tmp_path, monkeypatch, capsys, caplog):
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level(logging.INFO, logger="ccltune"):
+        first = ccltune.import_nccl_tests(NCCLT, db="i.db", algo="ring")
+        links = ccltune.import_links("nvbandwidth", NVB, db="i.db")
+        second = ccltune.import_nccl_tests([NCCLT], db="i.db")
+    said = capsys.readouterr()
+    assert said.out == "" and said.err == ""  # nothing printed: the lines went to the logger
+    lines = [r.getMessage() for r in caplog.records]
+    assert (first.run_id, links.run_id, second.run_id) == (1, 2, 3)
+    assert any(m.startswith(f"# run {links.run_id} (links, imported from nvbandwidth") for m in lines)
+    assert first.run.kind == "import" and first.rows and {m.algo for m in first.rows} == {"ring"}
+    assert second.run.summary["config"] == "default" and "--algo" not in second.run.command
+    assert links.run.kind == "links" and links.links and links.run.env["source"] == "nvbandwidth"
+    assert [r.id for r in ccltune.open_db("i.db").runs("import")] == [first.run_id, second.run_id]
+    from ccltune.commands.runs import RunsOptions, run_runs
+
+    listing = run_runs(RunsOptions(db="i.db"))  # `ccltune runs`: measurements per run, the links run has none
+    assert [r.id for r in listing.runs] == [1, 2, 3] and listing.rows == {1: len(first.rows), 3: len(second.rows)}
+
+
+def test_export_returns_the_text_and_prints_it_only_when_verbose(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    run = ccltune.import_nccl_tests(str(NCCLT), db="e.db")
+    quiet = ccltune.export(run.run_id, db="e.db", format="csv")
+    assert capsys.readouterr().out == "" and quiet.path is None and quiet.run_id == run.run_id
+    assert quiet.text.splitlines()[0].startswith("run_id,collective,size_bytes") and len(quiet.text.splitlines()) == 1 + len(run.rows)
+    loud = ccltune.export("latest", db="e.db", verbose=True)
+    assert capsys.readouterr().out == loud.text and json.loads(loud.text)["run"]["id"] == run.run_id
+    written = ccltune.export(run.run_id, db="e.db", out="r.json", verbose=True)
+    assert capsys.readouterr().out == "" and written.path == "r.json"
+    assert (tmp_path / "r.json").read_text() == loud.text
+    with pytest.raises(UsageError, match="'fromat'.*did you mean 'format'"):
+        ccltune.export(1, db="e.db", fromat="csv")
+
+
+def test_plugin_check_and_verify_from_python(tmp_path, capsys):
+    from ccltune.errors import RuleFileError
+
+    ok = ccltune.plugin_check(FIXTURES / "rules" / "basic.conf", platform=["gpu=NVIDIA H100"])
+    assert (ok.rules, ok.applying, capsys.readouterr().out) == (8, 8, "")  # no platform section: all apply
+    with pytest.raises(RuleFileError, match="19 lines rejected"):
+        ccltune.plugin_check(FIXTURES / "rules" / "bad_lines.conf")
+    assert capsys.readouterr().err == ""  # the rejected lines are the logger's without verbose
+    good = ccltune.plugin_verify(TUNING_LOG.with_suffix(".conf"), from_log=TUNING_LOG)
+    assert good.verdict == "PASS" and good.n_ranks == 4 and good.checks and capsys.readouterr().out == ""
+    rules = tmp_path / "r.conf"
+    rules.write_text("allreduce,12,12,tree,ll,-1,-1,-1\n")  # the job's all_reduce is 4 B: the rule never applies
+    bad = ccltune.plugin_verify(rules, from_log=TUNING_LOG, verbose=True)  # FAIL is the answer, not an error
+    assert bad.verdict == "FAIL" and bad.exit_code == 1 and "# nRanks 4 nNodes 1" in capsys.readouterr().out
+
+
+# cmds2: links, topo, doctor and check on typed options ---------------------------------------------------------
 NCCL_LOG = FIXTURES / "logs" / "nccl_4gpu_p2p.log"
 AMD_SMI = [FIXTURES / "amd-smi" / "mi300x_topology.json", FIXTURES / "amd-smi" / "mi300x_static.json"]
 MIB = 1 << 20

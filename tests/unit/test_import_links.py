@@ -197,3 +197,22 @@ def test_import_host_flag_and_a_hostless_links_run_is_host_unknown(tmp_path, cap
     assert not any(k.startswith("slowest-link ceiling") for k in dict(card.figures))
     assert ("info", "no slowest-link ceiling for this job shape: links run 2 measured a host it did not record, "
                     "not this job's host") in card.lines
+
+
+def test_an_output_handed_over_as_a_pipe_is_stored_whole(tmp_path):
+    """`ccltune import nvbandwidth <(ssh node nvbandwidth)`: the pipe is read once, for the matrix and for the
+    copy stored beside it (read twice, the copy was empty)."""
+    import os
+    import threading
+
+    text = NVB_TXT.read_text()
+    r, w = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(w, text.encode()), os.close(w)))
+    writer.start()
+    try:
+        assert main(["import", "nvbandwidth", f"/dev/fd/{r}", "--db", str(tmp_path / "p.db")]) == 0
+    finally:
+        writer.join()
+        os.close(r)
+    with Store(tmp_path / "p.db", readonly=True) as st:
+        assert st.artifacts(1) == {"nvbandwidth.txt": text} and st.links(1)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 
-from ccltune import files
 from ccltune.commands.diagnosis import DiagnoseOptions
 from ccltune.commands.launching import BUFFERS
 from ccltune.commands.options import default
@@ -77,8 +76,3 @@ def add_launch(p: argparse.ArgumentParser, buffers_default: str = "ncclmem") -> 
                         "it, as nccl-tests; ncclmem: a pair per size; torch: PyTorch's allocator (default: "
                         f"{buffers_default}; torch before NCCL 2.19; docs/bench.md, 'Buffers')")
 
-
-def read_input(path: str, flag: str = "FILE") -> str:
-    """A file named on the command line, as text (a regular file or a pipe such as ``<(cat f)``); a
-    UsageError naming ``flag`` and the file when it cannot be read (:func:`ccltune.files.read_bytes`)."""
-    return files.read_bytes(path, flag).decode("utf-8", errors="replace")

@@ -17,6 +17,7 @@ from ccltune.diagnose.findings import Finding
 from ccltune.diagnose.parsers.ncclog import parse_log
 from ccltune.diagnose.probes import benchrun
 from ccltune.diagnose.probes.topo import p2p_capable_from
+from ccltune.gpus import cuda_visible
 from ccltune.status import Verdict
 
 if TYPE_CHECKING:
@@ -27,15 +28,31 @@ CHANNEL_SIZE = 128 << 20  # the gains from a channel count show from 16 MB up
 NOISE = 0.03  # differences below 3% are run-to-run noise on one node
 
 
+# The variables that hide GPUs from a process (HIP and ROCm read the last two, HIP the first too)
+VISIBLE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+
+def visible(ctx: Context) -> tuple[int, str]:
+    """GPUs the job's processes see: the topology's (every GPU of the node) less those hidden by
+    CUDA/HIP/ROCR_VISIBLE_DEVICES in the job's environment, and what limited it (for messages). A
+    value that names GPUs by UUID counts as all of them (NCCL's own count will say)."""
+    present, why = len(ctx.topology.gpus), "present"
+    for var in VISIBLE_VARS:
+        seen = cuda_visible(ctx.environ.get(var), present) if var in ctx.environ else None
+        if seen is not None and seen < present:
+            present, why = seen, f"visible ({var}={ctx.environ[var]})"
+    return present, why
+
+
 def why_not_run(ctx: Context) -> str | None:
     """Why the collective runs cannot happen here (no GPU, --no-run, --nproc out of range), or None."""
-    present = len(ctx.topology.gpus)
+    present, why = visible(ctx)
     if present == 0:
-        return "no GPU found"
+        return "no GPU found" if why == "present" else f"no GPU {why}"
     if not ctx.run:
         return "not run (--no-run)"
     if ctx.nproc is not None and not 1 <= ctx.nproc <= present:
-        return f"--nproc {ctx.nproc} is not between 1 and the {present} GPUs present"
+        return f"--nproc {ctx.nproc} is not between 1 and the {present} GPUs {why}"
     return None
 
 
@@ -77,7 +94,7 @@ def channels_finding(used: int, present: int, busbw: Mapping[int | None, float |
 def transport(ctx: Context) -> list[Finding]:
     """all_reduce on the GPUs in use with NCCL_DEBUG=INFO, its log checked; again with NCCL_P2P_LEVEL=SYS where
     SHM joined P2P-capable GPUs."""
-    used, timeout_s, log = ctx.nproc or len(ctx.topology.gpus), ctx.timeout_s, ctx.log
+    used, timeout_s, log = ctx.nproc or visible(ctx)[0], ctx.timeout_s, ctx.log
     out: list[Finding] = []
     p2p_capable = p2p_capable_from(ctx.topology)
     log(f"doctor: running all_reduce on {used} GPUs with NCCL_DEBUG=INFO ...")
@@ -110,7 +127,7 @@ def transport(ctx: Context) -> list[Finding]:
 def channels(ctx: Context) -> list[Finding]:
     """busbw at NCCL's default channel count and at each of ``CHANNEL_VARIANTS``, when fewer GPUs are used than
     present."""
-    return [_channels(ctx.nproc or len(ctx.topology.gpus), len(ctx.topology.gpus), ctx.timeout_s, ctx.log)]
+    return [_channels(ctx.nproc or visible(ctx)[0], len(ctx.topology.gpus), ctx.timeout_s, ctx.log)]
 
 
 def _channels(used: int, present: int, timeout_s: float, log: Callable[[str], None]) -> Finding:
