@@ -24,30 +24,30 @@ from typing import Any
 from ccltune import launch
 from ccltune.commands.bench import run_bench
 from ccltune.commands.bench_options import BenchOptions
+
+# cmds2: the diagnose commands
+from ccltune.commands.check import CheckOptions, run_check
 from ccltune.commands.common import Console, terminal
+from ccltune.commands.diagnosis import CheckResult, Diagnosis, LinksResult, TopoResult
+from ccltune.commands.doctor import DoctorOptions, run_doctor
+
+# import, export, plugin check/verify (the block at the end)
+from ccltune.commands.export import Exported, ExportOptions, run_export
+from ccltune.commands.import_ import ImportNcclTestsOptions, run_import_nccl_tests
+from ccltune.commands.import_links import ImportLinksOptions, LinksImportResult, run_import_links
+from ccltune.commands.links import LinksOptions, run_links
 from ccltune.commands.options import REQUIRED, from_keywords, keywords
+from ccltune.commands.plugin import PluginCheckOptions, RuleFileCheck, run_plugin_check
+from ccltune.commands.plugin_verify import PluginVerifyOptions, VerifyResult, run_plugin_verify
 from ccltune.commands.report import ReportOptions, run_report
 from ccltune.commands.results import MEASUREMENT_COLUMNS, Outcome, RunResult, TuneResult, ValidateResult, pandas
 from ccltune.commands.sweep import run_sweep
 from ccltune.commands.sweep_options import SweepOptions
+from ccltune.commands.topo import TopoOptions, run_topo
 from ccltune.commands.tune import TuneOptions, run_tune
 from ccltune.commands.validate import ValidateOptions, run_validate
 from ccltune.errors import CheckFailed, UsageError, error_for_exit_code, unknown_name
 from ccltune.store import DEFAULT_DB, RUN_KINDS, Measurement, Run, Store
-
-# import, export, plugin check/verify (the block at the end)
-from ccltune.commands.export import ExportOptions, Exported, run_export
-from ccltune.commands.import_ import ImportNcclTestsOptions, run_import_nccl_tests
-from ccltune.commands.import_links import ImportLinksOptions, LinksImportResult, run_import_links
-from ccltune.commands.plugin import PluginCheckOptions, RuleFileCheck, run_plugin_check
-from ccltune.commands.plugin_verify import PluginVerifyOptions, VerifyResult, run_plugin_verify
-
-# cmds2: the diagnose commands
-from ccltune.commands.check import CheckOptions, run_check
-from ccltune.commands.diagnosis import CheckResult, Diagnosis, LinksResult, TopoResult
-from ccltune.commands.doctor import DoctorOptions, run_doctor
-from ccltune.commands.links import LinksOptions, run_links
-from ccltune.commands.topo import TopoOptions, run_topo
 
 __all__ = ["Database", "Measurement", "RunResult", "TuneResult", "ValidateResult", "bench", "open_db", "report",
            "sweep", "tune", "validate"]

@@ -15,11 +15,10 @@ import re
 import sys
 from typing import Any
 
-from ccltune import __version__
-from ccltune import launch
+from ccltune import __version__, launch
+from ccltune.cli._safeout import escaped_output
 from ccltune.commands.common import check_outputs
 from ccltune.errors import EXIT_CODES, CcltuneError, CheckFailed, DistError, Interrupted
-from ccltune.cli._safeout import escaped_output
 
 # module name under ccltune.cli, in the order --help lists them
 _COMMANDS = [

@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ccltune.cli._common import DefaultsFormatter
-from ccltune.cli._common import add_db
+from ccltune.cli._common import DefaultsFormatter, add_db
 from ccltune.commands.common import terminal
 from ccltune.commands.export import FORMATS, ExportOptions, run_export
 from ccltune.commands.options import default, from_fields

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ccltune.cli._common import DefaultsFormatter
 from ccltune.cli import import_links
+from ccltune.cli._common import DefaultsFormatter
 from ccltune.commands.common import terminal
 from ccltune.commands.import_ import ImportNcclTestsOptions, run_import_nccl_tests
 from ccltune.commands.options import default, from_fields

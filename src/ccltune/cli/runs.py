@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ccltune.cli._common import DefaultsFormatter
-from ccltune.cli._common import add_db
+from ccltune.cli._common import DefaultsFormatter, add_db
 from ccltune.commands.common import terminal
 from ccltune.commands.options import from_fields
 from ccltune.commands.runs import RunsOptions, run_runs
