@@ -25,12 +25,16 @@ def worker_group(path: str) -> str:
     """Which tests pytest-xdist sends to one worker together (the README's `-n 2`), by the test's file
     (relative to the checkout): a module's tests (its module fixtures run once); tests/plugin with the
     plugin's verify test (the session's C builds run once, and no test reads a library while another
-    builds it); the modules of tests/dist that declare SHARED_RUNS (each shared gloo job runs once)."""
+    builds it); the modules of tests/dist that declare SHARED_RUNS (each shared gloo job runs once); the
+    modules that scan the source tree through tests/unit/source_trees.py (each file parsed once)."""
     rel = path.removeprefix("tests/")
     if rel.startswith("plugin/") or rel == "test_plugin_verify.py":
         return "plugin"
-    if rel.startswith("dist/") and "\nSHARED_RUNS = " in (TESTS / rel).read_text(encoding="utf-8"):
+    text = (TESTS / rel).read_text(encoding="utf-8")
+    if rel.startswith("dist/") and "\nSHARED_RUNS = " in text:
         return "dist-shared"
+    if "\nimport source_trees\n" in text:
+        return "source-scan"
     return path
 
 
