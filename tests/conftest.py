@@ -25,14 +25,38 @@ def worker_group(path: str) -> str:
     """Which tests pytest-xdist sends to one worker together (the README's `-n 2`), by the test's file
     (relative to the checkout): a module's tests (its module fixtures run once); tests/plugin with the
     plugin's verify test (the session's C builds run once, and no test reads a library while another
-    builds it); the modules of tests/dist that declare SHARED_RUNS (each shared gloo job runs once)."""
+    builds it); the modules of tests/dist that declare SHARED_RUNS (each shared gloo job runs once); the
+    modules that scan the source tree through tests/unit/source_trees.py (each file parsed once)."""
     rel = path.removeprefix("tests/")
     if rel.startswith("plugin/") or rel == "test_plugin_verify.py":
         return "plugin"
-    if rel.startswith("dist/") and "\nSHARED_RUNS = " in (TESTS / rel).read_text(encoding="utf-8"):
+    text = (TESTS / rel).read_text(encoding="utf-8")
+    if rel.startswith("dist/") and "\nSHARED_RUNS = " in text:
         return "dist-shared"
+    if "\nimport source_trees\n" in text:
+        return "source-scan"
     return path
 
+
+@functools.lru_cache(maxsize=None)
+def _module_cost(path: str) -> tuple[float, float]:
+    """Rough seconds on 2 cores of the module ``path``: (per test, once for the module). A module of
+    tests/dist starts gloo jobs (seconds of torch imports each); tests/plugin builds C and installs;
+    a Chromium page takes seconds; other modules run in this process or start ccltune at most."""
+    rel = path.removeprefix("tests/")
+    text = (TESTS / rel).read_text(encoding="utf-8")
+    once = 10.0 * text.count("mark.slow")
+    if rel.startswith("dist/"):
+        return 3.0, 20.0 + once
+    if worker_group(path) == "plugin":
+        return 1.0, once
+    return (3.0 if "chromium" in text else 0.3 if "subprocess" in text else 0.05), once
+
+
+def _cost_s(nodeids) -> float:
+    """A group's rough seconds: each test's, and each module's once."""
+    modules = [nodeid.split("::", 1)[0] for nodeid in nodeids]
+    return sum(_module_cost(m)[0] for m in modules) + sum(_module_cost(m)[1] for m in set(modules))
 
 try:
     from xdist.scheduler import LoadScopeScheduling
@@ -46,6 +70,16 @@ if LoadScopeScheduling is not None:
 
         def _split_scope(self, nodeid: str) -> str:
             return worker_group(nodeid.split("::", 1)[0])
+
+        def _assign_work_unit(self, node) -> None:
+            # xdist queues the groups by their number of tests, so the gloo jobs and builds (a few long
+            # tests each) came last and one worker ran them while the other had finished: the longest
+            # first, then the many short ones fill in, and the two workers end together
+            if not getattr(self, "_ordered", False):
+                self._ordered = True
+                for scope in sorted(self.workqueue, key=lambda s: -_cost_s(self.workqueue[s])):
+                    self.workqueue.move_to_end(scope)
+            super()._assign_work_unit(node)
 
     def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling:
         return _Groups(config, log)

@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import source_trees
+
 try:
     import tomllib
 except ImportError:  # Python 3.10: tomli is a declared dependency there
@@ -58,7 +60,7 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
 
 def _imports(tree: ast.AST) -> list[tuple[ast.stmt, str]]:
     out = []
-    for node in ast.walk(tree):
+    for node in source_trees.walk(tree):
         if isinstance(node, ast.Import):
             out += [(node, a.name.split(".")[0]) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -68,16 +70,16 @@ def _imports(tree: ast.AST) -> list[tuple[ast.stmt, str]]:
 
 def _uses(path: Path, root: Path = ROOT) -> list[Use]:
     text = path.read_text(encoding="utf-8")
-    tree = ast.parse(text)
+    tree = source_trees.tree(path)
     guard_of: dict[int, str] = {}     # id(import node) -> handler source
-    for node in ast.walk(tree):
+    for node in source_trees.walk(tree):
         if isinstance(node, ast.Try):
             handlers = [h for h in node.handlers if _catches_import_error(h)]
             for stmt in node.body:
                 for imp, _ in _imports(stmt):
                     if handlers:
                         guard_of[id(imp)] = "\n".join(ast.get_source_segment(text, h) or "" for h in handlers)
-    funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    funcs = [n for n in source_trees.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     guards: dict[str, set[str]] = {}  # module -> names of functions in this file that import it guarded
     for f in funcs:
         for imp, mod in _imports(f):
@@ -89,10 +91,10 @@ def _uses(path: Path, root: Path = ROOT) -> list[Use]:
     def checked(mod: str) -> set[str]:
         """Functions that only run after this file's guard for ``mod`` passed: those that call the
         guard first, then private helpers called only from such functions."""
-        done = {f.name for f in funcs for c in ast.walk(f) if isinstance(c, ast.Call) and callee(c) in guards.get(mod, ())}
+        done = {f.name for f in funcs for c in source_trees.walk(f) if isinstance(c, ast.Call) and callee(c) in guards.get(mod, ())}
         while True:
             more = {f.name for f in funcs if f.name.startswith("_") and f.name not in done
-                    and (callers := {g.name for g in funcs for c in ast.walk(g)
+                    and (callers := {g.name for g in funcs for c in source_trees.walk(g)
                                      if isinstance(c, ast.Call) and callee(c) == f.name})
                     and callers <= done}
             if not more:

@@ -7,6 +7,7 @@ import ast
 from pathlib import Path
 
 import ccltune
+import source_trees
 from ccltune import engines
 from ccltune.commands import bench_options
 
@@ -16,11 +17,11 @@ ROOT = Path(ccltune.__file__).parent
 def _name_comparisons(path: Path) -> list[str]:
     """`x == "gloo"`, `"nccl" != y`, `x in ("torch", ...)` where x's name says it is an engine."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in source_trees.nodes(path):
         if not isinstance(node, ast.Compare):
             continue
         sides = [node.left, *node.comparators]
-        literals = {n.value for s in sides for n in ast.walk(s) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        literals = {n.value for s in sides for n in source_trees.walk(s) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
         about_engine = any("engine" in ast.unparse(s) for s in sides)
         if about_engine and literals & set(engines.ENGINES):
             found.append(f"{path}:{node.lineno}: {ast.unparse(node)}")

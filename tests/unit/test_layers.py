@@ -27,9 +27,11 @@ __version__).
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import ccltune
+import source_trees
 
 LAYERS = [
     ("base", {"errors", "status"}),
@@ -62,6 +64,7 @@ def _layer(module: str) -> int:
     return RANK[part]
 
 
+@functools.lru_cache(maxsize=None)   # asked for every import of every scan
 def _is_module(name: str) -> bool:
     """Whether ccltune.a.b names a module of the tree (a.b.py or a/b/__init__.py)."""
     path = ROOT.parent.joinpath(*name.split("."))
@@ -73,7 +76,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     (``from ccltune.cli import sweep`` imports ccltune.cli.sweep), else X; ``from ccltune import x`` imports
     ccltune.x."""
     out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in source_trees.nodes(path):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] == "ccltune":
             if node.module == "ccltune":
                 out += [(node.lineno, f"ccltune.{a.name}") for a in node.names]
@@ -125,7 +128,7 @@ def test_the_check_sees_an_upward_import(tmp_path):
 def _type_only_lines(tree: ast.AST) -> set[int]:
     """Lines of the imports under ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``)."""
     lines = set()
-    for node in ast.walk(tree):
+    for node in source_trees.walk(tree):
         if isinstance(node, ast.If) and (getattr(node.test, "id", None) == "TYPE_CHECKING"
                                          or getattr(node.test, "attr", None) == "TYPE_CHECKING"):
             lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))}
@@ -135,7 +138,7 @@ def _type_only_lines(tree: ast.AST) -> set[int]:
 def _edges(path: Path) -> list[tuple[int, str, str]]:
     """(line, module, kind) of every ccltune import in ``path``: kind "type-only" under TYPE_CHECKING, else
     "runtime" (at the top or inside a function alike)."""
-    typed = _type_only_lines(ast.parse(path.read_text(encoding="utf-8")))
+    typed = _type_only_lines(source_trees.tree(path))
     return [(line, target, "type-only" if line in typed else "runtime") for line, target in _imports(path)]
 
 
@@ -246,7 +249,7 @@ def test_no_module_reaches_a_subpackage_through_the_package():
     shadowed = {"tune", "validate", "report"}
     found = []
     for path in sorted([*ROOT.rglob("*.py"), *(ROOT.parents[1] / "tests").rglob("*.py")]):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in source_trees.nodes(path):
             if isinstance(node, ast.Import):
                 found += [f"{path}:{node.lineno}: import {a.name} as {a.asname}" for a in node.names
                           if a.asname and a.name.split(".")[:2][-1] in shadowed and a.name.startswith("ccltune.")]
@@ -260,7 +263,7 @@ def test_no_module_is_imported_under_a_short_alias():
     another name gets a name that says what it is (`workload_plan`), in the code and in the tests."""
     found = []
     for path in sorted([*ROOT.rglob("*.py"), *(ROOT.parents[1] / "tests").rglob("*.py")]):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in source_trees.nodes(path):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "ccltune":
                 found += [f"{path}:{node.lineno}: {a.name} as {a.asname}" for a in node.names
                           if a.asname and _is_module(f"{node.module}.{a.name}")

@@ -38,18 +38,26 @@ def test_the_ruff_config_reports_a_finding(tmp_path):
     assert proc.returncode == 1 and "bad.py:1:8: F401" in proc.stdout and "E711" in proc.stdout, proc.stdout
 
 
+@pytest.fixture(scope="module")
+def mypy_cache(tmp_path_factory):
+    """One mypy cache for this module's two runs (new to this session: nothing from an earlier run is
+    trusted): the second run reads typeshed's stubs from it instead of analysing them again. mypy keys
+    the cache by each file's hash and the options, so a changed file is checked afresh."""
+    return tmp_path_factory.mktemp("mypy-cache")
+
+
 @pytest.mark.slow  # mypy reads typeshed
 @needs_mypy
-def test_the_typed_modules_type_check(tmp_path):
-    proc = _tool("mypy", "--cache-dir", str(tmp_path / "cache"))
+def test_the_typed_modules_type_check(mypy_cache):
+    proc = _tool("mypy", "--cache-dir", str(mypy_cache))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Success: no issues found" in proc.stdout
 
 
 @pytest.mark.slow
 @needs_mypy
-def test_the_config_reports_a_type_error(tmp_path):
+def test_the_config_reports_a_type_error(tmp_path, mypy_cache):
     bad = tmp_path / "bad.py"
     bad.write_text("from ccltune.sizes import format_size\n\nformat_size('8')\n")
-    proc = _tool("mypy", "--cache-dir", str(tmp_path / "cache"), str(bad))  # files named here replace the config's
+    proc = _tool("mypy", "--cache-dir", str(mypy_cache), str(bad))  # files named here replace the config's
     assert proc.returncode == 1 and "bad.py:3: error" in proc.stdout and "format_size" in proc.stdout, proc.stdout

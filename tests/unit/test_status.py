@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import ccltune
+import source_trees
 from ccltune.cli import main
 from ccltune.status import RowStatus, RuleCheck, RunStatus, SampleStatus, Verdict
 from ccltune.store import Measurement, Store
@@ -115,7 +116,7 @@ def _literal_words(node: ast.AST) -> list[str]:
 def _offences(path: Path, label: str) -> list[str]:
     """'label:line: word' for each status literal compared, passed as status= or assigned to .status."""
     out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in source_trees.nodes(path):
         if isinstance(node, ast.Compare):  # '"error" in record' asks for a key, not a status
             keyed = isinstance(node.ops[0], (ast.In, ast.NotIn))
             operands = [*([] if keyed else [node.left]), *node.comparators]

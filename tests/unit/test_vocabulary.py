@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import ccltune
+import source_trees
 from ccltune import collectives, datatypes, rules
 
 ROOT = Path(ccltune.__file__).parent
@@ -50,7 +51,7 @@ def _literals(node: ast.AST) -> list[str]:
 
 def second_copies(path: Path, tree: ast.AST) -> list[str]:
     out = []
-    for node in ast.walk(tree):
+    for node in source_trees.walk(tree):
         names = {_norm(s) for s in _literals(node)}
         for what, vocab, limit in LIMITS:
             hit = names & vocab
@@ -68,7 +69,7 @@ def _outside_homes(scan) -> list[str]:
     found = []
     for path in sorted(ROOT.rglob("*.py")):
         if not _home(path.relative_to(ROOT).as_posix()):
-            found += scan(path.relative_to(ROOT.parent), ast.parse(path.read_text(encoding="utf-8")))
+            found += scan(path.relative_to(ROOT.parent), source_trees.tree(path))
     return found
 
 
@@ -122,7 +123,7 @@ def test_ids_come_from_the_tables():
     assert datatypes.DTYPES["float"].nccl == 7 and datatypes.DTYPES["f8e5m2"].nccl == 11
     for path in sorted(ROOT.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in source_trees.nodes(path):
             if (isinstance(node, ast.Assign) and not rel.startswith("collectives/")
                     and any(isinstance(t, ast.Name) and t.id == "tuner_func" for t in node.targets)):
                 raise AssertionError(f"{rel}:{node.lineno}: tuner_func assigned outside a registry entry")
