@@ -9,7 +9,8 @@ From Python (docs/api.md)::
 
 bench, sweep, tune, validate and report run the command of that name (the same options and
 defaults as keywords, the same checks, the same results database) in a job of their own, and return
-what it stored; open_db reads a results database. Errors are ccltune.errors types: a bad argument
+what it stored; import_nccl_tests, import_links, export, plugin_check and plugin_verify, and the
+diagnose commands links, topo, doctor and check, likewise; open_db reads a results database. Errors are ccltune.errors types: a bad argument
 raises UsageError naming it. The command line: ``ccltune --help`` (docs/cli.md).
 """
 
@@ -24,7 +25,7 @@ _API = ("bench", "sweep", "tune", "validate", "report", "open_db", "Database", "
         "ValidateResult")
 _API += ("import_nccl_tests", "import_links", "export", "plugin_check", "plugin_verify", "Exported",
          "LinksImportResult", "RuleFileCheck", "VerifyResult")
-# cmds2: the diagnose commands and what they return
+# the diagnose commands and what they return
 _API += ("links", "topo", "doctor", "check", "Diagnosis", "LinksResult", "TopoResult", "CheckResult")
 __all__ = ["__version__", "errors", *_API]
 

@@ -1,5 +1,6 @@
-"""ccltune from Python: each command that measures or derives (bench, sweep, tune, validate, report)
-as a function, and the results database as typed objects (docs/api.md).
+"""ccltune from Python: each command as a function (bench, sweep, tune, validate, report; the imports,
+export and the plugin's check and verify; the diagnose commands links, topo, doctor, check), and the
+results database as typed objects (docs/api.md).
 
 A function runs the command itself, not a copy of it: it builds the command's typed options from its
 keywords (``ccltune.commands``: the same defaults, the same checks) and calls its ``run_<command>``, as
@@ -24,8 +25,6 @@ from typing import Any
 from ccltune import launch
 from ccltune.commands.bench import run_bench
 from ccltune.commands.bench_options import BenchOptions
-
-# cmds2: the diagnose commands
 from ccltune.commands.check import CheckOptions, run_check
 from ccltune.commands.common import Console, terminal
 from ccltune.commands.diagnosis import CheckResult, Diagnosis, LinksResult, TopoResult
@@ -269,7 +268,7 @@ for _f, _cmd, _npos, _opts in _IMPORT_EXPORT_PLUGIN:
     _document(_f, _cmd, _npos, _opts)
 
 
-# cmds2: the diagnose commands (links, topo, doctor, check) ------------------------------------------------
+# The diagnose commands (links, topo, doctor, check) ------------------------------------------------
 __all__ += ["CheckResult", "Diagnosis", "LinksResult", "TopoResult", "check", "doctor", "links", "topo"]
 
 

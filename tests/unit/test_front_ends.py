@@ -253,7 +253,7 @@ def test_plugin_check_and_verify_from_python(tmp_path, capsys):
     assert bad.verdict == "FAIL" and bad.exit_code == 1 and "# nRanks 4 nNodes 1" in capsys.readouterr().out
 
 
-# cmds2: links, topo, doctor and check on typed options ---------------------------------------------------------
+# links, topo, doctor and check on typed options ---------------------------------------------------------
 NCCL_LOG = FIXTURES / "logs" / "nccl_4gpu_p2p.log"
 AMD_SMI = [FIXTURES / "amd-smi" / "mi300x_topology.json", FIXTURES / "amd-smi" / "mi300x_static.json"]
 MIB = 1 << 20
