@@ -203,10 +203,6 @@ def _document(func: Any, command: str, positionals: int, options: type) -> None:
     func.__doc__ = f"{func.__doc__}\n\n    Options (``ccltune {command} --help``; None keeps the default):\n" + "\n".join(lines)
 
 
-for _func, _command, _n, _options in ((bench, "bench", 1, BenchOptions), (sweep, "sweep", 1, SweepOptions),
-                                      (tune, "tune", 0, TuneOptions), (validate, "validate", 2, ValidateOptions),
-                                      (report, "report", 0, ReportOptions)):
-    _document(_func, _command, _n, _options)
 
 
 # -- importing other tools' results, exporting a run, checking rule files ----------------------------------
@@ -256,16 +252,6 @@ def plugin_verify(rules: str | Path, collective: str | list[str] | None = None, 
     return run_plugin_verify(o, _console("plugin_verify", verbose))
 
 
-# (function, the command whose --help documents it, its positionals, its options)
-_IMPORT_EXPORT_PLUGIN: list[tuple[Any, str, int, type]] = [
-    (import_nccl_tests, "import nccl-tests", 1, ImportNcclTestsOptions),
-    (import_links, "import nvbandwidth", 2, ImportLinksOptions),
-    (export, "export", 1, ExportOptions),
-    (plugin_check, "plugin check", 1, PluginCheckOptions),
-    (plugin_verify, "plugin verify", 2, PluginVerifyOptions),
-]
-for _f, _cmd, _npos, _opts in _IMPORT_EXPORT_PLUGIN:
-    _document(_f, _cmd, _npos, _opts)
 
 
 # The diagnose commands (links, topo, doctor, check) ------------------------------------------------
@@ -298,6 +284,16 @@ def check(*, verbose: bool = False, **options: Any) -> CheckResult:
     return run_check(from_keywords(CheckOptions, "check", options), _console("check", verbose))
 
 
-for _diag_func, _diag_command, _diag_options in ((links, "links", LinksOptions), (topo, "topo", TopoOptions),
-                                                (doctor, "doctor", DoctorOptions), (check, "check", CheckOptions)):
-    _document(_diag_func, _diag_command, 0, _diag_options)
+# Every function's signature and docstring from its command's options: (function, the command whose
+# --help documents it, its positionals, its options)
+_DOCUMENTED: list[tuple[Any, str, int, type]] = [
+    (bench, "bench", 1, BenchOptions), (sweep, "sweep", 1, SweepOptions), (tune, "tune", 0, TuneOptions),
+    (validate, "validate", 2, ValidateOptions), (report, "report", 0, ReportOptions),
+    (import_nccl_tests, "import nccl-tests", 1, ImportNcclTestsOptions),
+    (import_links, "import nvbandwidth", 2, ImportLinksOptions), (export, "export", 1, ExportOptions),
+    (plugin_check, "plugin check", 1, PluginCheckOptions), (plugin_verify, "plugin verify", 2, PluginVerifyOptions),
+    (links, "links", 0, LinksOptions), (topo, "topo", 0, TopoOptions), (doctor, "doctor", 0, DoctorOptions),
+    (check, "check", 0, CheckOptions),
+]
+for _func, _command, _n, _options in _DOCUMENTED:
+    _document(_func, _command, _n, _options)
