@@ -59,6 +59,23 @@ def worker(pid: int, rank: int, timeout: float = 30.0) -> int:
     raise AssertionError(f"no worker with RANK={rank} below pid {pid} after {timeout:g}s")
 
 
+def describe(pids: list[int]) -> list[str]:
+    """Each process as a failure message names it: its pid, its rank (a worker) or its command, and its state."""
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")[:120]
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            out.append(f"{pid} (gone)")
+            continue
+        rank = _rank_of(pid)
+        out.append(f"{pid} ({f'rank {rank}' if rank is not None else cmd}, state {state})")
+    return out
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
