@@ -4,7 +4,11 @@
 
 Each RUN is a JSON object {"argv": [...], "env": {...}}: a command line given to ccltune.cli.main,
 as the `ccltune` entry point would, in a worker that torchrun started (what `ccltune CMD --nproc N`
-runs), with "env" added to the environment for that run only (a null value: unset). Every rank writes run I's
+runs), with "env" added to the environment for that run only (a null value: unset). Instead of "argv",
+"script": a Python file run as __main__ (a test's own worker script; it joins and leaves the group
+itself): exit code 0, or 1 with its traceback on stderr. "as_headroom_bytes": the run's address space
+limited to what the worker maps already plus that many bytes (RLIMIT_AS, lifted after the run), so
+that an allocation larger than that fails as it would on a machine without the memory. Every rank writes run I's
 stdout, stderr and exit code to OUT/I.RANK.out, .err and .rc. One launch instead of one per command
 line: the process group is joined and left per run, as it is in separate jobs, without paying
 torch's import in torchrun and in every worker each time (seconds of CPU on a 2-core machine).
@@ -19,7 +23,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
+import runpy
 import sys
+import traceback
 from pathlib import Path
 
 import torch.distributed.distributed_c10d as c10d
@@ -33,11 +40,30 @@ def run_one(spec: str) -> int:
     saved = {name: os.environ.get(name) for name in settings}
     for name, value in settings.items():
         _set(name, value)
+    limit = resource.getrlimit(resource.RLIMIT_AS)
+    if "as_headroom_bytes" in run:
+        resource.setrlimit(resource.RLIMIT_AS, (_mapped_bytes() + run["as_headroom_bytes"], limit[1]))
     try:
-        return main(run["argv"])
+        return _script(run["script"]) if "script" in run else main(run["argv"])
     finally:
+        resource.setrlimit(resource.RLIMIT_AS, limit)
         for name, value in saved.items():
             _set(name, value)
+
+
+def _script(path: str) -> int:
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except BaseException:  # noqa: BLE001 - the run's failure, for its test to report; the next run goes on
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+def _mapped_bytes() -> int:
+    """This process's address space now (VmSize), in bytes."""
+    with open("/proc/self/status", encoding="utf-8") as fh:
+        return next(int(line.split()[1]) << 10 for line in fh if line.startswith("VmSize:"))
 
 
 def _set(name: str, value: str | None) -> None:

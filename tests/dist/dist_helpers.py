@@ -59,6 +59,23 @@ def worker(pid: int, rank: int, timeout: float = 30.0) -> int:
     raise AssertionError(f"no worker with RANK={rank} below pid {pid} after {timeout:g}s")
 
 
+def describe(pids: list[int]) -> list[str]:
+    """Each process as a failure message names it: its pid, its rank (a worker) or its command, and its state."""
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")[:120]
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            out.append(f"{pid} (gone)")
+            continue
+        rank = _rank_of(pid)
+        out.append(f"{pid} ({f'rank {rank}' if rank is not None else cmd}, state {state})")
+    return out
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
@@ -191,19 +208,26 @@ class SharedJobs:
     a gloo job of N processes, not one of their own (what the launch itself does, from ``ccltune
     --nproc``, is tested by the runs that still launch their own).
 
-    ``SHARED_RUNS`` maps a name to ``(nproc, build)`` or ``(nproc, build, env)``: ``build(folder)`` writes
-    what the run reads into its own empty folder and returns its command line; ``env`` is added to the
-    environment for that run only. A test reads its run with ``get(module, name)``."""
+    ``SHARED_RUNS`` maps a name to ``(nproc, build)``, ``(nproc, build, env)`` or ``(nproc, build, env,
+    headroom_bytes)``: ``build(folder)`` writes what the run reads into its own empty folder and returns
+    its command line (a list), or a Python file to run (a Path: cli_many's "script"); ``env`` is added
+    to the environment for that run only; ``headroom_bytes`` limits its address space (cli_many's
+    "as_headroom_bytes"). A test reads its run with ``get(module, name)``."""
 
     def __init__(self, modules: list, tmp: Path) -> None:
         self.runs: dict[tuple[str, str], tuple[int, int, Path]] = {}   # (module, name) -> (nproc, index, folder)
         lines: dict[int, list[dict]] = {}
         for module in modules:
-            for name, (nproc, build, *env) in module.SHARED_RUNS.items():
+            for name, (nproc, build, *more) in module.SHARED_RUNS.items():
                 folder = tmp / f"{module.__name__}-{name}"
                 folder.mkdir()
                 self.runs[(module.__name__, name)] = (nproc, len(lines.setdefault(nproc, [])), folder)
-                lines[nproc].append({"argv": build(folder), "env": env[0] if env else {}})
+                what = build(folder)
+                line = {"script": str(what)} if isinstance(what, Path) else {"argv": what}
+                line["env"] = more[0] if more else {}
+                if len(more) > 1:
+                    line["as_headroom_bytes"] = more[1]
+                lines[nproc].append(line)
         self.lines, self.tmp = lines, tmp
         self.out = {n: tmp / f"out-{n}" for n in lines}
         self.procs: dict[int, subprocess.Popen] = {}

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from dist_helpers import alive, background_fixture, count_rows, only_run, ran, wait_rows, worker
+from dist_helpers import alive, background_fixture, count_rows, describe, only_run, ran, wait_rows, worker
 
 TIMEOUT_S = 3
 # many sizes: the run is still going when the test acts on it
@@ -112,7 +112,7 @@ def _ctrl_c_keeps_rows_and_marks_the_run_interrupted(launcher, tmp_path):
     assert len(job) >= 3  # torchrun and two workers
     os.killpg(proc.pid, signal.SIGINT)   # what the terminal does: the launcher's whole group
     left = _job_gone_within(job, 5.0)
-    assert not left, f"processes of the job still alive 5 s after Ctrl-C: {left}"
+    assert not left, f"processes of the job still alive 5 s after Ctrl-C: {describe(left)}"
     proc.wait(timeout=5)
     out = proc.stdout.read()
     text = err.join()
@@ -151,7 +151,7 @@ def _stopping_ccltune_stops_the_whole_job_within_5_s(launcher, tmp_path, sig):
     assert len(job) >= 3  # torchrun and two workers
     os.kill(proc.pid, getattr(signal, sig))
     left = _job_gone_within(job, 5.0)
-    assert not left, f"{sig}: processes of the job still alive 5 s later: {left}"
+    assert not left, f"{sig}: processes of the job still alive 5 s later: {describe(left)}"
     proc.wait(timeout=5)
     text = err.join()
     run, rows = only_run(db)

@@ -60,16 +60,12 @@ def _every_collective(folder: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("nproc", [2, 4])
-def test_every_collective(run_bench, shared, nproc):
-    """On 2 processes launched by `ccltune bench --nproc 2` (what the parent adds is checked there); on 4
-    in the shared job of 4 processes (the same command, run by a worker that torchrun started)."""
-    if nproc == 2:
-        proc, db, js = run_bench("all", *SIZES, *FAST, "--nproc", "2")
-        rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
-    else:
-        ran = shared.get(__name__, "every-4")
-        rc, stdout, stderr, db, js = ran.rc, ran.stdout, ran.stderr, ran.folder / "t.db", ran.folder / "t.json"
-    parent = nproc == 2
+def test_every_collective(shared, nproc):
+    """The same command in the shared jobs of 2 and of 4 processes (run by a worker that torchrun started, as
+    `ccltune bench --nproc N` runs it); what the parent adds to a launch of its own is checked on step_run's
+    (test_the_parent_says_its_note_once_and_records_what_the_user_typed)."""
+    ran = shared.get(__name__, f"every-{nproc}")
+    rc, stdout, stderr, db, js = ran.rc, ran.stdout, ran.stderr, ran.folder / "t.db", ran.folder / "t.json"
     assert rc == 0, stderr
     assert "Traceback" not in stderr
     sizes = size_series(8, 4096, factor=8)
@@ -88,8 +84,6 @@ def test_every_collective(run_bench, shared, nproc):
     # no NCCL: nccl-tests' version line names the engine instead of NCCL's version codes
     assert f"# nccl-tests version {ncclt_table.NCCL_TESTS_VERSION} ccltune=" in stdout and " engine=gloo" in stdout
     assert "nccl-headers" not in stdout
-    if parent:
-        assert stderr.startswith(f"ccltune: {NO_GPU_NOTE}\n") and stderr.count(NO_GPU_NOTE) == 1  # the parent's
     assert all(re.search(rf"#  Rank {r:2d} Group  0 Pid +\d+ on +\S+ device +\d+ \[0000:00:00\] cpu", stdout)
                for r in range(nproc))
 
@@ -127,16 +121,6 @@ def test_every_collective(run_bench, shared, nproc):
     assert env["world_size"] == nproc and env["launcher"] == "torchrun" and env["engine"] == "gloo"
     assert isinstance(env["variables"], dict) and env["torch_version"]
     assert len(env["hosts"]) == nproc
-    if parent:
-        assert "--nproc" in run.command   # what the user typed, not what torchrun was given
-        # only what the user set: torchrun sets TORCH_NCCL_ASYNC_ERROR_HANDLING=1 for the workers it starts
-        assert env["variables_from"] == "parent" and set(env["variables"]) <= set(os.environ)
-        assert (("TORCH_NCCL_ASYNC_ERROR_HANDLING" in env["variables"])
-                == ("TORCH_NCCL_ASYNC_ERROR_HANDLING" in os.environ))
-        # the environment records what each worker ran: its argv made from the options (BenchOptions.to_argv),
-        # the engine resolved once, --nproc gone
-        assert env["command"].startswith("ccltune bench all --minbytes=8 --maxbytes=4K") and "--nproc" not in env["command"]
-        assert env["command"].endswith("--engine gloo")
 
 
 CASES = [(op, dt) for op in ("sum", "prod", "min", "max") for dt in ("int32", "float")]
@@ -271,7 +255,7 @@ def test_series_warmup_gives_the_same_rows(warmup_modes, mode):
 
 
 SHARED_RUNS = {   # name: (processes, build(folder) -> command line): run in dist_helpers.SharedJobs
-    "every-4": (4, _every_collective),
+    **{f"every-{n}": (n, _every_collective) for n in (2, 4)},
     **{f"ops-{op}-{dt}": (2, lambda folder, argv=argv: ["bench", *argv, *_files(folder)])
        for (op, dt), argv in OPS_CASES.items()},
     **{f"warmup-{m}": (2, lambda folder, m=m: ["bench", *WARMUP, *(["--warmup-mode", m] if m else []), *_files(folder)])
@@ -280,19 +264,48 @@ SHARED_RUNS = {   # name: (processes, build(folder) -> command line): run in dis
 }
 
 
-def test_a_reader_that_goes_stops_the_table_not_the_run(tmp_path):
-    # `ccltune bench ... | head -3`: rank 0 drops the rest of its table and measures on
-    db = tmp_path / "b.db"
+@pytest.fixture(scope="module")
+def piped_run(tmp_path_factory):
+    """`ccltune bench all_reduce -b 8 -e 64K --nproc 2 ... | head -3`, launched by the parent: (the 3 lines
+    read, its whole stderr, its exit code, the database). One launch serves the two tests below."""
+    tmp = tmp_path_factory.mktemp("piped")
+    db = tmp / "b.db"
     proc = subprocess.Popen([sys.executable, "-m", "ccltune", "bench", "all_reduce", "-b", "8", "-e", "64K",
-                             "--db", str(db)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             "--nproc", "2", "--db", str(db)], cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = [proc.stdout.readline() for _ in range(3)]
     proc.stdout.close()
     with proc.stderr:
         err = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 0, err
+    return first, err, proc.wait(timeout=120), db
+
+
+def test_a_reader_that_goes_stops_the_table_not_the_run(piped_run):
+    # `ccltune bench ... | head -3`: rank 0 drops the rest of its table and measures on
+    first, err, rc, db = piped_run
+    assert rc == 0, err
     assert first[0].startswith(b"# nccl-tests version") and "Traceback" not in err and "BrokenPipe" not in err
     run, rows = only_run(db)
     assert run.status == "complete" and len(rows) == 2 * 14
+
+
+def test_the_parent_says_its_note_once_and_records_what_the_user_typed(piped_run):
+    """What `ccltune bench --nproc 2` adds when it launches the job itself (the shared jobs' runs, in
+    test_every_collective, have no parent): its no-GPU note once, the run's environment from its view."""
+    _, stderr, rc, db = piped_run
+    assert rc == 0, stderr
+    assert stderr.startswith(f"ccltune: {NO_GPU_NOTE}\n") and stderr.count(NO_GPU_NOTE) == 1  # the parent's
+    run, _ = only_run(db)
+    env = run.env
+    assert run.launcher == "torchrun" and env["launcher"] == "torchrun" and env["world_size"] == 2
+    assert "--nproc" in run.command   # what the user typed, not what torchrun was given
+    # only what the user set: torchrun sets TORCH_NCCL_ASYNC_ERROR_HANDLING=1 for the workers it starts
+    assert env["variables_from"] == "parent" and set(env["variables"]) <= set(os.environ)
+    assert (("TORCH_NCCL_ASYNC_ERROR_HANDLING" in env["variables"])
+            == ("TORCH_NCCL_ASYNC_ERROR_HANDLING" in os.environ))
+    # the environment records what each worker ran: its argv made from the options (BenchOptions.to_argv),
+    # the engine resolved once, --nproc gone
+    assert env["command"].startswith("ccltune bench all_reduce --minbytes=8 --maxbytes=64K"), env["command"]
+    assert "--nproc" not in env["command"] and env["command"].endswith("--engine gloo"), env["command"]
 
 
 # nccl-tests' ar-step capture's flags (-R 1 left out: gloo registers nothing), with -g 2: 2 processes
@@ -311,6 +324,7 @@ def step_run(tmp_path_factory):
     out = tmp / "table.txt"
     out.write_text(proc.stdout)
     return proc.stdout, out, ncclt, db
+
 
 
 def _import(path: Path, db: Path) -> tuple[Any, list[Any]]:

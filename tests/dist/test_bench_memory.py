@@ -1,32 +1,30 @@
 """A size that does not fit in memory is a 'skipped' row and the run goes on (gloo, CPU,
-with the address space of the job limited so the largest size cannot be allocated).
+with the address space of the job's processes limited so the largest size cannot be allocated).
 
-The limit sits above what a worker maps for small sizes (about 1 GiB of address space with
-torch 2.13) and below any buffer of the large size, so that size fails at allocation and no
-byte of it is filled or moved: the test takes seconds, not minutes."""
+One run of the shared job of 2 processes (dist_helpers.SharedJobs): its address space is limited to
+what each worker maps already plus HEADROOM_BYTES, so 1 MiB fits and no buffer of the large size
+does; that size fails at allocation and no byte of it is filled or moved: the run takes seconds,
+not minutes."""
 
 from __future__ import annotations
 
-import resource
-import subprocess
-import sys
-
 from dist_helpers import only_run
 
-LIMIT = 5 << 29   # 2.5 GiB of address space per process: 1 MiB fits, no 4 GiB buffer does
+HEADROOM_BYTES = 2 << 30   # 1 MiB buffers fit, no 4 GiB one does
 
 
-def _limit() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
+def _bench(folder):
+    return ["bench", "all_gather", "broadcast", "-b", "1M", "-e", "4G", "-f", "4096", "-n", "1", "-w", "0",
+            "--db", str(folder / "m.db")]
 
 
-def test_size_that_does_not_fit_is_skipped_and_the_run_goes_on(tmp_path):
-    db = tmp_path / "m.db"
-    proc = subprocess.run([sys.executable, "-m", "ccltune", "bench", "all_gather", "broadcast", "-b", "1M", "-e", "4G",
-                           "-f", "4096", "-n", "1", "-w", "0", "--db", str(db)], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120, preexec_fn=_limit)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    run, rows = only_run(db)
+SHARED_RUNS = {"oom": (2, _bench, {}, HEADROOM_BYTES)}
+
+
+def test_size_that_does_not_fit_is_skipped_and_the_run_goes_on(shared):
+    proc = shared.get(__name__, "oom")
+    assert proc.rc == 0, proc.stderr[-2000:]
+    run, rows = only_run(proc.folder / "m.db")
     assert run.status == "complete"
     by = {(m.collective, m.size_bytes, m.in_place): m for m in rows}
     big = by[("all_gather", 4 << 30, False)]

@@ -150,15 +150,19 @@ ctx.close()
 """
 
 
-def _kept_buffers_are_allocated_and_filled_once_and_stay_correct(tmp_path):
+def _keep_script(folder):
+    script = folder / "keep.py"
+    script.write_text(_KEEP_WORKER)
+    return script
+
+
+def test_kept_buffers_are_allocated_and_filled_once_and_stay_correct(shared):
     # measure_size with a BufferCache: a size measured again reuses its buffers; an out-of-place input
     # (all_gather) is written once and every later check still finds every element right; an in-place
-    # one (gloo's all_reduce) is written again each time (the call overwrote it)
-    script = tmp_path / "keep.py"
-    script.write_text(_KEEP_WORKER)
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(script)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    # one (gloo's all_reduce) is written again each time (the call overwrote it). The worker script is a
+    # run of the shared job of 2 processes (it joins and leaves the gloo group as a launch of its own would)
+    proc = shared.get(__name__, "kept-buffers")
+    assert proc.rcs == [0, 0], proc.stderr_all
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     rows = [tuple(r) for r in got["rows"]]
     assert rows.count(("all_gather", "ok", 0)) == 6 and rows.count(("all_reduce", "ok", 0)) == 6
@@ -266,6 +270,7 @@ SHARED_RUNS = {
     "virtual-nodes": (2, lambda folder: ["sweep", "all_reduce", "-b", "8", "-e", "64", "-f", "8", "--reps", "2",
                                          "--virtual-nodes", "2", *DEFAULT_ONLY, "--db", str(folder / "s.db")]),
     "workload": (2, _workload),
+    "kept-buffers": (2, _keep_script),
     "timed-nothing": (2, lambda folder: ["sweep", "all_reduce", "-b", "1T", "-e", "1T", *DEFAULT_ONLY,
                                          "--db", str(folder / "s.db")]),
 }
@@ -273,7 +278,7 @@ SHARED_RUNS = {
 
 # This module's own launches run at once, each test's body in its own thread (background_fixture):
 # torch's import in torchrun and its workers leaves a core idle, so they overlap well.
-_BODIES = [_interrupted_sweep_resumes_where_it_stopped, _kept_buffers_are_allocated_and_filled_once_and_stay_correct]
+_BODIES = [_interrupted_sweep_resumes_where_it_stopped]
 background = background_fixture({"test_killed_rank_ends_the_sweep_in_one_line_and_keeps_its_rows":
                                  (_killed_rank_ends_the_sweep_in_one_line_and_keeps_its_rows,),
                                  **{"test" + body.__name__: (lambda launcher, folder, body=body: body(folder),)
@@ -282,10 +287,6 @@ background = background_fixture({"test_killed_rank_ends_the_sweep_in_one_line_an
 
 @pytest.mark.slow   # two launches and a Ctrl-C: about 10 s on 2 cores
 def test_interrupted_sweep_resumes_where_it_stopped(background, request):
-    ran(background, request)
-
-
-def test_kept_buffers_are_allocated_and_filled_once_and_stay_correct(background, request):
     ran(background, request)
 
 
