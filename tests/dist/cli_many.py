@@ -54,6 +54,8 @@ def run_one(spec: str) -> int:
 def _script(path: str) -> int:
     try:
         runpy.run_path(path, run_name="__main__")
+    except SystemExit as exc:  # the script's own exit: its code, as a process of its own would end
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException:  # noqa: BLE001 - the run's failure, for its test to report; the next run goes on
         traceback.print_exc()
         return 1
