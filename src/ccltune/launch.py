@@ -4,8 +4,9 @@ The parent (``ccltune bench --nproc N``) starts torchrun in a session of its own
 unit apart from the terminal. Stopping the parent stops the job: SIGINT, SIGTERM and SIGHUP are
 passed on (as SIGTERM, after a stop file tells the workers it is a stop and not a peer's death);
 the workers store their rows and finish the run within ``GRACE_S``, and whatever of the job is
-still alive then is killed. A worker dies with its launcher (PR_SET_PDEATHSIG on Linux: kill -9 of
-the parent takes torchrun and then the workers with it). Every run ends complete, interrupted or
+still alive then is killed. A worker dies with its launcher (PR_SET_PDEATHSIG on Linux); kill -9 of
+the parent makes torchrun do the parent's part (``_on_parent_gone``): the same stop, within the
+same GRACE_S, then it leaves. Every run ends complete, interrupted or
 failed: when rank 0 could not finish it (killed, stopped, hung), the parent does. A worker whose
 check failed hands its exit code over (``hand_over``) instead of exiting non-zero, so torchrun
 prints no report of its own; a rank that died is said in ccltune's words only, exit code 3.
@@ -41,6 +42,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 GRACE_S = 3.0     # after a stop: the workers' time to store their rows and finish the run, then SIGKILL
 SHUTDOWN_S = 2    # torchrun's own grace after a worker failed, before it kills the others (its default: 30)
 _PR_SET_PDEATHSIG = 1
+_WORKDIR_PREFIX = "ccltune-job-"   # the job's files (relaunch): removed by whoever ends the job
 
 
 @dataclass
@@ -106,7 +108,7 @@ def relaunch(argv: list[str], nproc: int, engine: str, env: dict[str, str], call
     ``--engine`` dropped from ``argv``: the parent resolved both once), with ``env`` added to this
     process's environment. Returns the job's exit code (130 when it was stopped). ``caller``: the
     job's output goes to its streams, and it learns the job's run and error messages."""
-    workdir = tempfile.mkdtemp(prefix="ccltune-job-")
+    workdir = tempfile.mkdtemp(prefix=_WORKDIR_PREFIX)
     files = {name: os.path.join(workdir, name.lower()) for name in (OUTCOME_ENV, RUN_ENV, STOP_ENV)}
     env = {**os.environ, **env, **files, PARENT_ENV: str(os.getpid()),
            environment.USER_VARIABLES_ENV: environment.parent_names()}  # what the user set, not torchrun
@@ -362,7 +364,9 @@ def _torchrun(argv: list[str]) -> int:
     """torchrun, quiet: the workers say what happened in ccltune's words; torchrun's warnings,
     failure report ("Root Cause") and traceback would only repeat it. A rank that died is exit code 3."""
     if os.environ.get(PARENT_ENV, "").isdigit():
-        die_with_parent(int(os.environ[PARENT_ENV]))
+        _keep_parent_gone_signal()
+        signal.signal(PARENT_GONE_SIGNAL, _on_parent_gone)
+        die_with_parent(int(os.environ[PARENT_ENV]), PARENT_GONE_SIGNAL)
     import logging
 
     from torch.distributed.elastic.multiprocessing.api import SignalException
@@ -380,6 +384,51 @@ def _torchrun(argv: list[str]) -> int:
     except SignalException as exc:
         return 128 + int(exc.sigval)
     return 0
+
+
+PARENT_GONE_SIGNAL = signal.SIGUSR2   # torchrun's word from the kernel that the ccltune parent died
+
+
+def _keep_parent_gone_signal() -> None:
+    """torchrun forwards the signals named in TORCHELASTIC_SIGNALS_TO_HANDLE to the workers; the one
+    that says the parent died is this launcher's own, never forwarded."""
+    key = "TORCHELASTIC_SIGNALS_TO_HANDLE"
+    if key in os.environ:
+        names = [n.strip() for n in os.environ[key].split(",")]
+        os.environ[key] = ",".join(n for n in names if n and n != PARENT_GONE_SIGNAL.name)
+
+
+def _on_parent_gone(signum: int, frame: Any) -> None:
+    """The ccltune process that started this job died without a word (kill -9, the OOM killer): do what
+    it would have done on a stop, at once and without torchrun's own teardown, which can take seconds
+    on a loaded machine. The workers are told it is a stop (the stop file), get SIGTERM and GRACE_S to
+    store their rows and finish the run; whatever is left then is killed, the run is finished here if
+    rank 0 could not, the job's files go, and this process leaves (exit 130)."""
+    stop = os.environ.get(STOP_ENV)
+    if stop:
+        with contextlib.suppress(OSError):
+            open(stop, "w").close()  # before the signal: the workers read it as a stop, not a peer's death
+    known = {pid: process_start(pid) for pid in descendants(os.getpid())}
+    for pid in known:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE_S
+    while time.monotonic() < deadline and any(alive(pid, start) for pid, start in known.items()):
+        time.sleep(0.05)
+    for pid, start in {**known, **{p: process_start(p) for p in descendants(os.getpid())}}.items():
+        if alive(pid, start):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    run_file = os.environ.get(RUN_ENV)
+    if run_file:
+        _finish_left_running(run_file, RunStatus.INTERRUPTED, "stopped: the ccltune process that started "
+                             "the job was killed")
+    if stop and os.path.basename(os.path.dirname(stop)).startswith(_WORKDIR_PREFIX):
+        shutil.rmtree(os.path.dirname(stop), ignore_errors=True)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(130)
 
 
 def _bound_shutdown() -> None:

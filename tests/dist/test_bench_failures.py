@@ -135,6 +135,16 @@ def _job_gone_within(pids: list[int], seconds: float) -> list[int]:
     return [p for p in pids if alive(p)]
 
 
+def _job_files(pids: list[int]) -> str:
+    """The folder of the job's own files (the stop and run files), read from its processes' environment."""
+    for pid in pids:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            for item in fh.read().split(b"\0"):
+                if item.startswith(b"CCLTUNE_STOP_FILE="):
+                    return os.path.dirname(item.split(b"=", 1)[1].decode())
+    raise AssertionError(f"no process of the job {pids} has CCLTUNE_STOP_FILE")
+
+
 def _only_ccltune_lines(text: str) -> None:
     """Nothing but ccltune's own lines: no torchrun report, warning or C++ abort message."""
     others = [line for line in text.splitlines() if line.strip() and not line.startswith("ccltune")]
@@ -149,6 +159,7 @@ def _stopping_ccltune_stops_the_whole_job_within_5_s(launcher, tmp_path, sig):
     proc, err, db, before = _start(launcher, tmp_path)
     job = launcher.note(proc)
     assert len(job) >= 3  # torchrun and two workers
+    workdir = _job_files(job)
     os.kill(proc.pid, getattr(signal, sig))
     left = _job_gone_within(job, 5.0)
     assert not left, f"{sig}: processes of the job still alive 5 s later: {describe(left)}"
@@ -156,8 +167,10 @@ def _stopping_ccltune_stops_the_whole_job_within_5_s(launcher, tmp_path, sig):
     text = err.join()
     run, rows = only_run(db)
     assert len(rows) >= before
-    if sig == "SIGKILL":  # the parent said nothing; rank 0 finished the run, or it is seen abandoned
-        assert run.status in ("interrupted", "abandoned"), run
+    assert not os.path.exists(workdir), f"{sig}: the job's files are left in {workdir}"
+    if sig == "SIGKILL":  # the parent said nothing: torchrun stopped the job in its place
+        assert run.status == "interrupted" and run.summary["rows"] == len(rows) == count_rows(db), run
+        assert f"ccltune: interrupted; {len(rows)} rows kept in {db} (run {run.id})" in text
     else:
         assert proc.returncode == 130, text
         assert run.status == "interrupted" and run.summary["rows"] == len(rows) == count_rows(db)
