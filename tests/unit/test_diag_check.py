@@ -181,12 +181,22 @@ def test_how_measured_reads_bench_env_and_records():
 
 
 def test_bench_argv_is_the_briefed_command():
-    argv = benchrun.bench_argv(4, db="/t/b.db", json_path="/t/b.json")
+    from ccltune.commands.bench_probe import bench_args
+
+    argv = benchrun.bench_argv(4, benchrun.Probe(db="/t/b.db", json_path="/t/b.json"), bench_args)
     assert argv[1:] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4", "-m", "ccltune",
-                        "bench", "all_reduce", "-b", "1M", "-e", "1M", "-n", "5", "-w", "2", "--engine", "nccl",
-                        "--db", "/t/b.db", "--json", "/t/b.json"]
-    sweep = benchrun.bench_argv(8, db="d", json_path="j", min_bytes=256 * M, max_bytes=8 << 30, iters=20)
-    assert sweep[sweep.index("-b"):sweep.index("-n")] == ["-b", "256M", "-e", "8G", "-f", "2"]
+                        "bench", "all_reduce", "--minbytes=1M", "--maxbytes=1M", "--stepfactor=2", "--iters=5",
+                        "--warmup_iters=2", "--json=/t/b.json", "--db=/t/b.db", "--engine=nccl"]
+    sweep = benchrun.bench_argv(8, benchrun.Probe("d", "j", min_bytes=256 * M, max_bytes=8 << 30, iters=20), bench_args)
+    assert {"--minbytes=256M", "--maxbytes=8G", "--stepfactor=2"} <= set(sweep)
+    assert not any(a.startswith("--iters") for a in sweep)  # bench's default, 20: left out
+    with pytest.raises(UsageError, match="must be >= 1, got 0"):
+        benchrun.bench_argv(0, benchrun.Probe("d", "j"), bench_args)
+
+
+def test_a_probe_without_the_commands_bench_line_is_refused():
+    with pytest.raises(ValueError, match="needs the command's bench_args"):
+        benchrun.run_bench(2, bench_args=None)
 
 
 @pytest.mark.parametrize("content, message", [

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ccltune import environment
+from ccltune.commands.bench_probe import bench_args
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.diagnosis import CheckResult, DiagnoseOptions, keep
 from ccltune.commands.launching import check_timeout
@@ -74,7 +75,7 @@ def run_check(o: CheckOptions, console: Console = Console(), *, command_line: li
     profile, waived, links_run_id = _profile(o, names, env, console)
     if profile is None:
         return _waived(o, waived, console)
-    ctx = Context(profile=profile, gpus=len(names), from_json=o.from_json, timeout_s=o.timeout)
+    ctx = Context(profile=profile, gpus=len(names), from_json=o.from_json, timeout_s=o.timeout, bench_args=bench_args)
     findings = run_checks("check", ctx)
     return _report(o, env, profile, findings, ctx.how, ctx.artifacts, console, links_run_id)
 

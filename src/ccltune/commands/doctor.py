@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ccltune import environment
 from ccltune.commands import launching
+from ccltune.commands.bench_probe import bench_args
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.diagnosis import DiagnoseOptions, Diagnosis, keep
 from ccltune.commands.options import option, to_argv
@@ -53,7 +54,7 @@ def run_doctor(o: DoctorOptions, console: Console = Console(), *, command_line: 
     else:
         root = sysfs.sys_root(o.sysfs_root)
         ctx = Context(root=root, lspci=sysfs.run_lspci(), environ=dict(os.environ), nproc=o.nproc,
-                      run=not o.no_run, timeout_s=o.timeout, log=console.note)
+                      run=not o.no_run, timeout_s=o.timeout, log=console.note, bench_args=bench_args)
         findings, artifacts = run_checks("doctor", ctx), ctx.artifacts
         title = "ccltune doctor" + ("" if str(root) == "/" else f" (host files read under {root})")  # --sysfs-root
     console.say(format_findings(findings, title=title))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ccltune import collectives, profiler_plugin, rules, tuner_plugin
+from ccltune.commands.bench_probe import bench_args
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.launching import check_nproc, check_timeout, gpu_count
 from ccltune.commands.options import option
@@ -191,7 +192,7 @@ def _verify_log(o: PluginVerifyOptions, ruleset: rules.RuleSet, prof: str | None
         env.update(profiler_plugin.nccl_env(prof))
     console.say(f"plugin verify: {', '.join(colls)} {format_size(lo)}..{format_size(hi)} on {nproc} GPUs with "
                 f"NCCL_TUNER_CONFIG_FILE={env['NCCL_TUNER_CONFIG_FILE']}")
-    run = benchrun.run_bench(nproc, env_overrides=env, timeout_s=o.timeout, collective=colls,
+    run = benchrun.run_bench(nproc, bench_args=bench_args, env_overrides=env, timeout_s=o.timeout, collective=colls,
                              min_bytes=lo, max_bytes=hi, step_factor=o.stepfactor, iters=1, warmup=1)
     if o.save_log:
         write_text(o.save_log, run.output, flag="--save-log")

@@ -13,6 +13,7 @@ from ccltune.diagnose.checks.profiles import Profile
 from ccltune.diagnose.parsers.ncclog import NcclLog, parse_log
 from ccltune.diagnose.probes import amdsmi
 from ccltune.diagnose.probes import topo as topo_probe
+from ccltune.diagnose.probes.benchrun import BenchArgs
 
 
 @dataclass
@@ -31,6 +32,7 @@ class Context:
     run: bool = True  # False: --no-run, the checks that run collectives are waived
     timeout_s: float = 300.0  # seconds each collective run may take
     log: Callable[[str], None] = lambda _: None  # progress lines (the CLI prints them to stderr)
+    bench_args: BenchArgs | None = None  # the command's builder of the bench line its probes run (benchrun)
     # ccltune check: the profile to judge by, the GPUs visible, and what to judge (records given, a bench JSON
     # file, or else measured now); ``how`` says how the figures were taken
     profile: Profile | None = None

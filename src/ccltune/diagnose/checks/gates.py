@@ -148,7 +148,8 @@ def judge(ctx: Context) -> list[Finding]:
         return evaluate(profile, records, ctx.how)
     ctx.how = planned_how(profile)
     plan = profile.bench
-    run = benchrun.run_bench(profile.world_size, timeout_s=ctx.timeout_s, min_bytes=plan.min_bytes,
+    run = benchrun.run_bench(profile.world_size, bench_args=ctx.bench_args, timeout_s=ctx.timeout_s,
+                             min_bytes=plan.min_bytes,
                              max_bytes=plan.max_bytes, step_factor=plan.step_factor, iters=plan.iters,
                              warmup=plan.warmup)
     if run.output:

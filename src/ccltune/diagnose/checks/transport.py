@@ -98,7 +98,7 @@ def transport(ctx: Context) -> list[Finding]:
     out: list[Finding] = []
     p2p_capable = p2p_capable_from(ctx.topology)
     log(f"doctor: running all_reduce on {used} GPUs with NCCL_DEBUG=INFO ...")
-    first = benchrun.run_bench(used, env_overrides=benchrun.DEBUG_ENV, timeout_s=timeout_s)
+    first = benchrun.run_bench(used, bench_args=ctx.bench_args, env_overrides=benchrun.DEBUG_ENV, timeout_s=timeout_s)
     ctx.artifacts["nccl-debug.log"] = first.output
     if first.error:
         out.append(Finding("transport", Verdict.ERROR, first.error, "run the command in data.argv by hand",
@@ -115,7 +115,7 @@ def transport(ctx: Context) -> list[Finding]:
     if first.error or transport is None or not transport.data.get("shm_pairs_p2p_capable"):
         return out
     log("doctor: SHM between P2P-capable GPUs; measuring again with NCCL_P2P_LEVEL=SYS ...")
-    second = benchrun.run_bench(used, env_overrides={**benchrun.DEBUG_ENV, "NCCL_P2P_LEVEL": "SYS"},
+    second = benchrun.run_bench(used, bench_args=ctx.bench_args, env_overrides={**benchrun.DEBUG_ENV, "NCCL_P2P_LEVEL": "SYS"},
                                 timeout_s=timeout_s)
     ctx.artifacts["nccl-debug-p2p-level-sys.log"] = second.output
     after = parse_log(second.output)
@@ -127,17 +127,18 @@ def transport(ctx: Context) -> list[Finding]:
 def channels(ctx: Context) -> list[Finding]:
     """busbw at NCCL's default channel count and at each of ``CHANNEL_VARIANTS``, when fewer GPUs are used than
     present."""
-    return [_channels(ctx.nproc or visible(ctx)[0], len(ctx.topology.gpus), ctx.timeout_s, ctx.log)]
+    return [_channels(ctx.nproc or visible(ctx)[0], len(ctx.topology.gpus), ctx.timeout_s, ctx.log, ctx.bench_args)]
 
 
-def _channels(used: int, present: int, timeout_s: float, log: Callable[[str], None]) -> Finding:
+def _channels(used: int, present: int, timeout_s: float, log: Callable[[str], None],
+              bench_args: benchrun.BenchArgs | None) -> Finding:
     if used >= present:
         return Finding("channels", Verdict.PASS, f"all {present} GPUs used: NCCL's channel choice is tuned for that")
     busbw: dict[int | None, float | None] = {}
     for count in (None, *CHANNEL_VARIANTS):
         env = {} if count is None else {"NCCL_MIN_NCHANNELS": str(count), "NCCL_MAX_NCHANNELS": str(count)}
         log(f"doctor: {used} of {present} GPUs, channels {count or 'default'} ...")
-        r = benchrun.run_bench(used, env_overrides=env, timeout_s=timeout_s, min_bytes=CHANNEL_SIZE,
+        r = benchrun.run_bench(used, bench_args=bench_args, env_overrides=env, timeout_s=timeout_s, min_bytes=CHANNEL_SIZE,
                                max_bytes=CHANNEL_SIZE, iters=20, warmup=5)
         busbw[count] = None if r.error else r.busbw(CHANNEL_SIZE)
     return channels_finding(used, present, busbw)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,6 @@ from typing import Any
 from ccltune.errors import UsageError
 from ccltune.files import read_text, shown
 from ccltune.inputs import load_json
-from ccltune.sizes import format_size
 
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,GRAPH,TUNING,ENV"}
 
@@ -51,18 +50,32 @@ class BenchRun:
         return values[len(values) // 2] if values else None
 
 
-def bench_argv(nproc: int, *, db: str, json_path: str, collective: str | Sequence[str] = "all_reduce",
-               min_bytes: int = 1 << 20,
-               max_bytes: int = 1 << 20, step_factor: int = 2, iters: int = 5, warmup: int = 2) -> list[str]:
-    """The one place the bench command line is built (nccl-tests' flags, torchrun, one process per GPU)."""
+@dataclass(frozen=True)
+class Probe:
+    """What one probe asks ``ccltune bench`` to measure, and where it writes its database and JSON."""
+
+    db: str
+    json_path: str
+    collectives: tuple[str, ...] = ("all_reduce",)
+    min_bytes: int = 1 << 20
+    max_bytes: int = 1 << 20
+    step_factor: int = 2
+    iters: int = 5
+    warmup: int = 2
+
+
+# ``ccltune bench``'s arguments (after ``ccltune``) for a probe. The commands layer builds them from
+# BenchOptions (ccltune.commands.bench_probe), so the workers' parser reads back the options meant; this
+# layer only runs them.
+BenchArgs = Callable[[Probe], list[str]]
+
+
+def bench_argv(nproc: int, probe: Probe, bench_args: BenchArgs) -> list[str]:
+    """The probe's command line: torchrun, one process per GPU, running ``ccltune`` with ``bench_args(probe)``."""
     if nproc < 1:
         raise UsageError(f"number of processes must be >= 1, got {nproc}")
-    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
-            "-m", "ccltune", "bench", *([collective] if isinstance(collective, str) else collective),
-            "-b", format_size(min_bytes), "-e", format_size(max_bytes)]
-    if max_bytes > min_bytes:
-        argv += ["-f", str(step_factor)]
-    return argv + ["-n", str(iters), "-w", str(warmup), "--engine", "nccl", "--db", db, "--json", json_path]
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+            "-m", "ccltune", *bench_args(probe)]
 
 
 def read_bench_json(path: str | Path, *, flag: str = "--from-json") -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -138,13 +151,19 @@ def _json_type(value: Any) -> str:
         type(value), "a number")
 
 
-def run_bench(nproc: int, *, env_overrides: Mapping[str, str] | None = None, timeout_s: float = 600,
-              **sizes: Any) -> BenchRun:
-    """Run bench on ``nproc`` GPUs; never raises for a failed child, ``error`` says what went wrong."""
+def run_bench(nproc: int, *, bench_args: BenchArgs | None, env_overrides: Mapping[str, str] | None = None,
+              timeout_s: float = 600, collective: str | Sequence[str] = "all_reduce", **sizes: int) -> BenchRun:
+    """Run bench on ``nproc`` GPUs (``sizes``: Probe's min_bytes, max_bytes, step_factor, iters, warmup);
+    never raises for a failed child, ``error`` says what went wrong. ``bench_args``: the command's
+    builder of bench's arguments (None: a caller that cannot start bench, a programming error)."""
+    if bench_args is None:
+        raise ValueError("run_bench needs the command's bench_args (ccltune.commands.bench_probe.bench_args)")
     overrides = dict(env_overrides or {})
     with tempfile.TemporaryDirectory(prefix="ccltune-diag-") as tmp:
         json_path = os.path.join(tmp, "bench.json")
-        argv = bench_argv(nproc, db=os.path.join(tmp, "bench.db"), json_path=json_path, **sizes)
+        probe = Probe(db=os.path.join(tmp, "bench.db"), json_path=json_path,
+                      collectives=(collective,) if isinstance(collective, str) else tuple(collective), **sizes)
+        argv = bench_argv(nproc, probe, bench_args)
         env = {**os.environ, **overrides}
         if "NCCL_DEBUG" in overrides:
             env.pop("NCCL_DEBUG_FILE", None)  # the log must come to our pipe, not to the user's file
