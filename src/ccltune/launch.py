@@ -184,14 +184,20 @@ class _Job:
 
     def _kill(self) -> None:
         self._look()
-        for pid, start in self.known.items():
-            if alive(pid, start):
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
+        _kill_alive(self.known)
         if self.proc.poll() is None:
             with contextlib.suppress(OSError):
                 self.proc.kill()
             self.proc.wait()
+
+
+def _kill_alive(known: dict[int, int | None]) -> None:
+    """SIGKILL to each process of ``known`` (pid -> start time) that still runs: the same process, not a later one
+    given its pid."""
+    for pid, start in known.items():
+        if alive(pid, start):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _copy_lines(source: Any, sink: Any, caller: Caller | None) -> threading.Thread:
@@ -415,10 +421,7 @@ def _on_parent_gone(signum: int, frame: Any) -> None:
     deadline = time.monotonic() + GRACE_S
     while time.monotonic() < deadline and any(alive(pid, start) for pid, start in known.items()):
         time.sleep(0.05)
-    for pid, start in {**known, **{p: process_start(p) for p in descendants(os.getpid())}}.items():
-        if alive(pid, start):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+    _kill_alive({**known, **{p: process_start(p) for p in descendants(os.getpid())}})
     run_file = os.environ.get(RUN_ENV)
     if run_file:
         _finish_left_running(run_file, RunStatus.INTERRUPTED, "stopped: the ccltune process that started "
