@@ -15,7 +15,6 @@ prints no report of its own; a rank that died is said in ccltune's words only, e
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -31,7 +30,7 @@ from typing import Any
 
 from ccltune import dist, environment
 from ccltune.errors import UsageError
-from ccltune.processes import alive, descendants, process_start
+from ccltune.processes import alive, descendants, die_with_parent, process_start
 from ccltune.status import RunStatus
 
 OUTCOME_ENV = "CCLTUNE_OUTCOME_FILE"   # a worker's failed check writes its exit code here (hand_over)
@@ -41,7 +40,6 @@ PARENT_ENV = "CCLTUNE_PARENT_PID"      # the parent's pid: torchrun dies with it
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 GRACE_S = 3.0     # after a stop: the workers' time to store their rows and finish the run, then SIGKILL
 SHUTDOWN_S = 2    # torchrun's own grace after a worker failed, before it kills the others (its default: 30)
-_PR_SET_PDEATHSIG = 1
 _WORKDIR_PREFIX = "ccltune-job-"   # the job's files (relaunch): removed by whoever ends the job
 
 
@@ -248,23 +246,6 @@ def _finish_left_running(run_file: str, status: str, why: str) -> None:
 
 
 # -- the workers' side ---------------------------------------------------------------------------
-def die_with_parent(expected_ppid: int | None = None, sig: int = signal.SIGTERM) -> None:
-    """Linux: the kernel sends ``sig`` to this process when its parent exits (PR_SET_PDEATHSIG), so
-    no process of a job outlives its launcher. ``expected_ppid``: the parent it must still have (when
-    it went before this call, ``sig`` is sent now)."""
-    ppid = os.getppid() if expected_ppid is None else expected_ppid
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
-            return
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != ppid:
-        os.kill(os.getpid(), sig)
-
-
 def stop_requested() -> bool:
     """Whether the parent of this worker was told to stop (so a peer gone now is a stop, not a death)."""
     path = os.environ.get(STOP_ENV)

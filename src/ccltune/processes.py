@@ -1,10 +1,16 @@
 """Facts about this host's processes, from Linux /proc: a process's start time, whether it still
-runs, its descendants. Below both the results database (which judges whether a run stored as
-running was abandoned) and the launcher (which records a job's processes and ends them)."""
+runs, its descendants; and a process's request to die with its parent (``die_with_parent``). Below
+both the results database (which judges whether a run stored as running was abandoned) and the
+launchers (which record a job's processes and end them: ``launch``, ``measure.jobguard``)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
+
+_PR_SET_PDEATHSIG = 1
 
 
 def process_start(pid: int) -> int | None:
@@ -58,3 +64,20 @@ def descendants(pid: int) -> list[int]:
             out.append(child)
             todo.append(child)
     return out
+
+
+def die_with_parent(expected_ppid: int | None = None, sig: int = signal.SIGTERM) -> None:
+    """Linux: the kernel sends ``sig`` to this process when its parent exits (PR_SET_PDEATHSIG), so
+    no process of a job outlives its launcher. ``expected_ppid``: the parent it must still have (when
+    it went before this call, ``sig`` is sent now)."""
+    ppid = os.getppid() if expected_ppid is None else expected_ppid
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != ppid:
+        os.kill(os.getpid(), sig)

@@ -3,6 +3,7 @@ input refused before anything runs, Ctrl-C keeping the finished rounds."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ccltune import processes
 from ccltune.cli import main
 from ccltune.store import Store
 from ccltune.validate import jobstore
@@ -119,6 +121,38 @@ def test_ctrl_c_keeps_finished_rounds_prints_the_verdict_and_leaves_no_job(tmp_p
     assert run.summary["rounds"] == 2
     for pid in jobs:  # the job that was running is gone with its process group
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
+
+
+def test_kill_9_of_ab_ends_the_running_job_and_its_children(tmp_path) -> None:
+    """kill -9 of ccltune ab (nothing it can catch) while a job runs whose top process ignores SIGTERM and
+    whose child does not die with it (as a shell script's children, or torchrun's workers): the guard
+    each run goes through (measure/jobguard.py) ends the whole job within its grace. (Before: the job ran on
+    under PID 1.)"""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    marker = f"ccltune-kill9-{os.getpid()}"
+    job = ("import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+           f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', '{marker}']); "
+           "print('step 1  10.0 ms', flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-m", "ccltune", "ab", "--db", str(tmp_path / "ab.db"), "--metric", REGEX,
+                             "--env", "FAKE_SLOW=1", "--rounds", "3", "--", sys.executable, "-c", job, marker],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        deadline, pids = time.monotonic() + 30, []
+        while time.monotonic() < deadline and len(pids) < 2:  # the job and its child
+            pids = [int(p) for p in subprocess.run(["pgrep", "-f", marker], capture_output=True,
+                                                     text=True).stdout.split()]
+            time.sleep(0.1)
+        assert len(pids) >= 2, pids
+        proc.kill()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 3.0 + 3.0  # the guard's grace, and a loaded machine's margin
+        while time.monotonic() < deadline and [p for p in pids if processes.alive(p)]:
+            time.sleep(0.05)
+        assert not [p for p in pids if processes.alive(p)], "the job outlived ccltune ab"
+    finally:
+        for p in subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split():
+            with contextlib.suppress(OSError):
+                os.kill(int(p), signal.SIGKILL)
 
 
 def test_metric_comm_sums_the_profiler_files_of_each_run(tmp_path, capsys, monkeypatch) -> None:

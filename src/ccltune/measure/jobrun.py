@@ -4,7 +4,8 @@ ccltune stops.
 
 The job runs in a new session (``start_new_session``), so a Ctrl-C at the terminal reaches ccltune
 only; ccltune then ends the job: SIGTERM to the process group and to every descendant found in /proc
-(a process that left the group with setsid is still a descendant), SIGKILL after ``GRACE_S``.
+(a process that left the group with setsid is still a descendant), SIGKILL after ``jobguard.GRACE_S``.
+Each run goes through ``jobguard``, which ends the job the same way when ccltune itself dies (kill -9).
 """
 
 from __future__ import annotations
@@ -13,18 +14,19 @@ import collections
 import math
 import os
 import re
-import signal
+import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ccltune import processes, profiler_plugin
+from ccltune import profiler_plugin
 from ccltune.errors import EngineUnavailable
+from ccltune.measure import jobguard
 
-GRACE_S = 3.0          # after SIGTERM, the job's time to exit before SIGKILL
 TAIL_LINES = 12        # lines of the job's output kept for a failed run's report
 MAX_LINE_BYTES = 1 << 16   # a longer line is read in pieces (the metric regex sees each piece)
 MAX_SAMPLES = 1 << 20  # metric matches kept per run (a job printing more is still judged on these)
@@ -61,29 +63,6 @@ def base_env(environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     return {k: v for k, v in environ.items() if k not in TUNER_VARS}, removed
 
 
-def _end_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the job's process group and its descendants, SIGKILL to what is left after GRACE_S."""
-    targets = set(processes.descendants(proc.pid))
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for pid in targets | set(processes.descendants(proc.pid)):
-            try:
-                os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if sig == signal.SIGTERM:
-            try:
-                proc.wait(timeout=GRACE_S)
-            except subprocess.TimeoutExpired:
-                continue
-            if not any(processes.alive(p) for p in targets):
-                return
-    proc.wait()
-
-
 def _number(text: str) -> float | None:
     try:
         v = float(text)
@@ -99,12 +78,15 @@ def run_once(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[st
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
     values: list[float] = []
     start = time.monotonic()
+    if shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None:
+        return RunResult(None, 0.0, reason=f"could not start {argv[0]!r}: not found, or not an executable file")
+    guarded, guard_env = jobguard.command(os.getpid(), list(argv), dict(env))
     try:
-        proc = subprocess.Popen(list(argv), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(guarded, env=guard_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
-        return RunResult(None, 0.0, reason=f"could not start {argv[0]!r}: {exc.strerror}")
-    timer = threading.Timer(timeout_s, _end_group, (proc,)) if timeout_s else None
+        return RunResult(None, 0.0, reason=f"could not start {sys.executable!r}: {exc.strerror}")
+    timer = threading.Timer(timeout_s, jobguard.end_group, (proc,)) if timeout_s else None
     if timer is not None:
         timer.daemon = True
         timer.start()
@@ -119,7 +101,7 @@ def run_once(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[st
                 values.extend(v for v in (_number(m.group(1)) for m in pattern.finditer(line)) if v is not None)
         proc.wait()
     except BaseException:
-        _end_group(proc)
+        jobguard.end_group(proc)
         raise
     finally:
         if timer is not None:
