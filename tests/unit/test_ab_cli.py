@@ -129,20 +129,27 @@ def test_kill_9_of_ab_ends_the_running_job_and_its_children(tmp_path) -> None:
     each run goes through (measure/jobguard.py) ends the whole job within its grace. (Before: the job ran on
     under PID 1.)"""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    marker = f"ccltune-kill9-{os.getpid()}"
+    marker, child = f"ccltune-kill9-{os.getpid()}", "import time; time.sleep(60)"
     job = ("import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-           f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', '{marker}']); "
+           f"subprocess.Popen([sys.executable, '-c', {child!r}, '{marker}']); "
            "print('step 1  10.0 ms', flush=True); time.sleep(60)")
     proc = subprocess.Popen([sys.executable, "-m", "ccltune", "ab", "--db", str(tmp_path / "ab.db"), "--metric", REGEX,
                              "--env", "FAKE_SLOW=1", "--rounds", "3", "--", sys.executable, "-c", job, marker],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
-        deadline, pids = time.monotonic() + 30, []
-        while time.monotonic() < deadline and len(pids) < 2:  # the job and its child
-            pids = [int(p) for p in subprocess.run(["pgrep", "-f", marker], capture_output=True,
-                                                     text=True).stdout.split()]
+        def argv(pid: int) -> list[bytes]:
+            with contextlib.suppress(OSError):
+                return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            return []
+
+        def started() -> bool:  # the job's child runs
+            return any(argv(p)[2:3] == [child.encode()] for p in processes.descendants(proc.pid))
+
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not started():
             time.sleep(0.1)
-        assert len(pids) >= 2, pids
+        pids = processes.descendants(proc.pid)
+        assert started(), pids
         proc.kill()
         proc.wait(timeout=10)
         deadline = time.monotonic() + 3.0 + 3.0  # the guard's grace, and a loaded machine's margin
