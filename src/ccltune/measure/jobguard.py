@@ -27,21 +27,25 @@ POLL_S = 0.05
 GRACE_S = 3.0          # after SIGTERM, the job's time to exit before SIGKILL
 
 
-HELD = ("LD_PRELOAD",)          # for the job only, not for this process (an arm's other NCCL library)
+# The job's, not the guard's own interpreter: an arm's other NCCL library (--nccl-lib), and an arm's
+# PYTHONPATH (the guard finds ccltune where this process found it).
+HELD = ("LD_PRELOAD", "PYTHONPATH")
 HELD_PREFIX = "CCLTUNE_JOBGUARD_"
 
 
 def command(ppid: int, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that run ``argv`` with ``env`` guarded, for the ccltune process
-    ``ppid``. The variables of HELD reach the job, not the guard's own interpreter."""
+    ``ppid``. The job gets ``env`` exactly; the variables of HELD are carried past the guard's interpreter."""
     held = {HELD_PREFIX + k: v for k, v in env.items() if k in HELD}
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # where ccltune is
     return ([sys.executable, "-m", "ccltune.measure.jobguard", str(ppid), *argv],
-            {**{k: v for k, v in env.items() if k not in HELD}, **held})
+            {**{k: v for k, v in env.items() if k not in HELD}, **held, "PYTHONPATH": here})
 
 
-def _job_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(HELD_PREFIX)}
-    env.update({k[len(HELD_PREFIX):]: v for k, v in os.environ.items() if k.startswith(HELD_PREFIX)})
+def job_env(guard_env: dict[str, str]) -> dict[str, str]:
+    """The job's environment, from the guard's (``command``): ``env`` as it was given."""
+    env = {k: v for k, v in guard_env.items() if k not in HELD and not k.startswith(HELD_PREFIX)}
+    env.update({k[len(HELD_PREFIX):]: v for k, v in guard_env.items() if k.startswith(HELD_PREFIX)})
     return env
 
 
@@ -83,7 +87,7 @@ def main(args: list[str]) -> int:
         signal.signal(s, stop)
     processes.die_with_parent(int(args[0]), PARENT_GONE)
     try:
-        child = subprocess.Popen(args[1:], env=_job_env(), start_new_session=True)
+        child = subprocess.Popen(args[1:], env=job_env(dict(os.environ)), start_new_session=True)
     except OSError as exc:
         print(f"ccltune: could not start {args[1]!r}: {exc.strerror}", file=sys.stderr)
         return 127
