@@ -1067,5 +1067,24 @@ print("runs stored:", [(x.id, x.kind) for x in ccltune.open_db(db).runs()])
 PY
   echo "rc=$? phase diagopts wall $(( $(date +%s) - t0 )) s"
 }
+phase_r38() {  # issue 38 item 8 (2 GPUs, <= 6 min wall): nccl-tests (MPI) vs bench with all_gather to 1 GB, eager and -G; --warmup-mode nccl-tests; check with no profile
+  local W=$OUT/r38 t0=$(date +%s); mkdir -p $W; phase_build
+  export NCCL_TESTS_DIR=$PWD/.cache/nccl-tests NCCLT_BUILD=$PWD/.cache/nccl-tests/build
+  BUILDDIR=$NCCLT_BUILD COLLS="all_reduce all_gather" JOBS=16 bash bench/nccl_tests_build.sh > $W/ncclt-build.log 2>&1; echo "nccl-tests build rc=$?"; tail -2 $W/ncclt-build.log
+  step "nccl-tests vs ccltune on $NGPU GPUs, all_gather and all_reduce 8 B-1 GB, eager and -G 10, ABBA x2"
+  NPROCS="$NGPU" COLLS="all_gather all_reduce" MODES="eager graph" REPS=2 bash bench/eager_vs_ncclt_mpi.sh $W/cmp > $W/cmp.txt 2>&1
+  grep -E "^##|sizes outside|outside" $W/cmp.txt | head -30
+  echo "wall so far $(( $(date +%s) - t0 )) s"
+  step "--warmup-mode nccl-tests with -G 10 on $NGPU GPUs against nccl-tests -G 10"
+  ct 150 bench all_gather all_reduce -b 8 -e 1G -f 4 -G 10 --warmup-mode nccl-tests --nproc $NGPU --db "$DB" --json $W/wm.json > $W/wm.txt 2>&1; tail -5 $W/wm.txt
+  local M="mpirun --allow-run-as-root --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
+  timeout 90 $M -np $NGPU $NCCLT_BUILD/all_gather_perf -b 8 -e 1G -f 4 -G 10 > $W/ncclt_ag_G.txt 2>&1
+  timeout 90 $M -np $NGPU $NCCLT_BUILD/all_reduce_perf -b 8 -e 1G -f 4 -G 10 > $W/ncclt_ar_G.txt 2>&1
+  python3 bench/compare_reference.py $W/wm.json $W/ncclt_ag_G.txt $W/ncclt_ar_G.txt > $W/wm-compare.txt 2>&1; grep -E "^# [0-9]+ of|outside" $W/wm-compare.txt | head -12
+  step "check on this node (no built-in profile for it): the gate from the links"
+  ct 150 check --db "$DB" --json $W/check.json > $W/check.txt 2>&1; grep -vE "^links:" $W/check.txt | tail -10
+  echo "phase r38 wall $(( $(date +%s) - t0 )) s"
+  pack
+}
 for p in "$@"; do "phase_$p"; done
 pack

@@ -221,17 +221,20 @@ def measure(engine: Engine, pt: Point, *, check: int, average: str, timeout_s: f
 def _check(engine: Engine, pt: Point, bufs: buffers.Buffers) -> tuple[float, float]:
     """One check: fill, one call, count this rank's wrong elements; (wrong, 1.0 if unchecked)."""
     torch, ctx = engine.torch, engine.ctx
-    buffers.fill(torch, bufs, pt.coll, ctx.comm_rank, ctx.comm_size, pt.op)
-    if pt.ncclt and pt.graph and engine.supports_graph and pt.lay.count > 0:
-        # nccl-tests' procedure under -G: the checked call is captured into a graph of its own and launched
-        graph = engine.capture(pt, bufs, 1, step=False)
-        with engine.stream_context():
+    # The fill, the checked call and the wait on one stream: the graph below replays on the engine's
+    # stream, and a fill left on another stream raced it (4 x H200 -G 10 --warmup-mode nccl-tests: in-place
+    # all_reduce of 128 MB and 512 MB read half-written inputs; docs/performance.md, 2026-11-28)
+    with engine.stream_context():
+        buffers.fill(torch, bufs, pt.coll, ctx.comm_rank, ctx.comm_size, pt.op)
+        if pt.ncclt and pt.graph and engine.supports_graph and pt.lay.count > 0:
+            # nccl-tests' procedure under -G: the checked call is captured into a graph of its own and launched
+            graph = engine.capture(pt, bufs, 1, step=False)
             graph.replay()
+            engine.sync()
+            close_graph(graph)
+        else:
+            engine.launch(pt, bufs)
         engine.sync()
-        close_graph(graph)
-    else:
-        engine.launch(pt, bufs)
-    engine.sync()
     try:  # local work only: a rank that runs out of memory here leaves nobody waiting
         wrong = buffers.count_wrong(torch, bufs, pt.coll, pt.lay, pt.dt, ctx.comm_rank, ctx.comm_size, pt.op,
                                     pt.root)
