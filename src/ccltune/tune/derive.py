@@ -2,7 +2,9 @@
 
 A *group* is what one rule line can be keyed on: (GPU model, ranks per NVLink domain, and on AMD
 GPUs the compute and memory partition modes the sweep ran in) for the ``platform`` section, then
-(collective, nRanks, nNodes). Inside a group:
+(collective, nRanks, nNodes). Each size of a group was measured in one datatype, op and graph mode; different
+sizes may differ (``sweep --workload`` measures each point as the job issues it), one size in two is an error
+naming it. Inside a group:
 
 1. Rows with ``status != 'ok'`` are dropped (an unavailable configuration never wins), and only
    the chosen placement is kept (out-of-place by default).
