@@ -205,7 +205,8 @@ def _workload(folder):
 
     wl = Workload([Entry(Key("all_reduce", 4100, 2, "float", 1025, op="max"), 7), Entry(Key("all_gather", 24, 2, "float", 3), 2),
                    Entry(Key("all_reduce", 4100, 2, "int32", 1025, op="sum"), 1), Entry(Key("all_reduce", 512, 4, "float", 128, op="sum"), 3),
-                   Entry(Key("reduce_scatter", 4, 2, "bfloat16", 1, op="avg"), 1)], [])
+                   Entry(Key("reduce_scatter", 4, 2, "bfloat16", 1, op="avg"), 1),
+                   Entry(Key("all_reduce", 8192, 2, "bfloat16", 4096, op="sum"), 9)], [])
     (folder / "w.json").write_text(to_json(wl, {}))
     return ["sweep", "--workload", str(folder / "w.json"), "--reps", "2", *DEFAULT_ONLY, "--db", str(folder / "s.db")]
 
@@ -215,17 +216,20 @@ def test_workload_sweeps_exactly_its_points_and_lists_the_others(shared):
     w, db = proc.folder / "w.json", proc.folder / "s.db"
     assert proc.rc == 0, proc.stderr
     run, rows = only_run(db)
-    # the exact sizes (4100 B is no power of two), datatypes merged: the tuner sees bytes; each collective
-    # in the job's datatype (issue 30): the bfloat16 reduce_scatter of 4 B, which float could not time
+    # the exact sizes (4100 B is no power of two), datatypes merged: the tuner sees bytes; each point in the
+    # datatype the job issues there (issues 30, 38): the bfloat16 reduce_scatter of 4 B, which float could not
+    # time, and the float all_reduce of 4100 B beside the bfloat16 one of 8192 B that moves more bytes
     assert sorted({(m.collective, m.size_bytes, m.dtype) for m in rows}) == [
-        ("all_gather", 24, "float"), ("all_reduce", 4100, "float"), ("reduce_scatter", 4, "bfloat16")]
-    assert len(rows) == 6 and all(m.status == "ok" for m in rows)
-    # and in the job's op (issue 30): max for the all_reduce (most calls); gloo has no avg, which is said
-    assert {(m.collective, m.op) for m in rows} == {("all_gather", None), ("all_reduce", "max"), ("reduce_scatter", "sum")}
+        ("all_gather", 24, "float"), ("all_reduce", 4100, "float"), ("all_reduce", 8192, "bfloat16"),
+        ("reduce_scatter", 4, "bfloat16")]
+    assert len(rows) == 8 and all(m.status == "ok" for m in rows)
+    # and in the job's op (issue 30): max for the all_reduce of 4100 B (most calls); gloo has no avg, which is said
+    assert {(m.collective, m.size_bytes, m.op) for m in rows} == {
+        ("all_gather", 24, None), ("all_reduce", 4100, "max"), ("all_reduce", 8192, "sum"), ("reduce_scatter", 4, "sum")}
     # (the parent's line naming the ops, "# in the job's reduction op ...", is not printed here: this run is one of
     # the shared job's, under the launcher, where only the ranks speak; tests/unit/test_workload_op.py checks it)
     assert "# reduce_scatter 4 B: the job reduces with avg, measured with sum: gloo has no AVG reduction" in proc.stdout
-    assert run.args["workload"] == str(w) and run.summary["workload_points"] == {"all_reduce": [4100],
+    assert run.args["workload"] == str(w) and run.summary["workload_points"] == {"all_reduce": [4100, 8192],
                                                                                  "all_gather": [24],
                                                                                  "reduce_scatter": [4]}
     assert [k["entry"] for k in run.summary["workload_skipped"]] == [3]

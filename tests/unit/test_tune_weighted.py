@@ -105,7 +105,7 @@ def test_datatypes_of_one_size_merge_into_one_point_and_are_noted_when_not_measu
     (pt,) = weighted.workload_points(w)
     assert (pt.calls, pt.datatypes) == (5, ("bfloat16", "float"))
     (p,) = weighted.plan(w, derive(rows({"default": {MB: pts(10.0)}})),
-                         dtypes={("H100", "all_reduce", 4, 1): ["float"]})
+                         dtypes={("H100", "all_reduce", 4, 1, MB): ["float"]})
     assert p.default_us == pytest.approx(50.0)  # steps unknown: per captured run
     assert any("bfloat16" in n for n in p.notes)
 

@@ -37,8 +37,9 @@ def load(path: str, o: SweepOptions, colls: list[Any], ranks: int) -> Any:
     return wl
 
 
-def job_dtypes(o: SweepOptions, wl: Any) -> dict[str, Any] | None:
-    """Without -d: each collective in the job's own datatype (``workload.plan.job_dtypes``); with -d, None."""
+def job_dtypes(o: SweepOptions, wl: Any) -> dict[tuple[str, int], Any] | None:
+    """Without -d: each point in the datatype the job issues at that size (``workload.plan.job_dtypes``); with -d,
+    None."""
     from ccltune.workload import plan as workload_plan
 
     return workload_plan.job_dtypes(wl) if isinstance(o.datatype, OmittedStr) else None

@@ -178,10 +178,10 @@ def _for_workload(o: TuneOptions, result: Derivation, rows: list[dict]
     """The rules and predictions judged by ``--workload`` (docs/workload.md)."""
     assert o.workload is not None
     wl = wl_model.load(o.workload)
-    dtypes: dict[tuple[str, str, int, int], set[str]] = {}
+    dtypes: dict[tuple[str, str, int, int, int], set[str]] = {}
     for r in rows:
-        dtypes.setdefault((r["gpu"], r["collective"], int(r["n_ranks"]), int(r.get("n_nodes") or 1)),
-                          set()).add(r.get("dtype") or "")
+        dtypes.setdefault((r["gpu"], r["collective"], int(r["n_ranks"]), int(r.get("n_nodes") or 1),
+                           int(r["size_bytes"])), set()).add(r.get("dtype") or "")
     plans = weighted.plan(wl, result, min_share=_percent(o.min_share, "--min-share"), dtypes=dtypes,
                           under_load=o.under_load is not None)
     graphs = {bool(r.get("graph")) for r in rows}

@@ -2,7 +2,9 @@
 
 A *group* is what one rule line can be keyed on: (GPU model, ranks per NVLink domain, and on AMD
 GPUs the compute and memory partition modes the sweep ran in) for the ``platform`` section, then
-(collective, nRanks, nNodes). Inside a group:
+(collective, nRanks, nNodes). Each size of a group was measured in one datatype, op and graph mode; different
+sizes may differ (``sweep --workload`` measures each point as the job issues it), one size in two is an error
+naming it. Inside a group:
 
 1. Rows with ``status != 'ok'`` are dropped (an unavailable configuration never wins), and only
    the chosen placement is kept (out-of-place by default).
@@ -64,7 +66,7 @@ ISOLATED_MARGIN = 0.10
 # launch and synchronisation jitter between communicators, not a property of a configuration.
 MIN_GAIN_US = 0.5
 PLACEMENTS = ("out-of-place", "in-place", "both")
-# Row fields that must be uniform inside a group: the tuner ABI cannot tell them apart.
+# Row fields that must be uniform at each size of a group: the tuner ABI cannot tell them apart (sizes apart it can).
 _UNIFORM = ("dtype", "op", "graph")
 
 
@@ -330,7 +332,8 @@ def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float 
     decides there), e.g. the sizes where ``ccltune validate`` found the rules slower.
 
     Raises DataError for a group with candidates but no default, rows without a GPU model, or a
-    group mixing datatypes, ops or graph modes (the rule file cannot tell them apart).
+    size of a group measured in two datatypes, ops or graph modes (the rule file cannot tell them apart;
+    different sizes measured in different ones it can, by their size ranges).
     """
     notes: list[str] = []
     grouped: dict[GroupKey, list[Mapping[str, Any]]] = defaultdict(list)
@@ -356,14 +359,29 @@ def derive(rows: Iterable[Any], *, objective: str = "time", sm_tolerance: float 
     return Derivation(groups, notes)
 
 
+def _check_uniform(key: GroupKey, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Each size of a group measured in one datatype, op and graph mode (``_UNIFORM``). Different sizes may
+    differ (a job's 4 B barrier in float and op sum, its 40 B all_reduce in max, its buckets in bfloat16:
+    ``sweep --workload`` measures each point as the job issues it): a rule's size range tells them apart.
+    Two values at one size are a real conflict: a rule there would apply to both, measured as one."""
+    seen: dict[str, dict[int, dict[str, set[str]]]] = {col: defaultdict(lambda: defaultdict(set)) for col in _UNIFORM}
+    for r in rows:
+        for col in _UNIFORM:
+            seen[col][int(r["size_bytes"])][str(r.get(col))].add(str(r.get("run_id", "?")))
+    for col in _UNIFORM:
+        mixed = {size: v for size, v in sorted(seen[col].items()) if len(v) > 1}
+        if mixed:
+            shown = "; ".join(f"{size} B: " + ", ".join(f"{value} (run {', '.join(sorted(runs))})"
+                                                        for value, runs in sorted(v.items()))
+                              for size, v in list(mixed.items())[:3])
+            more = f" (and {len(mixed) - 3} more sizes)" if len(mixed) > 3 else ""
+            raise DataError(f"group {key} mixes {col} values at one size ({shown}{more}); one rule covers them all"
+                            " and the tuner cannot tell them apart: pick the runs of one with --runs")
+
+
 def _derive_group(key: GroupKey, rows: list[Mapping[str, Any]], opts: dict[str, Any], placement: str,
                   notes: list[str], excluded: Collection[tuple[str, int, int, int]] = ()) -> GroupResult:
-    for col in _UNIFORM:
-        values = {r.get(col) for r in rows}
-        if len(values) > 1:
-            shown = ", ".join(sorted(map(str, values)))
-            raise DataError(f"group {key} mixes {col} values ({shown}); the tuner cannot tell them apart:"
-                            " pick the runs of one with --runs")
+    _check_uniform(key, rows)
     by_size = samples_by_size(rows, placement)
     sizes = sorted(s for s, c in by_size.items() if BASELINE in c)
     if not sizes:

@@ -42,7 +42,7 @@ class SweepPlan:
     # --workload: its points replace collectives x sizes (``collectives`` then only restricts them)
     workload: Any = None
     points: dict[str, list[int]] | None = None   # collective name -> sizes, set from the workload in run()
-    dtypes: dict[str, Any] | None = None          # --workload without -d: collective -> the job's datatype
+    dtypes: dict[tuple[str, int], Any] | None = None  # --workload without -d: (collective, size) -> the job's datatype
     ops: dict[tuple[str, int], str] | None = None  # --workload without -o: (collective, size) -> the job's op
     under_load: int | None = None     # --under-load M: a MatrixLoad runs while the sizes are measured
     # rank 0, --resume: raises when the stored run is not this sweep (world size given)
@@ -153,12 +153,12 @@ def _open_run(s: Session, plan: SweepPlan) -> set[tuple[str, int, str]]:
     return {tuple(x) for x in json.loads(s.ctx.broadcast_bytes(blob, "points already measured"))}
 
 
-def requested_sizes(coll: Any, sizes: list[int], dtype_size: int, ctx: Any) -> dict[int, int]:
+def requested_sizes(coll: Any, sizes: list[int], dtype_size: Callable[[int], int], ctx: Any) -> dict[int, int]:
     """Stored size -> the size asked for: the model plans in the sizes the rows are stored under
-    (the layout may round them)."""
+    (the layout may round them; ``dtype_size``: the element size a size is measured in)."""
     requested: dict[int, int] = {}
     for size in sizes:
-        requested.setdefault(coll.layout(size, dtype_size, ctx.world_size, ctx.rank).size_bytes, size)
+        requested.setdefault(coll.layout(size, dtype_size(size), ctx.world_size, ctx.rank).size_bytes, size)
     return requested
 
 
@@ -166,30 +166,32 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
                       done: set[tuple[str, int, str]], res: SweepResult, bar: Progress) -> None:
     from ccltune.tune import planner
 
-    ctx, engine, settings, cands, sizes = s.ctx, s.engine, plan.settings, plan.candidates, _sizes(plan, coll)
-    if plan.dtypes and coll.name in plan.dtypes:  # the job's datatype: a reduction's kernel depends on it
-        settings = dataclasses.replace(settings, dtype=plan.dtypes[coll.name])
+    ctx, engine, cands, sizes = s.ctx, s.engine, plan.candidates, _sizes(plan, coll)
     store, run_id = s.store, s.run_id
     rows_so_far = [m for m in (store.measurements(run_id, collective=coll.name) if store else [])]
-    refused: measure_sweep.Refused = {}  # NCCL refuses a forced candidate per collective, not per size
+    # NCCL refuses a forced candidate per collective, not per size; per datatype and op, as a point's may differ
+    refused: dict[tuple[str, str], measure_sweep.Refused] = {}
     keep = measure_sweep.BufferCache() if plan.mode == "model" else None  # sizes are visited again in later rounds
-    requested = requested_sizes(coll, sizes, settings.dtype.size, ctx)
+    requested = requested_sizes(coll, sizes, lambda size: _job_dtype(plan, coll, size).dtype.size, ctx)
     todo = ({requested[s]: c for s, c in planner.plan_initial(requested).items()} if plan.mode == "model"
             else {s: None for s in sizes})
     if any((coll.name, s, c.label) not in done for s in requested for c in cands):
         bar.step(f"{coll.name} {min(sizes)} B (warm-up, not stored)", advance=0)
-        measure_sweep.warm_collective(engine, coll, min(sizes), cands, settings, refused)
+        first = _job_op(plan, engine, coll, min(sizes), _job_dtype(plan, coll, min(sizes)), None)
+        measure_sweep.warm_collective(engine, coll, min(sizes), cands, first,
+                                      refused.setdefault((first.dtype.name, first.op), {}))
     while todo:
         for size, want in todo.items():
             chosen = [c for c in cands if want is None or c in want]
+            settings = _job_op(plan, engine, coll, size, _job_dtype(plan, coll, size), res)
             stored = coll.layout(size, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes
             chosen = [c for c in chosen if (coll.name, stored, c.label) not in done and tunable(stored, c)]
             bar.step(f"{coll.name} {size} B")
             if not chosen:
                 continue
             labels = [dict(algo=c.algo, proto=c.proto, channels=c.channels, config=c.label) for c in chosen]
-            rows = measure_sweep.measure_size(engine, coll, size, chosen, labels,
-                                              _job_op(plan, engine, coll, size, settings, res), refused, keep)
+            rows = measure_sweep.measure_size(engine, coll, size, chosen, labels, settings,
+                                              refused.setdefault((settings.dtype.name, settings.op), {}), keep)
             if store is not None:
                 store.add_measurements(run_id, rows)
                 rows_so_far.extend(rows)
@@ -198,22 +200,30 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
             res.untimed.update(f"{r.status} ({r.note})" if r.note else r.status for r in rows if r.status != RowStatus.OK)
         if plan.mode != "model":
             break
-        todo = _next_round(ctx, settings, rows_so_far, requested, cands)
+        todo = _next_round(ctx, plan.settings, rows_so_far, requested, cands)
     if keep is not None:
         keep.clear()
 
 
+def _job_dtype(plan: SweepPlan, coll: Any, size: int) -> measure_sweep.SweepSettings:
+    """The settings one point is measured with: in the datatype the job issues at that size (``plan.dtypes``,
+    --workload without -d), as a reduction's kernel depends on it; else the sweep's -d."""
+    dtype = (plan.dtypes or {}).get((coll.name, size))
+    return plan.settings if dtype is None else dataclasses.replace(plan.settings, dtype=dtype)
+
+
 def _job_op(plan: SweepPlan, engine: Any, coll: Any, size: int, settings: measure_sweep.SweepSettings,
-            res: SweepResult) -> measure_sweep.SweepSettings:
+            res: SweepResult | None) -> measure_sweep.SweepSettings:
     """The settings one workload point is measured with: in the job's reduction op (``plan.ops``), as NCCL runs
     another kernel for avg or max than for sum; an engine that cannot run that op measures -o instead, and the
-    result says so (``res.op_notes``)."""
+    result says so (``res.op_notes``; None: the warm-up, which says nothing)."""
     op = (plan.ops or {}).get((coll.name, size))
     if op is None or op == settings.op or not coll.reduces:
         return settings
     why = measure_sweep.op_waived(engine, coll, size, settings, op)
     if why is not None:
-        res.op_notes[(coll.name, size)] = f"the job reduces with {op}, measured with {settings.op}: {why}"
+        if res is not None:
+            res.op_notes[(coll.name, size)] = f"the job reduces with {op}, measured with {settings.op}: {why}"
         return settings
     return dataclasses.replace(settings, op=op)
 

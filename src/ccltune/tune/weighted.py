@@ -14,12 +14,17 @@ for one GPU model at a time:
    - t_winner)``, is at least ``NOISE_MULTIPLE`` (2) times its own uncertainty (below): the
    ``+-`` is half the spread seen on each side, so a saving smaller than twice it lies inside the
    spread the sweep itself saw, and becomes no rule (status ``in-noise``; "4696 +- 3918 us" was
-   such a saving, and the job got slower with it). Then it must be at least ``min_share`` of the
-   predicted default communication time per step: a rule that changes a size the job hardly
-   uses is risk without reward. Rules are candidates either way: ``ccltune ab --rules R --prune
+   such a saving, and the job got slower with it). Then the rule's saving (its points', point 3) must
+   be at least ``min_share`` of the predicted default communication time per step: a rule that
+   changes sizes the job hardly uses is risk without reward. Rules are candidates either way: ``ccltune ab --rules R --prune
    KEPT -- <the job>`` is the judge.
-3. Every kept rule covers exactly its size (``min_bytes == max_bytes``): a workload's sizes
-   are exact, and a range would reach into sizes nobody measured.
+3. A rule covers the job's own sizes only: a run of the group's consecutive workload sizes (in size
+   order, every point of the group counted) that each pass point 2's noise test with the same winner,
+   each at most ``NEAR`` (2x) the one before, from the smallest to the largest (a DDP job's buckets of
+   67,108,864 and 67,125,248 B are one rule; sizes between them the job does not issue go with it). A
+   point alone covers exactly its size (``min_bytes == max_bytes``). Point 2's share test judges the
+   rule: the run's savings together. A size next to a rule (within ``NEAR``) that the rule leaves to
+   NCCL is named with the reason (issue 38).
 4. The prediction goes through :func:`ccltune.rules.match`, the plugin's own matcher, on the
    rules finally written, and a point where the selected configuration is slower than the
    default beyond noise, or was not measured, is a bug raised as DataError, never a rule.
@@ -64,6 +69,9 @@ RULE, DEFAULT_KEPT, SMALL, IN_NOISE, UNMEASURED, UNTUNABLE, ONE_RANK, AMBIGUOUS,
 
 # A rule's saving per step must be at least this many times its own +- (module doc, point 2)
 NOISE_MULTIPLE = 2.0
+# A rule reaches from one of the job's sizes to the next one of the same winner when the larger is at most this
+# many times the smaller (module doc, point 3): a DDP job's buckets of 67,108,864 and 67,125,248 B
+NEAR = 2.0
 
 
 @dataclass(frozen=True)
@@ -187,11 +195,11 @@ def op_notes(wl: Workload, rows: Iterable[Mapping[str, Any]]) -> list[str]:
 
 
 def plan(wl: Workload, derivation: Derivation, *, min_share: float = 0.0,
-         dtypes: Mapping[tuple[str, str, int, int], Iterable[str]] | None = None,
+         dtypes: Mapping[tuple[str, str, int, int, int], Iterable[str]] | None = None,
          under_load: bool = False) -> list[WorkloadPlan]:
     """One :class:`WorkloadPlan` per GPU model the derivation measured (module doc).
 
-    ``dtypes``: (gpu, collective, n_ranks, n_nodes) -> datatypes measured there, to note a
+    ``dtypes``: (gpu, collective, n_ranks, n_nodes, size_bytes) -> datatypes measured there, to note a
     workload datatype the measurements did not use. ``under_load``: the derivation's rows were
     measured under load (rule 5 then lets a point the job runs slowly have its rule).
     """
@@ -208,7 +216,7 @@ def plan(wl: Workload, derivation: Derivation, *, min_share: float = 0.0,
 
 
 def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points: list[WPoint], per_step: float,
-              steps: int | None, min_share: float, dtypes: Mapping[tuple[str, str, int, int], Iterable[str]],
+              steps: int | None, min_share: float, dtypes: Mapping[tuple[str, str, int, int, int], Iterable[str]],
               modes: tuple[str, str] = ("", ""), under_load: bool = False) -> WorkloadPlan:
     first: list[PointVerdict] = []
     winners: dict[int, tuple[GroupResult, CommConfig]] = {}
@@ -217,7 +225,7 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
         v, hit = _judge(p, groups, per_step)
         if hit is not None:
             g, d = hit
-            measured = set(dtypes.get((gpu, g.key.collective, g.key.n_ranks, g.key.n_nodes), ()))
+            measured = set(dtypes.get((gpu, g.key.collective, g.key.n_ranks, g.key.n_nodes, p.size_bytes), ()))
             if measured and p.datatypes and not set(p.datatypes) <= measured:
                 notes.append(f"{p.collective} {p.size_bytes} B on {p.n_ranks} ranks: the job issues "
                              f"{', '.join(p.datatypes)}, measured with {', '.join(sorted(measured))}")
@@ -225,8 +233,7 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
                 winners[len(first)] = (g, d.winner)
         first.append(v)
     total = sum(v.default_us for v in first)
-    rules: list[Rule] = []
-    kept: dict[int, CommConfig] = {}
+    passing: dict[int, tuple[GroupResult, CommConfig, float]] = {}  # beyond twice the noise: (group, winner, saving)
     for i, (g, w) in list(winners.items()):
         v = first[i]
         slow = _job_slow(v)
@@ -242,14 +249,24 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
                                     f"{NOISE_MULTIPLE:g} x its own noise, no rule", v.default, v.selected,
                                     v.selected_stats, per_step)
             continue
+        passing[i] = (g, w, saving)
+    rules: list[Rule] = []
+    for key, run in _runs(points, groups, passing):
+        g, w, _ = passing[run[0]]
+        saving = sum(passing[i][2] for i in run)
         if total > 0 and saving < min_share * total:
-            first[i] = PointVerdict(v.point, SMALL, f"saves {saving:.2f} us per step, under {100 * min_share:g}% "
-                                    f"of the {total:.1f} us default", v.default, v.selected, v.selected_stats, per_step)
+            for i in run:
+                v = first[i]
+                together = (f" with {', '.join(f'{first[j].point.size_bytes} B' for j in run if j != i)} (one rule: "
+                            "the same winner)" if len(run) > 1 else "")
+                first[i] = PointVerdict(v.point, SMALL, f"saves {saving:.2f} us per step{together}, under "
+                                        f"{100 * min_share:g}% of the {total:.1f} us default", v.default, v.selected,
+                                        v.selected_stats, per_step)
             continue
-        kept[i] = w
-        rules.append(Rule(collectives.PLUGIN_NAMES[g.key.collective], v.point.size_bytes, v.point.size_bytes,
-                          w.algo or NCCL_CHOICE, w.proto or NCCL_CHOICE, w.channels or ANY, g.key.n_nodes,
-                          g.key.n_ranks, platform=g.key.platform))
+        rules.append(Rule(collectives.PLUGIN_NAMES[key[0]], points[run[0]].size_bytes, points[run[-1]].size_bytes,
+                          w.algo or NCCL_CHOICE, w.proto or NCCL_CHOICE, w.channels or ANY, key[2], key[1],
+                          platform=g.key.platform))
+        notes.extend(_left_beside(first, winners, _members(points, key), run, w))
     if not under_load:  # say so where no rule was at stake too: the prediction is an idle GPU's
         slow = [v for v in first if v.status != JOB_SLOW and _job_slow(v) is not None]
         if slow:
@@ -259,6 +276,57 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
     verdicts = [_apply(v, RuleSet(rules), groups, per_step) if v.default is not None else v for v in first]
     label = gpu + "".join(f" {k}={m}" for k, m in zip(("partition", "nps"), modes) if m)
     return WorkloadPlan(label, verdicts, rules, steps, notes, under_load)
+
+
+def _members(points: list[WPoint], key: tuple[str, int, int]) -> list[int]:
+    """The indices of the points one rule of ``key`` (collective, ranks, nodes) could reach, by size: those of its
+    collective and ranks on its node count or on an unknown one."""
+    c, r, n = key
+    return sorted((i for i, p in enumerate(points) if p.collective == c and p.n_ranks == r and p.n_nodes in (None, n)),
+                  key=lambda i: points[i].size_bytes)
+
+
+def _runs(points: list[WPoint], groups: Mapping[tuple[str, int, int], GroupResult],
+          passing: Mapping[int, tuple[GroupResult, CommConfig, float]]) -> list[tuple[tuple[str, int, int], list[int]]]:
+    """The points one rule covers (module doc, point 3): per group, runs of the job's consecutive sizes that all pass
+    the noise test with the same winner, each within ``NEAR`` of the one before; any other point of the group
+    between them (unmeasured, NCCL's default kept, in the noise, another winner) ends the run."""
+    out: list[tuple[tuple[str, int, int], list[int]]] = []
+    for key in sorted(groups):
+        run: list[int] = []
+        for i in _members(points, key):
+            hit = passing.get(i)
+            if hit is None or hit[0].key != groups[key].key:
+                run = []
+                continue
+            if run and passing[run[-1]][1] == hit[1] and points[i].size_bytes <= NEAR * points[run[-1]].size_bytes:
+                run.append(i)
+            else:
+                run = [i]
+                out.append((key, run))
+    return out
+
+
+def _left_beside(first: list[PointVerdict], winners: Mapping[int, tuple[GroupResult, CommConfig]],
+                 members: list[int], run: list[int], w: CommConfig) -> list[str]:
+    """Why the job's sizes next to a rule (within ``NEAR``) are left to NCCL (issue 38: the 64 MiB rule beside the
+    job's main 67,125,248 B bucket, which it did not cover, without a word)."""
+    at = members.index(run[0]), members.index(run[-1])
+    lo, hi = first[run[0]].point.size_bytes, first[run[-1]].point.size_bytes
+    rule = f"{lo} B" if lo == hi else f"{lo}-{hi} B"
+    out = []
+    for k, edge in ((at[0] - 1, lo), (at[1] + 1, hi)):
+        if not 0 <= k < len(members) or members[k] in run:
+            continue
+        v = first[members[k]]
+        size = v.point.size_bytes
+        if v.status == RULE or max(size, edge) > NEAR * max(1, min(size, edge)):
+            continue
+        same = (f"; its own winner is the same ({w.label})"
+                if members[k] in winners and winners[members[k]][1] == w else "")
+        out.append(f"{v.point.collective} {size} B ({v.point.calls} calls) is left to NCCL beside the rule for {rule} "
+                   f"({w.label}): {v.status}: {v.reason}{same}")
+    return out
 
 
 def _job_slow(v: PointVerdict) -> str | None:

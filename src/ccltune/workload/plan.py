@@ -71,16 +71,25 @@ def fit(wl: Workload, world_size: int, n_nodes: int | None, *, tunable_only: boo
     return keep, skipped
 
 
-def job_dtypes(wl: Workload) -> dict[str, Any]:
-    """Per collective, the datatype (``datatypes.DType``) the job moves the most bytes in: what ``sweep
-    --workload`` measures it in unless -d says otherwise (a reduction's kernel depends on the datatype).
-    Entries without a datatype ccltune has (capture files, Inspector) are left out."""
+def job_dtypes(wl: Workload) -> dict[tuple[str, int], Any]:
+    """(collective, size_bytes) -> the datatype (``datatypes.DType``) the job issues there: what ``sweep
+    --workload`` measures that point in unless -d says otherwise (a reduction's kernel depends on the datatype;
+    a job's 4-byte float barrier beside its bfloat16 all_reduces is measured in float). Entries of one size in
+    several datatypes (one point: the tuner sees bytes): the one moving the most bytes there. A size whose
+    entries name no datatype ccltune has (capture files, Inspector) takes the one the collective moves the most
+    bytes in, when it has one."""
+    at: dict[tuple[str, int], dict[str, int]] = {}
     by: dict[str, dict[str, int]] = {}
     for e in wl.entries:
         if e.key.datatype in datatypes.DTYPES:
-            got = by.setdefault(e.key.collective, {})
-            got[e.key.datatype] = got.get(e.key.datatype, 0) + e.bytes_total
-    return {c: datatypes.DTYPES[max(d, key=lambda n: (d[n], n))] for c, d in by.items()}
+            for got in (at.setdefault((e.key.collective, e.key.size_bytes), {}), by.setdefault(e.key.collective, {})):
+                got[e.key.datatype] = got.get(e.key.datatype, 0) + e.bytes_total
+    out: dict[tuple[str, int], Any] = {}
+    for e in wl.entries:
+        bytes_in = at.get((e.key.collective, e.key.size_bytes)) or by.get(e.key.collective)
+        if bytes_in:
+            out[(e.key.collective, e.key.size_bytes)] = datatypes.DTYPES[max(bytes_in, key=lambda n: (bytes_in[n], n))]
+    return out
 
 
 def job_ops(wl: Workload) -> dict[tuple[str, int], str]:
@@ -97,7 +106,7 @@ def job_ops(wl: Workload) -> dict[tuple[str, int], str]:
 
 
 def sweep_points(wl: Workload, world_size: int, n_nodes: int | None, dtype: Any,
-                 only: Iterable[str] | None = None, dtypes: dict[str, Any] | None = None
+                 only: Iterable[str] | None = None, dtypes: dict[tuple[str, int], Any] | None = None
                  ) -> tuple[dict[str, list[int]], list[Skipped]]:
     """What ``sweep --workload`` measures: collective -> the sizes (bytes, ascending) of the entries this
     launch can tune (:func:`fit` with ``tunable_only``), and every other entry with the reason.
@@ -105,14 +114,15 @@ def sweep_points(wl: Workload, world_size: int, n_nodes: int | None, dtype: Any,
     A sweep times one datatype (``dtype``, a ``datatypes.DType``): a size that is not a whole number of
     its elements on every rank would be stored under another size, which ``tune --workload`` would
     not find, so it is listed with the datatype that measures it. ``only``: the collectives asked
-    for (None: all). ``dtypes``: collective -> the datatype it is swept in instead (:func:`job_dtypes`)."""
+    for (None: all). ``dtypes``: (collective, size_bytes) -> the datatype that point is swept in instead
+    (:func:`job_dtypes`)."""
     keep, skipped = fit(wl, world_size, n_nodes, tunable_only=True)
     wanted = None if only is None else set(only)
     points: dict[str, set[int]] = {}
     for i in keep:
         e = wl.entries[i]
         k = e.key
-        dt = (dtypes or {}).get(k.collective, dtype)
+        dt = (dtypes or {}).get((k.collective, k.size_bytes), dtype)
         stored = collectives.REGISTRY[k.collective].layout(k.size_bytes, dt.size, world_size, 0).size_bytes
         if wanted is not None and k.collective not in wanted:
             skipped.append(Skipped(i, e, f"{k.collective} is not among the collectives asked for"))
