@@ -92,7 +92,7 @@ def fold(records: list[RankRecord]) -> tuple[list[RankRecord], list[str]]:
                                 f"counted (pid {pid}) and are left out")
         if others:
             timed = counts.time_kind or (counts.kind if counts.timing else "")
-            merged[(counts.kind, timed, *sorted({k for k, _ in others}))].append(
+            merged[(counts.kind, timed) + tuple(sorted({k for k, _ in others}))].append(
                 (pid, host, " and ".join([s for _, s in others] + [counted])))
     return [r for r in records if id(r) not in gone], [_merged_note(k, v) for k, v in merged.items()] + left_out
 
