@@ -96,12 +96,33 @@ def rule_file(size: int) -> tuple[str, str]:
                               "explain(rules.load(PATH), 'allreduce', 8, 1)")
 
 
+def _capture(lines: int) -> str:
+    text = (FIX / "workload" / "h200x4-1126" / "ccltune-capture.vm.1565.efc820a254537a17.0.txt").read_text()
+    head = [ln for ln in text.splitlines() if "," not in ln and ln != "# end"]
+    head = [f"calls={lines}" if ln.startswith("calls=") else ln for ln in head]
+    return "\n".join(head + [f"reducescatter,{10**12 + i},1023,0,1" for i in range(lines)] + ["# end", ""])
+
+
+_READ_CAPTURE = "from ccltune.workload import importer\nimporter.load_file(importer.Path(PATH))"
+
+
+def capture_file(_size: int) -> tuple[str, str]:
+    return _capture(4096), _READ_CAPTURE  # the most the plugin writes (CCLT_CAPTURE_SLOTS call lines)
+
+
+def capture_too_long(size: int) -> tuple[str, str]:
+    """A capture file of the import's byte bound: refused (more than a capture holds) before its lines are read."""
+    return _capture(max(4097, (size - 4096) // 40)), _READ_CAPTURE
+
+
 CASES = {  # name -> (bound in bytes, generator, what the bound is)
     "nccl-tests text": (inputs.MAX_TEXT_BYTES, nccl_tests_text, "bytes"),
     "nccl-tests -J JSON": (inputs.MAX_TEXT_BYTES, nccl_tests_json, "bytes"),
     "NCCL log (doctor)": (inputs.MAX_TEXT_BYTES, nccl_log_doctor, "bytes"),
     "COLL log (workload import)": (inputs.MAX_TRACE_BYTES, coll_log, "bytes"),
     "torch trace (workload import)": (inputs.MAX_TRACE_BYTES, trace, "bytes"),
+    "capture file (workload import)": (0, capture_file, "4096 lines"),
+    "capture, 512 MiB (refused)": (inputs.MAX_TRACE_BYTES, capture_too_long, "bytes"),
     "workload file": (inputs.MAX_WORKLOAD_BYTES, workload_file, "bytes"),
     "nvbandwidth matrix": (0, nvbandwidth_matrix, f"{inputs.MAX_GPUS} GPUs"),
     "rule file (rules explain)": (16 << 20, rule_file, "bytes"),

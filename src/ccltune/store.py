@@ -22,6 +22,7 @@ from typing import Any
 
 from ccltune.errors import StoreError, UsageError
 from ccltune.files import printable, shown
+from ccltune.inputs import MAX_GPUS
 from ccltune.processes import alive
 from ccltune.status import STORED_RUN_STATUSES, RowStatus, RunStatus, Verdict
 from ccltune.storefile import SCHEMA, SCHEMA_VERSION, check_file, check_kind, upgrade
@@ -418,6 +419,10 @@ class Store:
         out = []
         for r in self.conn.execute("SELECT * FROM links WHERE run_id = ? ORDER BY id", (run_id,)):
             d = dict(self._check_row(r, "links"))
+            for c in ("src", "dst"):  # a GPU index sizes the matrices shown: bounded as every link reader bounds it
+                if not isinstance(d.get(c), int) or not 0 <= d[c] < MAX_GPUS:
+                    raise UsageError(f"{self.flag} {shown(self.path)}: links row {d['id']} (run {run_id}) has {c} = "
+                                     f"{printable(repr(d.get(c)), 40)}, not a GPU index in 0..{MAX_GPUS - 1}")
             for c in ("bandwidth_gbps", "latency_us"):
                 if isinstance(d.get(c), float) and not math.isfinite(d[c]):
                     d[c] = None

@@ -474,3 +474,25 @@ def test_a_database_locked_by_another_process_is_one_error(tmp_path):
             st.add_measurements(rid, [Measurement("all_reduce", 8, 2, "float", "sum", None, False, 2, time_us=1.0)])
         other.execute("ROLLBACK")
         other.close()
+
+
+REAL_CAPTURE = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "h200x4-1126" / \
+    "ccltune-capture.vm.1565.efc820a254537a17.0.txt"
+
+
+def _capture_of(lines: int) -> str:
+    """The real capture's header with ``lines`` call lines of one call each (distinct sizes), its counts adding up."""
+    head = [ln for ln in REAL_CAPTURE.read_text().splitlines() if not ln[:1].isalpha() or "=" in ln]
+    head = [f"calls={lines}" if ln.startswith("calls=") else ln for ln in head if ln != "# end"]
+    return "\n".join(head + [f"allreduce,{1024 + i},1,0,1" for i in range(lines)] + ["# end", ""])
+
+
+def test_a_capture_longer_than_the_plugin_writes_is_refused_before_it_is_read():
+    """Issue 38, item 7: the plugin writes at most 4,096 call lines (CCLT_CAPTURE_SLOTS); a far longer file took
+    minutes to be read. One more line is refused naming the bound; bytes past 1 MiB before any line is parsed."""
+    assert sum(capture.parse(REAL_CAPTURE.read_text(), "real.txt").calls.values()) == 911
+    assert sum(capture.parse(_capture_of(capture.MAX_CALL_LINES), "ok.txt").calls.values()) == 4096
+    with pytest.raises(UsageError, match=r"long\.txt:\d+: more than 4096 call lines: the tuner plugin writes at most"):
+        capture.parse(_capture_of(capture.MAX_CALL_LINES + 1), "long.txt")
+    with pytest.raises(UsageError, match=r"huge\.txt: \d+ characters, more than a capture file holds"):
+        capture.parse(_capture_of(60_000), "huge.txt")

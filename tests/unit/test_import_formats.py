@@ -93,6 +93,23 @@ def test_elided_device_list_counts_the_header_ranks():
     assert {m.n_ranks for m in p.rows} == {32}
 
 
+def test_rank_lines_pasted_away_count_the_header_ranks_or_refuse_a_contradiction(tmp_path, capsys):
+    """Issue 38, item 7: rccl-tests output pasted with a bare '...' in place of ranks 2-7 imported as the 2 rank
+    lines shown, while its header says nGpus 8 (one process) and busbw/algbw 1.75 is all_reduce's 2(n-1)/n at 8."""
+    name = "rccl-tests-2024-09_all_reduce_g8_pasted_cut.txt"
+    text = (RCCL / name).read_text()
+    [p] = parse_text(text, name)
+    assert p.collective == "all_reduce" and p.n_ranks == 8 and {m.n_ranks for m in p.rows} == {8}
+    assert any("the rank list is cut: 8 ranks from the header" in n for n in p.notes)
+    # a header that says otherwise than the ratio: refused, naming both and where the header is
+    bad = tmp_path / name
+    bad.write_text(text.replace("nGpus 8", "nGpus 2"))
+    assert main(["import", "nccl-tests", str(bad), "--db", str(tmp_path / "r.db")]) == 2
+    err = capsys.readouterr().err
+    assert "contradicts itself" in err and "says 2 ranks" in err and "busbw/algbw 1.750 says 8 for all_reduce" in err
+    assert f"{name}:10" in err and "Traceback" not in err
+
+
 def test_unknown_gpu_is_not_cpu_and_gpu_sets_it(tmp_path, capsys):
     text = (RCCL / "rccl-tests-2022-10_all_reduce_np8.txt").read_text().replace("AMD Instinct MI250X", "")
     f = tmp_path / "all_reduce.txt"

@@ -216,3 +216,18 @@ def test_an_output_handed_over_as_a_pipe_is_stored_whole(tmp_path):
         os.close(r)
     with Store(tmp_path / "p.db", readonly=True) as st:
         assert st.artifacts(1) == {"nvbandwidth.txt": text} and st.links(1)
+
+
+def test_links_run_with_a_gpu_index_beyond_any_machine_is_refused_not_drawn(tmp_path, capsys):
+    """Issue 38, item 7: a links database holding GPU index 100,000 made `links --run` draw a 100,001 x 100,001
+    matrix (it hung). The index is bounded as every link reader bounds it (inputs.MAX_GPUS), naming the row."""
+    import sqlite3
+    db = tmp_path / "n.db"
+    assert main(["import", "nvbandwidth", str(NVB_JSON), "--db", str(db)]) == 0
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT min(id) FROM links").fetchone()[0]
+        conn.execute("UPDATE links SET dst = 100000 WHERE id = ?", (row,))
+    capsys.readouterr()
+    assert main(["links", "--run", "1", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert f"links row {row} (run 1) has dst = 100000, not a GPU index in 0..1023" in err and "Traceback" not in err

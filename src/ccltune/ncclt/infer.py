@@ -19,15 +19,12 @@ from ccltune.errors import UsageError
 _TOLERANCE = 0.01  # relative: the ratio of two %.2f figures of tens of GB/s and more
 
 
-def candidates(table: list[tuple[int, Any]], blocks: list[int], n_ranks: int) -> tuple[list[str], str]:
-    """The registry names a run's rows fit, and the evidence (ratio, redop, root) in words."""
+def bus_ratio(table: list[tuple[int, Any]], blocks: list[int]) -> float | None:
+    """busbw / algbw of the row with the largest algbw (module doc), None when no row has a bandwidth."""
     best: tuple[float, float] | None = None
-    ops, roots = set(), set()
     for _, cells in table:
         if not isinstance(cells, list):  # a failure line between the rows
             continue
-        ops.add(cells[3])
-        roots.add(cells[4])
         for b in blocks:
             try:
                 alg, bus = float(cells[b + 1]), float(cells[b + 2])
@@ -35,14 +32,30 @@ def candidates(table: list[tuple[int, Any]], blocks: list[int], n_ranks: int) ->
                 continue
             if 0 < alg < 1e12 and 0 <= bus < 1e12 and (best is None or alg > best[0]):
                 best = (alg, bus)
-    if best is None:
+    return None if best is None else best[1] / best[0]
+
+
+def fits(coll: str, n_ranks: int, ratio: float) -> bool:
+    """Whether ``ratio`` is ``coll``'s bus factor at ``n_ranks`` ranks, within the rounding of two %.2f figures."""
+    return abs(collectives.REGISTRY[coll].bus_factor(n_ranks) - ratio) <= _TOLERANCE * max(ratio, 0.1)
+
+
+def ranks_of_ratio(coll: str, ratio: float, most: int) -> list[int]:
+    """The rank counts up to ``most`` at which ``coll``'s bus factor is ``ratio`` (a constant factor: all)."""
+    return [n for n in range(1, most + 1) if fits(coll, n, ratio)]
+
+
+def candidates(table: list[tuple[int, Any]], blocks: list[int], n_ranks: int) -> tuple[list[str], str]:
+    """The registry names a run's rows fit, and the evidence (ratio, redop, root) in words."""
+    ops = {cells[3] for _, cells in table if isinstance(cells, list)}
+    roots = {cells[4] for _, cells in table if isinstance(cells, list)}
+    ratio = bus_ratio(table, blocks)
+    if ratio is None:
         return [], "no row with a bandwidth"
-    ratio = best[1] / best[0]
     reduces = ops - {"none", "-"} != set()
     rooted = roots != {"-1"}
     fit = [c.name for c in collectives.REGISTRY.values()
-           if abs(c.bus_factor(n_ranks) - ratio) <= _TOLERANCE * max(ratio, 0.1)
-           and c.op_column == reduces and c.rooted == rooted]
+           if fits(c.name, n_ranks, ratio) and c.op_column == reduces and c.rooted == rooted]
     evidence = (f"busbw/algbw {ratio:.3f} at {n_ranks} ranks, redop {'an op' if reduces else 'none'}, "
                 f"{'a root' if rooted else 'no root'}")
     return fit, evidence

@@ -219,6 +219,8 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
             continue  # after the footer: ncclGetLastError's line
         if line.strip() in ("...", "…", "[...]"):  # output pasted into a doc or ticket with lines left out
             notes.append(f"line {lineno}: '{line.strip()}' skipped (lines were left out of this output here)")
+            if blocks is None:  # among the header's lines: rank lines may be what was left out
+                shape.elided = True
             continue
         if blocks is None:
             raise reading.fail(path, lineno, "data before the column header ('#  size  count  type ...')")
@@ -243,6 +245,8 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
         if program or collective:
             raise
         coll = infer.collective(table, blocks, n_ranks, str(exc), notes)
+    if shape.elided and nranks is None:
+        _check_cut_ranks(path, at, shape, coll, n_ranks, infer.bus_ratio(table, blocks), notes)
     reading.mark_groups(shape, env)
     if "tool" not in env:
         env["tool"] = "rccl-tests" if any(k.startswith("rccl") for k in env) else "nccl-tests"
@@ -272,6 +276,31 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
     hosts = {h for h, _, _ in shape.ranks.values()} | ({env["hostname"]} if "hostname" in env else set())
     return reading.Parsed(path, coll, n_ranks, n_nodes, rows, [g for _, (_, _, g) in sorted(shape.ranks.items()) if g],
                           sorted(hosts), version, first, env, notes)
+
+
+_RATIO_RANKS = 4096  # the rank counts a ratio is tried at, to name them in the error (a bounded loop)
+
+
+def _check_cut_ranks(path: str, at: int | None, shape: reading.Shape, coll: str, n_ranks: int, ratio: float | None,
+                     notes: list[str]) -> None:
+    """A rank list cut short ('...') counts its ranks from the header (nThread x nGpus x processes); the rows'
+    busbw/algbw, the collective's bus factor at the true rank count, must agree, else the file contradicts
+    itself and is refused, naming both (issue 38: 2 rank lines shown, nGpus 8, a ratio of 8 ranks)."""
+    if ratio is None or infer.fits(coll, n_ranks, ratio):
+        notes.append(f"the rank list is cut: {n_ranks} ranks from the header (nThread x nGpus x processes)"
+                     + (f", as busbw/algbw {ratio:.3f} says for {coll}" if ratio is not None else ""))
+        return
+    if infer.fits(coll, 1, ratio) and infer.fits(coll, 2, ratio) and infer.fits(coll, 3, ratio):
+        return  # a constant bus factor (broadcast, reduce, sendrecv): the ratio says nothing of the ranks
+    fit = [n for n in infer.ranks_of_ratio(coll, ratio, min(reading.MAX_RANKS, _RATIO_RANKS)) if n >= len(shape.ranks)]
+    if not fit:  # the rank lines shown outnumber what the ratio says: it is not evidence, the header stands
+        notes.append(f"the rank list is cut: {n_ranks} ranks from the header (nThread x nGpus x processes); busbw/algbw "
+                     f"{ratio:.3f} fits no {coll} of {len(shape.ranks)} ranks or more")
+        return
+    said = " or ".join(map(str, fit[:3])) + (" or more" if len(fit) > 3 else "")
+    raise reading.fail(path, at, f"the rank list is cut ('...', {len(shape.ranks)} rank lines shown) and the file "
+                       f"contradicts itself: its header (nThread x nGpus x processes, {shape.shape_at or 'no nThread line'}) "
+                       f"says {n_ranks} ranks, its busbw/algbw {ratio:.3f} says {said} for {coll}; pass --nranks")
 
 
 def _explain(rows: list[Measurement], notes: list[tuple[int, bool, str, str]]) -> None:

@@ -18,6 +18,13 @@ from ccltune.inputs import INT64_MAX, MAX_CALL_BYTES, MAX_RANKS
 from ccltune.workload.model import Key, RankRecord
 
 MAGIC = "# ccltune-capture 1"
+# The plugin's table holds CCLT_CAPTURE_SLOTS (plugin/src/capture.h: 4096) keys per communicator and writes one
+# line per key it holds: a file never has more call lines. A line is at most ~60 characters
+# ("reducescatter,<20 digits>,<4>,-1,<20 digits>"), the header a dozen short lines: 1 MiB is 4x the largest
+# file the plugin writes. Longer input is not a capture file, and is refused before any line is parsed (a 512 MiB
+# one took minutes to be read line by line).
+MAX_CALL_LINES = 4096
+MAX_BYTES = 1 << 20
 _HEADER_INTS = ("pid", "nranks", "nnodes", "calls", "overflow_calls", "overflow_bytes")
 
 
@@ -28,9 +35,13 @@ def is_capture(head: str) -> bool:
 def parse(text: str, path: str) -> RankRecord:
     """Parse one capture file. A bad line, a missing header field, a missing '# end'
     (the file was cut) or counts that do not add up name the file and line."""
+    if len(text) > MAX_BYTES:
+        raise UsageError(f"{path}: {len(text)} characters, more than a capture file holds ({MAX_BYTES}: the tuner "
+                         f"plugin writes at most {MAX_CALL_LINES} call lines per communicator)")
     lines = text.split("\n")
     if not lines or lines[0].rstrip("\r") != MAGIC:
         raise UsageError(f"{path}:1: not a ccltune capture file (first line is not {MAGIC!r})")
+    call_lines = 0
     head: dict[str, str] = {}
     calls: Counter[Key] = Counter()
     variants: dict[Key, Counter[tuple[int, int]]] = {}
@@ -50,6 +61,10 @@ def parse(text: str, path: str) -> RankRecord:
             continue
         if not all(h in head for h in _HEADER_INTS):
             raise UsageError(f"{path}:{no}: a call line before the header is complete")
+        call_lines += 1
+        if call_lines > MAX_CALL_LINES:
+            raise UsageError(f"{path}:{no}: more than {MAX_CALL_LINES} call lines: the tuner plugin writes at most "
+                             f"{MAX_CALL_LINES} per communicator (one per key of its table): not a capture file it wrote")
         key, variant, n = _call_line(line, path, no, head)
         calls[key] += n
         variants.setdefault(key, Counter())[variant] += n

@@ -14,6 +14,21 @@ arrive) and ``transfer = own end - latest`` (the time after everyone arrived). P
 ``wait + transfer`` is the call's own GPU time. Only collectives without a root are split (no rank
 can finish them before all have started); broadcast, reduce and point-to-point calls are not.
 
+The GPUs' global timers are not one clock: in the real 4-rank DDP and TP files of 2026-11-28 they
+stood 0.2 to 6 ms apart, constant per GPU, far more than a call lasts, so that one rank always looked
+last and the others' calls ended before it "started". A RING call ends on every rank within a few
+microseconds (its last chunk goes round the ring), so each rank's offset is the median, over the
+communicator's RING calls of the collectives above seen on every rank, of its end minus the calls'
+median end; starts and ends are shifted by it before the split. What is left of the clocks' spread
+(tens of microseconds) can put a rank's end before the latest start: its wait is then capped at its
+own time (transfer 0), never dropped. Without a RING call the clocks are used as they are, and the
+import says so.
+
+The ``call`` lines are the first ``CCLTUNE_PROFILE_CALLS`` (4096) timed calls of each file: calls
+after them (``# dropped ... calls C``) keep their counts and their place in the entry's summary
+times, but have no start to split: an entry whose calls all came later gets no wait figure, and the
+import names such entries (:func:`_dropped_lines`).
+
 A collective that does not reduce (all_gather, broadcast, send/recv) reaches the profiler as bytes
 (``ncclInt8``, its count in bytes): such an entry keeps its size but not a datatype or count, so it
 merges with the COLL log's or the trace's entry of the same size.
@@ -90,6 +105,7 @@ def records(files: list[ProfileFile]) -> tuple[list[RankRecord], list[str]]:
         keys[id(f)] = ks = [_key(e, f, sizes.get(f.comm)) for e in f.entries]
         _add_file(rec, f, ks, warnings, f.comm in sizes)
     _split_waits(files, keys, out, warnings)
+    warnings += _dropped_lines(files, keys)
     warnings += thread0_warnings(files)
     for r in out.values():
         if r.order and not r.steps and (got := find_steps.find(r.order)):
@@ -125,9 +141,9 @@ def _add_file(rec: RankRecord, f: ProfileFile, ks: list[Key | None], warnings: l
     if f.timing == "host":
         warnings.append(f"{f.path}: timed with the host clock ({f.timing_note or 'no GPU timer in this profiler ABI'}):"
                         " times include launch and queueing")
-    if f.dropped_entries or f.dropped_calls:
-        warnings.append(f"{f.path}: the profiler's table was full: {f.dropped_entries} entries (their calls are not "
-                        f"in the workload) and {f.dropped_calls} call lines dropped")
+    if f.dropped_entries:
+        warnings.append(f"{f.path}: the profiler's table of keys was full: {f.dropped_entries} entries dropped "
+                        "(their calls are not in the workload)")
     complete = not f.dropped_calls and f.every == 1 and len(f.calls) == sum(e.calls for e in f.entries)
     if complete:  # every call has its line: the issue order, for replay and for finding steps
         rec.order += [(k, f.comm) for _, entry, _, _ in sorted(f.calls, key=lambda c: c[2])
@@ -162,19 +178,79 @@ def _split_waits(files: list[ProfileFile], keys: dict[int, list[Key | None]],
                             "waiting for the last rank not computed")
             continue
         # NCCL numbers a communicator's calls per function (seqNumber[func]): a call is (op, seq)
-        starts: dict[tuple[str, int], list[int]] = defaultdict(list)
+        seen: dict[tuple[str, int], dict[int, tuple[int, int, str | None]]] = defaultdict(dict)
         for f in fs:
-            for seq, entry, start, _ in f.calls:
-                if f.entries[entry].kind == "coll":
-                    starts[(f.entries[entry].op, seq)].append(start)
-        latest = {call: max(s) for call, s in starts.items() if len(s) == n}
+            for seq, entry, start, end in f.calls:
+                k, e = keys[id(f)][entry], f.entries[entry]
+                if e.kind == "coll" and k is not None and _waits_for_all(k):
+                    seen[(e.op, seq)][f.rank] = (start, end, e.algo)
+        both = {call: v for call, v in seen.items() if len(v) == n}
+        offset, note = _clock_offsets(both, ranks)
+        if note:
+            warnings.append(f"communicator {comm}: {note}")
+        latest = {call: max(s - offset.get(r, 0) for r, (s, _, _) in v.items()) for call, v in both.items()}
         for f in fs:
-            rec = out[(f.host, f.pid)]
+            rec, shift = out[(f.host, f.pid)], offset.get(f.rank, 0)
             for seq, entry, start, end in f.calls:
                 k, call = keys[id(f)][entry], (f.entries[entry].op, seq)
-                if call in latest and k is not None and _waits_for_all(k) and end >= latest[call]:
-                    rec.wait.setdefault(k, Timing()).add((latest[call] - start) / 1000)
-                    rec.transfer.setdefault(k, Timing()).add((end - latest[call]) / 1000)
+                if call not in latest or k is None or not _waits_for_all(k):
+                    continue
+                wait = min(max(latest[call] - (start - shift), 0), end - start)
+                rec.wait.setdefault(k, Timing()).add(wait / 1000)
+                rec.transfer.setdefault(k, Timing()).add((end - start - wait) / 1000)
+
+
+def _clock_offsets(calls: dict[tuple[str, int], dict[int, tuple[int, int, str | None]]],
+                   ranks: set[int]) -> tuple[dict[int, int], str]:
+    """Each rank's GPU timer minus the communicator's, in ns, from the RING calls' ends (module doc), and
+    a note when they cannot be had."""
+    diffs: dict[int, list[int]] = defaultdict(list)
+    for per_rank in calls.values():
+        if any(algo != "RING" for _, _, algo in per_rank.values()):
+            continue
+        ends = sorted(end for _, end, _ in per_rank.values())
+        mid = ends[len(ends) // 2]
+        for r, (_, end, _) in per_rank.items():
+            diffs[r].append(end - mid)
+    if not diffs:
+        return {}, ("no RING call seen on every rank to line the GPUs' timers up by: waits are on the raw timers, "
+                    "which differ by a constant per GPU (docs/profiler.md, 'Which end, which clock')")
+    return {r: sorted(d)[len(d) // 2] for r, d in diffs.items() if r in ranks}, ""
+
+
+def _dropped_lines(files: list[ProfileFile], keys: dict[int, list[Key | None]]) -> list[str]:
+    """One warning per communicator whose files dropped ``call`` lines: how many, and what it costs (module
+    doc): the entries left without a wait figure, and those whose wait covers only part of their calls."""
+    out = []
+    by_comm: dict[str, list[ProfileFile]] = defaultdict(list)
+    for f in files:
+        if f.dropped_calls:
+            by_comm[f.comm].append(f)
+    for comm, fs in sorted(by_comm.items()):
+        timed: dict[Key, int] = {}
+        lines: dict[Key, int] = {}
+        for f in fs:
+            per_entry = Counter(c[1] for c in f.calls)
+            for i, (e, k) in enumerate(zip(f.entries, keys[id(f)])):
+                if k is not None and e.timed and k.collective != "sendrecv":
+                    timed[k] = max(timed.get(k, 0), e.timed)
+                    lines[k] = min(lines.get(k, e.timed), per_entry[i])
+        lost = [k for k in timed if lines[k] == 0]
+        part = [k for k in timed if 0 < lines[k] < timed[k]]
+        kept = max(len(f.calls) for f in fs)
+        dropped = max(f.dropped_calls for f in fs)
+        out.append(f"communicator {comm}: the profiler wrote a call line for the first {kept} timed calls of each rank "
+                   f"and dropped the lines of the {dropped} after them (CCLTUNE_PROFILE_CALLS; nothing was lost from "
+                   "the table: every call is counted and in the entries' times)"
+                   + (f"; no wait figure for {', '.join(_said(k, timed[k]) for k in lost)} (no call line)" if lost else "")
+                   + ("; the wait of " + ", ".join(f"{_said(k, timed[k])} is from {lines[k]} of them" for k in part)
+                      if part else "")
+                   + f"; CCLTUNE_PROFILE_CALLS={kept + dropped} or more gives every call its line")
+    return out
+
+
+def _said(k: Key, calls: int) -> str:
+    return f"{k.collective} {k.size_bytes} B x{calls}"
 
 
 def thread0_warnings(files: list[ProfileFile]) -> list[str]:

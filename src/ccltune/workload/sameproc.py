@@ -60,12 +60,15 @@ def unify_keys(records: list[RankRecord]) -> None:
 
 
 def fold(records: list[RankRecord]) -> tuple[list[RankRecord], list[str]]:
-    """Records of one process from several kinds made one (module doc), and a note per merge."""
+    """Records of one process from several kinds made one (module doc), and the notes: one line per kind of
+    merge (which kinds, which one counted, which one timed) naming its processes, not one per pair of files
+    (a clean 4-rank capture of three sources said 8 lines), and a line per process whose entries were left out."""
     groups: dict[int, list[RankRecord]] = defaultdict(list)
     for r in records:
         if r.pid is not None:
             groups[r.pid].append(r)
-    notes: list[str] = []
+    merged: dict[tuple[str, ...], list[tuple[int, str, str]]] = defaultdict(list)  # what merged -> (pid, host, files)
+    left_out: list[str] = []
     gone: set[int] = set()
     for pid, rs in groups.items():
         hosts = {r.host for r in rs if r.host}
@@ -74,21 +77,39 @@ def fold(records: list[RankRecord]) -> tuple[list[RankRecord], list[str]]:
             continue  # one kind (ranks of one process merge by rank id), or several hosts: not one process
         counts = max(rs, key=lambda r: (sum(r.calls.values()), -_COUNTS_FIRST.index(r.kind)
                                         if r.kind in _COUNTS_FIRST else -99))
+        host = next(iter(hosts)) if len(hosts) == 1 else ""
+        counted, others = counts.source.split(", ")[0], []
         for other in rs:
             if other is counts or other.kind == counts.kind:
                 continue
-            counted = counts.source.split(", ")[0]
             if not counts.steps and other.steps:
                 _scale_steps(counts, other)
+            others.append((other.kind, other.source))
             left = _attach(counts, other)
             gone.add(id(other))
-            notes.append(f"{other.source} and {counted} are one process (pid {pid}"
-                         f"{f' on {next(iter(hosts))}' if len(hosts) == 1 else ''}): merged, not added: calls and steps "
-                         f"from {counted} ({sum(counts.calls.values())} calls, the longer span)"
-                         + (f", in-job times from {other.source if counts.time_kind == other.kind else counted}"
-                            if other.timing or counts.timing else "")
-                         + (f"; {left} of its entries match none of the calls counted and are left out" if left else ""))
-    return [r for r in records if id(r) not in gone], notes
+            if left:
+                left_out.append(f"{other.source}: {left} of its entries match none of the calls {counted} "
+                                f"counted (pid {pid}) and are left out")
+        if others:
+            timed = counts.time_kind or (counts.kind if counts.timing else "")
+            merged[(counts.kind, timed) + tuple(sorted({k for k, _ in others}))].append(
+                (pid, host, " and ".join([s for _, s in others] + [counted])))
+    return [r for r in records if id(r) not in gone], [_merged_note(k, v) for k, v in merged.items()] + left_out
+
+
+def _merged_note(what: tuple[str, ...], procs: list[tuple[int, str, str]]) -> str:
+    """One line for the processes merged alike (``what``: the counting kind, the timing kind, the kinds merged
+    into it): which, and where calls and times came from; one process is named by its files."""
+    counted, timed, *others = what
+    if len(procs) == 1:
+        pid, host, files = procs[0]
+        who = f"{files} are one process (pid {pid}{f' on {host}' if host else ''})"
+    else:
+        hosts = sorted({h for _, h, _ in procs if h})
+        who = (f"{len(procs)} processes (pids {', '.join(str(p) for p, _, _ in sorted(procs))}"
+               f"{' on ' + ', '.join(hosts) if hosts else ''}) are each in files of {', '.join(others)} and {counted}")
+    return (f"{who}: merged, not added: calls and steps from the {counted} (the longer span)"
+            + (f", in-job times from the {timed}" if timed else ""))
 
 
 def _scale_steps(counts: RankRecord, spans: RankRecord) -> None:
@@ -122,13 +143,14 @@ def _attach(into: RankRecord, other: RankRecord) -> int:
     take_times = bool(other.timing) and (not into.timing or _rank(other.kind) < _rank(into.time_kind or into.kind))
     if take_times:
         into.timing, into.time_kind = {}, other.kind
+    take_waits = not into.wait   # decided once: the first key's wait must not shut out the others'
     for k in other.calls:
         hit = [c for c in into.calls if matches(k, c)]
         if len(hit) != 1:
             left += 1
             continue
         target = hit[0]
-        pairs = [(other.wait, into.wait), (other.transfer, into.transfer)] if not into.wait else []
+        pairs = [(other.wait, into.wait), (other.transfer, into.transfer)] if take_waits else []
         for src, dst in ([(other.timing, into.timing)] if take_times else []) + pairs:
             if k in src:
                 dst.setdefault(target, Timing()).merge(src[k])
