@@ -231,12 +231,12 @@ class _Parser:
             if self.strict:
                 self.no = len(lines)
                 raise self.fail("the file ends without '# end': cut short (the job or a copy stopped mid-write)")
-            dropped = ""
+            last = ""
             if lines and not self.newline_end:
-                dropped = f"; its last line, {len(lines)}, has no newline and was dropped"
+                last = f"; its last line, {len(lines)}, has no newline and was dropped"
                 lines = lines[:-1]
             warnings.append(f"{self.path}: the file ends without '# end' (cut short): read its first "
-                            f"{len(lines)} line(s){dropped}; entries or calls after them are missing")
+                            f"{len(lines)} line(s){last}; entries or calls after them are missing")
         head: dict[str, str] = {}
         timing, note = "", ""
         arm_source, arm_note = "none", "format version 1 has no arms"
@@ -245,7 +245,7 @@ class _Parser:
         entries: list[ProfileEntry] = []
         calls: list[tuple[int, int, int, int]] = []
         calls_per_entry: list[int] = []
-        dropped: tuple[int, int] | None = None
+        dropped: tuple[int, int, int] | None = None
         # 0 magic, 1 header, 2 timing, 3 arms (v2), 35 columns, 4 entries, 45 sums (v2), 5 calls, 6 dropped seen, 7 end
         stage = 0
         for self.no, line in enumerate(lines, start=1):
