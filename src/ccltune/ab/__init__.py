@@ -1,0 +1,1 @@
+"""ab: judging a job by its own steps (whole-run and in-run arms)."""
