@@ -11,7 +11,7 @@ from ccltune.report.model import Table
 from ccltune.store import Run, Store
 from ccltune.tune import weighted
 from ccltune.tune.derive import derive
-from ccltune.tune.stats import point_stats
+from ccltune.stats import point_stats
 from ccltune.validate import replay as replay_plan
 from ccltune.workload.model import Entry, Key, Workload
 from report_db import add_replay
