@@ -37,7 +37,7 @@ def test_a_planted_five_percent_slowdown_is_slower_by_env_and_by_rule_file(tmp_p
     slow = tmp_path / "slow.conf"
     slow.write_text("# slow (the fake job reads this word)\nallreduce,0,1024,ring,simple,-1,-1,-1\n")
     rc = _ab(tmp_path, "--env", "FAKE_SLOW=1", "--rules", str(slow), "--metric", REGEX, "--skip", "1",
-             "--rounds", "5", "--seed", "3", "--json", str(tmp_path / "ab.json"))
+             "--rounds", "7", "--seed", "3", "--json", str(tmp_path / "ab.json"))
     out = capsys.readouterr()
     assert rc == 1 and "FAKE_SLOW=1 slower" in out.err and "slow slower" in out.err
     rows = {line.split()[0]: line for line in out.out.splitlines() if line.startswith("  ")}
@@ -45,11 +45,12 @@ def test_a_planted_five_percent_slowdown_is_slower_by_env_and_by_rule_file(tmp_p
     assert "no difference (A/A control" in rows["default-2"]
     doc = json.loads((tmp_path / "ab.json").read_text())
     (arm,) = [a for a in doc["arms"] if a["arm"] == "FAKE_SLOW=1"]
-    assert arm["ratio_lo"] < 1.05 < arm["ratio_hi"] and arm["runs"] == 5 and doc["seed"] == 3
+    assert arm["ratio_lo"] < 1.05 < arm["ratio_hi"] and arm["runs"] == 7 and doc["seed"] == 3
     run, samples = _samples(tmp_path)
-    assert run.status == "complete" and len(samples) == 4 * 5
-    assert {s.round for s in samples} == {1, 2, 3, 4, 5}
-    orders = {tuple(s.arm for s in samples if s.round == r) for r in range(2, 6)}
+    assert run.status == "complete" and len(samples) == 4 * 7
+    assert {s.round for s in samples} == set(range(1, 8))
+    assert arm["pairs"] == 7 and arm["level"] > 0.95 and "Holm across 3 arms" in arm["test"]
+    orders = {tuple(s.arm for s in samples if s.round == r) for r in range(2, 8)}
     assert len(orders) > 1  # shuffled per round
 
 
@@ -168,7 +169,7 @@ def test_metric_comm_sums_the_profiler_files_of_each_run(tmp_path, capsys, monke
     from ccltune.measure import jobrun
 
     monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))
-    rc = _ab(tmp_path, "--env", "FAKE_SLOW=1", "--metric", "comm", "--rounds", "4", "--no-aa", "--seed", "4")
+    rc = _ab(tmp_path, "--env", "FAKE_SLOW=1", "--metric", "comm", "--rounds", "6", "--no-aa", "--seed", "4")
     out = capsys.readouterr().out
     assert rc == 1 and "GPU time of the job's collectives" in out
     _, samples = _samples(tmp_path)
@@ -217,7 +218,7 @@ def test_prune_keeps_only_the_rule_group_that_was_faster(tmp_path, capsys) -> No
                      "allgather,0,1024,ring,ll,-1,-1,-1\n")
     kept = tmp_path / "kept.conf"
     rc = main(["ab", "--db", str(tmp_path / "ab.db"), "--rules", str(rules), "--prune", str(kept),
-               "--metric", REGEX, "--rounds", "5", "--seed", "7", "--", sys.executable, "-c", _RULE_JOB])
+               "--metric", REGEX, "--rounds", "8", "--seed", "7", "--", sys.executable, "-c", _RULE_JOB])
     out = capsys.readouterr()
     assert rc == 1 and "cand:allgather:0-1024 slower" in out.err
     assert "2 group(s) of rules" in out.out and "one arm per group" in out.out
@@ -243,7 +244,7 @@ def test_an_unset_arm_proves_a_fix_on_a_job_slowed_by_its_environment(tmp_path, 
     """The node made slow on purpose: FAKE_SLOW=1 in the environment (as NCCL_P2P_DISABLE=1 would be);
     the arm that removes it is faster, by about the planted 5%."""
     monkeypatch.setenv("FAKE_SLOW", "1")
-    rc = _ab(tmp_path, "--arm", "fix:unset:FAKE_SLOW", "--metric", REGEX, "--rounds", "4", "--no-aa", "--seed", "5")
+    rc = _ab(tmp_path, "--arm", "fix:unset:FAKE_SLOW", "--metric", REGEX, "--rounds", "6", "--no-aa", "--seed", "5")
     out = capsys.readouterr().out
     assert rc == 0 and "arm fix: FAKE_SLOW unset" in out
     row = next(line for line in out.splitlines() if line.startswith("  fix "))

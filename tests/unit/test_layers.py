@@ -3,7 +3,7 @@
 The layers, lowest first; a module may import its own layer and any below it:
 
   base      ccltune (the package: its version), errors, status (the status words)
-  core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, storefile, groups, dist, launch,
+  core      sizes, datatypes, stats, commconfig, junit, files, gpus, environment, collectives, rules, store, storefile, groups, dist, launch,
             processes, tuner_plugin, profiler_plugin, builtlib, periter, inputs, ncclline,
             ncclt (nccl-tests' formats: each one's writer and reader)
   engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
@@ -35,7 +35,7 @@ import source_trees
 
 LAYERS = [
     ("base", {"errors", "status"}),
-    ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules",
+    ("core", {"sizes", "datatypes", "stats", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules",
               "store", "storefile", "groups", "dist", "processes",
               "tuner_plugin", "profiler_plugin", "launch", "builtlib", "periter", "ncclline", "ncclt"}),
     ("engines", {"engines"}),

@@ -200,7 +200,7 @@ def test_number_formats():
 def test_validate_points_read_the_verdict_modules_own_summary():
     """The summary `ccltune validate` stores is ccltune.validate.verdict's to_dict()."""
     from ccltune.report import data
-    from ccltune.tune.stats import point_stats
+    from ccltune.stats import point_stats
     from ccltune.validate.verdict import SizeVerdict, Verdict
 
     sizes = [SizeVerdict("all_gather", 4, 1, 2 << 20, "FAIL", "3.6% slower", point_stats([10.0, 10.2]),

@@ -52,7 +52,8 @@ def register(sub: Any) -> None:
                                                                     "(warm-up steps)")
     r = p.add_argument_group("rounds")
     r.add_argument("--rounds", type=int, default=None, metavar="N",
-                   help="rounds (each arm once per round; default 5, or at most 50 with --until-confident)")
+                   help="rounds (each arm once per round; default 5, or the fewest that can reach a 95%% verdict "
+                        "across the arms, 7 for two; at most 50 with --until-confident)")
     r.add_argument("--until-confident", action="store_true",
                    help="stop when every arm's interval excludes 1 or lies inside the --min-effect band")
     r.add_argument("--budget", type=float, default=None, metavar="SECONDS",

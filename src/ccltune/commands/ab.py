@@ -149,8 +149,10 @@ def metric(o: AbOptions) -> jobrounds.Metric:
     return jobrounds.Metric("regex", pattern, o.skip)
 
 
-def _rounds(o: AbOptions) -> int:
-    n = o.rounds if o.rounds is not None else (50 if o.until_confident else 5)
+def _rounds(o: AbOptions, judged: int) -> int:
+    """--rounds, or by default: 50 under --until-confident, else 5 or the fewest whose pairs can reach a
+    95% verdict for the ``judged`` arms under Holm (7 for two arms)."""
+    n = o.rounds if o.rounds is not None else (50 if o.until_confident else max(5, jobab.min_rounds(judged)))
     if n < 1:
         raise UsageError(f"--rounds must be >= 1, got {n}")
     if o.budget is not None:
@@ -173,7 +175,7 @@ def run_ab(o: AbOptions, console: Console = Console(), *, command_line: list[str
     cmd = _command(o)
     all_arms = arms(o)
     met = metric(o)
-    rounds = _rounds(o)
+    rounds = _rounds(o, len(all_arms) - 1)
     prune_how, tmp = "", None
     parts: list[Any] = []
     if o.prune:
@@ -185,6 +187,7 @@ def run_ab(o: AbOptions, console: Console = Console(), *, command_line: list[str
         tmp = tempfile.TemporaryDirectory(prefix="ccltune-prune-")
         parts, prune_how = jobprune.parts(rules.load(path, "--rules"), name, Path(tmp.name))
         all_arms = [a for a in all_arms if not a.rules] + [Arm(p.name, rules=p.path) for p in parts]
+        rounds = _rounds(o, len(all_arms) - 1)
     tuner = _tuner() if any(a.rules for a in all_arms) else None
     base, removed = jobrun.base_env(os.environ)
     seed = o.seed if o.seed is not None else random.SystemRandom().randrange(1 << 31)
@@ -275,16 +278,17 @@ def _exit(out: jobrounds.Outcome, db: str, run_id: int, console: Console) -> Out
 def render(out: jobrounds.Outcome, unit: str) -> list[str]:
     """The verdict table: per arm its runs, median, ratio to default and shift, each with its interval."""
     u = f" {unit}" if unit else ""
-    lines = [f"# {'arm':<24} {'runs':>4} {'failed':>6} {'median':>11}  {'ratio':>7} {'95% interval':>18}  "
-             f"{'shift':>10} {'95% interval':>24}  verdict"]
+    lines = [f"# {'arm':<24} {'runs':>4} {'failed':>6} {'median':>11}  {'ratio':>7} {'interval':>18} {'level':>6}  "
+             f"{'shift':>10} {'interval':>24}  verdict"]
     for v in out.verdicts:
         med = "-" if v.median is None else f"{v.median:.5g}"
         e = v.effect
-        if e is None:
-            cols = f"{'-':>7} {'-':>18}  {'-':>10} {'-':>24}"
+        if e is None or v.shift is None:
+            cols = f"{'-':>7} {'-':>18} {'-':>6}  {'-':>10} {'-':>24}"
         else:
-            cols = (f"{e.ratio:7.4f} {_iv(e.ratio_lo, e.ratio_hi, '.4f'):>18}  {e.shift:+10.4g} "
-                    f"{_iv(e.shift_lo, e.shift_hi, '+.4g'):>24}")
+            sh, sh_lo, sh_hi = v.shift
+            cols = (f"{e.ratio:7.4f} {_iv(e.low, e.high, '.4f'):>18} {f'{100 * e.level:.4g}%':>6}  {sh:+10.4g} "
+                    f"{_iv(sh_lo, sh_hi, '+.4g'):>24}")
         word = v.status.value.upper() if v.status in (jobab.Status.SLOWER, jobab.Status.FASTER) else v.status.value
         if v.control:
             word += " (A/A control" + ("" if e is None or not e.bounded else ": the job's noise is inside the interval"
@@ -292,8 +296,8 @@ def render(out: jobrounds.Outcome, unit: str) -> list[str]:
                                        ": default differs from itself, the job drifts") + ")"
         lines.append(f"  {v.name:<24} {v.runs:>4} {v.failed:>6} {med:>11}  {cols}  {word}"
                      + (f"  ({v.note})" if v.note else ""))
-    lines.append(f"# ratio = arm / default (< 1: faster); shift in the metric's unit{u}; {out.rounds_done} "
-                 f"round(s)" + (f"; stopped: {out.stop_reason}" if out.stop_reason else ""))
+    lines.append(f"# ratio = arm / default (< 1: faster); shift in the metric's unit{u}; test: {jobab.METHOD}; "
+                 f"{out.rounds_done} round(s)" + (f"; stopped: {out.stop_reason}" if out.stop_reason else ""))
     for f in out.failures:
         lines.append(f"# failed run: arm {f.arm}, round {f.round}: {f.reason}")
     return lines

@@ -26,7 +26,7 @@ class ReplayOptions(LaunchOptions):
 
     workload: str = option(positional=True)
     rules: str | None = option(None, flag="--rules")
-    iters: int = option(5, flag="--iters")
+    iters: int = option(6, flag="--iters")   # 6 paired rounds reach a 95% interval (stats.min_pairs)
     order: str = option("captured", flag="--order", choices=plan.ORDERS)
     under_load: int | None = option(None, flag="--under-load")
 

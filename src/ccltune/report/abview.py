@@ -17,7 +17,8 @@ def _iv(a: Mapping[str, object]) -> str:
     lo, hi = a.get("ratio_lo"), a.get("ratio_hi")
     if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
         return "interval unbounded (too few runs)"
-    return f"[{lo:.4f}, {hi:.4f}]"
+    level = a.get("level", 0.95)   # runs stored before the level was recorded: 95%
+    return f"[{lo:.4f}, {hi:.4f}]" + (f" at {100 * level:.4g}%" if isinstance(level, (int, float)) else "")
 
 
 def blocks(run: Run, samples: Sequence[jobstore.Sample], title: str) -> list[Block]:
@@ -32,7 +33,7 @@ def blocks(run: Run, samples: Sequence[jobstore.Sample], title: str) -> list[Blo
     out: list[Block] = [Note(head, level)]
     if not arms:
         return out + [Note(f"run {run.id} recorded no verdict.", "warn")]
-    rows, table = [], Table(["arm", "runs", "failed", "median", "ratio", "95% interval", "verdict"], [],
+    rows, table = [], Table(["arm", "runs", "failed", "median", "ratio", "interval", "verdict"], [],
                             caption=str(run.summary.get("method") or ""))
     for a in arms:
         name = a["arm"]

@@ -36,7 +36,7 @@ from ccltune.tune.derive import (
     candidate_of,
     samples_by_size,
 )
-from ccltune.tune.stats import PointStats, beats, gain, margin, point_stats
+from ccltune.stats import PointStats, beats, gain, margin, point_stats
 
 STRIDE = 14  # plan_initial: anchors at most STRIDE sizes apart (16384x with step factor 2)
 Probes = dict[int, "list[CommConfig] | None"]  # size -> configurations to measure (None: all)

@@ -34,7 +34,7 @@ from ccltune.tune.derive import (
     usable,
 )
 from ccltune.tune.source import source_rows
-from ccltune.tune.stats import PointStats, beats, point_stats
+from ccltune.stats import PointStats, beats, point_stats
 
 ARM = "best"  # the ``config`` label of the third arm's rows
 

@@ -1,155 +1,40 @@
-"""``ccltune ab``'s statistics (pure): each arm's runs against NCCL's default's runs.
+"""``ccltune ab``'s verdicts (pure): each arm's runs against NCCL's default's, through :mod:`ccltune.stats`.
 
-The unit is one run of the user's job (one value per run: docs/ab.md says how the value is read);
-runs of one arm are independent draws, interleaved with the other arms' in shuffled blocks.
+The unit is one run of the user's job (one value per run: docs/ab.md says how the value is read). A
+round runs every arm once, in a shuffled order, so an arm's run and default's run of the same round
+form a pair: the arm is judged on its paired log ratios to default (``stats.paired``: Wilcoxon
+signed-rank, Hodges-Lehmann estimate, Walsh interval), which cancels the drift between rounds. The
+ratio is arm / default (1.05 = 5% more time); the shift the same estimate on the raw values, in the
+metric's unit. A round where either run failed pairs nothing.
 
-Effect: the **Hodges-Lehmann** estimate, the median of every pairwise difference between an arm's
-runs and default's. On log values it is a ratio (arm / default: 1.05 = 5% more time), on the raw
-values an absolute shift (in the metric's unit). Interval: the **Moses** distribution-free 95%
-interval of that estimate, read from the sorted pairwise differences at the ranks given by the
-Mann-Whitney U distribution (exact for up to ``EXACT_PAIRS`` pairs, its normal approximation
-above). No bootstrap: nothing random enters the verdict, and the interval assumes only that the
-arm's distribution is default's shifted (on the log scale for the ratio).
+Several arms are one family: Holm's step-down across them (the A/A control included: its verdict is a
+claim too) keeps the chance of any false FASTER/SLOWER at the look's alpha; each arm's interval is
+stated at the level Holm gives it (``stats.holm_levels``). ``ab --until-confident`` looks after every
+round: the look's alpha comes from ``stats.look_level``, so that every look together keeps 95%.
 
-An interval needs enough runs: with m and n runs, the smallest two-sided level the U distribution
-reaches is 2 / C(m+n, m); below 95% (m = n = 3 reaches only 90%) the interval is unbounded and the
-verdict is "no difference" with that said.
-
-Verdict (times: lower is better), with ``min_effect`` e (a fraction, the band of "too small to
-matter"): SLOWER when the ratio's interval lies above 1 and the ratio above 1 + e; FASTER when it
-lies below 1 and the ratio below 1 - e; else NO_DIFFERENCE. An arm is *confident* (``ab
---until-confident`` stops when every arm is) when its interval excludes 1 or lies inside
-[1 - e, 1 + e].
+Too few pairs reach no level (6 pairs for 95% with one arm; more under Holm): the interval is then
+unbounded and the verdict "no difference", with that said. Verdict (``stats.judge``), with
+``min_effect`` e: SLOWER when the interval lies above 1 and the ratio above 1 + e; FASTER below 1 and
+under 1 - e; else NO_DIFFERENCE.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
+from ccltune import stats
 from ccltune.status import ArmStatus as Status  # an arm's verdict: the word this module judges
 
-LEVEL = 0.95
-EXACT_PAIRS = 900    # m x n up to this: the exact U distribution (Gaussian binomial coefficients)
-MIN_RUNS = 4         # per arm, for a 95% interval when both arms have the same count (1 / C(8, 4) < 0.025)
-METHOD = ("Hodges-Lehmann estimate over runs, 95% Moses interval "
-          "(Mann-Whitney U, distribution-free; no bootstrap)")
+ALPHA = 1 - stats.LEVEL
+METHOD = ("paired by round: " + stats.PAIRED_TEST + "; Holm across arms; --until-confident spends alpha "
+          "over its looks (alpha_k = alpha 6 / (pi^2 k^2))")
 
 
-@dataclass(frozen=True)
-class Effect:
-    """One arm against default. ``ratio``: arm / default (Hodges-Lehmann on logs), its interval
-    ``ratio_lo``..``ratio_hi`` (0 and inf when the runs are too few); ``shift``: arm - default in the
-    metric's unit, with ``shift_lo``..``shift_hi``."""
-
-    ratio: float
-    ratio_lo: float
-    ratio_hi: float
-    shift: float
-    shift_lo: float
-    shift_hi: float
-    n_arm: int
-    n_default: int
-
-    @property
-    def bounded(self) -> bool:
-        return math.isfinite(self.ratio_hi) and self.ratio_lo > 0
-
-
-def _gauss_binomial(m: int, n: int) -> list[int]:
-    """Counts of U = 0..m*n over all C(m+n, m) orderings of two samples without ties: the
-    coefficients of the Gaussian binomial [m+n choose m](q), built by the recurrence
-    f(m, n) = f(m, n-1) + q^n f(m-1, n) one row at a time (exact integers)."""
-    # rows[j] = coefficients for (i, j) while i grows
-    prev = [[1] for _ in range(n + 1)]  # i = 0: only U = 0
-    for i in range(1, m + 1):
-        cur: list[list[int]] = [[1]]  # j = 0: only U = 0
-        for j in range(1, n + 1):
-            a, b = cur[j - 1], prev[j]
-            out = [0] * (i * j + 1)
-            for k, c in enumerate(a):
-                out[k] += c
-            for k, c in enumerate(b):
-                out[k + j] += c
-            cur.append(out)
-        prev = cur
-    return prev[n]
-
-
-@functools.lru_cache(maxsize=256)
-def _rank_k(m: int, n: int, level: float = LEVEL) -> int:
-    """k such that the sorted pairwise differences d_(k) .. d_(mn+1-k) (1-based) cover ``level``:
-    the largest k with P(U <= k-1) <= (1-level)/2. 0 when no k reaches the level."""
-    alpha = (1 - level) / 2
-    if m * n <= EXACT_PAIRS:
-        counts = _gauss_binomial(min(m, n), max(m, n))
-        total = math.comb(m + n, m)
-        acc, k = 0, 0
-        for u, c in enumerate(counts):
-            acc += c
-            if acc / total > alpha:
-                break
-            k = u + 1
-        return k
-    z = -_norm_ppf(alpha)
-    sd = math.sqrt(m * n * (m + n + 1) / 12)
-    return max(0, int(math.floor(m * n / 2 - z * sd)))
-
-
-def _norm_ppf(p: float) -> float:
-    """Inverse standard normal CDF (bisection on erf: a few dozen steps, exact enough for a rank)."""
-    lo, hi = -10.0, 10.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < p:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
-
-
-def median(values: Sequence[float]) -> float:
-    s = sorted(values)
-    mid = len(s) // 2
-    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
-
-
-def _hl(arm: Sequence[float], base: Sequence[float], k: int) -> tuple[float, float, float]:
-    diffs = sorted(a - b for a in arm for b in base)
-    est = median(diffs)
-    if k < 1:
-        return est, -math.inf, math.inf
-    return est, diffs[k - 1], diffs[len(diffs) - k]
-
-
-def effect(arm: Sequence[float], default: Sequence[float], level: float = LEVEL) -> Effect:
-    """The arm's effect against default (module doc). Values must be finite and > 0 (times)."""
-    if not arm or not default:
-        raise ValueError("effect needs runs on both sides")
-    if any(not (math.isfinite(v) and v > 0) for v in (*arm, *default)):
-        raise ValueError("run values must be finite and > 0")
-    k = _rank_k(len(arm), len(default), level)
-    log_est, log_lo, log_hi = _hl([math.log(v) for v in arm], [math.log(v) for v in default], k)
-    shift, lo, hi = _hl(arm, default, k)
-    return Effect(math.exp(log_est), math.exp(log_lo), math.exp(log_hi), shift, lo, hi, len(arm), len(default))
-
-
-def judge(e: Effect, min_effect: float = 0.0) -> Status:
-    """FASTER / NO_DIFFERENCE / SLOWER (module doc)."""
-    if e.ratio_lo > 1 and e.ratio > 1 + min_effect:
-        return Status.SLOWER
-    if e.ratio_hi < 1 and e.ratio < 1 - min_effect:
-        return Status.FASTER
-    return Status.NO_DIFFERENCE
-
-
-def confident(e: Effect, min_effect: float = 0.0) -> bool:
-    """The interval excludes 1, or lies inside the band of no practical difference."""
-    if not e.bounded:
-        return False
-    return e.ratio_lo > 1 or e.ratio_hi < 1 or (1 - min_effect <= e.ratio_lo and e.ratio_hi <= 1 + min_effect)
+def min_rounds(judged: int, alpha: float = ALPHA) -> int:
+    """The fewest rounds whose pairs can reach a verdict for the first of ``judged`` arms under Holm."""
+    return stats.min_pairs(1 - alpha / max(1, judged))
 
 
 @dataclass(frozen=True)
@@ -159,9 +44,17 @@ class ArmVerdict:
     runs: int            # runs that gave a value
     failed: int          # runs that failed (kept out of the statistic)
     median: float | None
-    effect: Effect | None
+    effect: stats.Estimate | None
+    pairs: tuple[tuple[float, ...], tuple[float, ...]] = field(default=((), ()), repr=False)  # (arm, default)
     control: bool = False  # the A/A arm (default again): the job's own noise
     note: str = ""
+
+    @property
+    def shift(self) -> tuple[float, float, float] | None:
+        """arm - default in the metric's unit, (estimate, low, high) at the effect's level."""
+        if self.effect is None or not self.pairs[0]:
+            return None
+        return stats.paired_shift(self.pairs[0], self.pairs[1], self.effect.level)
 
     def to_dict(self) -> dict[str, object]:
         e = self.effect
@@ -169,8 +62,11 @@ class ArmVerdict:
                                   "failed": self.failed, "median": self.median, "control": self.control,
                                   "note": self.note}
         if e is not None:
-            out.update(ratio=e.ratio, ratio_lo=_json_num(e.ratio_lo), ratio_hi=_json_num(e.ratio_hi),
-                       shift=e.shift, shift_lo=_json_num(e.shift_lo), shift_hi=_json_num(e.shift_hi))
+            out.update(ratio=e.ratio, ratio_lo=e.low if e.bounded else None,
+                       ratio_hi=e.high if e.bounded else None, level=e.level,
+                       pairs=e.n, p_value=e.p_value, test=e.test)
+        if self.shift is not None:
+            out.update(shift=self.shift[0], shift_lo=_json_num(self.shift[1]), shift_hi=_json_num(self.shift[2]))
         return out
 
 
@@ -178,32 +74,45 @@ def _json_num(v: float) -> float | None:
     return v if math.isfinite(v) else None  # JSON has no infinity: an unbounded end is null
 
 
-def verdicts(values: dict[str, list[float]], failures: dict[str, int], *, baseline: str = "default",
-             controls: Sequence[str] = (), min_effect: float = 0.0) -> list[ArmVerdict]:
-    """Every arm's verdict, in the order of ``values`` (arm -> its runs' values; ``failures``: arm ->
-    failed runs). The baseline arm is BASELINE; an arm without a value, or a baseline without one,
-    is FAILED (nothing to compare)."""
-    base = values.get(baseline, [])
+def verdicts(values: Mapping[str, Mapping[int, float]], failures: Mapping[str, int], *, baseline: str = "default",
+             controls: Sequence[str] = (), min_effect: float = 0.0, alpha: float = ALPHA) -> list[ArmVerdict]:
+    """Every arm's verdict, in the order of ``values`` (arm -> round -> its run's value; ``failures``: arm
+    -> failed runs), the arms judged as one family at ``alpha`` (module doc). The baseline arm is BASELINE;
+    an arm without a value, or a baseline without one, is FAILED (nothing to compare)."""
+    base = values.get(baseline, {})
+    pairs: dict[str, tuple[list[float], list[float]]] = {}
+    for name, vals in values.items():
+        if name != baseline and vals and base:
+            common = sorted(set(vals) & set(base))
+            pairs[name] = ([vals[r] for r in common], [base[r] for r in common])
+    judged = {n: p for n, p in pairs.items() if p[0]}
+    estimates = stats.arms_at(judged, alpha)
     out = []
     for name, vals in values.items():
         failed = failures.get(name, 0)
-        med = median(vals) if vals else None
+        med = stats.median(vals.values()) if vals else None
         if name == baseline:
-            status = Status.BASELINE if vals else Status.FAILED
-            out.append(ArmVerdict(name, status, len(vals), failed, med, None))
+            out.append(ArmVerdict(name, Status.BASELINE if vals else Status.FAILED, len(vals), failed, med, None))
             continue
         if not vals or not base:
             why = "every run failed" if not vals else f"every run of {baseline} failed: nothing to compare"
-            out.append(ArmVerdict(name, Status.FAILED, len(vals), failed, med, None, name in controls, why))
+            out.append(ArmVerdict(name, Status.FAILED, len(vals), failed, med, None, control=name in controls,
+                                  note=why))
             continue
-        e = effect(vals, base)
-        note = "" if e.bounded else (f"too few runs for a 95% interval ({len(vals)} and {len(base)}; "
-                                     f"{MIN_RUNS} each is enough)")
-        out.append(ArmVerdict(name, judge(e, min_effect), len(vals), failed, med, e, name in controls, note))
+        e = estimates.get(name)
+        if e is None:
+            out.append(ArmVerdict(name, Status.NO_DIFFERENCE, len(vals), failed, med, None, control=name in controls,
+                                  note=f"no round holds a run of both {name} and {baseline}"))
+            continue
+        a, b = judged[name]
+        note = "" if e.bounded else (f"too few rounds for a {100 * e.level:.4g}% interval ({e.n} pair(s) with "
+                                     f"{baseline}; {stats.min_pairs(e.level)} reach it)")
+        out.append(ArmVerdict(name, stats.judge(e, min_effect), len(vals), failed, med, e, (tuple(a), tuple(b)),
+                              name in controls, note))
     return out
 
 
 def all_confident(vs: Sequence[ArmVerdict], min_effect: float) -> bool:
-    """Every arm that is judged (not the baseline, not the A/A control, not failed) is confident."""
+    """Every arm that is judged (not the baseline, not the A/A control, not failed) is decided."""
     judged = [v for v in vs if v.status not in (Status.BASELINE, Status.FAILED) and not v.control]
-    return all(v.effect is not None and confident(v.effect, min_effect) for v in judged)
+    return all(v.effect is not None and stats.decided(v.effect, min_effect) for v in judged)

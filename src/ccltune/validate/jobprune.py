@@ -81,4 +81,4 @@ def _verdict_text(v: jobab.ArmVerdict | None) -> str:
     if v.effect is None:
         return v.status.value
     e = v.effect
-    return f"{v.status.value}, x{e.ratio:.4f} [{e.ratio_lo:.4f}, {e.ratio_hi:.4f}] over {v.runs} runs"
+    return f"{v.status.value}, {e.said}"

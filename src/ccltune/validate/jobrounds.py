@@ -1,6 +1,9 @@
 """``ccltune ab``'s rounds: the user's job run again and again, every arm once per round in a shuffled
 order (a seeded RNG; the seed is recorded), each run's value stored as soon as it ends, the verdict
-(:mod:`ccltune.validate.jobab`) after every round. Nothing here prints: lines go to ``say``."""
+(:mod:`ccltune.validate.jobab`) after every round. With ``--until-confident`` every round from
+``first_look`` on is a look, tested at ``stats.look_level`` of its number (the final verdict too), so the
+looks together keep 95%; without it the one verdict, at the end, is at 95%. Nothing here prints: lines
+go to ``say``."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccltune import rules
+from ccltune import rules, stats
 from ccltune.errors import CcltuneError, UsageError
 from ccltune.measure import jobrun
 from ccltune.status import SampleStatus
@@ -156,7 +159,7 @@ def _value(plan: Plan, res: jobrun.RunResult, profile: Path | None) -> tuple[flo
     if not kept:
         what = f"{len(res.matches)} match(es), all skipped by --skip {m.skip}" if res.matches else "no match"
         return None, f"the metric {m.pattern.pattern!r} found {what} in the output"  # type: ignore[union-attr]
-    med = jobab.median(kept)
+    med = stats.median(kept)
     return (med, "") if med > 0 and math.isfinite(med) else (None, f"the metric's median is {med:g}, not > 0")
 
 
@@ -232,9 +235,24 @@ class _Rounds:
                                      f"the job's last lines:\n{tail}")
 
     def judge(self) -> list[jobab.ArmVerdict]:
-        names = [a.name for a in self.plan.arms]
-        values, failed = jobstore.values_by_arm(self.out.samples, names)
-        return jobab.verdicts(values, failed, controls=[CONTROL], min_effect=self.plan.min_effect)
+        values, failed = jobstore.values_by_arm(self.out.samples, [a.name for a in self.plan.arms])
+        return jobab.verdicts(values, failed, controls=[CONTROL], min_effect=self.plan.min_effect,
+                              alpha=alpha_after(self.plan, self.out.rounds_done))
+
+
+def first_look(plan: Plan) -> int:
+    """The first round ``--until-confident`` looks at: the first whose pairs can reach 95% under Holm
+    across the judged arms (every arm but default); earlier rounds cannot decide, so they spend nothing."""
+    return max(2, jobab.min_rounds(len(plan.arms) - 1))
+
+
+def alpha_after(plan: Plan, rounds_done: int) -> float:
+    """The alpha of the verdict after ``rounds_done`` rounds: 5% for a fixed number of rounds (one look,
+    at the end); under ``--until-confident`` the alpha spent on that look (``stats.look_level``)."""
+    if not plan.until_confident:
+        return jobab.ALPHA
+    look = max(1, rounds_done - first_look(plan) + 1)
+    return 1 - stats.look_level(look, jobab.ALPHA)
 
 
 def run(plan: Plan, store: Store, run_id: int, say: Callable[[str], None]) -> Outcome:
@@ -275,8 +293,10 @@ def _stop(plan: Plan, out: Outcome, rnd: int, elapsed: float, say: Callable[[str
     shown = ", ".join(f"{v.name} {_fmt(v.median)}" for v in out.verdicts)
     say(f"# round {rnd}/{plan.rounds} done in {elapsed:.0f} s ({shown}{' ' + plan.metric.unit if plan.metric.unit else ''}); "
         f"about {_duration(left_s)} left")
-    if plan.until_confident and rnd >= 2 and jobab.all_confident(out.verdicts, plan.min_effect):
-        out.stop_reason = "every arm's interval is decided (it excludes 1, or lies inside the --min-effect band)"
+    if plan.until_confident and rnd >= first_look(plan) and jobab.all_confident(out.verdicts, plan.min_effect):
+        out.stop_reason = (f"every arm's interval is decided (it excludes 1, or lies inside the --min-effect band) "
+                           f"at look {rnd - first_look(plan) + 1}, level "
+                           f"{100 * (1 - alpha_after(plan, rnd)):.4g}%")
         return True
     if plan.budget_s is not None and elapsed + per_round > plan.budget_s and rnd < plan.rounds:
         out.stop_reason = f"the --budget of {plan.budget_s:g} s would be spent by another round"

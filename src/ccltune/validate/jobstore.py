@@ -81,13 +81,13 @@ def _int(r: sqlite3.Row, col: str) -> int:
     return v if isinstance(v, int) else 0
 
 
-def values_by_arm(rows: list[Sample], names: list[str]) -> tuple[dict[str, list[float]], dict[str, int]]:
-    """(arm -> values of its good runs, arm -> its failed runs), every arm of ``names`` present."""
-    values: dict[str, list[float]] = {n: [] for n in names}
+def values_by_arm(rows: list[Sample], names: list[str]) -> tuple[dict[str, dict[int, float]], dict[str, int]]:
+    """(arm -> round -> the value of its good run, arm -> its failed runs), every arm of ``names`` present."""
+    values: dict[str, dict[int, float]] = {n: {} for n in names}
     failed: dict[str, int] = {n: 0 for n in names}
     for s in rows:
         if s.status == SampleStatus.OK and s.value is not None:
-            values.setdefault(s.arm, []).append(s.value)
+            values.setdefault(s.arm, {})[s.round] = s.value
         else:
             failed[s.arm] = failed.get(s.arm, 0) + 1
     return values, failed
