@@ -8,7 +8,7 @@ The layers, lowest first; a module may import its own layer and any below it:
             ncclt (nccl-tests' formats: each one's writer and reader)
   engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
   measure   measure/  (timing points and sizes, the run's lifecycle: measure.session)
-  analysis  tune/, validate/, diagnose/  (sweeps, rules, verdicts, checks)
+  analysis  tune/, validate/, diagnose/, workload/, ab/  (sweeps, rules, verdicts, checks, the job judge)
   report    report/
   commands  commands/  (each command's typed options and run_<command>(options) -> result, beneath both front ends)
   cli       cli/, __main__  (argv -> options, result -> exit code: the only place that parses argv)
@@ -40,7 +40,7 @@ LAYERS = [
               "tuner_plugin", "profiler_plugin", "launch", "builtlib", "periter", "ncclline", "ncclt"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),
-    ("analysis", {"tune", "validate", "diagnose", "workload"}),
+    ("analysis", {"tune", "validate", "diagnose", "workload", "ab"}),
     ("report", {"report"}),
     ("commands", {"commands"}),
     ("cli", {"cli", "__main__"}),
