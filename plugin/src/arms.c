@@ -119,10 +119,11 @@ ccl_arms* ccl_arms_open(uint64_t commId, int hasCommId, unsigned seq, size_t nRa
   }
   for (int i = 1; i < a->cfg.nArms; i++) {
     if (!a->cfg.rules[i]) continue;
-    a->rules[i] = load(a->cfg.rules[i], user);
+    why[0] = '\0';
+    a->rules[i] = load(a->cfg.rules[i], user, why, sizeof why);
     if (!a->rules[i]) {
-      LOG(logger, NCCL_LOG_WARN, "ccltune tuner: CCLTUNE_ARMS=%s: arm %s: its rule file %s cannot be used; no "
-          "in-run arms, NCCL's default runs", path, a->cfg.names[i], a->cfg.rules[i]);
+      LOG(logger, NCCL_LOG_WARN, "ccltune tuner: CCLTUNE_ARMS=%s: arm %s: its rule file %s cannot be used (%s); no "
+          "in-run arms, NCCL's default runs", path, a->cfg.names[i], a->cfg.rules[i], why);
       free_arms(a);
       return NULL;
     }

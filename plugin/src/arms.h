@@ -61,9 +61,9 @@ uint32_t ccl_period_detect(const uint64_t* keys, uint32_t n, int32_t* work);
 
 /* ---- per communicator (arms.c) ---- */
 typedef struct ccl_arms ccl_arms;
-/* Loads an arm's rule file for this communicator (plugin.c's loader, which logs what it read);
- * NULL when the file cannot be used. */
-typedef ccl_comm* (*ccl_arms_loader)(const char* path, void* user);
+/* Loads an arm's rule file for this communicator (plugin.c's loader, which logs what it read at INFO);
+ * NULL when the file cannot be used, the reason then in why (no WARN of its own). */
+typedef ccl_comm* (*ccl_arms_loader)(const char* path, void* user, char* why, size_t whyLen);
 
 /* NULL when CCLTUNE_ARMS is unset or empty. A bad arms file, an arm's rule file that cannot be
  * used, a log folder that cannot be written or no memory: one WARN, NULL (NCCL's default). */

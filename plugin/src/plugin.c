@@ -63,9 +63,12 @@ typedef struct {
   size_t nRanks, nNodes;
   ncclDebugLogger_t logger;
   const int* nvl3;
+  char* why; /* NULL: a file that cannot be used is a WARN; else its reason goes here (an arm's rules) */
+  size_t whyLen;
 } comm_facts;
 
-/* Never fails: a bad file gives NULL (after a WARN) and leaves NCCL's choices untouched. */
+/* Never fails: a bad file gives NULL (after a WARN, or with the reason in cf->why) and leaves NCCL's
+ * choices untouched. */
 static ccl_comm* load_rules(const char* path, const comm_facts* cf) {
   size_t nRanks = cf->nRanks, nNodes = cf->nNodes;
   ncclDebugLogger_t logger = cf->logger;
@@ -74,9 +77,13 @@ static ccl_comm* load_rules(const char* path, const comm_facts* cf) {
   diag_ctx d = {.logger = logger, .path = path};
   errno = 0;
   int rc = ccl_parse_file(path, &rs, note_line, &d);
-  if (rc != CCLT_FILE_OK) { /* named but unusable: the job runs untuned, so say it where it is seen */
+  if (rc != CCLT_FILE_OK && cf->why) {
+    snprintf(cf->why, cf->whyLen, "%s", ccl_file_problem(rc));
+  } else if (rc != CCLT_FILE_OK) { /* named but unusable: the job runs untuned, so say it where it is seen */
     LOG(logger, NCCL_LOG_WARN, "ccltune tuner: cannot read rule file %s (%s); NCCL's choices are left unchanged",
         path, ccl_file_problem(rc));
+  }
+  if (rc != CCLT_FILE_OK) {
     ccl_ruleset_free(&rs);
     return NULL;
   }
@@ -86,7 +93,9 @@ static ccl_comm* load_rules(const char* path, const comm_facts* cf) {
   ccl_comm* comm = ccl_comm_build(&rs, nRanks, nNodes, &plat);
   char desc[256];
   ccl_platform_describe(&plat, desc, sizeof desc);
-  if (!comm) {
+  if (!comm && cf->why) {
+    snprintf(cf->why, cf->whyLen, "out of memory compiling it");
+  } else if (!comm) {
     LOG(logger, NCCL_LOG_WARN, "ccltune tuner: out of memory compiling %s; NCCL's choices are left unchanged", path);
   } else {
     LOG(logger, NCCL_LOG_INFO,
@@ -101,7 +110,12 @@ static ccl_comm* load_rules(const char* path, const comm_facts* cf) {
   return comm;
 }
 
-static ccl_comm* load_arm_rules(const char* path, void* user) { return load_rules(path, user); }
+static ccl_comm* load_arm_rules(const char* path, void* user, char* why, size_t whyLen) {
+  comm_facts cf = *(const comm_facts*)user;
+  cf.why = why;
+  cf.whyLen = whyLen;
+  return load_rules(path, &cf);
+}
 
 /* The communicator's rules without arms: the rule file, if one is named or found. */
 static ccl_comm* load_rule_file(const comm_facts* cf) {
@@ -121,7 +135,7 @@ static ncclResult_t init_common(uint64_t commId, int hasCommId, size_t nRanks, s
                                 ncclDebugLogger_t logger, const int* nvl3, void** ctx) {
   if (!ctx) return ncclSuccess;
   *ctx = NULL;
-  comm_facts cf = {nRanks, nNodes, logger, nvl3};
+  comm_facts cf = {nRanks, nNodes, logger, nvl3, NULL, 0};
   unsigned seq = ccl_commfile_next_seq();
   const char* armsFile = getenv("CCLTUNE_ARMS");
   ccl_comm* rules = NULL;
