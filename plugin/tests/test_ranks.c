@@ -4,7 +4,9 @@
  * CollNet/NVLS cells are IGNORE and nChannels preset to 0; finalize), each replaying its own rank's
  * call sequence (derived from the job's NCCL COLL log by tests/plugin/test_arms.py). The caller sets
  * CCLTUNE_ARMS. A further thread reads ccltuneArmShare_v1.arm_of as the profiler plugin would.
- *   test_ranks LIB v5|v6 CHOICES_OUT SEQ_RANK0 [SEQ_RANK1 ...]
+ *   test_ranks LIB v4|v5|v6 CHOICES_OUT SEQ_RANK0 [SEQ_RANK1 ...]
+ * v4: init without a commHash (arms run; arm_of knows nothing). TEST_RANKS_KEEP_LAST=1: the last rank
+ * never finalizes (its arm log is the exit writer's).
  * SEQ: one call a line, "COLL NBYTES PIPEOPS" (COLL: ncclFunc_t 0..4). Every rank's choice (the cell
  * set to 0.0, or -1, and nChannels) at every call is compared with rank 0's; rank 0's choices go to
  * CHOICES_OUT, one "CELL NCHANNELS" line per call. Prints "ranks N calls C mismatches M arms_seen A";
@@ -39,6 +41,9 @@ typedef struct {
 } rank_arg;
 
 static const ncclTuner_v6_t* tuner; /* v5 has the same first four members */
+static const ncclTuner_v4_t* tuner4; /* or, for v4: */
+static void* volatile kept;          /* the last rank's context when it is never finalized */
+static int keepLast;
 static const ccltuneArmShare_v1_t* share;
 static pthread_barrier_t start;
 static _Atomic int running, nWarn, badArm;
@@ -69,21 +74,23 @@ static void* run_rank(void* p) {
   ncclNvlDomainInfo_v6_t nvl = {1, r->nRanks, r->nRanks};
   ncclTunerConstants_v6_t consts;
   memset(&consts, 0, sizeof consts);
-  r->initOk = tuner->init(&ctx, COMM_ID, (size_t)r->nRanks, 1, logger, &nvl, &consts) == ncclSuccess;
+  if (tuner4) r->initOk = tuner4->init((size_t)r->nRanks, 1, logger, &ctx) == ncclSuccess;
+  else r->initOk = tuner->init(&ctx, COMM_ID, (size_t)r->nRanks, 1, logger, &nvl, &consts) == ncclSuccess;
   pthread_barrier_wait(&start);
   for (size_t i = 0; i < r->n; i++) {
     float t[NA * NP];
     int nCh = 0, cell = -1;
     fill(t);
     /* regBuff differs between ranks (registration is per rank): the schedule must not depend on it */
-    ncclResult_t rc = tuner->getCollInfo(ctx, (ncclFunc_t)r->seq[i].coll, (size_t)r->seq[i].bytes, r->seq[i].pipe,
+    ncclResult_t rc = (tuner4 ? tuner4->getCollInfo : tuner->getCollInfo)(ctx, (ncclFunc_t)r->seq[i].coll, (size_t)r->seq[i].bytes, r->seq[i].pipe,
                                          (float**)t, NA, NP, r->rank & 1, &nCh);
     if (rc != ncclSuccess) r->initOk = 0;
     for (int k = 0; k < NA * NP; k++)
       if (t[k] == 0.0f) cell = cell == -1 ? k : -2;
     r->choice[i] = cell + 2 + (nCh << 8); /* cell -2..20 -> 0..22 */
   }
-  if (tuner->finalize(ctx) != ncclSuccess) r->initOk = 0;
+  if (keepLast && r->rank == r->nRanks - 1) kept = ctx; /* left to the exit writer, reachable for LSan */
+  else if ((tuner4 ? tuner4->destroy : tuner->finalize)(ctx) != ncclSuccess) r->initOk = 0;
   return NULL;
 }
 
@@ -125,9 +132,11 @@ int main(int argc, char** argv) {
   if (nRanks > MAX_RANKS) { fprintf(stderr, "at most %d ranks\n", MAX_RANKS); return 2; }
   void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (!lib) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 2; }
-  tuner = dlsym(lib, strcmp(argv[2], "v5") == 0 ? "ncclTunerPlugin_v5" : "ncclTunerPlugin_v6");
+  if (strcmp(argv[2], "v4") == 0) tuner4 = dlsym(lib, "ncclTunerPlugin_v4");
+  else tuner = dlsym(lib, strcmp(argv[2], "v5") == 0 ? "ncclTunerPlugin_v5" : "ncclTunerPlugin_v6");
   share = dlsym(lib, "ccltuneArmShare_v1");
-  if (!tuner || !share || share->version != 1) { fprintf(stderr, "missing symbols\n"); return 2; }
+  if ((!tuner && !tuner4) || !share || share->version != 1) { fprintf(stderr, "missing symbols\n"); return 2; }
+  keepLast = getenv("TEST_RANKS_KEEP_LAST") && !strcmp(getenv("TEST_RANKS_KEEP_LAST"), "1");
   CHECK(share->arm_of(COMM_ID) == -1, "no communicator yet: -1");
   rank_arg ranks[MAX_RANKS];
   pthread_t th[MAX_RANKS], prof;
@@ -145,7 +154,8 @@ int main(int argc, char** argv) {
   for (int r = 0; r < nRanks; r++) pthread_join(th[r], NULL);
   atomic_store(&running, 0);
   pthread_join(prof, NULL);
-  CHECK(share->arm_of(COMM_ID) == -1, "every rank finalized: -1");
+  if (!keepLast) CHECK(share->arm_of(COMM_ID) == -1, "every rank finalized: -1");
+  if (tuner4) CHECK(atomic_load(&armsSeen) == 0, "v4 passes no commHash: arm_of knows nothing");
   CHECK(!atomic_load(&badArm), "arm_of returned an arm out of range");
 
   size_t mismatches = 0, n = ranks[0].n;

@@ -261,3 +261,23 @@ def test_a_bad_arms_file_runs_nccls_default(c_build: Path, tmp_path: Path) -> No
         assert len(warns) == 2 and all(why in w for w in warns), (name, warns)
         assert set((tmp_path / "choices").read_text().splitlines()) == {"-1 0"}, name
         assert not (tmp_path / "logs").exists(), name
+
+
+def test_arms_without_a_commhash_and_the_exit_writer(san_build: Path, tmp_path: Path) -> None:
+    """ABI v4 passes no commHash: arms still run (logs named nocommid, comm_id=unknown) and arm_of knows
+    nothing. A communicator never finalized gets its whole log from the exit writer."""
+    calls = extend(rank_orders("fsdp2-4")[0], 60)
+    seq = write_seq(calls, tmp_path / "rank0.seq")
+    arms = arms_file(tmp_path, "auto")
+    proc = run([san_build / "test_ranks", san_build / LIB, "v4", tmp_path / "choices", seq, seq, seq],
+               env={**harness_env(arms), "TEST_RANKS_KEEP_LAST": "1"}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"ranks 3 calls {len(calls)} mismatches 0 arms_seen 0 warnings 0" in proc.stdout
+    logs = sorted((tmp_path / "logs").iterdir())
+    assert [f.name.split(".")[3:] for f in logs] == [["nocommid", str(s), "txt"] for s in range(3)]
+    assert not [f for f in (tmp_path / "logs").iterdir() if f.name.startswith(".")]  # no temp file left
+    read = [read_log(f) for f in logs]
+    assert len({tuple(b[:3] for b in blocks) for _, blocks in read}) == 1
+    for head, blocks in read:
+        assert head["comm_id"] == "unknown" and head["calls"] == str(len(calls)) and head["period"] == "51"
+        assert len(blocks) > 10
