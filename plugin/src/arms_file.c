@@ -146,7 +146,6 @@ static int parse_line(char* s, int line, const char* baseDir, ccl_arms_cfg* cfg,
                                            "a whole number from 0 to 100000", ""};
     return fail(why, n, line, "%s must be %s", k, RANGE[key]);
   }
-  (void)quote;
   return 0;
 }
 
