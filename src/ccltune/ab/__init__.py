@@ -1,1 +1,1 @@
-"""ab: judging a job by its own steps (whole-run and in-run arms)."""
+"""The job judge: A/B of a user's own job, whole runs and in-run arms."""
