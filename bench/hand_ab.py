@@ -78,7 +78,7 @@ def main() -> int:
             if v is not None:
                 values[name].append(v)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
-    from ccltune.validate import jobab
+    from ccltune.ab import judge as jobab
 
     base = values["default"]
     print(f"# {'arm':<12} {'runs':>4} {'median':>10} {'ratio':>7} {'95% interval':>18} {'slower/pairs':>13}  verdict")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ccltune.store import Store
-from ccltune.validate import jobstore
+from ccltune.ab import rows as jobstore
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

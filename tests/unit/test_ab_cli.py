@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from ccltune import processes
+from ccltune.ab import rows as jobstore
 from ccltune.cli import main
 from ccltune.store import Store
-from ccltune.validate import jobstore
 
 JOB = str(Path(__file__).resolve().parents[1] / "jobs" / "fake_step_job.py")
 REGEX = r"step +[0-9]+ +([0-9.]+) ms"
@@ -165,7 +165,7 @@ def test_kill_9_of_ab_ends_the_running_job_and_its_children(tmp_path) -> None:
 def test_metric_comm_sums_the_profiler_files_of_each_run(tmp_path, capsys, monkeypatch) -> None:
     """The fake job writes a profiler file as the plugin does (every 2nd call timed: 10 of 20 calls,
     so an entry counts twice its sum_us); the plugin's library itself is not needed by the fake job."""
-    from ccltune.measure import jobrun
+    from ccltune.ab import job as jobrun
 
     monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))
     rc = _ab(tmp_path, "--env", "FAKE_SLOW=1", "--metric", "comm", "--rounds", "4", "--no-aa", "--seed", "4")
@@ -180,7 +180,7 @@ def test_a_rules_arm_shows_per_rule_what_nccl_ran(tmp_path, capsys, monkeypatch)
     """Issue 29, proof that rules fired: the rules arm's runs leave the real profiler files of the DDP job forced
     to tree/simple/4 (tests/fixtures/workload/profile-ddp-tree-4); ab prints, per rule, the calls it covered over
     the arm's runs and what NCCL ran, and keeps it in the run's summary."""
-    from ccltune.measure import jobrun
+    from ccltune.ab import job as jobrun
 
     forced = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile-ddp-tree-4"
     monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))
@@ -229,7 +229,7 @@ def test_prune_keeps_only_the_rule_group_that_was_faster(tmp_path, capsys) -> No
 
 
 def test_metric_auto_falls_back_to_wall_time_when_the_profiler_writes_nothing(tmp_path, capsys, monkeypatch) -> None:
-    from ccltune.measure import jobrun
+    from ccltune.ab import job as jobrun
 
     monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))  # "built": the job (true) loads no NCCL
     assert _ab(tmp_path, "--env", "A=1", "--rounds", "1", "--no-aa", job=["true"]) == 0

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from ccltune.validate import jobab
-from ccltune.validate.jobab import Status
+from ccltune.ab import judge as jobab
+from ccltune.ab.judge import Status
 
 
 def test_moses_ranks_match_the_mann_whitney_tables() -> None:
@@ -63,7 +63,7 @@ def test_comm_time_sums_every_timed_entry_of_every_profiler_file(tmp_path) -> No
     ReduceScatter entry timed no call and adds nothing. A file cut short fails the run, named."""
     from pathlib import Path
 
-    from ccltune.validate import profsum
+    from ccltune.ab import commtime as profsum
 
     folder = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile"
     assert profsum.comm_time_us(folder) == (2 * (272 + 468 + 138 + 110), "")

@@ -12,10 +12,10 @@ import pytest
 
 import ccltune
 import source_trees
+from ccltune.ab import rows as jobstore
 from ccltune.cli import main
 from ccltune.status import RowStatus, RuleCheck, RunStatus, SampleStatus, Verdict
 from ccltune.store import Measurement, Store
-from ccltune.validate import jobstore
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 ROOT = Path(ccltune.__file__).parent

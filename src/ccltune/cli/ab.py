@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ccltune.ab import judge as jobab
+from ccltune.ab import prune as jobprune
 from ccltune.cli import _common
 from ccltune.commands.ab import AbOptions, run_ab
 from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
-from ccltune.validate import jobab, jobprune
 
 
 def _D(name: str) -> Any:

@@ -16,17 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from ccltune import environment, files, rules
+from ccltune.ab import job as jobrun
+from ccltune.ab import judge as jobab
+from ccltune.ab import prune as jobprune
+from ccltune.ab import rounds as jobrounds
+from ccltune.ab import rows as jobstore
+from ccltune.ab.rounds import CONTROL, DEFAULT, Arm
 from ccltune.commands import launching
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option, to_argv
 from ccltune.commands.results import Outcome
 from ccltune.errors import CheckFailed, Interrupted, UsageError
-from ccltune.measure import jobrun
 from ccltune.measure.session import terminate_as_interrupt
 from ccltune.status import RunStatus
 from ccltune.store import DEFAULT_DB, Store
-from ccltune.validate import jobab, jobprune, jobrounds, jobstore
-from ccltune.validate.jobrounds import CONTROL, DEFAULT, Arm
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 _ARM_NAME = re.compile(r"[A-Za-z0-9_.=:+-]{1,64}\Z")
@@ -301,7 +304,7 @@ def render(out: jobrounds.Outcome, unit: str) -> list[str]:
 
 def fired_tables(plan: jobrounds.Plan, out: jobrounds.Outcome) -> dict[str, tuple[list[Any], Any]]:
     """Per rules arm whose runs left profiler files: each rule's calls and what NCCL ran (validate.fired)."""
-    from ccltune.validate import fired
+    from ccltune.ab import fired
 
     got = {}
     for a in plan.arms:
@@ -313,7 +316,7 @@ def fired_tables(plan: jobrounds.Plan, out: jobrounds.Outcome) -> dict[str, tupl
 
 def fired_lines(plan: jobrounds.Plan, per_rule: dict[str, tuple[list[Any], Any]]) -> list[str]:
     """The per-rule tables of the rules arms, or why there is none."""
-    from ccltune.validate import fired
+    from ccltune.ab import fired
 
     lines: list[str] = []
     for a in plan.arms:

@@ -133,7 +133,7 @@ def _check_log(o: PluginVerifyOptions, ruleset: rules.RuleSet, facts: rules.Plat
 def _profiler_dir(o: PluginVerifyOptions) -> Any:
     """A run of verify loads the profiler plugin too when it is built, into a folder of its own: a context giving
     the folder, or None when it is not loaded."""
-    from ccltune.measure.jobrun import profiler_path
+    from ccltune.ab.job import profiler_path
 
     if o.from_log or profiler_path() is None:
         return contextlib.nullcontext(None)
@@ -141,7 +141,7 @@ def _profiler_dir(o: PluginVerifyOptions) -> Any:
 
 
 def _fired_statuses(found: list[Any]) -> list[str]:
-    from ccltune.validate import fired
+    from ccltune.ab import fired
 
     return fired.statuses(found)
 
@@ -150,7 +150,7 @@ def _profile_table(ruleset: rules.RuleSet, folder: str, facts: rules.PlatformFac
                    quiet_empty: bool = False) -> list[Any]:
     """Say the per-rule table from the profiler files in ``folder``; return its firings (validate.fired).
     ``quiet_empty``: a folder without files (the run's profiler wrote none) is a note, not an error."""
-    from ccltune.validate import fired
+    from ccltune.ab import fired
     from ccltune.workload import profile_file
 
     try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ccltune import __version__
+from ccltune.ab import rows as jobstore
 from ccltune.errors import UsageError
 from ccltune.files import write_text
 from ccltune.report.compare import DEFAULT_TOLERANCE_PCT
@@ -27,7 +28,6 @@ from ccltune.report.sections import PAGE_NAV, ReportInput, build_sections, left_
 from ccltune.report.verdict import ids_text
 from ccltune.status import RowStatus
 from ccltune.store import Store
-from ccltune.validate import jobstore
 
 __all__ = ["ReportResult", "load", "write_report", "DEFAULT_TOLERANCE_PCT", "DEFAULT_LATEST"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ccltune.ab import rows as jobstore
 from ccltune.report.model import Block, Note, StripChart, StripRow, Table
 from ccltune.status import ArmStatus, RunStatus
 from ccltune.store import Run
-from ccltune.validate import jobstore
 
 _LEVEL = {ArmStatus.SLOWER: "bad", ArmStatus.FASTER: "good", ArmStatus.FAILED: "bad"}
 

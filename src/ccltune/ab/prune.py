@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ccltune import __version__, rules
-from ccltune.validate import jobab
+from ccltune.ab import judge as jobab
 
 MAX_GROUPS = 4
 

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ccltune import rules
+from ccltune.ab import commtime as profsum
+from ccltune.ab import fired as fired_
+from ccltune.ab import job as jobrun
+from ccltune.ab import judge as jobab
+from ccltune.ab import rows as jobstore
 from ccltune.errors import CcltuneError, UsageError
-from ccltune.measure import jobrun
 from ccltune.status import SampleStatus
 from ccltune.store import Store
-from ccltune.validate import fired as fired_
-from ccltune.validate import jobab, jobstore, profsum
 from ccltune.workload import profile_file
 
 DEFAULT, CONTROL = "default", "default-2"

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ccltune import profiler_plugin
+from ccltune.ab import guard as jobguard
 from ccltune.errors import EngineUnavailable
-from ccltune.measure import jobguard
 
 TAIL_LINES = 12        # lines of the job's output kept for a failed run's report
 MAX_LINE_BYTES = 1 << 16   # a longer line is read in pieces (the metric regex sees each piece)

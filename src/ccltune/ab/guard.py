@@ -1,6 +1,6 @@
 """The user's job under ``ccltune ab``, guarded so that it never outlives ccltune.
 
-``python -m ccltune.measure.jobguard PPID COMMAND...`` runs COMMAND as its child, in a session of its
+``python -m ccltune.ab.guard PPID COMMAND...`` runs COMMAND as its child, in a session of its
 own, passes its output through and exits as it exited. ccltune starts every run of a job through it
 (``jobrun.run_once``). When the ccltune process ``PPID`` dies without a word (kill -9, the OOM killer),
 the kernel tells this process (PR_SET_PDEATHSIG) and it ends the whole job as ccltune would have:
@@ -38,7 +38,7 @@ def command(ppid: int, argv: list[str], env: dict[str, str]) -> tuple[list[str],
     ``ppid``. The job gets ``env`` exactly; the variables of HELD are carried past the guard's interpreter."""
     held = {HELD_PREFIX + k: v for k, v in env.items() if k in HELD}
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # where ccltune is
-    return ([sys.executable, "-m", "ccltune.measure.jobguard", str(ppid), *argv],
+    return ([sys.executable, "-m", "ccltune.ab.guard", str(ppid), *argv],
             {**{k: v for k, v in env.items() if k not in HELD}, **held, "PYTHONPATH": here})
 
 
@@ -74,7 +74,7 @@ def end_group(proc: subprocess.Popen[bytes]) -> None:
 
 def main(args: list[str]) -> int:
     if len(args) < 2 or not args[0].isdigit():
-        print("usage: python -m ccltune.measure.jobguard PPID COMMAND...", file=sys.stderr)
+        print("usage: python -m ccltune.ab.guard PPID COMMAND...", file=sys.stderr)
         return 2
     stopped: list[int] = []
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ccltune.measure import jobguard
+from ccltune.ab import guard as jobguard
 
 SHOW = "import json, os; print(json.dumps([os.environ.get(k) for k in ('PYTHONPATH', 'LD_PRELOAD', 'ARM')]))"
 
@@ -36,6 +36,6 @@ def test_the_guard_ends_as_the_job_ended():
     env = dict(os.environ)
     assert _guarded("import sys; sys.exit(7)", env).returncode == 7
     assert _guarded("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", env).returncode == -11
-    bad = subprocess.run([sys.executable, "-m", "ccltune.measure.jobguard", "x"], capture_output=True, text=True,
+    bad = subprocess.run([sys.executable, "-m", "ccltune.ab.guard", "x"], capture_output=True, text=True,
                          env=jobguard.command(os.getpid(), [], env)[1])
     assert bad.returncode == 2 and "usage:" in bad.stderr
