@@ -1,7 +1,7 @@
 """Facts about this host's processes, from Linux /proc: a process's start time, whether it still
 runs, its descendants; and a process's request to die with its parent (``die_with_parent``). Below
 both the results database (which judges whether a run stored as running was abandoned) and the
-launchers (which record a job's processes and end them: ``launch``, ``measure.jobguard``)."""
+launchers (which record a job's processes and end them: ``launch``, ``ab.guard``)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ Tables (units in column names):
 - ``artifacts``: named text blobs attached to a run (rule files, verdict JSON, logs).
 - ``ab_arms``, ``ab_samples`` (schema version 3): ``ccltune ab``'s arms (name, what it sets, as
   JSON) and one row per run of the user's job (arm, round, its value or why it failed);
-  :mod:`ccltune.validate.jobstore` reads and writes them. A version-2 file gains them when opened
+  :mod:`ccltune.ab.rows` reads and writes them. A version-2 file gains them when opened
   to write.
 """
 

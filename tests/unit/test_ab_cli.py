@@ -126,7 +126,7 @@ def test_ctrl_c_keeps_finished_rounds_prints_the_verdict_and_leaves_no_job(tmp_p
 def test_kill_9_of_ab_ends_the_running_job_and_its_children(tmp_path) -> None:
     """kill -9 of ccltune ab (nothing it can catch) while a job runs whose top process ignores SIGTERM and
     whose child does not die with it (as a shell script's children, or torchrun's workers): the guard
-    each run goes through (measure/jobguard.py) ends the whole job within its grace. (Before: the job ran on
+    each run goes through (measure/guard.py) ends the whole job within its grace. (Before: the job ran on
     under PID 1.)"""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     marker, child = f"ccltune-kill9-{os.getpid()}", "import time; time.sleep(60)"
@@ -165,9 +165,9 @@ def test_kill_9_of_ab_ends_the_running_job_and_its_children(tmp_path) -> None:
 def test_metric_comm_sums_the_profiler_files_of_each_run(tmp_path, capsys, monkeypatch) -> None:
     """The fake job writes a profiler file as the plugin does (every 2nd call timed: 10 of 20 calls,
     so an entry counts twice its sum_us); the plugin's library itself is not needed by the fake job."""
-    from ccltune.ab import job as jobrun
+    from ccltune.ab import job
 
-    monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))
+    monkeypatch.setattr(job, "profiler_path", lambda: Path(JOB))
     rc = _ab(tmp_path, "--env", "FAKE_SLOW=1", "--metric", "comm", "--rounds", "4", "--no-aa", "--seed", "4")
     out = capsys.readouterr().out
     assert rc == 1 and "GPU time of the job's collectives" in out
@@ -180,10 +180,10 @@ def test_a_rules_arm_shows_per_rule_what_nccl_ran(tmp_path, capsys, monkeypatch)
     """Issue 29, proof that rules fired: the rules arm's runs leave the real profiler files of the DDP job forced
     to tree/simple/4 (tests/fixtures/workload/profile-ddp-tree-4); ab prints, per rule, the calls it covered over
     the arm's runs and what NCCL ran, and keeps it in the run's summary."""
-    from ccltune.ab import job as jobrun
+    from ccltune.ab import job
 
     forced = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile-ddp-tree-4"
-    monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))
+    monkeypatch.setattr(job, "profiler_path", lambda: Path(JOB))
     monkeypatch.setenv("FAKE_PROFILE_FROM", str(forced))
     rc = _ab(tmp_path, "--rules", str(forced / "force.conf"), "--metric", "comm", "--rounds", "2", "--no-aa",
              "--seed", "5", "--json", str(tmp_path / "ab.json"))
@@ -229,9 +229,9 @@ def test_prune_keeps_only_the_rule_group_that_was_faster(tmp_path, capsys) -> No
 
 
 def test_metric_auto_falls_back_to_wall_time_when_the_profiler_writes_nothing(tmp_path, capsys, monkeypatch) -> None:
-    from ccltune.ab import job as jobrun
+    from ccltune.ab import job
 
-    monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))  # "built": the job (true) loads no NCCL
+    monkeypatch.setattr(job, "profiler_path", lambda: Path(JOB))  # "built": the job (true) loads no NCCL
     assert _ab(tmp_path, "--env", "A=1", "--rounds", "1", "--no-aa", job=["true"]) == 0
     out = capsys.readouterr().out
     assert "profiler plugin wrote nothing" in out and "the metric is wall time instead" in out

@@ -1,4 +1,4 @@
-"""ccltune ab's guard around each run of the user's job (measure/jobguard.py): the job gets the arm's
+"""ccltune ab's guard around each run of the user's job (measure/guard.py): the job gets the arm's
 environment exactly and ends as it ended; kill -9 of ab is tested in test_ab_cli.py."""
 
 from __future__ import annotations
@@ -10,21 +10,21 @@ import sys
 
 import pytest
 
-from ccltune.ab import guard as jobguard
+from ccltune.ab import guard
 
 SHOW = "import json, os; print(json.dumps([os.environ.get(k) for k in ('PYTHONPATH', 'LD_PRELOAD', 'ARM')]))"
 
 
 def _guarded(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    argv, guard_env = jobguard.command(os.getpid(), [sys.executable, "-c", code], env)
+    argv, guard_env = guard.command(os.getpid(), [sys.executable, "-c", code], env)
     return subprocess.run(argv, env=guard_env, capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.parametrize("extra", [{}, {"PYTHONPATH": "/nowhere"}, {"LD_PRELOAD": "libc.so.6", "PYTHONPATH": ""}])
 def test_the_job_gets_the_arms_environment_exactly(extra):
-    env = {k: v for k, v in os.environ.items() if k not in jobguard.HELD} | {"ARM": "a"} | extra
-    _, guard_env = jobguard.command(os.getpid(), ["true"], env)
-    assert jobguard.job_env(guard_env) == env
+    env = {k: v for k, v in os.environ.items() if k not in guard.HELD} | {"ARM": "a"} | extra
+    _, guard_env = guard.command(os.getpid(), ["true"], env)
+    assert guard.job_env(guard_env) == env
     assert "LD_PRELOAD" not in guard_env  # the guard's own interpreter: not the arm's library
     # the real guard: it starts whatever the arm's PYTHONPATH, and the job sees the arm's values
     run = _guarded(SHOW, env)
@@ -37,5 +37,5 @@ def test_the_guard_ends_as_the_job_ended():
     assert _guarded("import sys; sys.exit(7)", env).returncode == 7
     assert _guarded("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", env).returncode == -11
     bad = subprocess.run([sys.executable, "-m", "ccltune.ab.guard", "x"], capture_output=True, text=True,
-                         env=jobguard.command(os.getpid(), [], env)[1])
+                         env=guard.command(os.getpid(), [], env)[1])
     assert bad.returncode == 2 and "usage:" in bad.stderr

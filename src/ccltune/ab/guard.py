@@ -2,7 +2,7 @@
 
 ``python -m ccltune.ab.guard PPID COMMAND...`` runs COMMAND as its child, in a session of its
 own, passes its output through and exits as it exited. ccltune starts every run of a job through it
-(``jobrun.run_once``). When the ccltune process ``PPID`` dies without a word (kill -9, the OOM killer),
+(``ab.job.run_once``). When the ccltune process ``PPID`` dies without a word (kill -9, the OOM killer),
 the kernel tells this process (PR_SET_PDEATHSIG) and it ends the whole job as ccltune would have:
 SIGTERM to the job's process group and to every descendant (one that left the group with setsid too),
 SIGKILL to what is left after ``GRACE_S``. A stop sent to this process (SIGTERM, SIGHUP, SIGINT)

@@ -4,8 +4,8 @@ ccltune stops.
 
 The job runs in a new session (``start_new_session``), so a Ctrl-C at the terminal reaches ccltune
 only; ccltune then ends the job: SIGTERM to the process group and to every descendant found in /proc
-(a process that left the group with setsid is still a descendant), SIGKILL after ``jobguard.GRACE_S``.
-Each run goes through ``jobguard``, which ends the job the same way when ccltune itself dies (kill -9).
+(a process that left the group with setsid is still a descendant), SIGKILL after ``guard.GRACE_S``.
+Each run goes through ``guard``, which ends the job the same way when ccltune itself dies (kill -9).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ccltune import profiler_plugin
-from ccltune.ab import guard as jobguard
+from ccltune.ab import guard
 from ccltune.errors import EngineUnavailable
 
 TAIL_LINES = 12        # lines of the job's output kept for a failed run's report
@@ -80,13 +80,13 @@ def run_once(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[st
     start = time.monotonic()
     if shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None:
         return RunResult(None, 0.0, reason=f"could not start {argv[0]!r}: not found, or not an executable file")
-    guarded, guard_env = jobguard.command(os.getpid(), list(argv), dict(env))
+    guarded, guard_env = guard.command(os.getpid(), list(argv), dict(env))
     try:
         proc = subprocess.Popen(guarded, env=guard_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
         return RunResult(None, 0.0, reason=f"could not start {sys.executable!r}: {exc.strerror}")
-    timer = threading.Timer(timeout_s, jobguard.end_group, (proc,)) if timeout_s else None
+    timer = threading.Timer(timeout_s, guard.end_group, (proc,)) if timeout_s else None
     if timer is not None:
         timer.daemon = True
         timer.start()
@@ -101,7 +101,7 @@ def run_once(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[st
                 values.extend(v for v in (_number(m.group(1)) for m in pattern.finditer(line)) if v is not None)
         proc.wait()
     except BaseException:
-        jobguard.end_group(proc)
+        guard.end_group(proc)
         raise
     finally:
         if timer is not None:

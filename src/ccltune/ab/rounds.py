@@ -1,6 +1,6 @@
 """``ccltune ab``'s rounds: the user's job run again and again, every arm once per round in a shuffled
 order (a seeded RNG; the seed is recorded), each run's value stored as soon as it ends, the verdict
-(:mod:`ccltune.validate.jobab`) after every round. Nothing here prints: lines go to ``say``."""
+(:mod:`ccltune.ab.judge`) after every round. Nothing here prints: lines go to ``say``."""
 
 from __future__ import annotations
 
@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ccltune import rules
-from ccltune.ab import commtime as profsum
+from ccltune.ab import commtime, job, judge
 from ccltune.ab import fired as fired_
-from ccltune.ab import job as jobrun
-from ccltune.ab import judge as jobab
 from ccltune.ab import rows as jobstore
 from ccltune.errors import CcltuneError, UsageError
 from ccltune.status import SampleStatus
@@ -120,7 +118,7 @@ class Failure:
 class Outcome:
     samples: list[jobstore.Sample] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
-    verdicts: list[jobab.ArmVerdict] = field(default_factory=list)
+    verdicts: list[judge.ArmVerdict] = field(default_factory=list)
     rounds_done: int = 0
     interrupted: bool = False
     stop_reason: str = ""
@@ -146,19 +144,19 @@ def order(arms: Sequence[Arm], rng: random.Random, first_round: bool) -> list[Ar
     return out
 
 
-def _value(plan: Plan, res: jobrun.RunResult, profile: Path | None) -> tuple[float | None, str]:
+def _value(plan: Plan, res: job.RunResult, profile: Path | None) -> tuple[float | None, str]:
     if res.reason:
         return None, res.reason
     m = plan.metric
     if m.kind == "wall":
         return (res.wall_s, "") if res.wall_s > 0 else (None, "ran for no measurable time")
     if m.kind == "comm":
-        return profsum.comm_time_us(profile) if profile is not None else (None, "no profile folder")
+        return commtime.comm_time_us(profile) if profile is not None else (None, "no profile folder")
     kept = res.matches[m.skip:]
     if not kept:
         what = f"{len(res.matches)} match(es), all skipped by --skip {m.skip}" if res.matches else "no match"
         return None, f"the metric {m.pattern.pattern!r} found {what} in the output"  # type: ignore[union-attr]
-    med = jobab.median(kept)
+    med = judge.median(kept)
     return (med, "") if med > 0 and math.isfinite(med) else (None, f"the metric's median is {med:g}, not > 0")
 
 
@@ -183,7 +181,7 @@ class _Rounds:
             env.update(CCLTUNE_PROFILE=str(profile))
             if plan.metric.kind == "comm":
                 env.update(NCCL_PROFILER_PLUGIN=str(plan.metric.profiler))
-        res = jobrun.run_once(plan.argv, env, plan.metric.pattern, echo=plan.echo, timeout_s=plan.run_timeout_s)
+        res = job.run_once(plan.argv, env, plan.metric.pattern, echo=plan.echo, timeout_s=plan.run_timeout_s)
         value, why = _value(plan, res, profile if plan.metric.kind == "comm" else None)
         if arm.rules and profile is not None and not res.reason:
             self._tally(arm, profile)
@@ -205,7 +203,7 @@ class _Rounds:
                 self.say(f"#   | {line}")
 
     def _tally(self, arm: Arm, profile: Path) -> None:
-        """The run's calls per rule of the arm's file (validate.fired), added to the arm's tally; a run whose
+        """The run's calls per rule of the arm's file (ab.fired), added to the arm's tally; a run whose
         profiler files cannot be read adds nothing (its metric says why when it is comm)."""
         try:
             rs = self.rulesets.get(arm.name) or self.rulesets.setdefault(arm.name, rules.load(arm.rules or ""))
@@ -214,7 +212,7 @@ class _Rounds:
             return
         self.out.fired.setdefault(arm.name, fired_.Tally()).merge(got)
 
-    def _check_metric(self, res: jobrun.RunResult, value: float | None, why: str
+    def _check_metric(self, res: job.RunResult, value: float | None, why: str
                       ) -> tuple[float | None, str, UsageError | None]:
         """The first run of default: a metric that reads nothing from a run that exited 0 is bad input
         (the regex never matches), or, for the profiler chosen on its own, wall time instead."""
@@ -233,10 +231,10 @@ class _Rounds:
         return None, why, UsageError(f"{why} of the first run of the default arm (exit code 0): check --metric; "
                                      f"the job's last lines:\n{tail}")
 
-    def judge(self) -> list[jobab.ArmVerdict]:
+    def judge(self) -> list[judge.ArmVerdict]:
         names = [a.name for a in self.plan.arms]
         values, failed = jobstore.values_by_arm(self.out.samples, names)
-        return jobab.verdicts(values, failed, controls=[CONTROL], min_effect=self.plan.min_effect)
+        return judge.verdicts(values, failed, controls=[CONTROL], min_effect=self.plan.min_effect)
 
 
 def run(plan: Plan, store: Store, run_id: int, say: Callable[[str], None]) -> Outcome:
@@ -277,7 +275,7 @@ def _stop(plan: Plan, out: Outcome, rnd: int, elapsed: float, say: Callable[[str
     shown = ", ".join(f"{v.name} {_fmt(v.median)}" for v in out.verdicts)
     say(f"# round {rnd}/{plan.rounds} done in {elapsed:.0f} s ({shown}{' ' + plan.metric.unit if plan.metric.unit else ''}); "
         f"about {_duration(left_s)} left")
-    if plan.until_confident and rnd >= 2 and jobab.all_confident(out.verdicts, plan.min_effect):
+    if plan.until_confident and rnd >= 2 and judge.all_confident(out.verdicts, plan.min_effect):
         out.stop_reason = "every arm's interval is decided (it excludes 1, or lies inside the --min-effect band)"
         return True
     if plan.budget_s is not None and elapsed + per_round > plan.budget_s and rnd < plan.rounds:
