@@ -36,7 +36,7 @@ TUNER_VARS = ("NCCL_TUNER_PLUGIN", "NCCL_TUNER_CONFIG_FILE", "CCLTUNE_RULES")
 
 
 @dataclass
-class RunResult:
+class JobRun:
     """One run: its exit code (None: it did not start), seconds it ran, every number the metric
     pattern matched (group 1, in order), its last lines; ``reason`` says why it failed ('' when it
     exited 0)."""
@@ -72,20 +72,20 @@ def _number(text: str) -> float | None:
 
 
 def run_once(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[str] | None = None, *,
-             echo: bool = False, timeout_s: float | None = None) -> RunResult:
+             echo: bool = False, timeout_s: float | None = None) -> JobRun:
     """Run ``argv`` once with ``env``. A KeyboardInterrupt (Ctrl-C, or a stop signal turned into one)
     ends the job's process group and is raised again after it is gone."""
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
     values: list[float] = []
     start = time.monotonic()
     if shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None:
-        return RunResult(None, 0.0, reason=f"could not start {argv[0]!r}: not found, or not an executable file")
+        return JobRun(None, 0.0, reason=f"could not start {argv[0]!r}: not found, or not an executable file")
     guarded, guard_env = guard.command(os.getpid(), list(argv), dict(env))
     try:
         proc = subprocess.Popen(guarded, env=guard_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
-        return RunResult(None, 0.0, reason=f"could not start {sys.executable!r}: {exc.strerror}")
+        return JobRun(None, 0.0, reason=f"could not start {sys.executable!r}: {exc.strerror}")
     timer = threading.Timer(timeout_s, guard.end_group, (proc,)) if timeout_s else None
     if timer is not None:
         timer.daemon = True
@@ -115,4 +115,4 @@ def run_once(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[st
         reason = f"ran past --run-timeout {timeout_s:g} s: ended"
     elif rc != 0:
         reason = f"exit code {rc}" if rc > 0 else f"killed by signal {-rc}"
-    return RunResult(rc, wall_s, values, reason, list(tail))
+    return JobRun(rc, wall_s, values, reason, list(tail))

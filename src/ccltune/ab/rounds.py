@@ -115,7 +115,7 @@ class Failure:
 
 
 @dataclass
-class Outcome:
+class RoundsResult:
     samples: list[jobstore.Sample] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     verdicts: list[judge.ArmVerdict] = field(default_factory=list)
@@ -144,7 +144,7 @@ def order(arms: Sequence[Arm], rng: random.Random, first_round: bool) -> list[Ar
     return out
 
 
-def _value(plan: Plan, res: job.RunResult, profile: Path | None) -> tuple[float | None, str]:
+def _value(plan: Plan, res: job.JobRun, profile: Path | None) -> tuple[float | None, str]:
     if res.reason:
         return None, res.reason
     m = plan.metric
@@ -163,7 +163,7 @@ def _value(plan: Plan, res: job.RunResult, profile: Path | None) -> tuple[float 
 class _Rounds:
     def __init__(self, plan: Plan, store: Store, run_id: int, say: Callable[[str], None]):
         self.plan, self.store, self.run_id, self.say = plan, store, run_id, say
-        self.out = Outcome()
+        self.out = RoundsResult()
         self.checked = False   # the first default run has shown the metric works
         # the profiler's files of each run: the metric (comm), or the user's environment loads ccltune's profiler
         self.own_profiler = plan.metric.kind != "comm" and profiler_loaded(plan.base_env)
@@ -212,7 +212,7 @@ class _Rounds:
             return
         self.out.fired.setdefault(arm.name, fired_.Tally()).merge(got)
 
-    def _check_metric(self, res: job.RunResult, value: float | None, why: str
+    def _check_metric(self, res: job.JobRun, value: float | None, why: str
                       ) -> tuple[float | None, str, UsageError | None]:
         """The first run of default: a metric that reads nothing from a run that exited 0 is bad input
         (the regex never matches), or, for the profiler chosen on its own, wall time instead."""
@@ -237,9 +237,9 @@ class _Rounds:
         return judge.verdicts(values, failed, controls=[CONTROL], min_effect=self.plan.min_effect)
 
 
-def run(plan: Plan, store: Store, run_id: int, say: Callable[[str], None]) -> Outcome:
+def run(plan: Plan, store: Store, run_id: int, say: Callable[[str], None]) -> RoundsResult:
     """Every round of ``plan``, stored under ``run_id``. A KeyboardInterrupt ends the round under way:
-    the runs finished so far are kept and judged (``Outcome.interrupted``)."""
+    the runs finished so far are kept and judged (``RoundsResult.interrupted``)."""
     r = _Rounds(plan, store, run_id, say)
     rng = random.Random(plan.seed)
     start = time.monotonic()
@@ -265,7 +265,7 @@ def run(plan: Plan, store: Store, run_id: int, say: Callable[[str], None]) -> Ou
     return r.out
 
 
-def _stop(plan: Plan, out: Outcome, rnd: int, elapsed: float, say: Callable[[str], None]) -> bool:
+def _stop(plan: Plan, out: RoundsResult, rnd: int, elapsed: float, say: Callable[[str], None]) -> bool:
     """After round ``rnd``: say where it stands, and whether to stop (confident, or the budget spent)."""
     per_round = elapsed / rnd
     left_rounds = plan.rounds - rnd

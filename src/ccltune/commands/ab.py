@@ -260,7 +260,7 @@ def _run(o: AbOptions, plan: rounds.Plan, removed: list[str], parts: list[Any], 
     return _exit(out, o.db, run_id, console)
 
 
-def _exit(out: rounds.Outcome, db: str, run_id: int, console: Console) -> Outcome:
+def _exit(out: rounds.RoundsResult, db: str, run_id: int, console: Console) -> Outcome:
     if out.interrupted:
         console.warn("ccltune: interrupted")
         return Outcome(db, run_id, Interrupted.exit_code)
@@ -272,7 +272,7 @@ def _exit(out: rounds.Outcome, db: str, run_id: int, console: Console) -> Outcom
     return Outcome(db, run_id)
 
 
-def render(out: rounds.Outcome, unit: str) -> list[str]:
+def render(out: rounds.RoundsResult, unit: str) -> list[str]:
     """The verdict table: per arm its runs, median, ratio to default and shift, each with its interval."""
     u = f" {unit}" if unit else ""
     lines = [f"# {'arm':<24} {'runs':>4} {'failed':>6} {'median':>11}  {'ratio':>7} {'95% interval':>18}  "
@@ -299,7 +299,7 @@ def render(out: rounds.Outcome, unit: str) -> list[str]:
     return lines
 
 
-def fired_tables(plan: rounds.Plan, out: rounds.Outcome) -> dict[str, tuple[list[Any], Any]]:
+def fired_tables(plan: rounds.Plan, out: rounds.RoundsResult) -> dict[str, tuple[list[Any], Any]]:
     """Per rules arm whose runs left profiler files: each rule's calls and what NCCL ran (ab.fired)."""
     from ccltune.ab import fired
 

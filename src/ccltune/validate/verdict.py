@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ccltune.errors import DataError
-from ccltune.status import Verdict as Status  # validate's own Verdict is the whole judgement
+from ccltune.status import Verdict as Status  # ValidateVerdict is the whole judgement
 from ccltune.store import as_record
 from ccltune.tune.derive import usable
 from ccltune.tune.stats import PointStats, beats, point_stats
@@ -68,7 +68,7 @@ class SizeVerdict:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ValidateVerdict:
     sizes: list[SizeVerdict]
     hard_slowdown: float = HARD_SLOWDOWN
 
@@ -92,7 +92,7 @@ class Verdict:
         }
 
 
-def retested(first: Verdict, again: Verdict) -> Verdict:
+def retested(first: ValidateVerdict, again: ValidateVerdict) -> ValidateVerdict:
     """``first`` with every size that ``again`` measured anew judged by that measurement (its
     first judgement kept in ``first``)."""
     new = {(s.collective, s.n_ranks, s.n_nodes, s.size_bytes): s for s in again.sizes}
@@ -104,7 +104,7 @@ def retested(first: Verdict, again: Verdict) -> Verdict:
         else:
             lead = "on retest: " if r.status == Status.PASS else "again on retest: "
             out.append(replace(r, reason=f"{lead}{r.reason}; first: {s.reason}", first=s.first or s))
-    return Verdict(out, first.hard_slowdown)
+    return ValidateVerdict(out, first.hard_slowdown)
 
 
 def judge(default: PointStats, rules: PointStats, hard_slowdown: float = HARD_SLOWDOWN) -> tuple[str, str]:
@@ -119,7 +119,7 @@ def judge(default: PointStats, rules: PointStats, hard_slowdown: float = HARD_SL
 
 
 def verdict(rows: Iterable[Any], *, hard_slowdown: float = HARD_SLOWDOWN,
-            placement: str = "out-of-place", covered: Callable[[str, int, int, int], bool] | None = None) -> Verdict:
+            placement: str = "out-of-place", covered: Callable[[str, int, int, int], bool] | None = None) -> ValidateVerdict:
     """The verdict over rows of configs 'default' and 'rules'. Raises DataError when there are none.
 
     ``covered(collective, n_ranks, n_nodes, size_bytes)`` says whether a rule applies there.
@@ -151,4 +151,4 @@ def verdict(rows: Iterable[Any], *, hard_slowdown: float = HARD_SLOWDOWN,
                                                  f"(measured ratio {ratio:.3f}, i.e. the noise)", d, r))
             continue
         out.append(SizeVerdict(*key, *judge(d, r, hard_slowdown), d, r))
-    return Verdict(out, hard_slowdown)
+    return ValidateVerdict(out, hard_slowdown)
