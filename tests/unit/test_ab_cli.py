@@ -162,6 +162,49 @@ def test_kill_9_of_ab_ends_the_running_job_and_its_children(tmp_path) -> None:
                 os.kill(int(p), signal.SIGKILL)
 
 
+def _leftover_job(marker: str) -> list[str]:
+    """A job that starts a process in a session of its own writing to the job's output, and exits 0 at once."""
+    child = f"import time; time.sleep(20)  # {marker}"
+    return [sys.executable, "-c", "import subprocess, sys; "
+            f"subprocess.Popen([sys.executable, '-c', {child!r}], start_new_session=True); print('left one behind')"]
+
+
+@pytest.mark.parametrize("shape", ["sh", "setsid"])
+def test_a_run_ends_when_the_jobs_top_process_exits_and_its_leftovers_are_ended(tmp_path, shape) -> None:
+    """Issue 39 item 5: ``sleep 20 & exit 0`` left a writer on the output pipe, and ab waited for it: every run
+    stored as a success of 20 s, --run-timeout 3 or not. A run ends when the job's top process exits; what it left
+    running is the job's, ended by the guard."""
+    marker = f"ccltune-leftover-{os.getpid()}-{shape}"
+    job = ["sh", "-c", "sleep 20 & exit 0"] if shape == "sh" else _leftover_job(marker)
+    start = time.monotonic()
+    try:
+        rc = _ab(tmp_path, "--env", "A=1", "--no-aa", "--rounds", "1", "--metric", "wall", "--run-timeout", "3",
+                 job=job)
+        elapsed = time.monotonic() - start
+        run, samples = _samples(tmp_path)
+        assert rc == 0 and run.status == "complete"
+        assert [s.status for s in samples] == ["ok", "ok"] and all(s.wall_s < 2.5 for s in samples), samples
+        assert elapsed < 10, elapsed
+        left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+        assert not left, "the job's leftover outlived its run"
+    finally:
+        for p in subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split():
+            with contextlib.suppress(OSError):
+                os.kill(int(p), signal.SIGKILL)
+
+
+def test_run_timeout_ends_a_run_that_does_not_end(tmp_path, capsys) -> None:
+    start = time.monotonic()
+    rc = _ab(tmp_path, "--env", "A=1", "--no-aa", "--rounds", "1", "--metric", "wall", "--run-timeout", "1",
+             job=["sh", "-c", "trap '' TERM; sleep 20 & wait"])
+    out = capsys.readouterr()
+    assert rc == 1 and time.monotonic() - start < 15
+    _, samples = _samples(tmp_path)
+    assert [s.status for s in samples] == ["failed", "failed"]
+    assert all("ran past --run-timeout 1 s" in s.note for s in samples), samples
+    assert "ran past --run-timeout 1 s" in out.out
+
+
 def test_metric_comm_sums_the_profiler_files_of_each_run(tmp_path, capsys, monkeypatch) -> None:
     """The fake job writes a profiler file as the plugin does (every 2nd call timed: 10 of 20 calls,
     so an entry counts twice its sum_us); the plugin's library itself is not needed by the fake job."""

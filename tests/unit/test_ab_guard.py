@@ -3,10 +3,13 @@ environment exactly and ends as it ended; kill -9 of ab is tested in test_ab_cli
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -39,3 +42,22 @@ def test_the_guard_ends_as_the_job_ended():
     bad = subprocess.run([sys.executable, "-m", "ccltune.ab.guard", "x"], capture_output=True, text=True,
                          env=guard.command(os.getpid(), [], env)[1])
     assert bad.returncode == 2 and "usage:" in bad.stderr
+
+
+def test_the_guard_ends_what_the_job_left_running_when_its_top_process_exits():
+    """The job's top process exits 0 and leaves a process in a session of its own holding the output: the guard
+    (its subreaper) ends it and exits at once, as the job did (before: the process ran on under PID 1, and ab
+    read the pipe until it ended)."""
+    marker = f"ccltune-guard-leftover-{os.getpid()}"
+    code = ("import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)', "
+            f"'{marker}'], start_new_session=True)")
+    start = time.monotonic()
+    try:
+        run = _guarded(code, dict(os.environ))
+        assert run.returncode == 0 and "what it left running was ended" in run.stderr
+        assert time.monotonic() - start < 10
+        assert not subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    finally:
+        for p in subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split():
+            with contextlib.suppress(OSError):
+                os.kill(int(p), signal.SIGKILL)
