@@ -205,6 +205,32 @@ def test_run_timeout_ends_a_run_that_does_not_end(tmp_path, capsys) -> None:
     assert "ran past --run-timeout 1 s" in out.out
 
 
+def test_an_env_arm_whose_value_is_a_path_runs_with_the_profiler_loaded(tmp_path, capsys, monkeypatch) -> None:
+    """Issue 39 item 5: --env NCCL_TOPO_FILE=/a/path named a profile folder after the arm, '/' and all: a
+    traceback once the profiler was loaded, and the run left 'running' in the database."""
+    monkeypatch.setenv("NCCL_PROFILER_PLUGIN", str(tmp_path / "libnccl-profiler-ccltune.so"))  # ab keeps its files
+    rc = _ab(tmp_path, "--env", "NCCL_TOPO_FILE=/a/path", "--env", "NCCL_NET_PLUGIN=../x/y.so", "--no-aa",
+             "--rounds", "1", "--metric", "wall", job=["true"])
+    assert rc == 0, capsys.readouterr()
+    run, samples = _samples(tmp_path)
+    assert run.status == "complete" and [s.status for s in samples] == ["ok"] * 3
+
+
+def test_an_error_inside_ab_finishes_its_run_as_failed(tmp_path, monkeypatch) -> None:
+    """Whatever goes wrong inside ab after its run began (here a fault put into the reading of a run's value),
+    the run is finished as failed with the error, never left 'running'."""
+    from ccltune.ab import rounds
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a fault put in by the test")
+
+    monkeypatch.setattr(rounds, "_value", broken)
+    with pytest.raises(RuntimeError):
+        _ab(tmp_path, "--env", "A=1", "--no-aa", "--rounds", "1", "--metric", "wall", job=["true"])
+    run, _ = _samples(tmp_path)
+    assert run.status == "failed" and "a fault put in by the test" in run.summary["error"]
+
+
 def test_metric_comm_sums_the_profiler_files_of_each_run(tmp_path, capsys, monkeypatch) -> None:
     """The fake job writes a profiler file as the plugin does (every 2nd call timed: 10 of 20 calls,
     so an entry counts twice its sum_us); the plugin's library itself is not needed by the fake job."""

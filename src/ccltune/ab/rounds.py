@@ -176,7 +176,7 @@ class _Rounds:
         env = arm.environ(plan.base_env, plan.tuner)
         profile = None
         if self.tmp is not None:
-            profile = self.tmp / f"r{rnd}-{arm.name}"
+            profile = self.tmp / f"r{rnd}-{slot}"  # not the arm's name: --env NCCL_TOPO_FILE=/a/path is one
             profile.mkdir()
             env.update(CCLTUNE_PROFILE=str(profile))
             if plan.metric.kind == "comm":

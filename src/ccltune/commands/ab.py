@@ -23,7 +23,7 @@ from ccltune.commands import launching
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option, to_argv
 from ccltune.commands.results import Outcome
-from ccltune.errors import CheckFailed, Interrupted, UsageError
+from ccltune.errors import CcltuneError, CheckFailed, Interrupted, UsageError
 from ccltune.measure.session import terminate_as_interrupt
 from ccltune.status import RunStatus
 from ccltune.store import DEFAULT_DB, Store
@@ -226,22 +226,23 @@ def _run(o: AbOptions, plan: rounds.Plan, removed: list[str], parts: list[Any], 
            "variables": environment.comm_env(), "command": shlex.join(plan.argv)}
     run_id = store.begin_run("ab", command="ccltune " + shlex.join(argv), env=env,
                              args={**launching.args_record(o), "seed": plan.seed})
-    jobstore.add_arms(store, run_id, {a.name: a.spec() for a in plan.arms})
-    for line in _header(plan, removed, how):
-        console.say(line)
     try:
+        jobstore.add_arms(store, run_id, {a.name: a.spec() for a in plan.arms})
+        for line in _header(plan, removed, how):
+            console.say(line)
         with terminate_as_interrupt():
             out = rounds.run(plan, store, run_id, console.say)
-    except UsageError:
-        store.finish_run(run_id, RunStatus.FAILED, {"error": "the metric read nothing from the first default run"})
+        per_rule = fired_tables(plan, out)
+        summary = {"seed": plan.seed, "metric": plan.metric.describe(), "unit": plan.metric.unit,
+                   "rounds": out.rounds_done, "stop": out.stop_reason, "method": judge.METHOD,
+                   "arms": [v.to_dict() for v in out.verdicts],
+                   **({"fired": {name: [f.to_dict() for f in got] for name, (got, _) in per_rule.items()}}
+                      if per_rule else {})}
+    except BaseException as exc:  # whatever it was, the run is not left 'running'
+        store.finish_run(run_id, RunStatus.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else RunStatus.FAILED,
+                         {"error": _error_text(exc)})
         store.close()
         raise
-    per_rule = fired_tables(plan, out)
-    summary = {"seed": plan.seed, "metric": plan.metric.describe(), "unit": plan.metric.unit,
-               "rounds": out.rounds_done, "stop": out.stop_reason, "method": judge.METHOD,
-               "arms": [v.to_dict() for v in out.verdicts],
-               **({"fired": {name: [f.to_dict() for f in got] for name, (got, _) in per_rule.items()}}
-                  if per_rule else {})}
     store.finish_run(run_id, RunStatus.INTERRUPTED if out.interrupted else RunStatus.COMPLETE, summary)
     store.close()
     for line in [*render(out, plan.metric.unit), *fired_lines(plan, per_rule)]:
@@ -258,6 +259,16 @@ def _run(o: AbOptions, plan: rounds.Plan, removed: list[str], parts: list[Any], 
     elif o.prune:
         console.say(f"# prune: interrupted: {o.prune} not written")
     return _exit(out, o.db, run_id, console)
+
+
+def _error_text(exc: BaseException) -> str:
+    """What the database records of an error that ended an ab run: a ccltune error's first line (the
+    metric's, without the job's lines after it), else the exception's type and text."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, CcltuneError):
+        return str(exc).split("\n", 1)[0]
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _exit(out: rounds.RoundsResult, db: str, run_id: int, console: Console) -> Outcome:
