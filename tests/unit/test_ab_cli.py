@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from ccltune import processes
-from ccltune.ab import rows as jobstore
 from ccltune.cli import main
 from ccltune.store import Store
 
@@ -29,8 +28,8 @@ def _ab(tmp_path, *flags: str, job: list[str] | None = None) -> int:
 
 def _samples(tmp_path):
     with Store(tmp_path / "ab.db", readonly=True) as st:
-        run = st.latest_run("ab")
-        return run, jobstore.samples(st, run.id)
+        run = st.runs("ab")[-1]
+        return run, st.ab_samples(run.id)
 
 
 def test_a_planted_five_percent_slowdown_is_slower_by_env_and_by_rule_file(tmp_path, capsys) -> None:
@@ -115,8 +114,8 @@ def test_ctrl_c_keeps_finished_rounds_prints_the_verdict_and_leaves_no_job(tmp_p
     assert proc.returncode == 130 and "interrupted" in err
     assert "interrupted in round 3" in out and "FAKE_SLOW=1" in out.split("# arm ")[-1]
     with Store(db, readonly=True) as st:
-        run = st.latest_run("ab")
-        samples = jobstore.samples(st, run.id)
+        run = st.runs("ab")[-1]
+        samples = st.ab_samples(run.id)
     assert run.status == "interrupted" and len([s for s in samples if s.round <= 2]) == 6
     assert run.summary["rounds"] == 2
     for pid in jobs:  # the job that was running is gone with its process group

@@ -17,10 +17,9 @@ from typing import Any
 from ccltune import rules
 from ccltune.ab import commtime, job, judge
 from ccltune.ab import fired as fired_
-from ccltune.ab import rows as jobstore
 from ccltune.errors import CcltuneError, UsageError
 from ccltune.status import SampleStatus
-from ccltune.store import Store
+from ccltune.store import AbSample, Store
 from ccltune.workload import profile_file
 
 DEFAULT, CONTROL = "default", "default-2"
@@ -116,7 +115,7 @@ class Failure:
 
 @dataclass
 class RoundsResult:
-    samples: list[jobstore.Sample] = field(default_factory=list)
+    samples: list[AbSample] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     verdicts: list[judge.ArmVerdict] = field(default_factory=list)
     rounds_done: int = 0
@@ -189,9 +188,9 @@ class _Rounds:
         if arm.name == DEFAULT and not self.checked:
             value, why, bad = self._check_metric(res, value, why)
         unit = plan.metric.unit
-        s = jobstore.Sample(arm.name, rnd, slot, value, unit, SampleStatus.OK if value is not None else SampleStatus.FAILED,
+        s = AbSample(arm.name, rnd, slot, value, unit, SampleStatus.OK if value is not None else SampleStatus.FAILED,
                             res.exit_code, res.wall_s, len(res.matches), why)
-        jobstore.add_sample(self.store, self.run_id, s)
+        self.store.add_ab_sample(self.run_id, s)
         self.out.samples.append(s)
         if bad is not None:
             raise bad
@@ -233,8 +232,20 @@ class _Rounds:
 
     def judge(self) -> list[judge.ArmVerdict]:
         names = [a.name for a in self.plan.arms]
-        values, failed = jobstore.values_by_arm(self.out.samples, names)
+        values, failed = values_by_arm(self.out.samples, names)
         return judge.verdicts(values, failed, controls=[CONTROL], min_effect=self.plan.min_effect)
+
+
+def values_by_arm(rows: list[AbSample], names: list[str]) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """(arm -> values of its good runs, arm -> its failed runs), every arm of ``names`` present."""
+    values: dict[str, list[float]] = {n: [] for n in names}
+    failed: dict[str, int] = {n: 0 for n in names}
+    for s in rows:
+        if s.status == SampleStatus.OK and s.value is not None:
+            values.setdefault(s.arm, []).append(s.value)
+        else:
+            failed[s.arm] = failed.get(s.arm, 0) + 1
+    return values, failed
 
 
 def run(plan: Plan, store: Store, run_id: int, say: Callable[[str], None]) -> RoundsResult:

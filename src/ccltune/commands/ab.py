@@ -17,7 +17,6 @@ from typing import Any
 
 from ccltune import environment, files, rules
 from ccltune.ab import job, judge, prune, rounds
-from ccltune.ab import rows as jobstore
 from ccltune.ab.rounds import CONTROL, DEFAULT, Arm
 from ccltune.commands import launching
 from ccltune.commands.common import Console, check_outputs
@@ -227,7 +226,7 @@ def _run(o: AbOptions, plan: rounds.Plan, removed: list[str], parts: list[Any], 
     run_id = store.begin_run("ab", command="ccltune " + shlex.join(argv), env=env,
                              args={**launching.args_record(o), "seed": plan.seed})
     try:
-        jobstore.add_arms(store, run_id, {a.name: a.spec() for a in plan.arms})
+        store.add_ab_arms(run_id, {a.name: a.spec() for a in plan.arms})
         for line in _header(plan, removed, how):
             console.say(line)
         with terminate_as_interrupt():

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ccltune import __version__
-from ccltune.ab import rows as jobstore
 from ccltune.errors import UsageError
 from ccltune.files import write_text
 from ccltune.report.compare import DEFAULT_TOLERANCE_PCT
@@ -84,7 +83,7 @@ def load(store: Store, run_ids: list[int] | None = None, compare: tuple[int, int
         drawn=None if drawn >= every else drawn,
         peaks={i: p for i, p in peaks.items() if i in every},
         no_value={i: p for i, p in failed.items() if i in every},
-        ab={r.id: jobstore.samples(store, r.id) for r in runs if r.kind == "ab" and r.id in drawn},
+        ab={r.id: store.ab_samples(r.id) for r in runs if r.kind == "ab" and r.id in drawn},
     )
 
 
