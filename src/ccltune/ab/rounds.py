@@ -230,7 +230,7 @@ class _Rounds:
         return None, why, UsageError(f"{why} of the first run of the default arm (exit code 0): check --metric; "
                                      f"the job's last lines:\n{tail}")
 
-    def judge(self) -> list[judge.ArmVerdict]:
+    def verdicts(self) -> list[judge.ArmVerdict]:
         names = [a.name for a in self.plan.arms]
         values, failed = values_by_arm(self.out.samples, names)
         return judge.verdicts(values, failed, controls=[CONTROL], min_effect=self.plan.min_effect)
@@ -259,7 +259,7 @@ def run(plan: Plan, store: Store, run_id: int, say: Callable[[str], None]) -> Ro
             for slot, arm in enumerate(order(plan.arms, rng, rnd == 1)):
                 r.one(arm, rnd, slot)
             r.out.rounds_done = rnd
-            r.out.verdicts = r.judge()
+            r.out.verdicts = r.verdicts()
             elapsed = time.monotonic() - start
             if _stop(plan, r.out, rnd, elapsed, say):
                 break
@@ -271,7 +271,7 @@ def run(plan: Plan, store: Store, run_id: int, say: Callable[[str], None]) -> Ro
             import shutil
 
             shutil.rmtree(r.tmp, ignore_errors=True)
-    r.out.verdicts = r.judge()
+    r.out.verdicts = r.verdicts()
     r.out.wall_s = time.monotonic() - start
     return r.out
 
