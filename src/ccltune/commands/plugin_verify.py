@@ -45,7 +45,7 @@ class PluginVerifyOptions:
 
 @dataclass
 class VerifyResult:
-    """What one verify found: ``checks`` one ``ccltune.tune.verify.Check`` per (collective, size) of the log
+    """What one verify found: ``checks`` one ``ccltune.tune.verify.SizeCheck`` per (collective, size) of the log
     (collective, size_bytes, rule, status APPLIED / NOT APPLIED / NO RULE, reason; none with ``profile``),
     ``firings`` one ``ccltune.ab.fired.RuleFiring`` per rule from the profiler's record (none without
     one), the communicator's ``n_ranks`` and ``n_nodes``, and ``exit_code``: 1 when a rule was not applied or
