@@ -1,4 +1,4 @@
-"""ccltune ab's comm metric: the profiler files' summed GPU time of a run (validate/profsum.py)."""
+"""ccltune ab's comm metric: the profiler files' summed GPU time of a run (ab/commtime.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ def test_comm_time_sums_every_timed_entry_of_every_profiler_file(tmp_path) -> No
     ReduceScatter entry timed no call and adds nothing. A file cut short fails the run, named."""
     from pathlib import Path
 
-    from ccltune.validate import profsum
+    from ccltune.ab import commtime as profsum
 
     folder = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile"
     assert profsum.comm_time_us(folder) == (2 * (272 + 468 + 138 + 110), "")
@@ -28,7 +28,7 @@ def test_comm_time_refuses_host_times_and_runs_with_dropped_entries(tmp_path) ->
     tests/fixtures/workload/README.md)."""
     from pathlib import Path
 
-    from ccltune.validate import profsum
+    from ccltune.ab import commtime as profsum
 
     harness = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile-harness"
     value, why = profsum.comm_time_us(harness / "v1")

@@ -8,7 +8,8 @@ The layers, lowest first; a module may import its own layer and any below it:
             ncclt (nccl-tests' formats: each one's writer and reader)
   engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
   measure   measure/  (timing points and sizes, the run's lifecycle: measure.session)
-  analysis  tune/, validate/, diagnose/, workload/, ab/  (sweeps, rules, verdicts, checks, workloads, the job judge)
+  analysis  tune/, validate/, diagnose/, workload/  (sweeps, rules, verdicts, checks, workloads)
+  ab        ab/  (`ccltune ab`: the user's job run across arms and judged; it reads profiler files through workload)
   report    report/
   commands  commands/  (each command's typed options and run_<command>(options) -> result, beneath both front ends)
   cli       cli/, __main__  (argv -> options, result -> exit code: the only place that parses argv)
@@ -40,7 +41,8 @@ LAYERS = [
               "tuner_plugin", "profiler_plugin", "launch", "builtlib", "periter", "ncclline", "ncclt"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),
-    ("analysis", {"tune", "validate", "diagnose", "workload", "ab"}),
+    ("analysis", {"tune", "validate", "diagnose", "workload"}),
+    ("ab", {"ab"}),
     ("report", {"report"}),
     ("commands", {"commands"}),
     ("cli", {"cli", "__main__"}),

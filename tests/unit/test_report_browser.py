@@ -85,7 +85,7 @@ def test_report_in_headless_chromium(tmp_path):
     assert main(["ab", "--db", str(db), "--env", "FAKE_SLOW=1", "--metric", r"step +[0-9]+ +([0-9.]+) ms",
                  "--rounds", "7", "--seed", "9", "--", sys.executable, FAKE_JOB]) == 1   # the slower arm: exit 1
     with Store(db, readonly=True) as store:
-        last = store.latest_run("ab").id
+        last = store.runs("ab")[-1].id
     assert main(["report", "--db", str(db), "--out", str(page), "--runs", f"1-7,{last}", "--compare", "1", "2"]) == 0
 
     dom = chromium(tmp_path, page, "--dump-dom")

@@ -10,7 +10,8 @@ import pytest
 
 from ccltune import stats
 from ccltune.status import ArmStatus
-from ccltune.validate import jobab, jobrounds
+from ccltune.ab import judge as jobab
+from ccltune.ab import rounds as jobrounds
 
 MIN_EFFECT = 0.01   # ab's default --min-effect
 
@@ -62,7 +63,7 @@ def test_holm_steps_down() -> None:
     assert levels["a"] == pytest.approx(1 - 0.05 / 3) and levels["c"] == pytest.approx(0.95)
 
 
-# --- simulations of ab's verdicts (validate.jobab, validate.jobrounds): the real code path ---------------
+# --- simulations of ab's verdicts (ab.judge, ab.rounds): the real code path ---------------
 
 def _plan(arms: int, until: bool, rounds: int) -> jobrounds.Plan:
     names = [jobrounds.DEFAULT, jobrounds.CONTROL] + [f"arm{i}" for i in range(arms - 1)]

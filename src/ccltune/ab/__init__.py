@@ -1,1 +1,11 @@
-"""The job judge: A/B of a user's own job, whole runs and in-run arms."""
+"""``ccltune ab``: the user's own job run interleaved across arms (whole runs) or switched inside one run (in-run arms: ``inrun.py``, the schedule ``schedule.py``), and judged (docs/ab.md).
+
+``job.py`` runs the job once (through ``guard.py``, ``python -m ccltune.ab.guard``, which ends the job when
+ccltune dies), ``rounds.py`` the arms' rounds, ``judge.py`` the statistics (pure), ``prune.py`` ``--prune``,
+``commtime.py`` the ``comm`` metric from the profiler's files, ``fired.py`` which rules fired (also ``plugin
+verify --profile``). Its rows in the results database (``AbSample``, tables ``ab_arms`` and ``ab_samples``):
+``ccltune.store``, like every other table. The options and the verdict's table:
+``commands/ab.py``; the flags: ``cli/ab.py``; the report's view of an ab run: ``report/abview.py``.
+
+Layer: above tune/validate/diagnose/workload (it reads the profiler's files through ``workload``), below
+report."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ccltune.ab import judge, prune
 from ccltune.cli import _common
 from ccltune.commands.ab import AbOptions, run_ab
 from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
-from ccltune.validate import jobab, jobprune
 
 
 def _D(name: str) -> Any:
@@ -23,7 +23,7 @@ def register(sub: Any) -> None:
         description="Run COMMAND (your job: torchrun, srun, mpirun, a script) again and again, NCCL's default "
                     "and each arm once per round in a shuffled order, with an A/A control (default twice: the "
                     "job's own noise). Per arm: faster / no difference / slower than default, the effect as a "
-                    f"ratio and in the metric's unit, with its interval ({jobab.METHOD}). Exit 0 when no arm is "
+                    f"ratio and in the metric's unit, with its interval ({judge.METHOD}). Exit 0 when no arm is "
                     "slower, 1 when an arm is slower or failed in every run, 2 on bad input (before anything "
                     "runs), 130 on Ctrl-C (the verdict so far is printed and every finished run is kept).",
         formatter_class=_common.DefaultsFormatter)
@@ -67,7 +67,7 @@ def register(sub: Any) -> None:
     p.add_argument("--echo", action="store_true", help="show the job's output as it runs")
     p.add_argument("--prune", default=None, metavar="OUT.conf",
                    help="with one --rules file: A/B its rules (one arm per group of rules sharing a collective "
-                        f"and size range when there are <= {jobprune.MAX_GROUPS} groups, else the whole file) and "
+                        f"and size range when there are <= {prune.MAX_GROUPS} groups, else the whole file) and "
                         "write OUT.conf with only the rules whose arm was faster")
     p.add_argument("--json", default=None, metavar="PATH", help="the verdict and every run as JSON")
     _common.add_db(p)

@@ -1,6 +1,6 @@
 """``ccltune ab [options] -- COMMAND...``: A/B the user's own job, NCCL's default against named arms
 (rule files, environment settings, another NCCL library), interleaved in shuffled rounds (docs/ab.md; the
-rounds themselves: ``ccltune.validate.jobrounds``, the statistics: ``validate.jobab``)."""
+rounds themselves: ``ccltune.ab.rounds``, the statistics: ``ab.judge``)."""
 
 from __future__ import annotations
 
@@ -16,17 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from ccltune import environment, files, rules
+from ccltune.ab import job, judge, prune, rounds
+from ccltune.ab.rounds import CONTROL, DEFAULT, Arm
 from ccltune.commands import launching
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option, to_argv
 from ccltune.commands.results import Outcome
-from ccltune.errors import CheckFailed, Interrupted, UsageError
-from ccltune.measure import jobrun
+from ccltune.errors import CcltuneError, CheckFailed, Interrupted, UsageError
 from ccltune.measure.session import terminate_as_interrupt
 from ccltune.status import RunStatus
 from ccltune.store import DEFAULT_DB, Store
-from ccltune.validate import jobab, jobprune, jobrounds, jobstore
-from ccltune.validate.jobrounds import CONTROL, DEFAULT, Arm
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 _ARM_NAME = re.compile(r"[A-Za-z0-9_.=:+-]{1,64}\Z")
@@ -126,19 +125,19 @@ def arms(o: AbOptions) -> list[Arm]:
     return out
 
 
-def metric(o: AbOptions) -> jobrounds.Metric:
+def metric(o: AbOptions) -> rounds.Metric:
     if o.skip < 0:
         raise UsageError(f"--skip must be >= 0, got {o.skip}")
-    prof = jobrun.profiler_path()
+    prof = job.profiler_path()
     if o.metric == "wall":
-        return jobrounds.Metric("wall")
+        return rounds.Metric("wall")
     if o.metric in ("comm", "auto"):
         if prof is None:
             if o.metric == "auto":
-                return jobrounds.Metric("wall")
+                return rounds.Metric("wall")
             raise UsageError("--metric comm needs ccltune's profiler plugin (libnccl-profiler-ccltune.so), not built "
                              "here: build it (make -C profiler, or pip install .) or use --metric wall or a REGEX")
-        return jobrounds.Metric("comm", profiler=str(prof), auto=o.metric == "auto")
+        return rounds.Metric("comm", profiler=str(prof), auto=o.metric == "auto")
     try:
         pattern = re.compile(o.metric)
     except re.error as exc:
@@ -146,13 +145,13 @@ def metric(o: AbOptions) -> jobrounds.Metric:
     if pattern.groups < 1:
         raise UsageError(f"--metric {o.metric!r} has no group: put ( ) around the number, e.g. "
                          "'step time ([0-9.]+) ms'")
-    return jobrounds.Metric("regex", pattern, o.skip)
+    return rounds.Metric("regex", pattern, o.skip)
 
 
 def _rounds(o: AbOptions, judged: int) -> int:
     """--rounds, or by default: 50 under --until-confident, else 5 or the fewest whose pairs can reach a
     95% verdict for the ``judged`` arms under Holm (7 for two arms)."""
-    n = o.rounds if o.rounds is not None else (50 if o.until_confident else max(5, jobab.min_rounds(judged)))
+    n = o.rounds if o.rounds is not None else (50 if o.until_confident else max(5, judge.min_rounds(judged)))
     if n < 1:
         raise UsageError(f"--rounds must be >= 1, got {n}")
     if o.budget is not None:
@@ -175,7 +174,7 @@ def run_ab(o: AbOptions, console: Console = Console(), *, command_line: list[str
     cmd = _command(o)
     all_arms = arms(o)
     met = metric(o)
-    rounds = _rounds(o, len(all_arms) - 1)
+    n_rounds = _rounds(o, len(all_arms) - 1)
     prune_how, tmp = "", None
     parts: list[Any] = []
     if o.prune:
@@ -185,13 +184,13 @@ def run_ab(o: AbOptions, console: Console = Console(), *, command_line: list[str
             raise UsageError("--prune takes exactly one --rules file and no other arm")
         (name, path), = rule_arms
         tmp = tempfile.TemporaryDirectory(prefix="ccltune-prune-")
-        parts, prune_how = jobprune.parts(rules.load(path, "--rules"), name, Path(tmp.name))
+        parts, prune_how = prune.parts(rules.load(path, "--rules"), name, Path(tmp.name))
         all_arms = [a for a in all_arms if not a.rules] + [Arm(p.name, rules=p.path) for p in parts]
-        rounds = _rounds(o, len(all_arms) - 1)
+        n_rounds = _rounds(o, len(all_arms) - 1)
     tuner = _tuner() if any(a.rules for a in all_arms) else None
-    base, removed = jobrun.base_env(os.environ)
+    base, removed = job.base_env(os.environ)
     seed = o.seed if o.seed is not None else random.SystemRandom().randrange(1 << 31)
-    plan = jobrounds.Plan(cmd, all_arms, met, rounds, seed, o.min_effect / 100, o.until_confident,
+    plan = rounds.Plan(cmd, all_arms, met, n_rounds, seed, o.min_effect / 100, o.until_confident,
                           o.budget, tuner, base, o.echo, o.run_timeout)
     try:
         return _run(o, plan, removed, parts, prune_how, console, command_line or o.to_argv())
@@ -209,10 +208,10 @@ def _tuner() -> str:
         raise UsageError(f"a rules arm needs the ccltune tuner plugin: {exc}") from None
 
 
-def _header(plan: jobrounds.Plan, removed: list[str], how: str) -> list[str]:
+def _header(plan: rounds.Plan, removed: list[str], how: str) -> list[str]:
     out = [f"# ccltune ab: {shlex.join(plan.argv)}",
            f"# {len(plan.arms)} arms, up to {plan.rounds} rounds, shuffled order per round (seed {plan.seed})",
-           f"# metric: {plan.metric.describe()}", f"# statistic: {jobab.METHOD}"]
+           f"# metric: {plan.metric.describe()}", f"# statistic: {judge.METHOD}"]
     out += [f"#   arm {a.name}: {a.describe()}" for a in plan.arms]
     if removed:
         out.append(f"# note: {', '.join(removed)} removed from every arm's environment, so 'default' is NCCL's own "
@@ -222,29 +221,30 @@ def _header(plan: jobrounds.Plan, removed: list[str], how: str) -> list[str]:
     return out
 
 
-def _run(o: AbOptions, plan: jobrounds.Plan, removed: list[str], parts: list[Any], how: str, console: Console,
+def _run(o: AbOptions, plan: rounds.Plan, removed: list[str], parts: list[Any], how: str, console: Console,
          argv: list[str]) -> Outcome:
     store = Store(o.db)
     env = {"host": environment.socket.gethostname(), "ccltune_version": environment.__version__,
            "variables": environment.comm_env(), "command": shlex.join(plan.argv)}
     run_id = store.begin_run("ab", command="ccltune " + shlex.join(argv), env=env,
                              args={**launching.args_record(o), "seed": plan.seed})
-    jobstore.add_arms(store, run_id, {a.name: a.spec() for a in plan.arms})
-    for line in _header(plan, removed, how):
-        console.say(line)
     try:
+        store.add_ab_arms(run_id, {a.name: a.spec() for a in plan.arms})
+        for line in _header(plan, removed, how):
+            console.say(line)
         with terminate_as_interrupt():
-            out = jobrounds.run(plan, store, run_id, console.say)
-    except UsageError:
-        store.finish_run(run_id, RunStatus.FAILED, {"error": "the metric read nothing from the first default run"})
+            out = rounds.run(plan, store, run_id, console.say)
+        per_rule = fired_tables(plan, out)
+        summary = {"seed": plan.seed, "metric": plan.metric.describe(), "unit": plan.metric.unit,
+                   "rounds": out.rounds_done, "stop": out.stop_reason, "method": judge.METHOD,
+                   "arms": [v.to_dict() for v in out.verdicts],
+                   **({"fired": {name: [f.to_dict() for f in got] for name, (got, _) in per_rule.items()}}
+                      if per_rule else {})}
+    except BaseException as exc:  # whatever it was, the run is not left 'running'
+        store.finish_run(run_id, RunStatus.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else RunStatus.FAILED,
+                         {"error": _error_text(exc)})
         store.close()
         raise
-    per_rule = fired_tables(plan, out)
-    summary = {"seed": plan.seed, "metric": plan.metric.describe(), "unit": plan.metric.unit,
-               "rounds": out.rounds_done, "stop": out.stop_reason, "method": jobab.METHOD,
-               "arms": [v.to_dict() for v in out.verdicts],
-               **({"fired": {name: [f.to_dict() for f in got] for name, (got, _) in per_rule.items()}}
-                  if per_rule else {})}
     store.finish_run(run_id, RunStatus.INTERRUPTED if out.interrupted else RunStatus.COMPLETE, summary)
     store.close()
     for line in [*render(out, plan.metric.unit), *fired_lines(plan, per_rule)]:
@@ -254,7 +254,7 @@ def _run(o: AbOptions, plan: jobrounds.Plan, removed: list[str], parts: list[Any
                "runs": [vars(s) for s in out.samples], "notes": out.notes}
         files.write_text(o.json, json.dumps(doc, indent=1, default=str), flag="--json")
     if o.prune and not out.interrupted:
-        text, kept = jobprune.kept_text(parts, out.verdicts, source=o.rules[0], argv=plan.argv, how=how)
+        text, kept = prune.kept_text(parts, out.verdicts, source=o.rules[0], argv=plan.argv, how=how)
         files.write_text(o.prune, text, flag="--prune")
         console.say(f"# prune: wrote {o.prune}: {sum(len(p.rules) for p in kept)} rule(s) of {len(kept)} part(s) "
                     f"kept, of {len(parts)}")
@@ -263,11 +263,21 @@ def _run(o: AbOptions, plan: jobrounds.Plan, removed: list[str], parts: list[Any
     return _exit(out, o.db, run_id, console)
 
 
-def _exit(out: jobrounds.Outcome, db: str, run_id: int, console: Console) -> Outcome:
+def _error_text(exc: BaseException) -> str:
+    """What the database records of an error that ended an ab run: a ccltune error's first line (the
+    metric's, without the job's lines after it), else the exception's type and text."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, CcltuneError):
+        return str(exc).split("\n", 1)[0]
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _exit(out: rounds.RoundsResult, db: str, run_id: int, console: Console) -> Outcome:
     if out.interrupted:
         console.warn("ccltune: interrupted")
         return Outcome(db, run_id, Interrupted.exit_code)
-    bad = [v for v in out.verdicts if not v.control and v.status in (jobab.Status.SLOWER, jobab.Status.FAILED)]
+    bad = [v for v in out.verdicts if not v.control and v.status in (judge.Status.SLOWER, judge.Status.FAILED)]
     if bad:
         failed = CheckFailed("ab: " + "; ".join(f"{v.name} {v.status.value}" for v in bad))
         failed.run_id = run_id
@@ -275,7 +285,7 @@ def _exit(out: jobrounds.Outcome, db: str, run_id: int, console: Console) -> Out
     return Outcome(db, run_id)
 
 
-def render(out: jobrounds.Outcome, unit: str) -> list[str]:
+def render(out: rounds.RoundsResult, unit: str) -> list[str]:
     """The verdict table: per arm its runs, median, ratio to default and shift, each with its interval."""
     u = f" {unit}" if unit else ""
     lines = [f"# {'arm':<24} {'runs':>4} {'failed':>6} {'median':>11}  {'ratio':>7} {'interval':>18} {'level':>6}  "
@@ -289,23 +299,23 @@ def render(out: jobrounds.Outcome, unit: str) -> list[str]:
             sh, sh_lo, sh_hi = v.shift
             cols = (f"{e.ratio:7.4f} {_iv(e.low, e.high, '.4f'):>18} {f'{100 * e.level:.4g}%':>6}  {sh:+10.4g} "
                     f"{_iv(sh_lo, sh_hi, '+.4g'):>24}")
-        word = v.status.value.upper() if v.status in (jobab.Status.SLOWER, jobab.Status.FASTER) else v.status.value
+        word = v.status.value.upper() if v.status in (judge.Status.SLOWER, judge.Status.FASTER) else v.status.value
         if v.control:
             word += " (A/A control" + ("" if e is None or not e.bounded else ": the job's noise is inside the interval"
-                                       if v.status is jobab.Status.NO_DIFFERENCE else
+                                       if v.status is judge.Status.NO_DIFFERENCE else
                                        ": default differs from itself, the job drifts") + ")"
         lines.append(f"  {v.name:<24} {v.runs:>4} {v.failed:>6} {med:>11}  {cols}  {word}"
                      + (f"  ({v.note})" if v.note else ""))
-    lines.append(f"# ratio = arm / default (< 1: faster); shift in the metric's unit{u}; test: {jobab.METHOD}; "
+    lines.append(f"# ratio = arm / default (< 1: faster); shift in the metric's unit{u}; test: {judge.METHOD}; "
                  f"{out.rounds_done} round(s)" + (f"; stopped: {out.stop_reason}" if out.stop_reason else ""))
     for f in out.failures:
         lines.append(f"# failed run: arm {f.arm}, round {f.round}: {f.reason}")
     return lines
 
 
-def fired_tables(plan: jobrounds.Plan, out: jobrounds.Outcome) -> dict[str, tuple[list[Any], Any]]:
-    """Per rules arm whose runs left profiler files: each rule's calls and what NCCL ran (validate.fired)."""
-    from ccltune.validate import fired
+def fired_tables(plan: rounds.Plan, out: rounds.RoundsResult) -> dict[str, tuple[list[Any], Any]]:
+    """Per rules arm whose runs left profiler files: each rule's calls and what NCCL ran (ab.fired)."""
+    from ccltune.ab import fired
 
     got = {}
     for a in plan.arms:
@@ -315,9 +325,9 @@ def fired_tables(plan: jobrounds.Plan, out: jobrounds.Outcome) -> dict[str, tupl
     return got
 
 
-def fired_lines(plan: jobrounds.Plan, per_rule: dict[str, tuple[list[Any], Any]]) -> list[str]:
+def fired_lines(plan: rounds.Plan, per_rule: dict[str, tuple[list[Any], Any]]) -> list[str]:
     """The per-rule tables of the rules arms, or why there is none."""
-    from ccltune.validate import fired
+    from ccltune.ab import fired
 
     lines: list[str] = []
     for a in plan.arms:

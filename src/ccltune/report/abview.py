@@ -7,8 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from ccltune.report.model import Block, Note, StripChart, StripRow, Table
 from ccltune.status import ArmStatus, RunStatus
-from ccltune.store import Run
-from ccltune.validate import jobstore
+from ccltune.store import AbSample, Run
 
 _LEVEL = {ArmStatus.SLOWER: "bad", ArmStatus.FASTER: "good", ArmStatus.FAILED: "bad"}
 
@@ -21,7 +20,7 @@ def _iv(a: Mapping[str, object]) -> str:
     return f"[{lo:.4f}, {hi:.4f}]" + (f" at {100 * level:.4g}%" if isinstance(level, (int, float)) else "")
 
 
-def blocks(run: Run, samples: Sequence[jobstore.Sample], title: str) -> list[Block]:
+def blocks(run: Run, samples: Sequence[AbSample], title: str) -> list[Block]:
     """A note with the verdict, the strip chart and the table of one ab run."""
     arms = [a for a in run.summary.get("arms", []) if isinstance(a, dict) and isinstance(a.get("arm"), str)]
     unit = str(run.summary.get("unit") or "")

@@ -28,7 +28,7 @@ from ccltune import stats
 from ccltune.errors import DataError
 from ccltune.stats import PointStats, point_stats
 from ccltune.status import ArmStatus
-from ccltune.status import Verdict as Status  # validate's own Verdict is the whole judgement
+from ccltune.status import Verdict as Status  # ValidateVerdict is the whole judgement
 from ccltune.store import as_record
 from ccltune.tune.derive import usable
 
@@ -75,7 +75,7 @@ class SizeVerdict:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ValidateVerdict:
     sizes: list[SizeVerdict]
     hard_slowdown: float = HARD_SLOWDOWN
 
@@ -99,7 +99,7 @@ class Verdict:
         }
 
 
-def retested(first: Verdict, again: Verdict) -> Verdict:
+def retested(first: ValidateVerdict, again: ValidateVerdict) -> ValidateVerdict:
     """``first`` with every size that ``again`` measured anew judged by that measurement (its
     first judgement kept in ``first``)."""
     new = {(s.collective, s.n_ranks, s.n_nodes, s.size_bytes): s for s in again.sizes}
@@ -111,7 +111,7 @@ def retested(first: Verdict, again: Verdict) -> Verdict:
         else:
             lead = "on retest: " if r.status == Status.PASS else "again on retest: "
             out.append(replace(r, reason=f"{lead}{r.reason}; first: {s.reason}", first=s.first or s))
-    return Verdict(out, first.hard_slowdown)
+    return ValidateVerdict(out, first.hard_slowdown)
 
 
 def judge(default: Sequence[float], rules: Sequence[float], hard_slowdown: float = HARD_SLOWDOWN
@@ -127,7 +127,7 @@ def judge(default: Sequence[float], rules: Sequence[float], hard_slowdown: float
 
 
 def verdict(rows: Iterable[Any], *, hard_slowdown: float = HARD_SLOWDOWN,
-            placement: str = "out-of-place", covered: Callable[[str, int, int, int], bool] | None = None) -> Verdict:
+            placement: str = "out-of-place", covered: Callable[[str, int, int, int], bool] | None = None) -> ValidateVerdict:
     """The verdict over rows of configs 'default' and 'rules'. Raises DataError when there are none.
 
     ``covered(collective, n_ranks, n_nodes, size_bytes)`` says whether a rule applies there.
@@ -160,4 +160,4 @@ def verdict(rows: Iterable[Any], *, hard_slowdown: float = HARD_SLOWDOWN,
             continue
         status, why, e = judge(samples[key]["default"], samples[key]["rules"], hard_slowdown)
         out.append(SizeVerdict(*key, status, why, d, r, estimate=e))
-    return Verdict(out, hard_slowdown)
+    return ValidateVerdict(out, hard_slowdown)
