@@ -41,6 +41,7 @@ LAYERS = [
     ("engines", {"engines"}),
     ("measure", {"measure"}),
     ("analysis", {"tune", "validate", "diagnose", "workload"}),
+    ("ab", {"ab"}),
     ("report", {"report"}),
     ("commands", {"commands"}),
     ("cli", {"cli", "__main__"}),
