@@ -23,8 +23,13 @@ import re
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src"))
-from ccltune.ab.schedule import arm_at  # noqa: E402 - the twin of the plugin's schedule
+import importlib.util  # noqa: E402 - ccltune's twin of the plugin's schedule, from this checkout whatever is installed
+
+_twin = importlib.util.spec_from_file_location("schedule", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                               "..", "src", "ccltune", "ab", "schedule.py"))
+schedule = importlib.util.module_from_spec(_twin)
+_twin.loader.exec_module(schedule)
+arm_at = schedule.arm_at
 
 env = os.environ
 if env.get("FAKE_BUFFERED") == "1":
