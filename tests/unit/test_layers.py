@@ -35,7 +35,7 @@ import source_trees
 
 LAYERS = [
     ("base", {"errors", "status"}),
-    ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules",
+    ("core", {"sizes", "stats", "datatypes", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules",
               "store", "storefile", "groups", "dist", "processes",
               "tuner_plugin", "profiler_plugin", "launch", "builtlib", "periter", "ncclline", "ncclt"}),
     ("engines", {"engines"}),
