@@ -36,8 +36,10 @@ if env.get("FAKE_BUFFERED") == "1":
     sys.stdout = open(1, "w", buffering=1 << 16, closefd=False)  # noqa: SIM115
 if env.get("FAKE_NCCL_VERSION"):
     print(f"host:1:1 [0] NCCL INFO NCCL version {env['FAKE_NCCL_VERSION']}+cuda12.9", flush=True)
-spec: dict = {"arms": []}
-for line in open(env["CCLTUNE_ARMS"]):
+spec: dict = {"arms": [], "seed": "0", "warmup_blocks": "0", "block_periods": "1", "max_blocks": "0", "log": ""}
+if not env.get("CCLTUNE_ARMS"):  # a whole run (ccltune ab without --in-run): NCCL's default, no arm log
+    spec["arms"] = [("default", None)]
+for line in open(env["CCLTUNE_ARMS"]) if env.get("CCLTUNE_ARMS") else []:
     line = line.strip()
     if not line or line.startswith("#"):
         continue
@@ -89,7 +91,7 @@ for i in range(steps):
     else:
         print(f"step {i:3d}  {ms:9.3f} ms  loss 1.0", flush=env.get("FAKE_BUFFERED") != "1")
 sys.stdout.flush()
-if env.get("FAKE_NO_LOGS") != "1":
+if env.get("FAKE_NO_LOGS") != "1" and env.get("CCLTUNE_ARMS"):
     names = ",".join(n for n, _ in spec["arms"])
     for r in range(ranks):
         pid = os.getpid() * 10 + r

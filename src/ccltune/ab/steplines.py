@@ -62,6 +62,7 @@ class JobOutput:
     burst_steps: int = 0            # step lines that came in a read bringing more than BURST_LINES
     largest_burst: int = 0
     tail: list[str] = field(default_factory=list)
+    nccl_version: tuple[int, int, int] | None = None   # from NCCL's 'NCCL version X.Y.Z' line, when printed
 
     @property
     def buffered(self) -> bool:
@@ -128,7 +129,13 @@ def run(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[str], *
     return out
 
 
+NCCL_VERSION = re.compile(r"NCCL version ([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,4})")
+
+
 def _match(out: JobOutput, pattern: re.Pattern[str], line: str, t_ns: int) -> int:
+    if out.nccl_version is None and "NCCL version" in line:
+        v = NCCL_VERSION.search(line)
+        out.nccl_version = (int(v.group(1)), int(v.group(2)), int(v.group(3))) if v else None
     got = 0
     for m in pattern.finditer(line):
         v = number(m.group(1))
