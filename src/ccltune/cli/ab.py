@@ -63,6 +63,20 @@ def register(sub: Any) -> None:
                                                                        "recorded)")
     r.add_argument("--run-timeout", type=float, default=None, metavar="S", help="end a run after S seconds "
                                                                                "(it counts as failed)")
+    _in_run(p)
+    p.add_argument("--echo", action="store_true", help="show the job's output as it runs")
+    p.add_argument("--prune", default=None, metavar="OUT.conf",
+                   help="with one --rules file: A/B its rules (one arm per group of rules sharing a collective "
+                        f"and size range when there are <= {jobprune.MAX_GROUPS} groups, else the whole file) and "
+                        "write OUT.conf with only the rules whose arm was faster")
+    p.add_argument("--json", default=None, metavar="PATH", help="the verdict and every run as JSON")
+    _common.add_db(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...", help="your job")
+    p.set_defaults(func=main)
+
+
+def _in_run(p: Any) -> None:
+    """The in-run arms' flags (commands/ab_inrun.py)."""
     i = p.add_argument_group("in-run arms (docs/ab.md: the --rules arms switched inside ONE run of the job)")
     i.add_argument("--in-run", action="store_true",
                    help="run the job once: ccltune's tuner plugin switches between default, its A/A twin and each "
@@ -80,15 +94,6 @@ def register(sub: Any) -> None:
                    help="after this many blocks the plugin stays on default (default: no limit)")
     i.add_argument("--period", default=_D("period"), metavar="auto|N",
                    help="tuner calls per step per communicator; auto: found by the plugin from the call sequence")
-    p.add_argument("--echo", action="store_true", help="show the job's output as it runs")
-    p.add_argument("--prune", default=None, metavar="OUT.conf",
-                   help="with one --rules file: A/B its rules (one arm per group of rules sharing a collective "
-                        f"and size range when there are <= {jobprune.MAX_GROUPS} groups, else the whole file) and "
-                        "write OUT.conf with only the rules whose arm was faster")
-    p.add_argument("--json", default=None, metavar="PATH", help="the verdict and every run as JSON")
-    _common.add_db(p)
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...", help="your job")
-    p.set_defaults(func=main)
 
 
 def options(args: argparse.Namespace) -> AbOptions:
