@@ -5,6 +5,7 @@ arm is kept with its in-job ratio, and with no faster arm the answer is how clos
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -39,7 +40,8 @@ def test_search_keeps_the_planted_faster_sm_budget_rule_with_its_in_job_ratio(tm
     kept = (tmp_path / "kept.conf").read_text()
     rules = [line for line in kept.splitlines() if not line.startswith("#")]
     assert rules == ["allreduce,1048576,1048576,default,default,8,-1,-1,-1,-1"]
-    assert "in-job ratio 0.95" in kept and "sm-budget; NCCL ran RING/SIMPLE/24ch" in kept
+    ratio = float(re.search(r"in-job ratio ([0-9.]+) \[", kept).group(1))
+    assert 0.93 < ratio < 0.97 and "sm-budget; NCCL ran RING/SIMPLE/24ch" in kept
     assert "NCCL 2.28.9 has NCCL_CTA_POLICY and NCCL_MAX_CTAS" in out and "--env NCCL_CTA_POLICY=1" in out
     with Store(tmp_path / "s.db", readonly=True) as st:
         runs = st.runs("ab")
