@@ -50,7 +50,7 @@ MAX_ANCHOR_TRIES = 64  # keys tried as the anchor, most occurrences first
 
 
 @dataclass(frozen=True)
-class Block:
+class PeriodBlock:
     """Consecutive whole steps of one arm. ``first_call``: the index among the file's call lines of its
     first step's first call; ``steps_ns``: each step's GPU period; ``own_ns``: the GPU time of the
     steps' own collectives (end - start summed over ``calls`` calls)."""
@@ -92,7 +92,7 @@ class GpuPeriods:
     path: str
     anchor: Key | None
     period: int | None
-    blocks: tuple[Block, ...]
+    blocks: tuple[PeriodBlock, ...]
     arms: tuple[ArmPeriod, ...]
     mixed_steps: int
     notes: tuple[str, ...]
@@ -200,7 +200,7 @@ def gpu_periods(f: ProfileFile, anchor: Key | None = None, period: int | None = 
     blocks = []
     for i, run in enumerate(_runs(steps)):
         for part in (_cut(run, block_steps, i == 0 and run[0][1] == starts[0]) if block_steps else [run]):
-            blocks.append(Block(part[0][0], part[0][1], tuple(p[2] for p in part), sum(p[3] for p in part),
+            blocks.append(PeriodBlock(part[0][0], part[0][1], tuple(p[2] for p in part), sum(p[3] for p in part),
                                 sum(p[4] for p in part)))
     per_arm = []
     for arm in sorted({b.arm for b in blocks}):

@@ -38,6 +38,19 @@ def round_order(n_arms: int, seed: int, round_: int) -> list[int]:
     return order
 
 
+WARMUP = -2          # round_of: a warm-up block on arm 0
+WARMUP_ROUND = -1    # round_of: the warm-up round (each arm once, in order)
+
+
+def round_of(block: int, n_arms: int, warmup_blocks: int) -> tuple[int, int]:
+    """(round, place in the round) of ``block``: round WARMUP for the first ``warmup_blocks`` blocks,
+    WARMUP_ROUND for the next ``n_arms``, then 0, 1, ..."""
+    if block < warmup_blocks:
+        return WARMUP, block
+    b = block - warmup_blocks
+    return b // n_arms - 1, b % n_arms
+
+
 def arm_at(block: int, n_arms: int, seed: int, warmup_blocks: int) -> int:
     """The arm block ``block`` runs (module doc)."""
     if not 1 <= n_arms <= MAX_ARMS:

@@ -31,6 +31,7 @@ _COMMANDS = [
     "validate",
     "replay",
     "ab",
+    "search",
     "import_",
     "links",
     "topo",

@@ -64,6 +64,7 @@ def register(sub: Any) -> None:
                                                                        "recorded)")
     r.add_argument("--run-timeout", type=float, default=None, metavar="S", help="end a run after S seconds "
                                                                                "(it counts as failed)")
+    _in_run(p)
     p.add_argument("--echo", action="store_true", help="show the job's output as it runs")
     p.add_argument("--prune", default=None, metavar="OUT.conf",
                    help="with one --rules file: A/B its rules (one arm per group of rules sharing a collective "
@@ -73,6 +74,27 @@ def register(sub: Any) -> None:
     _common.add_db(p)
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...", help="your job")
     p.set_defaults(func=main)
+
+
+def _in_run(p: Any) -> None:
+    """The in-run arms' flags (commands/ab_inrun.py)."""
+    i = p.add_argument_group("in-run arms (docs/ab.md: the --rules arms switched inside ONE run of the job)")
+    i.add_argument("--in-run", action="store_true",
+                   help="run the job once: ccltune's tuner plugin switches between default, its A/A twin and each "
+                        "--rules arm in blocks of whole steps (CCLTUNE_ARMS); each arm is judged against default "
+                        "paired by round, on the step lines --metric REGEX matches")
+    i.add_argument("--better", choices=("auto", "lower", "higher"), default=_D("better"),
+                   help="the direction of --metric REGEX: lower (a step time) or higher (tokens/s); auto: higher "
+                        "when the REGEX names a throughput (tps, tokens/s, samples/s, it/s, throughput, mfu, "
+                        "tflops), else lower; the header says which")
+    i.add_argument("--block-steps", type=int, default=_D("block_steps"), metavar="N",
+                   help="steps per block (the first step of each block is not judged)")
+    i.add_argument("--warmup-blocks", type=int, default=_D("warmup_blocks"), metavar="N",
+                   help="blocks on default before the schedule (then one warm-up round, each arm once, not judged)")
+    i.add_argument("--max-blocks", type=int, default=None, metavar="N",
+                   help="after this many blocks the plugin stays on default (default: no limit)")
+    i.add_argument("--period", default=_D("period"), metavar="auto|N",
+                   help="tuner calls per step per communicator; auto: found by the plugin from the call sequence")
 
 
 def options(args: argparse.Namespace) -> AbOptions:

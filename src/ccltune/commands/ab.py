@@ -55,6 +55,13 @@ class AbOptions:
     prune: str | None = option(None, flag="--prune")
     json: str | None = option(None, flag="--json")
     db: str = option(DEFAULT_DB, flag="--db")
+    # in-run arms (docs/ab.md "In-run arms"; commands/ab_inrun.py): the --rules arms switched inside one run
+    in_run: bool = option(False, flag="--in-run")
+    better: str = option("auto", flag="--better", choices=("auto", "lower", "higher"))
+    block_steps: int = option(5, flag="--block-steps")
+    warmup_blocks: int = option(2, flag="--warmup-blocks")
+    max_blocks: int | None = option(None, flag="--max-blocks")
+    period: str = option("auto", flag="--period")
 
     def to_argv(self) -> list[str]:
         """The command line of these options: the flags, then ``--`` and the job."""
@@ -172,6 +179,10 @@ def run_ab(o: AbOptions, console: Console = Console(), *, command_line: list[str
     130). ``command_line``: what the user typed, recorded with the run (default: the options' own argv)."""
     check_outputs(o)
     cmd = _command(o)
+    if o.in_run:
+        from ccltune.commands import ab_inrun
+
+        return ab_inrun.run_in_run(o, cmd, arms(o), console, command_line or o.to_argv())
     all_arms = arms(o)
     met = metric(o)
     n_rounds = _rounds(o, len(all_arms) - 1)
