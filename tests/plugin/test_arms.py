@@ -281,3 +281,29 @@ def test_arms_without_a_commhash_and_the_exit_writer(san_build: Path, tmp_path: 
     for head, blocks in read:
         assert head["comm_id"] == "unknown" and head["calls"] == str(len(calls)) and head["period"] == "51"
         assert len(blocks) > 10
+
+
+def test_ccltunes_arms_file_and_its_reading_of_the_plugins_logs(c_build: Path, tmp_path: Path) -> None:
+    """The two halves of ab --in-run meet: the arms file ccltune writes (ab.armsfile.ArmsFile) is the one the
+    plugin runs, and the arm logs the plugin writes are read back (ab.armsfile.read_logs) into the blocks the
+    analysis judges (ab.blocks.spans), whose arms are the schedule's and whose end mark is no block."""
+    from ccltune.ab import armsfile, blocks
+
+    for name in ("ring_ll", "pat"):
+        (tmp_path / f"{name}.conf").write_text(RULES[name])
+    arms = (armsfile.InRunArm("default"), armsfile.InRunArm("default-2"),
+            armsfile.InRunArm("ring_ll", str(tmp_path / "ring_ll.conf")), armsfile.InRunArm("pat", str(tmp_path / "pat.conf")))
+    spec = armsfile.ArmsFile(SEED, WARMUP, BLOCK_PERIODS, 12, str(tmp_path / "logs"), arms, period=51)
+    spec.write(tmp_path / "arms.txt")
+    orders = rank_orders("ddp-4")
+    seqs = [write_seq(extend(o, 40), tmp_path / f"rank{r}.seq") for r, o in enumerate(orders)]
+    proc = run([c_build / "test_ranks", c_build / LIB, "v6", tmp_path / "choices", *seqs],
+               env=harness_env(tmp_path / "arms.txt"), cwd=tmp_path)
+    assert proc.returncode == 0 and "mismatches 0" in proc.stdout and "warnings 0" in proc.stdout, proc.stdout
+    logs = armsfile.read_logs(tmp_path / "logs")
+    assert len(logs) == 4 and {lg.period for lg in logs} == {51} and {lg.block_calls for lg in logs} == {102}
+    assert all(lg.arms == ("default", "default-2", "ring_ll", "pat") for lg in logs)
+    spans, notes = blocks.spans(logs, 4, WARMUP, SEED, 12)
+    assert notes == []
+    assert [s.arm for s in spans[:12]] == [schedule.arm_at(b, 4, SEED, WARMUP) for b in range(12)]
+    assert spans[12].index == 12 and spans[12].arm == 0  # the end-of-schedule mark (max_blocks)

@@ -19,7 +19,7 @@ MAGIC = "# ccltune-arms 1"
 LOG_GLOB = "ccltune-arms.*.txt"
 MAX_LOG_BYTES = 64 << 20
 MAX_BLOCKS = 1 << 20     # block lines of one log
-MAX_ARMS = 64            # arms of one run (the plugin's table holds as many)
+MAX_ARMS = 32            # arms of one run (the tuner plugin's CCLT_ARMS_MAX)
 MAX_LOGS = 1 << 16       # logs read from one folder: one per communicator per process
 ARM_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
 _UINT = re.compile(r"[0-9]{1,20}\Z")
@@ -147,6 +147,8 @@ def _header(log: ArmLog, key: str, value: str, where: str) -> None:
         if len(names) > MAX_ARMS or not all(ARM_NAME.match(n) for n in names):
             raise DataError(f"{where}: arms must be at most {MAX_ARMS} names of [A-Za-z0-9_.-], got {value[:80]!r}")
         log.arms = names
+    elif key in ("period", "period_found_at", "block_calls") and value == "none":  # no period found
+        setattr(log, key, 0 if key == "block_calls" else None)
     elif key in ("period", "period_found_at"):
         setattr(log, key, None if value == "none" else _uint(value, where, key))
     else:

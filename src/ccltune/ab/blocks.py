@@ -51,8 +51,10 @@ class Blocks:
     graphs: bool = False                                     # tuner calls stopped while steps went on
 
 
-def spans(logs: Sequence[ArmLog], n_arms: int, warmup_blocks: int, seed: int) -> tuple[list[Span], list[str]]:
-    """Every block of the run, across the logs (module doc). A DataError when logs disagree on an arm."""
+def spans(logs: Sequence[ArmLog], n_arms: int, warmup_blocks: int, seed: int,
+          max_blocks: int | None = None) -> tuple[list[Span], list[str]]:
+    """Every block of the run, across the logs (module doc); block ``max_blocks``, when logged, is the plugin's
+    end-of-schedule mark (arm 0 from there on). A DataError when logs disagree on an arm."""
     starts: dict[int, list[int]] = {}
     arm_of: dict[int, tuple[int, str]] = {}
     notes: list[str] = []
@@ -65,7 +67,8 @@ def spans(logs: Sequence[ArmLog], n_arms: int, warmup_blocks: int, seed: int) ->
                 raise DataError(f"block {b.index} ran arm {seen[0]} in {seen[1]} but arm {b.arm} in {log.path}: the "
                                 "ranks disagree on the schedule (a mismatched choice can hang NCCL)")
             starts.setdefault(b.index, []).append(b.t_ns)
-    twin = [i for i, (arm, _) in sorted(arm_of.items()) if arm != schedule.arm_at(i, n_arms, seed, warmup_blocks)]
+    twin = [i for i, (arm, _) in sorted(arm_of.items())
+            if arm != (0 if max_blocks is not None and i >= max_blocks else schedule.arm_at(i, n_arms, seed, warmup_blocks))]
     if twin:
         notes.append(f"{len(twin)} block(s) (first: {twin[0]}) ran another arm than ccltune's twin of the plugin's "
                      "schedule computes: the logs' arms are used")
@@ -77,7 +80,7 @@ def spans(logs: Sequence[ArmLog], n_arms: int, warmup_blocks: int, seed: int) ->
     return out, notes
 
 
-def assign(steps: Sequence[Step], spans_: Sequence[Span]) -> tuple[dict[int, list[float]], int]:
+def assign(steps: Sequence[StepLine], spans_: Sequence[Span]) -> tuple[dict[int, list[float]], int]:
     """Block index -> the values of its kept steps (module doc), and how many steps were in no block."""
     kept: dict[int, list[float]] = {}
     first: set[int] = set()
@@ -99,20 +102,21 @@ def assign(steps: Sequence[Step], spans_: Sequence[Span]) -> tuple[dict[int, lis
     return kept, dropped + (1 if steps else 0)
 
 
-def block_values(logs: Sequence[ArmLog], steps: Sequence[Step], *, n_arms: int, warmup_blocks: int, seed: int,
+def block_values(logs: Sequence[ArmLog], steps: Sequence[StepLine], *, n_arms: int, warmup_blocks: int, seed: int,
                  max_blocks: int, end_ns: int) -> Blocks:
     """The judged blocks' values, and what the analysis left out and why (module doc)."""
     out = Blocks()
-    out.spans, out.notes = spans(logs, n_arms, warmup_blocks, seed)
+    out.spans, out.notes = spans(logs, n_arms, warmup_blocks, seed, max_blocks)
     kept, out.dropped_steps = assign(steps, out.spans)
     for s in out.spans:
-        if s.round >= 0 and s.end_ns is not None and kept.get(s.index):
+        # block max_blocks is the plugin's end-of-schedule mark (arm 0 from there on), not a scheduled block
+        if s.round >= 0 and s.index < max_blocks and s.end_ns is not None and kept.get(s.index):
             out.values.append(BlockValue(s, stats.median(kept[s.index]), len(kept[s.index])))
     _stalls(out, logs, steps, max_blocks, end_ns)
     return out
 
 
-def _stalls(out: Blocks, logs: Sequence[ArmLog], steps: Sequence[Step], max_blocks: int, end_ns: int) -> None:
+def _stalls(out: Blocks, logs: Sequence[ArmLog], steps: Sequence[StepLine], max_blocks: int, end_ns: int) -> None:
     for log in logs:
         if log.period is None:
             out.notes.append(f"communicator {log.comm_id} (pid {log.pid}): the plugin found no period in its "
