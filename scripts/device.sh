@@ -1086,5 +1086,33 @@ phase_r38() {  # issue 38 item 8 (2 GPUs, <= 6 min wall): nccl-tests (MPI) vs be
   echo "phase r38 wall $(( $(date +%s) - t0 )) s"
   pack
 }
+REAL_FSDP="--layers 16 --width 2048 --seq 1024 --batch 4"  # issue 39: GPT-style, width 2048, 16 blocks, bf16 params, fp32 reduction
+STEPRE='step +[0-9]+ +([0-9.]+) ms'
+tj() { echo "torchrun --standalone --nproc-per-node $1 examples/train_transformer.py ${@:2}"; }
+inrun() {  # inrun NAME TIMEOUT_S AB_FLAGS... -- JOB...: one ab --in-run into $OUT/inrun/NAME
+  local n=$1 t=$2; shift 2; local W=$OUT/inrun/$n; mkdir -p $W
+  step "in-run $n"
+  timeout -s INT -k 15 $t python3 -m ccltune ab --in-run --db $W/ab.db --json $W/ab.json "$@" > $W/out.txt 2>&1; echo "rc=$? $n"
+  grep -vE "^# (arm |source)" $W/out.txt | cut -c1-220 | tail -22
+}
+phase_r39a() {  # issue 39 on 4 GPUs (<= 9.5 min): in-run arms on a real FSDP2 job (A/A and a planted slowdown in one run), then 20 short runs switching at every block
+  local t0=$(date +%s); phase_build; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1; echo "profiler build rc=$?"
+  local R=$OUT/rules; mkdir -p $R
+  printf 'reducescatter,0,1T,ring,simple,2,-1,-1\n' > $R/rs2ch.conf      # planted: FSDP2's reduce_scatter on 2 channels
+  printf 'allreduce,0,1T,ring,simple,2,-1,-1\n' > $R/ar2ch.conf          # planted for DDP
+  inrun smoke 120 --rules $R/ar2ch.conf --metric "$STEPRE" --block-steps 2 --seed 1 -- $(tj $NGPU --mode ddp --layers 4 --width 1024 --seq 256 --steps 120 --warmup 3)
+  ls $OUT/inrun/smoke; echo "wall $(( $(date +%s) - t0 )) s"
+  inrun fsdp2 240 --rules $R/rs2ch.conf --metric "$STEPRE" --block-steps 4 --seed 39 -- $(tj $NGPU --mode fsdp2 $REAL_FSDP --steps 300 --warmup 5)
+  echo "wall $(( $(date +%s) - t0 )) s"
+  step "20 runs switching at every block end (block = 1 step), 10 on GPUs 0,1 and 10 on GPUs 2,3 at once"
+  for half in 0 1; do
+    ( for i in $(seq 1 10); do
+        CUDA_VISIBLE_DEVICES=$((2*half)),$((2*half+1)) MASTER_PORT=$((29600+half)) timeout -s INT -k 10 90 python3 -m ccltune ab --in-run --rules $R/ar2ch.conf --metric "$STEPRE" --block-steps 1 --seed $i \
+          --db $OUT/inrun/many$half.db -- torchrun --nproc-per-node 2 --master-port $((29600+half)) examples/train_transformer.py --mode ddp --layers 2 --width 1024 --seq 256 --steps 60 --warmup 2 > $OUT/inrun/many$half.$i.txt 2>&1
+        echo "half $half run $i rc=$?"; done ) &
+  done; wait
+  grep -l "disagree\|Traceback" $OUT/inrun/many*.txt | head; grep -hE "^  default-2|^  ar2ch" $OUT/inrun/many*.txt | cut -c1-160 | head -6
+  echo "phase r39a wall $(( $(date +%s) - t0 )) s"; pack
+}
 for p in "$@"; do "phase_$p"; done
 pack
