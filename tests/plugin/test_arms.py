@@ -307,3 +307,26 @@ def test_ccltunes_arms_file_and_its_reading_of_the_plugins_logs(c_build: Path, t
     assert notes == []
     assert [s.arm for s in spans[:12]] == [schedule.arm_at(b, 4, SEED, WARMUP) for b in range(12)]
     assert spans[12].index == 12 and spans[12].arm == 0  # the end-of-schedule mark (max_blocks)
+
+
+def test_ccltunes_arms_file_limits_are_the_plugins() -> None:
+    """An arms file the plugin refuses runs NCCL's default and writes no log (2 x H200, 2026-11-28: ab --in-run
+    wrote max_blocks=1073741824, the plugin's limit is 100,000, and every run ended 'no arm log'): ccltune's
+    writer checks the plugin's own limits, read here from plugin/src/arms.h."""
+    import re as re_
+
+    from ccltune.ab import armsfile
+
+    header = (Path(__file__).resolve().parents[2] / "plugin" / "src" / "arms.h").read_text()
+    def value(text: str) -> int:  # "100000", "(1 << 24)", "(1u << 18)"
+        nums = [int(x) for x in re_.findall(r"[0-9]+", text)]
+        return nums[0] << nums[1] if "<<" in text else nums[0]
+    c = {m[1]: value(m[2]) for m in re_.finditer(r"#define (CCLT_ARMS_\w+) +(\([^)]*\)|[0-9]+)", header)}
+    assert (c["CCLT_ARMS_MAX"], c["CCLT_ARMS_MAX_BLOCKS"], c["CCLT_ARMS_MAX_WARMUP"], c["CCLT_ARMS_MAX_BLOCK_PERIODS"],
+            c["CCLT_ARMS_MAX_PERIOD"]) == (armsfile.MAX_ARMS, armsfile.MAX_BLOCKS_FILE, armsfile.MAX_WARMUP,
+                                           armsfile.MAX_BLOCK_PERIODS, armsfile.MAX_PERIOD)
+    arms = (armsfile.InRunArm("default"), armsfile.InRunArm("default-2"))
+    with pytest.raises(ValueError, match="max_blocks must be 0..100000"):
+        armsfile.ArmsFile(1, 2, 5, 1 << 30, "logs", arms).text()
+    with pytest.raises(ValueError, match="takes no rule file"):
+        armsfile.ArmsFile(1, 2, 5, 10, "logs", (armsfile.InRunArm("default", "r.conf"),)).text()

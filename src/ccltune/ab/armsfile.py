@@ -20,6 +20,12 @@ LOG_GLOB = "ccltune-arms.*.txt"
 MAX_LOG_BYTES = 64 << 20
 MAX_BLOCKS = 1 << 20     # block lines of one log
 MAX_ARMS = 32            # arms of one run (the tuner plugin's CCLT_ARMS_MAX)
+# What the tuner plugin's arms-file parser accepts (plugin/src/arms.h; tests/plugin/test_arms.py reads them back
+# from there): a file outside these is refused by the plugin, which then runs NCCL's default and writes no log
+MAX_BLOCKS_FILE = 100_000    # CCLT_ARMS_MAX_BLOCKS: max_blocks
+MAX_WARMUP = 100_000         # CCLT_ARMS_MAX_WARMUP: warmup_blocks
+MAX_BLOCK_PERIODS = 100_000  # CCLT_ARMS_MAX_BLOCK_PERIODS: block_periods
+MAX_PERIOD = 1 << 24         # CCLT_ARMS_MAX_PERIOD: period
 MAX_LOGS = 1 << 16       # logs read from one folder: one per communicator per process
 ARM_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
 _UINT = re.compile(r"[0-9]{1,20}\Z")
@@ -45,7 +51,23 @@ class ArmsFile:
     arms: tuple[InRunArm, ...]
     period: int | None = None     # tuner calls per step per communicator; None: found by the plugin
 
+    def check(self) -> None:
+        """A ValueError naming the field when the plugin would refuse this file (its limits above)."""
+        for what, v, lo, hi in (("seed", self.seed, 0, (1 << 64) - 1), ("warmup_blocks", self.warmup_blocks, 0, MAX_WARMUP),
+                                ("block_periods", self.block_periods, 1, MAX_BLOCK_PERIODS),
+                                ("max_blocks", self.max_blocks, 0, MAX_BLOCKS_FILE),
+                                ("period", 1 if self.period is None else self.period, 1, MAX_PERIOD),
+                                ("arms", len(self.arms), 1, MAX_ARMS)):
+            if not lo <= v <= hi:
+                raise ValueError(f"the arms file's {what} must be {lo}..{hi} (the tuner plugin's limit), got {v}")
+        bad = [a.name for a in self.arms if not ARM_NAME.match(a.name)]
+        if bad or len({a.name for a in self.arms}) != len(self.arms):
+            raise ValueError(f"arm names must be unique, of [A-Za-z0-9_.-], at most 64: {[a.name for a in self.arms]}")
+        if self.arms[0].rules is not None:
+            raise ValueError(f"arm 0 ({self.arms[0].name}) is NCCL's default: it takes no rule file")
+
     def text(self) -> str:
+        self.check()
         lines = [MAGIC, f"seed={self.seed}", f"warmup_blocks={self.warmup_blocks}",
                  f"block_periods={self.block_periods}", f"period={'auto' if self.period is None else self.period}",
                  f"max_blocks={self.max_blocks}", f"log={self.log}"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from ccltune import environment, files
 from ccltune.ab import inrun, inrun_judge, steplines
-from ccltune.ab.armsfile import ARM_NAME, MAX_ARMS, InRunArm
+from ccltune.ab.armsfile import ARM_NAME, MAX_ARMS, MAX_BLOCKS_FILE, InRunArm
 from ccltune.commands import launching
 from ccltune.commands.common import Console
 from ccltune.commands.results import Outcome
@@ -24,7 +24,7 @@ from ccltune.measure.session import terminate_as_interrupt
 from ccltune.status import ArmStatus, RunStatus, SampleStatus
 from ccltune.store import AbSample, Store
 
-NO_LIMIT = 1 << 30     # --max-blocks left out: the plugin never stops switching
+NO_LIMIT = MAX_BLOCKS_FILE  # --max-blocks left out: as many blocks as the plugin takes (100,000)
 
 
 def direction(metric: str, better: str) -> tuple[bool, str]:
