@@ -1100,15 +1100,15 @@ phase_r39a() {  # issue 39 on 4 GPUs (<= 9.5 min): in-run arms on a real FSDP2 j
   local R=$OUT/rules; mkdir -p $R
   printf 'reducescatter,0,1T,ring,simple,2,-1,-1\n' > $R/rs2ch.conf      # planted: FSDP2's reduce_scatter on 2 channels
   printf 'allreduce,0,1T,ring,simple,2,-1,-1\n' > $R/ar2ch.conf          # planted for DDP
-  inrun smoke 120 --rules $R/ar2ch.conf --metric "$STEPRE" --block-steps 2 --seed 1 -- $(tj $NGPU --mode ddp --layers 4 --width 1024 --seq 256 --steps 120 --warmup 3)
+  inrun smoke 120 --rules $R/ar2ch.conf --metric "$STEPRE" --block-steps 2 --seed 1 -- $(tj $NGPU --mode ddp --layers 4 --width 1024 --seq 256 --steps 250 --warmup 3)
   ls $OUT/inrun/smoke; echo "wall $(( $(date +%s) - t0 )) s"
   inrun fsdp2 240 --rules $R/rs2ch.conf --metric "$STEPRE" --block-steps 4 --seed 39 -- $(tj $NGPU --mode fsdp2 $REAL_FSDP --steps 300 --warmup 5)
   echo "wall $(( $(date +%s) - t0 )) s"
-  step "20 runs switching at every block end (block = 1 step), 10 on GPUs 0,1 and 10 on GPUs 2,3 at once"
+  step "20 runs switching at every block end (block = 2 steps), 10 on GPUs 0,1 and 10 on GPUs 2,3 at once"
   for half in 0 1; do
     ( for i in $(seq 1 10); do
-        CUDA_VISIBLE_DEVICES=$((2*half)),$((2*half+1)) MASTER_PORT=$((29600+half)) timeout -s INT -k 10 90 python3 -m ccltune ab --in-run --rules $R/ar2ch.conf --metric "$STEPRE" --block-steps 1 --seed $i \
-          --db $OUT/inrun/many$half.db -- torchrun --nproc-per-node 2 --master-port $((29600+half)) examples/train_transformer.py --mode ddp --layers 2 --width 1024 --seq 256 --steps 60 --warmup 2 > $OUT/inrun/many$half.$i.txt 2>&1
+        CUDA_VISIBLE_DEVICES=$((2*half)),$((2*half+1)) MASTER_PORT=$((29600+half)) timeout -s INT -k 10 90 python3 -m ccltune ab --in-run --rules $R/ar2ch.conf --metric "$STEPRE" --block-steps 2 --seed $i \
+          --db $OUT/inrun/many$half.db -- torchrun --nproc-per-node 2 --master-port $((29600+half)) examples/train_transformer.py --mode ddp --layers 2 --width 1024 --seq 256 --steps 200 --warmup 2 > $OUT/inrun/many$half.$i.txt 2>&1
         echo "half $half run $i rc=$?"; done ) &
   done; wait
   grep -l "disagree\|Traceback" $OUT/inrun/many*.txt | head; grep -hE "^  default-2|^  ar2ch" $OUT/inrun/many*.txt | cut -c1-160 | head -6
