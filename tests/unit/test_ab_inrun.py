@@ -133,7 +133,7 @@ def _log(path: str, starts: list[int], arms: list[int]) -> ArmLog:
                   blocks=[LoggedBlock(i, a, i * 9, t) for i, (t, a) in enumerate(zip(starts, arms))])
 
 
-def test_a_block_spans_the_latest_start_to_the_earliest_next_start_and_drops_its_first_and_straddling_steps():
+def test_a_block_spans_the_latest_start_to_the_earliest_next_start_and_drops_the_step_that_took_the_switch():
     a = _log("a", [100, 200, 300], [0, 0, 1])
     b = _log("b", [105, 203, 301], [0, 0, 1])
     spans, _ = blocks.spans([a, b], 2, 0, 1)
@@ -141,8 +141,14 @@ def test_a_block_spans_the_latest_start_to_the_earliest_next_start_and_drops_its
     steps = [StepLine(t, v) for t, v in [(101, 9.0), (120, 1.0), (150, 2.0), (190, 3.0), (210, 9.0), (240, 9.0),
                                      (270, 5.0), (299, 6.0), (330, 9.0)]]
     kept, dropped = blocks.assign(steps, spans)
-    # block 0: (101,120] starts before 105 (straddles), (120,150] is its first step; block 1 likewise
-    assert kept == {0: [3.0], 1: [5.0, 6.0]} and dropped == 6
+    # block 0: (101,120] starts before 105 (it straddles the switch and is dropped), so (120,150] counts;
+    # block 1: (190,210] straddles 200/203, so (210,240] counts; (299,330] straddles block 2's edge
+    assert kept == {0: [2.0, 3.0], 1: [9.0, 5.0, 6.0]} and dropped == 4
+    # steps cover time from the first line on, so only a switch before the first line has no straddler: then
+    # the block's first whole step took it and is dropped
+    late = [StepLine(t, v) for t, v in [(110, 9.0), (150, 2.0), (190, 3.0), (199, 4.0)]]
+    kept, dropped = blocks.assign(late, spans)
+    assert kept == {0: [3.0, 4.0]} and dropped == 2
     bad = _log("c", [100, 200, 300], [0, 1, 1])
     with pytest.raises(DataError, match="block 1 ran arm 0 in a but arm 1 in c: the ranks disagree"):
         blocks.spans([a, bad], 2, 0, 1)

@@ -2,9 +2,10 @@
 
 A block spans, over every arm log (every rank, every communicator), [the latest start of block b, the earliest
 start of block b+1]: ranks switch at the same call, not at the same instant. A step line is stamped when it
-arrived; a step spans (the previous line, its line]. Kept in block b: steps that lie wholly inside its span,
-less the first of them (the switch and the step under way when it came); a step that straddles an edge is in
-no block. Blocks of the warm-up (the first ``warmup_blocks`` and the warm-up round) and the run's last block
+arrived; a step spans (the previous line, its line]. Kept in block b: steps that lie wholly inside its span; a
+step that straddles an edge is in no block (the switch came while it ran), and when no step straddles a block's
+first edge (the switch came exactly between two lines), the block's first step is left out instead. This takes a
+step line to be printed after the step's GPU work (a loss.item(), a synchronize), as step timers do. Blocks of the warm-up (the first ``warmup_blocks`` and the warm-up round) and the run's last block
 (its end is unknown) are not judged. A block's value is the median of its kept steps.
 
 When a communicator's tuner calls stop (its last block starts) while the job's steps go on for more than
@@ -84,6 +85,8 @@ def assign(steps: Sequence[StepLine], spans_: Sequence[Span]) -> tuple[dict[int,
     """Block index -> the values of its kept steps (module doc), and how many steps were in no block."""
     kept: dict[int, list[float]] = {}
     first: set[int] = set()
+    straddled: set[int] = set()   # blocks whose first edge fell inside a step (that step is dropped)
+    starts = sorted((s.start_ns, s.index) for s in spans_)
     dropped = 0
     j = 0
     closed = [s for s in spans_ if s.end_ns is not None]
@@ -92,12 +95,14 @@ def assign(steps: Sequence[StepLine], spans_: Sequence[Span]) -> tuple[dict[int,
             j += 1
         if j == len(closed) or not (closed[j].start_ns <= prev.t_ns and step.t_ns <= closed[j].end_ns):  # type: ignore[operator]
             dropped += 1
+            straddled.update(i for t, i in starts if prev.t_ns < t <= step.t_ns)
             continue
         idx = closed[j].index
         if idx not in first:
             first.add(idx)
-            dropped += 1
-            continue
+            if idx not in straddled:  # no step took the switch: the first whole step does
+                dropped += 1
+                continue
         kept.setdefault(idx, []).append(step.value)
     return kept, dropped + (1 if steps else 0)
 
