@@ -30,6 +30,8 @@ from collections import Counter, defaultdict
 
 from ccltune import collectives
 from ccltune.datatypes import DTYPES
+from ccltune.errors import UsageError
+from ccltune.files import shown
 from ccltune.workload import steps as find_steps
 from ccltune.workload.model import Key, RankRecord
 from ccltune.workload.profile_file import ProfileEntry, ProfileFile
@@ -69,8 +71,19 @@ def _key(e: ProfileEntry, f: ProfileFile, nranks: int | None) -> Key | None:
 
 
 def _nranks(files: list[ProfileFile]) -> dict[str, int]:
-    """Communicator -> its rank count, from the files that give it (ABI v1-v3 files do not)."""
-    return {f.comm: f.nranks for f in files if f.nranks is not None}
+    """Communicator -> its rank count, from the files that give it (ABI v1-v3 files do not). Two files of one
+    communicator that give two counts contradict each other: refused naming both (issue 41)."""
+    out: dict[str, int] = {}
+    said: dict[str, str] = {}
+    for f in files:
+        if f.nranks is None:
+            continue
+        if f.comm in out and out[f.comm] != f.nranks:
+            raise UsageError(f"{shown(f.path)}:2: nranks {f.nranks}, but {shown(said[f.comm])}:2 says nranks "
+                             f"{out[f.comm]} for the same communicator {f.comm}: the files contradict each other")
+        out.setdefault(f.comm, f.nranks)
+        said.setdefault(f.comm, f.path)
+    return out
 
 
 def records(files: list[ProfileFile]) -> tuple[list[RankRecord], list[str]]:
@@ -162,12 +175,18 @@ def _split_waits(files: list[ProfileFile], keys: dict[int, list[Key | None]],
                             "waiting for the last rank not computed")
             continue
         # NCCL numbers a communicator's calls per function (seqNumber[func]): a call is (op, seq)
-        starts: dict[tuple[str, int], list[int]] = defaultdict(list)
+        starts: dict[tuple[str, int], list[tuple[int, int, ProfileFile]]] = defaultdict(list)
         for f in fs:
-            for seq, entry, start, _ in f.calls:
-                if f.entries[entry].kind == "coll":
-                    starts[(f.entries[entry].op, seq)].append(start)
-        latest = {call: max(s) for call, s in starts.items() if len(s) == n}
+            for seq, entry, start, end in f.calls:
+                k = keys[id(f)][entry]
+                if f.entries[entry].kind == "coll" and k is not None and _waits_for_all(k):
+                    starts[(f.entries[entry].op, seq)].append((start, end, f))
+        skew = _clock_skew(starts, n)
+        if skew:
+            warnings.append(f"communicator {comm}: {skew}: the ranks' GPU clocks disagree, waiting for the last rank "
+                            "not computed")
+            continue
+        latest = {call: max(s for s, _, _ in got) for call, got in starts.items() if len(got) == n}
         for f in fs:
             rec = out[(f.host, f.pid)]
             for seq, entry, start, end in f.calls:
@@ -175,6 +194,28 @@ def _split_waits(files: list[ProfileFile], keys: dict[int, list[Key | None]],
                 if call in latest and k is not None and _waits_for_all(k) and end >= latest[call]:
                     rec.wait.setdefault(k, Timing()).add((latest[call] - start) / 1000)
                     rec.transfer.setdefault(k, Timing()).add((end - latest[call]) / 1000)
+
+
+CLOCK_SLACK_NS = 1_000_000_000  # 1 s: real files of one node show ends and starts a few ms apart (profile-ddp-2: 4 ms)
+
+
+def _clock_skew(starts: dict[tuple[str, int], list[tuple[int, int, ProfileFile]]], n: int) -> str | None:
+    """Why the files' clocks cannot be compared, or None: a call no rank can finish before every rank started
+    it (an all_reduce, all_gather, ...) that one rank starts after another rank's end, by more than
+    CLOCK_SLACK_NS (a GPU clock far ahead would make every wait 0.0 and every transfer the whole call)."""
+    worst = (0, None, None)
+    for got in starts.values():
+        if len(got) != n:
+            continue
+        s, _, late = max(got, key=lambda g: g[0])
+        _, e, early = min(got, key=lambda g: g[1])
+        if s - e > worst[0]:
+            worst = (s - e, late, early)
+    gap, late, early = worst
+    if gap <= CLOCK_SLACK_NS or late is None or early is None:
+        return None
+    return (f"{shown(late.path)} (rank {late.rank}) starts a call {gap / 1e9:.3g} s after "
+            f"{shown(early.path)} (rank {early.rank}) ended it")
 
 
 def thread0_warnings(files: list[ProfileFile]) -> list[str]:
