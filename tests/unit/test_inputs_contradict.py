@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 import socket
+import sqlite3
 from pathlib import Path
 
 from ccltune.cli import main
