@@ -8,6 +8,10 @@ and a memory limit (20 CPU seconds: a busy shared machine is not a hang; 2 GiB o
 Outcomes: fine (exit 0, nothing impossible stored), clear (a ccltune error line and its exit code, no
 traceback), traceback, hang (past --timeout), wrong (exit 0 but an impossible value stored or written:
 ranks outside 1..65,536, sizes or counts negative or past 4 TiB, a non-finite or negative time or busbw).
+Issue 41's classes (bench/input_audit_41.py: the same data twice, contradictory files, a gpu= section of another
+GPU, a gate on bad data, an output over an input, a system root's files) judge each case by what a right answer
+is (the calls counted once, the contradiction refused or named, the rule left out, the gate failing), and
+"lost data" when an input file was replaced. ``--src DIR`` audits another tree (main's, for the counts before).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import math
 import os
 import re
 import resource
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -27,8 +32,11 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import input_audit_41 as issue41
+
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"
+SRC = ROOT / "src"  # the ccltune under audit (--src: another tree's, e.g. main's, for the counts before a fix)
 MEM_BYTES = 2 << 30  # address space of the reading process (RLIMIT_AS): a bomb must be refused below it
 LINE = 200_000
 EXIT_CODES = {1, 2, 3, 4, 5, 6, 7, 130}
@@ -383,7 +391,33 @@ def _materialise(folder: Path, argv: list[str], content) -> list[str]:
             path.write_bytes(content)
         elif content is not None:
             path.write_text(content, encoding="utf-8")
-    return [names.get(a, a) for a in argv]
+    if isinstance(content, tuple) and content[0] == "FILES":
+        for name, what in content[1].items():
+            _place(folder / name, what)
+    out = [names.get(a, a) for a in argv]
+    return [re.sub(r"\{x:([^}]+)\}", lambda m: str(folder / m.group(1)), a) for a in out]
+
+
+def _place(path: Path, what) -> None:
+    """One input of a several-file case: a Path (copied: a file, or a folder's files), "FIFO", "ZERO" (a link
+    to /dev/zero), "SPARSE2G", text or bytes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(what, Path):
+        if what.is_dir():
+            shutil.copytree(what, path, dirs_exist_ok=True)
+        else:
+            shutil.copy(what, path)
+    elif what == "FIFO":
+        os.mkfifo(path)
+    elif what == "ZERO":
+        path.symlink_to("/dev/zero")
+    elif what == "SPARSE2G":
+        with open(path, "wb") as fh:
+            fh.truncate(2 << 30)
+    elif isinstance(what, bytes):
+        path.write_bytes(what)
+    else:
+        path.write_text(what, encoding="utf-8")
 
 
 def _impossible(folder: Path) -> str:
@@ -429,10 +463,14 @@ def _impossible(folder: Path) -> str:
 
 
 def run_case(case, tmp: Path, timeout: float, i: int) -> tuple:
-    reader, cls, name, argv, content = case
+    reader, cls, name, argv, content = case[:5]
+    check = case[5] if len(case) > 5 else None  # issue 41's classes: what a right answer is, beyond a clean exit
     folder = tmp / f"case{i:03d}"
     full = _materialise(folder, argv, content)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "200"}
+    env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "200"}
+    if isinstance(content, tuple) and content[0] == "FILES" and len(content) > 2:
+        env.update({k: v.replace("{dir}", str(folder)) for k, v in content[2].items()})
+    before = _digests(folder)
     try:
         proc = subprocess.run([sys.executable, "-m", "ccltune", *full], cwd=folder, capture_output=True, text=True,
                               timeout=timeout, preexec_fn=_limit, env=env)
@@ -441,6 +479,12 @@ def run_case(case, tmp: Path, timeout: float, i: int) -> tuple:
     err = proc.stderr
     if proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
         return (reader, cls, name, "hang", f"over {CPU_S} CPU s")
+    if check is not None and "Traceback" not in err:
+        lost = [n for n, d in before.items() if _digests(folder).get(n) != d]
+        if lost:
+            return (reader, cls, name, "lost data", f"{', '.join(lost)} replaced (rc {proc.returncode})")
+        outcome, detail = check(proc, folder)
+        return (reader, cls, name, outcome, detail[:160])
     if "Traceback" in err or proc.returncode not in EXIT_CODES | {0}:
         last = [ln for ln in err.splitlines() if ln.strip()][-1:] or [f"exit {proc.returncode}"]
         return (reader, cls, name, "traceback", last[0][:160])
@@ -453,26 +497,43 @@ def run_case(case, tmp: Path, timeout: float, i: int) -> tuple:
     return (reader, cls, name, "wrong" if wrong else "fine", wrong or (proc.stdout.strip().splitlines() or [""])[-1][:120])
 
 
+def _digests(folder: Path) -> dict[str, str]:
+    """The inputs of a case (its regular files, not what the command writes: out.*), by content."""
+    import hashlib
+
+    out = {}
+    for p in sorted(folder.rglob("*")) if folder.exists() else []:
+        if p.is_file() and not p.is_symlink() and not p.name.startswith("out.") and p.stat().st_size < 1 << 26:
+            out[str(p.relative_to(folder))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="cases whose reader or name holds one of these (comma-separated)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=120.0, help="wall seconds (a process blocked, not busy)")
+    ap.add_argument("--src", default=str(ROOT / "src"), help="the ccltune source tree to audit (its src/)")
+    ap.add_argument("--classes", choices=("all", "issue32", "issue41"), default="all",
+                    help="issue 32's seven classes, issue 41's six, or both")
     args = ap.parse_args(argv)
-    global WORKLOAD_TEXT
+    global SRC, WORKLOAD_TEXT
+    SRC = Path(args.src)
     with tempfile.TemporaryDirectory(prefix="ccltune-audit-") as tmp_s:
         tmp = Path(tmp_s)
         w = tmp / "w.json"
         subprocess.run([sys.executable, "-m", "ccltune", "workload", "import", str(CAPTURE), "--out", str(w)],
-                       check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                       check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(SRC)}, preexec_fn=_limit)
         WORKLOAD_TEXT = w.read_text()
         only = args.only.split(",")
-        todo = [c for c in cases(tmp) if any(o in c[0] or o in c[2] for o in only)]
+        every = ((cases(tmp) if args.classes != "issue41" else [])
+                 + (issue41.cases(tmp, SRC, _limit) if args.classes != "issue32" else []))
+        todo = [c for c in every if any(o in c[0] or o in c[2] for o in only)]
         with ThreadPoolExecutor(args.jobs) as pool:
             results = list(pool.map(lambda ic: run_case(ic[1], tmp, args.timeout, ic[0]), enumerate(todo)))
     for r in results:
         print(f"{r[3]:<10} {r[0]:<36} {r[1]:<18} {r[2]:<36} {r[4]}")
-    kinds = ("fine", "clear", "traceback", "hang", "wrong")
+    kinds = ("fine", "clear", "traceback", "hang", "wrong", "lost data")
     print("\n| class | cases | " + " | ".join(kinds) + " |\n|---|---|" + "---|" * len(kinds))
     for cls in dict.fromkeys(r[1] for r in results):
         rows = [r for r in results if r[1] == cls]

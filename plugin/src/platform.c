@@ -101,24 +101,33 @@ void ccl_platform_set_nvl(ccl_platform* p, size_t nRanks, size_t nNodes, const i
   }
 }
 
-static int contains_ci(const char* hay, const char* needle) {
-  size_t n = strlen(needle);
-  for (; *hay; hay++) {
+static int is_word_char(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* docs/rules.md: a section's gpu= value (lower-cased) names the model when it is, case-insensitively, one
+ * whole word of the model name or a run of its words: "h200" names "NVIDIA H200", "h100 80gb" names
+ * "NVIDIA H100 80GB HBM3"; "h20" does not name "NVIDIA H200", nor "mi300" "AMD Instinct MI300A". A word is a
+ * run of ASCII letters and digits. rules.py's gpu_names is the twin (tests/plugin/test_golden.py). */
+static int names_model(const char* model, const char* value) {
+  size_t n = strlen(value);
+  if (n == 0) return 1;
+  for (const char* at = model; *at; at++) {
     size_t i = 0;
-    while (i < n && hay[i]) {
-      char a = hay[i], b = needle[i];
+    while (i < n && at[i]) {
+      char a = at[i];
       if (a >= 'A' && a <= 'Z') a = (char)(a + 32);
-      if (a != b) break;
+      if (a != value[i]) break;
       i++;
     }
-    if (i == n) return 1;
+    if (i == n && (at == model || !is_word_char(at[-1])) && !is_word_char(at[n])) return 1;
   }
-  return n == 0;
+  return 0;
 }
 
 int ccl_section_matches(const ccl_section* s, const ccl_platform* p) {
   if (!s->valid) return 0;
-  if ((s->keys & CCLT_PK_GPU) && (!p->gpu[0] || !contains_ci(p->gpu, s->gpu))) return 0;
+  if ((s->keys & CCLT_PK_GPU) && (!p->gpu[0] || !names_model(p->gpu, s->gpu))) return 0;
   if ((s->keys & CCLT_PK_NVLDOMAINS) && (p->nvlDomains < 1 || p->nvlDomains != s->nvlDomains))
     return 0;
   if ((s->keys & CCLT_PK_NVLRANKS) &&

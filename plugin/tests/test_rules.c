@@ -270,6 +270,9 @@ static void test_platform(void) {
   snprintf(p.gpu, sizeof p.gpu, "AMD Instinct MI300X");
   int nvl[3] = {2, 4, 4};
   ccl_platform_set_nvl(&p, 8, 1, nvl);
+  /* gpu= names whole words of the model (docs/rules.md): mi300 is not an MI300X (issue 41) */
+  CHECKN("part of a word is not the model", !ccl_section_matches(&s, &p), "matched");
+  strcpy(s.gpu, "instinct mi300x");
   CHECKN("section matches", ccl_section_matches(&s, &p), "no");
   nvl[1] = 3;
   ccl_platform_set_nvl(&p, 8, 1, nvl);

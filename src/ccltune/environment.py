@@ -18,6 +18,8 @@ import sys
 from typing import Any
 
 from ccltune import __version__
+from ccltune.errors import UsageError
+from ccltune.inputs import read_system_text
 
 ENV_PREFIXES = ("NCCL_", "RCCL_", "TORCH_NCCL_", "CCLTUNE_", "HSA_", "HIP_VISIBLE", "CUDA_VISIBLE",
                 "NVSHMEM_", "TORCH_SYMM_MEM_")
@@ -163,10 +165,9 @@ def amd_partitions(root: str | None = None) -> dict[str, str | None]:
         for path in sorted(glob.glob(os.path.join(base or "/", f"sys/class/drm/card*/device/current_{key}"))):
             if "-" in path.split("/drm/card", 1)[1].split("/", 1)[0]:
                 continue
-            try:
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    line = fh.readline().strip()
-            except OSError:
+            try:  # bounded, never blocking (a device or FIFO under the root is passed over)
+                line = (read_system_text(path).splitlines() or [""])[0].strip()
+            except (OSError, UsageError):
                 continue
             if line:
                 out[key] = line.upper()

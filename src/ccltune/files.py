@@ -99,12 +99,22 @@ def check_output(path: str | os.PathLike[str], flag: str, inputs: Mapping[str, o
             raise UsageError(problem)
     for in_flag, values in (inputs or {}).items():
         for value in values if isinstance(values, (list, tuple)) else [values]:
-            if isinstance(value, (str, os.PathLike)) and value and same_file(target, Path(value)):
+            if isinstance(value, (str, os.PathLike)) and value and (same_file(target, Path(value))
+                                                                    or _read_from(target, Path(value))):
                 lost = ("every run stored there" if "--db" in in_flag else "the other output"
                         if "output" in in_flag else "what this command reads")
                 raise UsageError(f"{flag} {shown(target)} is {in_flag}: writing it would replace {lost}; "
                                  "choose another file")
     return target
+
+
+def _read_from(target: Path, folder: Path) -> bool:
+    """Whether ``target`` is a file the command reads from the input folder ``folder`` (a profiler folder's
+    file, a folder of logs): an existing file under it."""
+    try:
+        return folder.is_dir() and target.is_file() and target.resolve().is_relative_to(folder.resolve())
+    except (OSError, ValueError):
+        return False
 
 
 def same_file(a: Path, b: Path) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import zlib
 from typing import Any
 
@@ -30,6 +31,7 @@ MAX_CALL_BYTES = 1 << 42  # 4 TiB: one collective's buffer beyond any GPU's memo
 MAX_COUNT = MAX_CALL_BYTES  # elements of one call (1 byte each at most)
 MAX_CALLS = 1 << 40  # calls of one entry in a workload
 INT64_MAX = (1 << 63) - 1  # the database's integers
+MAX_SYSTEM_BYTES = 4 << 20  # a /proc or /sys file under a system root (/proc/cpuinfo of 512 cores: ~1 MiB)
 
 
 def read_input(path: str, flag: str, *, limit: int = MAX_TEXT_BYTES, gunzip: bool = False) -> bytes:
@@ -53,6 +55,14 @@ def read_input(path: str, flag: str, *, limit: int = MAX_TEXT_BYTES, gunzip: boo
 def read_input_text(path: str, flag: str, *, limit: int = MAX_TEXT_BYTES, gunzip: bool = False) -> str:
     """:func:`read_input` decoded as UTF-8, undecodable bytes replaced (logs hold other programs' bytes)."""
     return read_input(path, flag, limit=limit, gunzip=gunzip).decode("utf-8", errors="replace")
+
+
+def read_system_text(path: str | os.PathLike[str], limit: int = MAX_SYSTEM_BYTES) -> str:
+    """A /proc or /sys file under a system root (``--sysfs-root``, ``$CCLTUNE_SYSFS_ROOT``, or /), through
+    :func:`read_input`: a regular file or a pipe handed to this process, at most ``limit`` bytes; a device
+    (``/dev/zero``), a FIFO on disk (never waited for), a folder or a larger file is a UsageError naming the
+    path. Real sysfs and procfs attributes are regular files of at most a page or two (st_size 4096 or 0)."""
+    return read_input(os.fspath(path), "system file", limit=limit).decode("utf-8", errors="replace")
 
 
 def refuse_constant(name: str) -> Any:

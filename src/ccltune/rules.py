@@ -72,7 +72,7 @@ class Diagnostic:
 class Platform:
     """A ``platform,...`` section selector; no keys set = every platform."""
 
-    gpu: str | None = None  # lower-cased substring of the GPU model name
+    gpu: str | None = None  # lower-cased: a whole word of the GPU model name or a run of them (gpu_names)
     nvl_domains: int | None = None
     nvl_ranks: int | None = None
     partition: str | None = None  # SPX/DPX/TPX/QPX/CPX
@@ -83,7 +83,7 @@ class Platform:
     def matches(self, facts: PlatformFacts) -> bool:
         if not self.valid:
             return False
-        if self.gpu is not None and (not facts.gpu or self.gpu not in _ascii_lower(facts.gpu)):
+        if self.gpu is not None and (not facts.gpu or not gpu_names(self.gpu, facts.gpu)):
             return False
         if self.nvl_domains is not None and facts.nvl_domains != self.nvl_domains:
             return False
@@ -97,6 +97,25 @@ class Platform:
 
 
 ANY_PLATFORM = Platform()
+
+_WORD = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def gpu_names(value: str, model: str) -> bool:
+    """Whether a section's ``gpu=`` value (lower-cased) names the GPU ``model`` (docs/rules.md): it is,
+    case-insensitively, one whole word of the model name or a run of its words ('h200' names 'NVIDIA H200',
+    'h100 80gb' names 'NVIDIA H100 80GB HBM3'; 'h20' does not name 'NVIDIA H200', nor 'mi300' 'AMD Instinct
+    MI300A'). A word is a run of ASCII letters and digits. The plugin's twin: platform.c names_model."""
+    if not value:
+        return True
+    low = _ascii_lower(model)
+    at = low.find(value)
+    while at >= 0:
+        end = at + len(value)
+        if (at == 0 or low[at - 1] not in _WORD) and (end == len(low) or low[end] not in _WORD):
+            return True
+        at = low.find(value, at + 1)
+    return False
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,13 @@ def _platforms(tmp: Path) -> dict[str, tuple[dict[str, str], list[str], rules.Pl
         "unknown": ({"CCLTUNE_SYSFS_ROOT": str(empty)}, [], rules.PlatformFacts()),
         "h100-env": ({"CCLTUNE_SYSFS_ROOT": str(empty), "CCLTUNE_GPU_MODEL": "NVIDIA H100 80GB HBM3"}, [],
                      rules.PlatformFacts(gpu="NVIDIA H100 80GB HBM3")),
+        # gpu= as whole words (issue 41): an H20, an MI300A and a GH200 are none of H200, MI300X, H20
+        "h20-env": ({"CCLTUNE_SYSFS_ROOT": str(empty), "CCLTUNE_GPU_MODEL": "NVIDIA H20"}, [],
+                    rules.PlatformFacts(gpu="NVIDIA H20")),
+        "mi300a-env": ({"CCLTUNE_SYSFS_ROOT": str(empty), "CCLTUNE_GPU_MODEL": "AMD Instinct MI300A"}, [],
+                       rules.PlatformFacts(gpu="AMD Instinct MI300A")),
+        "gh200-env": ({"CCLTUNE_SYSFS_ROOT": str(empty), "CCLTUNE_GPU_MODEL": "NVIDIA GH200 480GB"}, [],
+                      rules.PlatformFacts(gpu="NVIDIA GH200 480GB")),
         "h200-sysfs": ({"CCLTUNE_SYSFS_ROOT": str(nv)}, ["1,8,8"],
                        rules.PlatformFacts(gpu="NVIDIA H200", nvl_domains=1, min_ranks_per_nvl_domain=8,
                                            max_ranks_per_nvl_domain=8)),
@@ -169,3 +176,18 @@ def test_platform_sections_select_different_rules() -> None:
         seen[name] = rules.match(rs, rules.Query("allreduce", 4096, 16, 4, platform=facts)).channels
     # h200 gives nvlranks 8 explicitly; the others fall to nvlranks=4, derived from 16 ranks / 4 nodes
     assert seen == {"h100": 2, "h200": 4, "mi300": 6, "none": 7}
+
+
+def test_gpu_sections_name_whole_words_in_c_as_in_python(c_build: Path, tmp_path: Path) -> None:
+    """Issue 41: `gpu=h20` is not an H200, `mi300` not an MI300A; C and Python pick the same line per model."""
+    fixture = REPO / "tests" / "fixtures" / "rules" / "gpu_words.conf"
+    rs = rules.load(fixture)
+    want = {"NVIDIA H20": 1, "AMD Instinct MI300A": 7, "NVIDIA GH200 480GB": 5, "NVIDIA H200": 4,
+            "NVIDIA H100 80GB HBM3": 3, "AMD Instinct MI300X": 6, "NVIDIA H800": 9}
+    q = rules.Query("allreduce", 4096, 8, 1, cost_table=TABLES["full"])
+    for model, channels in want.items():  # the channels of the rule each model must take
+        py = rules.match(rs, rules.Query(**{**q.__dict__, "platform": rules.PlatformFacts(gpu=model)}))
+        c_env = {k: v for k, v in os.environ.items() if not k.startswith("CCLTUNE_")} | {
+            "CCLTUNE_SYSFS_ROOT": str(tmp_path), "CCLTUNE_GPU_MODEL": model}
+        c_out = run([c_build / "golden", fixture], input=_query_line(q) + "\n", env=c_env).stdout.splitlines()[-1]
+        assert (py.channels, c_out.split()[3]) == (channels, str(channels)), model

@@ -20,7 +20,7 @@ M = 1 << 20
 
 def _records(points: dict[int, float], *, in_place: bool = True, collective: str = "all_reduce") -> list[dict]:
     return [{"collective": collective, "size_bytes": s, "in_place": in_place, "busbw_gbps": bw,
-             "algbw_gbps": bw / 1.5, "time_us": 1.0, "n_ranks": 4, "graph": 0, "status": "ok"}
+             "algbw_gbps": bw / 1.5, "time_us": s / (bw / 1.5) / 1e3, "n_ranks": 4, "graph": 0, "status": "ok"}
             for s, bw in points.items()]
 
 

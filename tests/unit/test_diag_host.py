@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -46,10 +47,14 @@ def test_unreadable_proc_and_sys_are_waived(tmp_path, monkeypatch):
     assert found["numa_balancing"].status == "WAIVED" and "does not exist" in found["numa_balancing"].evidence
     assert found["numad"].status == "WAIVED" and found["iommu"].status == "WAIVED"
 
-    def denied(self, *a, **k):
-        raise PermissionError(13, "Permission denied")
+    real_open = os.open
 
-    monkeypatch.setattr(Path, "read_text", denied)  # root ignores chmod, so fake the refusal
+    def denied(path, *a, **k):
+        if "numa_balancing" in str(path):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(os, "open", denied)  # root ignores chmod, so fake the refusal (inputs.read_system_text)
     f = host.check_numa_balancing(GOOD)
     assert f.status == "WAIVED" and "no permission" in f.evidence
 

@@ -329,8 +329,9 @@ def _check_json(tmp_path, busbw_gbps):
     """A bench JSON (``ccltune bench --json``) of 4 x H200 at ``busbw_gbps`` (and a little more per size)."""
     import json
 
-    recs = [{"collective": "all_reduce", "size_bytes": s * MIB, "in_place": True, "busbw_gbps": busbw_gbps + s / 64,
-             "algbw_gbps": 1.0, "time_us": 1.0, "n_ranks": 4, "graph": 0, "status": "ok"} for s in (64, 128, 256, 512)]
+    recs = [{"collective": "all_reduce", "size_bytes": s * MIB, "in_place": True, "busbw_gbps": bw,
+             "algbw_gbps": bw / 1.5, "time_us": s * MIB / (bw / 1.5) / 1e3, "n_ranks": 4, "graph": 0, "status": "ok"}
+            for s in (64, 128, 256, 512) for bw in [busbw_gbps + s / 64]]  # consistent figures (issue 41)
     env = {"world_size": 4, "engine": "nccl", "launcher": "torchrun", "platform": "NVIDIA H200 x4"}
     path = tmp_path / f"bench{busbw_gbps:g}.json"
     path.write_text(json.dumps({"env": env, "records": recs}))

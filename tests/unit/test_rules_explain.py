@@ -100,7 +100,7 @@ def test_a_tune_written_file_explains_for_its_own_platform_and_names_what_it_lea
     assert ("# left out: 1 rule(s) under platform,gpu=h200,nvlranks=4 (line 2): nvlranks=4, and this communicator "
             "has 8 ranks per node") in out and "nChannels" not in out
     assert main(["rules", "explain", str(conf), "--nranks", "4", "--gpu", "H100", "--collective", "all_gather"]) == 0
-    assert "gpu=h200, and 'H100' does not contain it" in capsys.readouterr().out
+    assert "gpu=h200, and 'H100' does not hold it as whole words" in capsys.readouterr().out
 def test_the_sweep_gives_the_decisions_of_a_full_match_per_segment_and_is_not_quadratic():
     """explain's heap sweep (issue 32: 100,000 rules took > 300 s) against one full first-match per
     segment, on overlapping rules of several collectives and rank counts, in random file orders."""

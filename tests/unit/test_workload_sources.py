@@ -120,7 +120,7 @@ def test_show_prints_in_job_median_and_waiting(tmp_path, capsys):
     assert next(x for x in text.splitlines() if x.startswith("  all_reduce")).endswith("  RING/LL/16")
 
 
-def test_a_profiler_file_without_its_rank_count_is_said_not_guessed():
+def test_a_profiler_file_without_its_rank_count_is_said_not_guessed(tmp_path):
     harness = FIX / "profile-harness"
     with pytest.raises(UsageError, match="no collective calls") as err:
         importer.import_files([harness / "v1"])
@@ -129,7 +129,11 @@ def test_a_profiler_file_without_its_rank_count_is_said_not_guessed():
     (ar,) = [e for e in wl.entries if e.key.collective == "all_reduce"]
     assert ar.key.size_bytes == 65536 * 2 and ar.calls == 10 and dict(ar.ran) == {("RING", "LL", 2): 10}
     # with a file of the same communicator that gives it, the count is taken from there; host times are said
-    both = importer.import_files([harness / "v1", harness / "v5"]).warnings
+    # (another rank's: the same rank of the same communicator twice is one file given twice, issue 41)
+    other = tmp_path / "ccltune-profile.vm.11820.0123456789abcdef.3.txt"
+    (v5,) = (harness / "v5").iterdir()
+    other.write_text(v5.read_text().replace("pid 11819 comm 0123456789abcdef rank 2", "pid 11820 comm 0123456789abcdef rank 3"))
+    both = importer.import_files([harness / "v1", other]).warnings
     assert any("timed with the host clock (ABI v1 has no GPU timer" in w for w in both)
     assert not any("rank count is not in the file" in w for w in both)
 

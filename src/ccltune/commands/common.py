@@ -85,13 +85,14 @@ def parse_run_ids(text: str, flag: str = "--runs") -> list[tuple[int, int]]:
 
 
 # Flags (option name -> spelling) through which a command writes a file of its own
-OUTPUT_FLAGS = {"json": "--json", "json_path": "--json", "junit": "--junit", "out": "--out", "save_log": "--save-log"}
+OUTPUT_FLAGS = {"json": "--json", "json_path": "--json", "junit": "--junit", "out": "--out", "save_log": "--save-log",
+                "prune": "--prune"}
 
 
 # Flags (option name -> spelling) naming a file the command reads: no output may be one of them
 INPUT_FLAGS = {"db": "--db", "from_json": "--from-json", "nccl_log": "--nccl-log", "from_log": "--from-log",
                "rules": "RULES", "file": "RULES", "files": "FILE", "exclude_failed": "--exclude-failed",
-               "profile": "--profile", "best_from": "--best-from"}
+               "profile": "--profile", "best_from": "--best-from", "workload": "--workload"}
 
 
 def check_outputs(options: Any) -> None:

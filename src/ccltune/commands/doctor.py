@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from typing import Any
 
-from ccltune import environment
+from ccltune import environment, ncclline
 from ccltune.commands import launching
 from ccltune.commands.bench_probe import bench_args
 from ccltune.commands.common import Console, check_outputs
@@ -18,6 +19,7 @@ from ccltune.diagnose.checks.registry import Context, run_checks
 from ccltune.diagnose.findings import format_findings, overall
 from ccltune.diagnose.parsers.ncclog import read_log
 from ccltune.diagnose.probes import sysfs
+from ccltune.inputs import MAX_LINE_CHARS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +62,22 @@ def run_doctor(o: DoctorOptions, console: Console = Console(), *, command_line: 
     console.say(format_findings(findings, title=title))
     record = {"status": overall(findings), "checks": [f.to_record() for f in findings]}
     artifacts["doctor.json"] = json.dumps(record, indent=2, default=str)
-    run_id = keep(o, "doctor", record, findings, env=environment.collect(argv=command_line or o.to_argv()),
-                  artifacts=artifacts, summary={"status": record["status"]})
+    env = environment.collect(argv=command_line or o.to_argv())
+    if o.nccl_log:
+        env = _log_host(env, artifacts["nccl-log"], o.nccl_log, console)
+    run_id = keep(o, "doctor", record, findings, env=env, artifacts=artifacts, summary={"status": record["status"]})
     return Diagnosis(findings, record, o.db, run_id, o.json_path)
+
+
+def _log_host(env: dict[str, Any], text: str, path: str, console: Console) -> dict[str, Any]:
+    """The run's environment for a log read here: the log's own host(s) (its lines' prefixes) when this host
+    is not among them, with where it was read (``read_on``), said on the console: a log of another machine
+    is never stored as this one (issue 41)."""
+    hosts = sorted({ln.host for raw in text.splitlines()
+                    if (ln := ncclline.split(raw[:MAX_LINE_CHARS])) is not None and ln.host})
+    if not hosts or env.get("host") in hosts:
+        return env
+    shown_hosts = ", ".join(hosts[:8]) + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
+    console.note(f"# {path} is a log of {shown_hosts}, not of this host ({env.get('host')}): stored as "
+                 f"{shown_hosts}")
+    return {**env, "host": ",".join(hosts[:8]), "read_on": env.get("host")}

@@ -160,6 +160,8 @@ def _profile_table(ruleset: rules.RuleSet, folder: str, facts: rules.PlatformFac
             raise
         console.say(f"# no per-rule record from the profiler plugin: {exc}")
         return []
+    for w in (w for f in files for w in f.warnings if w.startswith(profile_file.LEFT_OUT)):
+        console.say(f"# {w}")  # a copy of a rank's file counted once
     if facts is None and any(r.platform != rules.ANY_PLATFORM for r in ruleset.rules):
         console.say("warning: rules under a platform section match no call without --platform KEY=VALUE (the "
                     "profiler files do not name the GPU)")

@@ -75,8 +75,9 @@ def _left_out(rs: rules.RuleSet, sections: list[rules.Platform], facts: rules.Pl
         if p.matches(facts):
             continue
         why = []
-        if p.gpu is not None and (not facts.gpu or p.gpu not in facts.gpu.lower()):
-            why.append(f"gpu={p.gpu}, and " + (f"{facts.gpu!r} does not contain it" if facts.gpu else "no --gpu given"))
+        if p.gpu is not None and (not facts.gpu or not rules.gpu_names(p.gpu, facts.gpu)):
+            why.append(f"gpu={p.gpu}, and " + (f"{facts.gpu!r} does not hold it as whole words" if facts.gpu
+                                               else "no --gpu given"))
         if p.nvl_ranks is not None and not (facts.min_ranks_per_nvl_domain == p.nvl_ranks
                                             == facts.max_ranks_per_nvl_domain):
             why.append(f"nvlranks={p.nvl_ranks}, and this communicator has {facts.min_ranks_per_nvl_domain} ranks "

@@ -84,7 +84,7 @@ class GroupKey:
 
     @property
     def platform(self) -> Platform:
-        # The plugin matches gpu as a lower-case substring of the model name.
+        # The plugin matches gpu as whole lower-case words of the model name (rules.gpu_names).
         return Platform(gpu=self.gpu.lower(), nvl_ranks=self.nvlranks, partition=self.partition or None,
                         nps=self.nps or None)
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from ccltune.commconfig import CommConfig
 from ccltune.errors import UsageError
+from ccltune.rules import gpu_names
 from ccltune.store import Store, as_record
 from ccltune.tune.derive import (
     Derivation,
@@ -46,13 +47,13 @@ def best_arms(result: Derivation, n_ranks: int, n_nodes: int, gpu: str | None = 
     NCCL's own choice (the faster of default and twin) by more than both points' noise.
 
     Only groups of this communicator's shape, and of this GPU when ``gpu`` (a model name as the
-    devices report it) is given: the plugin matches ``gpu=`` as a substring of that name."""
+    devices report it) is given: the plugin matches ``gpu=`` as whole words of that name."""
     out: dict[Key, CommConfig] = {}
     for g in result.groups:
         k = g.key
         if (k.n_ranks, k.n_nodes) != (n_ranks, n_nodes):
             continue
-        if gpu is not None and k.gpu.lower() not in gpu.lower():
+        if gpu is not None and not gpu_names(k.gpu.lower(), gpu):
             continue
         for d in g.decisions:
             best = d.best

@@ -79,7 +79,8 @@ def parse(text: str, path: str) -> RankRecord:
                          f"{ints['overflow_calls']}, but the header says calls={ints['calls']}")
     host = head.get("host", "?")
     return RankRecord(path, "capture", f"{host}:{ints['pid']}", calls, {}, variants,
-                      overflow_calls=ints["overflow_calls"], overflow_bytes=ints["overflow_bytes"])
+                      overflow_calls=ints["overflow_calls"], overflow_bytes=ints["overflow_bytes"],
+                      comm=f"{head.get('comm_id', '?')}.{head.get('comm_seq', '?')}")
 
 
 def _int(text: str, path: str, what: str, no: int | None = None, low: int = 0, high: int = INT64_MAX) -> int:

@@ -10,11 +10,13 @@ file and line; every complete line is kept.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Hashable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ccltune.errors import UsageError
+from ccltune.files import shown
 from ccltune.inputs import MAX_TRACE_BYTES, read_input
 from ccltune.workload import compute, profile_file, sameproc, sources
 from ccltune.workload.model import RankRecord, Workload, merge
@@ -39,8 +41,61 @@ def load_file(path: Path) -> tuple[sources.Source, list[Any]]:
 _PROFILE = next(s for s in sources.SOURCES if s.name == "ccltune-profile")
 
 
+def _texts(path: Path) -> Iterator[tuple[str, str, sources.Source | None]]:
+    """(name, decoded text, the source when the place decides it) of a file, or of each profiler file of a
+    folder."""
+    if path.is_dir():
+        for p in profile_file.names_in(path):
+            yield str(p), read_text(p), _PROFILE
+    else:
+        yield str(path), read_text(path), None
+
+
+def _read_once(paths: Sequence[str | Path]) -> tuple[dict[str, tuple[sources.Source, list[Any]]], list[str]]:
+    """Every file's items by source, each content read once: a file given twice, under two names (a copy, a
+    folder and its file) or gzipped and not, is left out the second time; and what was left out."""
+    items: dict[str, tuple[sources.Source, list[Any]]] = {}
+    first: dict[bytes, str] = {}
+    left_out: list[str] = []
+    for p in paths:
+        for name, text, src in _texts(Path(p)):
+            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+            if digest in first:
+                left_out.append(f"{shown(name)} (the same content as {shown(first[digest])})")
+                continue
+            first[digest] = name
+            src = src or sources.recognise(text, name)
+            items.setdefault(src.name, (src, []))[1].extend(src.parse(text, name))
+    return items, left_out
+
+
+def _same_process(items: list[Any], left_out: list[str]) -> list[Any]:
+    """Per-file (records, warnings) items less each record of a process another file already gave (a log glued
+    from every rank's output and that rank's own log; a copy edited on the way): one process's capture of one
+    communicator, or a process's same calls in the same order. A record naming no process (a trace) is kept."""
+    seen: dict[Hashable, str] = {}
+    out = []
+    for recs, warns in items:
+        kept = []
+        for r in recs:
+            if r.host is None or r.pid is None:
+                kept.append(r)
+                continue
+            who: Hashable = ((r.kind, r.rank_id, r.comm) if r.comm is not None else
+                             (r.kind, r.rank_id, tuple(sorted(r.calls.items())), tuple(r.order)))
+            if who in seen:
+                left_out.append(f"{shown(r.source)}'s process {r.rank_id} (the same calls as in {shown(seen[who])})")
+                continue
+            seen[who] = r.source
+            kept.append(r)
+        out.append((kept, warns))
+    return out
+
+
 def import_files(paths: Sequence[str | Path], steps: int | None = None) -> Workload:
-    """Read every file, then merge (see :mod:`ccltune.workload.model`). Sources describing one process
+    """Read every file, then merge (see :mod:`ccltune.workload.model`). The same data given twice is read once
+    (:func:`_read_once`, :func:`_same_process`, :func:`ccltune.workload.profile_file.unique`), with one
+    warning naming what was left out. Sources describing one process
     are merged first (:mod:`ccltune.workload.sameproc`). ``steps`` (--steps) sets the step count;
     without it, the steps the files found (ProfilerStep spans, the calls' repeating sequence) are used,
     and files that disagree are refused (:func:`ccltune.workload.model.resolve_steps`)."""
@@ -48,12 +103,16 @@ def import_files(paths: Sequence[str | Path], steps: int | None = None) -> Workl
         raise UsageError("workload import: give at least one FILE")
     if steps is not None and steps < 1:
         raise UsageError(f"--steps must be >= 1, got {steps}")
-    items: dict[str, tuple[sources.Source, list[Any]]] = {}
-    for p in paths:
-        src, got = load_file(Path(p))
-        items.setdefault(src.name, (src, []))[1].extend(got)
+    items, left_out = _read_once(paths)
+    for name, (src, got) in items.items():
+        if name == _PROFILE.name:
+            kept, more = profile_file.unique(got)
+            left_out += more
+            items[name] = (src, kept)
+        else:
+            items[name] = (src, _same_process(got, left_out))
     records: list[RankRecord] = []
-    warnings: list[str] = []
+    warnings: list[str] = [profile_file.left_out_line(left_out)] if left_out else []
     for src, got in items.values():
         recs, warns = src.records(got)
         records += recs

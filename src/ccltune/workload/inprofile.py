@@ -45,6 +45,8 @@ from collections import Counter, defaultdict
 
 from ccltune import collectives
 from ccltune.datatypes import DTYPES
+from ccltune.errors import UsageError
+from ccltune.files import shown
 from ccltune.workload import steps as find_steps
 from ccltune.workload.model import Key, RankRecord
 from ccltune.workload.profile_file import ProfileEntry, ProfileFile
@@ -84,8 +86,19 @@ def _key(e: ProfileEntry, f: ProfileFile, nranks: int | None) -> Key | None:
 
 
 def _nranks(files: list[ProfileFile]) -> dict[str, int]:
-    """Communicator -> its rank count, from the files that give it (ABI v1-v3 files do not)."""
-    return {f.comm: f.nranks for f in files if f.nranks is not None}
+    """Communicator -> its rank count, from the files that give it (ABI v1-v3 files do not). Two files of one
+    communicator that give two counts contradict each other: refused naming both (issue 41)."""
+    out: dict[str, int] = {}
+    said: dict[str, str] = {}
+    for f in files:
+        if f.nranks is None:
+            continue
+        if f.comm in out and out[f.comm] != f.nranks:
+            raise UsageError(f"{shown(f.path)}:2: nranks {f.nranks}, but {shown(said[f.comm])}:2 says nranks "
+                             f"{out[f.comm]} for the same communicator {f.comm}: the files contradict each other")
+        out.setdefault(f.comm, f.nranks)
+        said.setdefault(f.comm, f.path)
+    return out
 
 
 def records(files: list[ProfileFile]) -> tuple[list[RankRecord], list[str]]:
@@ -169,6 +182,7 @@ def _split_waits(files: list[ProfileFile], keys: dict[int, list[Key | None]],
         if n is None or n < 2:
             continue
         ranks = {f.rank for f in fs}
+        by_rank = {f.rank: f for f in fs}
         if len(ranks) != n or len(fs) != n:
             warnings.append(f"communicator {comm}: files of {len(ranks)} of its {n} ranks given: waiting for the "
                             "last rank not computed (give every rank's file)")
@@ -187,7 +201,17 @@ def _split_waits(files: list[ProfileFile], keys: dict[int, list[Key | None]],
         both = {call: v for call, v in seen.items() if len(v) == n}
         offset, note = _clock_offsets(both, ranks)
         if note:
+            skew = _clock_skew({call: [(st, en, by_rank[r]) for r, (st, en, _) in v.items()] for call, v in both.items()}, n)
+            if skew:  # no RING call to line the timers up by, and they disagree by more than a call can
+                warnings.append(f"communicator {comm}: {skew}: the ranks' GPU clocks disagree, waiting for the last "
+                                "rank not computed")
+                continue
             warnings.append(f"communicator {comm}: {note}")
+        far = {r: o for r, o in offset.items() if abs(o) > CLOCK_SLACK_NS}
+        if far:  # a constant per GPU, so lined up; but say it: a timer this far off is worth knowing
+            warnings.append(f"communicator {comm}: the GPU timer of " + ", ".join(
+                f"{shown(by_rank[r].path)} (rank {r}) stands {o / 1e9:+.3g} s" for r, o in sorted(far.items()))
+                + " from the others'; lined up by the RING calls' ends before the waits were computed")
         latest = {call: max(s - offset.get(r, 0) for r, (s, _, _) in v.items()) for call, v in both.items()}
         for f in fs:
             rec, shift = out[(f.host, f.pid)], offset.get(f.rank, 0)
@@ -251,6 +275,28 @@ def _dropped_lines(files: list[ProfileFile], keys: dict[int, list[Key | None]]) 
 
 def _said(k: Key, calls: int) -> str:
     return f"{k.collective} {k.size_bytes} B x{calls}"
+
+
+CLOCK_SLACK_NS = 1_000_000_000  # 1 s: real files of one node show ends and starts a few ms apart (profile-ddp-2: 4 ms)
+
+
+def _clock_skew(starts: dict[tuple[str, int], list[tuple[int, int, ProfileFile]]], n: int) -> str | None:
+    """Why the files' clocks cannot be compared, or None: a call no rank can finish before every rank started
+    it (an all_reduce, all_gather, ...) that one rank starts after another rank's end, by more than
+    CLOCK_SLACK_NS (a GPU clock far ahead would make every wait 0.0 and every transfer the whole call)."""
+    worst = (0, None, None)
+    for got in starts.values():
+        if len(got) != n:
+            continue
+        s, _, late = max(got, key=lambda g: g[0])
+        _, e, early = min(got, key=lambda g: g[1])
+        if s - e > worst[0]:
+            worst = (s - e, late, early)
+    gap, late, early = worst
+    if gap <= CLOCK_SLACK_NS or late is None or early is None:
+        return None
+    return (f"{shown(late.path)} (rank {late.rank}) starts a call {gap / 1e9:.3g} s after "
+            f"{shown(early.path)} (rank {early.rank}) ended it")
 
 
 def thread0_warnings(files: list[ProfileFile]) -> list[str]:

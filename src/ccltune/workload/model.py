@@ -72,6 +72,7 @@ class RankRecord:
     steps_from: str | None = None  # how ``steps`` was found (ProfilerStep spans, the log's period)
     time_kind: str | None = None   # the kind its timing came from, when another source's (sameproc.fold)
     compute: Overlap | None = None  # a trace's compute kernels beside its NCCL kernels (workload.compute)
+    comm: str | None = None        # the communicator (id.seq), when the record is one communicator's (captures)
 
 
 class Halves:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ccltune import collectives
@@ -177,8 +177,8 @@ def read(path: str | Path, strict: bool = False) -> ProfileFile:
     return parse(raw, str(path), strict)
 
 
-def read_dir(path: str | Path, strict: bool = False) -> list[ProfileFile]:
-    """Every ``ccltune-profile.*.txt`` in the folder ``path`` (not its subfolders), by name."""
+def names_in(path: str | Path) -> list[Path]:
+    """The ``ccltune-profile.*.txt`` files in the folder ``path`` (not its subfolders), by name."""
     folder = Path(path)
     if not folder.is_dir():
         raise UsageError(f"{shown(str(folder))}: not a folder")
@@ -191,7 +191,47 @@ def read_dir(path: str | Path, strict: bool = False) -> list[ProfileFile]:
     if not names:
         raise UsageError(f"{shown(str(folder))}: no ccltune-profile.*.txt files (was the job run with "
                          "NCCL_PROFILER_PLUGIN=<ccltune plugin path --profiler> and CCLTUNE_PROFILE set to it?)")
-    return [read(p, strict) for p in sorted(names)]
+    return sorted(names)
+
+
+def read_dir(path: str | Path, strict: bool = False) -> list[ProfileFile]:
+    """Every ``ccltune-profile.*.txt`` in the folder ``path`` (not its subfolders), by name; a second file
+    of one rank of one communicator (a copy under another name) is left out (:func:`unique`), and the file
+    kept says so in its warnings."""
+    kept, left_out = unique([read(p, strict) for p in names_in(path)])
+    if left_out:
+        kept[0] = replace(kept[0], warnings=kept[0].warnings + (left_out_line(left_out),))
+    return kept
+
+
+def identity(f: ProfileFile) -> tuple[str, int, str, int]:
+    """What a profiler file is the record of: one rank (host, pid) of one communicator, whatever its name."""
+    return (f.host, f.pid, f.comm, f.rank)
+
+
+def unique(files: list[ProfileFile]) -> tuple[list[ProfileFile], list[str]]:
+    """``files`` less the second and later file of one :func:`identity` (a copy, a folder given twice), and
+    what was left out: 'B (rank 1 of communicator C, pid P on H, as A)'."""
+    first: dict[tuple[str, int, str, int], str] = {}
+    kept: list[ProfileFile] = []
+    left_out: list[str] = []
+    for f in files:
+        who = identity(f)
+        if who in first:
+            left_out.append(f"{shown(f.path)} (rank {f.rank} of communicator {f.comm}, pid {f.pid} on {f.host}, "
+                            f"as {shown(first[who])})")
+            continue
+        first[who] = f.path
+        kept.append(f)
+    return kept, left_out
+
+
+LEFT_OUT = "left out, the same data given twice"
+
+
+def left_out_line(left_out: list[str]) -> str:
+    """The one line that says which inputs were the same data given twice, and left out."""
+    return f"{LEFT_OUT}: {'; '.join(left_out)}"
 
 
 def parse(raw: bytes, path: str, strict: bool = False) -> ProfileFile:

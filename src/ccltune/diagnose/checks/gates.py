@@ -80,6 +80,14 @@ def evaluate(profile: Profile, records: Sequence[Record], how: Mapping[str, Any]
         return [Finding("world_size", Verdict.ERROR, reason, f"measure with {profile.world_size} GPUs or pick another "
                         "--profile", data=dict(how))] + waive_all(profile, reason)
     out = [_gate(g, records, provisional=profile.provisional) for g in profile.gates]
+    wrong = [(i, r) for i, r in enumerate(records) if (r.get("wrong") or 0) > 0]
+    if wrong:  # a figure of wrong results gates nothing: the run FAILs whatever its bandwidth (nccl-tests' #wrong)
+        i, r = wrong[0]
+        out.insert(0, Finding("results_correct", Verdict.FAIL,
+                              f"{len(wrong)} record(s) with wrong results (#wrong > 0), the first records[{i}]: "
+                              f"{r.get('collective')} {r.get('size_bytes')} B, #wrong {r.get('wrong')}",
+                              "find why the collective returns wrong data (a bad GPU, link or NCCL build) before "
+                              "judging its speed"))
     if how.get("process_per_gpu") is False:  # the figures assume one process per GPU (nccl-tests -g 1)
         out.insert(0, Finding("process_per_gpu", Verdict.ERROR, "measured with one process driving several GPUs; "
                               f"profile {profile.name}'s figures are for one process per GPU",

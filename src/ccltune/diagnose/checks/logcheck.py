@@ -41,6 +41,11 @@ def check_log(log: NcclLog, *, p2p_capable: Callable[[int, int], bool] | None = 
 
 
 def _version(log: NcclLog) -> Finding:
+    if len(log.versions) > 1:  # one job, two libraries: a rank loaded another build (issue 41)
+        seen = "; ".join(f"{ver} ({where})" for ver, where in log.versions.items())
+        return Finding("log:version", Verdict.FAIL, f"the ranks run different {log.library} versions: {seen}",
+                       "load one NCCL build on every rank (LD_LIBRARY_PATH, the container image, the wheel's "
+                       "nvidia-nccl package)", data={"library": log.library, "versions": list(log.versions)})
     if log.version:
         return Finding("log:version", Verdict.PASS, f"{log.library} {log.version}", data={"library": log.library})
     return Finding("log:version", Verdict.WARN, "no version line: the log starts late or NCCL_DEBUG was not INFO", DEBUG_FIX)

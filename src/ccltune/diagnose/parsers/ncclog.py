@@ -135,6 +135,7 @@ class NcclLog:
 
     library: str | None = None  # "NCCL" or "RCCL"
     version: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)  # each version the log names -> where first (process, line)
     hip_version: str | None = None  # RCCL: the HIP it was built with ("6.2.41134-65d174c3e", or "5.6" from "+hip5.6")
     nranks: int | None = None
     nnodes: int | None = None
@@ -221,6 +222,7 @@ def _parse_info(log: NcclLog, line: ncclline.Line, number: int) -> None:
                                            (int(p["rmin"]), int(p["rmax"])), _unknown(p["part"]), _unknown(p["nps"])))
     elif v := _VERSION.match(msg):
         _set_version(log, v["lib"], v["ver"])
+        log.versions.setdefault(v["ver"], f"{line.process or 'a process'}, line {number}")
     elif e := _EDGE.match(msg):
         log.edges.append(Edge(int(e["ch"]), int(e["sr"]), e["sd"], int(e["dr"]), e["dd"], e["tr"].strip(),
                               e["kind"], number))

@@ -73,20 +73,35 @@ def _parse_text(lines: list[str], where: str) -> ImportedLinks:
     out = ImportedLinks("nvbandwidth", None, [])
     key = None
     i = 0
+    begun: int | None = None  # the line of the run's "nvbandwidth Version:" (one run per file, issue 41)
+    running: dict[str, int] = {}  # each test's "Running KEY." line
     while i < len(lines):
         line = lines[i].rstrip()
         if line.startswith("nvbandwidth Version:"):
+            if begun is not None:
+                raise UsageError(f"{where}:{i + 1}: a second nvbandwidth run begins here (the first at line {begun}"
+                                 f"{', host ' + out.host if out.host else ''}): two outputs in one file; import each "
+                                 "run's output on its own")
+            begun = i + 1
             out.version = line.split(":", 1)[1].strip()
         elif line.startswith("CUDA Runtime Version:"):
             out.cuda_version = cuda_text(line.split(":", 1)[1].strip())
         elif line.startswith("Driver Version:"):
             out.driver_version = line.split(":", 1)[1].strip() or None
         elif m := _DEVICE.match(line):
+            if m.group(1) == "0" and out.gpu_names:
+                raise UsageError(f"{where}:{i + 1}: a second device list (Device 0 again{', host ' + lines[i - 1].strip() if i else ''}"
+                                 f"{' after host ' + out.host if out.host else ''}): two runs in one file; import each "
+                                 "run's output on its own")
             if m.group(1) == "0" and i:
                 out.host = lines[i - 1].strip() or None  # printGPUs: the host name, then the devices
             out.gpu_names.append(m.group(2).strip())
         elif m := _RUNNING.match(line):
             key = m.group(1)
+            if key in running:
+                raise UsageError(f"{where}:{i + 1}: {key} runs a second time (first at line {running[key]}): two "
+                                 "values for each pair; keep one run of each test")
+            running[key] = i + 1
             out.tests.append(key)
         elif key and _DESC.match(line):
             i = _text_matrix(lines, i, key, where, out)
@@ -164,6 +179,9 @@ def _parse_json(doc: Any, where: str) -> ImportedLinks:
     for n, t in enumerate(tests):
         if not isinstance(t, dict) or not isinstance(t.get("name"), str):
             raise UsageError(f"{where}: testcases[{n}] has no name")
+        if t["name"] in out.tests:
+            raise UsageError(f"{where}: testcases[{n}] ({t['name']}) is listed a second time (first testcases["
+                             f"{out.tests.index(t['name'])}]): two values for each pair; keep one")
         out.tests.append(t["name"])
         if t.get("status") != "Passed":
             out.notes.append(f"{t['name']}: {t.get('status')}" + (f" ({t['error']})" if t.get("error") else ""))

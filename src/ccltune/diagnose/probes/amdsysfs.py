@@ -21,6 +21,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ccltune.errors import UsageError
+from ccltune.inputs import read_system_text
+
 IOLINK_XGMI = 11
 
 
@@ -69,8 +72,8 @@ class AmdTopo:
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8", errors="replace").strip() or None
-    except OSError:
+        return read_system_text(path).strip() or None  # bounded; no device, no FIFO waited for
+    except (OSError, UsageError):
         return None
 
 

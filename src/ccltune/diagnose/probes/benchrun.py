@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ccltune import collectives
 from ccltune.errors import UsageError
 from ccltune.files import read_text, shown
 from ccltune.inputs import load_json
+from ccltune.status import RowStatus
 
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,GRAPH,TUNING,ENV"}
 
@@ -87,7 +89,7 @@ def read_bench_json(path: str | Path, *, flag: str = "--from-json") -> tuple[dic
                          "write one with `ccltune bench --json PATH`)")
     env = data.get("env", {})
     problems = [_env_problem(env), *(_record_problem(i, r) for i, r in enumerate(data["records"]))]
-    problem = next((why for why in problems if why), None)
+    problem = next((why for why in problems if why), None) or _contradiction(env, data["records"])
     if problem:
         raise UsageError(f"{flag}: {str(p)!r}: {problem}")
     return env, data["records"]
@@ -101,9 +103,37 @@ _ENV_FIELDS = {"world_size": (_INT, 1), "graph": (_INT, 0), "process_per_gpu": (
                "nccl_version": (_STR, None)}
 _RECORD_FIELDS = {"collective": (_STR, None), "size_bytes": (_INT, 0), "in_place": (_BOOL, None),
                   "busbw_gbps": (_NUM, 0), "algbw_gbps": (_NUM, 0), "status": (_STR, None),
-                  "graph": (_INT, 0), "n_ranks": (_INT, 1)}
+                  "graph": (_INT, 0), "n_ranks": (_INT, 1), "time_us": (_NUM, 0), "wrong": (_INT, 0)}
 _RECORD_REQUIRED = ("collective", "size_bytes")
-_RECORD_NULLABLE = ("busbw_gbps", "algbw_gbps")  # null: not measured (a skipped or failed point)
+_RECORD_NULLABLE = ("busbw_gbps", "algbw_gbps", "time_us", "wrong")  # null: not measured (a skipped or failed point)
+BW_TOLERANCE = 0.02  # busbw against size / time_us x the bus factor: bench writes all three from one time
+
+
+def _contradiction(env: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> str | None:
+    """Figures that cannot all be right: a record of another rank count than the environment's world size (or than
+    the other records), a time that does not give the stored algbw and busbw (size_bytes / time_us, x the
+    collective's bus factor, within BW_TOLERANCE). A record whose results were wrong is the gate's FAIL
+    (gates.evaluate), not a contradiction."""
+    world = env.get("world_size") if isinstance(env, Mapping) else None
+    ranks = {r["n_ranks"] for r in records if r.get("n_ranks") is not None}
+    for i, r in enumerate(records):
+        n = r.get("n_ranks")
+        if n is not None and world is not None and n != world:
+            return f"records[{i}].n_ranks is {n} but env.world_size is {world}: the records are not of this run"
+        if n is not None and len(ranks) > 1:
+            return f"records of {', '.join(map(str, sorted(ranks)))} ranks in one file (records[{i}]: {n})"
+        t, size = r.get("time_us"), r.get("size_bytes")
+        coll = collectives.REGISTRY.get(collectives.canonical(str(r.get("collective"))) or "")
+        n = n if n is not None else world
+        if not t or coll is None or n is None or r.get("status", RowStatus.OK) != RowStatus.OK:
+            continue
+        algbw = size / t / 1e3
+        for key, want in (("algbw_gbps", algbw), ("busbw_gbps", algbw * coll.bus_factor(n))):
+            got = r.get(key)
+            if got is not None and abs(got - want) > BW_TOLERANCE * max(abs(want), 1e-9):
+                return (f"records[{i}].{key} is {got:g} GB/s but size_bytes {size} in time_us {t:g} on {n} ranks "
+                        f"gives {want:.4g}: the record's figures contradict each other")
+    return None
 
 
 def _env_problem(env: Any) -> str | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ccltune.environment import SYSFS_ROOT_ENV
 from ccltune.errors import UsageError
+from ccltune.inputs import read_system_text
 
 ROOT_ENV = SYSFS_ROOT_ENV
 
@@ -49,14 +50,14 @@ def _given_root(value: str, where: str) -> Path:
 def read_text(root: Path, rel: str) -> tuple[str | None, str]:
     """(content, '') or (None, why it could not be read)."""
     path = root / rel
-    try:
-        return path.read_text(encoding="utf-8", errors="replace"), ""
-    except FileNotFoundError:
+    if not path.exists():
         return None, f"/{rel} does not exist"
-    except PermissionError:
+    if path.is_file() and not os.access(path, os.R_OK):
         return None, f"no permission to read /{rel}"
-    except OSError as exc:
-        return None, f"cannot read /{rel}: {exc.strerror}"
+    try:  # bounded, never blocking: a device or a FIFO placed under the root is refused (inputs.read_system_text)
+        return read_system_text(path), ""
+    except UsageError as exc:
+        return None, f"cannot read /{rel}: {exc}"
 
 
 def run_lspci() -> str | None:
@@ -89,8 +90,8 @@ def node_cpus(root: Path) -> dict[int, set[int]]:
         return out
     for p in nodes:
         try:
-            text = (p / "cpulist").read_text().strip()
-        except OSError:
+            text = read_system_text(p / "cpulist").strip()
+        except (OSError, UsageError):
             continue
         cpus: set[int] = set()
         for part in filter(None, text.split(",")):
