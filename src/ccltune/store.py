@@ -13,6 +13,7 @@ import contextlib
 import json
 import math
 import os
+import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -22,7 +23,7 @@ from typing import Any
 
 from ccltune.errors import StoreError, UsageError
 from ccltune.files import printable, shown
-from ccltune.processes import alive
+from ccltune.processes import alive, process_start
 from ccltune.status import STORED_RUN_STATUSES, RowStatus, RunStatus, Verdict
 from ccltune.storefile import SCHEMA, SCHEMA_VERSION, check_file, check_kind, upgrade
 
@@ -114,20 +115,37 @@ class Run:
     note: str = ""  # what the reader should know of the status (a run of another host)
 
 
+def own_processes() -> dict[str, Any]:
+    """What every run records to be judged later when its env does not already say it
+    (``launch.job_processes`` does for a job's ranks): this host, and this process's pid and start time.
+    A command killed (kill -9, out of memory) or stopped by a full disk before it finished its run leaves
+    the run stored as running: :func:`_liveness` reads it as abandoned once this process is gone."""
+    return {"host": socket.gethostname(), "pids": {str(os.getpid()): process_start(os.getpid())}}
+
+
+_MAX_PID_DIGITS = 10  # Linux pids are below 2^22; a recorded pid longer than this was edited by hand
+
+
 def _liveness(processes: Any) -> tuple[str, str]:
     """(status, note) of a run stored as running, from the host and processes it recorded
-    (``launch.job_processes``): abandoned when they are all gone from this host."""
-    import socket
-
+    (:func:`own_processes`, ``launch.job_processes``): abandoned when they are all gone from this host,
+    or when the pid now names a process started at another time (the pid was reused)."""
     if not isinstance(processes, dict) or not isinstance(processes.get("pids"), dict):
         return RunStatus.RUNNING, ""  # recorded by an older ccltune: nothing to judge by
     host = processes.get("host")
     if host != socket.gethostname():
-        return RunStatus.RUNNING, f"running on host {host}: whether its processes live cannot be judged from here"
-    pids = processes["pids"]
-    if any(alive(int(pid), start) for pid, start in pids.items() if str(pid).isdigit()):
+        return RunStatus.RUNNING, (f"running on host {printable(str(host), 80)}: whether its processes live "
+                                   "cannot be judged from here")
+    pids = {str(p): start for p, start in processes["pids"].items()}
+    judged = {p: start for p, start in pids.items()
+              if p.isascii() and p.isdigit() and len(p) <= _MAX_PID_DIGITS
+              and (start is None or (isinstance(start, int) and not isinstance(start, bool)))}
+    if any(alive(int(pid), start) for pid, start in judged.items()):
         return RunStatus.RUNNING, ""
-    return RunStatus.ABANDONED, f"its processes ({', '.join(map(str, pids))}) are gone; it never finished"
+    shown_pids = printable(", ".join(pids), 80)
+    if not judged:
+        return RunStatus.ABANDONED, f"its recorded processes ({shown_pids}) are not pids: the run never finished"
+    return RunStatus.ABANDONED, f"its processes ({shown_pids}) are gone; it never finished"
 
 
 def check_path(path: str | os.PathLike[str], flag: str = "--db") -> None:
@@ -189,6 +207,7 @@ class Store:
         engine: str | None = None,
     ) -> int:
         env = dict(env or {})
+        env.setdefault("processes", own_processes())  # to tell a run left running from a live one
         with self._writing(None):
             cur = self.conn.execute(
                 "INSERT INTO runs(kind, status, started_at, command, engine, world_size, n_nodes,"

@@ -82,3 +82,82 @@ class TestImportWritesWhatShowReads:
         assert main(["workload", "import", str(CAPTURE), "--out", str(out)]) == 0
         assert main(["workload", "show", str(out)]) == 0
         assert json.loads(out.read_text())["entries"]
+
+
+NCCLT = FIX / "nccl-tests" / "ar-eager-v2.19.6.txt"
+# a command that stores part of a run and is killed (kill -9: no handler runs, the run stays stored as running)
+_KILLED = """
+import os, signal, sys
+from ccltune.store import Store
+st = Store(sys.argv[1])
+src = st.run(1)
+env = {k: v for k, v in src.env.items() if k != "processes"}
+rid = st.begin_run("import", command="ccltune import (killed)", env=env, args=src.args)
+rows = st.measurements(1)
+for m in rows:
+    m.algo, m.proto, m.config = "ring", "ll", "ring/ll"
+    m.time_us = (m.time_us or 1.0) / 10
+st.add_measurements(rid, rows[:8])
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+class TestRunsThatNeverEnd:
+    """Item 8: every run records its process (host, pid, start time), so a command killed (kill -9, a full
+    disk) reads as abandoned on the next open; tune leaves abandoned and failed runs out unless --runs names
+    them, and says so."""
+
+    @pytest.fixture
+    def db(self, tmp_path, capsys):
+        import os
+        import subprocess
+        import sys
+
+        db = tmp_path / "k.db"
+        assert main(["import", "nccl-tests", str(NCCLT), "--db", str(db)]) == 0
+        assert main(["import", "nccl-tests", str(NCCLT), "--db", str(db), "--algo", "tree", "--proto", "simple"]) == 0
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+        proc = subprocess.run([sys.executable, "-c", _KILLED, str(db)], env=env, capture_output=True, text=True)
+        assert proc.returncode == -9, proc.stderr
+        capsys.readouterr()
+        return db
+
+    def test_a_killed_import_reads_abandoned(self, db, capsys):
+        from ccltune.store import Store
+
+        with Store(db, readonly=True) as st:
+            run = st.run(3)
+            assert run.status == "abandoned" and "gone" in run.note
+            assert set(run.env["processes"]) == {"host", "pids"}
+        assert main(["runs", "--db", str(db)]) == 0
+        assert re.search(r"^\s+3\s+import\s+abandoned", capsys.readouterr().out, re.M)
+
+    def test_tune_leaves_it_out_unless_asked(self, db, tmp_path, capsys):
+        from ccltune.store import Store
+
+        out = tmp_path / "r.conf"
+        assert main(["tune", "--db", str(db), "--out", str(out)]) == 0
+        said = capsys.readouterr().out
+        assert "run(s) 3 (abandoned)" in said and "--runs 3" in said
+        with Store(db, readonly=True) as st:
+            assert st.latest_run("tune").summary["source_runs"] == [1, 2]
+        assert main(["tune", "--db", str(db), "--out", str(out), "--runs", "1-3"]) == 0
+        with Store(db, readonly=True) as st:
+            assert st.latest_run("tune").summary["source_runs"] == [1, 2, 3]
+
+    def test_a_reused_pid_does_not_keep_it_running(self, db):
+        """The pid recorded may name a later process: its start time differs, so the run is still abandoned."""
+        import os
+        import sqlite3
+
+        from ccltune.processes import process_start
+        from ccltune.store import Store
+
+        con = sqlite3.connect(db)
+        env = json.loads(con.execute("SELECT env_json FROM runs WHERE id = 3").fetchone()[0])
+        env["processes"]["pids"] = {str(os.getpid()): process_start(os.getpid()) + 1}
+        con.execute("UPDATE runs SET env_json = ? WHERE id = 3", (json.dumps(env),))
+        con.commit()
+        con.close()
+        with Store(db, readonly=True) as st:
+            assert st.run(3).status == "abandoned"
