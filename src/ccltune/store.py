@@ -25,7 +25,7 @@ from ccltune.errors import StoreError, UsageError
 from ccltune.files import printable, shown
 from ccltune.processes import alive, process_start
 from ccltune.status import STORED_RUN_STATUSES, RowStatus, RunStatus, Verdict
-from ccltune.storefile import SCHEMA, SCHEMA_VERSION, check_file, check_kind, upgrade
+from ccltune.storefile import SCHEMA, SCHEMA_VERSION, check_file, check_kind, harden, upgrade
 
 DEFAULT_DB = "ccltune.db"
 RUN_KINDS = ("bench", "sweep", "tune", "validate", "replay", "ab", "import", "links", "topo", "doctor", "check")
@@ -78,7 +78,10 @@ _NUMERIC: dict[str, dict[str, type | tuple[type, ...]]] = {
     "measurements": {**{c: int for c in ("size_bytes", "count", "root", "in_place", "n_ranks", "n_nodes",
                                          "channels", "graph", "rep", "wrong")},
                      **{c: (int, float) for c in ("time_us", "algbw_gbps", "busbw_gbps")}},
-    "links": {"src": int, "dst": int, "size_bytes": int, "bandwidth_gbps": (int, float), "latency_us": (int, float)}}
+    "links": {"src": int, "dst": int, "size_bytes": int, "bandwidth_gbps": (int, float), "latency_us": (int, float)},
+    "findings": {"value": (int, float)},
+    "ab_samples": {"round": int, "slot": int, "value": (int, float), "exit_code": int, "wall_s": (int, float),
+                   "matches": int}}
 _RUN_COLUMNS = ("id", "kind", "status", "started_at", "finished_at", "command", "engine", "world_size", "n_nodes",
                 "launcher", "host", "platform", "ccltune_version", "nccl_version")  # the runs columns a Run holds
 _RUN_REQUIRED = ("id", "kind", "status", "started_at")
@@ -175,6 +178,7 @@ class Store:
             else:
                 self.conn = sqlite3.connect(os.fsencode(self.path), timeout=30.0)
             self.conn.row_factory = sqlite3.Row
+            harden(self.conn)
             check_kind(self.conn, f"{flag} {shown(self.path)}", empty_ok=create and not readonly)
             if not readonly:
                 self.conn.executescript(SCHEMA)
@@ -305,15 +309,7 @@ class Store:
         d = dict(row)
 
         def column(name: str) -> dict[str, Any]:
-            text = d.pop(name) or "{}"
-            try:
-                value = json.loads(text)
-            except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser's guard
-                value = None
-            if not isinstance(value, dict):
-                raise UsageError(f"{self.flag} {str(self.path)!r}: run {d['id']}'s {name} is not a JSON object "
-                                 f"({text[:40]!r}): the database was damaged or edited by hand")
-            return value
+            return self.json_object(d.pop(name), f"run {d['id']}'s {name}")
 
         for name in ("args_json", "env_json", "summary_json"):
             d.setdefault(name, None)
@@ -394,7 +390,7 @@ class Store:
 
     def _measurement_dict(self, r: sqlite3.Row) -> dict[str, Any]:
         """A stored row's columns, checked; ``extra`` read from its JSON (None in a version-1 file)."""
-        self._check_row(r, "measurements")
+        self.check_row(r, "measurements")
         d = {c: (r[c] if c in r.keys() else None) for c in _MEAS_COLS}
         if d["extra"] is not None:
             try:
@@ -410,7 +406,24 @@ class Store:
                 d[c] = None
         return d
 
-    def _check_row(self, row: sqlite3.Row, table: str) -> sqlite3.Row:
+    def json_object(self, text: Any, where: str) -> dict[str, Any]:
+        """A JSON column's object (``where``: the row and column, for the error): invalid JSON, nesting past
+        the parser's guard, a value that is not text or not an object is a UsageError naming the file and
+        ``where``; NULL or empty reads as {}."""
+        value: Any = None
+        if text is None or text == "":
+            return {}
+        if isinstance(text, str):
+            try:
+                value = json.loads(text)
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser's guard
+                value = None
+        if not isinstance(value, dict):
+            raise UsageError(f"{self.flag} {shown(self.path)}: {where} is not a JSON object "
+                             f"({printable(repr(text), 40)}): the database was damaged or edited by hand")
+        return value
+
+    def check_row(self, row: sqlite3.Row, table: str) -> sqlite3.Row:
         """``row`` when each number column holds a number (SQLite stores any value in any column: a
         database edited by hand or by another program can hold text there); else a UsageError naming
         the row, column and value."""
@@ -436,7 +449,7 @@ class Store:
         a non-finite figure read as none)."""
         out = []
         for r in self.conn.execute("SELECT * FROM links WHERE run_id = ? ORDER BY id", (run_id,)):
-            d = dict(self._check_row(r, "links"))
+            d = dict(self.check_row(r, "links"))
             for c in ("bandwidth_gbps", "latency_us"):
                 if isinstance(d.get(c), float) and not math.isfinite(d[c]):
                     d[c] = None
@@ -460,8 +473,10 @@ class Store:
     def findings(self, run_id: int) -> list[dict[str, Any]]:
         out = []
         for r in self.conn.execute("SELECT * FROM findings WHERE run_id = ? ORDER BY id", (run_id,)):
-            d = dict(r)
-            d["data"] = json.loads(d.pop("data_json") or "{}")
+            d = dict(self.check_row(r, "findings"))
+            d["data"] = self.json_object(d.pop("data_json"), f"findings row {r['id']} (run {run_id})'s data_json")
+            if isinstance(d.get("value"), float) and not math.isfinite(d["value"]):
+                d["value"] = None  # an infinity or NaN stored by hand: not a figure
             out.append(d)
         return out
 

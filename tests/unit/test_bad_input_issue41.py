@@ -161,3 +161,98 @@ class TestRunsThatNeverEnd:
         con.close()
         with Store(db, readonly=True) as st:
             assert st.run(3).status == "abandoned"
+
+
+def _edited_db(tmp_path: Path, sql: str) -> Path:
+    """The real sweep database with a doctor run (a finding) and an ab run (arms, samples) added by ccltune's
+    own writers, then ``sql`` run on it as someone editing it by hand would."""
+    import sqlite3
+
+    from ccltune.store import Store
+    from ccltune.validate import jobstore
+
+    db = tmp_path / "e.db"
+    shutil.copy(DB, db)
+    with Store(db) as st:
+        d = st.begin_run("doctor", command="ccltune doctor", env={"host": "h"})
+        st.add_findings(d, [{"name": "gpu", "status": "PASS", "evidence": "ok", "value": 1.5, "data": {"a": 1}}])
+        st.finish_run(d, "complete", {})
+        a = st.begin_run("ab", command="ccltune ab", env={"host": "h"})
+        jobstore.add_arms(st, a, {"default": {}, "r": {"rules": "x.conf"}})
+        for rnd in range(6):
+            for arm in ("default", "r"):
+                jobstore.add_sample(st, a, jobstore.Sample(arm, rnd, 0, 10.0 + rnd, "ms", "ok", 0, 1.0, 3, ""))
+        st.finish_run(a, "complete", {"seed": 1})
+    con = sqlite3.connect(db)
+    con.executescript(sql)
+    con.commit()
+    con.close()
+    return db
+
+
+class TestEditedDatabase:
+    """Item 9: a database edited by hand is refused with one line naming the table, row or column (no
+    traceback) by runs, report, export and tune; a database carrying a trigger or view is refused before we
+    write (ccltune creates none), and every database is opened with trusted_schema off."""
+
+    NEST = "[" * 5000 + "]" * 5000
+
+    @pytest.mark.parametrize(("sql", "argv", "says"), [
+        ("DROP TABLE measurements", ["runs"], "table measurements is missing"),
+        ("DROP TABLE findings", ["report", "--out", "{tmp}/r.html"], "table findings is missing"),
+        ("ALTER TABLE ab_samples DROP COLUMN note", ["runs"], "table ab_samples has no column note"),
+        ("UPDATE findings SET data_json = '{bad'", ["export", "4", "--out", "{tmp}/x.json"],
+         "findings row 1 (run 4)'s data_json is not a JSON object"),
+        (f"UPDATE findings SET data_json = '{NEST}'", ["export", "4", "--out", "{tmp}/x.json"],
+         "findings row 1 (run 4)'s data_json is not a JSON object"),
+        ("UPDATE ab_samples SET value = 'fast' WHERE id = 1", ["report", "--run", "5", "--out", "{tmp}/r.html"],
+         "ab_samples row 1 (run 5) has value = 'fast', not a number"),
+        ("UPDATE ab_samples SET wall_s = 'slow' WHERE id = 1", ["report", "--out", "{tmp}/r.html"],
+         "ab_samples row 1 (run 5) has wall_s = 'slow'"),
+        ("UPDATE findings SET value = 'x'", ["export", "4", "--out", "{tmp}/x.json"], "findings row 1 (run 4) has value"),
+        ("UPDATE meta SET value = '³' WHERE key = 'schema_version'", ["tune", "--out", "{tmp}/r.conf"],
+         "schema version '³'"),
+        ("CREATE TRIGGER t AFTER INSERT ON runs BEGIN DELETE FROM measurements WHERE run_id != NEW.id; END;",
+         ["tune", "--out", "{tmp}/r.conf"], "holds trigger t, which ccltune never creates"),
+        ("CREATE VIEW v AS SELECT * FROM runs", ["runs"], "holds view v"),
+    ], ids=["dropped table", "dropped findings", "dropped column", "findings invalid JSON", "findings nested 5000",
+            "ab_samples value text", "ab_samples wall_s text", "findings value text", "superscript version",
+            "trigger", "view"])
+    def test_refused_naming_the_place(self, tmp_path, capsys, sql, argv, says):
+        db = _edited_db(tmp_path, sql)
+        capsys.readouterr()
+        argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+        assert main([*argv, "--db", str(db)]) == 2
+        assert says in _error(capsys)
+
+    def test_infinity_in_a_value_is_no_figure(self, tmp_path, capsys):
+        db = _edited_db(tmp_path, "UPDATE findings SET value = 9e999; UPDATE ab_samples SET value = 9e999 WHERE id = 1")
+        out = tmp_path / "x.json"
+        assert main(["export", "4", "--db", str(db), "--out", str(out)]) == 0
+        assert json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"{c} written"))
+        assert main(["report", "--db", str(db), "--out", str(tmp_path / "r.html")]) == 0
+
+    def test_a_pid_of_5000_digits_reads_abandoned(self, tmp_path, capsys):
+        import socket
+
+        env = json.dumps({"processes": {"host": socket.gethostname(), "pids": {"9" * 5000: 1}}})
+        db = _edited_db(tmp_path, f"UPDATE runs SET status = 'running', env_json = '{env}' WHERE id = 5")
+        capsys.readouterr()
+        assert main(["runs", "--db", str(db)]) == 0
+        assert re.search(r"^\s+5\s+ab\s+abandoned", capsys.readouterr().out, re.M)
+
+    def test_a_trigger_never_runs_on_an_import(self, tmp_path, capsys):
+        import sqlite3
+
+        db = _edited_db(tmp_path, "CREATE TRIGGER t AFTER INSERT ON runs BEGIN DELETE FROM measurements; END;")
+        assert main(["import", "nccl-tests", str(NCCLT), "--db", str(db)]) == 2
+        assert "trigger t" in _error(capsys)
+        con = sqlite3.connect(db)
+        assert con.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == 1428
+        con.close()
+
+    def test_opened_with_trusted_schema_off(self, tmp_path):
+        from ccltune.store import Store
+
+        with Store(tmp_path / "n.db") as st:
+            assert st.conn.execute("PRAGMA trusted_schema").fetchone()[0] == 0

@@ -5,11 +5,13 @@ committed as soon as its run ends, so a Ctrl-C keeps every finished run."""
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ccltune.files import printable
 from ccltune.status import SampleStatus
 from ccltune.store import Store
 
@@ -56,11 +58,8 @@ def arms(store: Store, run_id: int) -> dict[str, dict[str, Any]]:
         return {}
     out = {}
     for r in store.conn.execute("SELECT name, spec_json FROM ab_arms WHERE run_id = ? ORDER BY id", (run_id,)):
-        try:
-            spec = json.loads(r["spec_json"] or "{}")
-        except ValueError:
-            spec = {}
-        out[r["name"]] = spec if isinstance(spec, dict) else {}
+        out[str(r["name"])] = store.json_object(r["spec_json"], f"ab_arms row of run {run_id} arm "
+                                                                f"{printable(str(r['name']), 40)!r}: spec_json")
     return out
 
 
@@ -69,7 +68,8 @@ def samples(store: Store, run_id: int) -> list[Sample]:
         return []
     out = []
     for r in store.conn.execute("SELECT * FROM ab_samples WHERE run_id = ? ORDER BY id", (run_id,)):
-        value = r["value"] if isinstance(r["value"], (int, float)) else None
+        store.check_row(r, "ab_samples")  # a number column holding text: an error naming the row
+        value = r["value"] if isinstance(r["value"], (int, float)) and math.isfinite(r["value"]) else None
         out.append(Sample(str(r["arm"]), _int(r, "round"), _int(r, "slot"), value, r["unit"] or "",
                           str(r["status"]), r["exit_code"], float(r["wall_s"] or 0.0), _int(r, "matches"),
                           r["note"] or ""))
