@@ -256,3 +256,87 @@ class TestEditedDatabase:
 
         with Store(tmp_path / "n.db") as st:
             assert st.conn.execute("PRAGMA trusted_schema").fetchone()[0] == 0
+
+
+JOB = str(Path(__file__).resolve().parents[1] / "jobs" / "fake_step_job.py")
+STEP = r"step +[0-9]+ +([0-9.]+) ms"
+
+
+class TestJobJudgeInputs:
+    """Item 10: ``ccltune ab``'s inputs. The user's --metric REGEX runs in a worker process with a time limit
+    per line (measure/jobrun.BoundedRegex: Python's re cannot be interrupted); --env values with control
+    characters are refused; every timeout is bounded (a year) before a watchdog is armed; each rules arm's
+    file is stored with the run (content, sha256) and a change mid-run stops ab."""
+
+    def test_a_backtracking_metric_is_ended_with_an_error(self, tmp_path, capsys, monkeypatch):
+        import sys
+        import time
+
+        from ccltune.measure import jobrun
+        from ccltune.store import Store
+
+        monkeypatch.setattr(jobrun, "MATCH_S", 1.0)
+        start = time.monotonic()
+        rc = main(["ab", "--db", str(tmp_path / "ab.db"), "--env", "A=1", "--metric", "(a+)+$", "--rounds", "2",
+                   "--", sys.executable, "-c", "print('a' * 60 + 'b')"])
+        assert rc == 2 and time.monotonic() - start < 30
+        assert "took more than 1 s on one line" in _error(capsys)
+        with Store(tmp_path / "ab.db", readonly=True) as st:
+            run = st.latest_run("ab")
+            assert run.status == "failed" and "took more than" in run.summary["error"]
+
+    def test_a_good_metric_still_reads_every_step(self, tmp_path, capsys):
+        import sys
+
+        from ccltune.store import Store
+        from ccltune.validate import jobstore
+
+        assert main(["ab", "--db", str(tmp_path / "ab.db"), "--env", "FAKE_OTHER=1", "--metric", STEP,
+                     "--rounds", "2", "--", sys.executable, JOB]) == 0
+        with Store(tmp_path / "ab.db", readonly=True) as st:
+            assert all(s.matches > 0 and s.value for s in jobstore.samples(st, st.latest_run("ab").id))
+
+    @pytest.mark.parametrize("value", ["1\n  FAKE=1   5   0   1.0   1.0   faster", "1\rX", "a\x1b[2Jb", "\u202eevil"],
+                             ids=["newline", "CR", "escape", "bidi"])
+    def test_env_values_with_control_characters_are_refused(self, tmp_path, capsys, value):
+        assert main(["ab", "--db", str(tmp_path / "ab.db"), "--env", f"X={value}", "--", "true"]) == 2
+        assert "control character" in _error(capsys)
+        assert main(["ab", "--db", str(tmp_path / "ab.db"), "--arm", f"a:env:X={value}", "--", "true"]) == 2
+        assert "control character" in _error(capsys)
+
+    @pytest.mark.parametrize("argv", [
+        ["ab", "--run-timeout", "1e300", "--env", "A=1", "--", "true"],
+        ["ab", "--budget", "1e15", "--until-confident", "--env", "A=1", "--", "true"],
+        ["bench", "all_reduce", "--timeout", "1e15", "-b", "8", "-e", "8"],
+        ["doctor", "--timeout", "1e15"],
+    ], ids=["ab --run-timeout 1e300", "ab --budget 1e15", "bench --timeout 1e15", "doctor --timeout 1e15"])
+    def test_timeouts_past_a_year_are_refused(self, tmp_path, capsys, argv):
+        assert main([*argv[:1], "--db", str(tmp_path / "x.db"), *argv[1:]]) == 2
+        assert "at most 31536000 seconds" in _error(capsys)
+
+    def test_bench_minus_t_10_12_is_refused(self, tmp_path, capsys):
+        with pytest.raises(SystemExit) as exc:
+            main(["bench", "all_reduce", "-T", "1000000000000", "--db", str(tmp_path / "x.db")])
+        assert exc.value.code == 2 and "at most 31536000 seconds" in capsys.readouterr().err
+
+    def test_a_rule_file_rewritten_by_the_job_stops_ab(self, tmp_path, capsys):
+        import hashlib
+        import sys
+
+        from ccltune.store import Store
+
+        rules_path = tmp_path / "r.conf"
+        text = "allreduce,0,1024,ring,simple,-1,-1,-1\n"
+        rules_path.write_text(text)
+        job = ("import os; p = os.environ.get('CCLTUNE_RULES'); "
+               "p and open(p, 'a').write('allgather,0,1024,ring,ll,-1,-1,-1\\n'); print('step 1 5.0 ms')")
+        rc = main(["ab", "--db", str(tmp_path / "ab.db"), "--rules", str(rules_path), "--metric", STEP,
+                   "--rounds", "3", "--", sys.executable, "-c", job])
+        assert rc == 2
+        line = _error(capsys)
+        assert "arm r's rule file" in line and "changed during its run of round" in line
+        with Store(tmp_path / "ab.db", readonly=True) as st:
+            run = st.latest_run("ab")
+            assert run.status == "failed"
+            arts = st.artifacts(run.id)
+            assert arts["rules r"] == text and arts["rules r sha256"] == hashlib.sha256(text.encode()).hexdigest()
