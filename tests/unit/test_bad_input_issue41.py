@@ -340,3 +340,69 @@ class TestJobJudgeInputs:
             assert run.status == "failed"
             arts = st.artifacts(run.id)
             assert arts["rules r"] == text and arts["rules r sha256"] == hashlib.sha256(text.encode()).hexdigest()
+
+
+BIDI = ("\u202e", "\u2066", "\u2069", "\u200f")
+
+
+def _clean(text: str) -> None:
+    """No lone carriage return and no bidirectional control reaches the terminal."""
+    assert not re.search("\r(?!\n)", text), repr(text)
+    assert not any(c in text for c in BIDI), repr(text)
+
+
+class TestTerminalText:
+    """Item 11: a carriage return (which overwrote a line of `runs`) and bidirectional controls (U+202E,
+    U+2066) from imported names, rule lines, Inspector sources and workload warnings are printed escaped,
+    by the one escaping stream every command writes through (cli/_safeout.py); CSV's \\r\\n is kept."""
+
+    def test_a_gpu_name_with_bidi_controls(self, tmp_path, capsys):
+        path, db = tmp_path / "t.txt", tmp_path / "t.db"
+        path.write_text(NCCLT.read_text().replace("NVIDIA H100 80GB HBM3", "NVIDIA H100\u202e\u2066 80GB HBM3"))
+        assert main(["import", "nccl-tests", str(path), "--db", str(db)]) == 0
+        assert main(["runs", "--db", str(db)]) == 0
+        out = capsys.readouterr().out
+        _clean(out)
+        assert "H100\\u202e\\u2066 80GB" in out
+
+    def test_a_carriage_return_in_a_stored_name(self, tmp_path, capsys):
+        import sqlite3
+
+        db = tmp_path / "e.db"
+        shutil.copy(DB, db)
+        con = sqlite3.connect(db)
+        con.execute("UPDATE runs SET platform = 'NVIDIA H200 x2\r  99  sweep  complete', host = 'vm\rX'")
+        con.commit()
+        con.close()
+        assert main(["runs", "--db", str(db)]) == 0
+        out = capsys.readouterr().out
+        _clean(out)
+        assert "x2\\r  99" in out
+
+    def test_a_rule_line_and_an_inspector_source(self, tmp_path, capsys):
+        rules_path = tmp_path / "r\u202e.conf"
+        rules_path.write_text("allreduce,0,1024,ring\u2066,simple,-1,-1,-1\n")
+        main(["plugin", "check", str(rules_path)])
+        ins = tmp_path / "gpu01-pid4101\r\u202e.log"
+        ins.write_text(INSPECTOR.read_text())
+        assert main(["workload", "import", str(ins), "--out", str(tmp_path / "w.json")]) == 0
+        out = capsys.readouterr()
+        _clean(out.out + out.err)
+        assert "ring\\xe2\\x81\\xa6" in out.err and "\\r\\u202e" in out.out
+
+    def test_a_workload_warning(self, tmp_path, capsys):
+        w = tmp_path / "w.json"
+        assert main(["workload", "import", str(CAPTURE), "--out", str(w)]) == 0
+        doc = json.loads(w.read_text())
+        doc["warnings"] = ["rank 3\rrank 0 fine \u202eevil"]
+        w.write_text(json.dumps(doc))
+        capsys.readouterr()
+        assert main(["workload", "show", str(w)]) == 0
+        out = capsys.readouterr()
+        _clean(out.out + out.err)
+        assert "rank 3\\rrank 0" in out.out + out.err
+
+    def test_csv_to_stdout_keeps_its_line_ends(self, tmp_path, capsys):
+        assert main(["export", "1", "--db", str(DB), "--format", "csv"]) == 0
+        out = capsys.readouterr().out
+        assert out.count("\r\n") > 100 and "\\r" not in out
