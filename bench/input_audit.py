@@ -297,6 +297,172 @@ def cases(tmp: Path) -> list[tuple[str, str, str, list[str], str | bytes | None]
     return out
 
 
+# --- issue 41, items 7-11 (Medium): what import writes, runs that never end, an edited database, ab's inputs,
+# terminal text. A separate block (items 1-6 are another's): cases in cases()'s form, and the check of each
+# class that tells a silently wrong exit 0 (_wrong41, called by run_case)
+AUDIT41_CLASSES = ("import writes, show refuses", "runs never end", "edited database", "ab inputs", "terminal text")
+_BIDI = ("\u202e", "\u2066", "\u2069", "\u200f")
+_KILLED41 = """
+import os, signal, sys
+from ccltune.store import AbSample, Store
+st = Store(sys.argv[1])
+src = st.run(1)
+env = {k: v for k, v in src.env.items() if k != "processes"}
+rid = st.begin_run("import", command="ccltune import (killed)", env=env, args=src.args)
+rows = st.measurements(1)
+for m in rows:
+    m.algo, m.proto, m.config = "ring", "ll", "ring/ll"
+st.add_measurements(rid, rows[:8])
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+_ENRICH41 = """
+import sys
+from ccltune.store import AbSample, Store
+with Store(sys.argv[1]) as st:
+    d = st.begin_run("doctor", command="ccltune doctor", env={"host": "h"})
+    st.add_findings(d, [{"name": "gpu", "status": "PASS", "evidence": "ok", "value": 1.5, "data": {"a": 1}}])
+    st.finish_run(d, "complete", {})
+    a = st.begin_run("ab", command="ccltune ab", env={"host": "h"})
+    st.add_ab_arms(a, {"default": {}, "r": {"rules": "x.conf"}})
+    for rnd in range(6):
+        for arm in ("default", "r"):
+            st.add_ab_sample(a, AbSample(arm, rnd, 0, 10.0 + rnd, "ms", "ok", 0, 1.0, 3, ""))
+    st.finish_run(a, "complete", {"seed": 1})
+"""
+
+
+def _py41(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+
+
+def _db41(tmp: Path, sql: str, base: str = "enriched") -> bytes:
+    """The real sweep database with a doctor and an ab run added by ccltune's writers (or, ``base`` 'killed',
+    two imports and one killed mid-run), then ``sql`` run on it by hand."""
+    made = tmp / f"base41-{base}.db"
+    if not made.exists():
+        if base == "killed":
+            for extra in ([], ["--algo", "tree", "--proto", "simple"]):
+                _py41("-m", "ccltune", "import", "nccl-tests", str(NCCLT), "--db", str(made), *extra)
+            _py41("-c", _KILLED41, str(made))
+        else:
+            made.write_bytes(DB.read_bytes())
+            _py41("-c", _ENRICH41, str(made))
+    path = tmp / f"db41-{abs(hash(sql)):x}.db"
+    path.write_bytes(made.read_bytes())
+    con = sqlite3.connect(path)
+    con.executescript(sql)
+    con.commit()
+    con.close()
+    return path.read_bytes()
+
+
+def issue41_medium_cases(tmp: Path) -> list[tuple[str, str, str, list[str], str | bytes | None]]:
+    """Issue 41's items 7-11 as cases (docs/limits.md, "A third audit")."""
+    out: list = []
+
+    def add(reader, cls, name, argv, content):
+        out.append((reader, cls, name, argv, content))
+
+    c7, c8, c9, c10, c11 = AUDIT41_CLASSES
+    cap = ["workload", "import", "{f}", "--out", "{out}"]
+    capture = CAPTURE.read_text()
+    add("capture (workload import)", c7, "calls 2^50", cap, re.sub(r"^calls=\d+", "calls=1125899906843247", re.sub(
+        r",288$", ",1125899906842624", capture, count=1, flags=re.M), count=1, flags=re.M))
+    add("capture (workload import)", c7, "nnodes 0", cap, re.sub(r"^nnodes=\d+", "nnodes=0", capture, flags=re.M))
+    add("capture (workload import)", c7, "nnodes 9 of 4 ranks", cap, re.sub(r"^nnodes=\d+", "nnodes=9", capture, flags=re.M))
+    add("capture (workload import)", c7, "num_pipe_ops 2^62", cap, re.sub(
+        r"^(reducescatter,\d+),1,", r"\g<1>,4611686018427387904,", capture, count=1, flags=re.M))
+    ins, inspector = ["workload", "import", "{f}", "--out", "{out}"], INSPECTOR.read_text()
+    add("NCCL Inspector (workload import)", c7, "size 10^15 B", ins,
+        re.sub(r'"coll_msg_size_bytes":\d+', '"coll_msg_size_bytes":1000000000000000', inspector))
+    add("NCCL Inspector (workload import)", c7, "size of 400 digits", ins,
+        re.sub(r'"coll_msg_size_bytes":\d+', '"coll_msg_size_bytes":' + "9" * 400, inspector))
+    add("NCCL Inspector (workload import)", c7, "time 10^16 us", ins,
+        re.sub(r'"coll_exec_time_us":\d+', '"coll_exec_time_us":10000000000000000', inspector, count=1))
+    pro = ["workload", "import", "{f}", "--out", "{out}"]
+    add("profiler file (workload import)", c7, "calls 2^64-1", pro, _profile_col(9, str((1 << 64) - 1)))
+    add("profiler file (workload import)", c7, "count 2^64-1", pro, _profile_col(2, str((1 << 64) - 1)))
+    killed = _db41(tmp, "", "killed")
+    add("database (tune)", c8, "an import killed by kill -9", ["tune", "--db", "{f.db}", "--out", "{out}"], killed)
+    add("database (runs)", c8, "an import killed by kill -9", ["runs", "--db", "{f.db}"], killed)
+    nest = "[" * 5000 + "]" * 5000
+    pid = json.dumps({"processes": {"host": os.uname().nodename, "pids": {"9" * 5000: 1}}})
+    for name, sql, argv in [
+        ("a dropped table", "DROP TABLE measurements", ["runs"]),
+        ("a dropped findings table", "DROP TABLE findings", ["report", "--out", "{out}"]),
+        ("findings JSON invalid", "UPDATE findings SET data_json = '{bad'", ["export", "4", "--out", "{out}"]),
+        ("findings JSON nested 5000", f"UPDATE findings SET data_json = '{nest}'", ["export", "4", "--out", "{out}"]),
+        ("text in ab_samples", "UPDATE ab_samples SET wall_s = 'slow' WHERE id = 1", ["report", "--out", "{out}"]),
+        ("infinity in a finding", "UPDATE findings SET value = 9e999", ["export", "4", "--out", "{out}"]),
+        ("a pid of 5,000 digits", f"UPDATE runs SET status = 'running', env_json = '{pid}' WHERE id = 5", ["runs"]),
+        ("schema version '³'", "UPDATE meta SET value = '³' WHERE key = 'schema_version'", ["tune", "--out", "{out}"]),
+        ("a trigger deleting rows", "CREATE TRIGGER t AFTER INSERT ON runs BEGIN DELETE FROM measurements; END;",
+         ["import", "nccl-tests", str(NCCLT)]),
+    ]:
+        add(f"database ({argv[0]})", c9, name, [*argv, "--db", "{f.db}"], _db41(tmp, sql))
+    job = [sys.executable, "-c", "print('a' * 60 + 'b')"]
+    add("ab", c10, "metric (a+)+$ (backtracking)", ["ab", "--db", "{db}", "--env", "A=1", "--metric", "(a+)+$",
+                                                     "--rounds", "2", "--", *job], None)
+    add("ab", c10, "--env value with a newline", ["ab", "--db", "{db}", "--env", "X=1\n  X=1  5  0  1.0  faster",
+                                                   "--rounds", "1", "--", "true"], None)
+    add("ab", c10, "--run-timeout 1e300", ["ab", "--db", "{db}", "--env", "A=1", "--run-timeout", "1e300",
+                                           "--rounds", "1", "--", "true"], None)
+    add("bench", c10, "-T 10^12", ["bench", "all_reduce", "-T", "1000000000000", "-b", "8", "-e", "8", "-n", "1",
+                                   "--db", "{db}"], None)
+    add("bench", c10, "--timeout 1e15", ["bench", "all_reduce", "--timeout", "1e15", "-b", "8", "-e", "8", "-n", "1",
+                                         "--db", "{db}"], None)
+    rewrite = ("import os; p = os.environ.get('CCLTUNE_RULES'); p and open(p, 'a').write('allgather,0,1024,ring,ll,"
+               "-1,-1,-1\\n'); print('step 1 5.0 ms')")
+    add("ab", c10, "rules file rewritten by the job", ["ab", "--db", "{db}", "--rules", "{f}", "--metric",
+                                                       r"step +[0-9]+ +([0-9.]+) ms", "--rounds", "2", "--",
+                                                       sys.executable, "-c", rewrite],
+        "allreduce,0,1024,ring,simple,-1,-1,-1\n")
+    add("nccl-tests text (import, runs)", c11, "GPU name with U+202E U+2066", ["import", "nccl-tests", "{f}", "--db", "{db}"],
+        NCCLT.read_text().replace("NVIDIA H100 80GB HBM3", "NVIDIA H100\u202e\u2066 80GB HBM3"))
+    add("database (runs)", c11, "a CR in a platform name", ["runs", "--db", "{f.db}"],
+        _db41(tmp, "UPDATE runs SET platform = 'NVIDIA H200 x2\r  99  sweep  complete'"))
+    add("rule file (plugin check)", c11, "U+2066 in a rule line", ["plugin", "check", "{f}"],
+        "allreduce,0,1024,ring\u2066,simple,-1,-1,-1\n")
+    doc = json.loads(WORKLOAD_TEXT) if WORKLOAD_TEXT else {}
+    add("workload file (workload show)", c11, "CR and U+202E in a warning", ["workload", "show", "{f.json}"],
+        json.dumps({**doc, "warnings": ["rank 3\rrank 0 fine \u202eevil"]}))
+    return out
+
+
+def _wrong41(cls: str, name: str, folder: Path, proc: subprocess.CompletedProcess) -> str:
+    """What an exit 0 of an issue-41 case did wrong ('' when nothing)."""
+    c7, c8, c9, c10, c11 = AUDIT41_CLASSES
+    printed = proc.stdout + proc.stderr
+    # text mode reads a raw CR as a line end: a forged row starting a line is the CR's work
+    if re.search(r"^\s+99\s+sweep", proc.stdout, re.M) or any(c in printed for c in _BIDI):
+        return "a carriage return or bidirectional control printed raw"
+    wl = folder / "out.file"
+    if wl.exists() and "Infinity" in wl.read_text(errors="replace"):
+        return "wrote Infinity (not JSON)"
+    if cls == c7 and wl.exists():
+        show = _py41("-m", "ccltune", "workload", "show", str(wl))
+        return f"wrote a workload that show refuses: {show.stderr.strip()[-100:]}" if show.returncode else ""
+    if cls in (c8, c9) and (folder / "input.db").exists():
+        con = sqlite3.connect(folder / "input.db")
+        try:
+            if cls == c8:
+                row = con.execute("SELECT summary_json FROM runs WHERE kind = 'tune' ORDER BY id DESC").fetchone()
+                if row and 3 in json.loads(row[0]).get("source_runs", []):
+                    return "tuned from the killed run's partial rows"
+                if re.search(r"^\s+3\s+import\s+running", proc.stdout, re.M):
+                    return "the killed run shown as running"
+            elif "trigger" in name and con.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] < 1428:
+                return "the file's trigger deleted other runs' rows"
+        except sqlite3.Error:
+            return ""
+        finally:
+            con.close()
+    if cls == c10:
+        return "exit 0: ran unguarded, or the change went unnoticed"
+    return ""
+
+
 def _set_all(obj, key: str, value) -> None:
     """Set ``key`` wherever it appears in nested dicts/lists."""
     if isinstance(obj, dict):
@@ -493,7 +659,7 @@ def run_case(case, tmp: Path, timeout: float, i: int) -> tuple:
         if not line:
             return (reader, cls, name, "traceback", f"exit {proc.returncode} without an error line: {err[-160:]}")
         return (reader, cls, name, "clear", line[len("ccltune: error: "):][:160])
-    wrong = _impossible(folder)
+    wrong = _impossible(folder) or _wrong41(cls, name, folder, proc)
     return (reader, cls, name, "wrong" if wrong else "fine", wrong or (proc.stdout.strip().splitlines() or [""])[-1][:120])
 
 
@@ -526,9 +692,9 @@ def main(argv: list[str] | None = None) -> int:
                        check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(SRC)}, preexec_fn=_limit)
         WORKLOAD_TEXT = w.read_text()
         only = args.only.split(",")
-        every = ((cases(tmp) if args.classes != "issue41" else [])
+        every = ((cases(tmp) + issue41_medium_cases(tmp) if args.classes != "issue41" else [])
                  + (issue41.cases(tmp, SRC, _limit) if args.classes != "issue32" else []))
-        todo = [c for c in every if any(o in c[0] or o in c[2] for o in only)]
+        todo = [c for c in every if any(o in c[0] or o in c[1] or o in c[2] for o in only)]
         with ThreadPoolExecutor(args.jobs) as pool:
             results = list(pool.map(lambda ic: run_case(ic[1], tmp, args.timeout, ic[0]), enumerate(todo)))
     for r in results:

@@ -13,6 +13,7 @@ import contextlib
 import json
 import math
 import os
+import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -23,9 +24,9 @@ from typing import Any
 from ccltune.errors import StoreError, UsageError
 from ccltune.files import printable, shown
 from ccltune.inputs import MAX_GPUS
-from ccltune.processes import alive
+from ccltune.processes import alive, process_start
 from ccltune.status import STORED_RUN_STATUSES, RowStatus, RunStatus, SampleStatus, Verdict
-from ccltune.storefile import SCHEMA, SCHEMA_VERSION, check_file, check_kind, has_table, upgrade
+from ccltune.storefile import SCHEMA, SCHEMA_VERSION, check_file, check_kind, harden, has_table, upgrade
 
 DEFAULT_DB = "ccltune.db"
 RUN_KINDS = ("bench", "sweep", "tune", "validate", "replay", "ab", "import", "links", "topo", "doctor", "check")
@@ -78,7 +79,10 @@ _NUMERIC: dict[str, dict[str, type | tuple[type, ...]]] = {
     "measurements": {**{c: int for c in ("size_bytes", "count", "root", "in_place", "n_ranks", "n_nodes",
                                          "channels", "graph", "rep", "wrong")},
                      **{c: (int, float) for c in ("time_us", "algbw_gbps", "busbw_gbps")}},
-    "links": {"src": int, "dst": int, "size_bytes": int, "bandwidth_gbps": (int, float), "latency_us": (int, float)}}
+    "links": {"src": int, "dst": int, "size_bytes": int, "bandwidth_gbps": (int, float), "latency_us": (int, float)},
+    "findings": {"value": (int, float)},
+    "ab_samples": {"round": int, "slot": int, "value": (int, float), "exit_code": int, "wall_s": (int, float),
+                   "matches": int}}
 _RUN_COLUMNS = ("id", "kind", "status", "started_at", "finished_at", "command", "engine", "world_size", "n_nodes",
                 "launcher", "host", "platform", "ccltune_version", "nccl_version")  # the runs columns a Run holds
 _RUN_REQUIRED = ("id", "kind", "status", "started_at")
@@ -132,20 +136,37 @@ class AbSample:
     note: str = ""
 
 
+def own_processes() -> dict[str, Any]:
+    """What every run records to be judged later when its env does not already say it
+    (``launch.job_processes`` does for a job's ranks): this host, and this process's pid and start time.
+    A command killed (kill -9, out of memory) or stopped by a full disk before it finished its run leaves
+    the run stored as running: :func:`_liveness` reads it as abandoned once this process is gone."""
+    return {"host": socket.gethostname(), "pids": {str(os.getpid()): process_start(os.getpid())}}
+
+
+_MAX_PID_DIGITS = 10  # Linux pids are below 2^22; a recorded pid longer than this was edited by hand
+
+
 def _liveness(processes: Any) -> tuple[str, str]:
     """(status, note) of a run stored as running, from the host and processes it recorded
-    (``launch.job_processes``): abandoned when they are all gone from this host."""
-    import socket
-
+    (:func:`own_processes`, ``launch.job_processes``): abandoned when they are all gone from this host,
+    or when the pid now names a process started at another time (the pid was reused)."""
     if not isinstance(processes, dict) or not isinstance(processes.get("pids"), dict):
         return RunStatus.RUNNING, ""  # recorded by an older ccltune: nothing to judge by
     host = processes.get("host")
     if host != socket.gethostname():
-        return RunStatus.RUNNING, f"running on host {host}: whether its processes live cannot be judged from here"
-    pids = processes["pids"]
-    if any(alive(int(pid), start) for pid, start in pids.items() if str(pid).isdigit()):
+        return RunStatus.RUNNING, (f"running on host {printable(str(host), 80)}: whether its processes live "
+                                   "cannot be judged from here")
+    pids = {str(p): start for p, start in processes["pids"].items()}
+    judged = {p: start for p, start in pids.items()
+              if p.isascii() and p.isdigit() and len(p) <= _MAX_PID_DIGITS
+              and (start is None or (isinstance(start, int) and not isinstance(start, bool)))}
+    if any(alive(int(pid), start) for pid, start in judged.items()):
         return RunStatus.RUNNING, ""
-    return RunStatus.ABANDONED, f"its processes ({', '.join(map(str, pids))}) are gone; it never finished"
+    shown_pids = printable(", ".join(pids), 80)
+    if not judged:
+        return RunStatus.ABANDONED, f"its recorded processes ({shown_pids}) are not pids: the run never finished"
+    return RunStatus.ABANDONED, f"its processes ({shown_pids}) are gone; it never finished"
 
 
 def check_path(path: str | os.PathLike[str], flag: str = "--db") -> None:
@@ -175,6 +196,7 @@ class Store:
             else:
                 self.conn = sqlite3.connect(os.fsencode(self.path), timeout=30.0)
             self.conn.row_factory = sqlite3.Row
+            harden(self.conn)
             check_kind(self.conn, f"{flag} {shown(self.path)}", empty_ok=create and not readonly)
             if not readonly:
                 self.conn.executescript(SCHEMA)
@@ -207,6 +229,7 @@ class Store:
         engine: str | None = None,
     ) -> int:
         env = dict(env or {})
+        env.setdefault("processes", own_processes())  # to tell a run left running from a live one
         with self._writing(None):
             cur = self.conn.execute(
                 "INSERT INTO runs(kind, status, started_at, command, engine, world_size, n_nodes,"
@@ -299,15 +322,7 @@ class Store:
         d = dict(row)
 
         def column(name: str) -> dict[str, Any]:
-            text = d.pop(name) or "{}"
-            try:
-                value = json.loads(text)
-            except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser's guard
-                value = None
-            if not isinstance(value, dict):
-                raise UsageError(f"{self.flag} {str(self.path)!r}: run {d['id']}'s {name} is not a JSON object "
-                                 f"({text[:40]!r}): the database was damaged or edited by hand")
-            return value
+            return self.json_object(d.pop(name), f"run {d['id']}'s {name}")
 
         for name in ("args_json", "env_json", "summary_json"):
             d.setdefault(name, None)
@@ -388,7 +403,7 @@ class Store:
 
     def _measurement_dict(self, r: sqlite3.Row) -> dict[str, Any]:
         """A stored row's columns, checked; ``extra`` read from its JSON (None in a version-1 file)."""
-        self._check_row(r, "measurements")
+        self.check_row(r, "measurements")
         d = {c: (r[c] if c in r.keys() else None) for c in _MEAS_COLS}
         if d["extra"] is not None:
             try:
@@ -404,7 +419,24 @@ class Store:
                 d[c] = None
         return d
 
-    def _check_row(self, row: sqlite3.Row, table: str) -> sqlite3.Row:
+    def json_object(self, text: Any, where: str) -> dict[str, Any]:
+        """A JSON column's object (``where``: the row and column, for the error): invalid JSON, nesting past
+        the parser's guard, a value that is not text or not an object is a UsageError naming the file and
+        ``where``; NULL or empty reads as {}."""
+        value: Any = None
+        if text is None or text == "":
+            return {}
+        if isinstance(text, str):
+            try:
+                value = json.loads(text)
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser's guard
+                value = None
+        if not isinstance(value, dict):
+            raise UsageError(f"{self.flag} {shown(self.path)}: {where} is not a JSON object "
+                             f"({printable(repr(text), 40)}): the database was damaged or edited by hand")
+        return value
+
+    def check_row(self, row: sqlite3.Row, table: str) -> sqlite3.Row:
         """``row`` when each number column holds a number (SQLite stores any value in any column: a
         database edited by hand or by another program can hold text there); else a UsageError naming
         the row, column and value."""
@@ -430,7 +462,7 @@ class Store:
         a non-finite figure read as none)."""
         out = []
         for r in self.conn.execute("SELECT * FROM links WHERE run_id = ? ORDER BY id", (run_id,)):
-            d = dict(self._check_row(r, "links"))
+            d = dict(self.check_row(r, "links"))
             for c in ("src", "dst"):  # a GPU index sizes the matrices shown: bounded as every link reader bounds it
                 if not isinstance(d.get(c), int) or not 0 <= d[c] < MAX_GPUS:
                     raise UsageError(f"{self.flag} {shown(self.path)}: links row {d['id']} (run {run_id}) has {c} = "
@@ -458,8 +490,10 @@ class Store:
     def findings(self, run_id: int) -> list[dict[str, Any]]:
         out = []
         for r in self.conn.execute("SELECT * FROM findings WHERE run_id = ? ORDER BY id", (run_id,)):
-            d = dict(r)
-            d["data"] = json.loads(d.pop("data_json") or "{}")
+            d = dict(self.check_row(r, "findings"))
+            d["data"] = self.json_object(d.pop("data_json"), f"findings row {r['id']} (run {run_id})'s data_json")
+            if isinstance(d.get("value"), float) and not math.isfinite(d["value"]):
+                d["value"] = None  # an infinity or NaN stored by hand: not a figure
             out.append(d)
         return out
 
@@ -487,11 +521,14 @@ class Store:
         def whole(v: Any) -> int:
             return v if isinstance(v, int) else 0
 
-        return [AbSample(str(r["arm"]), whole(r["round"]), whole(r["slot"]),
-                         r["value"] if isinstance(r["value"], (int, float)) else None, r["unit"] or "",
-                         str(r["status"]), r["exit_code"], float(r["wall_s"] or 0.0), whole(r["matches"]),
-                         r["note"] or "")
-                for r in self.conn.execute("SELECT * FROM ab_samples WHERE run_id = ? ORDER BY id", (run_id,))]
+        out = []
+        for r in self.conn.execute("SELECT * FROM ab_samples WHERE run_id = ? ORDER BY id", (run_id,)):
+            self.check_row(r, "ab_samples")  # a number column holding text: an error naming the row
+            value = r["value"] if isinstance(r["value"], (int, float)) and math.isfinite(r["value"]) else None
+            out.append(AbSample(str(r["arm"]), whole(r["round"]), whole(r["slot"]), value, r["unit"] or "",
+                                str(r["status"]), r["exit_code"], float(r["wall_s"] or 0.0), whole(r["matches"]),
+                                r["note"] or ""))
+        return out
 
     def add_artifact(self, run_id: int, name: str, content: str) -> None:
         self.conn.execute("INSERT INTO artifacts(run_id, name, content) VALUES (?, ?, ?)", (run_id, name, content))

@@ -27,7 +27,7 @@ import stat
 from pathlib import Path
 
 from ccltune.errors import UsageError
-from ccltune.files import check_name, shown
+from ccltune.files import check_name, printable, shown
 
 SCHEMA_VERSION = 3   # 2: measurements.extra (bench -C/-I figures); 3: ab_arms, ab_samples (ccltune ab).
                      # An older file gains what it lacks when opened to write
@@ -163,9 +163,42 @@ def check_file(path: Path, flag: str, *, must_exist: bool, write: bool) -> None:
         raise UsageError(f"{flag} {shown(path)}: no permission to {'write' if write else 'read'} it")
 
 
+def _expected_columns() -> dict[str, set[str]]:
+    """Each table of :data:`SCHEMA` and its columns, as SQLite itself reads the schema."""
+    mem = sqlite3.connect(":memory:")
+    try:
+        mem.executescript(SCHEMA)
+        tables = [r[0] for r in mem.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                            "AND name NOT LIKE 'sqlite_%'")]
+        return {t: {r[1] for r in mem.execute(f"PRAGMA table_info({t})")} for t in tables}
+    finally:
+        mem.close()
+
+
+_COLUMNS = _expected_columns()
+_LATER = {"measurements": {"extra"}}   # columns an older file lacks until it is opened to write (upgrade)
+_AB_TABLES = ("ab_arms", "ab_samples")  # schema version 3
+
+
+def harden(conn: sqlite3.Connection) -> None:
+    """Open the file so that its schema cannot run code on our reads and writes: ``trusted_schema`` off
+    (no SQL function with side effects in a view, trigger, CHECK or DEFAULT the file carries) and, where
+    Python exposes it (3.12's ``setconfig``), SQLite's defensive mode (no writes to the schema table, no
+    ``PRAGMA writable_schema``). Triggers and views are refused outright by :func:`check_kind`."""
+    conn.execute("PRAGMA trusted_schema = OFF")
+    setconfig = getattr(conn, "setconfig", None)
+    defensive = getattr(sqlite3, "SQLITE_DBCONFIG_DEFENSIVE", None)
+    if setconfig is not None and defensive is not None:
+        setconfig(defensive, True)
+
+
 def check_kind(conn: sqlite3.Connection, where: str, *, empty_ok: bool) -> None:
-    """Refuse, before anything is written, a file that is not a ccltune database of a schema this version reads."""
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    """Refuse, before anything is written, a file that is not a ccltune database of a schema this version
+    reads: another program's file, a newer schema, a version that is not a number, a table or a column
+    of ours missing (dropped or recreated by hand), or a trigger or view (ccltune creates none: a trigger
+    carried by the file would run its own statements on every write of ours)."""
+    objects = conn.execute("SELECT type, name FROM sqlite_master").fetchall()
+    tables = {r[1] for r in objects if r[0] == "table"}
     if not tables:
         if empty_ok:
             return
@@ -176,11 +209,31 @@ def check_kind(conn: sqlite3.Connection, where: str, *, empty_ok: bool) -> None:
         version = row[0] if row else None
     if version is None or "runs" not in tables:
         names = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:6])
-        raise UsageError(f"{where} is an SQLite database of another program (tables: {names}), "
+        raise UsageError(f"{where} is an SQLite database of another program (tables: {printable(names, 120)}), "
                          "not a ccltune database; it was left as it is")
-    if not str(version).isdigit() or int(version) > SCHEMA_VERSION:
-        raise UsageError(f"{where} has schema version {version!r}, which this ccltune ({SCHEMA_VERSION}) "
-                         "does not read: it was written by a newer ccltune")
+    text = str(version)
+    if not (text.isascii() and text.isdigit() and len(text) <= 6) or int(text) > SCHEMA_VERSION:
+        newer = text.isascii() and text.isdigit()
+        raise UsageError(f"{where} has schema version {printable(repr(version), 40)}, which this ccltune "
+                         f"({SCHEMA_VERSION}) does not read: " + ("it was written by a newer ccltune" if newer else
+                                                                 "not a number; the database was edited by hand"))
+    code = sorted((str(r[0]), str(r[1])) for r in objects if r[0] in ("trigger", "view"))
+    if code:
+        listed = ", ".join(f"{kind} {name}" for kind, name in code[:4])
+        raise UsageError(f"{where} holds {printable(listed, 120)}, which ccltune never creates: a trigger runs its "
+                         "own statements on our writes (it could delete other runs' rows). Refused; remove it "
+                         "with the sqlite3 shell (DROP TRIGGER / DROP VIEW) if you trust the file")
+    for table, columns in _COLUMNS.items():
+        if table in _AB_TABLES and int(text) < 3 and table not in tables:
+            continue  # a version-2 file gains them when opened to write
+        if table not in tables:
+            raise UsageError(f"{where}: table {table} is missing (schema version {text} has it): the database "
+                             "was damaged or edited by hand")
+        have = {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")}
+        missing = sorted(columns - have - _LATER.get(table, set()))
+        if missing:
+            raise UsageError(f"{where}: table {table} has no column {', '.join(missing)}: the database was damaged "
+                             "or edited by hand")
 
 
 def has_table(conn: sqlite3.Connection, name: str) -> bool:

@@ -145,18 +145,23 @@ def test_a_version_1_file_is_read_as_it_is_and_gains_extra_when_written(tmp_path
     con.close()
 
 
-def test_ab_samples_come_back_as_stored_and_a_number_column_holding_text_reads_as_none(tmp_path):
+def test_ab_samples_come_back_as_stored_and_a_number_column_holding_text_names_the_row(tmp_path):
     db = tmp_path / "r.db"
     s = AbSample("NCCL_TOPO_FILE=/a/path", 1, 0, 12.5, "ms", "ok", 0, 3.25, 40, "")
     with Store(db) as st:
         rid = st.begin_run("ab", command="ccltune ab")
         st.add_ab_arms(rid, {"default": {}, s.arm: {"env": {"NCCL_TOPO_FILE": "/a/path"}}})
         st.add_ab_sample(rid, s)
-        st.add_ab_sample(rid, AbSample("default", 1, 1, None, "ms", "failed", 1, 0.5, 0, "exit code 1"))
-        st.conn.execute("UPDATE ab_samples SET value = 'x', round = 'y' WHERE note = 'exit code 1'")
-        st.conn.commit()
+        failed = AbSample("default", 1, 1, None, "ms", "failed", 1, 0.5, 0, "exit code 1")
+        st.add_ab_sample(rid, failed)
     with Store(db, readonly=True) as st:
-        assert st.ab_samples(rid) == [s, AbSample("default", 0, 1, None, "ms", "failed", 1, 0.5, 0, "exit code 1")]
+        assert st.ab_samples(rid) == [s, failed]
+    con = sqlite3.connect(db)  # edited by hand: text in a number column (issue 41 item 9)
+    con.execute("UPDATE ab_samples SET value = 'x', round = 'y' WHERE note = 'exit code 1'")
+    con.commit()
+    con.close()
+    with Store(db, readonly=True) as st, pytest.raises(UsageError, match="ab_samples row 2"):
+        st.ab_samples(rid)
 
 
 def test_extra_that_is_not_a_json_object_names_the_row(tmp_path):

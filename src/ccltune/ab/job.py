@@ -14,6 +14,8 @@ and the output is read to the pipe's end, DRAIN_S at most. ``--run-timeout`` bou
 from __future__ import annotations
 
 import collections
+import contextlib
+import json
 import math
 import os
 import re
@@ -28,7 +30,8 @@ from pathlib import Path
 
 from ccltune import profiler_plugin
 from ccltune.ab import guard
-from ccltune.errors import EngineUnavailable
+from ccltune.errors import EngineUnavailable, UsageError
+from ccltune.files import printable
 
 TAIL_LINES = 12        # lines of the job's output kept for a failed run's report
 MAX_LINE_BYTES = 1 << 16   # a longer line is read in pieces (the metric regex sees each piece)
@@ -68,7 +71,62 @@ def base_env(environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     return {k: v for k, v in environ.items() if k not in TUNER_VARS}, removed
 
 
-def _number(text: str) -> float | None:
+MATCH_S = 5.0  # the most one line of the job's output may take the user's --metric REGEX (seconds)
+# Python's re cannot be interrupted and holds the interpreter while it backtracks: '(a+)+$' or '(.*)*x' on
+# one line of 60 characters runs for hours. The user's pattern runs in a worker process instead, one line at
+# a time, and a line it cannot finish in MATCH_S ends the worker and the run with an error naming the line.
+_WORKER = """import json, re, sys
+p = re.compile(sys.argv[1], int(sys.argv[2]))
+for text in sys.stdin:
+    line = json.loads(text)
+    sys.stdout.write(json.dumps([m.group(1) for m in p.finditer(line)]) + "\\n")
+    sys.stdout.flush()
+"""
+
+
+class BoundedRegex:
+    """The user's ``--metric`` pattern, matched in a worker process (``python -I``, the standard library
+    only) with :data:`MATCH_S` per line; :meth:`close` ends the worker."""
+
+    def __init__(self, pattern: re.Pattern[str]):
+        self.pattern = pattern
+        self.proc: subprocess.Popen[str] | None = None
+
+    def groups(self, line: str) -> list[str | None]:
+        """Group 1 of every match in ``line``; a UsageError when the match takes more than MATCH_S."""
+        import select
+
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen([sys.executable, "-I", "-c", _WORKER, self.pattern.pattern,
+                                          str(int(self.pattern.flags))], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, text=True, encoding="utf-8")
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(line) + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], MATCH_S)
+        answer = self.proc.stdout.readline() if ready else ""
+        if not answer:
+            self.close()
+            raise UsageError(f"--metric {printable(self.pattern.pattern, 60)!r} took more than {MATCH_S:g} s on one "
+                             f"line of the job's output ({printable(line, 60)!r}, {len(line)} characters): the "
+                             "pattern backtracks without bound (a repeat inside a repeat, '(a+)+' or '(.*)*'); "
+                             "write it without the nested repeat")
+        got = json.loads(answer)
+        return [g if isinstance(g, str) else None for g in got]
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            for stream in (self.proc.stdin, self.proc.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            self.proc = None
+
+
+def _number(text: str | None) -> float | None:
     try:
         v = float(text)
     except (TypeError, ValueError):
@@ -130,6 +188,7 @@ def run_once(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[st
         return JobRun(None, 0.0, reason=f"could not start {sys.executable!r}: {exc.strerror}")
     assert proc.stdout is not None
     timed_out = False
+    matcher = BoundedRegex(pattern) if pattern is not None else None
     try:
         for raw in _lines(proc.stdout.fileno(), proc, start + timeout_s if timeout_s else None):
             if raw is None:  # --run-timeout: end it; what it still writes is read until the guard is gone
@@ -140,13 +199,15 @@ def run_once(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[st
             tail.append(line)
             if echo:
                 print(f"  | {line}", flush=True)
-            if pattern is not None and len(values) < MAX_SAMPLES:
-                values.extend(v for v in (_number(m.group(1)) for m in pattern.finditer(line)) if v is not None)
+            if matcher is not None and len(values) < MAX_SAMPLES:
+                values.extend(v for v in map(_number, matcher.groups(line)) if v is not None)
         proc.wait()
     except BaseException:
         guard.end_group(proc)
         raise
     finally:
+        if matcher is not None:
+            matcher.close()
         proc.stdout.close()
     wall_s = time.monotonic() - start
     rc = proc.returncode

@@ -7,6 +7,7 @@ go to ``say``."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import re
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccltune import rules, stats
+from ccltune import files, rules, stats
 from ccltune.ab import commtime, job, judge
 from ccltune.ab import fired as fired_
 from ccltune.errors import CcltuneError, UsageError
@@ -172,9 +173,32 @@ class _Rounds:
         self.tmp = Path(tempfile.mkdtemp(prefix="ccltune-ab-")) if plan.metric.kind == "comm" or self.own_profiler \
             else None
         self.rulesets: dict[str, rules.RuleSet] = {}
+        # each rules arm's file as it is now, stored with the run (content and sha256): a job that rewrites it
+        # mid-run would make the arm's runs measure different rules, unnoticed (issue 41)
+        self.rule_sha: dict[str, str] = {}
+        for arm in plan.arms:
+            if arm.rules:
+                text = files.read_text(arm.rules, f"arm {arm.name}'s --rules")
+                self.rule_sha[arm.name] = hashlib.sha256(text.encode()).hexdigest()
+                store.add_artifact(run_id, f"rules {arm.name}", text)
+                store.add_artifact(run_id, f"rules {arm.name} sha256", self.rule_sha[arm.name])
+
+    def _same_rules(self, arm: Arm, when: str) -> None:
+        """Refuse to go on when ``arm``'s rule file is not what it was when ab started."""
+        if not arm.rules:
+            return
+        text = files.read_text(arm.rules, f"arm {arm.name}'s --rules")
+        now = hashlib.sha256(text.encode()).hexdigest()
+        if now != self.rule_sha[arm.name]:
+            raise UsageError(f"arm {arm.name}'s rule file {files.shown(arm.rules)} changed {when} (sha256 "
+                             f"{self.rule_sha[arm.name][:16]}... at the start, {now[:16]}... now): the job or "
+                             "another program rewrote it, so the arm's runs would not measure one rule file. "
+                             f"Stopped; its content at the start is stored with run {self.run_id} "
+                             f"(artifact 'rules {arm.name}')")
 
     def one(self, arm: Arm, rnd: int, slot: int) -> None:
         plan = self.plan
+        self._same_rules(arm, f"before round {rnd}")
         env = arm.environ(plan.base_env, plan.tuner)
         profile = None
         if self.tmp is not None:
@@ -184,6 +208,7 @@ class _Rounds:
             if plan.metric.kind == "comm":
                 env.update(NCCL_PROFILER_PLUGIN=str(plan.metric.profiler))
         res = job.run_once(plan.argv, env, plan.metric.pattern, echo=plan.echo, timeout_s=plan.run_timeout_s)
+        self._same_rules(arm, f"during its run of round {rnd}")
         value, why = _value(plan, res, profile if plan.metric.kind == "comm" else None)
         if arm.rules and profile is not None and not res.reason:
             self._tally(arm, profile)

@@ -1,8 +1,11 @@
 """What ccltune prints cannot drive the terminal: text from imported files (a GPU name, a host name,
 a type cell, a warning quoting a log line) may hold escape sequences (``ESC ]8;;`` hyperlinks, colour,
-cursor moves) or other control characters. ccltune prints none of its own, so every control character
-but newline, tab and carriage return is written as a Python escape (``\\x1b``) on stdout and stderr
-while a command runs: one mechanism instead of one call per print."""
+cursor moves), a carriage return that overwrites the line before it (a host name ``node\\rFAKE``) or
+bidirectional controls that reorder what is shown (U+202E, U+2066). ccltune prints none of its own, so
+every control character but newline and tab, a carriage return not ending a line (``\\r\\n``, as CSV
+ends its lines, is kept) and every bidirectional control is written as a Python escape (``\\x1b``,
+``\\r``, ``\\u202e``) on stdout and stderr while a command runs: one mechanism instead of one call per
+print."""
 
 from __future__ import annotations
 
@@ -12,8 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-# C0 controls but \t \n \r, DEL, and the C1 controls (U+0080..U+009F: ESC's 8-bit forms, e.g. CSI U+009B)
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# C0 controls but \t \n, a \r not before \n, DEL, the C1 controls (U+0080..U+009F: ESC's 8-bit forms, e.g. CSI
+# U+009B), and Unicode's bidirectional controls (marks, embeddings, overrides, isolates: U+061C, U+200E-F,
+# U+202A-E, U+2066-9), which reorder the text around them on the screen
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
 
 
 def _escaped(text: str) -> str:

@@ -11,6 +11,7 @@ import random
 import re
 import shlex
 import tempfile
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,7 +93,11 @@ def _lib(path: str, flag: str) -> str:
 def _env_pair(text: str, flag: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not _ENV_NAME.match(name):
-        raise UsageError(f"{flag} {text!r}: expected NAME=VALUE with NAME a variable name")
+        raise UsageError(f"{flag} {files.printable(text, 80)!r}: expected NAME=VALUE with NAME a variable name")
+    bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cf")), None)
+    if bad is not None:  # a newline in a value printed in the verdict's table would forge lines of it
+        raise UsageError(f"{flag} {name}=...: the value holds the control character {bad!r} (U+{ord(bad):04X}); "
+                         "an arm's value is printed in the verdict, so control characters are refused")
     return name, value
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ccltune import dist, engines, groups
-from ccltune.commands.launching import LaunchOptions
+from ccltune.commands.launching import MAX_TIMEOUT_S, LaunchOptions
 from ccltune.commands.options import OmittedInt, OmittedStr, option, to_argv
 from ccltune.errors import UsageError
 from ccltune.measure.bench import WARMUP_MODES
@@ -61,14 +61,15 @@ def ncclt_defaults(o: BenchOptions) -> tuple[BenchOptions, str | None]:
             "nccl-tests' defaults: " + (", ".join(taken) if taken else "none needed (every such flag given)"))
 
 
-NO_TIMEOUT_S = 365 * 24 * 3600.0  # -T 0: nccl-tests' "no timeout"; a process group needs a finite one
+NO_TIMEOUT_S = MAX_TIMEOUT_S  # -T 0: nccl-tests' "no timeout"; a process group needs a finite one
 
 
 def minus_t(text: str) -> float:
-    """-T: whole seconds as strtol reads them; 0 is nccl-tests' "no timeout"."""
+    """-T: whole seconds as strtol reads them; 0 is nccl-tests' "no timeout"; at most a year."""
     seconds = strtol("-T/--timeout")(text)
-    if seconds < 0:
-        raise ValueError(f"-T/--timeout: must be >= 0 seconds (0: no limit), got {text!r}")
+    if not 0 <= seconds <= MAX_TIMEOUT_S:
+        raise ValueError(f"-T/--timeout: must be >= 0 and at most {MAX_TIMEOUT_S:.0f} seconds (a year; 0: no "
+                         f"limit), got {text!r}")
     return float(seconds) if seconds else NO_TIMEOUT_S
 
 

@@ -40,10 +40,17 @@ def gpu_count() -> int:
     return visible_count()
 
 
+# the longest any watchdog waits: a year (nccl-tests' -T 0, "no timeout", becomes this). Beyond it the
+# watchdogs themselves fail: threading.Timer past TIMEOUT_MAX (~292 years) and a process group's timedelta
+# past 86,400 x 999,999,999 s raise OverflowError, and the run would go unguarded
+MAX_TIMEOUT_S = 365 * 24 * 3600.0
+
+
 def check_timeout(seconds: float, flag: str = "--timeout") -> None:
-    """A finite number of seconds > 0: no run can be waited on for NaN or inf seconds."""
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise UsageError(f"{flag} must be > 0 seconds, got {seconds:g}")
+    """A finite number of seconds in (0, :data:`MAX_TIMEOUT_S`]: no run can be waited on for NaN, inf or
+    1e300 seconds (a watchdog that cannot be armed guards nothing)."""
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT_S):
+        raise UsageError(f"{flag} must be > 0 and at most {MAX_TIMEOUT_S:.0f} seconds (a year), got {seconds:g}")
 
 
 def check_nproc(nproc: int | None) -> None:

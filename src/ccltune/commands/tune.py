@@ -20,7 +20,7 @@ from ccltune.store import DEFAULT_DB, Run, Store
 from ccltune.tune import loadcmp, weighted
 from ccltune.tune.derive import ISOLATED_MARGIN, MIN_GAIN_US, OBJECTIVES, PLACEMENTS, Derivation, account_gain, derive
 from ccltune.tune.emit import describe_platform, render
-from ccltune.tune.source import SOURCE_KINDS, source_rows
+from ccltune.tune.source import finished_sources, source_rows, unfinished_note
 from ccltune.workload import model as wl_model
 
 
@@ -84,11 +84,11 @@ def run_tune(o: TuneOptions, console: Console = Console()) -> TuneResult:
                           isolated_margin=isolated_margin, min_gain_us=o.min_gain_us, placement=o.placement,
                           exclude=exclude)
 
-        runs, rows, idle_rows, left_out = _load_split(store, o)
+        runs, rows, idle_rows, left_out, unfinished = _load_split(store, o)
         result = derived(rows)
         load_notes = (loadcmp.lines(*loadcmp.winner_changes(derived(idle_rows), result), o.under_load)
                       if idle_rows and o.under_load is not None else [])
-        load_notes += _left_out_lines(o, left_out)
+        load_notes += _left_out_lines(o, left_out) + unfinished_note(unfinished, o.db)
         settings = (f"objective={o.objective} min_margin={o.min_margin:g}%"
                     f" isolated_margin={o.isolated_margin:g}% min_gain={o.min_gain_us:g}us"
                     f" placement={o.placement}"
@@ -134,17 +134,19 @@ def run_tune(o: TuneOptions, console: Console = Console()) -> TuneResult:
     return TuneResult.read(o.db, tune_run, rules_path=o.out, rules=text)
 
 
-def _load_split(store: Store, o: TuneOptions) -> tuple[list[Run], list[dict], list[dict], dict[int, list[int]]]:
+def _load_split(store: Store, o: TuneOptions
+                ) -> tuple[list[Run], list[dict], list[dict], dict[int, list[int]], list[Run]]:
     """(runs, rows) measured under ``--under-load`` (idle when not given), the idle rows to compare
     with when a load was asked for, and (an idle tune of every run) the ids of the runs under load it left
     out, by matrix. Runs of the other kind are left out, never mixed in."""
+    unfinished: list[Run] = []
     if o.runs:
         candidates = [store.run(i) for i in store.runs_in(parse_run_ids(o.runs))]
     else:
-        candidates = [r for r in store.runs() if r.kind in SOURCE_KINDS]
+        candidates, unfinished = finished_sources(store)
     loads = {r.id: (r.args or {}).get("under_load") for r in candidates}
     if not loads:
-        return (*source_rows(store, None), [], {})  # says there is nothing to tune from
+        return (*source_rows(store, None), [], {}, unfinished)  # says there is nothing to tune from
     mine = [i for i, m in loads.items() if m == o.under_load]
     if not mine:
         have = sorted({str(m) for m in loads.values() if m is not None})
@@ -160,7 +162,7 @@ def _load_split(store: Store, o: TuneOptions) -> tuple[list[Run], list[dict], li
         for i, m in loads.items():
             if m is not None:
                 left_out.setdefault(m, []).append(i)
-    return runs, rows, idle_rows, left_out
+    return runs, rows, idle_rows, left_out, unfinished
 
 
 def _left_out_lines(o: TuneOptions, left_out: dict[int, list[int]]) -> list[str]:

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from ccltune import __version__
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option
-from ccltune.files import write_text
+from ccltune.files import printable, write_text
 from ccltune.workload import estimate, importer, model, show
 
 
@@ -37,7 +37,8 @@ def run_workload_import(o: WorkloadImportOptions, console: Console = Console()) 
     for w in wl.warnings:
         console.warn(f"ccltune: warning: {w}")
     header = {"tool": f"ccltune {__version__}", "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    write_text(o.out, model.to_json(wl, header), flag="--out")
+    where = f"workload import of {printable(', '.join(o.files), 120)}"
+    write_text(o.out, model.to_json(wl, header, where), flag="--out")
     console.say(f"# wrote {o.out}: {len(wl.entries)} entries, {sum(e.calls for e in wl.entries)} calls per rank "
                 f"from {len(wl.sources)} source rank(s)")
     for line in show.table(wl):

@@ -9,19 +9,40 @@ from typing import Any
 
 from ccltune.errors import DataError
 from ccltune.rules import MEMORY_PARTITIONS, PARTITIONS
+from ccltune.status import RunStatus
 from ccltune.store import Store
 from ccltune.tune.derive import gpu_model
 
 SOURCE_KINDS = ("sweep", "import")
+# runs that never finished their work: a command killed or stopped by a full disk (abandoned: its process is
+# gone, the run still stored as running), or one that ended in failure. Their rows are partial: tune and
+# validate --best-from leave them out unless --runs names them
+UNFINISHED = (RunStatus.ABANDONED, RunStatus.FAILED)
+
+
+def finished_sources(store: Store) -> tuple[list[Any], list[Any]]:
+    """(the sweep and import runs to tune from by default, those left out as unfinished)."""
+    runs = [r for r in store.runs() if r.kind in SOURCE_KINDS]
+    return [r for r in runs if r.status not in UNFINISHED], [r for r in runs if r.status in UNFINISHED]
+
+
+def unfinished_note(left: list[Any], db: str) -> list[str]:
+    """The line saying which unfinished runs were left out, and how to use them anyway."""
+    if not left:
+        return []
+    ids = ", ".join(f"{r.id} ({r.status})" for r in left)
+    return [f"# note: run(s) {ids} of {db} never finished (killed, a full disk, or failed): their rows are partial "
+            f"and left out; `--runs {','.join(str(r.id) for r in left)}` uses them anyway"]
 
 
 def source_rows(store: Store, run_ids: Iterable[int] | None = None, where: str = "") -> tuple[list[Any], list[dict]]:
     """(runs, rows with their GPU model) of the given runs, else of every sweep and import run."""
-    runs = ([store.run(i) for i in run_ids] if run_ids is not None
-            else [r for r in store.runs() if r.kind in SOURCE_KINDS])
+    runs, left = ([store.run(i) for i in run_ids], []) if run_ids is not None else finished_sources(store)
     if not runs:
-        raise DataError(f"{where or str(store.path)!r} has no sweep or import runs; run `ccltune sweep` or "
-                        "`ccltune import` first")
+        unfinished = (f" that finished (run(s) {', '.join(f'{r.id} ({r.status})' for r in left)} never did: "
+                      f"--runs {','.join(str(r.id) for r in left)} uses them anyway)" if left else "")
+        raise DataError(f"{where or str(store.path)!r} has no sweep or import runs{unfinished}; run `ccltune sweep` "
+                        "or `ccltune import` first")
     rows = []
     for r in runs:
         try:

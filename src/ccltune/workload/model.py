@@ -263,8 +263,11 @@ def encode_order(entries: list[Entry], order: list[tuple[Key, str]]) -> list[tup
     return out
 
 
-def to_json(wl: Workload, header: dict[str, Any]) -> str:
-    """The workload file's text (schema in docs/workload.md)."""
+def to_json(wl: Workload, header: dict[str, Any], where: str = "the workload to write") -> str:
+    """The workload file's text (schema in docs/workload.md), checked by the reader's own checks
+    (:func:`from_doc`) before it is returned: a value the reader would refuse (calls past 2^40, nnodes
+    beyond the entry's ranks, a time of 10^16 us) is refused here, naming ``where`` (the files read) and
+    the entry, so import never writes a file every later command refuses."""
     entries = []
     for e in wl.entries:
         d: dict[str, Any] = {"collective": e.key.collective, "datatype": e.key.datatype, "count": e.key.count,
@@ -287,6 +290,11 @@ def to_json(wl: Workload, header: dict[str, Any]) -> str:
            "warnings": wl.warnings, "overflow_calls": wl.overflow_calls, "overflow_bytes": wl.overflow_bytes,
            **({"compute_overlap": wl.compute.to_dict()} if wl.compute is not None else {}),
            "entries": entries, **({"order": [list(o) for o in wl.order]} if wl.order else {})}
+    try:
+        from_doc(doc, where, describe=True)
+    except UsageError as exc:
+        raise UsageError(f"{exc}; nothing was written (a workload file holding it would be refused by every "
+                         "command that reads it)") from None
     return json.dumps(doc, indent=1) + "\n"
 
 
@@ -317,6 +325,13 @@ def from_json(text: str, path: str) -> Workload:
         raise UsageError(f"{path}:{exc.lineno}: not a workload file (invalid JSON: {exc.msg})") from None
     except (RecursionError, ValueError) as exc:  # nested past the parser's guard, NaN, a 4,300-digit number
         raise UsageError(f"{path}: not a workload file ({str(exc) or 'nested too deeply'})") from None
+    return from_doc(doc, path)
+
+
+def from_doc(doc: Any, path: str, *, describe: bool = False) -> Workload:
+    """A workload file's parsed JSON checked field by field (the one set of checks :func:`from_json`
+    applies on reading and :func:`to_json` before writing); errors name ``path`` and the entry (with
+    ``describe``, also its collective, size and ranks: an entry made by import has no line to point at)."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise UsageError(f"{path}: not a workload file (no \"schema\": \"{SCHEMA}\"; "
                          "write one with `ccltune workload import`)")
@@ -326,6 +341,8 @@ def from_json(text: str, path: str) -> Workload:
     entries = []
     for i, d in enumerate(raw):
         where = f"{path}: entries[{i}]"
+        if describe and isinstance(d, dict):
+            where += f" ({d.get('collective')}, {d.get('size_bytes')} B, {d.get('nranks')} ranks)"
         if not isinstance(d, dict):
             raise UsageError(f"{where}: not an object")
         opt_int = (int, type(None))
