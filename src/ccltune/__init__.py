@@ -17,7 +17,7 @@ raises UsageError naming it. The command line: ``ccltune --help`` (docs/cli.md).
 import sys as _sys
 import types as _types
 
-__version__ = "0.1.0"
+from ccltune._version import __version__
 
 # The Python API (ccltune.api), imported on first use: `import ccltune` alone stays light, as the
 # command line and every rank of a job import it.

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from typing import Any
 
-from ccltune import __version__
+from ccltune._version import __version__
 
 ENV_PREFIXES = ("NCCL_", "RCCL_", "TORCH_NCCL_", "CCLTUNE_", "HSA_", "HIP_VISIBLE", "CUDA_VISIBLE",
                 "NVSHMEM_", "TORCH_SYMM_MEM_")

@@ -15,7 +15,8 @@ import re
 import sys
 from typing import Any
 
-from ccltune import __version__, launch
+from ccltune import launch
+from ccltune._version import __version__
 from ccltune.cli._safeout import escaped_output
 from ccltune.commands.common import check_outputs
 from ccltune.errors import EXIT_CODES, CcltuneError, CheckFailed, DistError, Interrupted

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ccltune import environment, files, rules
+from ccltune._version import __version__
 from ccltune.commands import launching
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option, to_argv
@@ -222,7 +223,7 @@ def _header(plan: jobrounds.Plan, removed: list[str], how: str) -> list[str]:
 def _run(o: AbOptions, plan: jobrounds.Plan, removed: list[str], parts: list[Any], how: str, console: Console,
          argv: list[str]) -> Outcome:
     store = Store(o.db)
-    env = {"host": environment.socket.gethostname(), "ccltune_version": environment.__version__,
+    env = {"host": environment.socket.gethostname(), "ccltune_version": __version__,
            "variables": environment.comm_env(), "command": shlex.join(plan.argv)}
     run_id = store.begin_run("ab", command="ccltune " + shlex.join(argv), env=env,
                              args={**launching.args_record(o), "seed": plan.seed})

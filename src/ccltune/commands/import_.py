@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ccltune import __version__
+from ccltune._version import __version__
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option
 from ccltune.commands.results import RunResult

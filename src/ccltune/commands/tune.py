@@ -7,7 +7,7 @@ import dataclasses
 import shlex
 from dataclasses import dataclass
 
-from ccltune import __version__
+from ccltune._version import __version__
 from ccltune.commands.common import Console, check_outputs, parse_run_ids
 from ccltune.commands.options import option
 from ccltune.commands.results import TuneResult

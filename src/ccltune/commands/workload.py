@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ccltune import __version__
+from ccltune._version import __version__
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option
 from ccltune.files import write_text
