@@ -7,10 +7,11 @@ import argparse
 from typing import Any
 
 from ccltune.cli import _common
+from ccltune.cli._common import help_from
 from ccltune.commands.ab import AbOptions, run_ab
 from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
-from ccltune.validate import jobab, jobprune
+from ccltune.validate import jobab
 
 
 def _D(name: str) -> Any:
@@ -28,50 +29,28 @@ def register(sub: Any) -> None:
                     "runs), 130 on Ctrl-C (the verdict so far is printed and every finished run is kept).",
         formatter_class=_common.DefaultsFormatter)
     g = p.add_argument_group("arms (NCCL's default is always one, named default)")
-    g.add_argument("--rules", action="append", default=[], metavar="R.conf",
-                   help="an arm per rule file, through ccltune's tuner plugin (NCCL_TUNER_PLUGIN, CCLTUNE_RULES); "
-                        "named after the file")
-    g.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                   help="an arm per setting, named NAME=VALUE")
-    g.add_argument("--nccl-lib", action="append", default=[], metavar="PATH",
-                   help="an arm per NCCL/RCCL library, put first with LD_PRELOAD (a job whose NCCL is loaded "
-                        "dynamically, as PyTorch's wheels load libnccl.so.2); named nccl-lib:FILE")
-    g.add_argument("--arm", action="append", default=[], metavar="NAME:KIND:VALUE",
-                   help="a named arm; KIND env (VALUE NAME=VALUE), unset (VALUE a variable of your environment to "
-                        "remove), rules (a file) or nccl-lib (a library); "
-                        "repeat a NAME to combine settings into one arm (--arm fix:env:NCCL_P2P_LEVEL=SYS "
-                        "--arm fix:rules:r.conf)")
-    g.add_argument("--no-aa", action="store_true", help="leave out the A/A control arm (default-2)")
+    g.add_argument("--rules", action="append", default=[], metavar="R.conf")
+    g.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
+    g.add_argument("--nccl-lib", action="append", default=[], metavar="PATH")
+    g.add_argument("--arm", action="append", default=[], metavar="NAME:KIND:VALUE")
+    g.add_argument("--no-aa", action="store_true")
     m = p.add_argument_group("metric (one value per run; lower is better)")
-    m.add_argument("--metric", default=_D("metric"), metavar="wall|comm|REGEX",
-                   help="wall: the run's wall time; comm: its collectives' GPU time from ccltune's profiler "
-                        "plugin (NCCL_PROFILER_PLUGIN); REGEX: group 1 of every match in the job's output is a "
-                        "sample, the run's value their median; auto: comm when the profiler plugin is built, "
-                        "else wall")
-    m.add_argument("--skip", type=int, default=_D("skip"), metavar="N", help="REGEX: leave out each run's first N matches "
-                                                                    "(warm-up steps)")
+    m.add_argument("--metric", default=_D("metric"), metavar="wall|comm|REGEX")
+    m.add_argument("--skip", type=int, default=_D("skip"), metavar="N")
     r = p.add_argument_group("rounds")
-    r.add_argument("--rounds", type=int, default=None, metavar="N",
-                   help="rounds (each arm once per round; default 5, or at most 50 with --until-confident)")
-    r.add_argument("--until-confident", action="store_true",
-                   help="stop when every arm's interval excludes 1 or lies inside the --min-effect band")
-    r.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                   help="stop before a round that would end past this many seconds")
-    r.add_argument("--min-effect", type=float, default=_D("min_effect"), metavar="PCT",
-                   help="effects smaller than this many percent are 'no difference'")
-    r.add_argument("--seed", type=int, default=None, metavar="N", help="the shuffle's seed (default: random; "
-                                                                       "recorded)")
-    r.add_argument("--run-timeout", type=float, default=None, metavar="S", help="end a run after S seconds "
-                                                                               "(it counts as failed)")
-    p.add_argument("--echo", action="store_true", help="show the job's output as it runs")
-    p.add_argument("--prune", default=None, metavar="OUT.conf",
-                   help="with one --rules file: A/B its rules (one arm per group of rules sharing a collective "
-                        f"and size range when there are <= {jobprune.MAX_GROUPS} groups, else the whole file) and "
-                        "write OUT.conf with only the rules whose arm was faster")
-    p.add_argument("--json", default=None, metavar="PATH", help="the verdict and every run as JSON")
+    r.add_argument("--rounds", type=int, default=None, metavar="N")
+    r.add_argument("--until-confident", action="store_true")
+    r.add_argument("--budget", type=float, default=None, metavar="SECONDS")
+    r.add_argument("--min-effect", type=float, default=_D("min_effect"), metavar="PCT")
+    r.add_argument("--seed", type=int, default=None, metavar="N")
+    r.add_argument("--run-timeout", type=float, default=None, metavar="S")
+    p.add_argument("--echo", action="store_true")
+    p.add_argument("--prune", default=None, metavar="OUT.conf")
+    p.add_argument("--json", default=None, metavar="PATH")
     _common.add_db(p)
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...", help="your job")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
     p.set_defaults(func=main)
+    help_from(p, AbOptions)
 
 
 def options(args: argparse.Namespace) -> AbOptions:
