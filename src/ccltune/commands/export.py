@@ -23,7 +23,7 @@ class ExportOptions:
 
     run: str = option(positional=True,
                       help="run id (see ccltune runs), or 'latest' (the newest run with measurements or links)")
-    format: str = option("json", flag="--format", choices=FORMATS)
+    format: str = option("json", flag="--format", choices=FORMATS, help="what to write the run as")
     out: str | None = option(None, flag="--out", help="file to write (default: stdout)")
     db: str = option(DEFAULT_DB, flag="--db", help="results database (default: %(default)s)")
 

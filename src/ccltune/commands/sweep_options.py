@@ -22,11 +22,12 @@ class SweepOptions(LaunchOptions):
 
     collective: tuple[str, ...] = option(tuple(c.name for c in collectives.TUNABLE), positional=True,
                                          help=f"tunable collectives ({', '.join(c.name for c in collectives.TUNABLE)})")
-    minbytes: str = option("8", flag="--minbytes", keyword="min_bytes")
-    maxbytes: str = option("1G", flag="--maxbytes", keyword="max_bytes")
-    stepfactor: float = option(2, flag="--stepfactor", keyword="step_factor")
-    datatype: str = option(OmittedStr("float"), flag="--datatype")
-    op: str = option(OmittedStr("sum"), flag="--op")
+    minbytes: str = option("8", flag="--minbytes", keyword="min_bytes", help="smallest size (whole buffer, as bench)")
+    maxbytes: str = option("1G", flag="--maxbytes", keyword="max_bytes", help="largest size")
+    stepfactor: float = option(2, flag="--stepfactor", keyword="step_factor", help="multiply the size by this")
+    datatype: str = option(OmittedStr("float"), flag="--datatype",
+                           help="datatype (with --workload, left out: each point in the job's own)")
+    op: str = option(OmittedStr("sum"), flag="--op", help="reduction op (with --workload, left out: the job's own)")
     algos: str = option("tree,ring,pat", flag="--algos", comma=True,
                         help=f"algorithms to force, comma-separated ({', '.join(rules.ALGORITHMS)}; "
                              "NCCL_ALGO's spelling, CollNetDirect, is taken too)")
@@ -41,7 +42,7 @@ class SweepOptions(LaunchOptions):
     reps: int = option(5, flag="--reps", help="timed rounds per point (noise is estimated from them)")
     target_us: float = option(1000.0, flag="--target-us", help="length of one timed replay")
     max_iters: int = option(100, flag="--max-iters", help="most calls in one replay")
-    warmup_iters: int = option(2, flag="--warmup_iters")
+    warmup_iters: int = option(2, flag="--warmup_iters", help="untimed replays before each configuration is timed")
     no_graph: bool = option(False, flag="--no-graph", help="time eager calls instead of CUDA graphs")
     mode: str = option("exhaustive", flag="--mode", choices=MODES,
                        help="exhaustive: every size x candidate; model: NCCL's default at every size, every candidate "
