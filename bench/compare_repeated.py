@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from compare_reference import load_any
 
-from ccltune.tune.stats import median
+from ccltune.stats import median
 
 Key = tuple[str, bool, int]  # collective, in_place, size
 

@@ -78,7 +78,7 @@ def main() -> int:
             if v is not None:
                 values[name].append(v)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
-    from ccltune.validate import jobab
+    from ccltune.ab import judge
 
     base = values["default"]
     print(f"# {'arm':<12} {'runs':>4} {'median':>10} {'ratio':>7} {'95% interval':>18} {'slower/pairs':>13}  verdict")
@@ -88,11 +88,11 @@ def main() -> int:
         if len(vals) < 2 or len(base) < 2:
             print(f"  {name:<12} {len(vals):>4}  too few runs")
             continue
-        e = jobab.effect(vals, base)
+        e = judge.effect(vals, base)
         pairs = list(zip(vals, base))
         slower = sum(1 for x, y in pairs if x > y)
         print(f"  {name:<12} {len(vals):>4} {statistics.median(vals):>10.3f} {e.ratio:>7.4f} "
-              f"[{e.ratio_lo:.4f}, {e.ratio_hi:.4f}] {slower:>6}/{len(pairs):<6}  {jobab.judge(e).value}")
+              f"[{e.ratio_lo:.4f}, {e.ratio_hi:.4f}] {slower:>6}/{len(pairs):<6}  {judge.judge(e).value}")
     return 0
 
 

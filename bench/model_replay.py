@@ -74,7 +74,7 @@ from ccltune.tune.derive import (
     gpu_model,
     tunable,
 )
-from ccltune.tune.stats import median
+from ccltune.stats import median
 
 Point = tuple[int, CommConfig]  # (size_bytes, configuration)
 

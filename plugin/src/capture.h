@@ -18,8 +18,8 @@ typedef struct ccl_capture ccl_capture;
 /* NULL when CCLTUNE_CAPTURE is unset or empty. On a directory that cannot be written, or
  * out of memory, logs a WARN and returns NULL (capture is best effort, never fatal).
  * hasCommId 0: the ABI (v2..v4) gives no communicator id; the file name then carries only
- * the per-process sequence number. */
-ccl_capture* ccl_capture_open(uint64_t commId, int hasCommId, size_t nRanks, size_t nNodes,
+ * the per-process sequence number seq (ccl_commfile_next_seq). */
+ccl_capture* ccl_capture_open(uint64_t commId, int hasCommId, unsigned seq, size_t nRanks, size_t nNodes,
                               ncclDebugLogger_t logger);
 
 /* Hot path: no allocation, lock, system call or log. Lock-free, safe from any thread.

@@ -342,7 +342,9 @@ int ccl_parse_buffer(const char* buf, size_t len, ccl_ruleset* rs, ccl_diag_fn d
   return 0;
 }
 
-int ccl_parse_file(const char* path, ccl_ruleset* rs, ccl_diag_fn diag, void* user) {
+int ccl_read_file(const char* path, size_t maxBytes, char** out, size_t* outLen) {
+  *out = NULL;
+  *outLen = 0;
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return CCLT_FILE_ERRNO;
   struct stat st;
@@ -356,7 +358,7 @@ int ccl_parse_file(const char* path, ccl_ruleset* rs, ccl_diag_fn diag, void* us
     close(fd);
     return CCLT_FILE_NOT_REGULAR;
   }
-  if ((uint64_t)st.st_size > CCLT_MAX_FILE_BYTES) {
+  if ((uint64_t)st.st_size > maxBytes) {
     close(fd);
     return CCLT_FILE_TOO_LARGE;
   }
@@ -370,11 +372,11 @@ int ccl_parse_file(const char* path, ccl_ruleset* rs, ccl_diag_fn diag, void* us
     if (got < 0) break;
     len += (size_t)got;
     if (got == 0) {
-      rc = ccl_parse_buffer(buf, len, rs, diag, user);
+      rc = CCLT_FILE_OK;
       break;
     }
     if (len == cap) {
-      if (cap > CCLT_MAX_FILE_BYTES) {
+      if (cap > maxBytes) {
         rc = CCLT_FILE_TOO_LARGE;
         break;
       }
@@ -388,8 +390,25 @@ int ccl_parse_file(const char* path, ccl_ruleset* rs, ccl_diag_fn diag, void* us
     }
   }
   int e = errno;
-  free(buf);
   close(fd);
+  if (rc != CCLT_FILE_OK) {
+    free(buf);
+    buf = NULL;
+    len = 0;
+  }
+  *out = buf;
+  *outLen = len;
+  errno = e;
+  return rc;
+}
+
+int ccl_parse_file(const char* path, ccl_ruleset* rs, ccl_diag_fn diag, void* user) {
+  char* buf;
+  size_t len;
+  int rc = ccl_read_file(path, CCLT_MAX_FILE_BYTES, &buf, &len);
+  if (rc == CCLT_FILE_OK) rc = ccl_parse_buffer(buf, len, rs, diag, user);
+  int e = errno;
+  free(buf);
   errno = e;
   return rc;
 }

@@ -1,14 +1,16 @@
 /* NCCL/RCCL tuner entry points (v2..v6). The only exported symbols are the five const
- * ncclTunerPlugin_vN structs. init loads and compiles the rule file for one communicator
- * and, with CCLTUNE_CAPTURE set, opens its capture table (capture.c); getCollInfo counts
- * the call and reads the compiled rules: no allocation, locking or logging, and it returns
- * ncclSuccess on every path (NCCL fails the collective otherwise). */
+ * ncclTunerPlugin_vN structs and ccltuneArmShare_v1 (arms.c). init loads and compiles the rule
+ * file for one communicator, or with CCLTUNE_ARMS set the rule file of every arm (arms.c), and,
+ * with CCLTUNE_CAPTURE set, opens its capture table (capture.c); getCollInfo counts the call and
+ * reads the compiled rules (of the arm in force): no allocation, locking or logging, and it
+ * returns ncclSuccess on every path (NCCL fails the collective otherwise). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "arms.h"
 #include "ccltune_tuner_abi.h"
 #include "capture.h"
 #include "rules.h"
@@ -48,39 +50,52 @@ static const char* rule_file(void) {
   return access("nccl_tuner.conf", F_OK) == 0 ? "nccl_tuner.conf" : NULL;
 }
 
-/* One communicator's context: its compiled rules and its capture table (either may be NULL). */
+/* One communicator's context: its compiled rules, its arms and its capture table (any may be NULL;
+ * with arms, rules is NULL: the arm in force decides). */
 typedef struct {
   ccl_comm* rules;
+  ccl_arms* arms;
   ccl_capture* capture;
 } plugin_ctx;
 
-/* Never fails: a missing or bad file gives NULL and leaves NCCL's choices untouched. */
-static ccl_comm* load_rules(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger, const int* nvl3) {
-  const char* path = rule_file();
-  if (!path) {
-    LOG(logger, NCCL_LOG_INFO,
-        "ccltune tuner: no rule file (NCCL_TUNER_CONFIG_FILE, CCLTUNE_RULES, ./nccl_tuner.conf); "
-        "NCCL's choices are left unchanged");
-    return NULL;
-  }
+/* What a rule file is compiled for: one communicator. */
+typedef struct {
+  size_t nRanks, nNodes;
+  ncclDebugLogger_t logger;
+  const int* nvl3;
+  char* why; /* NULL: a file that cannot be used is a WARN; else its reason goes here (an arm's rules) */
+  size_t whyLen;
+} comm_facts;
+
+/* Never fails: a bad file gives NULL (after a WARN, or with the reason in cf->why) and leaves NCCL's
+ * choices untouched. */
+static ccl_comm* load_rules(const char* path, const comm_facts* cf) {
+  size_t nRanks = cf->nRanks, nNodes = cf->nNodes;
+  ncclDebugLogger_t logger = cf->logger;
   ccl_ruleset rs;
   memset(&rs, 0, sizeof rs);
   diag_ctx d = {.logger = logger, .path = path};
   errno = 0;
   int rc = ccl_parse_file(path, &rs, note_line, &d);
-  if (rc != CCLT_FILE_OK) { /* named but unusable: the job runs untuned, so say it where it is seen */
+  if (rc != CCLT_FILE_OK && cf->why) {
+    snprintf(cf->why, cf->whyLen, "%s", ccl_file_problem(rc));
+  } else if (rc != CCLT_FILE_OK) { /* named but unusable: the job runs untuned, so say it where it is seen */
     LOG(logger, NCCL_LOG_WARN, "ccltune tuner: cannot read rule file %s (%s); NCCL's choices are left unchanged",
         path, ccl_file_problem(rc));
+  }
+  if (rc != CCLT_FILE_OK) {
     ccl_ruleset_free(&rs);
     return NULL;
   }
   ccl_platform plat;
   ccl_platform_detect(&plat);
-  ccl_platform_set_nvl(&plat, nRanks, nNodes, nvl3);
+  ccl_platform_set_nvl(&plat, nRanks, nNodes, cf->nvl3);
   ccl_comm* comm = ccl_comm_build(&rs, nRanks, nNodes, &plat);
   char desc[256];
   ccl_platform_describe(&plat, desc, sizeof desc);
-  if (!comm) {
+  if (!comm && cf->why) {
+    snprintf(cf->why, cf->whyLen, "out of memory compiling it");
+  } else if (!comm) {
     LOG(logger, NCCL_LOG_WARN, "ccltune tuner: out of memory compiling %s; NCCL's choices are left unchanged", path);
   } else {
     LOG(logger, NCCL_LOG_INFO,
@@ -95,22 +110,56 @@ static ccl_comm* load_rules(size_t nRanks, size_t nNodes, ncclDebugLogger_t logg
   return comm;
 }
 
-/* Never fails; *ctx stays NULL when there is neither a rule to apply nor a capture. */
+static ccl_comm* load_arm_rules(const char* path, void* user, char* why, size_t whyLen) {
+  comm_facts cf = *(const comm_facts*)user;
+  cf.why = why;
+  cf.whyLen = whyLen;
+  return load_rules(path, &cf);
+}
+
+/* The communicator's rules without arms: the rule file, if one is named or found. */
+static ccl_comm* load_rule_file(const comm_facts* cf) {
+  const char* path = rule_file();
+  if (!path) {
+    LOG(cf->logger, NCCL_LOG_INFO,
+        "ccltune tuner: no rule file (NCCL_TUNER_CONFIG_FILE, CCLTUNE_RULES, ./nccl_tuner.conf); "
+        "NCCL's choices are left unchanged");
+    return NULL;
+  }
+  return load_rules(path, cf);
+}
+
+/* Never fails; *ctx stays NULL when there is no rule to apply, no arms and no capture. With
+ * CCLTUNE_ARMS set the arms decide (a bad arms file: NCCL's default) and the rule file is not read. */
 static ncclResult_t init_common(uint64_t commId, int hasCommId, size_t nRanks, size_t nNodes,
                                 ncclDebugLogger_t logger, const int* nvl3, void** ctx) {
   if (!ctx) return ncclSuccess;
   *ctx = NULL;
-  ccl_comm* rules = load_rules(nRanks, nNodes, logger, nvl3);
-  ccl_capture* capture = ccl_capture_open(commId, hasCommId, nRanks, nNodes, logger);
-  if (!rules && !capture) return ncclSuccess;
+  comm_facts cf = {nRanks, nNodes, logger, nvl3, NULL, 0};
+  unsigned seq = ccl_commfile_next_seq();
+  const char* armsFile = getenv("CCLTUNE_ARMS");
+  ccl_comm* rules = NULL;
+  ccl_arms* arms = NULL;
+  if (armsFile && *armsFile) {
+    arms = ccl_arms_open(commId, hasCommId, seq, nRanks, logger, load_arm_rules, &cf);
+    if (rule_file())
+      LOG(logger, NCCL_LOG_INFO, "ccltune tuner: CCLTUNE_ARMS is set: the rule file %s is not read (the arms' "
+          "rule files decide)", rule_file());
+  } else {
+    rules = load_rule_file(&cf);
+  }
+  ccl_capture* capture = ccl_capture_open(commId, hasCommId, seq, nRanks, nNodes, logger);
+  if (!rules && !arms && !capture) return ncclSuccess;
   plugin_ctx* p = malloc(sizeof *p);
   if (!p) {
     LOG(logger, NCCL_LOG_WARN, "ccltune tuner: out of memory; NCCL's choices are left unchanged");
     ccl_comm_free(rules);
+    ccl_arms_close(arms);
     ccl_capture_close(capture);
     return ncclSuccess;
   }
   p->rules = rules;
+  p->arms = arms;
   p->capture = capture;
   *ctx = p;
   return ncclSuccess;
@@ -138,6 +187,7 @@ static ncclResult_t finalize(void* ctx) {
   plugin_ctx* p = ctx;
   if (!p) return ncclSuccess;
   ccl_capture_close(p->capture);
+  ccl_arms_close(p->arms);
   ccl_comm_free(p->rules);
   free(p);
   return ncclSuccess;
@@ -150,7 +200,8 @@ static void apply(void* ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps, flo
   const plugin_ctx* p = ctx;
   if (!p) return;
   ccl_capture_record(p->capture, (int)coll, nBytes, numPipeOps, regBuff);
-  if (!ccl_comm_decide(p->rules, (int)coll, nBytes, numPipeOps, regBuff, t, numAlgo, numProto, 1,
+  const ccl_comm* rules = p->arms ? ccl_arms_rules(p->arms, (int)coll, nBytes, numPipeOps) : p->rules;
+  if (!ccl_comm_decide(rules, (int)coll, nBytes, numPipeOps, regBuff, t, numAlgo, numProto, 1,
                        &cell, &ch))
     return;
   if (cell >= 0) t[cell] = 0.0f;
@@ -181,14 +232,15 @@ static ncclResult_t getCollInfo_v2(void* ctx, ncclFunc_t coll, size_t nBytes, in
   const plugin_ctx* pc = ctx;
   if (!pc) return ncclSuccess;
   ccl_capture_record(pc->capture, (int)coll, nBytes, numPipeOps, -1);
-  if (!pc->rules) return ncclSuccess;
+  const ccl_comm* rules = pc->arms ? ccl_arms_rules(pc->arms, (int)coll, nBytes, numPipeOps) : pc->rules;
+  if (!rules) return ncclSuccess;
   for (int a = 0; a < CCLT_NUM_ALGOS; a++) {
     int ok = 1;
     if (a == CCLT_ALGO_COLLNET_DIRECT || a == CCLT_ALGO_COLLNET_CHAIN) ok = collNetSupport;
     if (a == CCLT_ALGO_NVLS || a == CCLT_ALGO_NVLS_TREE) ok = nvlsSupport;
     for (int p = 0; p < CCLT_NUM_PROTOS; p++) t[a][p] = ok ? 1.0f : CCLT_COST_IGNORE;
   }
-  if (!ccl_comm_decide(pc->rules, (int)coll, nBytes, numPipeOps, -1, &t[0][0], CCLT_NUM_ALGOS,
+  if (!ccl_comm_decide(rules, (int)coll, nBytes, numPipeOps, -1, &t[0][0], CCLT_NUM_ALGOS,
                        CCLT_NUM_PROTOS, 0, &cell, &ch))
     return ncclSuccess;
   if (cell >= 0 && algorithm && protocol) {

@@ -65,6 +65,9 @@ enum { CCLT_FILE_OK = 0, CCLT_FILE_ERRNO = -1, CCLT_FILE_NOT_REGULAR = -2, CCLT_
  * negative CCLT_FILE_* code (CCLT_FILE_ERRNO: errno set); ccl_file_problem says it in words. */
 int ccl_parse_file(const char* path, ccl_ruleset* rs, ccl_diag_fn diag, void* user);
 const char* ccl_file_problem(int rc);
+/* The reader under ccl_parse_file (also of the arms file): a regular file of at most maxBytes into a
+ * malloc'd buffer (*out, *outLen; NULL unless CCLT_FILE_OK; the caller frees it). */
+int ccl_read_file(const char* path, size_t maxBytes, char** out, size_t* outLen);
 void ccl_ruleset_free(ccl_ruleset* rs);
 
 /* Name tables (index = id), defined once in parse.c; used by the parser, the capture writer and the

@@ -1,12 +1,22 @@
-/* The profiler's core, independent of the ABI version: abi.c turns each version's descriptor
- * into a cclp_event and calls these; record.c keeps the tables; write.c writes the file.
+/* The profiler's core, independent of the ABI version. The files, each with one concern:
+ *  - abi.c: each ABI version's descriptor turned into a cclp_event, then ctx.c or record.c;
+ *  - ctx.c: a communicator context's whole life: open at init (config, tables, the arm share,
+ *    the live list), close at finalize (flush, write, free), and the exit writer;
+ *  - record.c: the lock-free hot path (events into the tables) and the handle -> context table;
+ *  - write.c: the file's text from a context (no state of its own);
+ *  - share.c: the tuner's ccltuneArmShare_v1, looked up with dlopen(RTLD_NOLOAD);
+ *  - config.c, hist.c: the environment, logging, the clock; the histogram.
+ * Calls go one way: abi.c -> ctx.c -> {record.c, write.c, share.c} -> {config.c, hist.c}
+ * (record.c also -> share.c, for the lookup a communicator's first collective may redo).
  *
  * Per communicator (one cclp_ctx, allocated whole at init; nothing is allocated afterwards):
  *  - entries: an open-addressing table of CCLP_ENTRIES keys (kind, op, count, datatype, algo,
  *    proto, nChannels, nWarps, peer), each with calls, timed, sum, max and a histogram; a key
  *    is claimed with one compare-and-swap, counters are atomic adds;
+ *  - arms: per arm in force (the tuner's, -1 without one) calls, timed, GPU sum and the calls
+ *    whose key found no room in the entries (atomic adds);
  *  - slots: CCLP_SLOTS in-flight timed calls; call t (t-th sampled call) uses slot t % SLOTS;
- *  - lines: the first `calls_cap` timed calls (start/end ns) for the call lines.
+ *  - lines: the first `calls_cap` timed calls (start/end ns, arm) for the call lines.
  * An event handle given to NCCL is not a pointer but a number that names the communicator
  * (its index in a process-wide table), the call's ticket and, for a kernel-channel event, the
  * channel: a late or stale event decodes to a slot whose ticket differs and is ignored, so no
@@ -27,6 +37,7 @@
 #define CCLP_CALLS_DEFAULT 4096
 #define CCLP_CALLS_MAX (1 << 20)
 #define CCLP_EVERY_MAX 1000000000
+#define CCLP_ARMS 65 /* per-arm sums for arms -1 (none) .. 63; calls of other arms are counted apart */
 
 /* CCLP_CE: a copy-engine collective (ABI v6, NCCL 2.29+): counted, written as a coll with algo CE,
  * never timed (see start_task). */
@@ -65,14 +76,32 @@ typedef struct {
   _Atomic uint64_t gpu_start, gpu_stop; /* earliest channel start, latest channel stop */
   uint64_t host_start;       /* v1..v3: host clock at the task's start */
   uint64_t seq;
-  int entry;
+  int entry, arm;
 } cclp_slot;
 
 typedef struct {
   _Atomic int ready;
-  int entry;
+  int entry, arm;
   uint64_t ticket, seq, start_ns, end_ns;
 } cclp_line;
+
+typedef struct {
+  _Atomic uint64_t calls, timed, sum_ns, no_entry;
+} cclp_arm_sum;
+
+/* share.c: the tuner plugin's exported arm share (CONTRACTS.md section 2; the tuner writes it as
+ * `const ccltuneArmShare_v1`). arm_of(commHash): the arm in force for the communicator, -1 when it
+ * has no arms; the tuner answers without locking (it is called on every collective's start). */
+typedef struct {
+  int version; /* 1 */
+  int (*arm_of)(uint64_t commHash);
+} ccltuneArmShare_v1_t;
+
+typedef struct {
+  int (*arm_of)(uint64_t);
+  void* lib;       /* our reference to the tuner's library (RTLD_NOLOAD took one): dropped at close */
+  char why[160];   /* "" when found, else why there are no arms (written in the file's '# arms' line) */
+} cclp_share;
 
 typedef struct cclp_ctx {
   struct cclp_ctx* next; /* live list, for the exit writer */
@@ -88,7 +117,11 @@ typedef struct cclp_ctx {
   char host[256];
   _Atomic uint64_t ncalls, nsampled, np2p;
   _Atomic unsigned nentries;
-  _Atomic uint64_t dropped_entries, nlines, dropped_lines, lost_calls;
+  _Atomic uint64_t dropped_entries, nlines, dropped_lines, lost_calls, arm_outside;
+  /* 0: not looked up yet (init found no tuner), 1: a thread is looking, 2: `share` is final */
+  _Atomic int share_state;
+  cclp_share share;
+  cclp_arm_sum arms[CCLP_ARMS]; /* arm a at a + 1 */
   cclp_entry entries[CCLP_ENTRIES];
   cclp_slot slots[CCLP_SLOTS];
   cclp_line* lines; /* calls_cap of them, allocated with the context */
@@ -105,18 +138,26 @@ void cclp_log(ncclDebugLogger_t logger, ncclDebugLogLevel level, const char* fmt
     __attribute__((format(printf, 3, 4)));
 uint64_t cclp_now_ns(void); /* CLOCK_REALTIME: comparable across processes of a host */
 
-/* record.c */
+/* ctx.c: a context's life */
 cclp_ctx* cclp_ctx_open(int abi, int has_comm, uint64_t comm_hash, int rank, int nranks, int nnodes,
                         ncclDebugLogger_t logger, int* mask);
+int cclp_close(cclp_ctx* ctx); /* flushes, writes the file, unregisters and frees ctx */
+
+/* record.c: the hot path, and the process-wide table handles name contexts by */
+int cclp_register(cclp_ctx* ctx); /* sets ctx->index; 0, or -1 when the table is full */
+void cclp_unregister(cclp_ctx* ctx);
 void cclp_start(cclp_ctx* ctx, void** handle, const cclp_event* ev);
 void cclp_stop(void* handle);
 void cclp_record_stop_timer(void* handle, uint64_t ptimer);
 void cclp_flush_pending(cclp_ctx* ctx); /* records calls still waiting for stops, if timed */
-cclp_ctx* cclp_ctx_of(unsigned index);
-void cclp_ctx_forget(cclp_ctx* ctx);
 
-/* write.c */
-void cclp_live_add(cclp_ctx* ctx);
-int cclp_close(cclp_ctx* ctx); /* writes the file, unlinks and frees ctx */
+/* write.c: the file of ctx. Returns 0, 1 (nothing to write: why says so) or -1 (why: the error). */
+int cclp_write_file(cclp_ctx* ctx, const char** why);
+
+/* share.c: never on the hot path's common case (dlopen takes the loader's lock). NOT_LOADED: NCCL_TUNER_PLUGIN
+ * names a library not loaded yet (NCCL loads the tuner after the profiler in a communicator's init). */
+enum { CCLP_SHARE_FOUND, CCLP_SHARE_NOT_LOADED, CCLP_SHARE_ABSENT };
+int cclp_share_find(cclp_share* share);
+void cclp_share_release(cclp_share* share);
 
 #endif

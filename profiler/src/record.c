@@ -8,14 +8,13 @@
  * has seen any channel start, so the task's stop alone cannot end the call. Whichever stop
  * brings `remaining` to zero records the call: GPU time = latest channel stop - earliest
  * channel start. A call whose channel events never all arrive is recorded from what did
- * arrive when its slot is needed again or at finalize (cclp_flush_pending). */
+ * arrive when its slot is needed again or at finalize (cclp_flush_pending).
+ *
+ * Every call is tagged at its start with the arm in force (the tuner's share, arm_now): the arm's
+ * sums count it, and a timed call carries the arm to its sums and its call line. */
 #include "prof.h"
 
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define TICKET_BITS 40
 #define TICKET_MASK ((1ull << TICKET_BITS) - 1)
@@ -28,11 +27,18 @@ static cclp_ctx* _Atomic g_ctx[CCLP_MAX_COMMS];
 static _Atomic unsigned g_next;
 static _Atomic uint64_t g_dropped_keys[DROP_SET];
 
-cclp_ctx* cclp_ctx_of(unsigned index) {
+static cclp_ctx* ctx_of(unsigned index) {
   return index < CCLP_MAX_COMMS ? atomic_load_explicit(&g_ctx[index], memory_order_acquire) : NULL;
 }
 
-void cclp_ctx_forget(cclp_ctx* ctx) { atomic_store_explicit(&g_ctx[ctx->index], NULL, memory_order_release); }
+int cclp_register(cclp_ctx* ctx) {
+  ctx->index = atomic_fetch_add(&g_next, 1);
+  if (ctx->index >= CCLP_MAX_COMMS) return -1;
+  atomic_store_explicit(&g_ctx[ctx->index], ctx, memory_order_release);
+  return 0;
+}
+
+void cclp_unregister(cclp_ctx* ctx) { atomic_store_explicit(&g_ctx[ctx->index], NULL, memory_order_release); }
 
 static void* encode(unsigned index, uint64_t ticket, int kernel, int channel) {
   uint64_t h = (uint64_t)(index + 1) << 48 | (ticket & TICKET_MASK);
@@ -44,73 +50,13 @@ static void* encode(unsigned index, uint64_t ticket, int kernel, int channel) {
 static cclp_slot* decode(void* handle, cclp_ctx** ctx, uint64_t* ticket, int* kernel) {
   uint64_t h = (uint64_t)(uintptr_t)handle;
   if (h >> 48 == 0) return NULL;
-  *ctx = cclp_ctx_of((unsigned)(h >> 48) - 1);
+  *ctx = ctx_of((unsigned)(h >> 48) - 1);
   if (!*ctx) return NULL;
   *ticket = h & TICKET_MASK;
   *kernel = (h & KERNEL_FLAG) != 0;
   cclp_slot* s = &(*ctx)->slots[*ticket % CCLP_SLOTS];
   if (atomic_load_explicit(&s->owner, memory_order_acquire) != *ticket + 1) return NULL;
   return s;
-}
-
-cclp_ctx* cclp_ctx_open(int abi, int has_comm, uint64_t comm_hash, int rank, int nranks, int nnodes,
-                        ncclDebugLogger_t logger, int* mask) {
-  cclp_config cfg;
-  *mask = 0; /* off, or no usable folder: NCCL then starts no event at all */
-  if (!cclp_read_config(&cfg, logger)) return NULL;
-  if (strlen(cfg.dir) >= sizeof(((cclp_ctx*)0)->dir) - 256) {
-    cclp_log(logger, NCCL_LOG_WARN, "ccltune profiler: CCLTUNE_PROFILE is too long (%zu bytes); not profiling",
-             strlen(cfg.dir));
-    return NULL;
-  }
-  if ((mkdir(cfg.dir, 0777) != 0 && errno != EEXIST) || access(cfg.dir, W_OK | X_OK) != 0) {
-    cclp_log(logger, NCCL_LOG_WARN, "ccltune profiler: CCLTUNE_PROFILE=%s is not a writable directory (%s); "
-             "not profiling", cfg.dir, strerror(errno));
-    return NULL;
-  }
-  *mask = -1;
-  cclp_ctx* ctx = calloc(1, sizeof *ctx);
-  if (ctx && cfg.calls) ctx->lines = calloc(cfg.calls, sizeof *ctx->lines);
-  if (!ctx || (cfg.calls && !ctx->lines)) {
-    if (ctx) free(ctx);
-    cclp_log(logger, NCCL_LOG_WARN, "ccltune profiler: out of memory for this communicator's tables; not profiling it");
-    return NULL;
-  }
-  ctx->index = atomic_fetch_add(&g_next, 1);
-  if (ctx->index >= CCLP_MAX_COMMS) {
-    cclp_log(logger, NCCL_LOG_WARN, "ccltune profiler: more than %d communicators in this process; not profiling "
-             "this one", CCLP_MAX_COMMS);
-    free(ctx->lines);
-    free(ctx);
-    return NULL;
-  }
-  ctx->abi = abi;
-  ctx->gpu_timing = abi >= 4;
-  ctx->has_comm = has_comm ? 2 : 0;
-  ctx->comm_hash = comm_hash;
-  ctx->rank = rank;
-  ctx->nranks = nranks;
-  ctx->nnodes = nnodes;
-  ctx->every = cfg.every;
-  ctx->calls_cap = cfg.calls;
-  ctx->logger = logger;
-  /* relative to the directory at init: the job may change directory before the file is written */
-  if (cfg.dir[0] != '/' && getcwd(ctx->dir, sizeof ctx->dir - strlen(cfg.dir) - 2)) {
-    strcat(ctx->dir, "/");
-    strcat(ctx->dir, cfg.dir);
-  } else {
-    strcpy(ctx->dir, cfg.dir);
-  }
-  if (gethostname(ctx->host, sizeof ctx->host - 1) != 0 || !ctx->host[0]) strcpy(ctx->host, "unknown");
-  for (char* c = ctx->host; *c; c++)
-    if (*c == ' ' || *c == '/') *c = '_';
-  atomic_store_explicit(&g_ctx[ctx->index], ctx, memory_order_release);
-  cclp_live_add(ctx);
-  *mask = ncclProfileColl | ncclProfileP2p | (ctx->gpu_timing ? ncclProfileKernelCh : 0) |
-          (abi >= 6 ? ncclProfileCeColl : 0);
-  cclp_log(logger, NCCL_LOG_INFO, "ccltune profiler: ABI v%d, %s timing, every %llu call(s), into %s", abi,
-           ctx->gpu_timing ? "GPU kernel-channel" : "host", (unsigned long long)cfg.every, cfg.dir);
-  return ctx;
 }
 
 /* ---- entries ------------------------------------------------------------------------------ */
@@ -201,8 +147,6 @@ static int find_entry(cclp_ctx* ctx, const cclp_event* ev) {
   return -1;
 }
 
-/* ---- timed calls -------------------------------------------------------------------------- */
-
 static void atomic_max_u64(_Atomic uint64_t* a, uint64_t v) {
   uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
   while (v > cur && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed, memory_order_relaxed)) {
@@ -215,9 +159,40 @@ static void atomic_min_u64(_Atomic uint64_t* a, uint64_t v) {
   }
 }
 
-static void record_timed(cclp_ctx* ctx, int entry, uint64_t ticket, uint64_t seq, uint64_t start, uint64_t end) {
+/* ---- arms ---------------------------------------------------------------------------------- */
+
+/* The arm in force for the communicator `hash`, from the tuner's share; -1 without one. The share
+ * is final from init for every communicator but the process's first: its init runs before NCCL
+ * loads the tuner, so its first collective looks once more (the one lookup outside init: a dlopen
+ * with RTLD_NOLOAD, once per communicator). A start that races with that lookup gets -1 (NCCL
+ * starts a communicator's tasks from one thread: not seen in practice). */
+static int arm_now(cclp_ctx* ctx, uint64_t hash) {
+  int st = atomic_load_explicit(&ctx->share_state, memory_order_acquire);
+  if (st == 0 && atomic_compare_exchange_strong(&ctx->share_state, &st, 1)) {
+    cclp_share_find(&ctx->share);
+    atomic_store_explicit(&ctx->share_state, 2, memory_order_release);
+    st = 2;
+  }
+  return st == 2 && ctx->share.arm_of ? ctx->share.arm_of(hash) : -1;
+}
+
+/* The sums of arm `arm`, or NULL (counted apart) when it is outside -1..CCLP_ARMS-2. */
+static cclp_arm_sum* arm_sum(cclp_ctx* ctx, int arm) {
+  if (arm >= -1 && arm < CCLP_ARMS - 1) return &ctx->arms[arm + 1];
+  return NULL;
+}
+
+/* ---- timed calls -------------------------------------------------------------------------- */
+
+static void record_timed(cclp_ctx* ctx, const cclp_slot* s, uint64_t ticket, uint64_t start, uint64_t end) {
+  int entry = s->entry;
   cclp_entry* e = &ctx->entries[entry];
   uint64_t ns = end - start;
+  cclp_arm_sum* a = arm_sum(ctx, s->arm);
+  if (a) {
+    atomic_fetch_add_explicit(&a->timed, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&a->sum_ns, ns, memory_order_relaxed);
+  }
   atomic_fetch_add_explicit(&e->timed, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&e->sum_ns, ns, memory_order_relaxed);
   atomic_max_u64(&e->max_ns, ns);
@@ -229,8 +204,9 @@ static void record_timed(cclp_ctx* ctx, int entry, uint64_t ticket, uint64_t seq
   }
   cclp_line* l = &ctx->lines[i];
   l->entry = entry;
+  l->arm = s->arm;
   l->ticket = ticket;
-  l->seq = seq;
+  l->seq = s->seq;
   l->start_ns = start;
   l->end_ns = end;
   atomic_store_explicit(&l->ready, 1, memory_order_release);
@@ -246,7 +222,7 @@ static void finish(cclp_ctx* ctx, cclp_slot* s, uint64_t ticket, int task_stoppe
     start = s->host_start;
     end = task_stopped ? cclp_now_ns() : 0;
   }
-  if (end != 0 && start != UINT64_MAX && end >= start) record_timed(ctx, s->entry, ticket, s->seq, start, end);
+  if (end != 0 && start != UINT64_MAX && end >= start) record_timed(ctx, s, ticket, start, end);
   else atomic_fetch_add_explicit(&ctx->lost_calls, 1, memory_order_relaxed);
 }
 
@@ -275,6 +251,13 @@ static void start_task(cclp_ctx* ctx, void** handle, const cclp_event* ev) {
   }
   int entry = find_entry(ctx, ev);
   if (entry >= 0) atomic_fetch_add_explicit(&ctx->entries[entry].calls, 1, memory_order_relaxed);
+  int arm = arm_now(ctx, ev->has_hash ? ev->comm_hash : ctx->comm_hash);
+  cclp_arm_sum* a = arm_sum(ctx, arm);
+  if (!a) atomic_fetch_add_explicit(&ctx->arm_outside, 1, memory_order_relaxed);
+  else {
+    atomic_fetch_add_explicit(&a->calls, 1, memory_order_relaxed);
+    if (entry < 0) atomic_fetch_add_explicit(&a->no_entry, 1, memory_order_relaxed);
+  }
   uint64_t n = atomic_fetch_add_explicit(&ctx->ncalls, 1, memory_order_relaxed);
   uint64_t p2p_seq = ev->type == CCLP_P2P ? atomic_fetch_add_explicit(&ctx->np2p, 1, memory_order_relaxed) : 0;
   /* A CE collective is not timed: NCCL starts and stops its event on the host around enqueuing the
@@ -294,6 +277,7 @@ static void start_task(cclp_ctx* ctx, void** handle, const cclp_event* ev) {
   s->host_start = ctx->gpu_timing ? 0 : cclp_now_ns();
   s->seq = ev->type == CCLP_COLL ? ev->seq : p2p_seq;
   s->entry = entry;
+  s->arm = arm;
   atomic_store_explicit(&s->remaining, 1 + channels, memory_order_relaxed);
   atomic_store_explicit(&s->owner, ticket + 1, memory_order_release);
   *handle = encode(ctx->index, ticket, 0, 0);

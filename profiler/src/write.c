@@ -1,23 +1,14 @@
-/* The profile file (format: docs/profiler.md, "ccltune-profile 1"), written whole into a
- * temporary file in the same folder and renamed, at finalize or, for communicators never
- * finalized, at process exit. Not on the hot path: this file may lock and allocate. */
+/* The profile file's text (format: docs/profiler.md, "ccltune-profile 2"), written whole into a
+ * temporary file in the same folder and renamed; when is ctx.c's business (finalize, or process
+ * exit for communicators never finalized). Reads the context, changes nothing in it. Not on the
+ * hot path: this file allocates. */
 #include "prof.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static cclp_ctx* live;
-void cclp_live_add(cclp_ctx* ctx) {
-  pthread_mutex_lock(&live_lock);
-  ctx->next = live;
-  live = ctx;
-  pthread_mutex_unlock(&live_lock);
-}
 
 static void put_int(FILE* f, int v) {
   if (v < 0) fputs(" -", f);
@@ -37,7 +28,7 @@ static int by_ticket(const void* a, const void* b) {
 }
 
 static void write_body(FILE* f, cclp_ctx* ctx, int has_comm) {
-  fprintf(f, "# ccltune-profile 1\n# host %s pid %ld comm %016llx rank", ctx->host, (long)getpid(),
+  fprintf(f, "# ccltune-profile 2\n# host %s pid %ld comm %016llx rank", ctx->host, (long)getpid(),
           (unsigned long long)(has_comm ? ctx->comm_hash : 0));
   put_int(f, has_comm ? ctx->rank : -1);
   fputs(" nranks", f);
@@ -49,6 +40,9 @@ static void write_body(FILE* f, cclp_ctx* ctx, int has_comm) {
   else
     fprintf(f, "# timing host ABI v%d has no GPU timer: host clock from the task's start to its stop, "
                "which NCCL calls once the operation is enqueued, not when it has run\n", ctx->abi);
+  int share = atomic_load_explicit(&ctx->share_state, memory_order_acquire);
+  if (share == 2 && ctx->share.arm_of) fputs("# arms tuner\n", f);
+  else fprintf(f, "# arms none %s\n", share == 2 ? ctx->share.why : "(no collective ran to look the tuner up)");
   fputs("# columns kind op count datatype algo proto nchannels nwarps peer calls timed sum_us p10_us p50_us "
         "p90_us max_us\n", f);
 
@@ -82,7 +76,17 @@ static void write_body(FILE* f, cclp_ctx* ctx, int has_comm) {
     fputc('\n', f);
   }
 
-  fputs("# calls seq entry start_ns end_ns\n", f);
+  fputs("# sums arm calls timed sum_us no_entry\n", f);
+  for (int a = 0; a < CCLP_ARMS; a++) {
+    cclp_arm_sum* s = &ctx->arms[a];
+    uint64_t calls = atomic_load(&s->calls);
+    if (!calls) continue;
+    fprintf(f, "arm %d %llu %llu", a - 1, (unsigned long long)calls, (unsigned long long)atomic_load(&s->timed));
+    put_us(f, (double)atomic_load(&s->sum_ns));
+    fprintf(f, " %llu\n", (unsigned long long)atomic_load(&s->no_entry));
+  }
+
+  fputs("# calls seq entry arm start_ns end_ns\n", f);
   uint64_t nlines = atomic_load(&ctx->nlines);
   if (nlines > ctx->calls_cap) nlines = ctx->calls_cap;
   cclp_line* lines = nlines ? malloc(nlines * sizeof *lines) : NULL;
@@ -94,15 +98,16 @@ static void write_body(FILE* f, cclp_ctx* ctx, int has_comm) {
   if (nlines && !lines) unready = nlines; /* out of memory: the lines are counted as dropped */
   if (lines) qsort(lines, kept, sizeof *lines, by_ticket);
   for (uint64_t i = 0; i < kept; i++)
-    fprintf(f, "call %llu %d %llu %llu\n", (unsigned long long)lines[i].seq, file_index[lines[i].entry],
-            (unsigned long long)lines[i].start_ns, (unsigned long long)lines[i].end_ns);
+    fprintf(f, "call %llu %d %d %llu %llu\n", (unsigned long long)lines[i].seq, file_index[lines[i].entry],
+            lines[i].arm, (unsigned long long)lines[i].start_ns, (unsigned long long)lines[i].end_ns);
   free(lines);
-  fprintf(f, "# dropped entries %llu calls %llu\n# end\n", (unsigned long long)atomic_load(&ctx->dropped_entries),
-          (unsigned long long)(atomic_load(&ctx->dropped_lines) + unready));
+  fprintf(f, "# dropped entries %llu calls %llu arms %llu\n# end\n",
+          (unsigned long long)atomic_load(&ctx->dropped_entries),
+          (unsigned long long)(atomic_load(&ctx->dropped_lines) + unready),
+          (unsigned long long)atomic_load(&ctx->arm_outside));
 }
 
-/* Writes ctx's file. Returns 0, or -1 with the reason in why. */
-static int write_file(cclp_ctx* ctx, const char** why) {
+int cclp_write_file(cclp_ctx* ctx, const char** why) {
   int has_comm = __atomic_load_n(&ctx->has_comm, __ATOMIC_ACQUIRE) == 2;
   if (!has_comm && atomic_load(&ctx->ncalls) == 0) {
     *why = "no collective seen, so its communicator is unknown (ABI before v4)";
@@ -125,39 +130,4 @@ static int write_file(cclp_ctx* ctx, const char** why) {
   if (!bad && rename(tmp, path) != 0) { bad = 1; err = errno; }
   if (bad) { unlink(tmp); *why = strerror(err); return -1; }
   return 0;
-}
-
-int cclp_close(cclp_ctx* ctx) {
-  pthread_mutex_lock(&live_lock);
-  for (cclp_ctx** p = &live; *p; p = &(*p)->next)
-    if (*p == ctx) { *p = ctx->next; break; }
-  pthread_mutex_unlock(&live_lock);
-  cclp_ctx_forget(ctx); /* NCCL sends nothing after finalize; a stray handle now decodes to nothing */
-  cclp_flush_pending(ctx);
-  const char* why = "";
-  int rc = write_file(ctx, &why);
-  if (rc < 0) cclp_log(ctx->logger, NCCL_LOG_WARN, "ccltune profiler: cannot write the profile into %s: %s", ctx->dir, why);
-  else if (rc > 0) cclp_log(ctx->logger, NCCL_LOG_INFO, "ccltune profiler: no file: %s", why);
-  uint64_t lost = atomic_load(&ctx->lost_calls);
-  if (lost) /* sampled calls whose kernel-channel times never came: in calls, not in timed */
-    cclp_log(ctx->logger, NCCL_LOG_INFO, "ccltune profiler: %llu sampled call(s) of comm %016llx had no complete GPU "
-             "times and are counted but not timed", (unsigned long long)lost, (unsigned long long)ctx->comm_hash);
-  free(ctx->lines);
-  free(ctx);
-  return rc < 0 ? -1 : 0;
-}
-
-/* Communicators never finalized (common: a job exits without destroying its process group).
- * A destructor, not atexit: it runs at exit and also if the library is unloaded first (NCCL
- * dlcloses the plugin when its last communicator is finalized; an atexit handler left behind
- * in unmapped code would crash the exit). NCCL's logger may be gone by now, so failures go to
- * stderr. The contexts stay allocated: a proxy thread may still be delivering events. */
-__attribute__((destructor)) static void write_at_exit(void) {
-  pthread_mutex_lock(&live_lock);
-  for (cclp_ctx* c = live; c; c = c->next) {
-    cclp_flush_pending(c);
-    const char* why = "";
-    if (write_file(c, &why) < 0) fprintf(stderr, "ccltune profiler: cannot write the profile into %s: %s\n", c->dir, why);
-  }
-  pthread_mutex_unlock(&live_lock);
 }

@@ -8,6 +8,7 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -162,7 +163,7 @@ static void case_version(int abi) {
   char want[512];
   snprintf(want, sizeof want, ".0123456789abcdef.2.txt");
   CHECK(strstr(name, want) && strncmp(name, "ccltune-profile.", 16) == 0, "%s file name %s", where, name);
-  CHECK(has_line(text, "# ccltune-profile 1"), "%s: version line", where);
+  CHECK(has_line(text, "# ccltune-profile 2"), "%s: version line", where);
   snprintf(want, sizeof want, " nranks %s nnodes %s abi %d every 1", abi >= 4 ? "4" : "-", abi >= 4 ? "1" : "-", abi);
   CHECK(strstr(text, want) && strstr(text, "comm 0123456789abcdef rank 2"), "%s header: want '%s' in\n%s", where, want, text);
   CHECK(has_line(text, "# columns kind op count datatype algo proto nchannels nwarps peer calls timed sum_us p10_us "
@@ -184,9 +185,9 @@ static void case_version(int abi) {
     check_close(s.p10, pct(us, 10, 10), "p10", where);
     check_close(s.p50, pct(us, 10, 50), "p50", where);
     check_close(s.p90, pct(us, 10, 90), "p90", where);
-    CHECK(has_line(text, "call 100 0 1732661234000000000 1732661234000010000"), "%s first call line:\n%s", where, text);
-    CHECK(has_line(text, "call 109 0 1732661234090000000 1732661234091000000"), "%s last call line", where);
-    CHECK(has_line(text, "call 0 1 1732661234500000000 1732661234500007000"), "%s p2p call line (own seq)", where);
+    CHECK(has_line(text, "call 100 0 -1 1732661234000000000 1732661234000010000"), "%s first call line:\n%s", where, text);
+    CHECK(has_line(text, "call 109 0 -1 1732661234090000000 1732661234091000000"), "%s last call line", where);
+    CHECK(has_line(text, "call 0 1 -1 1732661234500000000 1732661234500007000"), "%s p2p call line (own seq)", where);
     CHECK(count_prefix(text, "call ") == 13, "%s: %d call lines", where, count_prefix(text, "call "));
   } else {
     snprintf(want, sizeof want, "# timing host ABI v%d has no GPU timer", abi);
@@ -194,7 +195,7 @@ static void case_version(int abi) {
     CHECK(s.max >= 0 && s.sum >= s.max, "%s host times: sum %.3f max %.3f", where, s.sum, s.max);
     CHECK(count_prefix(text, "call 10") == 10, "%s: coll call lines by seqNumber", where);
   }
-  CHECK(has_line(text, "# dropped entries 0 calls 0"), "%s dropped line", where);
+  CHECK(has_line(text, "# dropped entries 0 calls 0 arms 0"), "%s dropped line", where);
   free(text);
   fn_unload(&f);
 }
@@ -267,7 +268,7 @@ static void case_sampling(void) {
   CHECK(handles == 4, "sampling: %d handles", handles);
   CHECK(text && entry(text, "coll ReduceScatter 1024 ncclBfloat16 RING LL 1 16 -", &s) && s.calls == 10 &&
         s.timed == 4 && fabs(s.sum - 80.0) < 1e-9, "sampling entry:\n%s", text ? text : "");
-  CHECK(text && strstr(text, " every 3\n") && has_line(text, "call 9 0 1732661234009000000 1732661234009020000"),
+  CHECK(text && strstr(text, " every 3\n") && has_line(text, "call 9 0 -1 1732661234009000000 1732661234009020000"),
         "sampling lines:\n%s", text ? text : "");
   free(text);
   fn_unload(&f);
@@ -289,9 +290,11 @@ static void case_overflow(void) {
   read_profiles(dir, &text, NULL, 0);
   CHECK(text && count_prefix(text, "coll ") == 256, "overflow: %d entries", text ? count_prefix(text, "coll ") : -1);
   CHECK(text && count_prefix(text, "call ") == 4, "overflow: call lines");
-  CHECK(text && has_line(text, "# dropped entries 44 calls 508"), "overflow dropped line:\n%s",
+  CHECK(text && has_line(text, "# dropped entries 44 calls 508 arms 0"), "overflow dropped line:\n%s",
         text ? strstr(text, "# dropped") : "");
-  CHECK(text && has_line(text, "call 0 0 1732661234000000000 1732661234000001000"), "first call line");
+  CHECK(text && has_line(text, "call 0 0 -1 1732661234000000000 1732661234000001000"), "first call line");
+  /* the arm's sums count every call, the 88 whose key found no room among them (not timed) */
+  CHECK(text && has_line(text, "arm -1 600 512 512.000 88"), "overflow arm sums:\n%s", text ? strstr(text, "# sums") : "");
   free(text);
   fn_unload(&f);
 }
@@ -366,12 +369,12 @@ static void case_tree(void) {
   CHECK(text && entry(text, "coll AllReduce 8391680 ncclFloat32 TREE SIMPLE 4 20 -", &s) && s.calls == 2 &&
         s.timed == 2 && fabs(s.max - 703.0) < 1e-9 && fabs(s.sum - 654.0 - 703.0) < 1e-9,
         "tree entry (want 654 and 703 us):\n%s", text ? text : "");
-  CHECK(text && has_line(text, "call 40 0 1732661234000001000 1732661234000655000") &&
-        has_line(text, "call 41 0 1732661234000700000 1732661234001403000"), "tree call lines:\n%s", text ? text : "");
+  CHECK(text && has_line(text, "call 40 0 -1 1732661234000001000 1732661234000655000") &&
+        has_line(text, "call 41 0 -1 1732661234000700000 1732661234001403000"), "tree call lines:\n%s", text ? text : "");
   CHECK(text && entry(text, "coll AllReduce 4096 ncclFloat32 COLLNET_DIRECT SIMPLE 0 16 -", &s) && s.calls == 1 &&
         s.timed == 0 && s.dashes, "collnet with nChannels 0:\n%s", text ? text : "");
   CHECK(text && count_prefix(text, "call ") == 2, "tree: call lines");
-  CHECK(text && has_line(text, "# dropped entries 0 calls 0"), "tree dropped line");
+  CHECK(text && has_line(text, "# dropped entries 0 calls 0 arms 0"), "tree dropped line");
   free(text);
   fn_unload(&f);
 }
@@ -526,9 +529,160 @@ static void case_exit_writer(void) {
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit writer child status %d", st);
   char* text;
   int n = read_profiles(dir, &text, NULL, 0);
-  CHECK(n == 1 && text && has_line(text, "call 5 0 1732661234000000000 1732661234000004000") && has_line(text, "# end"),
+  CHECK(n == 1 && text && has_line(text, "call 5 0 -1 1732661234000000000 1732661234000004000") && has_line(text, "# end"),
         "exit writer: %d files\n%s", n, text ? text : "");
   free(text);
+}
+
+/* ---- arms: the tuner's ccltuneArmShare_v1 (the stub tuner built beside the library) -------- */
+
+/* The stub tuner beside the library under test; NULL with a failed check when absent. */
+typedef void (*set_arm_fn)(uint64_t comm, int arm);
+static void* stub_tuner(char* path, size_t n, set_arm_fn* set_arm) {
+  const char* slash = strrchr(lib_path, '/');
+  snprintf(path, n, "%.*s/libnccl-tuner-stub.so", slash ? (int)(slash - lib_path) : 1, slash ? lib_path : ".");
+  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL); /* as NCCL loads the tuner: after the profiler's init */
+  *set_arm = lib ? (set_arm_fn)(uintptr_t)dlsym(lib, "stub_set_arm") : NULL;
+  CHECK(lib && *set_arm, "stub tuner %s: %s", path, lib ? "no stub_set_arm" : dlerror());
+  return *set_arm ? lib : NULL;
+}
+
+/* One call on one channel: its key (func, count, algo, nChannels) and its GPU start and duration. */
+static void one_call(fake_nccl* f, void* ctx, uint64_t hash, uint64_t seq, const char* func, size_t count,
+                     const char* algo, int nch, uint64_t start, uint64_t dur) {
+  void* t = fn_coll(f, ctx, 0, hash, seq, func, count, "ncclBfloat16", algo, "SIMPLE", nch, 16);
+  fn_stop(f, t);
+  for (int c = 0; c < nch; c++) fn_kch_stop(f, fn_kch_start(f, ctx, t, c, start), start + dur);
+}
+
+static char* one_file(const char* dir, const char* comm_suffix) {
+  char* text = NULL;
+  int n = read_profiles_like(dir, comm_suffix, &text, NULL, 0);
+  CHECK(n == 1 && text, "%s: %d files named *%s", dir, n, comm_suffix);
+  return text;
+}
+
+/* Where the arm comes from: no tuner (-1, said why); the tuner by path, loaded after the first
+ * communicator's init as NCCL loads it (that communicator finds it at its first collective; one
+ * initialised later finds it at init and, never given arms, is on arm -1); each call tagged with the
+ * arm in force at its start, on its call line and in its arm's sums (calls, timed, GPU sum, calls
+ * whose key found no room); an arm outside the sums' range counted apart; the tuner by name
+ * (libnccl-tuner-<name>.so, found by its soname); a tuner without the share. */
+static void case_arms(void) {
+  char dir[2048], stub[2200];
+  case_dir(dir, sizeof dir, "arms");
+  fake_nccl f;
+  if (fn_load(&f, lib_path, 5) != 0) { CHECK(0, "load"); return; }
+  unsetenv("NCCL_TUNER_PLUGIN");
+  void* c0 = fn_init(&f, 0xa0, 1, 2, 0, logger);
+  one_call(&f, c0, 0xa0, 0, "AllReduce", 64, "RING", 1, T0, 1000);
+  fn_finalize(&f, c0);
+  char* text = one_file(dir, ".00000000000000a0.0.txt");
+  CHECK(text && has_line(text, "# arms none NCCL_TUNER_PLUGIN is unset") && has_line(text, "arm -1 1 1 1.000 0") &&
+        has_line(text, "# sums arm calls timed sum_us no_entry") && has_line(text, "# calls seq entry arm start_ns end_ns") &&
+        has_line(text, "call 0 0 -1 1732661234000000000 1732661234000001000"), "no tuner:\n%s", text ? text : "");
+  free(text);
+
+  case_dir(dir, sizeof dir, "arms");
+  const char* slash = strrchr(lib_path, '/');
+  snprintf(stub, sizeof stub, "%.*s/libnccl-tuner-stub.so", slash ? (int)(slash - lib_path) : 1, slash ? lib_path : ".");
+  setenv("NCCL_TUNER_PLUGIN", stub, 1);
+  void* c1 = fn_init(&f, 0xa1, 1, 2, 0, logger); /* before the tuner is loaded */
+  set_arm_fn set_arm;
+  void* tuner = stub_tuner(stub, sizeof stub, &set_arm);
+  if (!tuner) { fn_finalize(&f, c1); fn_unload(&f); return; }
+  void* c2 = fn_init(&f, 0xa2, 1, 2, 0, logger); /* after: found at init; never given arms */
+  set_arm(0xa1, 0);
+  one_call(&f, c1, 0xa1, 0, "AllReduce", 64, "RING", 1, T0, 1000);
+  one_call(&f, c1, 0xa1, 1, "AllReduce", 64, "RING", 1, T0 + 10000, 1000);
+  set_arm(0xa1, 2);
+  for (int i = 0; i < 3; i++) one_call(&f, c1, 0xa1, 2 + (uint64_t)i, "AllReduce", 64, "TREE", 2, T0 + 20000 + 10000 * (uint64_t)i, 2000);
+  set_arm(0xa1, 100); /* outside the sums' range: on its call line, counted apart */
+  one_call(&f, c1, 0xa1, 5, "AllReduce", 64, "RING", 1, T0 + 50000, 500);
+  set_arm(0xa1, 1); /* 300 new keys: 254 find room beside the 2 above, 46 do not */
+  for (int i = 0; i < 300; i++) one_call(&f, c1, 0xa1, 6 + (uint64_t)i, "AllGather", 1000 + (size_t)i, "RING", 1, T0 + 100000, 3000);
+  one_call(&f, c2, 0xa2, 0, "Broadcast", 8, "RING", 1, T0, 700);
+  fn_finalize(&f, c1);
+  fn_finalize(&f, c2);
+  text = one_file(dir, ".00000000000000a1.0.txt");
+  CHECK(text && has_line(text, "# arms tuner") && has_line(text, "arm 0 2 2 2.000 0") &&
+        has_line(text, "arm 1 300 254 762.000 46") && has_line(text, "arm 2 3 3 6.000 0") &&
+        count_prefix(text, "arm ") == 3 && has_line(text, "# dropped entries 46 calls 0 arms 1"),
+        "arm sums:\n%s", text ? text : "");
+  CHECK(text && has_line(text, "call 1 0 0 1732661234000010000 1732661234000011000") &&
+        has_line(text, "call 4 1 2 1732661234000040000 1732661234000042000") &&
+        has_line(text, "call 5 0 100 1732661234000050000 1732661234000050500") &&
+        has_line(text, "call 6 2 1 1732661234000100000 1732661234000103000"), "arm call lines:\n%s", text ? text : "");
+  free(text);
+  text = one_file(dir, ".00000000000000a2.0.txt");
+  CHECK(text && has_line(text, "# arms tuner") && has_line(text, "arm -1 1 1 0.700 0") &&
+        has_line(text, "call 0 0 -1 1732661234000000000 1732661234000000700"), "comm without arms:\n%s", text ? text : "");
+  free(text);
+
+  case_dir(dir, sizeof dir, "arms");
+  setenv("NCCL_TUNER_PLUGIN", "stub", 1); /* a name: NCCL's libnccl-tuner-stub.so */
+  set_arm(0xa3, 3);
+  void* c3 = fn_init(&f, 0xa3, 1, 2, 0, logger);
+  one_call(&f, c3, 0xa3, 0, "AllReduce", 64, "RING", 1, T0, 1000);
+  fn_finalize(&f, c3);
+  text = one_file(dir, ".00000000000000a3.0.txt");
+  CHECK(text && has_line(text, "# arms tuner") && has_line(text, "arm 3 1 1 1.000 0"), "tuner by name:\n%s", text ? text : "");
+  free(text);
+
+  case_dir(dir, sizeof dir, "arms");
+  setenv("NCCL_TUNER_PLUGIN", lib_path, 1); /* loaded, but no share: not ccltune's tuner */
+  void* c4 = fn_init(&f, 0xa4, 1, 2, 0, logger);
+  one_call(&f, c4, 0xa4, 0, "AllReduce", 64, "RING", 1, T0, 1000);
+  fn_finalize(&f, c4);
+  text = one_file(dir, ".00000000000000a4.0.txt");
+  CHECK(text && strstr(text, "exports no ccltuneArmShare_v1\n") && has_line(text, "arm -1 1 1 1.000 0"),
+        "tuner without the share:\n%s", text ? text : "");
+  free(text);
+  unsetenv("NCCL_TUNER_PLUGIN");
+  dlclose(tuner);
+  fn_unload(&f);
+}
+
+/* A job of known GPU step periods under in-run arms, for ccltune.ab.gpu_period's tests (the file
+ * is tests/fixtures/workload/profile-arms/; tests/plugin/test_profiler_harness.py checks it is
+ * this case's output). A step is 4 calls: AllReduce 1 MiB, ReduceScatter, AllReduce, AllGather, at
+ * 0, 1, 2, 3 ms into the step; arm 2 runs the AllReduces as TREE on 2 channels (another key, the
+ * same call). Blocks of 3 steps switch arms at a step's first call, in this order (2 blocks of warm-up
+ * on arm 0, the warm-up round, 3 rounds); a step of arm 0 lasts 10 ms, of arm 1 9.8 ms, of arm 2
+ * 10.3 ms; a call's own GPU time is 100, 120 and 90 us by arm. */
+static void case_arms_steps(void) {
+  static const int order[] = {0, 0, 0, 1, 2, 2, 0, 1, 1, 2, 0, 0, 2, 1};
+  static const uint64_t step_ns[] = {10000000, 9800000, 10300000}, own_ns[] = {100000, 120000, 90000};
+  char dir[2048], stub[2200];
+  case_dir(dir, sizeof dir, "arms_steps");
+  fake_nccl f;
+  if (fn_load(&f, lib_path, 5) != 0) { CHECK(0, "load"); return; }
+  set_arm_fn set_arm;
+  void* tuner = stub_tuner(stub, sizeof stub, &set_arm);
+  if (!tuner) { fn_unload(&f); return; }
+  setenv("NCCL_TUNER_PLUGIN", stub, 1);
+  const uint64_t hash = 0xab;
+  void* ctx = fn_init(&f, hash, 1, 4, 0, logger);
+  uint64_t t = T0, seq = 0;
+  for (int b = 0; b < (int)(sizeof order / sizeof order[0]); b++) {
+    int arm = order[b];
+    set_arm(hash, arm);
+    for (int s = 0; s < 3; s++, t += step_ns[arm]) {
+      one_call(&f, ctx, hash, seq++, "AllReduce", 262144, arm == 2 ? "TREE" : "RING", arm == 2 ? 2 : 1, t, own_ns[arm]);
+      one_call(&f, ctx, hash, seq++, "ReduceScatter", 65536, "RING", 1, t + 1000000, own_ns[arm]);
+      one_call(&f, ctx, hash, seq++, "AllReduce", 262144, arm == 2 ? "TREE" : "RING", arm == 2 ? 2 : 1, t + 2000000,
+               own_ns[arm]);
+      one_call(&f, ctx, hash, seq++, "AllGather", 4096, "RING", 1, t + 3000000, own_ns[arm]);
+    }
+  }
+  fn_finalize(&f, ctx);
+  unsetenv("NCCL_TUNER_PLUGIN");
+  char* text = one_file(dir, ".00000000000000ab.0.txt");
+  CHECK(text && has_line(text, "arm 0 72 72 7200.000 0") && has_line(text, "arm 1 48 48 5760.000 0") &&
+        has_line(text, "arm 2 48 48 4320.000 0") && count_prefix(text, "call ") == 168, "arms_steps:\n%s", text ? text : "");
+  free(text);
+  dlclose(tuner);
+  fn_unload(&f);
 }
 
 /* Each case prints its "-- name" line after it ran (tests/plugin/test_profiler_harness.py looks for them). */
@@ -550,6 +704,8 @@ static void test_ce(void) { case_ce(); printf("-- v6 copy-engine collectives\n")
 static void test_relative_dir(void) { case_relative_dir(); printf("-- relative folder\n"); }
 static void test_threads(void) { case_threads(); printf("-- %d communicators, user and proxy threads\n", NCOMMS); }
 static void test_exit_writer(void) { case_exit_writer(); printf("-- exit writer\n"); }
+static void test_arms(void) { case_arms(); printf("-- arms from the tuner's share\n"); }
+static void test_arms_steps(void) { case_arms_steps(); printf("-- arms, steps of known GPU period\n"); }
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -560,6 +716,7 @@ int main(int argc, char** argv) {
   snprintf(out_root, sizeof out_root, "%s", argv[2]);
   unsetenv("CCLTUNE_PROFILE_EVERY");
   unsetenv("CCLTUNE_PROFILE_CALLS");
+  unsetenv("NCCL_TUNER_PLUGIN"); /* the job's tuner is not the harness's: each case sets its own */
   static const check_test TESTS[] = {
       {"v1", test_v1},           {"v2", test_v2},
       {"v3", test_v3},           {"v4", test_v4},
@@ -568,6 +725,7 @@ int main(int argc, char** argv) {
       {"sampling", test_sampling}, {"overflow", test_overflow},
       {"partial_and_stale", test_partial_and_stale}, {"tree", test_tree}, {"ce", test_ce}, {"relative_dir", test_relative_dir},
       {"threads", test_threads}, {"exit_writer", test_exit_writer},
+      {"arms", test_arms},       {"arms_steps", test_arms_steps},
   };
   return check_main(TESTS, CHECK_COUNT(TESTS), argc - 3, argv + 3);
 }

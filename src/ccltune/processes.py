@@ -1,7 +1,8 @@
 """Facts about this host's processes, from Linux /proc: a process's start time, whether it still
 runs, its descendants; and a process's request to die with its parent (``die_with_parent``). Below
 both the results database (which judges whether a run stored as running was abandoned) and the
-launchers (which record a job's processes and end them: ``launch``, ``measure.jobguard``)."""
+launchers (which record a job's processes and end them: ``launch``, ``ab.guard``, which also takes in the
+job's orphans: ``become_subreaper``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import signal
 import sys
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def process_start(pid: int) -> int | None:
@@ -66,18 +68,29 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def _prctl(option: int, arg: int) -> bool:
+    """prctl(option, arg) on Linux; whether it took."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return int(ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def become_subreaper() -> bool:
+    """Linux: make this process the one its orphaned descendants are given to (PR_SET_CHILD_SUBREAPER), so a
+    process the job left behind, in a session of its own or not, stays among ``descendants(os.getpid())``
+    after its parent exits. Returns whether it took (False elsewhere)."""
+    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
 def die_with_parent(expected_ppid: int | None = None, sig: int = signal.SIGTERM) -> None:
     """Linux: the kernel sends ``sig`` to this process when its parent exits (PR_SET_PDEATHSIG), so
     no process of a job outlives its launcher. ``expected_ppid``: the parent it must still have (when
     it went before this call, ``sig`` is sent now)."""
     ppid = os.getppid() if expected_ppid is None else expected_ppid
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
-            return
-    except (OSError, AttributeError):
+    if not _prctl(_PR_SET_PDEATHSIG, int(sig)):
         return
     if os.getppid() != ppid:
         os.kill(os.getpid(), sig)

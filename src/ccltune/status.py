@@ -101,12 +101,12 @@ STORED_RUN_STATUSES = (RunStatus.RUNNING, RunStatus.COMPLETE, RunStatus.INTERRUP
 
 class RuleCheck(Word):
     """``plugin verify``: for one call of the log, whether NCCL ran what the rule file says; per rule from
-    the profiler's record (validate.fired), also whether any call fell to it."""
+    the profiler's record (ab.fired), also whether any call fell to it."""
 
     APPLIED = "APPLIED"
     NOT_APPLIED = "NOT APPLIED"   # fails the command
     NO_RULE = "NO RULE"
-    NEVER_FIRED = "NEVER FIRED"   # the profiler saw no call the rule decided (validate.fired)
+    NEVER_FIRED = "NEVER FIRED"   # the profiler saw no call the rule decided (ab.fired)
 
 
 class PointStatus(Word):
@@ -125,7 +125,7 @@ class PointStatus(Word):
 
 
 class ArmStatus(Word):
-    """``ccltune ab``: an arm's verdict against default (``validate.jobab``)."""
+    """``ccltune ab``: an arm's verdict against default (``ab.judge``)."""
 
     FASTER = "faster"
     NO_DIFFERENCE = "no difference"

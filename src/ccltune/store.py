@@ -24,8 +24,8 @@ from ccltune.errors import StoreError, UsageError
 from ccltune.files import printable, shown
 from ccltune.inputs import MAX_GPUS
 from ccltune.processes import alive
-from ccltune.status import STORED_RUN_STATUSES, RowStatus, RunStatus, Verdict
-from ccltune.storefile import SCHEMA, SCHEMA_VERSION, check_file, check_kind, upgrade
+from ccltune.status import STORED_RUN_STATUSES, RowStatus, RunStatus, SampleStatus, Verdict
+from ccltune.storefile import SCHEMA, SCHEMA_VERSION, check_file, check_kind, has_table, upgrade
 
 DEFAULT_DB = "ccltune.db"
 RUN_KINDS = ("bench", "sweep", "tune", "validate", "replay", "ab", "import", "links", "topo", "doctor", "check")
@@ -113,6 +113,23 @@ class Run:
     env: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     note: str = ""  # what the reader should know of the status (a run of another host)
+
+
+@dataclass(frozen=True)
+class AbSample:
+    """One run of the user's job under ``ccltune ab``: ``value`` in ``unit`` (None when the run failed:
+    ``note`` says why). Stored as it ends, so a Ctrl-C keeps every finished run."""
+
+    arm: str
+    round: int
+    slot: int            # its place in the round (0 = first)
+    value: float | None
+    unit: str
+    status: str          # a SampleStatus
+    exit_code: int | None
+    wall_s: float
+    matches: int = 0     # numbers the metric pattern matched in its output
+    note: str = ""
 
 
 def _liveness(processes: Any) -> tuple[str, str]:
@@ -277,11 +294,6 @@ class Store:
                 self.run(missing)  # raises, naming the runs there are
             out.update(dict.fromkeys(ids))
         return list(out)
-
-    def latest_run(self, kind: str | None = None) -> Run | None:
-        q = "SELECT * FROM runs" + (" WHERE kind = ?" if kind else "") + " ORDER BY id DESC LIMIT 1"
-        row = self.conn.execute(q, (kind,) if kind else ()).fetchone()
-        return self._run(row) if row else None
 
     def _run(self, row: sqlite3.Row) -> Run:
         d = dict(row)
@@ -450,6 +462,36 @@ class Store:
             d["data"] = json.loads(d.pop("data_json") or "{}")
             out.append(d)
         return out
+
+    # -- ccltune ab: its arms and one sample per run of the job ------------------------
+    def add_ab_arms(self, run_id: int, arms: Mapping[str, Mapping[str, Any]]) -> None:
+        """``ccltune ab``'s arms: name -> what it sets (stored as JSON)."""
+        self.conn.executemany("INSERT INTO ab_arms(run_id, name, spec_json) VALUES (?, ?, ?)",
+                              [(run_id, name, json.dumps(dict(spec), default=str)) for name, spec in arms.items()])
+        self.conn.commit()
+
+    def add_ab_sample(self, run_id: int, s: AbSample) -> None:
+        SampleStatus.parse(s.status, f"ab run {run_id}, arm {s.arm!r} round {s.round}")
+        self.conn.execute(
+            "INSERT INTO ab_samples(run_id, arm, round, slot, value, unit, status, exit_code, wall_s, matches, note)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, s.arm, s.round, s.slot, s.value, s.unit, s.status, s.exit_code, s.wall_s, s.matches, s.note))
+        self.conn.commit()
+
+    def ab_samples(self, run_id: int) -> list[AbSample]:
+        """An ab run's samples in the order they were stored (none from an older file without the table); a
+        number column holding something else reads as none (value) or 0."""
+        if not has_table(self.conn, "ab_samples"):
+            return []
+
+        def whole(v: Any) -> int:
+            return v if isinstance(v, int) else 0
+
+        return [AbSample(str(r["arm"]), whole(r["round"]), whole(r["slot"]),
+                         r["value"] if isinstance(r["value"], (int, float)) else None, r["unit"] or "",
+                         str(r["status"]), r["exit_code"], float(r["wall_s"] or 0.0), whole(r["matches"]),
+                         r["note"] or "")
+                for r in self.conn.execute("SELECT * FROM ab_samples WHERE run_id = ? ORDER BY id", (run_id,))]
 
     def add_artifact(self, run_id: int, name: str, content: str) -> None:
         self.conn.execute("INSERT INTO artifacts(run_id, name, content) VALUES (?, ?, ?)", (run_id, name, content))

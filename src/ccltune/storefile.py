@@ -15,8 +15,8 @@ Tables (units in column names):
 - ``artifacts``: named text blobs attached to a run (rule files, verdict JSON, logs).
 - ``ab_arms``, ``ab_samples`` (schema version 3): ``ccltune ab``'s arms (name, what it sets, as
   JSON) and one row per run of the user's job (arm, round, its value or why it failed);
-  :mod:`ccltune.validate.jobstore` reads and writes them. A version-2 file gains them when opened
-  to write.
+  ``Store.add_ab_arms``, ``add_ab_sample`` and ``ab_samples`` write and read them. A version-2 file gains
+  them when opened to write (opened read-only, it has none: ``has_table``).
 """
 
 from __future__ import annotations
@@ -181,6 +181,11 @@ def check_kind(conn: sqlite3.Connection, where: str, *, empty_ok: bool) -> None:
     if not str(version).isdigit() or int(version) > SCHEMA_VERSION:
         raise UsageError(f"{where} has schema version {version!r}, which this ccltune ({SCHEMA_VERSION}) "
                          "does not read: it was written by a newer ccltune")
+
+
+def has_table(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the file has table ``name`` (an older file opened read-only lacks the newer tables)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 
 def upgrade(conn: sqlite3.Connection) -> None:

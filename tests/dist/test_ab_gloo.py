@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from ccltune.store import Store
-from ccltune.validate import jobstore
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -26,8 +25,8 @@ def test_ab_runs_a_gloo_bench_job_and_stores_every_run(tmp_path) -> None:
     assert res.returncode == 0, res.stderr
     assert "metric: wall time of each run (s)" in res.stdout and "too few runs for a 95% interval" in res.stdout
     with Store(db, readonly=True) as st:
-        run = st.latest_run("ab")
-        samples = jobstore.samples(st, run.id)
+        run = st.runs("ab")[-1]
+        samples = st.ab_samples(run.id)
         assert len(st.runs()) == 1  # the job's own runs went to its own database
     assert run.status == "complete" and len(samples) == 2
     assert all(s.status == "ok" and s.exit_code == 0 and s.unit == "s" and s.value > 0 for s in samples)

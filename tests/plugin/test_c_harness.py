@@ -10,7 +10,7 @@ import pytest
 
 from plugin_build import LIB, REPO, run
 
-EXPORTS = {f"ncclTunerPlugin_v{v}" for v in (2, 3, 4, 5, 6)}
+EXPORTS = {f"ncclTunerPlugin_v{v}" for v in (2, 3, 4, 5, 6)} | {"ccltuneArmShare_v1"}  # arm share: docs/plugin.md
 TOOLCHAIN_SYMBOLS = {"_init", "_fini", "_edata", "_end", "__bss_start"}
 SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "print_stacktrace=1"}
 

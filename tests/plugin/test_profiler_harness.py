@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from plugin_build import PROFILER, PROFILER_LIB, make, run, sanitizer_works
+from plugin_build import PROFILER, PROFILER_LIB, REPO, make, run, sanitizer_works
 
 EXPORTS = {f"ncclProfiler_v{v}" for v in range(1, 7)}
 TOOLCHAIN_SYMBOLS = {"_init", "_fini", "_edata", "_end", "__bss_start"}
@@ -70,7 +70,8 @@ def test_driven_as_nccl_drives_it(build: Path, tmp_path: Path) -> None:
     assert "OK: 0 of" in proc.stdout
     for case in [f"-- ncclProfiler_v{v}" for v in range(1, 7)] + [
             "-- profiling off", "-- bad environment values", "-- sampling", "-- table overflow",
-            "-- partial and stale events", "-- TREE call, channels out of order", "-- v6 copy-engine collectives", "-- relative folder", "-- 6 communicators, user and proxy threads", "-- exit writer"]:
+            "-- partial and stale events", "-- TREE call, channels out of order", "-- v6 copy-engine collectives", "-- relative folder", "-- 6 communicators, user and proxy threads", "-- exit writer",
+            "-- arms from the tuner's share", "-- arms, steps of known GPU period"]:
         assert case in proc.stdout, case
     assert "runtime error" not in out and "Sanitizer" not in out, out
 
@@ -81,15 +82,18 @@ def test_a_v5_file_as_written(plain: Path, tmp_path: Path) -> None:
     files = list((tmp_path / "v5").glob("ccltune-profile.*.0123456789abcdef.2.txt"))
     assert len(files) == 1, files
     lines = files[0].read_text().splitlines()
-    assert lines[0] == "# ccltune-profile 1"
+    assert lines[0] == "# ccltune-profile 2"
     assert lines[1].startswith("# host ") and lines[1].endswith(" comm 0123456789abcdef rank 2 nranks 4 nnodes 1 abi 5 every 1")
     assert lines[2] == "# timing gpu-kernel-channels"
+    assert lines[3] == "# arms none NCCL_TUNER_PLUGIN is unset"
     rows = [ln.split() for ln in lines if ln.startswith(("coll ", "p2p "))]
     assert [r[:11] for r in rows] == [
         ["coll", "AllReduce", "65536", "ncclBfloat16", "RING", "LL", "2", "16", "-", "10", "10"],
         ["p2p", "Send", "1048576", "ncclInt8", "-", "-", "1", "-", "3", "3", "3"]]
     assert rows[0][11] == "1450.000" and rows[0][15] == "1000.000" and len(rows[0]) == 16  # sum and exact max, in us
-    assert lines[-2:] == ["# dropped entries 0 calls 0", "# end"]
+    assert lines[lines.index("# sums arm calls timed sum_us no_entry") + 1] == "arm -1 13 13 1471.000 0"
+    assert "call 100 0 -1 1732661234000000000 1732661234000010000" in lines
+    assert lines[-2:] == ["# dropped entries 0 calls 0 arms 0", "# end"]
     assert not list((tmp_path / "v5").glob(".ccltune-profile*"))  # no temporary file left
 
 
@@ -107,6 +111,18 @@ def test_a_v6_file_with_copy_engine_collectives_imports(plain: Path, tmp_path: P
     assert ag.calls == 3 and dict(ag.ran) == {("CE", "-", 0): 3} and ag.timing is None
 
 
+def test_the_armed_fixture_is_the_harness_output(plain: Path, tmp_path: Path) -> None:
+    """tests/fixtures/workload/profile-harness/arms_steps (ccltune.ab.gpu_period's armed file) is what
+    the harness's case arms_steps writes today, but for the host and pid of the run that wrote it."""
+    proc = run([plain / "test_profiler", plain / PROFILER_LIB, tmp_path, "arms_steps"], env=_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (got,) = (tmp_path / "arms_steps").glob("ccltune-profile.*.00000000000000ab.0.txt")
+    (kept,) = (REPO / "tests" / "fixtures" / "workload" / "profile-harness" / "arms_steps").glob("*.txt")
+    got_lines, kept_lines = got.read_text().splitlines(), kept.read_text().splitlines()
+    assert got_lines[1].split()[5:] == kept_lines[1].split()[5:]  # after '# host <h> pid <p>'
+    assert got_lines[:1] + got_lines[2:] == kept_lines[:1] + kept_lines[2:]
+
+
 def test_exports_exactly_the_profiler_structs(plain: Path) -> None:
     if shutil.which("nm") is None or shutil.which("readelf") is None:
         pytest.skip("nm and readelf (binutils) not installed")
@@ -117,7 +133,7 @@ def test_exports_exactly_the_profiler_structs(plain: Path) -> None:
     assert set(symbols) - EXPORTS <= TOOLCHAIN_SYMBOLS, f"unexpected exports: {set(symbols) - EXPORTS}"
     proc = run(["readelf", "-d", build / PROFILER_LIB])
     needed = {ln.split("[")[1].rstrip("]") for ln in proc.stdout.splitlines() if "(NEEDED)" in ln}
-    assert needed <= {"libc.so.6", "libm.so.6", "libpthread.so.0"}, needed
+    assert needed <= {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2"}, needed  # libdl: glibc < 2.34
 
 
 def test_cost_microbenchmark_prints_its_table(plain: Path) -> None:

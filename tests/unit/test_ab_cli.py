@@ -17,7 +17,6 @@ import pytest
 from ccltune import processes
 from ccltune.cli import main
 from ccltune.store import Store
-from ccltune.validate import jobstore
 
 JOB = str(Path(__file__).resolve().parents[1] / "jobs" / "fake_step_job.py")
 REGEX = r"step +[0-9]+ +([0-9.]+) ms"
@@ -29,15 +28,15 @@ def _ab(tmp_path, *flags: str, job: list[str] | None = None) -> int:
 
 def _samples(tmp_path):
     with Store(tmp_path / "ab.db", readonly=True) as st:
-        run = st.latest_run("ab")
-        return run, jobstore.samples(st, run.id)
+        run = st.runs("ab")[-1]
+        return run, st.ab_samples(run.id)
 
 
 def test_a_planted_five_percent_slowdown_is_slower_by_env_and_by_rule_file(tmp_path, capsys) -> None:
     slow = tmp_path / "slow.conf"
     slow.write_text("# slow (the fake job reads this word)\nallreduce,0,1024,ring,simple,-1,-1,-1\n")
     rc = _ab(tmp_path, "--env", "FAKE_SLOW=1", "--rules", str(slow), "--metric", REGEX, "--skip", "1",
-             "--rounds", "5", "--seed", "3", "--json", str(tmp_path / "ab.json"))
+             "--rounds", "7", "--seed", "3", "--json", str(tmp_path / "ab.json"))
     out = capsys.readouterr()
     assert rc == 1 and "FAKE_SLOW=1 slower" in out.err and "slow slower" in out.err
     rows = {line.split()[0]: line for line in out.out.splitlines() if line.startswith("  ")}
@@ -45,11 +44,12 @@ def test_a_planted_five_percent_slowdown_is_slower_by_env_and_by_rule_file(tmp_p
     assert "no difference (A/A control" in rows["default-2"]
     doc = json.loads((tmp_path / "ab.json").read_text())
     (arm,) = [a for a in doc["arms"] if a["arm"] == "FAKE_SLOW=1"]
-    assert arm["ratio_lo"] < 1.05 < arm["ratio_hi"] and arm["runs"] == 5 and doc["seed"] == 3
+    assert arm["ratio_lo"] < 1.05 < arm["ratio_hi"] and arm["runs"] == 7 and doc["seed"] == 3
     run, samples = _samples(tmp_path)
-    assert run.status == "complete" and len(samples) == 4 * 5
-    assert {s.round for s in samples} == {1, 2, 3, 4, 5}
-    orders = {tuple(s.arm for s in samples if s.round == r) for r in range(2, 6)}
+    assert run.status == "complete" and len(samples) == 4 * 7
+    assert {s.round for s in samples} == set(range(1, 8))
+    assert arm["pairs"] == 7 and arm["level"] > 0.95 and "Holm across 3 arms" in arm["test"]
+    orders = {tuple(s.arm for s in samples if s.round == r) for r in range(2, 8)}
     assert len(orders) > 1  # shuffled per round
 
 
@@ -115,8 +115,8 @@ def test_ctrl_c_keeps_finished_rounds_prints_the_verdict_and_leaves_no_job(tmp_p
     assert proc.returncode == 130 and "interrupted" in err
     assert "interrupted in round 3" in out and "FAKE_SLOW=1" in out.split("# arm ")[-1]
     with Store(db, readonly=True) as st:
-        run = st.latest_run("ab")
-        samples = jobstore.samples(st, run.id)
+        run = st.runs("ab")[-1]
+        samples = st.ab_samples(run.id)
     assert run.status == "interrupted" and len([s for s in samples if s.round <= 2]) == 6
     assert run.summary["rounds"] == 2
     for pid in jobs:  # the job that was running is gone with its process group
@@ -126,7 +126,7 @@ def test_ctrl_c_keeps_finished_rounds_prints_the_verdict_and_leaves_no_job(tmp_p
 def test_kill_9_of_ab_ends_the_running_job_and_its_children(tmp_path) -> None:
     """kill -9 of ccltune ab (nothing it can catch) while a job runs whose top process ignores SIGTERM and
     whose child does not die with it (as a shell script's children, or torchrun's workers): the guard
-    each run goes through (measure/jobguard.py) ends the whole job within its grace. (Before: the job ran on
+    each run goes through (measure/guard.py) ends the whole job within its grace. (Before: the job ran on
     under PID 1.)"""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     marker, child = f"ccltune-kill9-{os.getpid()}", "import time; time.sleep(60)"
@@ -162,13 +162,82 @@ def test_kill_9_of_ab_ends_the_running_job_and_its_children(tmp_path) -> None:
                 os.kill(int(p), signal.SIGKILL)
 
 
+def _leftover_job(marker: str) -> list[str]:
+    """A job that starts a process in a session of its own writing to the job's output, and exits 0 at once."""
+    child = f"import time; time.sleep(20)  # {marker}"
+    return [sys.executable, "-c", "import subprocess, sys; "
+            f"subprocess.Popen([sys.executable, '-c', {child!r}], start_new_session=True); print('left one behind')"]
+
+
+@pytest.mark.parametrize("shape", ["sh", "setsid"])
+def test_a_run_ends_when_the_jobs_top_process_exits_and_its_leftovers_are_ended(tmp_path, shape) -> None:
+    """Issue 39 item 5: ``sleep 20 & exit 0`` left a writer on the output pipe, and ab waited for it: every run
+    stored as a success of 20 s, --run-timeout 3 or not. A run ends when the job's top process exits; what it left
+    running is the job's, ended by the guard."""
+    marker = f"ccltune-leftover-{os.getpid()}-{shape}"
+    job = ["sh", "-c", "sleep 20 & exit 0"] if shape == "sh" else _leftover_job(marker)
+    start = time.monotonic()
+    try:
+        rc = _ab(tmp_path, "--env", "A=1", "--no-aa", "--rounds", "1", "--metric", "wall", "--run-timeout", "3",
+                 job=job)
+        elapsed = time.monotonic() - start
+        run, samples = _samples(tmp_path)
+        assert rc == 0 and run.status == "complete"
+        assert [s.status for s in samples] == ["ok", "ok"] and all(s.wall_s < 2.5 for s in samples), samples
+        assert elapsed < 10, elapsed
+        left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+        assert not left, "the job's leftover outlived its run"
+    finally:
+        for p in subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split():
+            with contextlib.suppress(OSError):
+                os.kill(int(p), signal.SIGKILL)
+
+
+def test_run_timeout_ends_a_run_that_does_not_end(tmp_path, capsys) -> None:
+    start = time.monotonic()
+    rc = _ab(tmp_path, "--env", "A=1", "--no-aa", "--rounds", "1", "--metric", "wall", "--run-timeout", "1",
+             job=["sh", "-c", "trap '' TERM; sleep 20 & wait"])
+    out = capsys.readouterr()
+    assert rc == 1 and time.monotonic() - start < 15
+    _, samples = _samples(tmp_path)
+    assert [s.status for s in samples] == ["failed", "failed"]
+    assert all("ran past --run-timeout 1 s" in s.note for s in samples), samples
+    assert "ran past --run-timeout 1 s" in out.out
+
+
+def test_an_env_arm_whose_value_is_a_path_runs_with_the_profiler_loaded(tmp_path, capsys, monkeypatch) -> None:
+    """Issue 39 item 5: --env NCCL_TOPO_FILE=/a/path named a profile folder after the arm, '/' and all: a
+    traceback once the profiler was loaded, and the run left 'running' in the database."""
+    monkeypatch.setenv("NCCL_PROFILER_PLUGIN", str(tmp_path / "libnccl-profiler-ccltune.so"))  # ab keeps its files
+    rc = _ab(tmp_path, "--env", "NCCL_TOPO_FILE=/a/path", "--env", "NCCL_NET_PLUGIN=../x/y.so", "--no-aa",
+             "--rounds", "1", "--metric", "wall", job=["true"])
+    assert rc == 0, capsys.readouterr()
+    run, samples = _samples(tmp_path)
+    assert run.status == "complete" and [s.status for s in samples] == ["ok"] * 3
+
+
+def test_an_error_inside_ab_finishes_its_run_as_failed(tmp_path, monkeypatch) -> None:
+    """Whatever goes wrong inside ab after its run began (here a fault put into the reading of a run's value),
+    the run is finished as failed with the error, never left 'running'."""
+    from ccltune.ab import rounds
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a fault put in by the test")
+
+    monkeypatch.setattr(rounds, "_value", broken)
+    with pytest.raises(RuntimeError):
+        _ab(tmp_path, "--env", "A=1", "--no-aa", "--rounds", "1", "--metric", "wall", job=["true"])
+    run, _ = _samples(tmp_path)
+    assert run.status == "failed" and "a fault put in by the test" in run.summary["error"]
+
+
 def test_metric_comm_sums_the_profiler_files_of_each_run(tmp_path, capsys, monkeypatch) -> None:
     """The fake job writes a profiler file as the plugin does (every 2nd call timed: 10 of 20 calls,
     so an entry counts twice its sum_us); the plugin's library itself is not needed by the fake job."""
-    from ccltune.measure import jobrun
+    from ccltune.ab import job
 
-    monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))
-    rc = _ab(tmp_path, "--env", "FAKE_SLOW=1", "--metric", "comm", "--rounds", "4", "--no-aa", "--seed", "4")
+    monkeypatch.setattr(job, "profiler_path", lambda: Path(JOB))
+    rc = _ab(tmp_path, "--env", "FAKE_SLOW=1", "--metric", "comm", "--rounds", "6", "--no-aa", "--seed", "4")
     out = capsys.readouterr().out
     assert rc == 1 and "GPU time of the job's collectives" in out
     _, samples = _samples(tmp_path)
@@ -180,10 +249,10 @@ def test_a_rules_arm_shows_per_rule_what_nccl_ran(tmp_path, capsys, monkeypatch)
     """Issue 29, proof that rules fired: the rules arm's runs leave the real profiler files of the DDP job forced
     to tree/simple/4 (tests/fixtures/workload/profile-ddp-tree-4); ab prints, per rule, the calls it covered over
     the arm's runs and what NCCL ran, and keeps it in the run's summary."""
-    from ccltune.measure import jobrun
+    from ccltune.ab import job
 
     forced = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile-ddp-tree-4"
-    monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))
+    monkeypatch.setattr(job, "profiler_path", lambda: Path(JOB))
     monkeypatch.setenv("FAKE_PROFILE_FROM", str(forced))
     rc = _ab(tmp_path, "--rules", str(forced / "force.conf"), "--metric", "comm", "--rounds", "2", "--no-aa",
              "--seed", "5", "--json", str(tmp_path / "ab.json"))
@@ -217,7 +286,7 @@ def test_prune_keeps_only_the_rule_group_that_was_faster(tmp_path, capsys) -> No
                      "allgather,0,1024,ring,ll,-1,-1,-1\n")
     kept = tmp_path / "kept.conf"
     rc = main(["ab", "--db", str(tmp_path / "ab.db"), "--rules", str(rules), "--prune", str(kept),
-               "--metric", REGEX, "--rounds", "5", "--seed", "7", "--", sys.executable, "-c", _RULE_JOB])
+               "--metric", REGEX, "--rounds", "8", "--seed", "7", "--", sys.executable, "-c", _RULE_JOB])
     out = capsys.readouterr()
     assert rc == 1 and "cand:allgather:0-1024 slower" in out.err
     assert "2 group(s) of rules" in out.out and "one arm per group" in out.out
@@ -229,9 +298,9 @@ def test_prune_keeps_only_the_rule_group_that_was_faster(tmp_path, capsys) -> No
 
 
 def test_metric_auto_falls_back_to_wall_time_when_the_profiler_writes_nothing(tmp_path, capsys, monkeypatch) -> None:
-    from ccltune.measure import jobrun
+    from ccltune.ab import job
 
-    monkeypatch.setattr(jobrun, "profiler_path", lambda: Path(JOB))  # "built": the job (true) loads no NCCL
+    monkeypatch.setattr(job, "profiler_path", lambda: Path(JOB))  # "built": the job (true) loads no NCCL
     assert _ab(tmp_path, "--env", "A=1", "--rounds", "1", "--no-aa", job=["true"]) == 0
     out = capsys.readouterr().out
     assert "profiler plugin wrote nothing" in out and "the metric is wall time instead" in out
@@ -243,7 +312,7 @@ def test_an_unset_arm_proves_a_fix_on_a_job_slowed_by_its_environment(tmp_path, 
     """The node made slow on purpose: FAKE_SLOW=1 in the environment (as NCCL_P2P_DISABLE=1 would be);
     the arm that removes it is faster, by about the planted 5%."""
     monkeypatch.setenv("FAKE_SLOW", "1")
-    rc = _ab(tmp_path, "--arm", "fix:unset:FAKE_SLOW", "--metric", REGEX, "--rounds", "4", "--no-aa", "--seed", "5")
+    rc = _ab(tmp_path, "--arm", "fix:unset:FAKE_SLOW", "--metric", REGEX, "--rounds", "6", "--no-aa", "--seed", "5")
     out = capsys.readouterr().out
     assert rc == 0 and "arm fix: FAKE_SLOW unset" in out
     row = next(line for line in out.splitlines() if line.startswith("  fix "))

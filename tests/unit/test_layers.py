@@ -3,12 +3,13 @@
 The layers, lowest first; a module may import its own layer and any below it:
 
   base      _version (the package's version), errors, status (the status words)
-  core      sizes, datatypes, commconfig, junit, files, gpus, environment, collectives, rules, store, storefile, groups, dist, launch,
+  core      sizes, datatypes, stats, commconfig, junit, files, gpus, environment, collectives, rules, store, storefile, groups, dist, launch,
             processes, tuner_plugin, profiler_plugin, builtlib, periter, inputs, ncclline,
             ncclt (nccl-tests' formats: each one's writer and reader)
   engines   engines/  (the collective libraries; nothing above them: buffers are laid out by measure)
   measure   measure/  (timing points and sizes, the run's lifecycle: measure.session)
-  analysis  tune/, validate/, diagnose/  (sweeps, rules, verdicts, checks)
+  analysis  tune/, validate/, diagnose/, workload/  (sweeps, rules, verdicts, checks, workloads)
+  ab        ab/  (`ccltune ab`: the user's job run across arms and judged; it reads profiler files through workload)
   report    report/
   commands  commands/  (each command's typed options and run_<command>(options) -> result, beneath both front ends)
   cli       cli/, __main__  (argv -> options, result -> exit code: the only place that parses argv)
@@ -39,12 +40,13 @@ import source_trees
 
 LAYERS = [
     ("base", {"_version", "errors", "status"}),
-    ("core", {"sizes", "datatypes", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules",
+    ("core", {"sizes", "datatypes", "stats", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules",
               "store", "storefile", "groups", "dist", "processes",
               "tuner_plugin", "profiler_plugin", "launch", "builtlib", "periter", "ncclline", "ncclt"}),
     ("engines", {"engines"}),
     ("measure", {"measure"}),
     ("analysis", {"tune", "validate", "diagnose", "workload"}),
+    ("ab", {"ab"}),
     ("report", {"report"}),
     ("commands", {"commands"}),
     ("cli", {"cli", "__main__"}),

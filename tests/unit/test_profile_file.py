@@ -67,7 +67,7 @@ def test_a_cut_file_is_refused_when_strict_and_read_with_a_warning_otherwise():
 
 
 @pytest.mark.parametrize("file,old,new,why", [
-    (RANK0, "# ccltune-profile 1", "# ccltune-profile 2", "version '2'"),
+    (RANK0, "# ccltune-profile 1", "# ccltune-profile 3", "version '3'"),
     (RANK0, "comm 0dc2473c45c1f942", "comm 0DC2473C45C1F942", "16 lower-case hex"),
     (RANK0, "rank 0 nranks 2", "rank 2 nranks 2", r"rank '2' is not an integer in \[0, 1\]"),
     (RANK0, "- 1 1 3.872", "- 1 2 3.872", "timed '2'"),
@@ -189,3 +189,39 @@ def test_reads_what_the_plugin_writes_for_every_abi():
     (v1,) = profile_file.read_dir(HARNESS / "v1")
     assert (v1.abi, v1.nranks, v1.nnodes, v1.timing) == (1, None, None, "host")
     assert v1.timing_note.startswith("ABI v1 has no GPU timer")
+
+
+ARMS = HARNESS / "arms_steps"
+
+
+def test_reads_format_2_with_the_arm_of_every_call():
+    """Format 2 as the plugin writes it (its C harness, case arms_steps, with the stub tuner's arm share):
+    the arms' sums and each call line's arm; a format 1 file reads as arm -1 throughout."""
+    (f,) = profile_file.read_dir(ARMS, strict=True)
+    assert (f.version, f.arm_source, f.dropped_arms) == (2, "tuner", 0)
+    assert f.arm_sums == (profile_file.ArmSum(0, 72, 72, 7200.0, 0), profile_file.ArmSum(1, 48, 48, 5760.0, 0),
+                          profile_file.ArmSum(2, 48, 48, 4320.0, 0))
+    assert len(f.call_arms) == len(f.calls) == 168 and f.call_arms[:12] == (0,) * 12 and f.call_arms[-1] == 1
+    (v5,) = profile_file.read_dir(HARNESS / "v5")
+    assert v5.version == 1 and set(v5.call_arms) == {-1} and len(v5.call_arms) == len(v5.calls)
+    assert v5.arm_sums == (profile_file.ArmSum(-1, 13, 13, 1471.0, None),) and v5.arm_source == "none"
+
+
+@pytest.mark.parametrize("old,new,why", [
+    ("# arms tuner", "# arms maybe", "expected '# arms <tuner|none>"),
+    ("arm 1 48 48 5760.000 0", "arm 64 48 48 5760.000 0", "a sum of arm 64: the writer sums arms -1..63"),
+    ("arm 1 48 48 5760.000 0", "arm 1 48 49 5760.000 0", "timed '49'"),
+    ("arm 1 48 48 5760.000 0", "arm 1 48 40 5760.000 9", "no_entry '9'"),
+    ("arm 1 48 48 5760.000 0", "arm 0 48 48 5760.000 0", "a second sum of arm 0"),
+    ("call 0 0 0 ", "call 0 0 -2 ", "arm '-2' is not -1"),
+    ("call 0 0 0 ", "call 0 0 ", "expected 'call <seq> <entry> <arm> <start_ns> <end_ns>'"),
+    ("# dropped entries 0 calls 0 arms 0", "# dropped entries 0 calls 0", "arms <A>"),
+    ("# sums arm calls timed sum_us no_entry\n", "", "an entry line has 16 fields .* 'arm 0 72"),
+    ("# calls seq entry arm start_ns end_ns", "# calls seq entry start_ns end_ns", "expected 'arm <arm>"),
+])
+def test_bad_format_2_values_are_named(old, new, why):
+    (path,) = ARMS.glob("*.txt")
+    text = path.read_text()
+    assert old in text
+    with pytest.raises(UsageError, match=rf"^x.txt:\d+: .*{why}"):
+        profile_file.parse(text.replace(old, new, 1).encode(), "x.txt")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ccltune import stats
 from ccltune.validate import replay as replay_plan
 from ccltune.workload import importer, model, plan
 from ccltune.workload.model import Entry, Key, Workload
@@ -88,18 +89,17 @@ def _e(d, r=None):
     return replay_plan.EntryTime(0, "all_reduce", 64, 10, d, r)
 
 
-@pytest.mark.parametrize("rules,status,word", [([99.0, 100.0, 101.0], "PASS", "no difference"),
-                                               ([80.0, 80.5, 81.0], "PASS", "faster"),
-                                               ([120.0, 121.0, 122.0], "FAIL", "slower")])
-def test_verdict_judges_the_ratio_beyond_noise(rules, status, word) -> None:
-    rounds = {"default": [99.0, 100.0, 101.0], "rules": rules}
+@pytest.mark.parametrize("rules,status,word", [([99.0, 100.0, 101.0, 100.5, 99.5, 100.2], "PASS", "no difference"),
+                                               ([80.0, 80.5, 81.0, 80.2, 80.7, 80.4], "PASS", "faster"),
+                                               ([120.0, 121.0, 122.0, 120.5, 121.5, 120.2], "FAIL", "slower")])
+def test_verdict_judges_the_paired_ratio_and_names_its_test(rules, status, word) -> None:
+    rounds = {"default": [99.0, 100.0, 101.0, 100.2, 99.8, 100.1], "rules": rules}
     v = replay_plan.verdict(rounds, 2, [])
-    assert v.status == status and word in v.reason
-    pairs = sorted(r / d for d, r in zip(rounds["default"], rules))
-    assert v.ratio == pytest.approx(pairs[1]) and v.interval == pytest.approx((pairs[0], pairs[2], 0.75))
+    assert v.status == status and word in v.reason and stats.PAIRED_TEST in v.reason
+    assert v.estimate == stats.paired(rules, rounds["default"]) and v.interval[2] == 0.95
     d = v.to_dict(rounds)
-    assert d["status"] == status and len(d["rounds"]) == 6 and d["rounds"][0] == {"arm": "default", "rep": 0,
-                                                                                  "time_us_per_step": 99.0}
+    assert d["status"] == status and len(d["rounds"]) == 12 and d["rounds"][0] == {"arm": "default", "rep": 0,
+                                                                                   "time_us_per_step": 99.0}
 
 
 def test_one_rank_is_waived_and_the_entries_come_from_rows() -> None:
@@ -119,19 +119,32 @@ def test_one_rank_is_waived_and_the_entries_come_from_rows() -> None:
     assert v.to_dict({})["comm_us_per_step"] == {"default": 20.25, "rules": None}
 
 
-def test_five_rounds_give_a_distribution_free_interval_and_digits_that_show_the_spread() -> None:
-    """Issue 30: 'ratio 1.004 ... FAIL ... beyond the noise (+-0.0%)' from 5 rounds. The ratio's interval
-    is the smallest and largest of the 5 paired ratios (93.75%); one pair below 1 puts 1 inside it, and
-    the spread is printed with two significant digits."""
+def test_five_rounds_reach_no_95_percent_interval_and_the_spread_shows_two_digits() -> None:
+    """Issue 30: 'ratio 1.004 ... FAIL ... beyond the noise (+-0.0%)' from 5 rounds. Five pairs cannot
+    reach 95% (the signed-rank test's best is 2/32): the interval is unbounded and said so, and the
+    spread is printed with two significant digits."""
     default = [1000.0, 1001.0, 999.0, 1000.5, 1000.2]
-    rules = [1004.0, 1005.0, 998.0, 1004.5, 1004.2]        # one pair faster, four 0.4% slower
+    rules = [1004.0, 1005.0, 1003.0, 1004.5, 1004.2]        # all five 0.4% slower
     v = replay_plan.verdict({"default": default, "rules": rules}, 2, [])
-    assert v.status == "PASS" and v.reason.startswith("no difference: x1.0040, 93.8% interval [0.9990, ")
-    assert v.reason.endswith("over 5 paired rounds contains 1")
+    assert v.status == "PASS" and "unbounded (too few values)" in v.reason
     head = replay_plan.lines(v, Workload([], [], steps=2), "captured")[0]
     assert "spread +-0.1%" in head and "+-0.0%" not in head
-    slower = replay_plan.verdict({"default": default, "rules": [1004.0, 1005.0, 1003.0, 1004.5, 1004.2]}, 2, [])
-    assert slower.status == "FAIL" and "interval [1.0040, 1.0040]" in slower.reason   # all 5 pairs slower
+
+
+def test_ddp_rules_tune_wrote_pass_replay_a_tight_0_4_percent_is_inside_two_communicators_gap() -> None:
+    """Issue 38 item 2, captures/h200x4-2026-11-28/ddp: tune wrote rules.conf from the sweep, then replay
+    of the same workload said "FAIL: the rules are slower: x1.0042, 93.8% interval [1.0036, 1.0045] over
+    5 paired rounds" (default 19372.1 us/step, spread +-0.093%; rules 19458.2 us, +-0.13%), while the job's
+    own ab said no difference, 0.9958 [0.9878, 1.0025]. Why: replay failed any slowdown its interval
+    excluded 1 from, however small, while tune keeps a rule only where it gains 2% (--min-margin) and its
+    own sweep measured two communicators of NCCL's default apart by 0.5% (median A/A gap on this job).
+    Rounds as replay.txt's, one more (6 reach 95%): now PASS, no difference beyond 1%, test named."""
+    default = [19372.1, 19354.0, 19390.0, 19365.3, 19380.2, 19371.0]
+    rules = [d * r for d, r in zip(default, [1.0042, 1.0036, 1.0045, 1.0040, 1.0044, 1.0043])]
+    v = replay_plan.verdict({"default": default, "rules": rules}, 17, [])
+    assert 1.0036 <= v.estimate.low < v.estimate.ratio < v.estimate.high <= 1.0045   # as tight as it was
+    assert v.status == "PASS" and v.reason.startswith("no difference beyond 1%: x1.004")
+    assert "Wilcoxon signed-rank" in v.reason
 
 
 def test_rows_sum_to_the_total_or_the_difference_is_named() -> None:

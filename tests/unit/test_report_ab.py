@@ -17,18 +17,18 @@ JOB = str(Path(__file__).resolve().parents[1] / "jobs" / "fake_step_job.py")
 def test_report_draws_each_arm_as_a_strip_with_its_effect_and_interval(tmp_path, capsys) -> None:
     db = tmp_path / "ab.db"
     main(["ab", "--db", str(db), "--env", "FAKE_SLOW=1", "--metric", r"step +[0-9]+ +([0-9.]+) ms",
-          "--rounds", "4", "--seed", "9", "--", sys.executable, JOB])
+          "--rounds", "7", "--seed", "9", "--", sys.executable, JOB])
     capsys.readouterr()
     with Store(db, readonly=True) as st:
         section = ab_section(load(st))
     (chart,) = [b for b in section.blocks if isinstance(b, StripChart)]
     rows = {r.label: r for r in chart.rows}
     assert list(rows) == ["default", "default-2", "FAKE_SLOW=1"]
-    assert all(len(r.values) == 4 for r in rows.values())
+    assert all(len(r.values) == 7 for r in rows.values())
     assert rows["FAKE_SLOW=1"].level == "bad" and rows["FAKE_SLOW=1"].effect.startswith("x1.0")
     assert "slower" in rows["FAKE_SLOW=1"].effect and "(A/A)" in rows["default-2"].effect
     (table,) = [b for b in section.blocks if isinstance(b, Table)]
-    assert "Moses" in table.caption and table.row_class[2] == "bad"
+    assert "Wilcoxon signed-rank" in table.caption and table.row_class[2] == "bad"
     assert "slower: FAKE_SLOW=1" in section.blocks[0].text  # type: ignore[union-attr]
     out = tmp_path / "r.html"
     assert main(["report", "--db", str(db), "--out", str(out)]) == 0

@@ -83,9 +83,9 @@ def test_report_in_headless_chromium(tmp_path):
         fill_store(store)
     # every section has data: an ab run of the fake job too (its own section, strips and intervals)
     assert main(["ab", "--db", str(db), "--env", "FAKE_SLOW=1", "--metric", r"step +[0-9]+ +([0-9.]+) ms",
-                 "--rounds", "4", "--seed", "9", "--", sys.executable, FAKE_JOB]) == 1   # the slower arm: exit 1
+                 "--rounds", "7", "--seed", "9", "--", sys.executable, FAKE_JOB]) == 1   # the slower arm: exit 1
     with Store(db, readonly=True) as store:
-        last = store.latest_run("ab").id
+        last = store.runs("ab")[-1].id
     assert main(["report", "--db", str(db), "--out", str(page), "--runs", f"1-7,{last}", "--compare", "1", "2"]) == 0
 
     dom = chromium(tmp_path, page, "--dump-dom")

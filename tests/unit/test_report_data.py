@@ -200,14 +200,14 @@ def test_number_formats():
 def test_validate_points_read_the_verdict_modules_own_summary():
     """The summary `ccltune validate` stores is ccltune.validate.verdict's to_dict()."""
     from ccltune.report import data
-    from ccltune.tune.stats import point_stats
-    from ccltune.validate.verdict import SizeVerdict, Verdict
+    from ccltune.stats import point_stats
+    from ccltune.validate.verdict import SizeVerdict, ValidateVerdict
 
     sizes = [SizeVerdict("all_gather", 4, 1, 2 << 20, "FAIL", "3.6% slower", point_stats([10.0, 10.2]),
                          point_stats([10.4, 10.6])),
              SizeVerdict("all_gather", 4, 1, 4 << 20, "PASS", "faster", point_stats([20.0, 20.4]),
                          point_stats([14.0, 14.2]))]
-    summary = Verdict(sizes).to_dict()
+    summary = ValidateVerdict(sizes).to_dict()
     pts = data.validate_points(summary, [])
     assert [p.slower for p in pts] == [True, False]
     assert pts[1].speedup > 1.4 and pts[0].noise_pct > 0

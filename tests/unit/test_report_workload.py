@@ -8,10 +8,10 @@ import re
 from ccltune.report import load, sections, verdict
 from ccltune.report import workload as report_workload
 from ccltune.report.model import Table
+from ccltune.stats import point_stats
 from ccltune.store import Run, Store
 from ccltune.tune import weighted
 from ccltune.tune.derive import derive
-from ccltune.tune.stats import point_stats
 from ccltune.validate import replay as replay_plan
 from ccltune.workload.model import Entry, Key, Workload
 from report_db import add_replay
@@ -29,7 +29,8 @@ def _replay() -> Run:
     ents = [replay_plan.EntryTime(0, "all_reduce", 33587200, 14, point_stats([400.0, 401.0, 402.0]),
                                   point_stats([300.0] * 3)),
             replay_plan.EntryTime(3, "broadcast", 1120, 1, point_stats([20.0, 21.0, 22.0]), point_stats([21.0] * 3))]
-    rounds = {"default": [2820.0, 2830.0, 2840.0], "rules": [2120.0, 2130.0, 2140.0]}
+    rounds = {"default": [2820.0, 2830.0, 2840.0, 2825.0, 2835.0, 2830.0],
+              "rules": [2120.0, 2130.0, 2140.0, 2125.0, 2135.0, 2130.0]}
     v = replay_plan.verdict(rounds, 2, ents)
     return _run(7, "replay", {**v.to_dict(rounds), "under_load": None, "skipped": [], "notes": []})
 
@@ -37,11 +38,11 @@ def _replay() -> Run:
 def test_replay_feeds_the_verdict_card_and_its_entries_are_weighted_by_share() -> None:
     run = _replay()
     (card,) = verdict.cards([run], {}, {})
-    assert card.figures == [("communication per step, NCCL's default ± 0.35% -> rules ± 0.47% (replay run 7, 3 rounds)",
-                             "2.83 → 2.13 ms"), ("rules / default time (paired rounds' median, interval)",
-                                                 "0.7527x [0.7518, 0.7535] at 75.0%")]
-    assert card.level == "good" and card.lines[-1][1].startswith("replay run 7 PASS: the rules are faster: x0.7527, 75.0% "
-                                                                  "interval [0.7518, 0.7535] over 3 paired rounds")
+    assert card.figures == [("communication per step, NCCL's default ± 0.35% -> rules ± 0.47% (replay run 7, 6 rounds)",
+                             "2.83 → 2.13 ms"), ("rules / default time (paired rounds: Wilcoxon signed-rank, interval)",
+                                                 "0.7527x [0.7518, 0.7535] at 95.0%")]
+    assert card.level == "good" and card.lines[-1][1].startswith("replay run 7 PASS: the rules are faster: x0.7527, 95% "
+                                                                  "interval [0.7518, 0.7535] (Wilcoxon signed-rank")
     t = report_workload.replay_table(run)
     # 14 calls x 401 us / 2 steps = 2807 us of the default's step; the broadcast 10.5 us
     assert [r[:7] for r in t.rows] == [["all_reduce", t.rows[0][1], "14", "99.6%", "2807.0", "2100.0", "707.0"],

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ccltune import rules
+from ccltune.ab import fired
 from ccltune.cli import main
-from ccltune.validate import fired
 from ccltune.workload import profile_file
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "workload"

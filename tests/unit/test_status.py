@@ -14,8 +14,7 @@ import ccltune
 import source_trees
 from ccltune.cli import main
 from ccltune.status import RowStatus, RuleCheck, RunStatus, SampleStatus, Verdict
-from ccltune.store import Measurement, Store
-from ccltune.validate import jobstore
+from ccltune.store import AbSample, Measurement, Store
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 ROOT = Path(ccltune.__file__).parent
@@ -96,7 +95,7 @@ def test_the_store_refuses_a_word_outside_the_vocabulary(tmp_path):
         with pytest.raises(ValueError, match="'OK'"):
             st.add_findings(run, [{"name": "x", "status": "OK", "evidence": ""}])
         with pytest.raises(ValueError, match="'passed'"):
-            jobstore.add_sample(st, run, jobstore.Sample("a", 0, 0, None, "s", "passed", None, 0.0))
+            st.add_ab_sample(run, AbSample("a", 0, 0, None, "s", "passed", None, 0.0))
         st.finish_run(run, RunStatus.COMPLETE)
     assert _statuses(tmp_path / "r.db") == {"runs": {"complete"}, "measurements": set(), "findings": set(),
                                             "ab_samples": set()}

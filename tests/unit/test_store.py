@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from ccltune.errors import UsageError
-from ccltune.store import SCHEMA_VERSION, Measurement, Store
+from ccltune.store import SCHEMA_VERSION, AbSample, Measurement, Store
 
 
 def _m(size, in_place=False, **kw):
@@ -63,7 +63,6 @@ def test_runs_listing_by_kind_and_latest(tmp_path):
         c = st.begin_run("bench", command="c")
         assert [r.id for r in st.runs()] == [a, b, c]
         assert [r.id for r in st.runs("bench")] == [a, c]
-        assert st.latest_run("sweep").id == b and st.latest_run().id == c
         st.add_measurements(a, [_m(8)])
         st.add_measurements(c, [_m(16), _m(32)])
         assert [m.size_bytes for m in st.measurements([a, c])] == [8, 16, 32]
@@ -131,6 +130,7 @@ def test_a_version_1_file_is_read_as_it_is_and_gains_extra_when_written(tmp_path
     before = db.read_bytes()
     with Store(db, readonly=True) as st:
         old = st.measurements()
+        assert st.ab_samples(1) == []  # no ab tables yet: no ab run either
     assert old and all(m.extra is None for m in old) and db.read_bytes() == before
     with Store(db) as st:
         assert st.measurements() == old
@@ -143,6 +143,20 @@ def test_a_version_1_file_is_read_as_it_is_and_gains_extra_when_written(tmp_path
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"ab_arms", "ab_samples"} <= tables  # schema 3 (ccltune ab) comes with the write
     con.close()
+
+
+def test_ab_samples_come_back_as_stored_and_a_number_column_holding_text_reads_as_none(tmp_path):
+    db = tmp_path / "r.db"
+    s = AbSample("NCCL_TOPO_FILE=/a/path", 1, 0, 12.5, "ms", "ok", 0, 3.25, 40, "")
+    with Store(db) as st:
+        rid = st.begin_run("ab", command="ccltune ab")
+        st.add_ab_arms(rid, {"default": {}, s.arm: {"env": {"NCCL_TOPO_FILE": "/a/path"}}})
+        st.add_ab_sample(rid, s)
+        st.add_ab_sample(rid, AbSample("default", 1, 1, None, "ms", "failed", 1, 0.5, 0, "exit code 1"))
+        st.conn.execute("UPDATE ab_samples SET value = 'x', round = 'y' WHERE note = 'exit code 1'")
+        st.conn.commit()
+    with Store(db, readonly=True) as st:
+        assert st.ab_samples(rid) == [s, AbSample("default", 0, 1, None, "ms", "failed", 1, 0.5, 0, "exit code 1")]
 
 
 def test_extra_that_is_not_a_json_object_names_the_row(tmp_path):

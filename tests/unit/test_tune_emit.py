@@ -60,7 +60,7 @@ def test_cli_tune_writes_rules_and_stores_artifact(tmp_path, capsys):
     assert "platform,gpu=h200,nvlranks=4" in text and f"runs {src} (sweep" in text
     assert not parse_text(text).diagnostics
     with Store(db) as st:
-        tune = st.latest_run("tune")
+        tune = st.runs("tune")[-1]
         assert tune.status == "complete" and st.artifacts(tune.id)["rules"] == text
         assert tune.summary["source_runs"] == [src]
     assert "100.0" in capsys.readouterr().out  # all the available gain is captured

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from ccltune import stats
 from ccltune.errors import DataError
-from ccltune.tune.stats import point_stats
 from ccltune.validate.junit import to_junit
 from ccltune.validate.verdict import judge, verdict
 
@@ -33,15 +33,19 @@ def test_faster_and_noise_level_sizes_pass():
     assert v.sizes[1].noise == pytest.approx(0.03 + 3 / 101)
 
 
-def test_slower_beyond_noise_fails():
-    v = verdict(ab_rows({4 * MB: ([100.0, 100.2, 99.8], [101.5, 101.6, 101.4])}))  # 1.5% slower, noise 0.3%
-    assert v.status == "FAIL" and "beyond the noise" in v.sizes[0].reason
+def test_slower_by_the_test_fails_and_names_it():
+    default, rules = [100.0, 100.2, 99.8, 100.1, 99.9], [101.5, 101.6, 101.4, 101.55, 101.45]  # 1.5% slower
+    v = verdict(ab_rows({4 * MB: (default, rules)}))
+    assert v.status == "FAIL" and "rules slower than default: x1.015" in v.sizes[0].reason
+    assert "Mann-Whitney U" in v.sizes[0].reason and v.sizes[0].to_dict()["test"] == stats.UNPAIRED_TEST
+    # three repetitions a side cannot reach 95% (2 / C(6, 3) = 10%): no test verdict, the hard limit only
+    assert verdict(ab_rows({4 * MB: (default[:3], rules[:3])})).status == "PASS"
 
 
 def test_slower_by_more_than_two_percent_is_a_hard_fail_even_when_noisy():
     v = verdict(ab_rows({4 * MB: ([100, 110, 90], [103, 113, 93])}))
     assert v.status == "FAIL" and "hard limit 2%" in v.sizes[0].reason
-    assert judge(point_stats([100, 110, 90]), point_stats([101.5, 111, 92]))[0] == "PASS"
+    assert judge([100, 110, 90], [101.5, 111, 92])[0] == "PASS"
 
 
 def test_missing_side_is_an_error_and_fail_wins_over_error():

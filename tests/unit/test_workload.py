@@ -179,7 +179,7 @@ def test_show_estimates_from_db(tmp_path: Path, capsys: pytest.CaptureFixture[st
     wl = importer.import_files([LOG], steps=7)
     est = estimate.estimate(wl, Store(db, readonly=True).measurements())
     by_size = {wl.entries[i].key.size_bytes: e for i, e in est.items()}
-    assert by_size[33587200] == estimate.Estimate(110.0, "measured")
+    assert by_size[33587200] == estimate.IdleTime(110.0, "measured")
     assert by_size[33603584].how == "interpolated" and 110.0 < by_size[33603584].time_us < 400.0
     assert 4 * 115922944 not in by_size  # above every measured size: no estimate
     out = tmp_path / "w.json"

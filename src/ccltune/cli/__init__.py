@@ -32,6 +32,7 @@ _COMMANDS = [
     "validate",
     "replay",
     "ab",
+    "search",
     "import_",
     "links",
     "topo",

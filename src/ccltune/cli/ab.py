@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ccltune.ab import judge
 from ccltune.cli import _common
 from ccltune.cli._common import help_from
 from ccltune.commands.ab import AbOptions, run_ab
 from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
-from ccltune.validate import jobab
 
 
 def _D(name: str) -> Any:
@@ -24,7 +24,7 @@ def register(sub: Any) -> None:
         description="Run COMMAND (your job: torchrun, srun, mpirun, a script) again and again, NCCL's default "
                     "and each arm once per round in a shuffled order, with an A/A control (default twice: the "
                     "job's own noise). Per arm: faster / no difference / slower than default, the effect as a "
-                    f"ratio and in the metric's unit, with its interval ({jobab.METHOD}). Exit 0 when no arm is "
+                    f"ratio and in the metric's unit, with its interval ({judge.METHOD}). Exit 0 when no arm is "
                     "slower, 1 when an arm is slower or failed in every run, 2 on bad input (before anything "
                     "runs), 130 on Ctrl-C (the verdict so far is printed and every finished run is kept).",
         formatter_class=_common.DefaultsFormatter)
@@ -44,6 +44,7 @@ def register(sub: Any) -> None:
     r.add_argument("--min-effect", type=float, default=_D("min_effect"), metavar="PCT")
     r.add_argument("--seed", type=int, default=None, metavar="N")
     r.add_argument("--run-timeout", type=float, default=None, metavar="S")
+    _in_run(p)
     p.add_argument("--echo", action="store_true")
     p.add_argument("--prune", default=None, metavar="OUT.conf")
     p.add_argument("--json", default=None, metavar="PATH")
@@ -51,6 +52,17 @@ def register(sub: Any) -> None:
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
     p.set_defaults(func=main)
     help_from(p, AbOptions)
+
+
+def _in_run(p: Any) -> None:
+    """The in-run arms' flags (commands/ab_inrun.py)."""
+    i = p.add_argument_group("in-run arms (docs/ab.md: the --rules arms switched inside ONE run of the job)")
+    i.add_argument("--in-run", action="store_true")
+    i.add_argument("--better", choices=("auto", "lower", "higher"), default=_D("better"))
+    i.add_argument("--block-steps", type=int, default=_D("block_steps"), metavar="N")
+    i.add_argument("--warmup-blocks", type=int, default=_D("warmup_blocks"), metavar="N")
+    i.add_argument("--max-blocks", type=int, default=None, metavar="N")
+    i.add_argument("--period", default=_D("period"), metavar="auto|N")
 
 
 def options(args: argparse.Namespace) -> AbOptions:

@@ -1,6 +1,6 @@
 """``ccltune ab [options] -- COMMAND...``: A/B the user's own job, NCCL's default against named arms
 (rule files, environment settings, another NCCL library), interleaved in shuffled rounds (docs/ab.md; the
-rounds themselves: ``ccltune.validate.jobrounds``, the statistics: ``validate.jobab``)."""
+rounds themselves: ``ccltune.ab.rounds``, the statistics: ``ab.judge``)."""
 
 from __future__ import annotations
 
@@ -16,18 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from ccltune import environment, files, rules
-from ccltune._version import __version__
+from ccltune.ab import job, judge, prune, rounds
+from ccltune.ab.rounds import CONTROL, DEFAULT, Arm
 from ccltune.commands import launching
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option, to_argv
 from ccltune.commands.results import Outcome
-from ccltune.errors import CheckFailed, Interrupted, UsageError
-from ccltune.measure import jobrun
+from ccltune.errors import CcltuneError, CheckFailed, Interrupted, UsageError
 from ccltune.measure.session import terminate_as_interrupt
 from ccltune.status import RunStatus
 from ccltune.store import DEFAULT_DB, Store
-from ccltune.validate import jobab, jobprune, jobrounds, jobstore
-from ccltune.validate.jobrounds import CONTROL, DEFAULT, Arm
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 _ARM_NAME = re.compile(r"[A-Za-z0-9_.=:+-]{1,64}\Z")
@@ -61,7 +59,8 @@ class AbOptions:
     skip: int = option(0, flag="--skip", help="REGEX: leave out each run's first N matches "
             "(warm-up steps)")
     rounds: int | None = option(None, flag="--rounds",
-                                help="rounds (each arm once per round; default 5, or at most 50 with --until-confident)")
+                                help="rounds (each arm once per round; default 5, or the fewest that can reach a 95%% verdict "
+                                     "across the arms, 7 for two; at most 50 with --until-confident)")
     until_confident: bool = option(False, flag="--until-confident",
                                    help="stop when every arm's interval excludes 1 or lies inside the --min-effect band")
     budget: float | None = option(None, flag="--budget",
@@ -75,10 +74,27 @@ class AbOptions:
     echo: bool = option(False, flag="--echo", help="show the job's output as it runs")
     prune: str | None = option(None, flag="--prune",
                                help="with one --rules file: A/B its rules (one arm per group of rules sharing a collective "
-                                    f"and size range when there are <= {jobprune.MAX_GROUPS} groups, else the whole file) and "
+                                    f"and size range when there are <= {prune.MAX_GROUPS} groups, else the whole file) and "
                                     "write OUT.conf with only the rules whose arm was faster")
     json: str | None = option(None, flag="--json", help="the verdict and every run as JSON")
     db: str = option(DEFAULT_DB, flag="--db", help="results database (default: %(default)s)")
+    # in-run arms (docs/ab.md "In-run arms"; commands/ab_inrun.py): the --rules arms switched inside one run
+    in_run: bool = option(False, flag="--in-run",
+                          help="run the job once: ccltune's tuner plugin switches between default, its A/A twin and each "
+                               "--rules arm in blocks of whole steps (CCLTUNE_ARMS); each arm is judged against default "
+                               "paired by round, on the step lines --metric REGEX matches")
+    better: str = option("auto", flag="--better", choices=("auto", "lower", "higher"),
+                         help="the direction of --metric REGEX: lower (a step time) or higher (tokens/s); auto: higher "
+                              "when the REGEX names a throughput (tps, tokens/s, samples/s, it/s, throughput, mfu, "
+                              "tflops), else lower; the header says which")
+    block_steps: int = option(5, flag="--block-steps",
+                              help="steps per block (the first step of each block is not judged)")
+    warmup_blocks: int = option(2, flag="--warmup-blocks",
+                                help="blocks on default before the schedule (then one warm-up round, each arm once, not judged)")
+    max_blocks: int | None = option(None, flag="--max-blocks",
+                                    help="after this many blocks the plugin stays on default (default: no limit)")
+    period: str = option("auto", flag="--period",
+                         help="tuner calls per step per communicator; auto: found by the plugin from the call sequence")
 
     def to_argv(self) -> list[str]:
         """The command line of these options: the flags, then ``--`` and the job."""
@@ -149,19 +165,19 @@ def arms(o: AbOptions) -> list[Arm]:
     return out
 
 
-def metric(o: AbOptions) -> jobrounds.Metric:
+def metric(o: AbOptions) -> rounds.Metric:
     if o.skip < 0:
         raise UsageError(f"--skip must be >= 0, got {o.skip}")
-    prof = jobrun.profiler_path()
+    prof = job.profiler_path()
     if o.metric == "wall":
-        return jobrounds.Metric("wall")
+        return rounds.Metric("wall")
     if o.metric in ("comm", "auto"):
         if prof is None:
             if o.metric == "auto":
-                return jobrounds.Metric("wall")
+                return rounds.Metric("wall")
             raise UsageError("--metric comm needs ccltune's profiler plugin (libnccl-profiler-ccltune.so), not built "
                              "here: build it (make -C profiler, or pip install .) or use --metric wall or a REGEX")
-        return jobrounds.Metric("comm", profiler=str(prof), auto=o.metric == "auto")
+        return rounds.Metric("comm", profiler=str(prof), auto=o.metric == "auto")
     try:
         pattern = re.compile(o.metric)
     except re.error as exc:
@@ -169,11 +185,13 @@ def metric(o: AbOptions) -> jobrounds.Metric:
     if pattern.groups < 1:
         raise UsageError(f"--metric {o.metric!r} has no group: put ( ) around the number, e.g. "
                          "'step time ([0-9.]+) ms'")
-    return jobrounds.Metric("regex", pattern, o.skip)
+    return rounds.Metric("regex", pattern, o.skip)
 
 
-def _rounds(o: AbOptions) -> int:
-    n = o.rounds if o.rounds is not None else (50 if o.until_confident else 5)
+def _rounds(o: AbOptions, judged: int) -> int:
+    """--rounds, or by default: 50 under --until-confident, else 5 or the fewest whose pairs can reach a
+    95% verdict for the ``judged`` arms under Holm (7 for two arms)."""
+    n = o.rounds if o.rounds is not None else (50 if o.until_confident else max(5, judge.min_rounds(judged)))
     if n < 1:
         raise UsageError(f"--rounds must be >= 1, got {n}")
     if o.budget is not None:
@@ -194,9 +212,13 @@ def run_ab(o: AbOptions, console: Console = Console(), *, command_line: list[str
     130). ``command_line``: what the user typed, recorded with the run (default: the options' own argv)."""
     check_outputs(o)
     cmd = _command(o)
+    if o.in_run:
+        from ccltune.commands import ab_inrun
+
+        return ab_inrun.run_in_run(o, cmd, arms(o), console, command_line or o.to_argv())
     all_arms = arms(o)
     met = metric(o)
-    rounds = _rounds(o)
+    n_rounds = _rounds(o, len(all_arms) - 1)
     prune_how, tmp = "", None
     parts: list[Any] = []
     if o.prune:
@@ -206,12 +228,13 @@ def run_ab(o: AbOptions, console: Console = Console(), *, command_line: list[str
             raise UsageError("--prune takes exactly one --rules file and no other arm")
         (name, path), = rule_arms
         tmp = tempfile.TemporaryDirectory(prefix="ccltune-prune-")
-        parts, prune_how = jobprune.parts(rules.load(path, "--rules"), name, Path(tmp.name))
+        parts, prune_how = prune.parts(rules.load(path, "--rules"), name, Path(tmp.name))
         all_arms = [a for a in all_arms if not a.rules] + [Arm(p.name, rules=p.path) for p in parts]
+        n_rounds = _rounds(o, len(all_arms) - 1)
     tuner = _tuner() if any(a.rules for a in all_arms) else None
-    base, removed = jobrun.base_env(os.environ)
+    base, removed = job.base_env(os.environ)
     seed = o.seed if o.seed is not None else random.SystemRandom().randrange(1 << 31)
-    plan = jobrounds.Plan(cmd, all_arms, met, rounds, seed, o.min_effect / 100, o.until_confident,
+    plan = rounds.Plan(cmd, all_arms, met, n_rounds, seed, o.min_effect / 100, o.until_confident,
                           o.budget, tuner, base, o.echo, o.run_timeout)
     try:
         return _run(o, plan, removed, parts, prune_how, console, command_line or o.to_argv())
@@ -229,10 +252,10 @@ def _tuner() -> str:
         raise UsageError(f"a rules arm needs the ccltune tuner plugin: {exc}") from None
 
 
-def _header(plan: jobrounds.Plan, removed: list[str], how: str) -> list[str]:
+def _header(plan: rounds.Plan, removed: list[str], how: str) -> list[str]:
     out = [f"# ccltune ab: {shlex.join(plan.argv)}",
            f"# {len(plan.arms)} arms, up to {plan.rounds} rounds, shuffled order per round (seed {plan.seed})",
-           f"# metric: {plan.metric.describe()}", f"# statistic: {jobab.METHOD}"]
+           f"# metric: {plan.metric.describe()}", f"# statistic: {judge.METHOD}"]
     out += [f"#   arm {a.name}: {a.describe()}" for a in plan.arms]
     if removed:
         out.append(f"# note: {', '.join(removed)} removed from every arm's environment, so 'default' is NCCL's own "
@@ -242,29 +265,30 @@ def _header(plan: jobrounds.Plan, removed: list[str], how: str) -> list[str]:
     return out
 
 
-def _run(o: AbOptions, plan: jobrounds.Plan, removed: list[str], parts: list[Any], how: str, console: Console,
+def _run(o: AbOptions, plan: rounds.Plan, removed: list[str], parts: list[Any], how: str, console: Console,
          argv: list[str]) -> Outcome:
     store = Store(o.db)
-    env = {"host": environment.socket.gethostname(), "ccltune_version": __version__,
+    env = {"host": environment.socket.gethostname(), "ccltune_version": environment.__version__,
            "variables": environment.comm_env(), "command": shlex.join(plan.argv)}
     run_id = store.begin_run("ab", command="ccltune " + shlex.join(argv), env=env,
                              args={**launching.args_record(o), "seed": plan.seed})
-    jobstore.add_arms(store, run_id, {a.name: a.spec() for a in plan.arms})
-    for line in _header(plan, removed, how):
-        console.say(line)
     try:
+        store.add_ab_arms(run_id, {a.name: a.spec() for a in plan.arms})
+        for line in _header(plan, removed, how):
+            console.say(line)
         with terminate_as_interrupt():
-            out = jobrounds.run(plan, store, run_id, console.say)
-    except UsageError:
-        store.finish_run(run_id, RunStatus.FAILED, {"error": "the metric read nothing from the first default run"})
+            out = rounds.run(plan, store, run_id, console.say)
+        per_rule = fired_tables(plan, out)
+        summary = {"seed": plan.seed, "metric": plan.metric.describe(), "unit": plan.metric.unit,
+                   "rounds": out.rounds_done, "stop": out.stop_reason, "method": judge.METHOD,
+                   "arms": [v.to_dict() for v in out.verdicts],
+                   **({"fired": {name: [f.to_dict() for f in got] for name, (got, _) in per_rule.items()}}
+                      if per_rule else {})}
+    except BaseException as exc:  # whatever it was, the run is not left 'running'
+        store.finish_run(run_id, RunStatus.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else RunStatus.FAILED,
+                         {"error": _error_text(exc)})
         store.close()
         raise
-    per_rule = fired_tables(plan, out)
-    summary = {"seed": plan.seed, "metric": plan.metric.describe(), "unit": plan.metric.unit,
-               "rounds": out.rounds_done, "stop": out.stop_reason, "method": jobab.METHOD,
-               "arms": [v.to_dict() for v in out.verdicts],
-               **({"fired": {name: [f.to_dict() for f in got] for name, (got, _) in per_rule.items()}}
-                  if per_rule else {})}
     store.finish_run(run_id, RunStatus.INTERRUPTED if out.interrupted else RunStatus.COMPLETE, summary)
     store.close()
     for line in [*render(out, plan.metric.unit), *fired_lines(plan, per_rule)]:
@@ -274,7 +298,7 @@ def _run(o: AbOptions, plan: jobrounds.Plan, removed: list[str], parts: list[Any
                "runs": [vars(s) for s in out.samples], "notes": out.notes}
         files.write_text(o.json, json.dumps(doc, indent=1, default=str), flag="--json")
     if o.prune and not out.interrupted:
-        text, kept = jobprune.kept_text(parts, out.verdicts, source=o.rules[0], argv=plan.argv, how=how)
+        text, kept = prune.kept_text(parts, out.verdicts, source=o.rules[0], argv=plan.argv, how=how)
         files.write_text(o.prune, text, flag="--prune")
         console.say(f"# prune: wrote {o.prune}: {sum(len(p.rules) for p in kept)} rule(s) of {len(kept)} part(s) "
                     f"kept, of {len(parts)}")
@@ -283,11 +307,21 @@ def _run(o: AbOptions, plan: jobrounds.Plan, removed: list[str], parts: list[Any
     return _exit(out, o.db, run_id, console)
 
 
-def _exit(out: jobrounds.Outcome, db: str, run_id: int, console: Console) -> Outcome:
+def _error_text(exc: BaseException) -> str:
+    """What the database records of an error that ended an ab run: a ccltune error's first line (the
+    metric's, without the job's lines after it), else the exception's type and text."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, CcltuneError):
+        return str(exc).split("\n", 1)[0]
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _exit(out: rounds.RoundsResult, db: str, run_id: int, console: Console) -> Outcome:
     if out.interrupted:
         console.warn("ccltune: interrupted")
         return Outcome(db, run_id, Interrupted.exit_code)
-    bad = [v for v in out.verdicts if not v.control and v.status in (jobab.Status.SLOWER, jobab.Status.FAILED)]
+    bad = [v for v in out.verdicts if not v.control and v.status in (judge.Status.SLOWER, judge.Status.FAILED)]
     if bad:
         failed = CheckFailed("ab: " + "; ".join(f"{v.name} {v.status.value}" for v in bad))
         failed.run_id = run_id
@@ -295,36 +329,37 @@ def _exit(out: jobrounds.Outcome, db: str, run_id: int, console: Console) -> Out
     return Outcome(db, run_id)
 
 
-def render(out: jobrounds.Outcome, unit: str) -> list[str]:
+def render(out: rounds.RoundsResult, unit: str) -> list[str]:
     """The verdict table: per arm its runs, median, ratio to default and shift, each with its interval."""
     u = f" {unit}" if unit else ""
-    lines = [f"# {'arm':<24} {'runs':>4} {'failed':>6} {'median':>11}  {'ratio':>7} {'95% interval':>18}  "
-             f"{'shift':>10} {'95% interval':>24}  verdict"]
+    lines = [f"# {'arm':<24} {'runs':>4} {'failed':>6} {'median':>11}  {'ratio':>7} {'interval':>18} {'level':>6}  "
+             f"{'shift':>10} {'interval':>24}  verdict"]
     for v in out.verdicts:
         med = "-" if v.median is None else f"{v.median:.5g}"
         e = v.effect
-        if e is None:
-            cols = f"{'-':>7} {'-':>18}  {'-':>10} {'-':>24}"
+        if e is None or v.shift is None:
+            cols = f"{'-':>7} {'-':>18} {'-':>6}  {'-':>10} {'-':>24}"
         else:
-            cols = (f"{e.ratio:7.4f} {_iv(e.ratio_lo, e.ratio_hi, '.4f'):>18}  {e.shift:+10.4g} "
-                    f"{_iv(e.shift_lo, e.shift_hi, '+.4g'):>24}")
-        word = v.status.value.upper() if v.status in (jobab.Status.SLOWER, jobab.Status.FASTER) else v.status.value
+            sh, sh_lo, sh_hi = v.shift
+            cols = (f"{e.ratio:7.4f} {_iv(e.low, e.high, '.4f'):>18} {f'{100 * e.level:.4g}%':>6}  {sh:+10.4g} "
+                    f"{_iv(sh_lo, sh_hi, '+.4g'):>24}")
+        word = v.status.value.upper() if v.status in (judge.Status.SLOWER, judge.Status.FASTER) else v.status.value
         if v.control:
             word += " (A/A control" + ("" if e is None or not e.bounded else ": the job's noise is inside the interval"
-                                       if v.status is jobab.Status.NO_DIFFERENCE else
+                                       if v.status is judge.Status.NO_DIFFERENCE else
                                        ": default differs from itself, the job drifts") + ")"
         lines.append(f"  {v.name:<24} {v.runs:>4} {v.failed:>6} {med:>11}  {cols}  {word}"
                      + (f"  ({v.note})" if v.note else ""))
-    lines.append(f"# ratio = arm / default (< 1: faster); shift in the metric's unit{u}; {out.rounds_done} "
-                 f"round(s)" + (f"; stopped: {out.stop_reason}" if out.stop_reason else ""))
+    lines.append(f"# ratio = arm / default (< 1: faster); shift in the metric's unit{u}; test: {judge.METHOD}; "
+                 f"{out.rounds_done} round(s)" + (f"; stopped: {out.stop_reason}" if out.stop_reason else ""))
     for f in out.failures:
         lines.append(f"# failed run: arm {f.arm}, round {f.round}: {f.reason}")
     return lines
 
 
-def fired_tables(plan: jobrounds.Plan, out: jobrounds.Outcome) -> dict[str, tuple[list[Any], Any]]:
-    """Per rules arm whose runs left profiler files: each rule's calls and what NCCL ran (validate.fired)."""
-    from ccltune.validate import fired
+def fired_tables(plan: rounds.Plan, out: rounds.RoundsResult) -> dict[str, tuple[list[Any], Any]]:
+    """Per rules arm whose runs left profiler files: each rule's calls and what NCCL ran (ab.fired)."""
+    from ccltune.ab import fired
 
     got = {}
     for a in plan.arms:
@@ -334,9 +369,9 @@ def fired_tables(plan: jobrounds.Plan, out: jobrounds.Outcome) -> dict[str, tupl
     return got
 
 
-def fired_lines(plan: jobrounds.Plan, per_rule: dict[str, tuple[list[Any], Any]]) -> list[str]:
+def fired_lines(plan: rounds.Plan, per_rule: dict[str, tuple[list[Any], Any]]) -> list[str]:
     """The per-rule tables of the rules arms, or why there is none."""
-    from ccltune.validate import fired
+    from ccltune.ab import fired
 
     lines: list[str] = []
     for a in plan.arms:

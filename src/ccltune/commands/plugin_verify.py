@@ -1,7 +1,7 @@
 """``plugin verify``: whether NCCL ran what a rule file says, from its TUNING log (a bench run this command
 starts with the plugin loaded, or ``--from-log``) and from the profiler plugin's record (``--profile``, or
 the run's own when the profiler is built). The judge is ``ccltune.tune.verify``, the profiler's tally
-``ccltune.validate.fired``."""
+``ccltune.ab.fired``."""
 
 from __future__ import annotations
 
@@ -51,9 +51,9 @@ class PluginVerifyOptions:
 
 @dataclass
 class VerifyResult:
-    """What one verify found: ``checks`` one ``ccltune.tune.verify.Check`` per (collective, size) of the log
+    """What one verify found: ``checks`` one ``ccltune.tune.verify.SizeCheck`` per (collective, size) of the log
     (collective, size_bytes, rule, status APPLIED / NOT APPLIED / NO RULE, reason; none with ``profile``),
-    ``firings`` one ``ccltune.validate.fired.RuleFiring`` per rule from the profiler's record (none without
+    ``firings`` one ``ccltune.ab.fired.RuleFiring`` per rule from the profiler's record (none without
     one), the communicator's ``n_ranks`` and ``n_nodes``, and ``exit_code``: 1 when a rule was not applied or
     nothing was verified (the command's exit code)."""
 
@@ -139,7 +139,7 @@ def _check_log(o: PluginVerifyOptions, ruleset: rules.RuleSet, facts: rules.Plat
 def _profiler_dir(o: PluginVerifyOptions) -> Any:
     """A run of verify loads the profiler plugin too when it is built, into a folder of its own: a context giving
     the folder, or None when it is not loaded."""
-    from ccltune.measure.jobrun import profiler_path
+    from ccltune.ab.job import profiler_path
 
     if o.from_log or profiler_path() is None:
         return contextlib.nullcontext(None)
@@ -147,16 +147,16 @@ def _profiler_dir(o: PluginVerifyOptions) -> Any:
 
 
 def _fired_statuses(found: list[Any]) -> list[str]:
-    from ccltune.validate import fired
+    from ccltune.ab import fired
 
     return fired.statuses(found)
 
 
 def _profile_table(ruleset: rules.RuleSet, folder: str, facts: rules.PlatformFacts | None, console: Console,
                    quiet_empty: bool = False) -> list[Any]:
-    """Say the per-rule table from the profiler files in ``folder``; return its firings (validate.fired).
+    """Say the per-rule table from the profiler files in ``folder``; return its firings (ab.fired).
     ``quiet_empty``: a folder without files (the run's profiler wrote none) is a note, not an error."""
-    from ccltune.validate import fired
+    from ccltune.ab import fired
     from ccltune.workload import profile_file
 
     try:

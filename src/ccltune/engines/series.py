@@ -63,7 +63,9 @@ class Series(ctypes.Structure):
                 ("events", ctypes.POINTER(_vp)), ("nevents", _i64)]
 
 
-class Outcome(ctypes.Structure):
+class SeriesOutcome(ctypes.Structure):
+    """struct ccltune_outcome: the failing call, its step and source when a series fails; its busy seconds."""
+
     _fields_ = [("call", _i64), ("step", _i32), ("source", _i32), ("busy_s", ctypes.c_double)]
 
 
@@ -115,15 +117,15 @@ def library() -> ctypes.CDLL:
     if lib.ccltune_series_abi() != ABI:
         raise EngineUnavailable(f"the launch loop {found} is a stale build (ABI {lib.ccltune_series_abi()}, this "
                                 f"ccltune needs {ABI}): rebuild it with `make -C native`")
-    lib.ccltune_series_run.argtypes = [ctypes.POINTER(Series), _i64, _i64, ctypes.POINTER(Outcome)]
+    lib.ccltune_series_run.argtypes = [ctypes.POINTER(Series), _i64, _i64, ctypes.POINTER(SeriesOutcome)]
     lib.ccltune_series_run.restype = ctypes.c_int
-    lib.ccltune_series_time.argtypes = [ctypes.POINTER(Series), _i64, _i64, ctypes.POINTER(Outcome),
+    lib.ccltune_series_time.argtypes = [ctypes.POINTER(Series), _i64, _i64, ctypes.POINTER(SeriesOutcome),
                                         ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]
     lib.ccltune_series_time.restype = ctypes.c_int
     lib.ccltune_series_capture.argtypes = [ctypes.POINTER(Series), ctypes.POINTER(GraphApi), _i64, _i64,
-                                           ctypes.POINTER(_vp), ctypes.POINTER(Outcome)]
+                                           ctypes.POINTER(_vp), ctypes.POINTER(SeriesOutcome)]
     lib.ccltune_series_capture.restype = ctypes.c_int
-    lib.ccltune_graph_launch.argtypes = [ctypes.POINTER(GraphApi), _vp, _vp, _i64, ctypes.POINTER(Outcome)]
+    lib.ccltune_graph_launch.argtypes = [ctypes.POINTER(GraphApi), _vp, _vp, _i64, ctypes.POINTER(SeriesOutcome)]
     lib.ccltune_graph_launch.restype = ctypes.c_int
     lib.ccltune_graph_destroy.argtypes = [ctypes.POINTER(GraphApi), _vp]
     lib.ccltune_graph_destroy.restype = ctypes.c_int
@@ -203,7 +205,7 @@ class Loop:
         schedule); returns the loop's busy seconds (-z 3: waits, barriers left out; else 0). Raises
         NcclError naming the NCCL call, the index of the failing call and NCCL's message; a failed
         barrier's own error; EngineUnavailable for a GPU runtime failure."""
-        out = Outcome()
+        out = SeriesOutcome()
         rc = self.run_fn(ctypes.byref(s), first, iterations, ctypes.byref(out))
         if rc == 0:
             return out.busy_s
@@ -213,7 +215,7 @@ class Loop:
         """Iterations ``first`` .. of ``s`` timed in C as nccl-tests' BenchTime times them: (seconds issuing
         them, seconds until the stream was idle), the stream waited for by polling (``s`` needs its
         runtime's stream query: ``Schedule.runtime``). Raises as ``run``."""
-        out, cpu, elapsed = Outcome(), ctypes.c_double(), ctypes.c_double()
+        out, cpu, elapsed = SeriesOutcome(), ctypes.c_double(), ctypes.c_double()
         rc = self.native.ccltune_series_time(ctypes.byref(s), first, iterations, ctypes.byref(out),
                                              ctypes.byref(cpu), ctypes.byref(elapsed))
         if rc != 0:
@@ -224,14 +226,14 @@ class Loop:
         """A CUDA graph of iterations ``first`` .. ``first + iterations - 1`` of ``s``, captured on its
         stream and instantiated as nccl-tests does (no flags), not launched yet. Raises as ``run``,
         and EngineUnavailable naming the graph call the GPU runtime refused."""
-        out, exec_ = Outcome(), _vp()
+        out, exec_ = SeriesOutcome(), _vp()
         rc = self.native.ccltune_series_capture(ctypes.byref(s), ctypes.byref(api), first, iterations,
                                                 ctypes.byref(exec_), ctypes.byref(out))
         if rc != 0:
             raise self._error(s, rc, out)
         return Graph(self.native, api, exec_.value, s.stream)
 
-    def _error(self, s: Series, rc: int, out: Outcome) -> Exception:
+    def _error(self, s: Series, rc: int, out: SeriesOutcome) -> Exception:
         if rc == INVALID:
             return EngineUnavailable("the launch loop refused the series (an entry point missing from "
                                      f"{self.nccl.path}?); rebuild it with `make -C native`")
@@ -254,7 +256,7 @@ class Graph:
         self.native, self.api, self.exec, self.stream = native, api, exec_, stream
 
     def launch(self, n: int) -> None:
-        out = Outcome()
+        out = SeriesOutcome()
         rc = self.native.ccltune_graph_launch(ctypes.byref(self.api), self.exec, self.stream, n, ctypes.byref(out))
         if rc == INVALID:
             raise EngineUnavailable("the launch loop refused to launch the CUDA graph (freed already?)")

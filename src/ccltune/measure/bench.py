@@ -125,7 +125,7 @@ def variants(plan: BenchPlan, coll: Collective, nranks: int) -> list[BenchPlan]:
     return [replace(plan, dtype=d, op=o, root=r) for d in dts for o in ops for r in roots]
 
 
-def to_measurement(pt: Point, out: point.Outcome, nranks: int, n_nodes: int, plan: BenchPlan,
+def to_measurement(pt: Point, out: point.PointResult, nranks: int, n_nodes: int, plan: BenchPlan,
                    rep: int = 0) -> Row:
     m = point.measurement(pt, nranks, n_nodes, out.status, note=out.note,
                           time_us=out.time_us if out.status == RowStatus.OK else None, wrong=out.wrong, row_type=Row,
@@ -235,7 +235,7 @@ def _sizes(engine: Engine, plan: BenchPlan, coll: Collective,
                 out = point.measure(engine, pt, check=plan.check, average=plan.average, timeout_s=plan.timeout_s,
                                     cputime=plan.cputime, per_iter_skip=plan.per_iter_skip)
             else:
-                out = point.Outcome(RowStatus.WAIVED, note="placement not requested")
+                out = point.PointResult(RowStatus.WAIVED, note="placement not requested")
             pair.append(to_measurement(pt, out, ctx.comm_size, ctx.comm_nodes, plan))
         rows.extend(pair)
         on_row(pair[0], pair[1])

@@ -24,7 +24,9 @@ AVERAGES = ("avg", "min", "max", "rank0")
 
 
 @dataclass
-class Outcome:
+class PointResult:
+    """One point measured (or not): its row status, time and wrong count, and why not."""
+
     status: str                  # ok, waived, skipped, unavailable, error
     time_us: float | None = None
     wrong: int | None = None
@@ -110,7 +112,7 @@ def _combine(engine: Engine, seconds: float, average: str) -> float:
     return ctx.allreduce_floats([seconds], average, "time exchange")[0]
 
 
-def allocate(engine: Engine, pt: Point) -> tuple[buffers.Buffers | None, Outcome | None]:
+def allocate(engine: Engine, pt: Point) -> tuple[buffers.Buffers | None, PointResult | None]:
     """The point's buffers, or (None, a 'skipped' outcome) when any rank ran out of memory."""
     bufs, err = None, None
     try:
@@ -119,12 +121,12 @@ def allocate(engine: Engine, pt: Point) -> tuple[buffers.Buffers | None, Outcome
     except (RuntimeError, MemoryError) as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
         err = first_line(exc)
     if agree(engine, err is not None, "allocation"):  # whatever the allocator says, the size did not fit
-        return None, Outcome(RowStatus.SKIPPED, note=f"out of memory{': ' + err if err else ' on another rank'}")
+        return None, PointResult(RowStatus.SKIPPED, note=f"out of memory{': ' + err if err else ' on another rank'}")
     return bufs, None
 
 
 def first_call(engine: Engine, pt: Point, bufs: buffers.Buffers, timeout_s: float, *, prepare: bool = False,
-               on_stream: bool = False, park: bool = False) -> Outcome | None:
+               on_stream: bool = False, park: bool = False) -> PointResult | None:
     """``pt``'s first call on every rank, agreed before anyone waits on it: None when it ran on every
     rank; else the outcome every rank records: 'skipped' when a rank ran out of memory, 'unavailable'
     when NCCL refused a forced configuration (no algorithm/protocol for that collective) or another
@@ -152,8 +154,8 @@ def first_call(engine: Engine, pt: Point, bufs: buffers.Buffers, timeout_s: floa
         else:
             engine.drop_comm(pt.config, abort=True)
     if err and is_oom(err):
-        return Outcome(RowStatus.SKIPPED, note=f"out of memory: {err}")
-    return Outcome(RowStatus.UNAVAILABLE, note=err or "refused on another rank")
+        return PointResult(RowStatus.SKIPPED, note=f"out of memory: {err}")
+    return PointResult(RowStatus.UNAVAILABLE, note=err or "refused on another rank")
 
 
 def warm(engine: Engine, pt: Point, bufs: buffers.Buffers, calls: int, timeout_s: float) -> bool:
@@ -202,10 +204,10 @@ def _iter_stats(engine: Engine, iter_seconds: list[float], skip: int) -> IterSta
 
 
 def measure(engine: Engine, pt: Point, *, check: int, average: str, timeout_s: float, cputime: bool = False,
-            per_iter_skip: int = 0) -> Outcome:
+            per_iter_skip: int = 0) -> PointResult:
     reason = waive_reason(engine, pt)
     if reason:
-        return Outcome(RowStatus.WAIVED, note=reason)
+        return PointResult(RowStatus.WAIVED, note=reason)
     bufs, skipped = allocate(engine, pt)
     if skipped is not None:
         return skipped
@@ -246,7 +248,7 @@ def _check(engine: Engine, pt: Point, bufs: buffers.Buffers) -> tuple[float, flo
 
 
 def _measure(engine: Engine, pt: Point, bufs: buffers.Buffers, *, check: int, average: str,
-             timeout_s: float, cputime: bool, per_iter_skip: int) -> Outcome:
+             timeout_s: float, cputime: bool, per_iter_skip: int) -> PointResult:
     torch, ctx = engine.torch, engine.ctx
     oom = None
     try:
@@ -255,7 +257,7 @@ def _measure(engine: Engine, pt: Point, bufs: buffers.Buffers, *, check: int, av
         oom = first_line(exc)
         oom = "out of memory" if isinstance(exc, MemoryError) and not is_oom(oom) else oom
     if agree_memory(engine, oom, "filling the input"):
-        return Outcome(RowStatus.SKIPPED, note=f"out of memory filling the input{': ' + oom if oom else ' on another rank'}")
+        return PointResult(RowStatus.SKIPPED, note=f"out of memory filling the input{': ' + oom if oom else ' on another rank'}")
     # the first call: NCCL may refuse a forced configuration here; agree before waiting
     refused = first_call(engine, pt, bufs, timeout_s, prepare=True)
     if refused is not None:
@@ -274,7 +276,7 @@ def _measure(engine: Engine, pt: Point, bufs: buffers.Buffers, *, check: int, av
         raise ctx.peer_failure(what, "timed out")
     t = _combine(engine, timing.seconds, average)
     wrong_all, unchecked_all = ctx.allreduce_floats([wrong, unchecked], "sum", "check exchange")
-    out = Outcome(RowStatus.OK, time_us=t * 1e6, wrong=int(wrong_all))
+    out = PointResult(RowStatus.OK, time_us=t * 1e6, wrong=int(wrong_all))
     if cputime:
         out.cpu_time_us = 1e6 * _combine(engine, timing.cpu_seconds or 0.0, "rank0")
     if timing.iter_seconds is not None:

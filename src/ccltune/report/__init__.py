@@ -27,7 +27,6 @@ from ccltune.report.sections import PAGE_NAV, ReportInput, build_sections, left_
 from ccltune.report.verdict import ids_text
 from ccltune.status import RowStatus
 from ccltune.store import Store
-from ccltune.validate import jobstore
 
 __all__ = ["ReportResult", "load", "write_report", "DEFAULT_TOLERANCE_PCT", "DEFAULT_LATEST"]
 
@@ -84,7 +83,7 @@ def load(store: Store, run_ids: list[int] | None = None, compare: tuple[int, int
         drawn=None if drawn >= every else drawn,
         peaks={i: p for i, p in peaks.items() if i in every},
         no_value={i: p for i, p in failed.items() if i in every},
-        ab={r.id: jobstore.samples(store, r.id) for r in runs if r.kind == "ab" and r.id in drawn},
+        ab={r.id: store.ab_samples(r.id) for r in runs if r.kind == "ab" and r.id in drawn},
     )
 
 

@@ -7,8 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from ccltune.report.model import Block, Note, StripChart, StripRow, Table
 from ccltune.status import ArmStatus, RunStatus
-from ccltune.store import Run
-from ccltune.validate import jobstore
+from ccltune.store import AbSample, Run
 
 _LEVEL = {ArmStatus.SLOWER: "bad", ArmStatus.FASTER: "good", ArmStatus.FAILED: "bad"}
 
@@ -17,10 +16,11 @@ def _iv(a: Mapping[str, object]) -> str:
     lo, hi = a.get("ratio_lo"), a.get("ratio_hi")
     if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
         return "interval unbounded (too few runs)"
-    return f"[{lo:.4f}, {hi:.4f}]"
+    level = a.get("level", 0.95)   # runs stored before the level was recorded: 95%
+    return f"[{lo:.4f}, {hi:.4f}]" + (f" at {100 * level:.4g}%" if isinstance(level, (int, float)) else "")
 
 
-def blocks(run: Run, samples: Sequence[jobstore.Sample], title: str) -> list[Block]:
+def blocks(run: Run, samples: Sequence[AbSample], title: str) -> list[Block]:
     """A note with the verdict, the strip chart and the table of one ab run."""
     arms = [a for a in run.summary.get("arms", []) if isinstance(a, dict) and isinstance(a.get("arm"), str)]
     unit = str(run.summary.get("unit") or "")
@@ -32,7 +32,7 @@ def blocks(run: Run, samples: Sequence[jobstore.Sample], title: str) -> list[Blo
     out: list[Block] = [Note(head, level)]
     if not arms:
         return out + [Note(f"run {run.id} recorded no verdict.", "warn")]
-    rows, table = [], Table(["arm", "runs", "failed", "median", "ratio", "95% interval", "verdict"], [],
+    rows, table = [], Table(["arm", "runs", "failed", "median", "ratio", "interval", "verdict"], [],
                             caption=str(run.summary.get("method") or ""))
     for a in arms:
         name = a["arm"]

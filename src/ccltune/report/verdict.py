@@ -362,7 +362,7 @@ def _workload(runs: list[Any], card: Card) -> str:
                 iv = s.get("ratio_interval")
                 within = (f" [{float(iv['low']):.4f}, {float(iv['high']):.4f}] at {100 * float(iv['confidence']):.1f}%"
                           if isinstance(iv, Mapping) and iv.get("low") is not None else "")
-                card.figures.append(("rules / default time (paired rounds' median, interval)" if within else
+                card.figures.append(("rules / default time (paired rounds: Wilcoxon signed-rank, interval)" if within else
                                      "rules / default time", f"{float(s['ratio']):.4f}x{within}"))
         elif isinstance(d, Mapping):
             card.figures.append((f"communication per {unit}, {lib}'s default ± {_pct(d)} (replay run {replay.id}, "

@@ -9,7 +9,7 @@ naming it. Inside a group:
 1. Rows with ``status != 'ok'`` are dropped (an unavailable configuration never wins), and only
    the chosen placement is kept (out-of-place by default).
 2. The measured sizes are the sizes where NCCL's default has samples. A candidate *qualifies*
-   at a size when it beats the default by more than the noise (:mod:`ccltune.tune.stats`),
+   at a size when it beats the default by more than the noise (:mod:`ccltune.stats`),
    floored at ``min_margin``, and, when it is *isolated* there, by more than
    ``isolated_margin`` too. A candidate is isolated at a size when it does not beat the default
    (by the noise, floored at ``min_margin``) at either neighbouring measured size: a win seen at
@@ -55,9 +55,9 @@ from ccltune import collectives
 from ccltune.commconfig import BASELINE, TWIN, TWIN_LABEL, CommConfig
 from ccltune.errors import DataError, UsageError
 from ccltune.rules import ANY, NCCL_CHOICE, Platform, PlatformFacts, Query, Rule, RuleSet, match
+from ccltune.stats import PointStats, beats, point_stats
 from ccltune.status import RowStatus
 from ccltune.store import as_record
-from ccltune.tune.stats import PointStats, beats, point_stats
 
 OBJECTIVES = ("time", "sm")
 # A win at a size where no neighbouring size corroborates it must exceed this (docs/tuning.md).

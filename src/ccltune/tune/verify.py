@@ -29,7 +29,9 @@ Seen = tuple[str, str, int | None]  # (algo, proto, channels) as NCCL logged the
 
 
 @dataclass(frozen=True)
-class Check:
+class SizeCheck:
+    """What the rules asked of NCCL at one (collective, tuner size), and what NCCL did."""
+
     collective: str  # the plugin's name: allreduce, allgather, ...
     size_bytes: int  # the size a tuner sees (whole buffer)
     rule: Rule | None
@@ -77,8 +79,8 @@ def judge(want_algo: str | None, want_proto: str | None, want_channels: int,
 
 
 def verify(ruleset: RuleSet, choices: Iterable[Choice], *, n_ranks: int, n_nodes: int,
-           platform: PlatformFacts, sizes: Iterable[tuple[str, int]] | None = None) -> list[Check]:
-    """One Check per (collective, tuner size) among ``choices`` (restricted to ``sizes`` when
+           platform: PlatformFacts, sizes: Iterable[tuple[str, int]] | None = None) -> list[SizeCheck]:
+    """One SizeCheck per (collective, tuner size) among ``choices`` (restricted to ``sizes`` when
     given: pairs of plugin collective name and size). Send/Recv lines are ignored: they never
     reach a tuner."""
     wanted = set(sizes) if sizes is not None else None
@@ -96,10 +98,10 @@ def verify(ruleset: RuleSet, choices: Iterable[Choice], *, n_ranks: int, n_nodes
         seen = tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1], kv[0][2] or 0)))
         d = match(ruleset, Query(coll, size, n_ranks, n_nodes, platform=platform))
         if d.rule is None:
-            out.append(Check(coll, size, None, None, None, 0, seen, RuleCheck.NO_RULE, f"NCCL's own choice: {_seen_text(seen)}"))
+            out.append(SizeCheck(coll, size, None, None, None, 0, seen, RuleCheck.NO_RULE, f"NCCL's own choice: {_seen_text(seen)}"))
             continue
         want_algo = None if d.rule.algo == NCCL_CHOICE else d.rule.algo
         want_proto = None if d.rule.proto == NCCL_CHOICE else d.rule.proto
         status, reason = judge(want_algo, want_proto, d.channels, seen)
-        out.append(Check(coll, size, d.rule, want_algo, want_proto, d.channels, seen, status, reason))
+        out.append(SizeCheck(coll, size, d.rule, want_algo, want_proto, d.channels, seen, status, reason))
     return out

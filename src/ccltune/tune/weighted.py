@@ -39,7 +39,7 @@ Time per step (:mod:`ccltune.workload.quantities`): ``sum(calls x median) / step
 points (per captured run when the workload does not know its steps): each size timed alone by the
 sweep, back to back, so the time between the job's calls is not in it. The default's time is the faster of NCCL's default and
 its twin (both are NCCL's own choice; a rule must beat the faster). Uncertainty: each point's
-half spread (:mod:`ccltune.tune.stats`) times its calls, entries combined as independent
+half spread (:mod:`ccltune.stats`) times its calls, entries combined as independent
 (root of the sum of squares); the gain's uncertainty adds, per point with a rule, both sides'
 half spreads.
 """
@@ -56,9 +56,9 @@ from ccltune import collectives
 from ccltune.commconfig import CommConfig
 from ccltune.errors import DataError
 from ccltune.rules import ANY, NCCL_CHOICE, Query, Rule, RuleSet, match
+from ccltune.stats import PointStats, beats
 from ccltune.status import PointStatus
 from ccltune.tune.derive import Derivation, GroupResult, SizeDecision, nccl_best
-from ccltune.tune.stats import PointStats, beats
 from ccltune.workload import quantities
 from ccltune.workload.model import Workload
 

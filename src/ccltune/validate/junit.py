@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from ccltune import junit
 from ccltune.sizes import format_size
-from ccltune.status import Verdict as Status  # validate's own Verdict is the whole judgement
-from ccltune.validate.verdict import SizeVerdict, Verdict
+from ccltune.status import Verdict as Status  # validate.verdict.ValidateVerdict is the whole judgement
+from ccltune.validate.verdict import SizeVerdict, ValidateVerdict
 
 
-def to_junit(v: Verdict, suite: str = "ccltune.validate") -> str:
+def to_junit(v: ValidateVerdict, suite: str = "ccltune.validate") -> str:
     cases = []
     for s in v.sizes:
         fail, error = s.status == Status.FAIL, s.status == Status.ERROR

@@ -2,13 +2,14 @@
 
 Input rows carry ``config`` 'default' or 'rules' (reps interleaved by the measuring side), with
 ``collective``, ``size_bytes``, ``n_ranks``, ``n_nodes``, ``time_us``, ``status``, ``in_place``.
-Per (collective, nRanks, nNodes, size): speedup = median default time / median rules time, with
-a noise band = the sum of both sides' relative noise (:mod:`ccltune.tune.stats`: half the
-relative spread, 5% for a single sample).
+Per (collective, nRanks, nNodes, size): speedup = median default time / median rules time, and the
+ratio rules / default with its 95% interval from :func:`ccltune.stats.unpaired` (Mann-Whitney U,
+Hodges-Lehmann, Moses: the repetitions of the two sides are independent draws; 4 of each reach 95%).
 
-A size FAILs when the rules are slower than the default beyond the band, and always when they
-are slower by more than ``hard_slowdown`` (2%), whatever the band. A size missing a side is an
-ERROR. The verdict is FAIL if any size fails, else ERROR if any size errs, else PASS.
+A size FAILs when the rules are slower than the default by the test (the interval above 1 and the
+ratio beyond ``stats.MIN_EFFECT``, 1%: ``stats.judge``), and always when their median is slower by more
+than ``hard_slowdown`` (2%), whatever the test. A size missing a side is an ERROR. The verdict is FAIL
+if any size fails, else ERROR if any size errs, else PASS.
 
 A size that fails can be measured again (``ccltune validate --retest``): :func:`retested` then
 judges it by the new measurement alone and keeps the first judgement beside it. A real slowdown
@@ -19,15 +20,17 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ccltune import stats
 from ccltune.errors import DataError
-from ccltune.status import Verdict as Status  # validate's own Verdict is the whole judgement
+from ccltune.stats import PointStats, point_stats
+from ccltune.status import ArmStatus
+from ccltune.status import Verdict as Status  # ValidateVerdict is the whole judgement
 from ccltune.store import as_record
 from ccltune.tune.derive import usable
-from ccltune.tune.stats import PointStats, beats, point_stats
 
 HARD_SLOWDOWN = 0.02
 SIDES = ("default", "rules")
@@ -44,6 +47,7 @@ class SizeVerdict:
     default: PointStats | None
     rules: PointStats | None
     first: SizeVerdict | None = None  # the judgement this one replaced after a retest
+    estimate: stats.Estimate | None = None  # rules / default, the test's ratio and interval
 
     @property
     def speedup(self) -> float | None:
@@ -63,12 +67,15 @@ class SizeVerdict:
             "rules_time_us": self.rules.median_us if self.rules else None,
             "default_reps": self.default.n if self.default else 0,
             "rules_reps": self.rules.n if self.rules else 0,
+            **({"ratio": self.estimate.ratio, "ratio_interval": [self.estimate.low, self.estimate.high]
+                if self.estimate.bounded else None, "level": self.estimate.level, "p_value": self.estimate.p_value,
+                "test": self.estimate.test} if self.estimate else {}),
             **({"first": self.first.to_dict()} if self.first else {}),
         }
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ValidateVerdict:
     sizes: list[SizeVerdict]
     hard_slowdown: float = HARD_SLOWDOWN
 
@@ -92,7 +99,7 @@ class Verdict:
         }
 
 
-def retested(first: Verdict, again: Verdict) -> Verdict:
+def retested(first: ValidateVerdict, again: ValidateVerdict) -> ValidateVerdict:
     """``first`` with every size that ``again`` measured anew judged by that measurement (its
     first judgement kept in ``first``)."""
     new = {(s.collective, s.n_ranks, s.n_nodes, s.size_bytes): s for s in again.sizes}
@@ -104,22 +111,23 @@ def retested(first: Verdict, again: Verdict) -> Verdict:
         else:
             lead = "on retest: " if r.status == Status.PASS else "again on retest: "
             out.append(replace(r, reason=f"{lead}{r.reason}; first: {s.reason}", first=s.first or s))
-    return Verdict(out, first.hard_slowdown)
+    return ValidateVerdict(out, first.hard_slowdown)
 
 
-def judge(default: PointStats, rules: PointStats, hard_slowdown: float = HARD_SLOWDOWN) -> tuple[str, str]:
-    """(status, reason) for one size."""
-    slowdown = rules.median_us / default.median_us - 1.0
-    band = default.noise + rules.noise
+def judge(default: Sequence[float], rules: Sequence[float], hard_slowdown: float = HARD_SLOWDOWN
+          ) -> tuple[Status, str, stats.Estimate]:
+    """(status, reason, the test's estimate) for one size, from both sides' times (us)."""
+    e = stats.unpaired(rules, default)
+    slowdown = stats.median(rules) / stats.median(default) - 1.0
     if slowdown > hard_slowdown:
-        return Status.FAIL, f"rules {100 * slowdown:.1f}% slower than default (hard limit {100 * hard_slowdown:g}%)"
-    if beats(rules, default):
-        return Status.FAIL, f"rules {100 * slowdown:.1f}% slower than default, beyond the noise ±{100 * band:.1f}%"
-    return Status.PASS, f"speedup {default.median_us / rules.median_us:.3f}x (noise ±{100 * band:.1f}%)"
+        return Status.FAIL, f"rules {100 * slowdown:.1f}% slower than default (hard limit {100 * hard_slowdown:g}%)", e
+    if stats.judge(e, stats.MIN_EFFECT) is ArmStatus.SLOWER:
+        return Status.FAIL, f"rules slower than default: {e.said}", e
+    return Status.PASS, f"speedup {1 / e.ratio:.3f}x: {e.said}", e
 
 
 def verdict(rows: Iterable[Any], *, hard_slowdown: float = HARD_SLOWDOWN,
-            placement: str = "out-of-place", covered: Callable[[str, int, int, int], bool] | None = None) -> Verdict:
+            placement: str = "out-of-place", covered: Callable[[str, int, int, int], bool] | None = None) -> ValidateVerdict:
     """The verdict over rows of configs 'default' and 'rules'. Raises DataError when there are none.
 
     ``covered(collective, n_ranks, n_nodes, size_bytes)`` says whether a rule applies there.
@@ -150,5 +158,6 @@ def verdict(rows: Iterable[Any], *, hard_slowdown: float = HARD_SLOWDOWN,
             out.append(SizeVerdict(*key, Status.PASS, f"no rule applies: NCCL's own choice on both sides "
                                                  f"(measured ratio {ratio:.3f}, i.e. the noise)", d, r))
             continue
-        out.append(SizeVerdict(*key, *judge(d, r, hard_slowdown), d, r))
-    return Verdict(out, hard_slowdown)
+        status, why, e = judge(samples[key]["default"], samples[key]["rules"], hard_slowdown)
+        out.append(SizeVerdict(*key, status, why, d, r, estimate=e))
+    return ValidateVerdict(out, hard_slowdown)

@@ -21,7 +21,8 @@ from ccltune.workload.model import Entry, Workload
 
 
 @dataclass(frozen=True)
-class Estimate:
+class IdleTime:
+    """An entry's time on an idle GPU, from a sweep's rows (us), measured or interpolated."""
     time_us: float
     how: str                  # 'measured' or 'interpolated'
 
@@ -35,10 +36,10 @@ def _medians(rows: Iterable[Measurement]) -> dict[tuple[str, int, int], dict[int
     return {k: {s: median(v) for s, v in sizes.items()} for k, sizes in by.items()}
 
 
-def estimate(wl: Workload, rows: Iterable[Measurement]) -> dict[int, Estimate]:
+def estimate(wl: Workload, rows: Iterable[Measurement]) -> dict[int, IdleTime]:
     """Index into ``wl.entries`` -> estimate, for the entries the rows cover."""
     med = _medians(rows)
-    out: dict[int, Estimate] = {}
+    out: dict[int, IdleTime] = {}
     for i, e in enumerate(wl.entries):
         est = _one(e, med)
         if est is not None:
@@ -46,7 +47,7 @@ def estimate(wl: Workload, rows: Iterable[Measurement]) -> dict[int, Estimate]:
     return out
 
 
-def idle_estimates(db: str, wl: Workload) -> dict[int, Estimate]:
+def idle_estimates(db: str, wl: Workload) -> dict[int, IdleTime]:
     """:func:`estimate` from the idle runs of the database ``db`` (runs made under load left out); a
     missing or wrong file is an error naming it. The one read of this module."""
     from ccltune.store import Store
@@ -56,13 +57,13 @@ def idle_estimates(db: str, wl: Workload) -> dict[int, Estimate]:
         return estimate(wl, st.measurements(idle) if idle else [])
 
 
-def _one(e: Entry, med: dict[tuple[str, int, int], dict[int, float]]) -> Estimate | None:
+def _one(e: Entry, med: dict[tuple[str, int, int], dict[int, float]]) -> IdleTime | None:
     sizes = med.get((e.key.collective, e.key.nranks, e.key.nnodes if e.key.nnodes is not None else 1))
     if not sizes:
         return None
     s = e.key.size_bytes
     if s in sizes:
-        return Estimate(sizes[s], "measured")
+        return IdleTime(sizes[s], "measured")
     below = [x for x in sizes if 0 < x < s]
     above = [x for x in sizes if x > s]
     if not below or not above or s <= 0:
@@ -70,4 +71,4 @@ def _one(e: Entry, med: dict[tuple[str, int, int], dict[int, float]]) -> Estimat
     lo, hi = max(below), min(above)
     f = (math.log(s) - math.log(lo)) / (math.log(hi) - math.log(lo))
     t = math.exp(math.log(sizes[lo]) + f * (math.log(sizes[hi]) - math.log(sizes[lo])))
-    return Estimate(t, "interpolated")
+    return IdleTime(t, "interpolated")

@@ -1,18 +1,25 @@
 """Read ccltune's profiler files (``libnccl-profiler-ccltune.so``, ``CCLTUNE_PROFILE=DIR``), format
-version 1 as docs/profiler.md fixes it (and docs/workload.md, "ccltune's profiler files"). Pure apart from :func:`read` and
-:func:`read_dir`, which only read bytes.
+versions 1 and 2 as docs/profiler.md fixes them (and docs/workload.md, "ccltune's profiler files"). Pure
+apart from :func:`read` and :func:`read_dir`, which only read bytes.
 
-One file is one communicator of one process::
+One file is one communicator of one process (version 2; version 1 has no ``# arms`` line, no
+``# sums`` section, no ``arm`` column on the call lines and no ``arms`` count in the dropped line)::
 
-    # ccltune-profile 1
+    # ccltune-profile 2
     # host <host> pid <pid> comm <16 hex> rank <r> nranks <n> nnodes <m> abi <k> every <N>
     # timing <source> [reason...]
+    # arms <tuner|none> [reason...]
     # columns kind op count datatype algo proto nchannels nwarps peer calls timed sum_us p10_us p50_us p90_us max_us
     coll AllReduce 65536 ncclBfloat16 RING LL 24 16 - 4608 4608 48672.000 10.100 10.500 11.200 266512.000
-    # calls seq entry start_ns end_ns
-    call 0 0 1732661234000000000 1732661234000010500
-    # dropped entries <E> calls <C>
+    # sums arm calls timed sum_us no_entry
+    arm 0 4608 4608 48672.000 0
+    # calls seq entry arm start_ns end_ns
+    call 0 0 0 1732661234000000000 1732661234000010500
+    # dropped entries <E> calls <C> arms <A>
     # end
+
+A version 1 file reads as arm -1 throughout: every call line's arm is -1 and its one arm sum is
+made from the entries (its ``no_entry`` unknown: None).
 
 NCCL's names are turned into ccltune's: ``op`` into the registry name (AllReduce -> all_reduce;
 Send and Recv stay ``send`` and ``recv``, one direction each), ``datatype`` into ccltune's spelling
@@ -41,10 +48,14 @@ from ccltune.datatypes import DTYPES
 from ccltune.errors import UsageError
 from ccltune.files import read_bytes, shown
 
-MAGIC = "# ccltune-profile 1"
+MAGIC = "# ccltune-profile "
+VERSIONS = (1, 2)
 COLUMNS = ("kind op count datatype algo proto nchannels nwarps peer calls timed "
            "sum_us p10_us p50_us p90_us max_us")
-CALLS_HEAD = "# calls seq entry start_ns end_ns"
+CALLS_HEAD = {1: "# calls seq entry start_ns end_ns", 2: "# calls seq entry arm start_ns end_ns"}
+SUMS_HEAD = "# sums arm calls timed sum_us no_entry"
+ARM_SOURCES = ("tuner", "none")
+NO_ARM = -1
 NAME = re.compile(r"^ccltune-profile\.[^/]*\.txt$")
 TIMING_SOURCES = ("gpu-kernel-channels", "host", "none")
 
@@ -57,8 +68,11 @@ MAX_FILES = 16_384          # one per communicator per rank
 MAX_NRANKS = 1 << 20
 MAX_CHANNELS = 1024         # NCCL has at most 64 (MAXCHANNELS); room for later releases
 MAX_WARPS = 1024
+MAX_ARM = (1 << 31) - 1     # a C int from the tuner's arm_of
+MAX_ARM_SUMS = 65           # the writer sums arms -1..63
 
 _INT = re.compile(r"^[0-9]{1,20}$")
+_ARM = re.compile(r"^(?:-1|[0-9]{1,10})$")
 _FLOAT = re.compile(r"^[0-9]{1,20}(?:\.[0-9]{1,12})?$")
 _HEX16 = re.compile(r"^[0-9a-f]{16}$")
 _TOKEN = re.compile(r"^[!-~]{1,31}$")  # printable ASCII without blanks, at most 31 characters
@@ -112,6 +126,20 @@ class ProfileEntry:
 
 
 @dataclass(frozen=True)
+class ArmSum:
+    """One arm's calls in one file: ``calls`` seen with the arm in force, ``timed`` of them, their GPU
+    time (``sum_us``, host time under ABI v1-v3: see :attr:`ProfileFile.timing`), and ``no_entry``: the
+    calls whose key found no room in the writer's table (counted, never timed; None: a version 1 file
+    does not say)."""
+
+    arm: int                  # the tuner's arm index; -1: none
+    calls: int
+    timed: int
+    sum_us: float
+    no_entry: int | None
+
+
+@dataclass(frozen=True)
 class ProfileFile:
     """One communicator of one process. ``calls``: (seq, entry index, start_ns, end_ns) of the
     first timed calls in issue order, GPU global-timer nanoseconds (comparable between the
@@ -134,6 +162,12 @@ class ProfileFile:
     timing_note: str = ""     # the words after the timing source (why no GPU timer)
     complete: bool = True     # False: no '# end' (read with strict=False)
     warnings: tuple[str, ...] = ()
+    version: int = 1          # the file format's
+    arm_source: str = "none"  # tuner: the tuner's arm share was found; none: every arm is -1
+    arm_note: str = ""        # why there are no arms
+    arm_sums: tuple[ArmSum, ...] = ()
+    call_arms: tuple[int, ...] = ()   # the arm of each of ``calls``, in the same order
+    dropped_arms: int = 0     # calls of an arm outside the writer's sums (-1..63): in no ArmSum
 
 
 def read(path: str | Path, strict: bool = False) -> ProfileFile:
@@ -182,6 +216,7 @@ class _Parser:
     def __init__(self, path: str, lines: list[str], newline_end: bool, strict: bool) -> None:
         self.path, self.lines, self.newline_end, self.strict = path, lines, newline_end, strict
         self.no = 0
+        self.version = 1
 
     def fail(self, why: str) -> UsageError:
         return UsageError(f"{self.path}:{self.no}: {why}")
@@ -196,19 +231,23 @@ class _Parser:
             if self.strict:
                 self.no = len(lines)
                 raise self.fail("the file ends without '# end': cut short (the job or a copy stopped mid-write)")
-            dropped = ""
+            last = ""
             if lines and not self.newline_end:
-                dropped = f"; its last line, {len(lines)}, has no newline and was dropped"
+                last = f"; its last line, {len(lines)}, has no newline and was dropped"
                 lines = lines[:-1]
             warnings.append(f"{self.path}: the file ends without '# end' (cut short): read its first "
-                            f"{len(lines)} line(s){dropped}; entries or calls after them are missing")
+                            f"{len(lines)} line(s){last}; entries or calls after them are missing")
         head: dict[str, str] = {}
         timing, note = "", ""
+        arm_source, arm_note = "none", "format version 1 has no arms"
+        sums: list[ArmSum] = []
+        call_arms: list[int] = []
         entries: list[ProfileEntry] = []
         calls: list[tuple[int, int, int, int]] = []
         calls_per_entry: list[int] = []
-        dropped: tuple[int, int] | None = None
-        stage = 0  # 0 magic, 1 header, 2 timing, 3 columns, 4 entries, 5 calls, 6 dropped seen, 7 end
+        dropped: tuple[int, int, int] | None = None
+        # 0 magic, 1 header, 2 timing, 3 arms (v2), 35 columns, 4 entries, 45 sums (v2), 5 calls, 6 dropped seen, 7 end
+        stage = 0
         for self.no, line in enumerate(lines, start=1):
             line = line.rstrip("\r")
             if len(line) > MAX_LINE_CHARS:
@@ -218,10 +257,7 @@ class _Parser:
                     raise self.fail("text after '# end'")
                 continue
             if stage == 0:
-                if line != MAGIC:
-                    v = line.split()[2] if line.startswith("# ccltune-profile ") and len(line.split()) > 2 else None
-                    raise self.fail(f"profiler file format version {v!r}, this ccltune reads 1" if v
-                                    else f"not a ccltune profiler file (first line is not {MAGIC!r})")
+                self.version = self._magic(line)
                 stage = 1
                 continue
             if not line.strip():
@@ -234,8 +270,14 @@ class _Parser:
                 if parts[:2] != ["#", "timing"] or len(parts) < 3 or parts[2] not in TIMING_SOURCES:
                     raise self.fail(f"expected '# timing <{'|'.join(TIMING_SOURCES)}> [reason]', got {line[:80]!r}")
                 timing, note = parts[2], " ".join(parts[3:])
-                stage = 3
+                stage = 3 if self.version >= 2 else 35
             elif stage == 3:
+                parts = line.split()
+                if parts[:2] != ["#", "arms"] or len(parts) < 3 or parts[2] not in ARM_SOURCES:
+                    raise self.fail(f"expected '# arms <{'|'.join(ARM_SOURCES)}> [reason]', got {line[:80]!r}")
+                arm_source, arm_note = parts[2], " ".join(parts[3:])
+                stage = 35
+            elif stage == 35:
                 if line.split() != ["#", "columns", *COLUMNS.split()]:
                     raise self.fail(f"expected '# columns {COLUMNS}', got {line[:80]!r}")
                 stage = 4
@@ -246,9 +288,13 @@ class _Parser:
                     raise self.fail("a second '# dropped' line")
                 dropped = self._dropped(line)
                 stage = 6
-            elif line == CALLS_HEAD:
+            elif line == SUMS_HEAD and self.version >= 2:
                 if stage != 4:
-                    raise self.fail("'# calls' out of place (after the calls or '# dropped')")
+                    raise self.fail("'# sums' out of place (after the calls or '# dropped')")
+                stage = 45
+            elif line == CALLS_HEAD[self.version]:
+                if stage != (45 if self.version >= 2 else 4):
+                    raise self.fail("'# calls' out of place (before '# sums', after the calls or '# dropped')")
                 stage = 5
             elif line.startswith("#"):
                 continue  # a comment the writer added (the histogram's error, ...)
@@ -257,27 +303,51 @@ class _Parser:
                     raise self.fail(f"more than {MAX_ENTRIES} entries")
                 entries.append(self._entry(line, None if head["nranks"] == "-" else int(head["nranks"])))
                 calls_per_entry.append(0)
+            elif stage == 45:
+                if len(sums) >= MAX_ARM_SUMS:
+                    raise self.fail(f"more than {MAX_ARM_SUMS} arm sums")
+                arm_sum = self._arm_sum(line)
+                if any(a.arm == arm_sum.arm for a in sums):
+                    raise self.fail(f"a second sum of arm {arm_sum.arm}")
+                sums.append(arm_sum)
             elif stage == 5:
                 if len(calls) >= MAX_CALL_LINES:
                     raise self.fail(f"more than {MAX_CALL_LINES} call lines")
-                call = self._call(line, entries)
+                call, arm = self._call(line, entries)
                 calls_per_entry[call[1]] += 1
                 if calls_per_entry[call[1]] > entries[call[1]].timed:
                     raise self.fail(f"more call lines for entry {call[1]} than its {entries[call[1]].timed} "
                                     "timed calls")
                 calls.append(call)
+                call_arms.append(arm)
             else:
                 raise self.fail(f"a line after '# dropped' that is not '# end': {line[:80]!r}")
-        if stage < 4:
+        if stage < 4 or stage == 35:
             self.no = len(lines)
-            raise self.fail("the header is incomplete (magic, host, timing and columns lines expected)")
+            raise self.fail("the header is incomplete (magic, host, timing, arms and columns lines expected)")
         if ended and dropped is None:
             raise UsageError(f"{self.path}: no '# dropped entries E calls C' line before '# end'")
+        if self.version == 1:  # no arms: arm -1 throughout, its sum from the entries
+            timed = [e for e in entries if e.timed and e.sum_us is not None]
+            sums = [ArmSum(NO_ARM, sum(e.calls for e in entries), sum(e.timed for e in timed),
+                           sum(e.sum_us for e in timed), None)] if entries else []  # type: ignore[misc]
         known = {k: None if head[k] == "-" else int(head[k]) for k in ("nranks", "nnodes")}
+        dropped_entries, dropped_calls, dropped_arms = dropped or (0, 0, 0)
         return ProfileFile(self.path, head["host"], int(head["pid"]), head["comm"], int(head["rank"]),
                            known["nranks"], known["nnodes"], int(head["abi"]), int(head["every"]),
-                           timing, tuple(entries), tuple(calls), *(dropped or (0, 0)), timing_note=note,
-                           complete=ended, warnings=tuple(warnings))
+                           timing, tuple(entries), tuple(calls), dropped_entries, dropped_calls, timing_note=note,
+                           complete=ended, warnings=tuple(warnings), version=self.version, arm_source=arm_source,
+                           arm_note=arm_note, arm_sums=tuple(sums), call_arms=tuple(call_arms),
+                           dropped_arms=dropped_arms)
+
+    def _magic(self, line: str) -> int:
+        v = line[len(MAGIC):] if line.startswith(MAGIC) else None
+        if v is None:
+            raise self.fail(f"not a ccltune profiler file (first line is not '{MAGIC}<version>')")
+        if not v.isdigit() or int(v) not in VERSIONS:
+            raise self.fail(f"profiler file format version {v[:20]!r}, this ccltune reads "
+                            f"{', '.join(map(str, VERSIONS))}")
+        return int(v)
 
     def _int(self, text: str, what: str, lo: int = 0, hi: int = (1 << 64) - 1) -> int:
         if not _INT.match(text) or not lo <= int(text) <= hi:
@@ -342,21 +412,45 @@ class _Parser:
                             self._opt_int(t[6], "nchannels", 0, MAX_CHANNELS), self._opt_int(t[7], "nwarps", 0, MAX_WARPS),
                             self._opt_int(t[8], "peer", 0, (nranks or MAX_NRANKS) - 1), calls, timed, *times)
 
-    def _call(self, line: str, entries: list[ProfileEntry]) -> tuple[int, int, int, int]:
+    def _arm(self, text: str) -> int:
+        if not _ARM.match(text) or int(text) > MAX_ARM:
+            raise self.fail(f"arm {text[:40]!r} is not -1 or an integer in [0, {MAX_ARM}]")
+        return int(text)
+
+    def _arm_sum(self, line: str) -> ArmSum:
         t = line.split()
-        if len(t) != 5 or t[0] != "call":
-            raise self.fail(f"expected 'call <seq> <entry> <start_ns> <end_ns>', got {line[:120]!r}")
+        if len(t) != 6 or t[0] != "arm":
+            raise self.fail(f"expected 'arm <arm> <calls> <timed> <sum_us> <no_entry>', got {line[:120]!r}")
+        arm = self._arm(t[1])
+        if arm >= MAX_ARM_SUMS - 1:
+            raise self.fail(f"a sum of arm {arm}: the writer sums arms -1..{MAX_ARM_SUMS - 2}")
+        calls = self._int(t[2], "calls")
+        timed = self._int(t[3], "timed", 0, calls)
+        sum_us = self._us(t[4], "sum_us")
+        if sum_us is None:
+            raise self.fail("sum_us is '-'")
+        return ArmSum(arm, calls, timed, sum_us, self._int(t[5], "no_entry", 0, calls - timed))
+
+    def _call(self, line: str, entries: list[ProfileEntry]) -> tuple[tuple[int, int, int, int], int]:
+        t = line.split()
+        fields = "<seq> <entry> <start_ns> <end_ns>" if self.version == 1 else "<seq> <entry> <arm> <start_ns> <end_ns>"
+        if len(t) != len(fields.split()) + 1 or t[0] != "call":
+            raise self.fail(f"expected 'call {fields}', got {line[:120]!r}")
         seq = self._int(t[1], "seq")
         if not entries:
             raise self.fail("a call line, but the file has no entries")
         entry = self._int(t[2], "entry", 0, len(entries) - 1)
-        start, end = self._int(t[3], "start_ns"), self._int(t[4], "end_ns")
+        arm = NO_ARM if self.version == 1 else self._arm(t[3])
+        start, end = self._int(t[-2], "start_ns"), self._int(t[-1], "end_ns")
         if end < start:
             raise self.fail(f"end_ns {end} before start_ns {start}")
-        return seq, entry, start, end
+        return (seq, entry, start, end), arm
 
-    def _dropped(self, line: str) -> tuple[int, int]:
+    def _dropped(self, line: str) -> tuple[int, int, int]:
         t = line.split()
-        if len(t) != 6 or t[:3] != ["#", "dropped", "entries"] or t[4] != "calls":
-            raise self.fail(f"expected '# dropped entries <E> calls <C>', got {line[:80]!r}")
-        return self._int(t[3], "dropped entries"), self._int(t[5], "dropped calls")
+        want = ["#", "dropped", "entries", "", "calls", ""] + (["arms", ""] if self.version >= 2 else [])
+        if len(t) != len(want) or any(w and w != x for w, x in zip(want, t)):
+            raise self.fail(f"expected '# dropped entries <E> calls <C>{' arms <A>' if self.version >= 2 else ''}', "
+                            f"got {line[:80]!r}")
+        arms = self._int(t[7], "dropped arms") if self.version >= 2 else 0
+        return self._int(t[3], "dropped entries"), self._int(t[5], "dropped calls"), arms

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ccltune import collectives
 from ccltune.sizes import format_size
 from ccltune.workload import compute, quantities
-from ccltune.workload.estimate import Estimate
+from ccltune.workload.estimate import IdleTime
 from ccltune.workload.model import Entry, Workload
 
 SLOW_RATIO = quantities.SLOW_RATIO
@@ -21,7 +21,7 @@ def job_us(e: Entry) -> float | None:
     return e.timing.median_us if e.timing is not None and e.timing.calls else None
 
 
-def table(wl: Workload, est: dict[int, Estimate] | None = None, db: str | None = None) -> list[str]:
+def table(wl: Workload, est: dict[int, IdleTime] | None = None, db: str | None = None) -> list[str]:
     """Entries by share of bytes: the job's own time per call (median) and waiting where a source timed
     them; with ``db``, NCCL's default idle time per call, the ratio, and time per step from it."""
     total_bytes = sum(e.bytes_total for e in wl.entries) or 1
@@ -129,7 +129,7 @@ def _ran(e: Entry) -> str:
     return f"{algo}/{proto}/{ch or '-'}{more}"
 
 
-def slow_entries(wl: Workload, est: dict[int, Estimate]) -> list[tuple[int, float]]:
+def slow_entries(wl: Workload, est: dict[int, IdleTime]) -> list[tuple[int, float]]:
     """(entry index, job_us / idle_us) of the entries at or over :data:`SLOW_RATIO`, largest first."""
     got = []
     for i, e in enumerate(wl.entries):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ccltune import collectives
 from ccltune.diagnose.checks import linkmath
-from ccltune.diagnose.checks.profiles import BenchPlan, Gate, Monotonic, Profile
+from ccltune.diagnose.checks.profiles import Gate, GateBench, Monotonic, Profile
 from ccltune.diagnose.findings import Finding
 from ccltune.diagnose.probes import benchrun
 from ccltune.errors import UsageError
@@ -106,7 +106,7 @@ def link_profile(rows: Sequence[Record], *, world_size: int, where: str,
     return Profile(name="links", world_size=world_size, gates=(gate,), source=where,
                    description=f"gate from the link measurement ({where}): {fraction:.0%} of the ring ceiling "
                                f"{ceiling:.1f} GB/s (slowest link x peers, capped by the all-to-all aggregate)",
-                   bench=BenchPlan(64 << 20, LINK_GATE_BYTES),
+                   bench=GateBench(64 << 20, LINK_GATE_BYTES),
                    monotonic=Monotonic("all_reduce", True, 64 << 20, 0.05))
 
 

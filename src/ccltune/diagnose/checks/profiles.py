@@ -53,7 +53,9 @@ class Monotonic:
 
 
 @dataclass(frozen=True)
-class BenchPlan:
+class GateBench:
+    """The bench a profile's gates run (sizes in bytes, nccl-tests' step factor, iterations)."""
+
     min_bytes: int
     max_bytes: int
     step_factor: int = 2
@@ -67,7 +69,7 @@ class Profile:
     description: str
     world_size: int
     gates: tuple[Gate, ...]
-    bench: BenchPlan
+    bench: GateBench
     monotonic: Monotonic | None = None
     gpu_match: str | None = None
     provisional: bool = False
@@ -161,7 +163,7 @@ def _monotonic(m: Any, where: str) -> Monotonic:
                      tolerance=tolerance)
 
 
-def _bench(b: Any, where: str, *, default_min: int, default_max: int) -> BenchPlan:
+def _bench(b: Any, where: str, *, default_min: int, default_max: int) -> GateBench:
     if not isinstance(b, dict):
         raise UsageError(f"{where}: must be a table")
     _known(b, _BENCH_KEYS, where)
@@ -174,7 +176,7 @@ def _bench(b: Any, where: str, *, default_min: int, default_max: int) -> BenchPl
     for key, low in (("step_factor", 2), ("iters", 1), ("warmup", 0)):  # bench's own -f, -n, -w limits
         if counts[key] < low:
             raise UsageError(f"{where}: {key!r} must be >= {low}, got {counts[key]}")
-    return BenchPlan(lo, hi, counts["step_factor"], counts["iters"], counts["warmup"])
+    return GateBench(lo, hi, counts["step_factor"], counts["iters"], counts["warmup"])
 
 
 def _known(table: dict[str, Any], keys: tuple[str, ...], where: str) -> None:

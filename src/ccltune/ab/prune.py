@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ccltune import rules
 from ccltune._version import __version__
-from ccltune.validate import jobab
+from ccltune.ab import judge
 
 MAX_GROUPS = 4
 
@@ -58,15 +58,15 @@ def parts(ruleset: rules.RuleSet, stem: str, folder: Path) -> tuple[list[Part], 
     return out, how
 
 
-def kept_text(ps: Sequence[Part], verdicts: Sequence[jobab.ArmVerdict], *, source: str, argv: Sequence[str],
+def kept_text(ps: Sequence[Part], verdicts: Sequence[judge.ArmVerdict], *, source: str, argv: Sequence[str],
               how: str) -> tuple[str, list[Part]]:
     """The pruned rule file's text (a header naming ab, the job, the date and every part's verdict; then
     the rules of the parts judged FASTER, in their file's order) and the parts kept."""
     by_name = {v.name: v for v in verdicts}
-    kept = [p for p in ps if by_name.get(p.name) and by_name[p.name].status is jobab.Status.FASTER]
+    kept = [p for p in ps if by_name.get(p.name) and by_name[p.name].status is judge.Status.FASTER]
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = [f"written by ccltune {__version__} ab --prune on {date} from {source}",
-              f"job: {shlex.join(argv)}", f"how: {how}", f"statistic: {jobab.METHOD}"]
+              f"job: {shlex.join(argv)}", f"how: {how}", f"statistic: {judge.METHOD}"]
     for p in ps:
         v = by_name.get(p.name)
         header.append(f"{p.name}: {_verdict_text(v)}: {'kept' if p in kept else 'dropped'} ({len(p.rules)} rule(s))")
@@ -76,10 +76,10 @@ def kept_text(ps: Sequence[Part], verdicts: Sequence[jobab.ArmVerdict], *, sourc
     return rules.format_rules(sorted(body, key=lambda r: r.line), header), kept
 
 
-def _verdict_text(v: jobab.ArmVerdict | None) -> str:
+def _verdict_text(v: judge.ArmVerdict | None) -> str:
     if v is None:
         return "not run"
     if v.effect is None:
         return v.status.value
     e = v.effect
-    return f"{v.status.value}, x{e.ratio:.4f} [{e.ratio_lo:.4f}, {e.ratio_hi:.4f}] over {v.runs} runs"
+    return f"{v.status.value}, {e.said}"

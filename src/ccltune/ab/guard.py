@@ -1,13 +1,18 @@
 """The user's job under ``ccltune ab``, guarded so that it never outlives ccltune.
 
-``python -m ccltune.measure.jobguard PPID COMMAND...`` runs COMMAND as its child, in a session of its
+``python -m ccltune.ab.guard PPID COMMAND...`` runs COMMAND as its child, in a session of its
 own, passes its output through and exits as it exited. ccltune starts every run of a job through it
-(``jobrun.run_once``). When the ccltune process ``PPID`` dies without a word (kill -9, the OOM killer),
+(``ab.job.run_once``). When the ccltune process ``PPID`` dies without a word (kill -9, the OOM killer),
 the kernel tells this process (PR_SET_PDEATHSIG) and it ends the whole job as ccltune would have:
 SIGTERM to the job's process group and to every descendant (one that left the group with setsid too),
 SIGKILL to what is left after ``GRACE_S``. A stop sent to this process (SIGTERM, SIGHUP, SIGINT)
 ends the job the same way. Without the guard, a job whose launcher ignores a closed pipe (torchrun
 with its workers, a shell script's children) ran on under PID 1.
+
+A run ends when the job's top process exits. What it left running (``sleep 20 & exit 0``, a daemon in a
+session of its own) is the job's: the guard is their subreaper (PR_SET_CHILD_SUBREAPER: an orphan of the job
+becomes its child, not PID 1's), so it finds them among its descendants and ends them the same way before it
+exits. They would otherwise hold the output pipe open, and ccltune would wait for them.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from typing import Any
 
 from ccltune import processes
@@ -38,7 +44,7 @@ def command(ppid: int, argv: list[str], env: dict[str, str]) -> tuple[list[str],
     ``ppid``. The job gets ``env`` exactly; the variables of HELD are carried past the guard's interpreter."""
     held = {HELD_PREFIX + k: v for k, v in env.items() if k in HELD}
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # where ccltune is
-    return ([sys.executable, "-m", "ccltune.measure.jobguard", str(ppid), *argv],
+    return ([sys.executable, "-m", "ccltune.ab.guard", str(ppid), *argv],
             {**{k: v for k, v in env.items() if k not in HELD}, **held, "PYTHONPATH": here})
 
 
@@ -72,9 +78,33 @@ def end_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+def end_job(child: subprocess.Popen[bytes]) -> int:
+    """SIGTERM to the job's process group and to every process below the guard (the job, and the orphans it
+    left, given to the guard as their subreaper), SIGKILL to what is left after GRACE_S. Returns how many
+    processes besides ``child`` were running."""
+    me = os.getpid()
+    targets = {p for p in processes.descendants(me) if processes.alive(p)}
+    others = len(targets - {child.pid})
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, sig)
+        targets |= set(processes.descendants(me))
+        for pid in targets:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        if sig == signal.SIGTERM:
+            deadline = time.monotonic() + GRACE_S
+            while time.monotonic() < deadline and any(processes.alive(p) for p in targets):
+                time.sleep(POLL_S)
+            if not any(processes.alive(p) for p in targets):
+                break
+    child.wait()
+    return others
+
+
 def main(args: list[str]) -> int:
     if len(args) < 2 or not args[0].isdigit():
-        print("usage: python -m ccltune.measure.jobguard PPID COMMAND...", file=sys.stderr)
+        print("usage: python -m ccltune.ab.guard PPID COMMAND...", file=sys.stderr)
         return 2
     stopped: list[int] = []
 
@@ -86,6 +116,7 @@ def main(args: list[str]) -> int:
     for s in (PARENT_GONE, *STOPS):
         signal.signal(s, stop)
     processes.die_with_parent(int(args[0]), PARENT_GONE)
+    processes.become_subreaper()
     try:
         child = subprocess.Popen(args[1:], env=job_env(dict(os.environ)), start_new_session=True)
     except OSError as exc:
@@ -98,9 +129,11 @@ def main(args: list[str]) -> int:
         except subprocess.TimeoutExpired:
             pass
         if stopped:
-            end_group(child)
+            end_job(child)
             return 128 + stopped[0]
     rc = child.returncode
+    if end_job(child):  # before this process exits: the leftovers hold its output pipe open
+        print("ccltune: the job's top process exited; what it left running was ended", file=sys.stderr, flush=True)
     if rc < 0:  # killed by a signal: end the same way, so ccltune sees what the job saw
         sys.stdout.flush()
         with contextlib.suppress(OSError, ValueError):  # SIGKILL's disposition cannot change, and need not

@@ -1,6 +1,9 @@
 """``ccltune ab``'s rounds: the user's job run again and again, every arm once per round in a shuffled
 order (a seeded RNG; the seed is recorded), each run's value stored as soon as it ends, the verdict
-(:mod:`ccltune.validate.jobab`) after every round. Nothing here prints: lines go to ``say``."""
+(:mod:`ccltune.ab.judge`) after every round. With ``--until-confident`` every round from
+``first_look`` on is a look, tested at ``stats.look_level`` of its number (the final verdict too), so the
+looks together keep 95%; without it the one verdict, at the end, is at 95%. Nothing here prints: lines
+go to ``say``."""
 
 from __future__ import annotations
 
@@ -14,13 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccltune import rules
+from ccltune import rules, stats
+from ccltune.ab import commtime, job, judge
+from ccltune.ab import fired as fired_
 from ccltune.errors import CcltuneError, UsageError
-from ccltune.measure import jobrun
 from ccltune.status import SampleStatus
-from ccltune.store import Store
-from ccltune.validate import fired as fired_
-from ccltune.validate import jobab, jobstore, profsum
+from ccltune.store import AbSample, Store
 from ccltune.workload import profile_file
 
 DEFAULT, CONTROL = "default", "default-2"
@@ -115,10 +117,10 @@ class Failure:
 
 
 @dataclass
-class Outcome:
-    samples: list[jobstore.Sample] = field(default_factory=list)
+class RoundsResult:
+    samples: list[AbSample] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
-    verdicts: list[jobab.ArmVerdict] = field(default_factory=list)
+    verdicts: list[judge.ArmVerdict] = field(default_factory=list)
     rounds_done: int = 0
     interrupted: bool = False
     stop_reason: str = ""
@@ -144,26 +146,26 @@ def order(arms: Sequence[Arm], rng: random.Random, first_round: bool) -> list[Ar
     return out
 
 
-def _value(plan: Plan, res: jobrun.RunResult, profile: Path | None) -> tuple[float | None, str]:
+def _value(plan: Plan, res: job.JobRun, profile: Path | None) -> tuple[float | None, str]:
     if res.reason:
         return None, res.reason
     m = plan.metric
     if m.kind == "wall":
         return (res.wall_s, "") if res.wall_s > 0 else (None, "ran for no measurable time")
     if m.kind == "comm":
-        return profsum.comm_time_us(profile) if profile is not None else (None, "no profile folder")
+        return commtime.comm_time_us(profile) if profile is not None else (None, "no profile folder")
     kept = res.matches[m.skip:]
     if not kept:
         what = f"{len(res.matches)} match(es), all skipped by --skip {m.skip}" if res.matches else "no match"
         return None, f"the metric {m.pattern.pattern!r} found {what} in the output"  # type: ignore[union-attr]
-    med = jobab.median(kept)
+    med = stats.median(kept)
     return (med, "") if med > 0 and math.isfinite(med) else (None, f"the metric's median is {med:g}, not > 0")
 
 
 class _Rounds:
     def __init__(self, plan: Plan, store: Store, run_id: int, say: Callable[[str], None]):
         self.plan, self.store, self.run_id, self.say = plan, store, run_id, say
-        self.out = Outcome()
+        self.out = RoundsResult()
         self.checked = False   # the first default run has shown the metric works
         # the profiler's files of each run: the metric (comm), or the user's environment loads ccltune's profiler
         self.own_profiler = plan.metric.kind != "comm" and profiler_loaded(plan.base_env)
@@ -176,12 +178,12 @@ class _Rounds:
         env = arm.environ(plan.base_env, plan.tuner)
         profile = None
         if self.tmp is not None:
-            profile = self.tmp / f"r{rnd}-{arm.name}"
+            profile = self.tmp / f"r{rnd}-{slot}"  # not the arm's name: --env NCCL_TOPO_FILE=/a/path is one
             profile.mkdir()
             env.update(CCLTUNE_PROFILE=str(profile))
             if plan.metric.kind == "comm":
                 env.update(NCCL_PROFILER_PLUGIN=str(plan.metric.profiler))
-        res = jobrun.run_once(plan.argv, env, plan.metric.pattern, echo=plan.echo, timeout_s=plan.run_timeout_s)
+        res = job.run_once(plan.argv, env, plan.metric.pattern, echo=plan.echo, timeout_s=plan.run_timeout_s)
         value, why = _value(plan, res, profile if plan.metric.kind == "comm" else None)
         if arm.rules and profile is not None and not res.reason:
             self._tally(arm, profile)
@@ -189,9 +191,9 @@ class _Rounds:
         if arm.name == DEFAULT and not self.checked:
             value, why, bad = self._check_metric(res, value, why)
         unit = plan.metric.unit
-        s = jobstore.Sample(arm.name, rnd, slot, value, unit, SampleStatus.OK if value is not None else SampleStatus.FAILED,
+        s = AbSample(arm.name, rnd, slot, value, unit, SampleStatus.OK if value is not None else SampleStatus.FAILED,
                             res.exit_code, res.wall_s, len(res.matches), why)
-        jobstore.add_sample(self.store, self.run_id, s)
+        self.store.add_ab_sample(self.run_id, s)
         self.out.samples.append(s)
         if bad is not None:
             raise bad
@@ -203,7 +205,7 @@ class _Rounds:
                 self.say(f"#   | {line}")
 
     def _tally(self, arm: Arm, profile: Path) -> None:
-        """The run's calls per rule of the arm's file (validate.fired), added to the arm's tally; a run whose
+        """The run's calls per rule of the arm's file (ab.fired), added to the arm's tally; a run whose
         profiler files cannot be read adds nothing (its metric says why when it is comm)."""
         try:
             rs = self.rulesets.get(arm.name) or self.rulesets.setdefault(arm.name, rules.load(arm.rules or ""))
@@ -212,7 +214,7 @@ class _Rounds:
             return
         self.out.fired.setdefault(arm.name, fired_.Tally()).merge(got)
 
-    def _check_metric(self, res: jobrun.RunResult, value: float | None, why: str
+    def _check_metric(self, res: job.JobRun, value: float | None, why: str
                       ) -> tuple[float | None, str, UsageError | None]:
         """The first run of default: a metric that reads nothing from a run that exited 0 is bad input
         (the regex never matches), or, for the profiler chosen on its own, wall time instead."""
@@ -231,15 +233,43 @@ class _Rounds:
         return None, why, UsageError(f"{why} of the first run of the default arm (exit code 0): check --metric; "
                                      f"the job's last lines:\n{tail}")
 
-    def judge(self) -> list[jobab.ArmVerdict]:
+    def verdicts(self) -> list[judge.ArmVerdict]:
         names = [a.name for a in self.plan.arms]
-        values, failed = jobstore.values_by_arm(self.out.samples, names)
-        return jobab.verdicts(values, failed, controls=[CONTROL], min_effect=self.plan.min_effect)
+        values, failed = values_by_arm(self.out.samples, names)
+        return judge.verdicts(values, failed, controls=[CONTROL], min_effect=self.plan.min_effect,
+                              alpha=alpha_after(self.plan, self.out.rounds_done))
 
 
-def run(plan: Plan, store: Store, run_id: int, say: Callable[[str], None]) -> Outcome:
+def values_by_arm(rows: list[AbSample], names: list[str]) -> tuple[dict[str, dict[int, float]], dict[str, int]]:
+    """(arm -> round -> the value of its good run, arm -> its failed runs), every arm of ``names`` present."""
+    values: dict[str, dict[int, float]] = {n: {} for n in names}
+    failed: dict[str, int] = {n: 0 for n in names}
+    for s in rows:
+        if s.status == SampleStatus.OK and s.value is not None:
+            values.setdefault(s.arm, {})[s.round] = s.value
+        else:
+            failed[s.arm] = failed.get(s.arm, 0) + 1
+    return values, failed
+
+
+def first_look(plan: Plan) -> int:
+    """The first round ``--until-confident`` looks at: the first whose pairs can reach 95% under Holm
+    across the judged arms (every arm but default); earlier rounds cannot decide, so they spend nothing."""
+    return max(2, judge.min_rounds(len(plan.arms) - 1))
+
+
+def alpha_after(plan: Plan, rounds_done: int) -> float:
+    """The alpha of the verdict after ``rounds_done`` rounds: 5% for a fixed number of rounds (one look,
+    at the end); under ``--until-confident`` the alpha spent on that look (``stats.look_level``)."""
+    if not plan.until_confident:
+        return judge.ALPHA
+    look = max(1, rounds_done - first_look(plan) + 1)
+    return 1 - stats.look_level(look, judge.ALPHA)
+
+
+def run(plan: Plan, store: Store, run_id: int, say: Callable[[str], None]) -> RoundsResult:
     """Every round of ``plan``, stored under ``run_id``. A KeyboardInterrupt ends the round under way:
-    the runs finished so far are kept and judged (``Outcome.interrupted``)."""
+    the runs finished so far are kept and judged (``RoundsResult.interrupted``)."""
     r = _Rounds(plan, store, run_id, say)
     rng = random.Random(plan.seed)
     start = time.monotonic()
@@ -248,7 +278,7 @@ def run(plan: Plan, store: Store, run_id: int, say: Callable[[str], None]) -> Ou
             for slot, arm in enumerate(order(plan.arms, rng, rnd == 1)):
                 r.one(arm, rnd, slot)
             r.out.rounds_done = rnd
-            r.out.verdicts = r.judge()
+            r.out.verdicts = r.verdicts()
             elapsed = time.monotonic() - start
             if _stop(plan, r.out, rnd, elapsed, say):
                 break
@@ -260,12 +290,12 @@ def run(plan: Plan, store: Store, run_id: int, say: Callable[[str], None]) -> Ou
             import shutil
 
             shutil.rmtree(r.tmp, ignore_errors=True)
-    r.out.verdicts = r.judge()
+    r.out.verdicts = r.verdicts()
     r.out.wall_s = time.monotonic() - start
     return r.out
 
 
-def _stop(plan: Plan, out: Outcome, rnd: int, elapsed: float, say: Callable[[str], None]) -> bool:
+def _stop(plan: Plan, out: RoundsResult, rnd: int, elapsed: float, say: Callable[[str], None]) -> bool:
     """After round ``rnd``: say where it stands, and whether to stop (confident, or the budget spent)."""
     per_round = elapsed / rnd
     left_rounds = plan.rounds - rnd
@@ -275,8 +305,10 @@ def _stop(plan: Plan, out: Outcome, rnd: int, elapsed: float, say: Callable[[str
     shown = ", ".join(f"{v.name} {_fmt(v.median)}" for v in out.verdicts)
     say(f"# round {rnd}/{plan.rounds} done in {elapsed:.0f} s ({shown}{' ' + plan.metric.unit if plan.metric.unit else ''}); "
         f"about {_duration(left_s)} left")
-    if plan.until_confident and rnd >= 2 and jobab.all_confident(out.verdicts, plan.min_effect):
-        out.stop_reason = "every arm's interval is decided (it excludes 1, or lies inside the --min-effect band)"
+    if plan.until_confident and rnd >= first_look(plan) and judge.all_confident(out.verdicts, plan.min_effect):
+        out.stop_reason = (f"every arm's interval is decided (it excludes 1, or lies inside the --min-effect band) "
+                           f"at look {rnd - first_look(plan) + 1}, level "
+                           f"{100 * (1 - alpha_after(plan, rnd)):.4g}%")
         return True
     if plan.budget_s is not None and elapsed + per_round > plan.budget_s and rnd < plan.rounds:
         out.stop_reason = f"the --budget of {plan.budget_s:g} s would be spent by another round"

@@ -4,8 +4,11 @@ ccltune stops.
 
 The job runs in a new session (``start_new_session``), so a Ctrl-C at the terminal reaches ccltune
 only; ccltune then ends the job: SIGTERM to the process group and to every descendant found in /proc
-(a process that left the group with setsid is still a descendant), SIGKILL after ``jobguard.GRACE_S``.
-Each run goes through ``jobguard``, which ends the job the same way when ccltune itself dies (kill -9).
+(a process that left the group with setsid is still a descendant), SIGKILL after ``guard.GRACE_S``.
+Each run goes through ``guard``, which ends the job the same way when ccltune itself dies (kill -9).
+
+A run ends when the job's top process exits: the guard then ends what the job left running (``sleep 20 &``),
+and the output is read to the pipe's end, DRAIN_S at most. ``--run-timeout`` bounds the whole run.
 """
 
 from __future__ import annotations
@@ -14,29 +17,31 @@ import collections
 import math
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ccltune import profiler_plugin
+from ccltune.ab import guard
 from ccltune.errors import EngineUnavailable
-from ccltune.measure import jobguard
 
 TAIL_LINES = 12        # lines of the job's output kept for a failed run's report
 MAX_LINE_BYTES = 1 << 16   # a longer line is read in pieces (the metric regex sees each piece)
 MAX_SAMPLES = 1 << 20  # metric matches kept per run (a job printing more is still judged on these)
+POLL_S = 0.1          # how often the reader looks whether the job's top process (its guard) has exited
+DRAIN_S = 1.0         # after the guard exits, its output is read for this long at most (to the pipe's end)
 
 # variables that would make NCCL's "default" something else: removed for every arm (docs/ab.md)
 TUNER_VARS = ("NCCL_TUNER_PLUGIN", "NCCL_TUNER_CONFIG_FILE", "CCLTUNE_RULES")
 
 
 @dataclass
-class RunResult:
+class JobRun:
     """One run: its exit code (None: it did not start), seconds it ran, every number the metric
     pattern matched (group 1, in order), its last lines; ``reason`` says why it failed ('' when it
     exited 0)."""
@@ -71,28 +76,66 @@ def _number(text: str) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def _lines(fd: int, proc: subprocess.Popen[bytes], deadline: float | None) -> Iterator[bytes | None]:
+    """The job's output lines (pieces of at most MAX_LINE_BYTES), read from ``fd`` until the guard ``proc``
+    has exited and the pipe is drained; None once when ``deadline`` (time.monotonic) passes first. A writer
+    left past the guard's exit (the guard ends the job's leftovers, so only one that escaped it) delays the
+    end by DRAIN_S at most: the run is over when the job's top process is."""
+    buf = b""
+    drain_until: float | None = None
+    timed_out = False
+    while True:
+        now = time.monotonic()
+        if drain_until is None and proc.poll() is not None:
+            drain_until = now + DRAIN_S
+        if drain_until is not None and now >= drain_until:
+            break
+        if deadline is not None and not timed_out and now >= deadline:
+            timed_out = True
+            yield None
+            continue
+        limits = [POLL_S] + [x - now for x in (drain_until, None if timed_out else deadline) if x is not None]
+        ready, _, _ = select.select([fd], [], [], max(0.0, min(limits)))
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n" in buf or len(buf) >= MAX_LINE_BYTES:
+            cut = buf.find(b"\n")
+            cut = MAX_LINE_BYTES if cut < 0 or cut >= MAX_LINE_BYTES else cut + 1
+            yield buf[:cut]
+            buf = buf[cut:]
+    if buf:
+        yield buf
+
+
 def run_once(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[str] | None = None, *,
-             echo: bool = False, timeout_s: float | None = None) -> RunResult:
-    """Run ``argv`` once with ``env``. A KeyboardInterrupt (Ctrl-C, or a stop signal turned into one)
-    ends the job's process group and is raised again after it is gone."""
+             echo: bool = False, timeout_s: float | None = None) -> JobRun:
+    """Run ``argv`` once with ``env``: until its top process exits (the guard ends what it left running), or
+    for ``timeout_s`` seconds at most, the whole run (its process group ended then: a failed run). A
+    KeyboardInterrupt (Ctrl-C, or a stop signal turned into one) ends the job's process group and is raised
+    again after it is gone."""
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
     values: list[float] = []
     start = time.monotonic()
     if shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None:
-        return RunResult(None, 0.0, reason=f"could not start {argv[0]!r}: not found, or not an executable file")
-    guarded, guard_env = jobguard.command(os.getpid(), list(argv), dict(env))
+        return JobRun(None, 0.0, reason=f"could not start {argv[0]!r}: not found, or not an executable file")
+    guarded, guard_env = guard.command(os.getpid(), list(argv), dict(env))
     try:
         proc = subprocess.Popen(guarded, env=guard_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
-        return RunResult(None, 0.0, reason=f"could not start {sys.executable!r}: {exc.strerror}")
-    timer = threading.Timer(timeout_s, jobguard.end_group, (proc,)) if timeout_s else None
-    if timer is not None:
-        timer.daemon = True
-        timer.start()
+        return JobRun(None, 0.0, reason=f"could not start {sys.executable!r}: {exc.strerror}")
+    assert proc.stdout is not None
+    timed_out = False
     try:
-        assert proc.stdout is not None
-        for raw in iter(lambda: proc.stdout.readline(MAX_LINE_BYTES), b""):  # type: ignore[union-attr]
+        for raw in _lines(proc.stdout.fileno(), proc, start + timeout_s if timeout_s else None):
+            if raw is None:  # --run-timeout: end it; what it still writes is read until the guard is gone
+                timed_out = True
+                guard.end_group(proc)
+                continue
             line = raw.decode("utf-8", "replace").rstrip("\n")
             tail.append(line)
             if echo:
@@ -101,18 +144,15 @@ def run_once(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[st
                 values.extend(v for v in (_number(m.group(1)) for m in pattern.finditer(line)) if v is not None)
         proc.wait()
     except BaseException:
-        jobguard.end_group(proc)
+        guard.end_group(proc)
         raise
     finally:
-        if timer is not None:
-            timer.cancel()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        proc.stdout.close()
     wall_s = time.monotonic() - start
     rc = proc.returncode
     reason = ""
-    if timeout_s is not None and wall_s >= timeout_s and rc != 0:
+    if timed_out:
         reason = f"ran past --run-timeout {timeout_s:g} s: ended"
     elif rc != 0:
         reason = f"exit code {rc}" if rc > 0 else f"killed by signal {-rc}"
-    return RunResult(rc, wall_s, values, reason, list(tail))
+    return JobRun(rc, wall_s, values, reason, list(tail))

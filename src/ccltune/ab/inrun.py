@@ -1,0 +1,119 @@
+"""In-run arms: the user's job run ONCE, its ``--rules`` arms switched inside it by ccltune's tuner plugin
+in blocks of whole steps (docs/ab.md "In-run arms").
+
+ccltune writes the arms file (arm 0 NCCL's default, ``aa`` its A/A twin, one arm per rule file), starts the
+job with ``CCLTUNE_ARMS`` and ``NCCL_TUNER_PLUGIN`` (and the profiler: ``CCLTUNE_PROFILE``,
+``NCCL_PROFILER_PLUGIN``, when it is built) through ab's guard, stamps the step lines ``--metric`` matches
+(:mod:`ccltune.ab.steplines`), then reads the plugin's arm logs, maps steps to blocks
+(:mod:`ccltune.ab.blocks`) and judges each arm paired by round (:mod:`ccltune.ab.inrun_judge`). Nothing here
+prints: lines go to ``say``."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ccltune.ab import armsfile, blocks, inrun_judge, steplines
+from ccltune.ab.armsfile import ArmLog, ArmsFile, InRunArm
+from ccltune.errors import CheckFailed, DataError, UsageError
+
+
+@dataclass(frozen=True)
+class InRunPlan:
+    argv: list[str]
+    arms: tuple[InRunArm, ...]          # arm 0: NCCL's default (no rules)
+    pattern: re.Pattern[str]
+    higher_better: bool
+    seed: int
+    warmup_blocks: int = 2
+    block_steps: int = 5                # steps (periods) per block
+    max_blocks: int = 1 << 20
+    period: int | None = None           # tuner calls per step per communicator; None: the plugin finds it
+    tuner: str = ""
+    profiler: str | None = None
+    base_env: Mapping[str, str] = field(default_factory=dict)
+    echo: bool = False
+    run_timeout_s: float | None = None
+    min_effect: float = 0.01
+
+    @property
+    def names(self) -> list[str]:
+        return [a.name for a in self.arms]
+
+
+@dataclass
+class InRunResult:
+    job: steplines.JobOutput
+    logs: list[ArmLog]
+    blocks: blocks.Blocks
+    judged: list[inrun_judge.ArmJudgement]
+    notes: list[str] = field(default_factory=list)
+    gpu_period: object | None = None    # per block, from the profiler's files (ccltune.ab.gpu_period)
+
+
+def run(plan: InRunPlan, say: Callable[[str], None]) -> InRunResult:
+    """Run the job once with the arms (module doc). The job failing, or leaving no arm log or no step
+    line, is an error naming what is missing."""
+    tmp = Path(tempfile.mkdtemp(prefix="ccltune-inrun-"))
+    try:
+        return _run(plan, tmp, say)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(plan: InRunPlan, tmp: Path, say: Callable[[str], None]) -> InRunResult:
+    logdir = tmp / "arms"
+    logdir.mkdir()
+    spec = ArmsFile(plan.seed, plan.warmup_blocks, plan.block_steps, plan.max_blocks, str(logdir), plan.arms,
+                    plan.period)
+    spec.write(tmp / "arms.txt")
+    env = {**plan.base_env, "CCLTUNE_ARMS": str(tmp / "arms.txt"), "NCCL_TUNER_PLUGIN": plan.tuner}
+    if plan.profiler:
+        (tmp / "profile").mkdir()
+        env.update(NCCL_PROFILER_PLUGIN=plan.profiler, CCLTUNE_PROFILE=str(tmp / "profile"))
+    job = steplines.run(plan.argv, env, plan.pattern, echo=plan.echo, timeout_s=plan.run_timeout_s)
+    tail = "\n".join(f"  | {line}" for line in job.tail)
+    if job.reason:
+        raise CheckFailed(f"ab --in-run: the job failed ({job.reason}): nothing to judge; its last lines:\n{tail}")
+    if not job.steps:
+        raise UsageError(f"--metric {plan.pattern.pattern!r} matched no line of the job's output (exit code 0): "
+                         f"check --metric; the job's last lines:\n{tail}")
+    logs = armsfile.read_logs(logdir)
+    if not logs:
+        raise DataError(f"ab --in-run: the job wrote no arm log (ccltune-arms.*.txt) into {logdir}: the tuner "
+                        f"plugin NCCL_TUNER_PLUGIN={plan.tuner} with CCLTUNE_ARMS was not loaded by NCCL (a job "
+                        "without NCCL, an NCCL older than the tuner ABI, or a job that replaced NCCL_TUNER_PLUGIN; "
+                        "NCCL_DEBUG=INFO says 'Successfully loaded external tuner plugin'), or its processes never "
+                        "reached finalize or exit")
+    got = blocks.block_values(logs, job.steps, n_arms=len(plan.arms), warmup_blocks=plan.warmup_blocks,
+                              seed=plan.seed, max_blocks=plan.max_blocks, end_ns=job.end_ns)
+    notes = list(got.notes)
+    if job.buffered:
+        notes.append(f"{job.burst_steps} of {len(job.steps)} step lines came in bursts (up to {job.largest_burst} "
+                     "in one read): the job's stdout is block-buffered, so a line's arrival is not its step's end and "
+                     "steps land in the wrong blocks; a Python job gets PYTHONUNBUFFERED=1 from ccltune (check that "
+                     "it does not reopen stdout), any other job needs 'stdbuf -oL COMMAND' or a pty")
+    if not got.values:
+        raise DataError(f"ab --in-run: {len(logs)} arm log(s) and {len(job.steps)} step line(s), but no block to "
+                        f"judge: {len(got.spans)} block(s) logged, the first {plan.warmup_blocks} and the warm-up "
+                        f"round ({len(plan.arms)} blocks) are warm-up; run more steps (a block is {plan.block_steps} "
+                        "steps) or lower --block-steps" + ("; " + "; ".join(notes) if notes else ""))
+    judged = inrun_judge.judge(got.values, plan.names, higher_better=plan.higher_better, min_effect=plan.min_effect)
+    return InRunResult(job, logs, got, judged, notes, _gpu_period(tmp / "profile" if plan.profiler else None, got))
+
+
+def _gpu_period(profile: Path | None, got: blocks.Blocks) -> object | None:
+    """The hook for the GPU's step period per block from the profiler's files (``ccltune.ab.gpu_period``,
+    written beside this change): None until that module is here."""
+    if profile is None:
+        return None
+    try:
+        from ccltune.ab import gpu_period  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    per_block = getattr(gpu_period, "per_block", None)
+    return per_block(profile, got.spans) if per_block is not None else None

@@ -1,0 +1,162 @@
+"""ccltune ab --in-run against a fake job that plays the tuner plugin's in-run arms (tests/jobs/fake_inrun_job.py:
+it reads CCLTUNE_ARMS, switches by ccltune's twin of the schedule, writes the arm logs of CONTRACTS.md section 2):
+a planted slowdown found in one run, the A/A twin equal, drift cancelled by pairing within rounds, a tokens/s
+metric, a block-buffered job, CUDA graphs, and bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from ccltune.ab import armsfile, blocks, schedule
+from ccltune.ab.armsfile import ArmLog, LoggedBlock
+from ccltune.ab.steplines import StepLine, number
+from ccltune.cli import main
+from ccltune.errors import DataError
+from ccltune.store import Store
+
+JOB = str(Path(__file__).resolve().parents[1] / "jobs" / "fake_inrun_job.py")
+REGEX = r"step +[0-9]+ +([0-9.]+) ms"
+
+
+def _ab(tmp_path, *flags: str) -> int:
+    return main(["ab", "--in-run", "--db", str(tmp_path / "ab.db"), "--block-steps", "6", "--warmup-blocks", "1",
+                 "--seed", "5", *flags, "--", sys.executable, JOB])
+
+
+def _rules(tmp_path, name: str, word: str) -> str:
+    p = tmp_path / f"{name}.conf"
+    p.write_text(f"# {word} (the fake job reads this word)\nallreduce,0,1K,ring,simple,-1,-1,-1\n")
+    return str(p)
+
+
+def _rows(out: str) -> dict[str, str]:
+    return {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
+
+
+def test_a_planted_slowdown_is_found_in_one_run_the_aa_twin_is_equal_and_drift_cancels(tmp_path, capsys,
+                                                                                       monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_DRIFT_PCT", "20")  # the step time grows 20% over the run: 4x the planted effect
+    rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--rules", _rules(tmp_path, "same", "plain"),
+             "--metric", REGEX, "--json", str(tmp_path / "ab.json"))
+    out = capsys.readouterr()
+    assert rc == 1 and "slow slower" in out.err
+    rows = _rows(out.out)
+    assert rows["slow"].endswith("SLOWER") and "no difference" in rows["same"]
+    assert "no difference (A/A control" in rows["default-2"]
+    doc = json.loads((tmp_path / "ab.json").read_text())
+    (slow,) = [a for a in doc["arms"] if a["arm"] == "slow"]
+    assert 1.03 < slow["ratio"] < 1.07 and slow["ratio_lo"] > 1 and slow["pairs"] >= 6
+    with Store(tmp_path / "ab.db", readonly=True) as st:
+        run = st.runs("ab")[-1]
+        samples = st.ab_samples(run.id)
+    assert run.status == "complete" and run.summary["in_run"] is True
+    assert {s.arm for s in samples} == {"default", "default-2", "slow", "same"}
+    assert all(s.note.startswith("in-run block") and s.matches >= 3 for s in samples)
+
+
+def test_a_tokens_per_second_metric_with_thousands_separators_is_higher_is_better(tmp_path, capsys,
+                                                                                  monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_TPS", "1")
+    rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", r"tps: ([0-9,]+)")
+    out = capsys.readouterr()
+    assert "higher is better (inferred from 'tps'" in out.out
+    rows = _rows(out.out)
+    assert rc == 1 and rows["slow"].endswith("SLOWER") and float(rows["default"].split()[2]) > 8000
+    assert number("12,345") == 12345 and number("1,234.5") == 1234.5 and number("12,34") is None
+
+
+def test_a_block_buffered_job_is_named(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_BUFFERED", "1")
+    _ab(tmp_path, "--rules", _rules(tmp_path, "same", "plain"), "--metric", REGEX)
+    out = capsys.readouterr()
+    assert "block-buffered" in out.out + out.err and "stdbuf -oL" in out.out + out.err
+
+
+def test_tuner_calls_stopping_while_steps_go_on_is_said_to_be_cuda_graphs(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_GRAPH_AFTER", "110")
+    monkeypatch.setenv("FAKE_STEPS", "220")
+    _ab(tmp_path, "--rules", _rules(tmp_path, "same", "plain"), "--metric", REGEX)
+    out = capsys.readouterr().out
+    assert "CUDA graphs" in out and "in-run arms do not apply to those collectives" in out
+
+
+@pytest.mark.parametrize("flags,says", [
+    (["--metric", "step ([0-9.]+ ms"], "is not a regular expression"),
+    (["--metric", "step [0-9.]+ ms"], "has no group"),
+    ([], "--in-run needs --metric REGEX"),
+    (["--metric", REGEX, "--env", "NCCL_ALGO=ring"], "which a run cannot change midway"),
+    (["--metric", REGEX, "--block-steps", "1"], "--block-steps must be an integer in 2.."),
+])
+def test_bad_input_is_refused_before_the_job_runs(tmp_path, capsys, flags, says) -> None:
+    rc = main(["ab", "--in-run", "--db", str(tmp_path / "ab.db"), "--rules", _rules(tmp_path, "same", "plain"),
+               *flags, "--", sys.executable, "-c", f"open({str(tmp_path / 'ran')!r}, 'w')"])
+    assert rc == 2 and says in capsys.readouterr().err and not (tmp_path / "ran").exists()
+
+
+def test_a_job_that_writes_no_arm_log_names_what_is_missing(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_NO_LOGS", "1")
+    monkeypatch.setenv("FAKE_STEPS", "20")
+    rc = _ab(tmp_path, "--rules", _rules(tmp_path, "same", "plain"), "--metric", REGEX)
+    err = capsys.readouterr().err
+    assert rc == 1 and "wrote no arm log (ccltune-arms.*.txt)" in err and "NCCL_TUNER_PLUGIN=" in err
+    with Store(tmp_path / "ab.db", readonly=True) as st:
+        assert st.runs("ab")[-1].status == "failed"
+
+
+def test_a_metric_that_matches_nothing_shows_the_job_output(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_STEPS", "20")
+    rc = _ab(tmp_path, "--rules", _rules(tmp_path, "same", "plain"), "--metric", r"iter ([0-9.]+)")
+    err = capsys.readouterr().err
+    assert rc == 2 and "matched no line" in err and "| step  19" in err
+
+
+# -- the pure parts --------------------------------------------------------------------------------------------
+
+def test_the_schedule_warms_up_on_default_then_in_order_then_shuffled_rounds() -> None:
+    k, seed, warm = 4, 7, 2
+    got = [schedule.arm_at(b, k, seed, warm) for b in range(warm + k * 6)]
+    assert got[:warm] == [0, 0] and got[warm:warm + k] == [0, 1, 2, 3]
+    rounds = [got[warm + k * (r + 1): warm + k * (r + 2)] for r in range(5)]
+    assert all(sorted(r) == [0, 1, 2, 3] for r in rounds) and len({tuple(r) for r in rounds}) > 1
+    # the C twin (plugin/src/arms*.c) must give these: splitmix64(seed ^ r), Fisher-Yates from the top
+    assert schedule.splitmix64(0)[1] == 0xE220A8397B1DCDAF
+    assert schedule.round_order(4, 7, 0) == rounds[0]
+    assert schedule.round_of(warm + k, k, warm) == (0, 0)
+
+
+def _log(path: str, starts: list[int], arms: list[int]) -> ArmLog:
+    return ArmLog(path, pid=1, period=3, arms=("default", "default-2"),
+                  blocks=[LoggedBlock(i, a, i * 9, t) for i, (t, a) in enumerate(zip(starts, arms))])
+
+
+def test_a_block_spans_the_latest_start_to_the_earliest_next_start_and_drops_its_first_and_straddling_steps():
+    a = _log("a", [100, 200, 300], [0, 0, 1])
+    b = _log("b", [105, 203, 301], [0, 0, 1])
+    spans, _ = blocks.spans([a, b], 2, 0, 1)
+    assert [(s.start_ns, s.end_ns) for s in spans] == [(105, 200), (203, 300), (301, None)]
+    steps = [StepLine(t, v) for t, v in [(101, 9.0), (120, 1.0), (150, 2.0), (190, 3.0), (210, 9.0), (240, 9.0),
+                                     (270, 5.0), (299, 6.0), (330, 9.0)]]
+    kept, dropped = blocks.assign(steps, spans)
+    # block 0: (101,120] starts before 105 (straddles), (120,150] is its first step; block 1 likewise
+    assert kept == {0: [3.0], 1: [5.0, 6.0]} and dropped == 6
+    bad = _log("c", [100, 200, 300], [0, 1, 1])
+    with pytest.raises(DataError, match="block 1 ran arm 0 in a but arm 1 in c: the ranks disagree"):
+        blocks.spans([a, bad], 2, 0, 1)
+
+
+def test_a_bad_arm_log_is_named_by_file_and_line(tmp_path) -> None:
+    head = "# ccltune-arms 1\nhost=h\npid=1\ncomm_id=0x00000000000000ab\narms=default,x\n"
+    with pytest.raises(DataError, match=r"f.txt:6: expected 'block,arm,first_call,t_ns'"):
+        armsfile.parse_log(head + "0,0,0\n# end\n", "f.txt")
+    with pytest.raises(DataError, match="no '# end' line"):
+        armsfile.parse_log(head + "0,0,0,5\n", "f.txt")
+    with pytest.raises(DataError, match="names arm 2, but the log has 2 arms"):
+        armsfile.parse_log(head + "0,2,0,5\n# end\n", "f.txt")
+    with pytest.raises(DataError, match="comm_id must be 0x and 16 hex digits"):
+        armsfile.parse_log("# ccltune-arms 1\ncomm_id=12\n# end\n", "f.txt")
+    log = armsfile.parse_log(head + "period=none\n# end\n", "f.txt")
+    assert log.period is None and log.arms == ("default", "x")
