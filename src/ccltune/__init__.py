@@ -21,7 +21,7 @@ from ccltune._version import __version__
 
 # The Python API (ccltune.api), imported on first use: `import ccltune` alone stays light, as the
 # command line and every rank of a job import it.
-_API = ("bench", "sweep", "tune", "validate", "report", "open_db", "Database", "RunResult", "TuneResult",
+_API: tuple[str, ...] = ("bench", "sweep", "tune", "validate", "report", "open_db", "Database", "RunResult", "TuneResult",
         "ValidateResult")
 _API += ("import_nccl_tests", "import_links", "export", "plugin_check", "plugin_verify", "Exported",
          "LinksImportResult", "RuleFileCheck", "VerifyResult")

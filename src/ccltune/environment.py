@@ -15,6 +15,7 @@ import shlex
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from ccltune._version import __version__
@@ -71,7 +72,7 @@ def _parent_names(value: str | None) -> set[str] | None:
     return set(names) if isinstance(names, list) and all(isinstance(n, str) for n in names) else None
 
 
-def detect_launcher(environ: dict[str, str] | None = None) -> str | None:
+def detect_launcher(environ: Mapping[str, str] | None = None) -> str | None:
     environ = os.environ if environ is None else environ
     for name, marker in LAUNCHER_MARKERS:
         if marker in environ:
