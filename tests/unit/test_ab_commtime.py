@@ -9,9 +9,9 @@ def test_comm_time_sums_every_timed_entry_of_every_profiler_file(tmp_path) -> No
     entry). A file cut short fails the run, named."""
     from pathlib import Path
 
-    from ccltune.ab import commtime as profsum
-
     import pytest
+
+    from ccltune.ab import commtime as profsum
 
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "workload"
     folder = fixtures / "profile-ddp-2"
