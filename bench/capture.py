@@ -36,9 +36,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from ccltune.rules import load as load_rules
+from ccltune.stats import beats
 from ccltune.store import Store
 from ccltune.tune.derive import MIN_GAIN_US, aa_margin, account_gain, derive, gpu_model, nccl_best
-from ccltune.stats import beats
 
 LEVELS = ("point", "aa", "aa+0.5us", "tune")
 

@@ -63,6 +63,7 @@ from ccltune.commconfig import CommConfig
 from ccltune.errors import UsageError
 from ccltune.rules import PlatformFacts, Query, RuleSet, match
 from ccltune.sizes import format_size, parse_size, size_series
+from ccltune.stats import median
 from ccltune.store import Store
 from ccltune.tune import planner
 from ccltune.tune.derive import (
@@ -74,7 +75,6 @@ from ccltune.tune.derive import (
     gpu_model,
     tunable,
 )
-from ccltune.stats import median
 
 Point = tuple[int, CommConfig]  # (size_bytes, configuration)
 

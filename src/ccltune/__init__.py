@@ -17,11 +17,11 @@ raises UsageError naming it. The command line: ``ccltune --help`` (docs/cli.md).
 import sys as _sys
 import types as _types
 
-__version__ = "0.1.0"
+from ccltune._version import __version__
 
 # The Python API (ccltune.api), imported on first use: `import ccltune` alone stays light, as the
 # command line and every rank of a job import it.
-_API = ("bench", "sweep", "tune", "validate", "report", "open_db", "Database", "RunResult", "TuneResult",
+_API: tuple[str, ...] = ("bench", "sweep", "tune", "validate", "report", "open_db", "Database", "RunResult", "TuneResult",
         "ValidateResult")
 _API += ("import_nccl_tests", "import_links", "export", "plugin_check", "plugin_verify", "Exported",
          "LinksImportResult", "RuleFileCheck", "VerifyResult")

@@ -35,7 +35,7 @@ from ccltune.commands.export import Exported, ExportOptions, run_export
 from ccltune.commands.import_ import ImportNcclTestsOptions, run_import_nccl_tests
 from ccltune.commands.import_links import ImportLinksOptions, LinksImportResult, run_import_links
 from ccltune.commands.links import LinksOptions, run_links
-from ccltune.commands.options import REQUIRED, from_keywords, keywords
+from ccltune.commands.options import REQUIRED, from_keywords, helps, keywords
 from ccltune.commands.plugin import PluginCheckOptions, RuleFileCheck, run_plugin_check
 from ccltune.commands.plugin_verify import PluginVerifyOptions, VerifyResult, run_plugin_verify
 from ccltune.commands.report import ReportOptions, run_report
@@ -182,11 +182,9 @@ def _stored(command: str, ran: Outcome, cls: Any) -> Any:
 
 # -- help(): each function's options ------------------------------------------------------------------------
 def _document(func: Any, command: str, positionals: int, options: type) -> None:
-    """Give ``func`` the command's options as its signature (real defaults) and in its docstring (the
-    help text of the command line's option)."""
-    from ccltune.cli import option_help
-
-    helps = option_help(command)
+    """Give ``func`` the command's options as its signature (real defaults) and in its docstring (each
+    option's help, from its field: the text the command line's ``--help`` shows)."""
+    texts = helps(options)
     params = list(inspect.signature(func).parameters.values())[:positionals]
     lines = []
     for keyword, f in keywords(options).items():
@@ -195,7 +193,7 @@ def _document(func: Any, command: str, positionals: int, options: type) -> None:
         params.append(inspect.Parameter(keyword, inspect.Parameter.KEYWORD_ONLY,
                                         default=None if f.default is REQUIRED else f.default))
         flag = f.metadata.get("flag")
-        lines.append(f"    {keyword} ({flag}): {helps.get(flag, '')}" if flag else f"    {keyword}")
+        lines.append(f"    {keyword} ({flag}): {texts.get(keyword, '')}" if flag else f"    {keyword}")
     params.append(inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False))
     lines.append("    verbose: True prints what the command line prints (its table on stdout, notes and warnings on "
                  "stderr); False (default) prints nothing: the lines go to the 'ccltune' logger, errors are raised")

@@ -46,9 +46,10 @@ def _is_ours(dist: metadata.Distribution, package_dir: Path) -> bool:
 def installed(name: str, package_dir: Path = _PACKAGE_DIR, search_path: Sequence[str] | None = None) -> list[Path]:
     """Files called ``name`` that this package's distribution installed (``search_path``:
     where to look for distributions; sys.path when None)."""
-    where = {"path": list(search_path)} if search_path is not None else {}
     found: list[Path] = []
-    for dist in metadata.distributions(name=DISTRIBUTION, **where):
+    dists = (metadata.distributions(name=DISTRIBUTION, path=list(search_path)) if search_path is not None
+             else metadata.distributions(name=DISTRIBUTION))
+    for dist in dists:
         if _is_ours(dist, package_dir):
             found += [Path(str(f.locate())).resolve() for f in dist.files or [] if f.name == name]
     return found

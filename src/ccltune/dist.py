@@ -394,7 +394,7 @@ def lost_local_ranks(info: LaunchInfo) -> list[int]:
     cancel. [] when it cannot be told (no /proc, not torchrun's child)."""
     if info.launcher != "torchrun":
         return []
-    parent, alive = os.getppid(), set()
+    parent, alive = os.getppid(), set[int]()
     for pid in os.listdir("/proc"):
         try:
             with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:

@@ -15,9 +15,10 @@ import shlex
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import Any
 
-from ccltune import __version__
+from ccltune._version import __version__
 from ccltune.errors import UsageError
 from ccltune.inputs import read_system_text
 
@@ -73,7 +74,7 @@ def _parent_names(value: str | None) -> set[str] | None:
     return set(names) if isinstance(names, list) and all(isinstance(n, str) for n in names) else None
 
 
-def detect_launcher(environ: dict[str, str] | None = None) -> str | None:
+def detect_launcher(environ: Mapping[str, str] | None = None) -> str | None:
     environ = os.environ if environ is None else environ
     for name, marker in LAUNCHER_MARKERS:
         if marker in environ:

@@ -45,8 +45,9 @@ def torch_build(version_file: str | Path | None = None) -> str | None:
     for node in tree.body:
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
             node.target if isinstance(node, ast.AnnAssign) else None
-        if isinstance(target, ast.Name) and isinstance(getattr(node, "value", None), ast.Constant):
-            values[target.id] = node.value.value  # type: ignore[union-attr]
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+            values[target.id] = value.value
     if "cuda" not in values and "hip" not in values:
         return None
     if values.get("cuda"):

@@ -16,14 +16,13 @@ whose value depends on the arm in force.
 - FAKE_NCCL_VERSION=2.28.9: print NCCL's version line first
 """
 
+import importlib.util  # noqa: E402 - ccltune's twin of the plugin's schedule, from this checkout whatever is installed
 import json
 import os
 import random
 import re
 import sys
 import time
-
-import importlib.util  # noqa: E402 - ccltune's twin of the plugin's schedule, from this checkout whatever is installed
 
 _twin = importlib.util.spec_from_file_location("schedule", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                                "..", "src", "ccltune", "ab", "schedule.py"))

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 
 def test_comm_time_sums_every_timed_entry_of_every_profiler_file(tmp_path) -> None:
-    """The two-rank profiler fixture (format version 1): 272 + 468 + 138 + 110 us per rank; the
-    ReduceScatter entry timed no call and adds nothing. A file cut short fails the run, named."""
+    """A real two-rank DDP capture (profile-ddp-2, README there): the sum of every entry's sum_us in both files;
+    the hand-written files' ReduceScatter entry timed no call and adds nothing (no real file has such an
+    entry). A file cut short fails the run, named."""
     from pathlib import Path
+
+    import pytest
 
     from ccltune.ab import commtime as profsum
 
-    folder = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile"
-    assert profsum.comm_time_us(folder) == (2 * (272 + 468 + 138 + 110), "")
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "workload"
+    folder = fixtures / "profile-ddp-2"
+    sums = [float(line.split()[11]) for f in sorted(folder.glob("*.txt")) for line in f.read_text().splitlines()
+            if line.startswith("coll ")]
+    assert len(sums) == 22 and profsum.comm_time_us(folder) == (pytest.approx(sum(sums)), "")
+    assert profsum.comm_time_us(fixtures / "profile") == (2 * (272 + 468 + 138 + 110), "")
     cut = tmp_path / folder.joinpath("x").name
     cut.mkdir()
     src = sorted(folder.glob("ccltune-profile.*.txt"))[0]

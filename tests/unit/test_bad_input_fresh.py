@@ -22,7 +22,7 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures"
 NCCLT = FIX / "nccl-tests" / "ar-eager-v2.19.6.txt"
 NVB_JSON = FIX / "nvbandwidth" / "h100_4gpu.json"
 TRACE = FIX / "workload" / "trace_rank0.json"
-PROFILE = sorted((FIX / "workload" / "profile").glob("*.txt"))[0]
+PROFILE = sorted((FIX / "workload" / "profile-ddp-2").glob("*.txt"))[0]  # real (README there)
 DB = FIX / "bench" / "h200x2-flow.sqlite"
 
 

@@ -123,7 +123,7 @@ class TestRunsThatNeverEnd:
         return db
 
     def test_a_killed_import_reads_abandoned(self, db, capsys):
-        from ccltune.store import AbSample, Store
+        from ccltune.store import Store
 
         with Store(db, readonly=True) as st:
             run = st.run(3)
@@ -133,7 +133,7 @@ class TestRunsThatNeverEnd:
         assert re.search(r"^\s+3\s+import\s+abandoned", capsys.readouterr().out, re.M)
 
     def test_tune_leaves_it_out_unless_asked(self, db, tmp_path, capsys):
-        from ccltune.store import AbSample, Store
+        from ccltune.store import Store
 
         out = tmp_path / "r.conf"
         assert main(["tune", "--db", str(db), "--out", str(out)]) == 0
@@ -151,7 +151,7 @@ class TestRunsThatNeverEnd:
         import sqlite3
 
         from ccltune.processes import process_start
-        from ccltune.store import AbSample, Store
+        from ccltune.store import Store
 
         con = sqlite3.connect(db)
         env = json.loads(con.execute("SELECT env_json FROM runs WHERE id = 3").fetchone()[0])
@@ -251,7 +251,7 @@ class TestEditedDatabase:
         con.close()
 
     def test_opened_with_trusted_schema_off(self, tmp_path):
-        from ccltune.store import AbSample, Store
+        from ccltune.store import Store
 
         with Store(tmp_path / "n.db") as st:
             assert st.conn.execute("PRAGMA trusted_schema").fetchone()[0] == 0
@@ -272,7 +272,7 @@ class TestJobJudgeInputs:
         import time
 
         from ccltune.ab import job as jobrun
-        from ccltune.store import AbSample, Store
+        from ccltune.store import Store
 
         monkeypatch.setattr(jobrun, "MATCH_S", 1.0)
         start = time.monotonic()
@@ -287,8 +287,8 @@ class TestJobJudgeInputs:
     def test_a_good_metric_still_reads_every_step(self, tmp_path, capsys):
         import sys
 
-        from ccltune.store import AbSample, Store
-    
+        from ccltune.store import Store
+
         assert main(["ab", "--db", str(tmp_path / "ab.db"), "--env", "FAKE_OTHER=1", "--metric", STEP,
                      "--rounds", "2", "--", sys.executable, JOB]) == 0
         with Store(tmp_path / "ab.db", readonly=True) as st:
@@ -321,7 +321,7 @@ class TestJobJudgeInputs:
         import hashlib
         import sys
 
-        from ccltune.store import AbSample, Store
+        from ccltune.store import Store
 
         rules_path = tmp_path / "r.conf"
         text = "allreduce,0,1024,ring,simple,-1,-1,-1\n"

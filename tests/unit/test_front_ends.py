@@ -427,3 +427,35 @@ def test_check_returns_the_links_run_it_measured_for_its_gate(tmp_path, monkeypa
     with Store(db, readonly=True) as st:
         assert [(r.id, r.kind) for r in st.runs()] == [(res.links_run_id, "links"), (res.run_id, "check")]
         assert len(st.links(res.links_run_id)) == 2
+
+
+def test_every_flag_of_every_command_has_help():
+    """Each option's help is its field's (``option(..., help=...)``), read by --help and by the Python API's
+    docstrings alike (issue 40: api.py imported the CLI for it); a flag without one showed an empty line in both."""
+    import dataclasses
+
+    from ccltune.cli import build_parser
+    from ccltune.commands.options import help_of
+
+    missing = []
+    for command, parser in _subparsers(build_parser()):
+        for action in parser._actions:
+            if action.option_strings and action.dest != "help" and not action.help:
+                missing.append(f"ccltune {command} {max(action.option_strings, key=len)}")
+    assert not missing, "flags without help:\n" + "\n".join(missing)
+    from ccltune import api
+
+    for func, command, _, options in api._DOCUMENTED:
+        bare = [f.name for f in dataclasses.fields(options) if f.metadata.get("flag") and not help_of(f)]
+        assert not bare, f"{options.__name__}: fields with a flag and no help: {bare}"
+        assert "(--" in func.__doc__ and "): \n" not in func.__doc__
+
+
+def _subparsers(parser, path=""):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield f"{path} {name}".strip(), sub
+                yield from _subparsers(sub, f"{path} {name}")

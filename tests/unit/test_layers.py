@@ -2,7 +2,7 @@
 
 The layers, lowest first; a module may import its own layer and any below it:
 
-  base      ccltune (the package: its version), errors, status (the status words)
+  base      _version (the package's version), errors, status (the status words)
   core      sizes, datatypes, stats, commconfig, junit, files, gpus, environment, collectives, rules, store, storefile, groups, dist, launch,
             processes, tuner_plugin, profiler_plugin, builtlib, periter, inputs, ncclline,
             ncclt (nccl-tests' formats: each one's writer and reader)
@@ -20,9 +20,13 @@ and counting imports inside functions (executed late, so Python tolerates the cy
 are one unit in two files) and imports under ``if TYPE_CHECKING:`` (never executed; counted as edges of
 their own kind, "type-only": a type-only cycle means a type lives in the module that uses it, not below).
 
-The package itself (ccltune/__init__.py) is the API's front: as an importer it stands above every
-layer (it hands out ccltune.api's functions on first use); as an import target it is the base (its
-__version__).
+The package itself (ccltune/__init__.py) is the API's front: it stands above every layer (it hands out
+ccltune.api's functions on first use), as an importer and as an import target: a module that needs the
+version imports ccltune._version, not the package (test_nothing_imports_the_package_face).
+
+The two front ends, cli and api, stand side by side over commands: neither imports the other
+(test_the_front_ends_do_not_import_each_other); both read each option's help from the options
+(commands/*Options fields, ``option(..., help=...)``).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import ccltune
 import source_trees
 
 LAYERS = [
-    ("base", {"errors", "status"}),
+    ("base", {"_version", "errors", "status"}),
     ("core", {"sizes", "datatypes", "stats", "commconfig", "junit", "files", "inputs", "gpus", "environment", "collectives", "rules",
               "store", "storefile", "groups", "dist", "processes",
               "tuner_plugin", "profiler_plugin", "launch", "builtlib", "periter", "ncclline", "ncclt"}),
@@ -58,10 +62,13 @@ def _part(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
+FACE = len(LAYERS)  # the package (ccltune/__init__.py): above every layer, as importer and as target
+
+
 def _layer(module: str) -> int:
     part = _part(module)
     if part in ("", "__version__", "__init__"):
-        return 0
+        return FACE
     assert part in RANK, f"{module}: no layer for ccltune.{part}; add it to LAYERS in {__file__}"
     return RANK[part]
 
@@ -75,13 +82,14 @@ def _is_module(name: str) -> bool:
 
 def _imports(path: Path) -> list[tuple[int, str]]:
     """(line, module) of every ccltune import in ``path``. ``from X import y`` imports X.y where X.y is a module
-    (``from ccltune.cli import sweep`` imports ccltune.cli.sweep), else X; ``from ccltune import x`` imports
-    ccltune.x."""
+    (``from ccltune.cli import sweep`` imports ccltune.cli.sweep), else X (``from ccltune import __version__``
+    imports the package, ccltune)."""
     out = []
     for node in source_trees.nodes(path):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] == "ccltune":
-            if node.module == "ccltune":
-                out += [(node.lineno, f"ccltune.{a.name}") for a in node.names]
+            if node.module == "ccltune":  # a module of the package, or a name of its face (__version__)
+                out += [(node.lineno, f"ccltune.{a.name}" if _is_module(f"ccltune.{a.name}") else "ccltune")
+                        for a in node.names]
             else:
                 named = [f"{node.module}.{a.name}" for a in node.names]
                 out += [(node.lineno, m) for m in named if _is_module(m)]
@@ -111,13 +119,52 @@ def test_no_import_goes_up_a_layer():
     upward = []
     for path in sorted(ROOT.rglob("*.py")):
         mod = _module(path)
-        mine = len(LAYERS) if mod == "ccltune" else _layer(mod)
+        mine = _layer(mod)
         for line, target in _imports(path):
             theirs = _layer(target)
             if theirs > mine:
-                upward.append(f"{path.relative_to(ROOT.parent)}:{line}: {mod} ({LAYERS[mine][0]}) imports "
-                              f"{target} ({LAYERS[theirs][0]})")
+                upward.append(f"{path.relative_to(ROOT.parent)}:{line}: {mod} ({_name(mine)}) imports "
+                              f"{target} ({_name(theirs)})")
+    print(f"upward imports: {len(upward)}")
     assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
+
+
+def _name(layer: int) -> str:
+    return "the package's face" if layer == FACE else LAYERS[layer][0]
+
+
+def test_nothing_imports_the_package_face():
+    """`from ccltune import __version__` ran the package's face (the API's front) from tune/emit.py,
+    report/, cli/, environment.py, validate/jobprune.py and five commands (issue 40): the version lives in
+    ccltune._version, the lowest layer."""
+    found = [f"{path.relative_to(ROOT.parent)}:{line}: imports {target}" for path in sorted(ROOT.rglob("*.py"))
+             if _module(path) != "ccltune" for line, target in _imports(path) if _layer(target) == FACE]
+    assert not found, "modules that import the package's face (ccltune/__init__.py):\n" + "\n".join(found)
+
+
+def test_the_check_sees_the_package_face(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from ccltune import __version__, errors\nimport ccltune\nfrom ccltune._version import __version__\n")
+    assert _imports(bad) == [(1, "ccltune"), (1, "ccltune.errors"), (2, "ccltune"), (3, "ccltune._version")]
+    assert [_layer(t) for _, t in _imports(bad)] == [FACE, 0, FACE, 0]
+
+
+FRONT_ENDS = {"cli", "__main__", "api"}
+
+
+def test_the_front_ends_do_not_import_each_other():
+    """api.py imported ccltune.cli to build its docstrings from the parser's help (1.0 s on first use of the
+    API, issue 40): each option's help is the options' (``option(..., help=...)``), read by both."""
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        mine = _part(_module(path))
+        if mine not in FRONT_ENDS:
+            continue
+        for line, target in _imports(path):
+            theirs = _part(target)
+            if theirs in FRONT_ENDS and {mine, theirs} != {"__main__", "cli"} and (mine == "api") != (theirs == "api"):
+                found.append(f"{path.relative_to(ROOT.parent)}:{line}: {mine} imports {target}")
+    assert not found, "one front end imports the other:\n" + "\n".join(found)
 
 
 def test_the_check_sees_an_upward_import(tmp_path):
@@ -184,20 +231,20 @@ def _cycles(graph: dict[str, dict[str, list[str]]]) -> list[list[str]]:
 
 
 def test_no_import_cycle():
-    """Every import counts, inside functions and under TYPE_CHECKING (see the module's docstring). The package
-    itself is left out: it hands out ccltune.api's functions on first use and is imported for __version__."""
+    """Every import counts, inside functions and under TYPE_CHECKING (see the module's docstring), the package's
+    face too (it imports ccltune.api on first use; `from ccltune import __version__` closed a circle through it)."""
     graph: dict[str, dict[str, list[str]]] = {}
     for path in sorted(ROOT.rglob("*.py")):
         mod = _module(path)
         for line, target, kind in _edges(path):
-            if "ccltune" not in (mod, target):
-                graph.setdefault(mod, {}).setdefault(target, []).append(
-                    f"{path.relative_to(ROOT.parent)}:{line} ({kind})")
+            graph.setdefault(mod, {}).setdefault(target, []).append(
+                f"{path.relative_to(ROOT.parent)}:{line} ({kind})")
     found = []
     for component in _cycles(graph):
         found.append("cycle: " + ", ".join(component))
         found += [f"  {a} -> {b}: {', '.join(where)}" for a in component
                   for b, where in sorted(graph.get(a, {}).items()) if b in component]
+    print(f"import cycles: {len(_cycles(graph))}")
     assert not found, "modules that import each other:\n" + "\n".join(found)
 
 

@@ -1,6 +1,6 @@
-"""The profiler-file reader (workload/profile_file.py) on files in the format of
-/work/notes/profile-format.md (tests/fixtures/workload/profile, README there), bad files made from
-them, and a seeded fuzz of the reader."""
+"""The profiler-file reader (workload/profile_file.py) on real files the plugin wrote (profile-ddp-2: a 2-rank
+DDP job; profile-harness/v5: its C harness's Send), the hand-written files only for an entry never timed (no
+real file has one; tests/fixtures/workload/README.md), bad files made from them, and a seeded fuzz of the reader."""
 
 from __future__ import annotations
 
@@ -13,77 +13,89 @@ import pytest
 from ccltune.errors import UsageError
 from ccltune.workload import profile_file
 
-DIR = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile"
-RANK0 = next(DIR.glob("ccltune-profile.gpu01.4101.*.0.txt"))
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "workload"
+DIR = FIX / "profile-ddp-2"
+RANK0 = next(DIR.glob("ccltune-profile.vm.24508.*.0.txt"))
+P2P = next((FIX / "profile-harness" / "v5").glob("*.txt"))     # the plugin's own output, driven by its harness
+UNTIMED = next((FIX / "profile").glob("*.0.txt"))                # hand-written: an entry with no timed call
 
 
 def test_reads_a_file_and_names_things_as_ccltune_does():
     f = profile_file.read(RANK0)
     assert (f.host, f.pid, f.comm, f.rank, f.nranks, f.nnodes, f.abi, f.every) == \
-        ("gpu01", 4101, "9a3f0c2e11d45b70", 0, 2, 1, 5, 1)
+        ("vm", 24508, "0dc2473c45c1f942", 0, 2, 1, 5, 1)
     assert f.timing == "gpu-kernel-channels" and f.complete and not f.warnings
-    assert [e.op for e in f.entries] == ["all_reduce", "all_gather", "send", "recv", "reduce_scatter"]
-    ar = f.entries[0]
-    assert (ar.kind, ar.count, ar.datatype, ar.algo, ar.proto, ar.nchannels, ar.nwarps, ar.peer) == \
-        ("coll", 131072, "bfloat16", "RING", "LL", 16, 16, None)
-    assert ar.calls == ar.timed == 8 and ar.p10_us <= ar.p50_us <= ar.p90_us <= ar.max_us
-    send = f.entries[2]
-    assert send.kind == "p2p" and send.peer == 1 and send.algo is None and send.nwarps is None
-    rs = f.entries[4]
-    assert rs.timed == 0 and rs.sum_us is None and rs.p50_us is None
-    assert len(f.calls) == 16 and f.calls[0][1] == 0 and all(end >= start for _, _, start, end in f.calls)
+    assert [e.op for e in f.entries] == ["all_gather", "broadcast", "broadcast", "all_reduce", "broadcast", "broadcast",
+                                         *["all_reduce"] * 5]
+    ag, ar = f.entries[0], f.entries[6]
+    assert (ag.kind, ag.count, ag.datatype, ag.algo, ag.proto, ag.nchannels, ag.nwarps, ag.peer) == \
+        ("coll", 8, "int8", "RING", "LL", 1, 3, None)
+    assert (ar.count, ar.datatype, ar.proto, ar.nchannels) == (32768000, "float", "SIMPLE", 24)
+    assert ar.calls == ar.timed == 7 and ar.p10_us <= ar.p50_us <= ar.p90_us <= ar.max_us
+    assert ar.sum_us == pytest.approx(11226.336)
+    assert len(f.calls) == 41 and f.calls[0][1] == 0 and all(end >= start for _, _, start, end in f.calls)
     assert (f.dropped_entries, f.dropped_calls) == (0, 0)
+
+
+def test_reads_a_send_and_an_entry_never_timed():
+    send = next(e for e in profile_file.read(P2P).entries if e.kind == "p2p")
+    assert (send.op, send.peer, send.algo, send.nwarps, send.calls, send.timed) == ("send", 3, None, None, 3, 3)
+    rs = profile_file.read(UNTIMED).entries[4]
+    assert rs.op == "reduce_scatter" and rs.timed == 0 and rs.sum_us is None and rs.p50_us is None
 
 
 def test_read_dir_reads_every_rank_in_name_order(tmp_path):
     files = profile_file.read_dir(DIR)
-    assert [f.rank for f in files] == [0, 1] and {f.comm for f in files} == {"9a3f0c2e11d45b70"}
+    assert [f.rank for f in files] == [0, 1] and {f.comm for f in files} == {"0dc2473c45c1f942"}
     with pytest.raises(UsageError, match="no ccltune-profile"):
         profile_file.read_dir(tmp_path)
 
 
 def test_unknown_names_are_kept_not_guessed():
-    text = RANK0.read_text().replace("coll AllReduce 131072 ncclBfloat16", "coll AllToAllV 131072 ncclFoo16")
+    text = RANK0.read_text().replace("coll AllGather 8 ncclInt8", "coll AllToAllV 8 ncclFoo16")
     e = profile_file.parse(text.encode(), "x.txt").entries[0]
     assert (e.op, e.datatype) == ("nccl:AllToAllV", "nccl:ncclFoo16")
 
 
 def test_a_cut_file_is_refused_when_strict_and_read_with_a_warning_otherwise():
     text = RANK0.read_text()
-    cut = text[:text.index("call 5 ")] + "call 5 1 17642"   # the writer stopped mid-line
+    cut = text[:text.index("call 5 ")] + "call 5 10 17957"   # the writer stopped mid-line
     with pytest.raises(UsageError, match=r"x.txt:\d+: the file ends without '# end'"):
         profile_file.parse(cut.encode(), "x.txt", strict=True)
     f = profile_file.parse(cut.encode(), "x.txt")
-    assert not f.complete and len(f.calls) == 5 and "cut short" in f.warnings[0] and "dropped" in f.warnings[0]
+    assert not f.complete and len(f.calls) == 10 and "cut short" in f.warnings[0] and "dropped" in f.warnings[0]
 
 
-@pytest.mark.parametrize("old,new,line,why", [
-    ("# ccltune-profile 1", "# ccltune-profile 3", 1, "version '3'"),
-    ("comm 9a3f0c2e11d45b70", "comm 9A3F0C2E11D45B70", 2, "16 lower-case hex"),
-    ("rank 0 nranks 2", "rank 2 nranks 2", 2, r"rank '2' is not an integer in \[0, 1\]"),
-    ("- 8 8 272.000", "- 8 9 272.000", 6, "timed '9'"),
-    ("12.000 42.000 42.000 42.000", "50.000 42.000 42.000 42.000", 6, "percentiles out of order"),
-    ("call 3 0 ", "call 3 7 ", 15, r"entry '7' is not an integer in \[0, 4\]"),
-    ("# dropped entries 0 calls 0", "# dropped entries x calls 0", 28, "dropped entries 'x'"),
-    ("# end", "# end\ncall 1 0 1 2", 30, "text after '# end'"),
-    ("RING LL 16", "RING LL " + "9" * 30, 6, "nchannels"),
-    ("p2p Send 262144 ncclFloat32 - - 2 - 1", "p2p Send 262144 ncclFloat32 - - 2 - 5", 8, "peer '5'"),
-    ("# timing gpu-kernel-channels", "# timing cpu", 3, "expected '# timing"),
-    ("SIMPLE 24 16 - 3 0 - - - - -", "SIMPLE 24 16 - 3 0 - - 1.0 - -", 10, "no timed call"),
+@pytest.mark.parametrize("file,old,new,why", [
+    (RANK0, "# ccltune-profile 1", "# ccltune-profile 3", "version '3'"),
+    (RANK0, "comm 0dc2473c45c1f942", "comm 0DC2473C45C1F942", "16 lower-case hex"),
+    (RANK0, "rank 0 nranks 2", "rank 2 nranks 2", r"rank '2' is not an integer in \[0, 1\]"),
+    (RANK0, "- 1 1 3.872", "- 1 2 3.872", "timed '2'"),
+    (RANK0, "3.872 3.872 3.872 3.872 3.872", "3.872 5.000 3.872 3.872 3.872", "percentiles out of order"),
+    (RANK0, "call 1 2 ", "call 1 17 ", r"entry '17' is not an integer in \[0, 10\]"),
+    (RANK0, "# dropped entries 0 calls 0", "# dropped entries x calls 0", "dropped entries 'x'"),
+    (RANK0, "# end", "# end\ncall 1 0 1 2", "text after '# end'"),
+    (RANK0, "ncclInt8 RING LL 1 ", "ncclInt8 RING LL " + "9" * 30 + " ", "nchannels"),
+    (RANK0, "# timing gpu-kernel-channels", "# timing cpu", "expected '# timing"),
+    (P2P, "p2p Send 1048576 ncclInt8 - - 1 - 3", "p2p Send 1048576 ncclInt8 - - 1 - 5", "peer '5'"),
+    (UNTIMED, "SIMPLE 24 16 - 3 0 - - - - -", "SIMPLE 24 16 - 3 0 - - 1.0 - -", "no timed call"),
 ])
-def test_bad_values_name_the_file_line_and_value(old, new, line, why):
-    text = RANK0.read_text()
+def test_bad_values_name_the_file_line_and_value(file, old, new, why):
+    text = file.read_text()
     assert old in text
+    differ = next(k for k, (a, b) in enumerate(zip(old + "\0", new)) if a != b)   # the line the change is on
+    line = text[:text.index(old)].count("\n") + new[:differ + 1].count("\n") + 1
     with pytest.raises(UsageError, match=rf"^x.txt:{line}: .*{why}"):
         profile_file.parse(text.replace(old, new, 1).encode(), "x.txt")
 
 
 def test_bounds_line_length_and_bytes():
-    text = RANK0.read_text().replace("# fixture", "# " + "x" * (profile_file.MAX_LINE_CHARS + 1), 1)
-    with pytest.raises(UsageError, match="x.txt:5: a line of"):
+    text = RANK0.read_text().replace("# timing gpu-kernel-channels\n",
+                                     "# timing gpu-kernel-channels\n# " + "x" * (profile_file.MAX_LINE_CHARS + 1) + "\n", 1)
+    with pytest.raises(UsageError, match="x.txt:4: a line of"):
         profile_file.parse(text.encode(), "x.txt")
     with pytest.raises(UsageError, match="x.txt:2: byte 0xff is not ASCII"):
-        profile_file.parse(RANK0.read_bytes().replace(b"gpu01", b"gpu\xff1", 1), "x.txt")
+        profile_file.parse(RANK0.read_bytes().replace(b"host vm", b"host v\xffm", 1), "x.txt")
 
 
 def _mutate(rng: random.Random, raw: bytes) -> bytes:
@@ -117,8 +129,8 @@ def _mutate(rng: random.Random, raw: bytes) -> bytes:
     return b"\n".join(lines)
 
 
-# the seeds: the hand-written file and real files the plugin wrote in real jobs (README there)
-SEEDS = [RANK0, *sorted(DIR.parent.glob("profile-ddp-4/*.0.txt")), *sorted(DIR.parent.glob("profile-ddp-tree-4/*.3.txt"))]
+# the seeds: real files the plugin wrote in real jobs and in its harness, and the hand-written one (README there)
+SEEDS = [RANK0, P2P, UNTIMED, *sorted(FIX.glob("profile-ddp-4/*.0.txt")), *sorted(FIX.glob("profile-ddp-tree-4/*.3.txt"))]
 
 
 def _holds_its_bounds(f: profile_file.ProfileFile) -> None:
@@ -140,7 +152,7 @@ def test_fuzz_every_mutation_is_a_result_or_a_usage_error():
     each in well under a second."""
     rng = random.Random(20261126)
     seeds = [p.read_bytes() for p in SEEDS]
-    assert len(seeds) == 3
+    assert len(seeds) == 5
     deadline = time.monotonic() + 3.0
     outcomes = {"ok": 0, "error": 0}
     n = 0

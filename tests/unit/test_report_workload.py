@@ -8,10 +8,10 @@ import re
 from ccltune.report import load, sections, verdict
 from ccltune.report import workload as report_workload
 from ccltune.report.model import Table
+from ccltune.stats import point_stats
 from ccltune.store import Run, Store
 from ccltune.tune import weighted
 from ccltune.tune.derive import derive
-from ccltune.stats import point_stats
 from ccltune.validate import replay as replay_plan
 from ccltune.workload.model import Entry, Key, Workload
 from report_db import add_replay

@@ -9,9 +9,9 @@ import random
 import pytest
 
 from ccltune import stats
-from ccltune.status import ArmStatus
 from ccltune.ab import judge as jobab
 from ccltune.ab import rounds as jobrounds
+from ccltune.status import ArmStatus
 
 MIN_EFFECT = 0.01   # ab's default --min-effect
 

@@ -8,8 +8,8 @@ import pytest
 
 from ccltune.errors import DataError
 from ccltune.rules import Platform, Rule
-from ccltune.tune.derive import BASELINE, account_gain, decide_sizes, derive, gpu_model, size_ranges
 from ccltune.stats import SINGLE_SAMPLE_NOISE, point_stats
+from ccltune.tune.derive import BASELINE, account_gain, decide_sizes, derive, gpu_model, size_ranges
 from tune_rows import rows_for
 
 MB = 1 << 20

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ccltune.errors import DataError
 from ccltune import stats
+from ccltune.errors import DataError
 from ccltune.validate.junit import to_junit
 from ccltune.validate.verdict import judge, verdict
 

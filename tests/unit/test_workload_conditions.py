@@ -15,7 +15,8 @@ from ccltune.workload.model import Entry, Key, Workload
 from ccltune.workload.plan import sweep_points
 from cli_options import parsed
 
-PROFILE = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile"
+PROFILE = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "profile-ddp-2"  # real (README there)
+JOB_US = 634.816  # its all_reduce of 32768000 floats (125 MiB): the job's median over both ranks' 14 calls
 
 
 def test_the_sweep_measures_in_the_jobs_datatype_unless_d_is_typed() -> None:
@@ -39,25 +40,25 @@ def test_the_sweep_measures_in_the_jobs_datatype_unless_d_is_typed() -> None:
 def _db(path: Path, idle_us: float) -> None:
     with Store(path) as st:
         run = st.begin_run("sweep", command="test")
-        st.add_measurements(run, [Measurement("all_reduce", 262144, 131072, "bfloat16", "sum", None, False, 2,
+        st.add_measurements(run, [Measurement("all_reduce", 131072000, 32768000, "float", "sum", None, False, 2,
                                               time_us=idle_us, n_nodes=1, rep=k) for k in range(3)])
         st.finish_run(run, "complete")
 
 
 def test_a_job_far_slower_than_idle_is_swept_under_load_by_default(tmp_path, capsys) -> None:
-    wl = importer.import_files([PROFILE])          # all_reduce 256 KB: 41 us per call in the job
+    wl = importer.import_files([PROFILE])          # all_reduce 125 MiB: 634.8 us per call in the job
     (note,), load = load_from_job(SweepOptions(db=str(tmp_path / "none.db")), wl)
     assert "holds no idle measurement" in note and load is None
     db = tmp_path / "r.db"
-    _db(db, 10.0)
+    _db(db, JOB_US / 4.1)
     (note,), load = load_from_job(SweepOptions(db=str(db)), wl)
     assert load == DEFAULT_LOAD_M
-    assert "all_reduce 262144 B x4.1" in note and "sweeping under load" in note
+    assert "all_reduce 131072000 B x4.1" in note and "sweeping under load" in note
     (note,), load = load_from_job(SweepOptions(db=str(db), idle=True), wl)
     assert "as --idle asks" in note and load is None
     assert load_from_job(SweepOptions(db=str(db), under_load=512), wl) == ([], 512)  # given: kept, nothing said
     near = tmp_path / "near.db"
-    _db(near, 30.0)                                  # x1.4: the job's conditions are close to idle
+    _db(near, JOB_US / 1.4)                          # x1.4: the job's conditions are close to idle
     assert load_from_job(SweepOptions(db=str(near)), wl) == ([], None)
     # workload show says the same, with the ratio per entry
     out = tmp_path / "w.json"
@@ -65,9 +66,9 @@ def test_a_job_far_slower_than_idle_is_swept_under_load_by_default(tmp_path, cap
     capsys.readouterr()
     assert main(["workload", "show", str(out), "--db", str(db)]) == 0
     text = capsys.readouterr().out
-    row = next(x.split() for x in text.splitlines() if x.startswith("  all_reduce"))
-    assert row[2] == "?" and row[9:12] == ["41.0", "1.0", "10.0"] and row[12] == "4.10"  # op: profiler files do not say
-    assert "far slower than idle (ratio >= 2 at the median) for all_reduce 256K (x4.1)" in text
+    row = next(x.split() for x in text.splitlines() if x.startswith("  all_reduce") and " 32768000 " in x)
+    assert row[2] == "?" and row[9] == "634.8" and row[11] == "154.8" and row[12] == "4.10"  # op: profiler files do not say
+    assert "far slower than idle (ratio >= 2 at the median) for all_reduce 125M (x4.1)" in text
 
 
 def test_show_prints_no_estimate_when_nothing_matched(tmp_path, capsys) -> None:

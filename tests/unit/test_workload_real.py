@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from ccltune.stats import point_stats
 from ccltune.store import Measurement
 from ccltune.tune import weighted
 from ccltune.tune.derive import derive
-from ccltune.stats import point_stats
 from ccltune.validate import replay as replay_plan
 from ccltune.workload import estimate, importer, profile_file, show
 

@@ -16,7 +16,8 @@ from ccltune.workload import importer, model, nccl_log, profile_file, sameproc, 
 from ccltune.workload.model import Key, RankRecord
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "workload"
-PROFILE = FIX / "profile"
+PROFILE = FIX / "profile-ddp-2"   # real: both ranks of a 2-rank DDP job (README there)
+HAND = FIX / "profile"            # hand-written: an entry never timed and a Send/Recv pair, shapes no real file has
 INSPECTOR = sorted((FIX / "inspector").glob("*.log"))
 FSDP2 = sorted(glob.glob("/work/shared/captures/h200x4-2026-11-26/fsdp2_coll_nccl.vm.*.log"))
 
@@ -34,25 +35,37 @@ def test_each_fixture_is_read_by_its_source():
 
 def test_profiler_files_give_in_job_medians_what_ran_and_waiting():
     wl = importer.import_files([PROFILE])
-    ar = _entry(wl, "all_reduce")
-    assert ar.key == Key("all_reduce", 131072 * 2, 2, "bfloat16", 131072, 1) and ar.calls == 8
-    assert ar.time_from == "ccltune-profile" and dict(ar.ran) == {("RING", "LL", 16): 16}
-    # exact over the call lines of both ranks: 8 calls each, rank 0 started 4 of them 2 or 30 us late
-    own = sorted((end - start) / 1000 for f in profile_file.read_dir(PROFILE) for _, e, start, end in f.calls if e == 0)
-    assert ar.timing.calls == 16 and ar.timing.median_us == pytest.approx((own[7] + own[8]) / 2)
-    # waiting: latest start among the ranks - own start; transfer: own end - latest start
-    assert ar.wait.max_us == pytest.approx(30.0) and ar.wait.calls == ar.transfer.calls == 16
+    ar = next(e for e in wl.entries if e.key.collective == "all_reduce" and e.key.count == 32768000)
+    assert ar.key == Key("all_reduce", 32768000 * 4, 2, "float", 32768000, 1) and ar.calls == 7
+    assert ar.time_from == "ccltune-profile" and dict(ar.ran) == {("RING", "SIMPLE", 24): 14}
+    # exact over the call lines of both ranks (entry 6 of each file): 7 calls each, matched by their sequence number
+    files = profile_file.read_dir(PROFILE)
+    index = next(i for i, e in enumerate(files[0].entries) if e.count == 32768000)
+    calls = {f.rank: {seq: (start, end) for seq, e, start, end in f.calls if e == index} for f in files}
+    own = sorted((end - start) / 1000 for by_seq in calls.values() for start, end in by_seq.values())
+    assert ar.timing.calls == 14 and ar.timing.median_us == pytest.approx((own[6] + own[7]) / 2)
+    # waiting: latest start among the ranks - own start (timers lined up on the RING calls); transfer: own end -
+    # latest start. One rank reached one of these calls 6.9 ms after the other.
+    assert ar.wait.calls == ar.transfer.calls == 14 and ar.wait.max_us == pytest.approx(6943.328, abs=1e-3)
     assert ar.wait.total_us + ar.transfer.total_us == pytest.approx(sum(own))    # per call: wait + transfer = own
     assert min(ar.wait.samples) == 0.0                          # the last rank to arrive waits for nobody
-    assert _entry(wl, "reduce_scatter").timing is None          # counted, never timed
-    assert _entry(wl, "sendrecv").calls == 2                    # 2 Send + 2 Recv: 2 exchanges
+    assert wl.steps == 7 and not wl.warnings
     doc = json.loads(model.to_json(wl, {}))
     back = model.from_json(model.to_json(wl, {}), "w.json")
-    e0 = next(d for d in doc["entries"] if d["collective"] == "all_reduce")
-    assert e0["time_us_median"] == round(ar.timing.median_us, 3) and e0["wait_us_max"] == 30.0
-    assert e0["ran"] == [{"algo": "RING", "proto": "LL", "nchannels": 16, "calls": 16}]
-    b = next(e for e in back.entries if e.key.collective == "all_reduce")
+    e0 = next(d for d in doc["entries"] if d["collective"] == "all_reduce" and d["count"] == 32768000)
+    assert e0["time_us_median"] == round(ar.timing.median_us, 3) and e0["wait_us_max"] == 6943.328
+    assert e0["ran"] == [{"algo": "RING", "proto": "SIMPLE", "nchannels": 24, "calls": 14}]
+    b = next(e for e in back.entries if e.key == ar.key)
     assert b.timing.median_us == pytest.approx(ar.timing.median_us, abs=1e-3) and b.wait.median_us is not None
+
+
+def test_an_entry_never_timed_is_counted_and_send_recv_pairs_are_exchanges():
+    """Shapes no real capture has (the hand-written files, README there): an entry the sampling never timed, and
+    the Send/Recv of one exchange on 2 ranks."""
+    wl = importer.import_files([HAND])
+    assert _entry(wl, "reduce_scatter").timing is None          # counted, never timed
+    assert _entry(wl, "sendrecv").calls == 2                    # 2 Send + 2 Recv: 2 exchanges
+    assert _entry(wl, "all_reduce").wait.max_us == pytest.approx(30.0)
 
 
 def test_one_ranks_profiler_file_says_waiting_is_not_computed():
@@ -117,7 +130,7 @@ def test_show_prints_in_job_median_and_waiting(tmp_path, capsys):
     assert main(["workload", "show", str(out)]) == 0
     text = capsys.readouterr().out
     assert "job_us" in text and "wait_us" in text and "trace_us" not in text
-    assert next(x for x in text.splitlines() if x.startswith("  all_reduce")).endswith("  RING/LL/16")
+    assert next(x for x in text.splitlines() if x.startswith("  all_reduce")).endswith("  RING/SIMPLE/24")
 
 
 def test_a_profiler_file_without_its_rank_count_is_said_not_guessed(tmp_path):

@@ -127,6 +127,8 @@ class BoundedRegex:
 
 
 def _number(text: str | None) -> float | None:
+    if text is None:
+        return None
     try:
         v = float(text)
     except (TypeError, ValueError):

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ccltune import __version__, rules
+from ccltune import rules
+from ccltune._version import __version__
 from ccltune.ab import judge
 
 MAX_GROUPS = 4

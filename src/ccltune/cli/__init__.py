@@ -15,7 +15,8 @@ import re
 import sys
 from typing import Any
 
-from ccltune import __version__, launch
+from ccltune import launch
+from ccltune._version import __version__
 from ccltune.cli._safeout import escaped_output
 from ccltune.commands.common import check_outputs
 from ccltune.errors import EXIT_CODES, CcltuneError, CheckFailed, DistError, Interrupted
@@ -85,18 +86,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 @functools.lru_cache(maxsize=None)
-def option_help(command: str) -> dict[str, str]:
-    """``command``'s options: long flag -> its help text as ``--help`` shows it (the Python API's
-    functions show them in their docstrings, beside the keyword each option is). A sub-action is named
-    after its command: ``"plugin verify"``."""
-    parser: argparse.ArgumentParser = build_parser()
-    for name in command.split():
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        parser = sub.choices[name]
-    return {max(a.option_strings, key=len): (a.help or "").replace("%(default)s", str(a.default)).replace("%%", "%")
-            for a in parser._actions if a.option_strings and a.dest != "help"}
-
-
 def exit_code_table() -> str:
     """Every command's exit codes (errors.EXIT_CODES), as --help and docs/cli.md show them."""
     return "exit codes (every command):\n" + "\n".join(f"  {code:>3}  {what}" for code, what in EXIT_CODES.items())

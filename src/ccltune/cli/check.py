@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ccltune.cli._common import DefaultsFormatter, add_output_flags
+from ccltune.cli._common import DefaultsFormatter, add_output_flags, help_from
 from ccltune.commands.check import CheckOptions, run_check
 from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
-from ccltune.diagnose.checks import gates, profiles
+from ccltune.diagnose.checks import gates
 
 
 def register(sub: Any) -> None:
@@ -22,24 +22,18 @@ def register(sub: Any) -> None:
                     "Statuses: PASS, FAIL, WAIVED (cannot run here), ERROR (a gate could not be evaluated). "
                     "Exit 0 when every check passed or was waived, 1 when any FAILed or ERRORed, 2 on bad input.",
         formatter_class=DefaultsFormatter)
-    p.add_argument("--profile", metavar="NAME|PATH",
-                   help="built-in profile (" + ", ".join(profiles.builtin_names()) + ") or a .toml file; "
-                        "default: the built-in matching the GPUs (of this machine, or of --run's run)")
-    p.add_argument("--run", type=int, metavar="N", help="judge stored run N of --db (a ccltune bench run or an "
-                   "imported nccl-tests/rccl-tests run) instead of measuring")
-    p.add_argument("--force-profile", action="store_true",
-                   help="judge with --profile even when its GPU model or GPU count differs from the run's")
-    p.add_argument("--links-run", type=int, metavar="N", help="without a matching built-in profile, derive the gate "
-                   "from links run N of --db (ccltune links) instead of measuring the links")
-    p.add_argument("--ring-fraction", type=float, default=_D("ring_fraction"), metavar="F",
-                   help="a gate derived from the links requires this fraction of their ring ceiling")
-    p.add_argument("--from-json", metavar="FILE", help="judge a bench JSON written earlier (ccltune bench --json) "
-                   "instead of measuring")
-    p.add_argument("--junit", metavar="PATH", help="write JUnit XML for CI")
-    p.add_argument("--timeout", type=float, default=_D("timeout"), metavar="S", help="seconds the measurement may take")
-    p.add_argument("--list-profiles", action="store_true", help="list the built-in profiles and exit")
+    p.add_argument("--profile", metavar="NAME|PATH")
+    p.add_argument("--run", type=int, metavar="N")
+    p.add_argument("--force-profile", action="store_true")
+    p.add_argument("--links-run", type=int, metavar="N")
+    p.add_argument("--ring-fraction", type=float, default=_D("ring_fraction"), metavar="F")
+    p.add_argument("--from-json", metavar="FILE")
+    p.add_argument("--junit", metavar="PATH")
+    p.add_argument("--timeout", type=float, default=_D("timeout"), metavar="S")
+    p.add_argument("--list-profiles", action="store_true")
     add_output_flags(p)
     p.set_defaults(func=main)
+    help_from(p, CheckOptions)
 
 
 def _D(name: str) -> Any:

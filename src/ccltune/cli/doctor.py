@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ccltune.cli import _common
-from ccltune.cli._common import DefaultsFormatter, add_output_flags
+from ccltune.cli._common import DefaultsFormatter, add_output_flags, help_from
 from ccltune.commands.common import terminal
 from ccltune.commands.doctor import DoctorOptions, run_doctor
 from ccltune.commands.options import default, from_fields
@@ -23,19 +23,15 @@ def register(sub: Any) -> None:
                     "--nccl-log FILE analyses a log you already have (NCCL or RCCL) and runs nothing. "
                     "Exit 1 when a check FAILs or ERRORs, 0 otherwise (WARN and WAIVED included), 2 on bad input.",
         formatter_class=DefaultsFormatter)
-    p.add_argument("--nccl-log", metavar="FILE", help="only analyse this NCCL_DEBUG=INFO log (NCCL or RCCL)")
-    p.add_argument("--from-amd-smi", action="append", metavar="FILE", default=None,
-                   help="with --nccl-log of an RCCL job: the node's saved `amd-smi topology --json` / `amd-smi static "
-                        "--asic --partition --numa --json` output (GPU count, xGMI links, NUMA nodes); give it once "
-                        "per file; without it the node is read from this host")
-    p.add_argument("--nproc", type=int, default=None, metavar="N",
-                   help="GPUs to run the collective on (default: all present)")
-    p.add_argument("--no-run", action="store_true", help="skip the collective runs (host and environment checks only)")
-    p.add_argument("--timeout", type=float, default=default(DoctorOptions, "timeout"), metavar="S",
-                   help="seconds each collective run may take")
+    p.add_argument("--nccl-log", metavar="FILE")
+    p.add_argument("--from-amd-smi", action="append", metavar="FILE", default=None)
+    p.add_argument("--nproc", type=int, default=None, metavar="N")
+    p.add_argument("--no-run", action="store_true")
+    p.add_argument("--timeout", type=float, default=default(DoctorOptions, "timeout"), metavar="S")
     _common.add_sysfs_root(p)
     add_output_flags(p)
     p.set_defaults(func=main)
+    help_from(p, DoctorOptions)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -7,11 +7,10 @@ import argparse
 from typing import Any
 
 from ccltune.cli import import_links
-from ccltune.cli._common import DefaultsFormatter
+from ccltune.cli._common import DefaultsFormatter, help_from
 from ccltune.commands.common import terminal
 from ccltune.commands.import_ import ImportNcclTestsOptions, run_import_nccl_tests
 from ccltune.commands.options import default, from_fields
-from ccltune.rules import ALGORITHMS, PROTOCOLS
 
 
 def _D(name: str) -> Any:
@@ -28,17 +27,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                     " columns) as measurements of the configuration it was run with: pass --algo/--proto/"
                     "--channels as set through NCCL_ALGO/NCCL_PROTO/the plugin; none = NCCL's default.",
         formatter_class=DefaultsFormatter)
-    n.add_argument("files", nargs="+", metavar="FILE", help="nccl-tests output files")
-    n.add_argument("--db", default=_D("db"), help="results database")
-    n.add_argument("--algo", default=None, help=f"algorithm forced in that run ({', '.join(ALGORITHMS)})")
-    n.add_argument("--proto", default=None, help=f"protocol forced in that run ({', '.join(PROTOCOLS)})")
-    n.add_argument("--channels", type=int, default=None, help="channel count forced in that run")
-    n.add_argument("--nranks", type=int, default=None, help="ranks, when the file lists no '#  Rank' lines")
-    n.add_argument("--gpu", default=None, metavar="NAME",
-                   help="GPU model (e.g. 'NVIDIA H200'), when the file names none; else the platform is 'unknown'")
-    n.add_argument("--collective", default=None,
-                   help="collective (one), when the file header and name do not say; must agree with a header")
+    n.add_argument("files", nargs="+", metavar="FILE")
+    n.add_argument("--db", default=_D("db"))
+    n.add_argument("--algo", default=None)
+    n.add_argument("--proto", default=None)
+    n.add_argument("--channels", type=int, default=None)
+    n.add_argument("--nranks", type=int, default=None)
+    n.add_argument("--gpu", default=None, metavar="NAME")
+    n.add_argument("--collective", default=None)
     n.set_defaults(func=run)
+    help_from(n, ImportNcclTestsOptions)
     import_links.register(src)  # transferbench, nvbandwidth: link matrices, stored as links runs
 
 

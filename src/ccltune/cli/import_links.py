@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ccltune.cli._common import DefaultsFormatter
+from ccltune.cli._common import DefaultsFormatter, help_from
 from ccltune.commands.common import terminal
 from ccltune.commands.import_links import READERS, ImportLinksOptions, run_import_links
 from ccltune.commands.options import default, from_fields
@@ -34,16 +34,13 @@ def register(src: argparse._SubParsersAction) -> None:
     for name in READERS:
         short, long = _HELP[name]
         p = src.add_parser(name, help=short, description=long, formatter_class=DefaultsFormatter)
-        p.add_argument("file", metavar="FILE", help=f"{name} output file")
-        p.add_argument("--db", default=_D("db"), help="results database")
-        p.add_argument("--gpu", default=None, metavar="NAME",
-                       help="GPU model, when the output does not name it (e.g. 'AMD Instinct MI300X')")
-        p.add_argument("--host", default=None, metavar="NAME",
-                       help="the host the output was measured on, when the output does not name it (default: none, "
-                            "and the run's host is recorded as unknown: the report then says 'host unknown')")
-        p.add_argument("--threshold", type=float, default=_D("threshold"),
-                       help="flag links below this fraction of their median")
+        p.add_argument("file", metavar="FILE")
+        p.add_argument("--db", default=_D("db"))
+        p.add_argument("--gpu", default=None, metavar="NAME")
+        p.add_argument("--host", default=None, metavar="NAME")
+        p.add_argument("--threshold", type=float, default=_D("threshold"))
         p.set_defaults(func=run, source=name)
+        help_from(p, ImportLinksOptions)
 
 
 def run(args: argparse.Namespace) -> int:

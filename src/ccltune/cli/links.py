@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ccltune.cli._common import DefaultsFormatter, add_output_flags
+from ccltune.cli._common import DefaultsFormatter, add_output_flags, help_from
 from ccltune.commands.common import terminal
 from ccltune.commands.links import LinksOptions, run_links
 from ccltune.commands.options import default, from_fields
-from ccltune.diagnose.probes import links
 
 
 def register(sub: Any) -> None:
@@ -22,20 +21,16 @@ def register(sub: Any) -> None:
                     "ring ceiling, links below --threshold x median. Without 2 GPUs: WAIVED, exit 0. "
                     "Exit 1 on FAIL/ERROR (a copy that came out wrong). Use CUDA_VISIBLE_DEVICES to pick GPUs.",
         formatter_class=DefaultsFormatter)
-    p.add_argument("-s", "--size", default=_D("size"), help="bytes per bandwidth copy (K/M/G)")
-    p.add_argument("-n", "--iters", type=int, default=_D("iters"), help="timed copies per measurement (median)")
-    p.add_argument("-w", "--warmup", type=int, default=_D("warmup"), help="untimed copies first")
-    p.add_argument("--latency-iters", type=int, default=_D("latency_iters"),
-                   help="4-byte copies per pair for latency (median)")
-    p.add_argument("--method", default=_D("method"), help="comma-separated: " + ", ".join(links.METHODS))
-    p.add_argument("--threshold", type=float, default=_D("threshold"),
-                   help="flag links below this fraction of their median; flagged links are measured again, and "
-                        "a WARN names only those slow both times (an all-to-all's pair: also slow alone)")
-    p.add_argument("--run", type=int, default=None, metavar="N",
-                   help="show stored links run N (measured, or imported from TransferBench/nvbandwidth) instead "
-                        "of measuring: matrix, per GPU slowest link and bound, node ceiling, slow links")
+    p.add_argument("-s", "--size", default=_D("size"))
+    p.add_argument("-n", "--iters", type=int, default=_D("iters"))
+    p.add_argument("-w", "--warmup", type=int, default=_D("warmup"))
+    p.add_argument("--latency-iters", type=int, default=_D("latency_iters"))
+    p.add_argument("--method", default=_D("method"))
+    p.add_argument("--threshold", type=float, default=_D("threshold"))
+    p.add_argument("--run", type=int, default=None, metavar="N")
     add_output_flags(p)
     p.set_defaults(func=main)
+    help_from(p, LinksOptions)
 
 
 def _D(name: str) -> Any:

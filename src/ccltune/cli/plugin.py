@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ccltune import rules
+from ccltune.cli._common import help_from
 from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
 from ccltune.commands.plugin import PluginCheckOptions, PluginPathOptions, run_plugin_check, run_plugin_path
-from ccltune.commands.plugin_verify import VERIFY_COLLECTIVES, PluginVerifyOptions, run_plugin_verify
+from ccltune.commands.plugin_verify import PluginVerifyOptions, run_plugin_verify
 from ccltune.errors import EngineUnavailable
 
 
@@ -31,21 +31,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--profiler of the profiler plugin (for NCCL_PROFILER_PLUGIN, with CCLTUNE_PROFILE=DIR). "
         f"Exit {EngineUnavailable.exit_code} when it is not built.",
     )
-    path.add_argument("--profiler", action="store_true",
-                      help="the profiler plugin libnccl-profiler-ccltune.so instead of the tuner")
+    path.add_argument("--profiler", action="store_true")
     path.set_defaults(func=_path)
+    help_from(path, PluginPathOptions)
     check = sub.add_parser(
         "check", help="check a rule file as the plugin reads it",
         description="Print each rejected line to stderr as FILE:LINE: REASON, and a summary on stdout. "
         "Exit 1 when a line was rejected, 0 otherwise, 2 when the file cannot be read.",
     )
-    check.add_argument("file", metavar="FILE", help="rule file (NCCL_TUNER_CONFIG_FILE format)")
+    check.add_argument("file", metavar="FILE")
     check.add_argument(
         "--platform", action="append", default=[], metavar="KEY=VALUE",
-        help="also count the rules that apply on this platform "
-        f"(keys: {', '.join(rules.PLATFORM_KEYS)}); repeatable",
     )
     check.set_defaults(func=_check)
+    help_from(check, PluginCheckOptions)
     verify = sub.add_parser(
         "verify", help="run collectives with the plugin and RULES, and check NCCL's TUNING log obeys them",
         description="Run `ccltune bench` (one process per GPU, under torchrun) with the plugin loaded and "
@@ -55,25 +54,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "have and runs nothing. Exit 1 when a rule was not applied or the log has no TUNING lines, "
         "0 otherwise, 2 on bad input.",
     )
-    verify.add_argument("file", metavar="RULES", help="rule file to deploy and check")
-    verify.add_argument("collective", nargs="*", default=None, metavar="COLLECTIVE",
-                        help=f"collectives to run (default: those the rules name; choices {', '.join(VERIFY_COLLECTIVES)})")
-    verify.add_argument("-b", "--minbytes", default=_D("minbytes"), help="smallest size (whole buffer, as bench)")
-    verify.add_argument("-e", "--maxbytes", default=_D("maxbytes"), help="largest size")
-    verify.add_argument("-f", "--stepfactor", type=int, default=_D("stepfactor"), help="size multiplier")
-    verify.add_argument("--nproc", type=int, default=None, metavar="N", help="GPUs (default: all present)")
-    verify.add_argument("--from-log", default=None, metavar="FILE",
-                        help="check this NCCL_DEBUG=INFO log (with TUNING lines) instead of running")
-    verify.add_argument("--profile", default=None, metavar="DIR",
-                        help="check the profiler files (CCLTUNE_PROFILE=DIR, docs/profiler.md) of a job that ran with "
-                             "RULES instead of running: per rule, the calls it covered and what NCCL ran for them "
-                             "(APPLIED / NOT APPLIED / NEVER FIRED)")
-    verify.add_argument("--platform", action="append", default=[], metavar="KEY=VALUE",
-                        help="platform facts for --from-log and --profile when the log lacks the plugin's own line")
-    verify.add_argument("--save-log", default=None, metavar="PATH", help="write the NCCL log of the run here")
-    verify.add_argument("--json", dest="json_path", default=None, metavar="PATH", help="the checks as JSON")
-    verify.add_argument("--timeout", type=float, default=_D("timeout"), metavar="S", help="seconds the run may take")
+    verify.add_argument("file", metavar="RULES")
+    verify.add_argument("collective", nargs="*", default=None, metavar="COLLECTIVE")
+    verify.add_argument("-b", "--minbytes", default=_D("minbytes"))
+    verify.add_argument("-e", "--maxbytes", default=_D("maxbytes"))
+    verify.add_argument("-f", "--stepfactor", type=int, default=_D("stepfactor"))
+    verify.add_argument("--nproc", type=int, default=None, metavar="N")
+    verify.add_argument("--from-log", default=None, metavar="FILE")
+    verify.add_argument("--profile", default=None, metavar="DIR")
+    verify.add_argument("--platform", action="append", default=[], metavar="KEY=VALUE")
+    verify.add_argument("--save-log", default=None, metavar="PATH")
+    verify.add_argument("--json", dest="json_path", default=None, metavar="PATH")
+    verify.add_argument("--timeout", type=float, default=_D("timeout"), metavar="S")
     verify.set_defaults(func=_verify)
+    help_from(verify, PluginVerifyOptions)
     parser.set_defaults(func=lambda args: _usage(parser))
 
 

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ccltune.cli import _common
-from ccltune.cli._common import DefaultsFormatter
+from ccltune.cli._common import DefaultsFormatter, help_from
 from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
 from ccltune.commands.replay import ReplayOptions, run_replay
@@ -23,14 +23,14 @@ def register(sub: Any) -> None:
                     "slower beyond noise. gloo, or one rank: NCCL's default only (WAIVED).",
         formatter_class=DefaultsFormatter)
     p.add_argument("workload", metavar="W.json")
-    p.add_argument("--rules", default=None, metavar="R", help="rule file to compare with NCCL's default")
-    p.add_argument("--iters", type=int, default=default(ReplayOptions, "iters"), metavar="N", help="timed rounds per arm (the whole sequence each)")
-    p.add_argument("--order", choices=ORDERS, default=default(ReplayOptions, "order"),
-                   help="captured: as one rank issued them; grouped: each entry's calls together")
+    p.add_argument("--rules", default=None, metavar="R")
+    p.add_argument("--iters", type=int, default=default(ReplayOptions, "iters"), metavar="N")
+    p.add_argument("--order", choices=ORDERS, default=default(ReplayOptions, "order"))
     _common.add_under_load(p)
     _common.add_db(p)
     _common.add_launch(p)
     p.set_defaults(func=main)
+    help_from(p, ReplayOptions)
 
 
 def main(args: argparse.Namespace) -> int:

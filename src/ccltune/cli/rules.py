@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ccltune.cli._common import DefaultsFormatter
-from ccltune.collectives import PLUGIN_NAMES
+from ccltune.cli._common import DefaultsFormatter, help_from
 from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
 from ccltune.commands.rules import RulesExplainOptions, run_rules_explain
@@ -29,16 +28,14 @@ def register(sub: Any) -> None:
         "A rule whose cell NCCL marks IGNORE on the machine falls through to the next one at run time.",
         formatter_class=DefaultsFormatter)
     ex.add_argument("file", metavar="RULES")
-    ex.add_argument("--collective", default=None, metavar="C",
-                    help=f"one collective, in ccltune's or the rule file's spelling ({', '.join(PLUGIN_NAMES)}; "
-                         f"{', '.join(PLUGIN_NAMES.values())}) (default: all)")
-    ex.add_argument("--nranks", type=int, default=_D("nranks"), metavar="N", help="ranks of the communicator")
-    ex.add_argument("--nnodes", type=int, default=_D("nnodes"), metavar="K", help="nodes of the communicator")
-    ex.add_argument("--gpu", default=_D("gpu"), metavar="NAME", help="GPU name, for rules under a platform gpu= line (default: the GPU the file's sections name, when "
-                         "they name one; sections left out are listed with the reason)")
-    ex.add_argument("--num-pipe-ops", type=int, default=_D("num_pipe_ops"), help="numPipeOps of the calls")
-    ex.add_argument("--reg-buff", type=int, default=_D("reg_buff"), choices=(0, 1), help="regBuff of the calls")
+    ex.add_argument("--collective", default=None, metavar="C")
+    ex.add_argument("--nranks", type=int, default=_D("nranks"), metavar="N")
+    ex.add_argument("--nnodes", type=int, default=_D("nnodes"), metavar="K")
+    ex.add_argument("--gpu", default=_D("gpu"), metavar="NAME")
+    ex.add_argument("--num-pipe-ops", type=int, default=_D("num_pipe_ops"))
+    ex.add_argument("--reg-buff", type=int, default=_D("reg_buff"), choices=(0, 1))
     ex.set_defaults(func=_explain)
+    help_from(ex, RulesExplainOptions)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
 

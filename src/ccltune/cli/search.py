@@ -8,6 +8,7 @@ from typing import Any
 
 from ccltune.ab import candidates
 from ccltune.cli import _common
+from ccltune.cli._common import help_from
 from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
 from ccltune.commands.search import SearchOptions, run_search
@@ -28,32 +29,25 @@ def register(sub: Any) -> None:
                     "the finalists are confirmed in a last run. Writes the winners' rule file (--out), each rule "
                     "with its in-job ratio and interval, or says how close NCCL's default is to the best candidate.",
         formatter_class=_common.DefaultsFormatter)
-    p.add_argument("--workload", default=None, metavar="W.json", help="the job's collectives (required)")
-    p.add_argument("--sweep-rules", default=None, metavar="R.conf",
-                   help="the rules ccltune tune derived from the idle sweep: per group, its rule is a candidate")
-    p.add_argument("--metric", default=_D("metric"), metavar="REGEX",
-                   help="group 1 of every match in the job's step lines is a step's value (required)")
-    p.add_argument("--better", choices=("auto", "lower", "higher"), default=_D("better"),
-                   help="the metric's direction; auto: higher when REGEX names a throughput (tps, tokens/s, ...)")
-    p.add_argument("--out", default=None, metavar="OUT.conf", help="write the winners' rule file here")
-    p.add_argument("--runs", type=int, default=_D("runs"), metavar="N",
-                   help="runs of successive halving before the confirmation run")
-    p.add_argument("--finalists", type=int, default=_D("finalists"), metavar="N",
-                   help="candidates left for the confirmation run")
-    p.add_argument("--max-groups", type=int, default=_D("max_groups"), metavar="N",
-                   help="the heaviest (collective, size group)s of the workload to tune")
-    p.add_argument("--block-steps", type=int, default=_D("block_steps"), metavar="N", help="steps per block")
-    p.add_argument("--warmup-blocks", type=int, default=_D("warmup_blocks"), metavar="N",
-                   help="blocks on default before the schedule (then a warm-up round)")
-    p.add_argument("--period", default=_D("period"), metavar="auto|N", help="tuner calls per step per communicator")
-    p.add_argument("--min-effect", type=float, default=_D("min_effect"), metavar="PCT",
-                   help="effects smaller than this many percent are 'no difference'")
-    p.add_argument("--seed", type=int, default=None, metavar="N", help="the schedule's seed (default: random)")
-    p.add_argument("--run-timeout", type=float, default=None, metavar="S", help="end a run after S seconds")
-    p.add_argument("--echo", action="store_true", help="show the job's output as it runs")
+    p.add_argument("--workload", default=None, metavar="W.json")
+    p.add_argument("--sweep-rules", default=None, metavar="R.conf")
+    p.add_argument("--metric", default=_D("metric"), metavar="REGEX")
+    p.add_argument("--better", choices=("auto", "lower", "higher"), default=_D("better"))
+    p.add_argument("--out", default=None, metavar="OUT.conf")
+    p.add_argument("--runs", type=int, default=_D("runs"), metavar="N")
+    p.add_argument("--finalists", type=int, default=_D("finalists"), metavar="N")
+    p.add_argument("--max-groups", type=int, default=_D("max_groups"), metavar="N")
+    p.add_argument("--block-steps", type=int, default=_D("block_steps"), metavar="N")
+    p.add_argument("--warmup-blocks", type=int, default=_D("warmup_blocks"), metavar="N")
+    p.add_argument("--period", default=_D("period"), metavar="auto|N")
+    p.add_argument("--min-effect", type=float, default=_D("min_effect"), metavar="PCT")
+    p.add_argument("--seed", type=int, default=None, metavar="N")
+    p.add_argument("--run-timeout", type=float, default=None, metavar="S")
+    p.add_argument("--echo", action="store_true")
     _common.add_db(p)
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...", help="your job")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
     p.set_defaults(func=main)
+    help_from(p, SearchOptions)
 
 
 def main(args: argparse.Namespace) -> int:

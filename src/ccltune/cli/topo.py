@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ccltune.cli import _common
-from ccltune.cli._common import DefaultsFormatter, add_output_flags
+from ccltune.cli._common import DefaultsFormatter, add_output_flags, help_from
 from ccltune.commands.common import terminal
 from ccltune.commands.options import from_fields
 from ccltune.commands.topo import TopoOptions, run_topo
@@ -21,11 +21,10 @@ def register(sub: Any) -> None:
                     "Exit 1 when a check FAILs (e.g. NVSwitch fabric not complete).",
         formatter_class=DefaultsFormatter)
     _common.add_sysfs_root(p)
-    p.add_argument("--from-amd-smi", action="append", metavar="FILE", default=None,
-                   help="read saved `amd-smi topology --json` and/or `amd-smi static --asic --partition --numa "
-                        "--json` output instead of asking this host (give the flag once per file)")
+    p.add_argument("--from-amd-smi", action="append", metavar="FILE", default=None)
     add_output_flags(p)
     p.set_defaults(func=main)
+    help_from(p, TopoOptions)
 
 
 def main(args: argparse.Namespace) -> int:

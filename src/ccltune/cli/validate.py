@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ccltune.cli import _common
-from ccltune.cli._common import DefaultsFormatter
+from ccltune.cli._common import DefaultsFormatter, help_from
 from ccltune.commands.common import terminal
 from ccltune.commands.options import default, from_fields
 from ccltune.commands.validate import ValidateOptions, run_validate
@@ -24,34 +24,29 @@ def register(sub: Any) -> None:
                     "repeated) at every size; verdict PASS when no size is slower beyond noise (and none by "
                     "more than --hard-limit). Exit code 1 on FAIL.",
         formatter_class=DefaultsFormatter)
-    p.add_argument("rules", metavar="RULES", help="rule file (as written by ccltune tune)")
+    p.add_argument("rules", metavar="RULES")
     p.add_argument("collective", nargs="*", default=list(_D("collective")))
     p.add_argument("-b", "--minbytes", default=_D("minbytes"))
     p.add_argument("-e", "--maxbytes", default=_D("maxbytes"))
     p.add_argument("-f", "--stepfactor", type=float, default=_D("stepfactor"))
     p.add_argument("-d", "--datatype", default=_D("datatype"))
     p.add_argument("-o", "--op", default=_D("op"))
-    p.add_argument("--reps", type=int, default=_D("reps"), help="timed rounds per side and size")
+    p.add_argument("--reps", type=int, default=_D("reps"))
     p.add_argument("--target-us", type=float, default=_D("target_us"))
     p.add_argument("--max-iters", type=int, default=_D("max_iters"))
     p.add_argument("-w", "--warmup_iters", type=int, default=_D("warmup_iters"))
     p.add_argument("--no-graph", action="store_true")
-    p.add_argument("--hard-limit", type=float, default=_D("hard_limit"), metavar="PCT",
-                   help="a size slower than this fails whatever the noise")
-    p.add_argument("--retest", type=int, default=_D("retest"), metavar="N",
-                   help="measure the sizes that fail again, up to N times (--reps interleaved rounds each); a "
-                        "size is judged by its latest measurement, and the first judgement is kept in the report")
-    p.add_argument("--best-from", default=None, metavar="SWEEP_DB",
-                   help="also time, at every size where the sweep in this database found a candidate faster than "
-                        "NCCL's own choice, that candidate forced (a third arm, interleaved with the other two), "
-                        "and report the share of its gain the rules capture")
-    p.add_argument("--json", default=None, metavar="PATH", help="verdict as JSON")
-    p.add_argument("--junit", default=None, metavar="PATH", help="verdict as JUnit XML (one testcase per size)")
+    p.add_argument("--hard-limit", type=float, default=_D("hard_limit"), metavar="PCT")
+    p.add_argument("--retest", type=int, default=_D("retest"), metavar="N")
+    p.add_argument("--best-from", default=None, metavar="SWEEP_DB")
+    p.add_argument("--json", default=None, metavar="PATH")
+    p.add_argument("--junit", default=None, metavar="PATH")
     _common.add_under_load(p)
     _common.add_virtual_nodes(p)
     _common.add_db(p)
     _common.add_launch(p)
     p.set_defaults(func=main)
+    help_from(p, ValidateOptions)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ccltune.cli._common import DefaultsFormatter
+from ccltune.cli._common import DefaultsFormatter, help_from
 from ccltune.commands.common import terminal
 from ccltune.commands.options import from_fields
 from ccltune.commands.workload import (
@@ -30,21 +30,18 @@ def register(sub: Any) -> None:
                           "communication; a COLL line cut by a dying rank is skipped with a warning.",
                           formatter_class=DefaultsFormatter)
     imp.add_argument("files", nargs="+", metavar="FILE")
-    imp.add_argument("--out", required=True, metavar="W.json", help="workload file to write (replaced whole)")
-    imp.add_argument("--steps", type=int, default=None, metavar="N",
-                     help="training steps the files cover (default: the traces' ProfilerStep count, else unknown; "
-                          "needed when files that know their steps (traces) are mixed with files that do not "
-                          "(COLL logs, captures) or disagree)")
+    imp.add_argument("--out", required=True, metavar="W.json")
+    imp.add_argument("--steps", type=int, default=None, metavar="N")
     imp.set_defaults(func=_import)
+    help_from(imp, WorkloadImportOptions)
     sh = acts.add_parser("show", help="the entries by share of bytes; with --db, estimated time per step",
                          description="A table of the workload's entries by share of bytes. With --db, the time "
                          "per call NCCL's default took at those sizes in that database (exact sizes, or "
                          "interpolated between measured ones), the time per step and the share of time.")
     sh.add_argument("workload", metavar="W.json")
-    sh.add_argument("--db", default=None, metavar="PATH",
-                    help="a results database: each entry's time per call under NCCL's default there, and per step "
-                         "(default: none, shares of bytes only)")
+    sh.add_argument("--db", default=None, metavar="PATH")
     sh.set_defaults(func=_show)
+    help_from(sh, WorkloadShowOptions)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
 

@@ -38,31 +38,64 @@ class AbOptions:
     """``ccltune ab``'s options (``ccltune ab --help``): ``command`` is the user's job, one argument a
     word; the arms' flags (``--rules``, ``--env``, ``--nccl-lib``, ``--arm``) are given once per arm."""
 
-    command: tuple[str, ...] = option((), positional=True)
-    rules: tuple[str, ...] = option((), flag="--rules", repeat=True)
-    env: tuple[str, ...] = option((), flag="--env", repeat=True)
-    nccl_lib: tuple[str, ...] = option((), flag="--nccl-lib", repeat=True)
-    arm: tuple[str, ...] = option((), flag="--arm", repeat=True)
-    no_aa: bool = option(False, flag="--no-aa")
-    metric: str = option("auto", flag="--metric")
-    skip: int = option(0, flag="--skip")
-    rounds: int | None = option(None, flag="--rounds")
-    until_confident: bool = option(False, flag="--until-confident")
-    budget: float | None = option(None, flag="--budget")
-    min_effect: float = option(1.0, flag="--min-effect")
-    seed: int | None = option(None, flag="--seed")
-    run_timeout: float | None = option(None, flag="--run-timeout")
-    echo: bool = option(False, flag="--echo")
-    prune: str | None = option(None, flag="--prune")
-    json: str | None = option(None, flag="--json")
-    db: str = option(DEFAULT_DB, flag="--db")
+    command: tuple[str, ...] = option((), positional=True, help="your job")
+    rules: tuple[str, ...] = option((), flag="--rules", repeat=True,
+                                    help="an arm per rule file, through ccltune's tuner plugin (NCCL_TUNER_PLUGIN, CCLTUNE_RULES); "
+                                         "named after the file")
+    env: tuple[str, ...] = option((), flag="--env", repeat=True, help="an arm per setting, named NAME=VALUE")
+    nccl_lib: tuple[str, ...] = option((), flag="--nccl-lib", repeat=True,
+                                       help="an arm per NCCL/RCCL library, put first with LD_PRELOAD (a job whose NCCL is loaded "
+                                            "dynamically, as PyTorch's wheels load libnccl.so.2); named nccl-lib:FILE")
+    arm: tuple[str, ...] = option((), flag="--arm", repeat=True,
+                                  help="a named arm; KIND env (VALUE NAME=VALUE), unset (VALUE a variable of your environment to "
+                                       "remove), rules (a file) or nccl-lib (a library); "
+                                       "repeat a NAME to combine settings into one arm (--arm fix:env:NCCL_P2P_LEVEL=SYS "
+                                       "--arm fix:rules:r.conf)")
+    no_aa: bool = option(False, flag="--no-aa", help="leave out the A/A control arm (default-2)")
+    metric: str = option("auto", flag="--metric",
+                         help="wall: the run's wall time; comm: its collectives' GPU time from ccltune's profiler "
+                              "plugin (NCCL_PROFILER_PLUGIN); REGEX: group 1 of every match in the job's output is a "
+                              "sample, the run's value their median; auto: comm when the profiler plugin is built, "
+                              "else wall")
+    skip: int = option(0, flag="--skip", help="REGEX: leave out each run's first N matches "
+            "(warm-up steps)")
+    rounds: int | None = option(None, flag="--rounds",
+                                help="rounds (each arm once per round; default 5, or the fewest that can reach a 95%% verdict "
+                                     "across the arms, 7 for two; at most 50 with --until-confident)")
+    until_confident: bool = option(False, flag="--until-confident",
+                                   help="stop when every arm's interval excludes 1 or lies inside the --min-effect band")
+    budget: float | None = option(None, flag="--budget",
+                                  help="stop before a round that would end past this many seconds")
+    min_effect: float = option(1.0, flag="--min-effect",
+                               help="effects smaller than this many percent are 'no difference'")
+    seed: int | None = option(None, flag="--seed", help="the shuffle's seed (default: random; "
+            "recorded)")
+    run_timeout: float | None = option(None, flag="--run-timeout", help="end a run after S seconds "
+            "(it counts as failed)")
+    echo: bool = option(False, flag="--echo", help="show the job's output as it runs")
+    prune: str | None = option(None, flag="--prune",
+                               help="with one --rules file: A/B its rules (one arm per group of rules sharing a collective "
+                                    f"and size range when there are <= {prune.MAX_GROUPS} groups, else the whole file) and "
+                                    "write OUT.conf with only the rules whose arm was faster")
+    json: str | None = option(None, flag="--json", help="the verdict and every run as JSON")
+    db: str = option(DEFAULT_DB, flag="--db", help="results database (default: %(default)s)")
     # in-run arms (docs/ab.md "In-run arms"; commands/ab_inrun.py): the --rules arms switched inside one run
-    in_run: bool = option(False, flag="--in-run")
-    better: str = option("auto", flag="--better", choices=("auto", "lower", "higher"))
-    block_steps: int = option(5, flag="--block-steps")
-    warmup_blocks: int = option(2, flag="--warmup-blocks")
-    max_blocks: int | None = option(None, flag="--max-blocks")
-    period: str = option("auto", flag="--period")
+    in_run: bool = option(False, flag="--in-run",
+                          help="run the job once: ccltune's tuner plugin switches between default, its A/A twin and each "
+                               "--rules arm in blocks of whole steps (CCLTUNE_ARMS); each arm is judged against default "
+                               "paired by round, on the step lines --metric REGEX matches")
+    better: str = option("auto", flag="--better", choices=("auto", "lower", "higher"),
+                         help="the direction of --metric REGEX: lower (a step time) or higher (tokens/s); auto: higher "
+                              "when the REGEX names a throughput (tps, tokens/s, samples/s, it/s, throughput, mfu, "
+                              "tflops), else lower; the header says which")
+    block_steps: int = option(5, flag="--block-steps",
+                              help="steps per block (the first step of each block is not judged)")
+    warmup_blocks: int = option(2, flag="--warmup-blocks",
+                                help="blocks on default before the schedule (then one warm-up round, each arm once, not judged)")
+    max_blocks: int | None = option(None, flag="--max-blocks",
+                                    help="after this many blocks the plugin stays on default (default: no limit)")
+    period: str = option("auto", flag="--period",
+                         help="tuner calls per step per communicator; auto: found by the plugin from the call sequence")
 
     def to_argv(self) -> list[str]:
         """The command line of these options: the flags, then ``--`` and the job."""

@@ -14,12 +14,12 @@ from typing import Any
 
 from ccltune import environment, files
 from ccltune.ab import inrun, inrun_judge, steplines
+from ccltune.ab import job as jobrun
 from ccltune.ab.armsfile import ARM_NAME, MAX_ARMS, MAX_BLOCKS_FILE, InRunArm
 from ccltune.commands import launching
 from ccltune.commands.common import Console
 from ccltune.commands.results import Outcome
 from ccltune.errors import CheckFailed, Interrupted, UsageError
-from ccltune.ab import job as jobrun
 from ccltune.measure.session import terminate_as_interrupt
 from ccltune.status import ArmStatus, RunStatus, SampleStatus
 from ccltune.store import AbSample, Store

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ccltune import dist, engines, groups
-from ccltune.commands.launching import MAX_TIMEOUT_S, LaunchOptions
+from ccltune.commands.launching import BUFFERS, MAX_TIMEOUT_S, LaunchOptions, buffers_help
 from ccltune.commands.options import OmittedInt, OmittedStr, option, to_argv
 from ccltune.errors import UsageError
 from ccltune.measure.bench import WARMUP_MODES
@@ -73,10 +73,13 @@ def minus_t(text: str) -> float:
     return float(seconds) if seconds else NO_TIMEOUT_S
 
 
-def _n(flag: str, default: Any, *, keyword: str | None = None, choices: Any = None) -> Any:
+_THEIRS = " (nccl-tests: %s, --ncclt-defaults)"  # the help of a flag whose default differs from nccl-tests'
+
+
+def _n(flag: str, default: Any, *, keyword: str | None = None, choices: Any = None, help: str | None = None) -> Any:  # noqa: A002
     """An nccl-tests integer option: read as strtol reads it."""
     short, long = flag.split("/")
-    return option(default, flag=long, keyword=keyword, parse=strtol(flag), choices=choices)
+    return option(default, flag=long, keyword=keyword, parse=strtol(flag), choices=choices, help=help)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,44 +88,66 @@ class BenchOptions(LaunchOptions):
     flags; ``ccltune bench --help`` says what each means), ccltune's own, and the launch options. The
     sizes are text as ``-b`` takes them (K/M/G suffixes)."""
 
-    collective: tuple[str, ...] = option(positional=True)
-    nthreads: int | None = _n("-t/--nthreads", None)
-    ngpus: int | None = _n("-g/--ngpus", None)
-    minbytes: str = option(NCCLT_DEFAULTS["minbytes"][1], flag="--minbytes", keyword="min_bytes")
-    maxbytes: str = option(NCCLT_DEFAULTS["maxbytes"][1], flag="--maxbytes", keyword="max_bytes")
-    stepbytes: str = option("1M", flag="--stepbytes", keyword="step_bytes")
-    stepfactor: int = _n("-f/--stepfactor", NCCLT_DEFAULTS["stepfactor"][1], keyword="step_factor")
-    iters: int = _n("-n/--iters", 20)
-    agg_iters: int = _n("-m/--agg_iters", 1)
-    warmup_iters: int = _n("-w/--warmup_iters", NCCLT_DEFAULTS["warmup_iters"][1])
-    run_cycles: int = _n("-N/--run_cycles", 1)
-    parallel_init: int = _n("-p/--parallel_init", 0, choices=(0, 1))
-    check: int = _n("-c/--check", 1)
-    op: str = option("sum", flag="--op")
-    datatype: str = option("float", flag="--datatype")
-    root: str = option("0", flag="--root")
-    blocking: int = _n("-z/--blocking", 0, choices=(0, 1, 2, 3))
-    stream_null: int = _n("-y/--stream_null", 0, choices=(0, 1))
-    cudagraph: int = _n("-G/--cudagraph", 0)
-    report_cputime: int = _n("-C/--report_cputime", 0, choices=(0, 1))
-    report_timestamps: int = _n("-S/--report_timestamps", 0, choices=(0, 1))
-    output_file: str | None = option(None, flag="--output_file")
-    average: str = option("avg", flag="--average")
-    local_register: int = _n("-R/--local_register", 0, choices=(0, 1, 2))
-    cta_policy: int | None = _n("-x/--cta_policy", None)
-    device_implementation: int = _n("-D/--device_implementation", 0)
-    device_cta_count: int = _n("-V/--device_cta_count", 16)
-    memory: int = _n("-M/--memory", 0, choices=(0, 1))
-    unalign: int = _n("-u/--unalign", 0)
-    per_iter_timing: int = _n("-I/--per_iter_timing", 0, choices=(0, 1))
-    per_iter_skip: int = _n("-K/--per_iter_skip", 0)
-    ncclt_defaults: bool = option(False, flag="--ncclt-defaults")
-    warmup_mode: str = option("point", flag="--warmup-mode", choices=WARMUP_MODES)
-    symmetric: bool = option(False, flag="--symmetric")
-    algo: str | None = option(None, flag="--algo")
-    proto: str | None = option(None, flag="--proto")
-    channels: int | None = option(None, flag="--channels")
-    json: str | None = option(None, flag="--json")
+    collective: tuple[str, ...] = option(positional=True, help="collective(s), comma or space separated, or 'all'")
+    nthreads: int | None = _n("-t/--nthreads", None,
+                              help="threads per process; ccltune runs one process per GPU: -t N x -g M = N*M processes per node")
+    ngpus: int | None = _n("-g/--ngpus", None, help="GPUs per thread (as -t)")
+    minbytes: str = option(NCCLT_DEFAULTS["minbytes"][1], flag="--minbytes", keyword="min_bytes",
+                           help="smallest size (K/M/G suffixes, fractions allowed: 1.5M)" + _THEIRS % NCCLT_DEFAULTS["minbytes"][2])
+    maxbytes: str = option(NCCLT_DEFAULTS["maxbytes"][1], flag="--maxbytes", keyword="max_bytes", help="largest size")
+    stepbytes: str = option("1M", flag="--stepbytes", keyword="step_bytes",
+                            help="add this many bytes when -f is 0 or 1 (a series holds at most 10000 sizes)")
+    stepfactor: int = _n("-f/--stepfactor", NCCLT_DEFAULTS["stepfactor"][1], keyword="step_factor",
+                         help="multiply the size by this (>= 2); 0 or 1: step by -i" + _THEIRS % NCCLT_DEFAULTS["stepfactor"][2])
+    iters: int = _n("-n/--iters", 20, help="timed calls per size")
+    agg_iters: int = _n("-m/--agg_iters", 1, help="calls aggregated per timed iteration")
+    warmup_iters: int = _n("-w/--warmup_iters", NCCLT_DEFAULTS["warmup_iters"][1],
+                           help="untimed calls right before each size is timed (and with the series warm-up modes, also at "
+                                "every size before the first is timed)" + _THEIRS % NCCLT_DEFAULTS["warmup_iters"][2])
+    run_cycles: int = _n("-N/--run_cycles", 1,
+                         help="run and print the size loop this many times (rows again, one header and footer); 0: until "
+                              "interrupted (Ctrl-C keeps every row)")
+    parallel_init: int = _n("-p/--parallel_init", 0, choices=(0, 1),
+                            help="communicators created concurrently (ccltune's processes always do)")
+    check: int = _n("-c/--check", 1,
+                    help="check results N times after each size's timed calls, up to the first wrong (0: off)")
+    op: str = option("sum", flag="--op", help="sum, prod, max, min, avg, mulsum, or all")
+    datatype: str = option("float", flag="--datatype",
+                           help="int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2, or all")
+    root: str = option("0", flag="--root", help="root rank of broadcast, reduce, gather, scatter, or all")
+    blocking: int = _n("-z/--blocking", 0, choices=(0, 1, 2, 3),
+                       help="0: no wait between calls; 1, 2, 3: nccl-tests' blocking modes")
+    stream_null: int = _n("-y/--stream_null", 0, choices=(0, 1), help="1: launch on the NULL stream")
+    cudagraph: int = _n("-G/--cudagraph", 0,
+                        help="capture the timed calls in a CUDA graph and launch it N times (0: eager). Its first launch, which "
+                             "uploads it, is timed only with --warmup-mode nccl-tests, as nccl-tests times it")
+    report_cputime: int = _n("-C/--report_cputime", 0, choices=(0, 1), help="1: report CPU time instead of GPU time")
+    report_timestamps: int = _n("-S/--report_timestamps", 0, choices=(0, 1), help="1: end each row with a timestamp")
+    output_file: str | None = option(None, flag="--output_file", help="also write nccl-tests' JSON (schema version 3)")
+    average: str = option("avg", flag="--average", help="how per-rank times are combined: 0/rank0, 1/avg, 2/min, 3/max")
+    local_register: int = _n("-R/--local_register", 0, choices=(0, 1, 2),
+                             help="0: no registration; 1: local; 2: symmetric windows (NCCL >= 2.27)")
+    cta_policy: int | None = _n("-x/--cta_policy", None, help="NCCL CTA policy 0, 1, 2")
+    device_implementation: int = _n("-D/--device_implementation", 0, help="device-API implementation (0: NCCL's)")
+    device_cta_count: int = _n("-V/--device_cta_count", 16, help="CTAs for -D")
+    memory: int = _n("-M/--memory", 0, choices=(0, 1), help="1: report GPU memory usage")
+    unalign: int = _n("-u/--unalign", 0, help="misalign buffers by this many elements")
+    per_iter_timing: int = _n("-I/--per_iter_timing", 0, choices=(0, 1), help="1: per-iteration min/max/p99/cv columns")
+    per_iter_skip: int = _n("-K/--per_iter_skip", 0, help="samples -I leaves out")
+    ncclt_defaults: bool = option(False, flag="--ncclt-defaults",
+                                  help="nccl-tests' defaults for the nccl-tests options the command line omits (-b 32M -e 32M "
+                                       f"-f 1 -w 1; also {NCCLT_DEFAULTS_ENV}=1)")
+    warmup_mode: str = option("point", flag="--warmup-mode", choices=WARMUP_MODES,
+                              help="point: -w calls right before each size is timed; series: also -w calls at every size "
+                                   "first, as nccl-tests 2.19; nccl-tests: nccl-tests' own procedure (docs/bench.md, 'Warm-up')")
+    symmetric: bool = option(False, flag="--symmetric",
+                             help="nccl engine: buffers from ncclMemAlloc registered as symmetric windows (NCCL >= 2.27)")
+    algo: str | None = option(None, flag="--algo", help="nccl engine: force NCCL_ALGO for this run's communicator")
+    proto: str | None = option(None, flag="--proto", help="nccl engine: force NCCL_PROTO for this run's communicator")
+    channels: int | None = option(None, flag="--channels", help="nccl engine: channel count (min/maxCTAs)")
+    json: str | None = option(None, flag="--json", help="write {env, records} as JSON")
+    # LaunchOptions' field, with bench's default named (nccl-tests' layout: one pair of the largest size)
+    buffers: str | None = option(None, flag="--buffers", choices=BUFFERS, help=buffers_help("ncclmem-max"))
 
     def to_argv(self) -> list[str]:
         """The command line of these options (a job's workers parse it back with the CLI's parser)."""

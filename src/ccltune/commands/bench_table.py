@@ -9,7 +9,8 @@ import os
 import time
 from typing import Any
 
-from ccltune import __version__, engines, environment
+from ccltune import engines, environment
+from ccltune._version import __version__
 from ccltune.commands import bench_options
 from ccltune.commands.bench_options import BenchOptions
 from ccltune.commands.common import Console

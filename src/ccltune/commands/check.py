@@ -32,15 +32,24 @@ class CheckOptions(DiagnoseOptions):
     """``ccltune check``'s options (``ccltune check --help`` says what each means). ``run`` and ``from_json``
     name what to judge (one of them; neither: measure now); ``timeout`` in seconds."""
 
-    profile: str | None = option(None, flag="--profile")
-    run: int | None = option(None, flag="--run")
-    force_profile: bool = option(False, flag="--force-profile")
-    links_run: int | None = option(None, flag="--links-run")
-    ring_fraction: float = option(gates.RING_FRACTION, flag="--ring-fraction")
-    from_json: str | None = option(None, flag="--from-json")
-    junit: str | None = option(None, flag="--junit")
-    timeout: float = option(1200.0, flag="--timeout")
-    list_profiles: bool = option(False, flag="--list-profiles")
+    profile: str | None = option(None, flag="--profile",
+                                 help="built-in profile (" + ", ".join(profiles.builtin_names()) + ") or a .toml file; "
+                                      "default: the built-in matching the GPUs (of this machine, or of --run's run)")
+    run: int | None = option(None, flag="--run", help="judge stored run N of --db (a ccltune bench run or an "
+            "imported nccl-tests/rccl-tests run) instead of measuring")
+    force_profile: bool = option(False, flag="--force-profile",
+                                 help="judge with --profile even when its GPU model or GPU count differs from the run's")
+    links_run: int | None = option(None, flag="--links-run",
+                                   help="without a matching built-in profile, derive the gate "
+                                        "from links run N of --db (ccltune links) instead of measuring the links")
+    ring_fraction: float = option(gates.RING_FRACTION, flag="--ring-fraction",
+                                  help="a gate derived from the links requires this fraction of their ring ceiling")
+    from_json: str | None = option(None, flag="--from-json",
+                                   help="judge a bench JSON written earlier (ccltune bench --json) "
+                                        "instead of measuring")
+    junit: str | None = option(None, flag="--junit", help="write JUnit XML for CI")
+    timeout: float = option(1200.0, flag="--timeout", help="seconds the measurement may take")
+    list_profiles: bool = option(False, flag="--list-profiles", help="list the built-in profiles and exit")
 
     def to_argv(self) -> list[str]:
         """The command line of these options (the CLI's parser reads it back to the same options)."""

@@ -23,8 +23,8 @@ class DiagnoseOptions:
     """The options every diagnose command takes (``cli._common.add_output_flags``): the results database
     the run is recorded in, and a JSON file for the same record (the API's keyword ``json``)."""
 
-    db: str = option(DEFAULT_DB, flag="--db")
-    json_path: str | None = option(None, flag="--json", keyword="json")
+    db: str = option(DEFAULT_DB, flag="--db", help="results database to record the run in (default: %(default)s)")
+    json_path: str | None = option(None, flag="--json", keyword="json", help="also write the results as JSON to PATH")
 
 
 @dataclass

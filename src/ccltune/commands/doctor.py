@@ -19,6 +19,7 @@ from ccltune.diagnose.checks.registry import Context, run_checks
 from ccltune.diagnose.findings import format_findings, overall
 from ccltune.diagnose.parsers.ncclog import read_log
 from ccltune.diagnose.probes import sysfs
+from ccltune.diagnose.probes.sysfs import ROOT_ENV
 from ccltune.inputs import MAX_LINE_CHARS
 
 
@@ -26,12 +27,16 @@ from ccltune.inputs import MAX_LINE_CHARS
 class DoctorOptions(DiagnoseOptions):
     """``ccltune doctor``'s options (``ccltune doctor --help`` says what each means). ``timeout`` in seconds."""
 
-    nccl_log: str | None = option(None, flag="--nccl-log")
-    from_amd_smi: tuple[str, ...] | None = option(None, flag="--from-amd-smi", repeat=True)
-    nproc: int | None = option(None, flag="--nproc")
-    no_run: bool = option(False, flag="--no-run")
-    timeout: float = option(300.0, flag="--timeout")
-    sysfs_root: str | None = option(None, flag="--sysfs-root")
+    nccl_log: str | None = option(None, flag="--nccl-log", help="only analyse this NCCL_DEBUG=INFO log (NCCL or RCCL)")
+    from_amd_smi: tuple[str, ...] | None = option(None, flag="--from-amd-smi", repeat=True,
+                                                  help="with --nccl-log of an RCCL job: the node's saved `amd-smi topology --json` / `amd-smi static "
+                                                       "--asic --partition --numa --json` output (GPU count, xGMI links, NUMA nodes); give it once "
+                                                       "per file; without it the node is read from this host")
+    nproc: int | None = option(None, flag="--nproc", help="GPUs to run the collective on (default: all present)")
+    no_run: bool = option(False, flag="--no-run", help="skip the collective runs (host and environment checks only)")
+    timeout: float = option(300.0, flag="--timeout", help="seconds each collective run may take")
+    sysfs_root: str | None = option(None, flag="--sysfs-root",
+                                    help=f"folder standing for / when reading sys/ and proc/ (default: ${ROOT_ENV} or /)")
 
     def to_argv(self) -> list[str]:
         """The command line of these options (the CLI's parser reads it back to the same options)."""

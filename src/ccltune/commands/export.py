@@ -21,10 +21,11 @@ class ExportOptions:
     """``ccltune export``'s options: ``run`` a run id or 'latest' (the newest run with measurements or links),
     the format, the file to write (None: the text goes to the console) and the database."""
 
-    run: str = option(positional=True)
-    format: str = option("json", flag="--format", choices=FORMATS)
-    out: str | None = option(None, flag="--out")
-    db: str = option(DEFAULT_DB, flag="--db")
+    run: str = option(positional=True,
+                      help="run id (see ccltune runs), or 'latest' (the newest run with measurements or links)")
+    format: str = option("json", flag="--format", choices=FORMATS, help="what to write the run as")
+    out: str | None = option(None, flag="--out", help="file to write (default: stdout)")
+    db: str = option(DEFAULT_DB, flag="--db", help="results database (default: %(default)s)")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ccltune import __version__
+from ccltune._version import __version__
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option
 from ccltune.commands.results import RunResult
@@ -30,14 +30,16 @@ class ImportNcclTestsOptions:
     """``ccltune import nccl-tests``'s options (``ccltune import nccl-tests --help``): the files read, the
     configuration they ran with (None: NCCL's default), and what the files may not say."""
 
-    files: tuple[str, ...] = option(positional=True)
-    db: str = option(DEFAULT_DB, flag="--db")
-    algo: str | None = option(None, flag="--algo")
-    proto: str | None = option(None, flag="--proto")
-    channels: int | None = option(None, flag="--channels")
-    nranks: int | None = option(None, flag="--nranks")
-    gpu: str | None = option(None, flag="--gpu")
-    collective: str | None = option(None, flag="--collective")
+    files: tuple[str, ...] = option(positional=True, help="nccl-tests output files")
+    db: str = option(DEFAULT_DB, flag="--db", help="results database")
+    algo: str | None = option(None, flag="--algo", help=f"algorithm forced in that run ({', '.join(ALGORITHMS)})")
+    proto: str | None = option(None, flag="--proto", help=f"protocol forced in that run ({', '.join(PROTOCOLS)})")
+    channels: int | None = option(None, flag="--channels", help="channel count forced in that run")
+    nranks: int | None = option(None, flag="--nranks", help="ranks, when the file lists no '#  Rank' lines")
+    gpu: str | None = option(None, flag="--gpu",
+                             help="GPU model (e.g. 'NVIDIA H200'), when the file names none; else the platform is 'unknown'")
+    collective: str | None = option(None, flag="--collective",
+                                    help="collective (one), when the file header and name do not say; must agree with a header")
 
 
 def candidate(o: ImportNcclTestsOptions) -> CommConfig:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ccltune import __version__
+from ccltune._version import __version__
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option
 from ccltune.diagnose.checks import linkmath
@@ -37,11 +37,14 @@ class ImportLinksOptions:
     ``file`` its output, what the output may not say, and the slowest-link check's threshold (a fraction)."""
 
     source: str = option(positional=True, choices=tuple(READERS))
-    file: str = option(positional=True)
-    db: str = option(DEFAULT_DB, flag="--db")
-    gpu: str | None = option(None, flag="--gpu")
-    host: str | None = option(None, flag="--host")
-    threshold: float = option(0.8, flag="--threshold")
+    file: str = option(positional=True, help="the tool's output file")
+    db: str = option(DEFAULT_DB, flag="--db", help="results database")
+    gpu: str | None = option(None, flag="--gpu",
+                             help="GPU model, when the output does not name it (e.g. 'AMD Instinct MI300X')")
+    host: str | None = option(None, flag="--host",
+                              help="the host the output was measured on, when the output does not name it (default: none, "
+                                   "and the run's host is recorded as unknown: the report then says 'host unknown')")
+    threshold: float = option(0.8, flag="--threshold", help="flag links below this fraction of their median")
 
 
 @dataclass

@@ -21,17 +21,33 @@ from ccltune.store import DEFAULT_DB
 BUFFERS = ("ncclmem", "ncclmem-max", "torch")  # --buffers: where the nccl engine's buffers come from
 
 
+def buffers_help(default: str) -> str:
+    """--buffers' help, naming the command's choice without it (the nccl engine's, from
+    ``EngineOptions.shared_buffers``: said here, not computed); bench redeclares the field with its own."""
+    return ("nccl engine: ncclmem-max: one ncclMemAlloc pair of the largest size, each call further into it, as "
+            "nccl-tests; ncclmem: a pair per size; torch: PyTorch's allocator (default: "
+            f"{default}; torch before NCCL 2.19; docs/bench.md, 'Buffers')")
+
+
 @dataclass(frozen=True, kw_only=True)
 class LaunchOptions:
     """What every command that starts ranks takes (``cli._common.add_launch``'s flags, and ``--db``):
     the base of its options."""
 
-    db: str = option(DEFAULT_DB, flag="--db")
-    engine: str | None = option(None, flag="--engine", choices=ENGINES)
-    nproc: int | None = option(None, flag="--nproc")
-    timeout: float = option(120.0, flag="--timeout")
-    nccl_lib: str | None = option(None, flag="--nccl-lib")
-    buffers: str | None = option(None, flag="--buffers", choices=BUFFERS)
+    db: str = option(DEFAULT_DB, flag="--db", help="results database (default: %(default)s)")
+    engine: str | None = option(None, flag="--engine", choices=ENGINES,
+                                help="nccl: NCCL's C API, eager calls issued from C as nccl-tests issues them (default "
+                                     "with GPUs); torch: torch.distributed/ProcessGroupNCCL, each call from Python, what a "
+                                     "PyTorch program sees; gloo: CPU (default without GPUs)")
+    nproc: int | None = option(None, flag="--nproc",
+                               help="start N processes on this node with torchrun (default: one per GPU, 2 on the CPU "
+                                    "engine). Under torchrun, srun or mpirun the launcher starts the processes: leave it out")
+    timeout: float = option(120.0, flag="--timeout",
+                            help="seconds after which a dead or hung rank stops the others (default: %(default)s)")
+    nccl_lib: str | None = option(None, flag="--nccl-lib",
+                                  help="NCCL/RCCL library to call (default: the one PyTorch loads)")
+    buffers: str | None = option(None, flag="--buffers", choices=BUFFERS, help=buffers_help("ncclmem"))
+
 
 
 def gpu_count() -> int:

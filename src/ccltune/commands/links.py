@@ -28,13 +28,18 @@ class LinksOptions(DiagnoseOptions):
     """``ccltune links``'s options (``ccltune links --help`` says what each means). ``size`` is text as
     ``-s`` takes it (K/M/G suffixes); ``method`` a comma-separated list of ``links.METHODS``."""
 
-    size: str = option("256M", flag="--size")
-    iters: int = option(10, flag="--iters")
-    warmup: int = option(2, flag="--warmup")
-    latency_iters: int = option(100, flag="--latency-iters")
-    method: str = option("ce,sm-read,sm-write", flag="--method", comma=True)
-    threshold: float = option(0.8, flag="--threshold")
-    run: int | None = option(None, flag="--run")
+    size: str = option("256M", flag="--size", help="bytes per bandwidth copy (K/M/G)")
+    iters: int = option(10, flag="--iters", help="timed copies per measurement (median)")
+    warmup: int = option(2, flag="--warmup", help="untimed copies first")
+    latency_iters: int = option(100, flag="--latency-iters", help="4-byte copies per pair for latency (median)")
+    method: str = option("ce,sm-read,sm-write", flag="--method", comma=True,
+                         help="comma-separated: " + ", ".join(links.METHODS))
+    threshold: float = option(0.8, flag="--threshold",
+                              help="flag links below this fraction of their median; flagged links are measured again, and "
+                                   "a WARN names only those slow both times (an all-to-all's pair: also slow alone)")
+    run: int | None = option(None, flag="--run",
+                             help="show stored links run N (measured, or imported from TransferBench/nvbandwidth) instead "
+                                  "of measuring: matrix, per GPU slowest link and bound, node ceiling, slow links")
 
     def to_argv(self) -> list[str]:
         """The command line of these options (the CLI's parser reads it back to the same options)."""

@@ -27,14 +27,33 @@ REQUIRED: Any = dataclasses.MISSING
 
 def option(default: Any = REQUIRED, *, flag: str | None = None, keyword: str | None = None,
            parse: Callable[[str], Any] | None = None, choices: Iterable[Any] | None = None, comma: bool = False,
-           repeat: bool = False, positional: bool = False) -> Any:
+           repeat: bool = False, positional: bool = False, help: str | None = None) -> Any:  # noqa: A002
     """A field of a command's options (see the module's docstring). ``default`` REQUIRED: the caller must
-    give it (``tune --out``)."""
+    give it (``tune --out``). ``help``: what the option means, as ``--help`` shows it and the Python API's
+    docstrings (``%(default)s``: its default)."""
     meta = {"flag": flag, "keyword": keyword, "parse": parse, "choices": tuple(choices) if choices else None,
-            "comma": comma, "repeat": repeat, "positional": positional}
+            "comma": comma, "repeat": repeat, "positional": positional, "help": help}
     if isinstance(default, (list, dict, set)):
         raise TypeError("options are frozen: a sequence default is a tuple")
     return dataclasses.field(default=default, metadata=meta)
+
+
+def help_of(f: dataclasses.Field) -> str | None:
+    """The option's help as its field says it, ``%(default)s`` still in (argparse fills it: the CLI's
+    ``--help``, ``cli._common.help_from``)."""
+    return f.metadata.get("help")
+
+
+def helps(cls: type) -> dict[str, str]:
+    """keyword -> the option's help with its default filled in, as the Python API's docstrings show it
+    (``ccltune.api``; the CLI's ``--help`` shows the same text, from ``help_of``)."""
+    out = {}
+    for kw, f in keywords(cls).items():
+        text = help_of(f)
+        if text is not None:
+            shown = "" if f.default is REQUIRED else str(f.default)
+            out[kw] = text.replace("%(default)s", shown).replace("%%", "%")
+    return out
 
 
 def keyword_of(f: dataclasses.Field) -> str:

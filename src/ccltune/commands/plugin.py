@@ -15,15 +15,18 @@ from ccltune.errors import RuleFileError, UsageError
 class PluginPathOptions:
     """``ccltune plugin path``'s options: ``profiler`` the profiler plugin instead of the tuner."""
 
-    profiler: bool = option(False, flag="--profiler")
+    profiler: bool = option(False, flag="--profiler",
+                            help="the profiler plugin libnccl-profiler-ccltune.so instead of the tuner")
 
 
 @dataclass(frozen=True)
 class PluginCheckOptions:
     """``ccltune plugin check``'s options: the rule file, and platforms (KEY=VALUE each) to count rules for."""
 
-    file: str = option(positional=True)
-    platform: tuple[str, ...] = option((), flag="--platform", repeat=True)
+    file: str = option(positional=True, help="rule file (NCCL_TUNER_CONFIG_FILE format)")
+    platform: tuple[str, ...] = option((), flag="--platform", repeat=True,
+                                       help="also count the rules that apply on this platform "
+                                            f"(keys: {', '.join(rules.PLATFORM_KEYS)}); repeatable")
 
 
 @dataclass(frozen=True)

@@ -29,18 +29,24 @@ class PluginVerifyOptions:
     and sizes of the run (as bench's), or a log (``from_log``) or profiler folder (``profile``) to check instead
     of running."""
 
-    file: str = option(positional=True)
-    collective: tuple[str, ...] = option((), positional=True)
-    minbytes: str = option("8", flag="--minbytes", keyword="min_bytes")
-    maxbytes: str = option("1G", flag="--maxbytes", keyword="max_bytes")
-    stepfactor: int = option(2, flag="--stepfactor", keyword="step_factor")
-    nproc: int | None = option(None, flag="--nproc")
-    from_log: str | None = option(None, flag="--from-log")
-    profile: str | None = option(None, flag="--profile")
-    platform: tuple[str, ...] = option((), flag="--platform", repeat=True)
-    save_log: str | None = option(None, flag="--save-log")
-    json_path: str | None = option(None, flag="--json", keyword="json")
-    timeout: float = option(600.0, flag="--timeout")
+    file: str = option(positional=True, help="rule file to deploy and check")
+    collective: tuple[str, ...] = option((), positional=True,
+                                         help=f"collectives to run (default: those the rules name; choices {', '.join(VERIFY_COLLECTIVES)})")
+    minbytes: str = option("8", flag="--minbytes", keyword="min_bytes", help="smallest size (whole buffer, as bench)")
+    maxbytes: str = option("1G", flag="--maxbytes", keyword="max_bytes", help="largest size")
+    stepfactor: int = option(2, flag="--stepfactor", keyword="step_factor", help="size multiplier")
+    nproc: int | None = option(None, flag="--nproc", help="GPUs (default: all present)")
+    from_log: str | None = option(None, flag="--from-log",
+                                  help="check this NCCL_DEBUG=INFO log (with TUNING lines) instead of running")
+    profile: str | None = option(None, flag="--profile",
+                                 help="check the profiler files (CCLTUNE_PROFILE=DIR, docs/profiler.md) of a job that ran with "
+                                      "RULES instead of running: per rule, the calls it covered and what NCCL ran for them "
+                                      "(APPLIED / NOT APPLIED / NEVER FIRED)")
+    platform: tuple[str, ...] = option((), flag="--platform", repeat=True,
+                                       help="platform facts for --from-log and --profile when the log lacks the plugin's own line")
+    save_log: str | None = option(None, flag="--save-log", help="write the NCCL log of the run here")
+    json_path: str | None = option(None, flag="--json", keyword="json", help="the checks as JSON")
+    timeout: float = option(600.0, flag="--timeout", help="seconds the run may take")
 
 
 @dataclass

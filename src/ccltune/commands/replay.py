@@ -25,10 +25,16 @@ class ReplayOptions(LaunchOptions):
     """``ccltune replay``'s options (``ccltune replay --help``)."""
 
     workload: str = option(positional=True)
-    rules: str | None = option(None, flag="--rules")
-    iters: int = option(6, flag="--iters")   # 6 paired rounds reach a 95% interval (stats.min_pairs)
-    order: str = option("captured", flag="--order", choices=plan.ORDERS)
-    under_load: int | None = option(None, flag="--under-load")
+    rules: str | None = option(None, flag="--rules", help="rule file to compare with NCCL's default")
+    iters: int = option(6, flag="--iters",   # 6 paired rounds reach a 95% interval (stats.min_pairs)
+                        help="timed rounds per arm (the whole sequence each)")
+    order: str = option("captured", flag="--order", choices=plan.ORDERS,
+                        help="captured: as one rank issued them; grouped: each entry's calls together")
+    under_load: int | None = option(None, flag="--under-load",
+                                    help="while collectives are timed, run an M x M bf16 matrix multiply back to back on a "
+                                         "second stream of each rank's GPU, so configurations compete for SMs as in training "
+                                         "(recorded with the run; `ccltune tune --under-load M` derives from such runs). "
+                                         "Not on gloo")
 
     def to_argv(self) -> list[str]:
         """The command line of these options (a job's workers parse it back with the CLI's parser)."""

@@ -20,14 +20,20 @@ DEFAULT_OUT = "ccltune-report.html"
 class ReportOptions:
     """``ccltune report``'s options (``ccltune report --help``). ``runs`` and ``run`` exclude each other."""
 
-    db: str = option(DEFAULT_DB, flag="--db")
-    out: str = option(DEFAULT_OUT, flag="--out")
-    runs: str | None = option(None, flag="--runs", comma=True)
-    run: int | None = option(None, flag="--run")
-    latest: int | None = option(None, flag="--latest")
-    compare: tuple[int, int] | None = option(None, flag="--compare")
-    tolerance: float = option(DEFAULT_TOLERANCE_PCT, flag="--tolerance")
-    png: str | None = option(None, flag="--png")
+    db: str = option(DEFAULT_DB, flag="--db", help="results database to read (default: %(default)s)")
+    out: str = option(DEFAULT_OUT, flag="--out", help="the page to write, atomically (default: %(default)s)")
+    runs: str | None = option(None, flag="--runs", comma=True, help="runs to show, e.g. 3,4 or 2-5 (default: all runs)")
+    run: int | None = option(None, flag="--run", help="show one run")
+    latest: int | None = option(None, flag="--latest",
+                                help="draw the latest N runs in full and summarise the older ones in one table "
+                                     "(default: 12, or every run named by --runs/--run)")
+    compare: tuple[int, int] | None = option(None, flag="--compare",
+                                             help="put run B next to run A, per size; a ratio below 1 - tolerance is a regression "
+                                                  "(without --runs/--run the page then shows runs A and B only)")
+    tolerance: float = option(DEFAULT_TOLERANCE_PCT, flag="--tolerance",
+                              help="--compare: slowdown in percent that counts as a regression (default: %(default)s)")
+    png: str | None = option(None, flag="--png",
+                             help="also write every plot as a PNG file here (needs matplotlib: pip install 'ccltune[png]')")
 
 
 def run_report(o: ReportOptions, console: Console = Console()) -> ReportResult:

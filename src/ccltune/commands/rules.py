@@ -19,12 +19,16 @@ class RulesExplainOptions:
     """``ccltune rules explain``'s options (``ccltune rules explain --help``)."""
 
     file: str = option(positional=True)
-    collective: str | None = option(None, flag="--collective")
-    nranks: int = option(8, flag="--nranks")
-    nnodes: int = option(1, flag="--nnodes")
-    gpu: str = option("", flag="--gpu")
-    num_pipe_ops: int = option(1, flag="--num-pipe-ops")
-    reg_buff: int = option(0, flag="--reg-buff", choices=(0, 1))
+    collective: str | None = option(None, flag="--collective",
+                                    help=f"one collective, in ccltune's or the rule file's spelling ({', '.join(PLUGIN_NAMES)}; "
+                                         f"{', '.join(PLUGIN_NAMES.values())}) (default: all)")
+    nranks: int = option(8, flag="--nranks", help="ranks of the communicator")
+    nnodes: int = option(1, flag="--nnodes", help="nodes of the communicator")
+    gpu: str = option("", flag="--gpu",
+                      help="GPU name, for rules under a platform gpu= line (default: the GPU the file's sections name, when "
+                           "they name one; sections left out are listed with the reason)")
+    num_pipe_ops: int = option(1, flag="--num-pipe-ops", help="numPipeOps of the calls")
+    reg_buff: int = option(0, flag="--reg-buff", choices=(0, 1), help="regBuff of the calls")
 
 
 def _plugin_name(name: str) -> str:

@@ -14,8 +14,8 @@ from ccltune.store import DEFAULT_DB, RUN_KINDS, Run, Store
 class RunsOptions:
     """``ccltune runs``'s options: the database, and one kind of run to list (None: every run)."""
 
-    kind: str | None = option(None, flag="--kind")
-    db: str = option(DEFAULT_DB, flag="--db")
+    kind: str | None = option(None, flag="--kind", help="only runs of this kind (bench, sweep, validate, links, ...)")
+    db: str = option(DEFAULT_DB, flag="--db", help="results database (default: %(default)s)")
 
 
 @dataclass(frozen=True)

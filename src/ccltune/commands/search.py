@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ccltune import files, rules
 from ccltune.ab import candidates
+from ccltune.ab.rounds import Arm
 from ccltune.commands import ab_inrun
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option, to_argv
@@ -21,7 +22,6 @@ from ccltune.commands.results import Outcome
 from ccltune.errors import UsageError
 from ccltune.measure.session import terminate_as_interrupt
 from ccltune.store import DEFAULT_DB, Store
-from ccltune.ab.rounds import Arm
 from ccltune.workload import model
 
 if TYPE_CHECKING:
@@ -35,23 +35,29 @@ WHOLE_RUN_ARMS = ("NCCL_CTA_POLICY=1", "NCCL_MAX_CTAS=16")   # 1: NCCL_CTA_POLIC
 class SearchOptions:
     """``ccltune search``'s options (``ccltune search --help``); ``command`` is the user's job."""
 
-    command: tuple[str, ...] = option((), positional=True)
-    workload: str | None = option(None, flag="--workload")
-    sweep_rules: str | None = option(None, flag="--sweep-rules")
-    metric: str = option("", flag="--metric")
-    better: str = option("auto", flag="--better", choices=("auto", "lower", "higher"))
-    out: str | None = option(None, flag="--out")
-    runs: int = option(3, flag="--runs")
-    finalists: int = option(2, flag="--finalists")
-    max_groups: int = option(4, flag="--max-groups")
-    block_steps: int = option(5, flag="--block-steps")
-    warmup_blocks: int = option(2, flag="--warmup-blocks")
-    period: str = option("auto", flag="--period")
-    min_effect: float = option(1.0, flag="--min-effect")
-    seed: int | None = option(None, flag="--seed")
-    run_timeout: float | None = option(None, flag="--run-timeout")
-    echo: bool = option(False, flag="--echo")
-    db: str = option(DEFAULT_DB, flag="--db")
+    command: tuple[str, ...] = option((), positional=True, help="your job")
+    workload: str | None = option(None, flag="--workload", help="the job's collectives (required)")
+    sweep_rules: str | None = option(None, flag="--sweep-rules",
+                                     help="the rules ccltune tune derived from the idle sweep: per group, its rule is a candidate")
+    metric: str = option("", flag="--metric",
+                         help="group 1 of every match in the job's step lines is a step's value (required)")
+    better: str = option("auto", flag="--better", choices=("auto", "lower", "higher"),
+                         help="the metric's direction; auto: higher when REGEX names a throughput (tps, tokens/s, ...)")
+    out: str | None = option(None, flag="--out", help="write the winners' rule file here")
+    runs: int = option(3, flag="--runs", help="runs of successive halving before the confirmation run")
+    finalists: int = option(2, flag="--finalists", help="candidates left for the confirmation run")
+    max_groups: int = option(4, flag="--max-groups",
+                             help="the heaviest (collective, size group)s of the workload to tune")
+    block_steps: int = option(5, flag="--block-steps", help="steps per block")
+    warmup_blocks: int = option(2, flag="--warmup-blocks",
+                                help="blocks on default before the schedule (then a warm-up round)")
+    period: str = option("auto", flag="--period", help="tuner calls per step per communicator")
+    min_effect: float = option(1.0, flag="--min-effect",
+                               help="effects smaller than this many percent are 'no difference'")
+    seed: int | None = option(None, flag="--seed", help="the schedule's seed (default: random)")
+    run_timeout: float | None = option(None, flag="--run-timeout", help="end a run after S seconds")
+    echo: bool = option(False, flag="--echo", help="show the job's output as it runs")
+    db: str = option(DEFAULT_DB, flag="--db", help="results database (default: %(default)s)")
 
     def to_argv(self) -> list[str]:
         return [*to_argv(dataclasses.replace(self, command=()), "search"), "--", *self.command]

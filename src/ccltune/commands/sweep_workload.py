@@ -9,10 +9,8 @@ from typing import Any
 
 from ccltune import collectives, datatypes
 from ccltune.commands.options import OmittedStr, default
-from ccltune.commands.sweep_options import SweepOptions
+from ccltune.commands.sweep_options import DEFAULT_LOAD_M, SweepOptions
 from ccltune.errors import UsageError
-
-DEFAULT_LOAD_M = 8192  # the matrix of --under-load when the job's times call for a load and nothing sizes it (issue 28)
 
 # -b/-e/-f, which --workload replaces
 _SIZES = {"minbytes": "-b", "maxbytes": "-e", "stepfactor": "-f"}

@@ -14,7 +14,7 @@ from ccltune.commands.options import option, to_argv
 from ccltune.diagnose.checks.topo import topo_findings
 from ccltune.diagnose.findings import format_findings, overall
 from ccltune.diagnose.probes import amdsmi, topo
-from ccltune.diagnose.probes.sysfs import sys_root
+from ccltune.diagnose.probes.sysfs import ROOT_ENV, sys_root
 from ccltune.errors import UsageError
 
 
@@ -23,8 +23,11 @@ class TopoOptions(DiagnoseOptions):
     """``ccltune topo``'s options: the folder standing for / (``sysfs_root``), or saved amd-smi outputs to
     read instead of this host (``from_amd_smi``, one path per file)."""
 
-    sysfs_root: str | None = option(None, flag="--sysfs-root")
-    from_amd_smi: tuple[str, ...] | None = option(None, flag="--from-amd-smi", repeat=True)
+    sysfs_root: str | None = option(None, flag="--sysfs-root",
+                                    help=f"folder standing for / when reading sys/ and proc/ (default: ${ROOT_ENV} or /)")
+    from_amd_smi: tuple[str, ...] | None = option(None, flag="--from-amd-smi", repeat=True,
+                                                  help="read saved `amd-smi topology --json` and/or `amd-smi static --asic --partition --numa "
+                                                       "--json` output instead of asking this host (give the flag once per file)")
 
     def to_argv(self) -> list[str]:
         """The command line of these options (the CLI's parser reads it back to the same options)."""

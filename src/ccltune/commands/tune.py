@@ -7,7 +7,7 @@ import dataclasses
 import shlex
 from dataclasses import dataclass
 
-from ccltune import __version__
+from ccltune._version import __version__
 from ccltune.commands.common import Console, check_outputs, parse_run_ids
 from ccltune.commands.options import option
 from ccltune.commands.results import TuneResult
@@ -28,19 +28,36 @@ from ccltune.workload import model as wl_model
 class TuneOptions:
     """``ccltune tune``'s options (``ccltune tune --help`` says what each means). Percentages in percent."""
 
-    out: str = option(flag="--out")
-    db: str = option(DEFAULT_DB, flag="--db")
-    runs: str | None = option(None, flag="--runs", comma=True)
-    objective: str = option("time", flag="--objective", choices=OBJECTIVES)
-    sm_tolerance: float = option(2.0, flag="--sm-tolerance")
-    min_margin: float = option(2.0, flag="--min-margin")
-    isolated_margin: float = option(100 * ISOLATED_MARGIN, flag="--isolated-margin")
-    min_gain_us: float = option(MIN_GAIN_US, flag="--min-gain-us")
-    placement: str = option("out-of-place", flag="--placement", choices=PLACEMENTS)
-    exclude_failed: tuple[str, ...] = option((), flag="--exclude-failed", repeat=True)
-    workload: str | None = option(None, flag="--workload")
-    min_share: float = option(0.1, flag="--min-share")
-    under_load: int | None = option(None, flag="--under-load")
+    out: str = option(flag="--out", help="rule file to write (replaced whole, atomically)")
+    db: str = option(DEFAULT_DB, flag="--db", help="results database")
+    runs: str | None = option(None, flag="--runs", comma=True,
+                              help="run ids to use, e.g. '3,5-7' (default: every sweep and import run)")
+    objective: str = option("time", flag="--objective", choices=OBJECTIVES,
+                            help="time: fastest configuration; sm: fewest channels within --sm-tolerance of the fastest")
+    sm_tolerance: float = option(2.0, flag="--sm-tolerance",
+                                 help="with --objective sm: how much slower than the fastest a configuration may be (percent)")
+    min_margin: float = option(2.0, flag="--min-margin",
+                               help="smallest win over the default that makes a rule, even when the noise is lower (percent)")
+    isolated_margin: float = option(100 * ISOLATED_MARGIN, flag="--isolated-margin",
+                                    help="smallest win that makes a rule at a size where the configuration does not also beat the"
+                                         " default at a neighbouring measured size (percent; see docs/tuning.md)")
+    min_gain_us: float = option(MIN_GAIN_US, flag="--min-gain-us",
+                                help="least time a win must save per call, whatever the percentages (latency-bound sizes)")
+    placement: str = option("out-of-place", flag="--placement", choices=PLACEMENTS,
+                            help="which buffers' measurements to use")
+    exclude_failed: tuple[str, ...] = option((), flag="--exclude-failed", repeat=True,
+                                             help="no rule at the sizes that failed in this `ccltune validate --json` verdict (NCCL "
+                                                  "decides there); repeatable")
+    workload: str | None = option(None, flag="--workload",
+                                  help="judge the rules by this workload (`ccltune workload import`): rules only at its exact "
+                                       "sizes, weighted by its calls; prints the predicted communication time per step "
+                                       "(docs/workload.md)")
+    min_share: float = option(0.1, flag="--min-share",
+                              help="with --workload: drop a rule that saves less than this share of the predicted default "
+                                   "communication time per step (percent)")
+    under_load: int | None = option(None, flag="--under-load",
+                                    help="derive from the runs swept with --under-load M (default: the idle runs only); when idle "
+                                         "runs are there too, print where the winners differ")
 
 
 def failed_sizes(paths: tuple[str, ...] | list[str]) -> list[tuple[str, int, int, int]]:

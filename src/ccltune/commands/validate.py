@@ -28,25 +28,35 @@ from ccltune.validate import ab, capture, junit
 class ValidateOptions(LaunchOptions):
     """``ccltune validate``'s options (``ccltune validate --help``); percentages in percent."""
 
-    rules: str = option(positional=True)
+    rules: str = option(positional=True, help="rule file (as written by ccltune tune)")
     collective: tuple[str, ...] = option(tuple(c.name for c in collectives.TUNABLE), positional=True)
-    minbytes: str = option("8", flag="--minbytes", keyword="min_bytes")
-    maxbytes: str = option("1G", flag="--maxbytes", keyword="max_bytes")
-    stepfactor: float = option(2.0, flag="--stepfactor", keyword="step_factor")
-    datatype: str = option("float", flag="--datatype")
-    op: str = option("sum", flag="--op")
-    reps: int = option(7, flag="--reps")
-    target_us: float = option(1000.0, flag="--target-us")
-    max_iters: int = option(100, flag="--max-iters")
-    warmup_iters: int = option(2, flag="--warmup_iters")
-    no_graph: bool = option(False, flag="--no-graph")
-    hard_limit: float = option(2.0, flag="--hard-limit")
-    retest: int = option(1, flag="--retest")
-    best_from: str | None = option(None, flag="--best-from")
-    json: str | None = option(None, flag="--json")
-    junit: str | None = option(None, flag="--junit")
-    under_load: int | None = option(None, flag="--under-load")
-    virtual_nodes: int = option(1, flag="--virtual-nodes")
+    minbytes: str = option("8", flag="--minbytes", keyword="min_bytes", help="smallest size (whole buffer, as bench)")
+    maxbytes: str = option("1G", flag="--maxbytes", keyword="max_bytes", help="largest size")
+    stepfactor: float = option(2.0, flag="--stepfactor", keyword="step_factor", help="multiply the size by this")
+    datatype: str = option("float", flag="--datatype", help="datatype")
+    op: str = option("sum", flag="--op", help="reduction op")
+    reps: int = option(7, flag="--reps", help="timed rounds per side and size")
+    target_us: float = option(1000.0, flag="--target-us", help="length of one timed replay")
+    max_iters: int = option(100, flag="--max-iters", help="most calls in one replay")
+    warmup_iters: int = option(2, flag="--warmup_iters", help="untimed replays before each arm is timed")
+    no_graph: bool = option(False, flag="--no-graph", help="time eager calls instead of CUDA graphs")
+    hard_limit: float = option(2.0, flag="--hard-limit", help="a size slower than this fails whatever the noise")
+    retest: int = option(1, flag="--retest",
+                         help="measure the sizes that fail again, up to N times (--reps interleaved rounds each); a "
+                              "size is judged by its latest measurement, and the first judgement is kept in the report")
+    best_from: str | None = option(None, flag="--best-from",
+                                   help="also time, at every size where the sweep in this database found a candidate faster than "
+                                        "NCCL's own choice, that candidate forced (a third arm, interleaved with the other two), "
+                                        "and report the share of its gain the rules capture")
+    json: str | None = option(None, flag="--json", help="verdict as JSON")
+    junit: str | None = option(None, flag="--junit", help="verdict as JUnit XML (one testcase per size)")
+    under_load: int | None = option(None, flag="--under-load",
+                                    help="while collectives are timed, run an M x M bf16 matrix multiply back to back on a second "
+                                         "stream of each rank's GPU, so configurations compete for SMs as in training (recorded "
+                                         "with the run; `ccltune tune --under-load M` derives from such runs). Not on gloo")
+    virtual_nodes: int = option(1, flag="--virtual-nodes",
+                                help="SIMULATION AID: split this host's ranks into K groups NCCL treats as nodes (NCCL_HOSTID); "
+                                     "rows and rules then carry nNodes=K; never real multi-node figures")
 
     def to_argv(self) -> list[str]:
         """The command line of these options (a job's workers parse it back with the CLI's parser)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ccltune import __version__
+from ccltune._version import __version__
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option
 from ccltune.files import printable, write_text
@@ -18,8 +18,11 @@ class WorkloadImportOptions:
     """``ccltune workload import``'s options: the files read, the workload file written."""
 
     files: tuple[str, ...] = option(positional=True)
-    out: str = option(flag="--out")
-    steps: int | None = option(None, flag="--steps")
+    out: str = option(flag="--out", help="workload file to write (replaced whole)")
+    steps: int | None = option(None, flag="--steps",
+                               help="training steps the files cover (default: the traces' ProfilerStep count, else unknown; "
+                                    "needed when files that know their steps (traces) are mixed with files that do not "
+                                    "(COLL logs, captures) or disagree)")
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,9 @@ class WorkloadShowOptions:
     """``ccltune workload show``'s options: the workload file, and a results database to estimate from."""
 
     workload: str = option(positional=True)
-    db: str | None = option(None, flag="--db")
+    db: str | None = option(None, flag="--db",
+                            help="a results database: each entry's time per call under NCCL's default there, and per step "
+                                 "(default: none, shares of bytes only)")
 
 
 def run_workload_import(o: WorkloadImportOptions, console: Console = Console()) -> model.Workload:

@@ -174,37 +174,18 @@ def _measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[An
     if reason:
         return [row(i, RowStatus.WAIVED, note=reason) for i in range(len(configs))]
     clock = s.clock
-    key = (coll.name, lay.size_bytes, base.in_place)
-    bufs = keep.get(key) if keep is not None else None
+    bufs, skipped = _filled_buffers(engine, base, s, keep)
     if bufs is None:
-        with clock("allocation"):
-            bufs, skipped = point.allocate(engine, base)
-        if skipped is not None:
-            return [row(i, RowStatus.SKIPPED, note=skipped.note) for i in range(len(configs))]
-        assert bufs is not None
-        if keep is not None and lay.size_bytes <= KEEP_MAX_BYTES:
-            keep[key] = bufs
-    if base.in_place or not bufs.filled:
-        with clock("fill"):  # exact inputs, once for every configuration (a first call needs them only to be there)
-            buffers.fill(engine.torch, bufs, coll, ctx.rank, ctx.world_size, s.op)
-        bufs.filled = True
+        return [row(i, RowStatus.SKIPPED, note=skipped) for i in range(len(configs))]
     what = f"{coll.name} at {lay.size_bytes} B"
     # every configuration is checked against the same expected output: computed once (up to one piece)
     expected: dict[int, Any] | None = {} if bufs.recv.numel() <= buffers.CHUNK else None
-    graphs: dict[int, tuple[Any, int]] = {}
     wrong: dict[int, int] = {}
     est: dict[int, float] = {}
     for i, cfg in enumerate(configs):
-        pair = _pair(cfg)
-        if refused is not None and cfg not in refused and pair in refused:
-            # NCCL refused the algorithm/protocol pair: no channel count makes it available
-            note, at = refused[pair]
-            refused[cfg] = (f"{note} (the {pair.label} pair)", at)
-        if refused is not None and cfg in refused:
-            note, at = refused[cfg]
-            # at the size it was refused at (the warm-up's size), the row says NCCL's own message
-            rows.append(row(i, RowStatus.UNAVAILABLE, note=note if at == lay.size_bytes else
-                            f"{note} (refused at {at} B; not tried again for {coll.name})"))
+        refusal = _refusal(refused, cfg, coll.name, lay.size_bytes)
+        if refusal is not None:
+            rows.append(row(i, RowStatus.UNAVAILABLE, note=refusal))
             continue
         pt = replace(base, config=cfg)
         with clock("first call"):
@@ -220,36 +201,89 @@ def _measure_size(engine: Any, coll: Collective, size: int, configs: Sequence[An
                     wrong[i] = _check(engine, pt, bufs, lay, s, expected)
             with clock("estimate"):
                 est[i] = _estimate(engine, pt, bufs, s)
-    if est:  # ranks must agree on the call count: each configuration's slowest rank's estimate, in one exchange
-        with clock("estimate"):
-            est = dict(zip(est, ctx.allreduce_floats(list(est.values()), "max", "iteration count")))
-    # One call count for every configuration, from the fastest estimate: each replay's fixed cost
-    # (barrier, graph launch, sync) is then spread over the same number of calls, so it cannot make
-    # one configuration look slower than another. A count per configuration from its own one-call
-    # estimate had given a configuration whose estimate caught a stall a few calls per replay where
-    # the others had many, and made it look slower (docs/performance.md, "one call count per size").
-    n = calls_per_replay(est.values(), s)
-    for i in est:
-        with Watchdog(engine, s.timeout_s, what), clock("capture"):
-            graphs[i] = _capture(engine, replace(base, config=configs[i]), bufs, s, n)
+    graphs = _capture_all(engine, base, configs, bufs, s, est, what)
     order = sorted(graphs)
-    times: dict[int, list[float]] = {i: [] for i in order}
     with Watchdog(engine, s.timeout_s * max(1, s.reps), what), clock("timed"):
-        for rep in range(s.reps):
-            k = rep % max(len(order), 1)
-            rotated = order[k:] + order[:k]
-            local = []
-            for i in rotated:
-                local.append(_replay(engine, graphs[i], configs[i]))
-            combined = ctx.allreduce_floats(local, "sum", "time exchange")
-            for i, t in zip(rotated, combined):
-                times[i].append(t / ctx.world_size)
+        times = _timed_rounds(engine, graphs, configs, s.reps)
     wrong_all = ctx.allreduce_floats([float(wrong.get(i, 0)) for i in order], "sum", "check exchange")
     for i, w in zip(order, wrong_all):
         for rep, t in enumerate(times[i]):
             rows.append(row(i, RowStatus.OK, time_us=t * 1e6, wrong=int(w) if s.check else None, rep=rep))
     graphs.clear()
     return rows
+
+
+def _capture_all(engine: Any, base: Point, configs: Sequence[Any], bufs: Any, s: SweepSettings,
+                 est: dict[int, float], what: str) -> dict[int, tuple[Any, int]]:
+    """Each estimated configuration's replay, all of one call count."""
+    if est:  # ranks must agree on the call count: each configuration's slowest rank's estimate, in one exchange
+        with s.clock("estimate"):
+            est = dict(zip(est, engine.ctx.allreduce_floats(list(est.values()), "max", "iteration count")))
+    # One call count for every configuration, from the fastest estimate: each replay's fixed cost
+    # (barrier, graph launch, sync) is then spread over the same number of calls, so it cannot make
+    # one configuration look slower than another. A count per configuration from its own one-call
+    # estimate had given a configuration whose estimate caught a stall a few calls per replay where
+    # the others had many, and made it look slower (docs/performance.md, "one call count per size").
+    n = calls_per_replay(est.values(), s)
+    graphs: dict[int, tuple[Any, int]] = {}
+    for i in est:
+        with Watchdog(engine, s.timeout_s, what), s.clock("capture"):
+            graphs[i] = _capture(engine, replace(base, config=configs[i]), bufs, s, n)
+    return graphs
+
+
+def _filled_buffers(engine: Any, base: Point, s: SweepSettings, keep: BufferCache | None) -> tuple[Any, str | None]:
+    """The size's buffers, filled with exact inputs once for every configuration (a first call needs them only
+    to be there), kept across sweeps up to KEEP_MAX_BYTES; (None, why) when they cannot be allocated."""
+    ctx, coll, lay = engine.ctx, base.coll, base.lay
+    key = (coll.name, lay.size_bytes, base.in_place)
+    bufs = keep.get(key) if keep is not None else None
+    if bufs is None:
+        with s.clock("allocation"):
+            bufs, skipped = point.allocate(engine, base)
+        if skipped is not None:
+            return None, skipped.note
+        assert bufs is not None
+        if keep is not None and lay.size_bytes <= KEEP_MAX_BYTES:
+            keep[key] = bufs
+    if base.in_place or not bufs.filled:
+        with s.clock("fill"):
+            buffers.fill(engine.torch, bufs, coll, ctx.rank, ctx.world_size, s.op)
+        bufs.filled = True
+    return bufs, None
+
+
+def _refusal(refused: Refused | None, cfg: Any, collective: str, size_bytes: int) -> str | None:
+    """The note of ``cfg``'s UNAVAILABLE row when NCCL refused it (or its algorithm/protocol pair: no channel
+    count makes that available) earlier in the sweep; None to try it."""
+    if refused is None:
+        return None
+    pair = _pair(cfg)
+    if cfg not in refused and pair in refused:
+        note, at = refused[pair]
+        refused[cfg] = (f"{note} (the {pair.label} pair)", at)
+    if cfg not in refused:
+        return None
+    note, at = refused[cfg]
+    # at the size it was refused at (the warm-up's size), the row says NCCL's own message
+    return note if at == size_bytes else f"{note} (refused at {at} B; not tried again for {collective})"
+
+
+def _timed_rounds(engine: Any, graphs: dict[int, tuple[Any, int]], configs: Sequence[Any],
+                  reps: int) -> dict[int, list[float]]:
+    """Each configuration's seconds per call in each of ``reps`` rounds, the mean over the ranks. Round r starts
+    at the r-th configuration (rotated), so none is always timed first."""
+    ctx = engine.ctx
+    order = sorted(graphs)
+    times: dict[int, list[float]] = {i: [] for i in order}
+    for rep in range(reps):
+        k = rep % max(len(order), 1)
+        rotated = order[k:] + order[:k]
+        local = [_replay(engine, graphs[i], configs[i]) for i in rotated]
+        combined = ctx.allreduce_floats(local, "sum", "time exchange")
+        for i, t in zip(rotated, combined):
+            times[i].append(t / ctx.world_size)
+    return times
 
 
 def _pair(cfg: Any) -> Any:

@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from ccltune import __version__
+from ccltune._version import __version__
 from ccltune.errors import UsageError
 from ccltune.files import write_text
 from ccltune.report.compare import DEFAULT_TOLERANCE_PCT

@@ -7,8 +7,9 @@ is faster. A point is a regression when ``ratio < 1 - tolerance``.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ccltune.report.axes import size_label
 from ccltune.report.data import Row, canonical, medians, num, ok_rows, ratio_text
@@ -48,12 +49,13 @@ def _keyed(rows: Iterable[Row]) -> dict[tuple, list[Row]]:
     out: dict[tuple, list[Row]] = defaultdict(list)
     for r in ok_rows(rows, "time_us"):
         if (r.get("config") or "default") == "default":
-            out[(canonical(r["collective"]), *(r.get(k) for k in _MATCH[1:]))].append(r)
+            key = (canonical(r["collective"]), *(r.get(k) for k in _MATCH[1:]))
+            out[key].append(r)
     return out
 
 
 def _variant(key: tuple, varying: list[int]) -> str:
-    names = {1: str, 2: lambda v: str(v or ""), 3: lambda v: "in-place" if v else "out-of-place",
+    names: dict[int, Callable[[Any], str]] = {1: str, 2: lambda v: str(v or ""), 3: lambda v: "in-place" if v else "out-of-place",
              4: lambda v: f"{v} ranks", 5: lambda v: "graph" if v else "no graph"}
     return ", ".join(names[i](key[i]) for i in varying)
 

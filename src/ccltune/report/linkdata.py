@@ -143,7 +143,7 @@ def link_heatmaps(links: list[Row], summary: Mapping[str, Any]) -> list[Heatmap]
         if slow is not None and slow.get("method", method) == method \
                 and slow.get("direction", direction) == direction \
                 and slow.get("src") in idx and slow.get("dst") in idx:
-            mark = (idx[slow["src"]], idx[slow["dst"]])
+            mark: tuple[int, int] | None = (idx[slow["src"]], idx[slow["dst"]])
         else:  # this matrix's own slowest link
             own = _lowest(rs)
             mark = (idx[int(own["src"])], idx[int(own["dst"])]) if own is not None else None

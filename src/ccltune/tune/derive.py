@@ -55,9 +55,9 @@ from ccltune import collectives
 from ccltune.commconfig import BASELINE, TWIN, TWIN_LABEL, CommConfig
 from ccltune.errors import DataError, UsageError
 from ccltune.rules import ANY, NCCL_CHOICE, Platform, PlatformFacts, Query, Rule, RuleSet, match
+from ccltune.stats import PointStats, beats, point_stats
 from ccltune.status import RowStatus
 from ccltune.store import as_record
-from ccltune.stats import PointStats, beats, point_stats
 
 OBJECTIVES = ("time", "sm")
 # A win at a size where no neighbouring size corroborates it must exceed this (docs/tuning.md).

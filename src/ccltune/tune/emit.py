@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 
-from ccltune import __version__
+from ccltune._version import __version__
 from ccltune.rules import Platform, Rule, format_rules
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ccltune.commconfig import BASELINE, TWIN, CommConfig
+from ccltune.stats import PointStats, beats, gain, margin, point_stats
 from ccltune.store import as_record
 from ccltune.tune.derive import (
     ISOLATED_MARGIN,
@@ -36,7 +37,6 @@ from ccltune.tune.derive import (
     candidate_of,
     samples_by_size,
 )
-from ccltune.stats import PointStats, beats, gain, margin, point_stats
 
 STRIDE = 14  # plan_initial: anchors at most STRIDE sizes apart (16384x with step factor 2)
 Probes = dict[int, "list[CommConfig] | None"]  # size -> configurations to measure (None: all)

@@ -56,9 +56,9 @@ from ccltune import collectives
 from ccltune.commconfig import CommConfig
 from ccltune.errors import DataError
 from ccltune.rules import ANY, NCCL_CHOICE, Query, Rule, RuleSet, match
+from ccltune.stats import PointStats, beats
 from ccltune.status import PointStatus
 from ccltune.tune.derive import Derivation, GroupResult, SizeDecision, nccl_best
-from ccltune.stats import PointStats, beats
 from ccltune.workload import quantities
 from ccltune.workload.model import Workload
 

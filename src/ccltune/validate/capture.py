@@ -26,6 +26,7 @@ from typing import Any
 from ccltune.commconfig import CommConfig
 from ccltune.errors import UsageError
 from ccltune.rules import gpu_names
+from ccltune.stats import PointStats, beats, point_stats
 from ccltune.store import Store, as_record
 from ccltune.tune.derive import (
     Derivation,
@@ -35,7 +36,6 @@ from ccltune.tune.derive import (
     usable,
 )
 from ccltune.tune.source import source_rows
-from ccltune.stats import PointStats, beats, point_stats
 
 ARM = "best"  # the ``config`` label of the third arm's rows
 

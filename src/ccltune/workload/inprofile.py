@@ -284,7 +284,7 @@ def _clock_skew(starts: dict[tuple[str, int], list[tuple[int, int, ProfileFile]]
     """Why the files' clocks cannot be compared, or None: a call no rank can finish before every rank started
     it (an all_reduce, all_gather, ...) that one rank starts after another rank's end, by more than
     CLOCK_SLACK_NS (a GPU clock far ahead would make every wait 0.0 and every transfer the whole call)."""
-    worst = (0, None, None)
+    worst: tuple[int, ProfileFile | None, ProfileFile | None] = (0, None, None)
     for got in starts.values():
         if len(got) != n:
             continue

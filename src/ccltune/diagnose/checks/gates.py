@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ccltune import collectives
 from ccltune.diagnose.checks import linkmath
-from ccltune.diagnose.checks.profiles import GateBench, Gate, Monotonic, Profile
+from ccltune.diagnose.checks.profiles import Gate, GateBench, Monotonic, Profile
 from ccltune.diagnose.findings import Finding
 from ccltune.diagnose.probes import benchrun
 from ccltune.errors import UsageError

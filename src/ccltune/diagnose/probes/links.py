@@ -301,7 +301,7 @@ class _Rig:
         return [statistics.median(s) for s in samples]
 
     def _gates(self, devices: set[int], n_transfers: int) -> dict[int, Any]:
-        torch, gates = self.torch, {}
+        torch, gates = self.torch, dict[int, Any]()
         if not hasattr(torch.cuda, "_sleep"):  # private in torch; without it transfers start as launched
             return gates
         for d in devices:
