@@ -288,10 +288,10 @@ def _clock_skew(starts: dict[tuple[str, int], list[tuple[int, int, ProfileFile]]
     for got in starts.values():
         if len(got) != n:
             continue
-        s, _, late = max(got, key=lambda g: g[0])
-        _, e, early = min(got, key=lambda g: g[1])
+        s, _, late_f = max(got, key=lambda g: g[0])
+        _, e, early_f = min(got, key=lambda g: g[1])
         if s - e > worst[0]:
-            worst = (s - e, late, early)
+            worst = (s - e, late_f, early_f)
     gap, late, early = worst
     if gap <= CLOCK_SLACK_NS or late is None or early is None:
         return None
