@@ -1114,5 +1114,22 @@ phase_r39a() {  # issue 39 on 4 GPUs (<= 9.5 min): in-run arms on a real FSDP2 j
   grep -l "disagree\|Traceback" $OUT/inrun/many*.txt | head; grep -hE "^  default-2|^  ar2ch" $OUT/inrun/many*.txt | cut -c1-160 | head -6
   echo "phase r39a wall $(( $(date +%s) - t0 )) s"; pack
 }
+phase_r39b() {  # issue 39 on 4 GPUs (<= 9 min): FSDP2 (real shape) in ONE run of <= 3 min: A/A and a planted slowdown; 20 short runs switching every 2 steps
+  local t0=$(date +%s); phase_build; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1; echo "profiler build rc=$?"
+  local R=$OUT/rules; mkdir -p $R
+  printf 'reducescatter,0,1T,ring,simple,2,-1,-1\n' > $R/rs2ch.conf
+  printf 'allreduce,0,1T,ring,simple,2,-1,-1\n' > $R/ar2ch.conf
+  inrun fsdp2 200 --rules $R/rs2ch.conf --metric "$STEPRE" --block-steps 4 --seed 39 -- $(tj $NGPU --mode fsdp2 $REAL_FSDP --steps 800 --warmup 5)
+  echo "wall $(( $(date +%s) - t0 )) s"
+  step "20 runs switching every 2 steps, 10 on GPUs 0,1 and 10 on GPUs 2,3 at once"
+  for half in 0 1; do
+    ( for i in $(seq 1 10); do
+        CUDA_VISIBLE_DEVICES=$((2*half)),$((2*half+1)) timeout -s INT -k 10 60 python3 -m ccltune ab --in-run --rules $R/ar2ch.conf --metric "$STEPRE" --block-steps 2 --seed $i \
+          --db $OUT/inrun/many$half.db -- torchrun --nproc-per-node 2 --master-port $((29600+half)) examples/train_transformer.py --mode ddp --layers 2 --width 1024 --seq 256 --steps 400 --warmup 2 > $OUT/inrun/many$half.$i.txt 2>&1
+        echo "half $half run $i rc=$? $(grep -cE '^  (default|default-2|ar2ch) ' $OUT/inrun/many$half.$i.txt) verdict lines"; done ) &
+  done; wait
+  grep -l "disagree\|Traceback\|error" $OUT/inrun/many*.txt | head; grep -hE "^  default-2|^  ar2ch" $OUT/inrun/many*.txt | cut -c1-160 | head -8
+  echo "phase r39b wall $(( $(date +%s) - t0 )) s"; pack
+}
 for p in "$@"; do "phase_$p"; done
 pack
