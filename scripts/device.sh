@@ -1131,5 +1131,29 @@ phase_r39b() {  # issue 39 on 4 GPUs (<= 9 min): FSDP2 (real shape) in ONE run o
   grep -l "disagree\|Traceback\|error" $OUT/inrun/many*.txt | head; grep -hE "^  default-2|^  ar2ch" $OUT/inrun/many*.txt | cut -c1-160 | head -8
   echo "phase r39b wall $(( $(date +%s) - t0 )) s"; pack
 }
+phase_r39c() {  # 4-GPU machine (<= 9 min): GPUs 0,1: issue 38 item 8 (nccl-tests vs bench, -G --warmup-mode nccl-tests, check without a profile), then search on DDP; GPUs 2,3: DDP in-run vs whole-run ab, one rule arm
+  local t0=$(date +%s); phase_build; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1; echo "profiler build rc=$?"
+  local R=$OUT/rules; mkdir -p $R; printf 'allreduce,0,1T,ring,simple,4,-1,-1\n' > $R/ar4ch.conf
+  local D2="--mode ddp --layers 4 --width 1024 --seq 256"
+  ( export CUDA_VISIBLE_DEVICES=2,3
+    W=$OUT/agree; mkdir -p $W
+    timeout -s INT -k 10 120 python3 -m ccltune ab --in-run --rules $R/ar4ch.conf --metric "$STEPRE" --block-steps 2 --seed 7 --db $W/inrun.db --json $W/inrun.json \
+      -- torchrun --nproc-per-node 2 --master-port 29611 examples/train_transformer.py $D2 --steps 600 --warmup 3 > $W/inrun.txt 2>&1; echo "agree in-run rc=$?"
+    timeout -s INT -k 10 330 python3 -m ccltune ab --rules $R/ar4ch.conf --no-aa --rounds 6 --metric "$STEPRE" --seed 7 --db $W/whole.db --json $W/whole.json \
+      -- torchrun --nproc-per-node 2 --master-port 29612 examples/train_transformer.py $D2 --steps 200 --warmup 3 > $W/whole.txt 2>&1; echo "agree whole-run rc=$?"
+    echo "agree wall $(( $(date +%s) - t0 )) s" ) > $OUT/agree.log 2>&1 &
+  ( export CUDA_VISIBLE_DEVICES=0,1 NGPU=2
+    phase_r38 > $OUT/r38.log 2>&1
+    W=$OUT/search; mkdir -p $W/logs
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_DEBUG_FILE=$W/logs/nccl.%h.%p.log timeout 90 torchrun --nproc-per-node 2 --master-port 29621 examples/train_transformer.py $D2 --steps 20 --warmup 2 > $W/cap.txt 2>&1
+    python3 -m ccltune workload import $W/logs/nccl.*.log --out $W/w.json > $W/import.txt 2>&1; echo "import rc=$?"
+    timeout -s INT -k 10 200 python3 -m ccltune search --workload $W/w.json --metric "$STEPRE" --runs 2 --finalists 2 --block-steps 2 --seed 11 --out $W/kept.conf --db $W/search.db \
+      -- torchrun --nproc-per-node 2 --master-port 29622 examples/train_transformer.py $D2 --steps 500 --warmup 3 > $W/search.txt 2>&1; echo "search rc=$?"
+    echo "search wall $(( $(date +%s) - t0 )) s" ) > $OUT/left.log 2>&1 &
+  wait
+  cat $OUT/agree.log; grep -E "^  |error" $OUT/agree/*.txt | cut -c1-200
+  grep -E "^===|rc=|outside|# [0-9]+ of|PASS|FAIL|wrong" $OUT/r38.log | cut -c1-200 | head -40; cat $OUT/left.log; tail -15 $OUT/search/search.txt | cut -c1-220
+  echo "phase r39c wall $(( $(date +%s) - t0 )) s"; pack
+}
 for p in "$@"; do "phase_$p"; done
 pack
