@@ -69,3 +69,23 @@ def test_search_refuses_bad_input_before_the_job_runs(tmp_path, capsys) -> None:
     assert "no SM-budget candidate" in capsys.readouterr().err
     assert main(["search", "--db", str(tmp_path / "s.db"), "--workload", str(wl), "--metric", "x(", *job]) == 2
     assert not (tmp_path / "ran").exists()
+
+
+def test_candidates_come_from_collectives_that_recur_each_step():
+    """A real DDP job's workload (4 x H200, tests/fixtures/workload/h200x4-2026-11-28/ddp): its start-up broadcasts
+    (issued once) are no candidates, its gradient buckets are, and by weight they come first."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    from ccltune.ab import candidates
+    from ccltune.workload import model
+
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "workload" / "h200x4-2026-11-28" / "ddp" / "w.json.gz"
+    wl = model.from_doc(json.loads(gzip.decompress(path.read_bytes())), str(path))
+    assert wl.steps and any(e.key.collective == "broadcast" for e in wl.entries)
+    gs = candidates.groups(wl, 8)
+    assert gs and {g.collective for g in gs} == {"allreduce"}
+    every_step = [e for e in wl.entries if e.key.collective == "all_reduce" and e.calls >= wl.steps]
+    assert every_step and all(any(g.min_bytes <= e.key.size_bytes <= g.max_bytes for g in gs) for e in every_step
+                              if e.key.size_bytes >= 1 << 20)

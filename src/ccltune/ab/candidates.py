@@ -63,12 +63,20 @@ def _weight(e: Entry) -> float:
     return t.total_us / t.calls * e.calls if t is not None and t.calls > 0 else 0.0
 
 
+def recurs(e: Entry, steps: int | None) -> bool:
+    """Whether the entry's calls come back step after step: at least one a step when the workload knows its
+    steps, else more than one. In-run arms switch inside the steps, so a collective issued only at the start
+    (DDP's broadcast of the parameters, a barrier) cannot be judged by them and is no candidate (2 x H200,
+    2026-11-28: DDP's start-up broadcasts, 193 MB, outweighed its gradient buckets and took 12 of 16 arms)."""
+    return e.calls >= steps if steps else e.calls > 1
+
+
 def groups(wl: Workload, max_groups: int) -> list[Group]:
     """The workload's (collective, size group)s that a tuner rule can change, heaviest first (module doc)."""
     by_coll: dict[str, list[Entry]] = {}
     for e in wl.entries:
         plugin = collectives.PLUGIN_NAMES.get(e.key.collective)
-        if plugin is not None:
+        if plugin is not None and recurs(e, wl.steps):
             by_coll.setdefault(plugin, []).append(e)
     out: list[Group] = []
     timed = any(_weight(e) for e in wl.entries)
