@@ -1155,5 +1155,22 @@ phase_r39c() {  # 4-GPU machine (<= 9 min): GPUs 0,1: issue 38 item 8 (nccl-test
   grep -E "^===|rc=|outside|# [0-9]+ of|PASS|FAIL|wrong" $OUT/r38.log | cut -c1-200 | head -40; cat $OUT/left.log; tail -15 $OUT/search/search.txt | cut -c1-220
   echo "phase r39c wall $(( $(date +%s) - t0 )) s"; pack
 }
+phase_r39d() {  # 4-GPU machine (<= 3.5 min): GPUs 0,1 nccl-tests (MPI) vs bench, all_gather/all_reduce to 1 GB, eager and -G (issue 38 item 8); GPUs 2,3 search on DDP
+  local t0=$(date +%s); phase_build > /dev/null 2>&1; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1
+  local D2="--mode ddp --layers 4 --width 1024 --seq 256"
+  ( export CUDA_VISIBLE_DEVICES=2,3
+    W=$OUT/search; mkdir -p $W/logs
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_DEBUG_FILE=$W/logs/nccl.%h.%p.log timeout 60 torchrun --nproc-per-node 2 --master-port 29621 examples/train_transformer.py $D2 --steps 20 --warmup 2 > $W/cap.txt 2>&1
+    python3 -m ccltune workload import $W/logs/nccl.*.log --out $W/w.json > $W/import.txt 2>&1; echo "import rc=$?"
+    timeout -s INT -k 10 150 python3 -m ccltune search --workload $W/w.json --metric "$STEPRE" --runs 2 --finalists 2 --block-steps 2 --seed 11 --out $W/kept.conf --db $W/search.db \
+      -- torchrun --nproc-per-node 2 --master-port 29622 examples/train_transformer.py $D2 --steps 500 --warmup 3 > $W/search.txt 2>&1; echo "search rc=$?"
+    echo "search wall $(( $(date +%s) - t0 )) s" ) > $OUT/right.log 2>&1 &
+  ( export CUDA_VISIBLE_DEVICES=0,1 NCCL_TESTS_DIR=$PWD/.cache/nccl-tests NCCLT_BUILD=$PWD/.cache/nccl-tests/build; local W=$OUT/ncclt; mkdir -p $W
+    BUILDDIR=$NCCLT_BUILD COLLS="all_reduce all_gather" JOBS=16 bash bench/nccl_tests_build.sh > $W/build.log 2>&1; echo "nccl-tests build rc=$?"
+    NPROCS=2 COLLS="all_gather all_reduce" MODES="eager graph" REPS=1 bash bench/eager_vs_ncclt_mpi.sh $W/cmp > $W/cmp.txt 2>&1; echo "compare rc=$?"
+    echo "ncclt wall $(( $(date +%s) - t0 )) s" ) > $OUT/left.log 2>&1 &
+  wait; cat $OUT/left.log $OUT/right.log; grep -E "^##|outside|overlap" $OUT/ncclt/cmp.txt | cut -c1-200 | head -20; grep -E "^# search|ratio|wrote|within" $OUT/search/search.txt | cut -c1-200 | tail -14
+  echo "phase r39d wall $(( $(date +%s) - t0 )) s"; pack
+}
 for p in "$@"; do "phase_$p"; done
 pack
