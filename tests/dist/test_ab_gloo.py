@@ -23,7 +23,7 @@ def test_ab_runs_a_gloo_bench_job_and_stores_every_run(tmp_path) -> None:
                           "--no-aa", "--metric", "wall", "--rounds", "1", "--seed", "1", "--", *job],
                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
     assert res.returncode == 0, res.stderr
-    assert "metric: wall time of each run (s)" in res.stdout and "too few runs for a 95% interval" in res.stdout
+    assert "metric: wall time of each run (s)" in res.stdout and "too few rounds for a 95% interval" in res.stdout
     with Store(db, readonly=True) as st:
         run = st.runs("ab")[-1]
         samples = st.ab_samples(run.id)

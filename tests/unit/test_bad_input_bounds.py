@@ -347,7 +347,7 @@ def _bench_db(path: Path) -> None:
 
 @pytest.mark.parametrize("sql, argv, rc, message", [
     ("ALTER TABLE runs ADD COLUMN colour TEXT", ["runs"], 0, None),
-    ("ALTER TABLE runs DROP COLUMN nccl_version", ["runs"], 0, None),
+    ("ALTER TABLE runs DROP COLUMN nccl_version", ["runs"], 2, "table runs has no column nccl_version"),
     ("UPDATE measurements SET busbw_gbps = 9e999 WHERE id = 2", ["export", "1", "--out", "{tmp}/x.csv"], 0, None),
     ("UPDATE measurements SET busbw_gbps = 9e999 WHERE id = 2", ["report", "--out", "{tmp}/r.html"], 0, None),
     ("UPDATE links SET bandwidth_gbps = 'fast'", ["links", "--run", "2"], 2, "links row 1 (run 2) has bandwidth_gbps"),
