@@ -31,8 +31,8 @@ def to_junit(suite: str, cases: Sequence[Case], properties: Mapping[str, Any] | 
     """A <testsuites> document with one <testsuite> named ``suite``."""
     counts = {s: sum(c.status == s for c in cases) for s in (Verdict.FAIL, Verdict.ERROR, Verdict.WAIVED)}
     totals = dict(tests=str(len(cases)), failures=str(counts[Verdict.FAIL]), errors=str(counts[Verdict.ERROR]))
-    root = ET.Element("testsuites", name=suite, **totals)
-    ts = ET.SubElement(root, "testsuite", name=suite, **totals, skipped=str(counts[Verdict.WAIVED]))
+    root = ET.Element("testsuites", {"name": suite, **totals})
+    ts = ET.SubElement(root, "testsuite", {"name": suite, **totals, "skipped": str(counts[Verdict.WAIVED])})
     if properties is not None:
         props = ET.SubElement(ts, "properties")
         for key, value in properties.items():

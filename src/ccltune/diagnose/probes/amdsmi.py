@@ -69,6 +69,11 @@ def _doc(text: str, where: str) -> list[dict[str, Any]]:
     return doc
 
 
+def _object(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a missing or mistyped section)."""
+    return value if isinstance(value, dict) else {}
+
+
 def parse(texts: list[tuple[str, str]]) -> AmdSmiTopo:
     """(text, where) pairs of topology and/or static JSON (told apart by their keys), merged per GPU."""
     topo = AmdSmiTopo()
@@ -86,16 +91,16 @@ def parse(texts: list[tuple[str, str]]) -> AmdSmiTopo:
         elif any(k in e for e in entries for k in ("partition", "asic", "numa")):
             for e in entries:
                 g = gpus.setdefault(e["gpu"], AmdSmiGpu(e["gpu"]))
-                part = e.get("partition") if isinstance(e.get("partition"), dict) else {}
+                part = _object(e.get("partition"))
                 g.compute_partition = _text(part.get("compute_partition")) or g.compute_partition
                 g.memory_partition = _text(part.get("memory_partition")) or g.memory_partition
                 pid = part.get("partition_id")
                 g.partition_id = pid if isinstance(pid, int) and not isinstance(pid, bool) else g.partition_id
-                asic = e.get("asic") if isinstance(e.get("asic"), dict) else {}
+                asic = _object(e.get("asic"))
                 g.product = _text(asic.get("market_name")) or g.product
                 g.asic_serial = _text(asic.get("asic_serial")) or g.asic_serial
-                numa = e.get("numa") if isinstance(e.get("numa"), dict) else {}
-                g.numa_node = numa.get("node") if isinstance(numa.get("node"), int) and numa["node"] >= 0 else g.numa_node
+                node = _object(e.get("numa")).get("node")
+                g.numa_node = node if isinstance(node, int) and node >= 0 else g.numa_node
         else:
             raise UsageError(f"{where}: neither 'amd-smi topology --json' (objects with 'links') nor "
                              "'amd-smi static --partition --json' output (objects with 'partition')")
@@ -127,15 +132,15 @@ def physical_groups(gpus: Sequence[Partition]) -> list[list[int]]:
     groups: list[list[int]] = []
     group_of: dict[tuple[str, str], int] = {}
     for i, g in enumerate(gpus):
-        keys = [k for k in (("serial", g.asic_serial), ("socket", g.socket)) if k[1] is not None]
+        keys = [(kind, key) for kind, key in (("serial", g.asic_serial), ("socket", g.socket)) if key is not None]
         known = next((group_of[k] for k in keys if k in group_of), None)
-        if known is not None:
-            groups[known].append(i)
-        elif not keys and groups and g.partition_id and not _keyed(gpus[groups[-1][-1]]):
+        if known is None and not keys and groups and g.partition_id and not _keyed(gpus[groups[-1][-1]]):
             groups[-1].append(i)
-        else:
+            continue
+        if known is None:
             known = len(groups)
-            groups.append([i])
+            groups.append([])
+        groups[known].append(i)
         for k in keys:
             group_of.setdefault(k, known)
     return groups
