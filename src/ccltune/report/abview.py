@@ -9,7 +9,7 @@ from ccltune.report.model import Block, Note, StripChart, StripRow, Table
 from ccltune.status import ArmStatus, RunStatus
 from ccltune.store import AbSample, Run
 
-_LEVEL = {ArmStatus.SLOWER: "bad", ArmStatus.FASTER: "good", ArmStatus.FAILED: "bad"}
+_LEVEL: dict[str, str] = {ArmStatus.SLOWER: "bad", ArmStatus.FASTER: "good", ArmStatus.FAILED: "bad"}  # by the text a sample holds
 
 
 def _iv(a: Mapping[str, object]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,7 @@ Row = Mapping[str, Any]
 
 # Row fields that tell two curves of one collective apart, and how a label spells them.
 _CURVE_KEYS = ("run_id", "in_place", "dtype", "op", "n_ranks", "n_nodes", "graph")
-_KEY_TEXT = {
+_KEY_TEXT: dict[str, Callable[[Any], str]] = {
     "run_id": lambda v: f"run {v}",
     "in_place": lambda v: "in-place" if v else "out-of-place",
     "dtype": str,
@@ -118,7 +118,7 @@ def curves(rows: Iterable[Row], metric: str, colors: Mapping[int, int] | None = 
 
 
 NoValue = tuple[dict[str, int], str]  # (row status -> sizes with it, the first note), see ``no_value``
-_STATUS_WORD = {RowStatus.OK: "ok but no busbw"}
+_STATUS_WORD: dict[str, str] = {RowStatus.OK: "ok but no busbw"}
 
 
 def no_value(rows: Iterable[Row]) -> dict[tuple[int, str], NoValue]:
@@ -289,10 +289,10 @@ def validate_series(points: list[SpeedPoint]) -> dict[str, Series]:
 
 
 # -- findings and environment -------------------------------------------------------------
-_STATUS_CLASS = {Verdict.PASS: "good", Verdict.WARN: "warn", Verdict.FAIL: "bad", Verdict.ERROR: "bad", Verdict.WAIVED: ""}
+_STATUS_CLASS: dict[str, str] = {Verdict.PASS: "good", Verdict.WARN: "warn", Verdict.FAIL: "bad", Verdict.ERROR: "bad", Verdict.WAIVED: ""}
 
 
-def findings_table(findings: list[Row]) -> Table:
+def findings_table(findings: Sequence[Row]) -> Table:
     t = Table(["status", "check", "evidence", "fix"], [])
     for f in findings:
         status = str(f.get("status", "")).upper()
@@ -301,7 +301,7 @@ def findings_table(findings: list[Row]) -> Table:
     return t
 
 
-def status_counts(findings: list[Row]) -> dict[str, int]:
+def status_counts(findings: Sequence[Row]) -> dict[str, int]:
     counts: dict[str, int] = defaultdict(int)
     for f in findings:
         counts[str(f.get("status", "")).upper()] += 1

@@ -10,6 +10,7 @@ browser of the last decade."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from html import escape
 
 from ccltune.report import svg
@@ -168,7 +169,8 @@ def render_block(b: Block) -> str:
 
 
 def render_section(s: Section) -> str:
-    parts, run = [], []  # consecutive figures (or cards) share one wrapping row
+    parts: list[str] = []
+    run: list[tuple[Block, str]] = []  # consecutive figures (or cards) share one wrapping row
     kinds = ((LineChart, Heatmap, ZoneChart), (Card,))
 
     def flush() -> None:
@@ -217,8 +219,8 @@ def picker(groups: list[tuple[str, str, str]]) -> str:
 
 
 def render_page(sections: list[Section], *, title: str, subtitle: str, footer: str,
-                groups: list[tuple[str, str, str]] = (),
-                nav_groups: list[tuple[str, list[tuple[str, str]]]] = ()) -> str:
+                groups: Sequence[tuple[str, str, str]] = (),
+                nav_groups: Sequence[tuple[str, Sequence[tuple[str, str]]]] = ()) -> str:
     """``groups``: the run picker's entries; ``nav_groups``: (heading, [(section id, label)])
     for the navigation bar (default: every section by its title)."""
     global _fig_ids

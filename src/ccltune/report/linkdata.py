@@ -12,7 +12,7 @@ slowest link it shows and the ceiling are of one method and a reader can multipl
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,12 +96,12 @@ def ceiling_basis(summary: Mapping[str, Any]) -> CeilingBasis | None:
                         ceiling, float(b["aggregate_gbps"]) if b.get("aggregate_gbps") else None)
 
 
-def _lowest(links: list[Row]) -> Row | None:
+def _lowest(links: Sequence[Row]) -> Row | None:
     measured = [r for r in links if r.get("bandwidth_gbps") is not None]
     return min(measured, key=lambda r: r["bandwidth_gbps"]) if measured else None
 
 
-def slowest_link(links: list[Row], summary: Mapping[str, Any]) -> Row | None:
+def slowest_link(links: Sequence[Row], summary: Mapping[str, Any]) -> Row | None:
     """The run's own verdict on the slowest link; else the link that sets its ceiling (the same
     method and direction as the ceiling, ``ceiling_basis``); else the lowest measured bandwidth."""
     if isinstance(summary.get("slowest"), Mapping):
@@ -116,7 +116,7 @@ def slowest_link(links: list[Row], summary: Mapping[str, Any]) -> Row | None:
     return _lowest(links)
 
 
-def slower_elsewhere(links: list[Row], summary: Mapping[str, Any]) -> Row | None:
+def slower_elsewhere(links: Sequence[Row], summary: Mapping[str, Any]) -> Row | None:
     """The lowest measured link when it is slower than ``slowest_link`` (another method or direction
     than the ceiling's); None otherwise."""
     shown, low = slowest_link(links, summary), _lowest(links)
@@ -125,7 +125,7 @@ def slower_elsewhere(links: list[Row], summary: Mapping[str, Any]) -> Row | None
     return low if low["bandwidth_gbps"] < shown["bandwidth_gbps"] else None
 
 
-def link_heatmaps(links: list[Row], summary: Mapping[str, Any]) -> list[Heatmap]:
+def link_heatmaps(links: Sequence[Row], summary: Mapping[str, Any]) -> list[Heatmap]:
     """One bandwidth matrix (src rows, dst columns) per method and direction, its slowest link
     marked (the run's own verdict where it names one in this matrix)."""
     slow = slowest_link(links, summary)

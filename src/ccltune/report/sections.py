@@ -128,6 +128,7 @@ def _ceilings(inp: ReportInput, runs: list[Run]) -> list[tuple[float, str]]:
         run, _ = verdict.ceiling_for(r, links)
         if run is not None and run.id not in out:
             c, basis = verdict.link_ceiling(run), linkdata.ceiling_basis(run.summary)
+            assert c, "links: runs with a ceiling"
             how = f" ({basis.product()})" if basis else ""
             out[run.id] = (c, f"ceiling {data.num(c)} GB/s{how}: {verdict.node_text(run)} (links run {run.id})")
     return list(out.values())
@@ -241,9 +242,9 @@ def rules_section(inp: ReportInput) -> Section:
 def validate_section(inp: ReportInput) -> Section:
     s = Section("validate", "Tuning: the rules against NCCL's default")
     for run in inp.of_kind("validate"):
-        verdict = str(run.summary.get("status") or run.summary.get("verdict") or "none recorded")
-        level = {Verdict.PASS: "good", Verdict.FAIL: "bad"}.get(verdict.upper(), "warn")
-        s.blocks.append(Note(f"{_title(run)}: verdict {verdict}", level))
+        word = str(run.summary.get("status") or run.summary.get("verdict") or "none recorded")
+        level = verdict.PASS_FAIL_LEVEL.get(word.upper(), "warn")
+        s.blocks.append(Note(f"{_title(run)}: verdict {word}", level))
         points = data.validate_points(run.summary, inp.rows.get(run.id, []))
         timing = _time_table(run)
         if not points:
@@ -285,7 +286,7 @@ def _replays(inp: ReportInput) -> list[Block]:
                          for arm, st in stats.items() if isinstance(st, dict) and st.get("median_us") is not None)
         out.append(Note(f"{_title(run)}: replay verdict {status}" + (f"; communication per step: {both}" if both else "")
                         + (f" ({run.summary['reason']})" if run.summary.get("reason") else ""),
-                        {Verdict.PASS: "good", Verdict.FAIL: "bad"}.get(status.upper(), "info")))
+                        verdict.PASS_FAIL_LEVEL.get(status.upper(), "info")))
         table = workload.replay_table(run)
         out += [table] if table is not None else []
     return out

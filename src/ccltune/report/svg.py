@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from html import escape
+from typing import TypeVar
 
 from ccltune.report import axes
 from ccltune.report.model import Heatmap, LineChart, Series, StripChart, ZoneChart
@@ -21,6 +22,7 @@ ALARM = "#d62728"  # regressions, slower sizes, the slowest link
 WIDTH = 760
 _FONT = 'font-family="sans-serif" font-size="12"'
 _LEFT, _RIGHT, _TOP, _PLOT_H = 72, 24, 34, 300
+T = TypeVar("T")
 
 
 def series_style(i: int, s: Series) -> tuple[str, float, str]:
@@ -86,13 +88,18 @@ def plottable(chart: LineChart) -> LineChart:
     for s in chart.series:
         idx = [i for i, (x, y) in enumerate(zip(s.xs, s.ys)) if keep(x, y)]
         lost = [(x, f"{y:g}, below a log axis") for x, y in zip(s.xs, s.ys) if not keep(x, y) and x > 0]
-
-        def pick(v: list | None, idx: list[int] = idx) -> list | None:
-            return None if v is None else [v[i] for i in idx]
-
-        series.append(replace(s, xs=pick(s.xs), ys=pick(s.ys), lo=pick(s.lo), hi=pick(s.hi), marked=pick(s.marked),
+        series.append(replace(s, xs=_take(s.xs, idx), ys=_take(s.ys, idx), lo=_pick(s.lo, idx), hi=_pick(s.hi, idx),
+                              marked=_pick(s.marked, idx),
                               gaps=sorted(g for g in s.gaps + lost if g[0] > 0 or not chart.x_log)))
     return replace(chart, series=series)
+
+
+def _take(values: list[T], idx: list[int]) -> list[T]:
+    return [values[i] for i in idx]
+
+
+def _pick(values: list[T] | None, idx: list[int]) -> list[T] | None:
+    return None if values is None else _take(values, idx)
 
 
 def line_chart(chart: LineChart) -> str:
@@ -116,10 +123,10 @@ def line_chart(chart: LineChart) -> str:
         x = sx(t)
         out.append(f'<line x1="{x:.1f}" y1="{_TOP}" x2="{x:.1f}" y2="{bottom}" stroke="#e0e0e0"/>')
         out.append(_text(x, bottom + 16, axes.size_label(t)))
-    for t in y_ticks:
-        y = sy(t)
+    for tick in y_ticks:
+        y = sy(tick)
         out.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#e0e0e0"/>')
-        out.append(_text(_LEFT - 6, y + 4, axes.value_label(t), "end"))
+        out.append(_text(_LEFT - 6, y + 4, axes.value_label(tick), "end"))
     if chart.ref_y is not None and y_lo <= chart.ref_y <= y_hi:
         y = sy(chart.ref_y)
         out.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="{REF_COLOR}" stroke-dasharray="6,4"/>')

@@ -26,7 +26,7 @@ from the latest run of each kind in its group:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ccltune import engines
@@ -36,8 +36,9 @@ from ccltune.report.linkdata import ceiling_basis, ceiling_gbps
 from ccltune.report.model import Card
 from ccltune.status import Verdict
 
-_SEVERITY = {Verdict.FAIL: 0, Verdict.ERROR: 1, Verdict.WARN: 2, Verdict.WAIVED: 3, Verdict.PASS: 4}
-_LEVEL = {Verdict.FAIL: "bad", Verdict.ERROR: "bad", Verdict.WARN: "warn", Verdict.PASS: "good", Verdict.WAIVED: "info"}
+_SEVERITY: dict[str, int] = {Verdict.FAIL: 0, Verdict.ERROR: 1, Verdict.WARN: 2, Verdict.WAIVED: 3, Verdict.PASS: 4}
+_LEVEL: dict[str, str] = {Verdict.FAIL: "bad", Verdict.ERROR: "bad", Verdict.WARN: "warn", Verdict.PASS: "good", Verdict.WAIVED: "info"}
+PASS_FAIL_LEVEL: dict[str, str] = {Verdict.PASS: "good", Verdict.FAIL: "bad"}  # a pass's or fail's; other words: the caller's
 MEASURES = ("bench", "import", "check", "sweep", "validate")  # kinds whose default rows are measurements
 NODE_WIDE = ("doctor", "links", "topo")  # kinds that measure the node itself: they feed each group on it
 _MAX_LINES = 5
@@ -113,8 +114,8 @@ def ceiling_for(job: Any, links: list[Any]) -> tuple[Any | None, str]:
         if ceiling_why_not(job, r) is None:
             return r, ""
     key = node_key(job)
-    near = [r for r in links if node_key(r) == key] or [r for r in links if key and node_key(r)
-                                                        and node_key(r)[1] == key[1]]
+    near = [r for r in links if node_key(r) == key] or [r for r in links if key and (k := node_key(r))
+                                                        and k[1] == key[1]]
     return None, (ceiling_why_not(job, near[-1]) or "") if near else ""
 
 
@@ -145,7 +146,7 @@ def _placement(run: Any, by_id: Mapping[int, Any], seen: frozenset[int] = frozen
     return None
 
 
-def cards(runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
+def cards(runs: list[Any], findings: Mapping[int, Sequence[Mapping[str, Any]]],
           peaks: Mapping[int, Mapping[str, float]], no_value: Mapping[int, Mapping[str, NoValue]] | None = None
           ) -> list[Card]:
     """One card per node and run group (module docstring), the worst first. ``no_value``: run id ->
@@ -172,7 +173,7 @@ def _latest(runs: list[Any], *kinds: str) -> Any | None:
     return found[-1] if found else None
 
 
-def _card(key: tuple[str, str], group: str, runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]],
+def _card(key: tuple[str, str], group: str, runs: list[Any], findings: Mapping[int, Sequence[Mapping[str, Any]]],
           peaks: Mapping[int, Mapping[str, float]], links: list[Any],
           no_value: Mapping[int, Mapping[str, NoValue]]) -> Card:
     host, model = key
@@ -194,7 +195,7 @@ def _card(key: tuple[str, str], group: str, runs: list[Any], findings: Mapping[i
     return card
 
 
-def _health(runs: list[Any], findings: Mapping[int, list[Mapping[str, Any]]], card: Card) -> str:
+def _health(runs: list[Any], findings: Mapping[int, Sequence[Mapping[str, Any]]], card: Card) -> str:
     judged = [r for r in (_latest(runs, "doctor"), _latest(runs, "check")) if r is not None]
     if not judged:
         card.headline = "Health not checked: no doctor or check run stored for this node."
@@ -281,7 +282,9 @@ def _ceiling(key: tuple[str, str], runs: list[Any], peaks: Mapping[int, Mapping[
         if bound is not None:
             reached, bound_id, links = bound
             of = "the ceiling" if len(ceilings) == 1 else f"the ceiling of links run {links.id}"
-            pct = f"{100 * reached / link_ceiling(links):.0f}% of {of}"
+            ceiling = link_ceiling(links)
+            assert ceiling, "all_links: runs with a ceiling"
+            pct = f"{100 * reached / ceiling:.0f}% of {of}"
             value += f", {pct}" if bound_id == run_id else f"; run {bound_id}: {pct}"
         card.figures.append((f"{coll} busbw, best (run {run_id})", value))
     for links in ceilings:
@@ -352,7 +355,7 @@ def _workload(runs: list[Any], card: Card) -> str:
         unit = "step" if s.get("steps") else "captured run"
         status = str(s.get("status") or "").upper()
         d, r = s.get("default_us_per_step"), s.get("rules_us_per_step")
-        engine = engines.KINDS.get(getattr(replay, "engine", None))
+        engine = engines.KINDS.get(getattr(replay, "engine", None) or "")
         lib = s.get("library") or (engine.name if engine and not engine.gpu else "NCCL")  # whose default the arm ran
         if isinstance(r, Mapping) and r.get("median_us") is not None:  # both arms replayed
             card.figures.append((f"communication per {unit}, {lib}'s default ± {_pct(d)} -> rules ± {_pct(r)} "
@@ -367,12 +370,14 @@ def _workload(runs: list[Any], card: Card) -> str:
         elif isinstance(d, Mapping):
             card.figures.append((f"communication per {unit}, {lib}'s default ± {_pct(d)} (replay run {replay.id}, "
                                  f"{d.get('n')} rounds)", _time(float(d["median_us"]))))
-        level = {Verdict.PASS: "good", Verdict.FAIL: "bad"}.get(status, "info")
+        level = PASS_FAIL_LEVEL.get(status, "info")
         card.lines.insert(0 if level == "bad" else len(card.lines),
                           (level, f"replay run {replay.id} {status or 'no verdict'}: {s.get('reason') or ''}"))
         return level
     tune = next((r for r in reversed(runs) if r.kind == "tune" and r.summary.get("predictions")), None)
-    for p in (tune.summary["predictions"] if tune is not None else [])[:1]:
+    if tune is None:
+        return "info"
+    for p in tune.summary["predictions"][:1]:
         if isinstance(p, Mapping) and p.get("default_us_per_step"):
             unit = "step" if p.get("steps") else "captured run"
             card.figures.append((f"predicted communication per {unit} (tune run {tune.id}, not replayed yet): "

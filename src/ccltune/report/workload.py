@@ -9,7 +9,7 @@ come first, whatever the rule zones or speedup curves say about the sizes it nev
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ccltune.report.axes import size_label
@@ -23,7 +23,7 @@ _COLUMNS = ["collective", "size", "calls", "share of the job", "default us/step"
 Point = tuple[str, int, int, "float | None", "float | None", str, "str | None"]
 
 
-def _table(caption: str, points: list[Point]) -> Table:
+def _table(caption: str, points: Sequence[Point]) -> Table:
     """points: (collective, size, calls, default us/step, rules us/step, what, row class or None:
     by the sign of the saving), sorted here by share."""
     total = sum(p[3] for p in points if p[3])
