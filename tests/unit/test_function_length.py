@@ -17,8 +17,6 @@ NOT_SPLIT_YET = {  # each is one parse or one table; issue 40 item 7
     "ccltune/ncclt/json_doc.py:parse_json": 75,
     "ccltune/workload/torch_trace.py:parse": 69,
     "ccltune/commands/tune.py:run_tune": 64,
-    "ccltune/tune/planner.py:_refine_group": 64,
-    "ccltune/tune/weighted.py:_plan_gpu": 61,
 }
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -23,7 +23,7 @@ from ccltune.engines.base import EngineOptions
 from ccltune.errors import DataError, DistError, Interrupted, UsageError
 from ccltune.groups import Split, groups_of
 from ccltune.status import RunStatus
-from ccltune.store import Store
+from ccltune.store import Measurement, Store
 
 
 class Session:
@@ -73,6 +73,23 @@ class Session:
     @property
     def is_root(self) -> bool:
         return self.ctx is not None and self.ctx.is_root
+
+    @property
+    def joined(self) -> dist.DistContext:
+        """The process group ``with`` joined (``ctx``, which is None before it)."""
+        if self.ctx is None:
+            raise RuntimeError(f"{self.kind}: the session's process group is used before `with` joined it")
+        return self.ctx
+
+    def add_measurements(self, rows: Iterable[Measurement]) -> None:
+        """Rank 0: ``rows`` stored in the run begun (or resumed); the other ranks store nothing."""
+        if self.store is not None and self.run_id is not None:
+            self.store.add_measurements(self.run_id, rows)
+
+    def add_artifact(self, name: str, content: str) -> None:
+        """Rank 0: a file's text stored with the run begun; the other ranks store nothing."""
+        if self.store is not None and self.run_id is not None:
+            self.store.add_artifact(self.run_id, name, content)
 
     def start_engine(self, opts: EngineOptions) -> Any:
         assert self.ctx is not None

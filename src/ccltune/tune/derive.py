@@ -471,6 +471,6 @@ def account_gain(group: GroupResult, rules: Sequence[Rule] | None = None) -> Gai
         available = 1.0 - best.median_us / d.default.median_us if best else 0.0
         sel = d.default if selected.is_default else d.candidates.get(selected)
         captured = 1.0 - sel.median_us / d.default.median_us if sel else 0.0
-        slower = bool(sel) and beats(sel, d.default)
+        slower = sel is not None and beats(sel, d.default)
         out.append(SizeGain(d.size_bytes, available, significant, selected, captured, slower))
     return GainReport(out)

@@ -244,12 +244,12 @@ def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin
         near = [] if i is None else [universe[j] for j in (i - 1, i + 1) if 0 <= j < len(universe) and universe[j] > 0]
         near3 = [] if i is None else [universe[j] for j in range(i - 3, i + 4) if j != i and 0 <= j < len(universe)]
         for c in configs:  # predicted to beat the default by the margin a win here needs
-            p = None if (s, c) in tried else predict(c, per_cand.get(c, {}), dflt, trend, s, min_margin)
-            if p is None:
+            guess = None if (s, c) in tried else predict(c, per_cand.get(c, {}), dflt, trend, s, min_margin)
+            if guess is None:
                 continue
             corroborated = any((n, c) in wins for n in near)
             floor = min_margin if corroborated else max(min_margin, isolated_margin)
-            if gain(d, p) > margin(d, p, floor) - ambiguity:
+            if gain(d, guess) > margin(d, guess, floor) - ambiguity:
                 want[s].add(c)
         for c, p in stats[s].items():  # a win here: measured at the neighbouring sizes too
             if c.is_default or c.twin:
@@ -264,21 +264,31 @@ def _refine_group(rows: list[Mapping[str, Any]], universe: list[int], min_margin
             others = {o for o in _siblings(c, configs) if (s, o) not in tried} if (s, c) in wins else set()
             if others:
                 want[s] |= others
-    # The A/A twin where a decision may hinge on it: derive's margin at a size is at least the
-    # largest A/A gap of that size and its neighbours, so the gap matters only around a size where
-    # a candidate beats the default before that gap is counted.
-    twin_on = any(c.twin for _, c in tried)  # measured at the anchors unless the sweep runs without it
-    for s, d in dflt.items() if twin_on else ():
+    for n in _twin_sizes(tried, dflt, stats, universe, min_margin, min_gain_us):
+        want[n].add(TWIN)
+    measured_beside = {s for s, c in tried if not c.is_default}
+    for s, configs_there in want.items():
+        if configs_there - {BASELINE} and s not in measured_beside:
+            # NCCL's default again beside the first candidates at a size, interleaved with them as
+            # in an exhaustive sweep (once per size: later rounds compare against these samples)
+            configs_there.add(BASELINE)
+    return want
+
+
+def _twin_sizes(tried: set[tuple[int, CommConfig]], dflt: Mapping[int, PointStats],
+                stats: Mapping[int, Mapping[CommConfig, PointStats]], universe: list[int], min_margin: float,
+                min_gain_us: float) -> set[int]:
+    """The sizes to measure the A/A twin at: where a decision may hinge on it. derive's margin at a size
+    is at least the largest A/A gap of that size and its neighbours, so the gap matters only around a
+    size where a candidate beats the default before that gap is counted."""
+    if not any(c.twin for _, c in tried):  # measured at the anchors unless the sweep runs without it
+        return set()
+    index = {s: i for i, s in enumerate(universe)}
+    out: set[int] = set()
+    for s, d in dflt.items():
         floor = max(min_margin, min_gain_us / d.median_us)
         if any(beats(d, p, floor) for c, p in stats[s].items() if not (c.is_default or c.twin)):
             i = index.get(s)
-            for n in ([s] if i is None else [universe[j] for j in (i - 1, i, i + 1) if 0 <= j < len(universe)]):
-                if (n, TWIN) not in tried:
-                    want[n].add(TWIN)
-    measured_beside = {s for s, c in tried if not c.is_default}
-    for s, cands in want.items():
-        if cands - {BASELINE} and s not in measured_beside:
-            # NCCL's default again beside the first candidates at a size, interleaved with them as
-            # in an exhaustive sweep (once per size: later rounds compare against these samples)
-            cands.add(BASELINE)
-    return want
+            out.update(n for n in ([s] if i is None else [universe[j] for j in (i - 1, i, i + 1) if 0 <= j < len(universe)])
+                       if (n, TWIN) not in tried)
+    return out

@@ -43,7 +43,7 @@ def source_rows(store: Store, run_ids: Iterable[int] | None = None, where: str =
                       f"--runs {','.join(str(r.id) for r in left)} uses them anyway)" if left else "")
         raise DataError(f"{where or str(store.path)!r} has no sweep or import runs{unfinished}; run `ccltune sweep` "
                         "or `ccltune import` first")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for r in runs:
         try:
             gpu = gpu_model(r.env, r.platform)

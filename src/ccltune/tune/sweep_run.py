@@ -142,7 +142,7 @@ def _open_run(s: Session, plan: SweepPlan) -> set[tuple[str, int, str]]:
     done: set[tuple[str, int, str]] = set()
     if s.store is not None:
         if plan.resume is not None:
-            plan.check_resume(s.store.run(plan.resume), s.ctx.world_size)
+            plan.check_resume(s.store.run(plan.resume), s.joined.world_size)
             for m in s.store.measurements(plan.resume):
                 done.add((m.collective, m.size_bytes, m.config))
             s.resume(plan.resume)
@@ -150,7 +150,7 @@ def _open_run(s: Session, plan: SweepPlan) -> set[tuple[str, int, str]]:
             s.begin(plan.args, s.environment())
     # every rank must skip the same points: rank 0 read them from the database
     blob = json.dumps(sorted(done)).encode() if s.is_root else None
-    return {tuple(x) for x in json.loads(s.ctx.broadcast_bytes(blob, "points already measured"))}
+    return {tuple(x) for x in json.loads(s.joined.broadcast_bytes(blob, "points already measured"))}
 
 
 def requested_sizes(coll: Any, sizes: list[int], dtype_size: Callable[[int], int], ctx: Any) -> dict[int, int]:
@@ -166,7 +166,7 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
                       done: set[tuple[str, int, str]], res: SweepResult, bar: Progress) -> None:
     from ccltune.tune import planner
 
-    ctx, engine, cands, sizes = s.ctx, s.engine, plan.candidates, _sizes(plan, coll)
+    ctx, engine, cands, sizes = s.joined, s.engine, plan.candidates, _sizes(plan, coll)
     store, run_id = s.store, s.run_id
     rows_so_far = [m for m in (store.measurements(run_id, collective=coll.name) if store else [])]
     # NCCL refuses a forced candidate per collective, not per size; per datatype and op, as a point's may differ
@@ -193,7 +193,7 @@ def _sweep_collective(s: Session, plan: SweepPlan, coll: Any,
             rows = measure_sweep.measure_size(engine, coll, size, chosen, labels, settings,
                                               refused.setdefault((settings.dtype.name, settings.op), {}), keep)
             if store is not None:
-                store.add_measurements(run_id, rows)
+                s.add_measurements(rows)
                 rows_so_far.extend(rows)
             res.rows += len(rows)
             res.timed += sum(1 for r in rows if r.status == RowStatus.OK)

@@ -215,9 +215,12 @@ def plan(wl: Workload, derivation: Derivation, *, min_share: float = 0.0,
             for (gpu, part, nps), groups in sorted(by_gpu.items())]
 
 
-def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points: list[WPoint], per_step: float,
-              steps: int | None, min_share: float, dtypes: Mapping[tuple[str, str, int, int, int], Iterable[str]],
-              modes: tuple[str, str] = ("", ""), under_load: bool = False) -> WorkloadPlan:
+def _first_verdicts(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points: list[WPoint],
+                    per_step: float, dtypes: Mapping[tuple[str, str, int, int, int], Iterable[str]]
+                    ) -> tuple[list[PointVerdict], dict[int, tuple[GroupResult, CommConfig]], list[str]]:
+    """Each point judged on the sweep alone (``_judge``), before noise and share weigh in; the points
+    whose size a configuration won, by index: (group, winner); and the notes on datatypes the job
+    issues that were not measured."""
     first: list[PointVerdict] = []
     winners: dict[int, tuple[GroupResult, CommConfig]] = {}
     notes: list[str] = []
@@ -232,6 +235,13 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
             if d.winner is not None:
                 winners[len(first)] = (g, d.winner)
         first.append(v)
+    return first, winners, notes
+
+
+def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points: list[WPoint], per_step: float,
+              steps: int | None, min_share: float, dtypes: Mapping[tuple[str, str, int, int, int], Iterable[str]],
+              modes: tuple[str, str] = ("", ""), under_load: bool = False) -> WorkloadPlan:
+    first, winners, notes = _first_verdicts(gpu, groups, points, per_step, dtypes)
     total = sum(v.default_us for v in first)
     passing: dict[int, tuple[GroupResult, CommConfig, float]] = {}  # beyond twice the noise: (group, winner, saving)
     for i, (g, w) in list(winners.items()):
@@ -241,9 +251,11 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
             first[i] = PointVerdict(v.point, JOB_SLOW, slow, v.default, CommConfig(), v.default, per_step)
             notes.append(f"{v.point.collective} {v.point.size_bytes} B: {slow}")
             continue
+        base = v.default
+        assert base is not None, "a winner's point has NCCL's default measured (_judge)"
         won = g.decisions[_index(g, v.point.size_bytes)].candidates[w]
-        saving = v.point.calls * (v.default.median_us - won.median_us) / per_step
-        noise = v.point.calls * (v.default.median_us * v.default.noise + won.median_us * won.noise) / per_step
+        saving = v.point.calls * (base.median_us - won.median_us) / per_step
+        noise = v.point.calls * (base.median_us * base.noise + won.median_us * won.noise) / per_step
         if saving < NOISE_MULTIPLE * noise:
             first[i] = PointVerdict(v.point, IN_NOISE, f"saves {saving:.1f} +- {noise:.1f} us per step: under "
                                     f"{NOISE_MULTIPLE:g} x its own noise, no rule", v.default, v.selected,
@@ -268,12 +280,13 @@ def _plan_gpu(gpu: str, groups: dict[tuple[str, int, int], GroupResult], points:
                           platform=g.key.platform))
         notes.extend(_left_beside(first, winners, _members(points, key), run, w))
     if not under_load:  # say so where no rule was at stake too: the prediction is an idle GPU's
-        slow = [v for v in first if v.status != JOB_SLOW and _job_slow(v) is not None]
-        if slow:
+        slow_at = [(v, ratio) for v in first if v.status != JOB_SLOW and _job_slow(v) is not None
+                   and (ratio := _job_ratio(v)) is not None]
+        if slow_at:
             notes.append("the job's calls take at least x" + f"{quantities.SLOW_RATIO:g} the idle time at "
-                         + ", ".join(f"{v.point.collective} {v.point.size_bytes} B (x{v.point.job_us / v.default.median_us:.1f})"
-                                     for v in slow) + ": the predicted times are an idle GPU's, not the job's")
-    verdicts = [_apply(v, RuleSet(rules), groups, per_step) if v.default is not None else v for v in first]
+                         + ", ".join(f"{v.point.collective} {v.point.size_bytes} B (x{ratio:.1f})" for v, ratio in slow_at)
+                         + ": the predicted times are an idle GPU's, not the job's")
+    verdicts = [_apply(v, RuleSet(rules), groups, per_step) for v in first]
     label = gpu + "".join(f" {k}={m}" for k, m in zip(("partition", "nps"), modes) if m)
     return WorkloadPlan(label, verdicts, rules, steps, notes, under_load)
 
@@ -329,6 +342,14 @@ def _left_beside(first: list[PointVerdict], winners: Mapping[int, tuple[GroupRes
     return out
 
 
+def _job_ratio(v: PointVerdict) -> float | None:
+    """The job's time per call over NCCL's default's idle one at this point; None where either is not known."""
+    p = v.point
+    if p.job_us is None or v.default is None or v.default.median_us <= 0:
+        return None
+    return p.job_us / v.default.median_us
+
+
 def _job_slow(v: PointVerdict) -> str | None:
     """Why an idle winner is no evidence for the job at this point (rule 5), or None."""
     p = v.point
@@ -375,7 +396,10 @@ def _judge(p: WPoint, groups: Mapping[tuple[str, int, int], GroupResult], per_st
 
 def _apply(v: PointVerdict, ruleset: RuleSet, groups: Mapping[tuple[str, int, int], GroupResult],
            per_step: float) -> PointVerdict:
-    """What the plugin selects for this point under the final rules, and its measured time."""
+    """What the plugin selects for this point under the final rules, and its measured time (a point
+    whose default was not measured as it was)."""
+    if v.default is None:
+        return v
     p = v.point
     n_nodes = next(n for (c, r, n), g in groups.items() if c == p.collective and r == p.n_ranks
                    and (p.n_nodes is None or n == p.n_nodes))
@@ -427,7 +451,7 @@ def lines(p: WorkloadPlan) -> list[str]:
     carriers = p.carriers()
     if carriers:
         out.append("# the gain is carried by: " + ", ".join(
-            f"{v.point.collective} {v.point.size_bytes} B ({v.selected.label}, {v.saving_us:.1f} us/{'step' if p.steps else 'run'}"
+            f"{v.point.collective} {v.point.size_bytes} B ({v.selected.label if v.selected else v.reason}, {v.saving_us:.1f} us/{'step' if p.steps else 'run'}"
             f"{f', {100 * v.saving_us / gain:.0f}%' if gain > 0 else ''})" for v in carriers))
     out.append(f"# {'collective':<15}{'size_bytes':>12}{'ranks':>6}{'nodes':>6}{'calls':>8} {'status':<11}"
                f"{'default_us':>11}{'rules_us':>10}  config / reason")

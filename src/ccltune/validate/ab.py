@@ -68,12 +68,13 @@ def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callab
         labels = [dict(config="default"), dict(config="rules")]
         env = s.environment() if s.is_root else {}
         gpu = (env.get("gpus") or [{}])[0].get("name") if s.is_root else None
-        arms = best_arms(plan.best_from, s.ctx, gpu)
+        ctx = s.joined
+        arms = best_arms(plan.best_from, ctx, gpu)
         # in one order on every rank (a set's order is not: string hashes differ between processes), as
         # the warm-up calls them in turn on every rank
         arm_configs = sorted(set(arms.values()), key=CommConfig.sort_key)
         if s.begin(plan.args, env) is not None:
-            s.store.add_artifact(s.run_id, "rules", open(plan.rules_path, encoding="utf-8").read())
+            s.add_artifact("rules", open(plan.rules_path, encoding="utf-8").read())
 
         def judge(got: list[Any]) -> Any:
             return ab_verdict.verdict(got, hard_slowdown=plan.hard_limit_pct / 100,
@@ -82,15 +83,14 @@ def run(plan: ABPlan, session: Session, engine_opts: Any, require_plugin: Callab
         def measure(coll: Any, size: int, note: str | None = None) -> list[Any]:
             if s.is_root:
                 print(f"validate: {coll.name} {size} B{' (' + note + ')' if note else ''}", file=sys.stderr, flush=True)
-            stored = coll.layout(size, settings.dtype.size, s.ctx.world_size, s.ctx.rank).size_bytes
-            best = arms.get((coll.name, s.ctx.world_size, s.ctx.n_nodes, stored))
+            stored = coll.layout(size, settings.dtype.size, ctx.world_size, ctx.rank).size_bytes
+            best = arms.get((coll.name, ctx.world_size, ctx.n_nodes, stored))
             extra = ([best], [validate_capture.arm_label(best)]) if best is not None else ([], [])
             got = measure_sweep.measure_size(engine, coll, size, configs + extra[0], labels + extra[1], settings)
             for m in got:
                 m.note = m.note or note
             res.rows.extend(got)
-            if s.store is not None:
-                s.store.add_measurements(s.run_id, got)
+            s.add_measurements(got)
             return got
 
         s.summary = lambda: _summary(s, res, arms, t_start, settings)
@@ -121,7 +121,7 @@ def _retest(plan: ABPlan, s: Session, res: ABResult, judge: Callable[[list[Any]]
         # rank 0 judges; every rank measures what it names again
         failing = ([[v.collective, v.size_bytes] for v in res.verdict.sizes if v.status == Verdict.FAIL]
                    if res.verdict is not None else None)
-        failing = json.loads(s.ctx.broadcast_bytes(json.dumps(failing).encode() if s.is_root else None,
+        failing = json.loads(s.joined.broadcast_bytes(json.dumps(failing).encode() if s.is_root else None,
                                                    "sizes to measure again"))
         if not failing:
             break

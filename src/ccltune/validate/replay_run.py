@@ -67,7 +67,7 @@ def run(plan: ReplayPlan, session: Session, engine_opts: Any) -> ReplayResult:
         opts = plugin_options(engine_opts, tempfile.mkdtemp(prefix="ccltune-replay-")) \
             if engines.kind(s.engine_name).own_comm else engine_opts
         engine = s.start_engine(opts)
-        ctx = s.ctx
+        ctx = s.joined
         keep, res.skipped = workload_plan.fit(wl, ctx.world_size, ctx.n_nodes, engine=s.engine_name)
         seq, note = workload_plan.sequence(wl, keep, plan.order)
         res.notes += [note] if note else []
@@ -84,9 +84,8 @@ def run(plan: ReplayPlan, session: Session, engine_opts: Any) -> ReplayResult:
                 res.rounds = measure_replay.rounds(engine, items, arms, plan.reps, session.timeout_s) if items else {}
                 per_entry = measure_replay.entry_rows(engine, items, arms, _entry_settings(plan, session.timeout_s))
             res.load = load.result
-            if s.store is not None:
-                for got in per_entry.values():
-                    s.store.add_measurements(s.run_id, got)
+            for got in per_entry.values():
+                s.add_measurements(got)
             if s.is_root and res.rounds:
                 steps = wl.steps
                 rounds = {a: replay_plan.per_step(t, steps) for a, t in res.rounds.items()}
@@ -103,7 +102,7 @@ def _begin(s: Session, plan: ReplayPlan) -> None:
         env["under_load"] = plan.under_load
     if s.begin(plan.args, env) is not None and plan.rules_path:
         with open(plan.rules_path, encoding="utf-8") as fh:
-            s.store.add_artifact(s.run_id, "rules", fh.read())
+            s.add_artifact("rules", fh.read())
 
 
 def _entry_settings(plan: ReplayPlan, timeout_s: float) -> measure_sweep.SweepSettings:
