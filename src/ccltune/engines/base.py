@@ -205,6 +205,11 @@ class Engine:
             else:
                 self.launch(pt, bufs)
 
+    def capture(self, pt: Point, bufs: Buffers, calls: int | None, *, step: bool = True) -> Any:
+        """A CUDA graph of ``calls`` calls of ``pt``, not launched yet: an engine whose ``supports_graph``
+        is True has one (``CudaEngine``)."""
+        raise NotImplementedError(f"the {self.name} engine captures no CUDA graph")
+
     def series(self, pt: Point, bufs: Buffers, calls: int, *, step: bool = True) -> Callable[[], None]:
         """``issue(pt, bufs, calls, step=step)`` made ready before a clock starts: what the call
         needs is prepared now (the nccl engine builds its launch loop's arguments), so the timed

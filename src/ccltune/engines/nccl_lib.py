@@ -11,9 +11,13 @@ import ctypes
 import ctypes.util
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ccltune.environment import loaded_library
 from ccltune.errors import EngineUnavailable
+
+if TYPE_CHECKING:
+    from _ctypes import CFuncPtr  # a loaded function's type; ctypes does not export its name
 
 NCCL_SUCCESS = 0
 NCCL_IN_PROGRESS = 7
@@ -111,7 +115,7 @@ class NcclLib:
         except OSError as exc:
             raise EngineUnavailable(f"cannot load NCCL library {path!r}: {exc}") from None
         self.path = loaded_library(Path(path).name.split(".so")[0]) or path
-        self._fns: dict[str, ctypes._CFuncPtr] = {}
+        self._fns: dict[str, CFuncPtr] = {}
         for name, argtypes in _SIGNATURES.items():
             fn = getattr(self.lib, name, None)
             if fn is None:
@@ -178,7 +182,7 @@ class NcclLib:
         cfg.size = ctypes.sizeof(Config)
         cfg.magic = 0xCAFEBEEF
         cfg.version = self.version_code
-        for field, _ in Config._fields_[3:]:
+        for field, *_ in Config._fields_[3:]:
             if field in ("netName", "commName"):
                 continue
             setattr(cfg, field, CONFIG_UNDEF_INT)

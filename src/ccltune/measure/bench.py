@@ -226,7 +226,8 @@ def run(engine: Engine, plan: BenchPlan,
 def _sizes(engine: Engine, plan: BenchPlan, coll: Collective,
            on_row: Callable[[Measurement, Measurement], None]) -> list[Measurement]:
     """Every size of one (datatype, op, root): out-of-place then in-place."""
-    ctx, rows = engine.ctx, []
+    ctx = engine.ctx
+    rows: list[Measurement] = []
     for size in plan.sizes:
         pair = []
         for in_place in (False, True):

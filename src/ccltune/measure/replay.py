@@ -55,12 +55,13 @@ def prepare(engine: Any, keys: Sequence[Any], seq: Sequence[tuple[int, int, int]
     items: list[Item] = []
     for i, comm, n in seq:
         if i not in points:
-            points[i] = _point(engine, keys[i], op, fallback_dtype, notes)
-            if points[i] is not None:
-                pt, bufs = points[i]
+            points[i] = found = _point(engine, keys[i], op, fallback_dtype, notes)
+            if found is not None:
+                pt, bufs = found
                 buffers.fill(engine.torch, bufs, pt.coll, ctx.rank, ctx.world_size, pt.op)
-        if points[i] is not None:
-            items.append(Item(i, comm, n, *points[i]))
+        got = points[i]
+        if got is not None:
+            items.append(Item(i, comm, n, *got))
     return items, notes
 
 
