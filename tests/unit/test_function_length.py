@@ -15,7 +15,6 @@ NOT_SPLIT_YET = {  # each is one parse or one table; issue 40 item 7
     "ccltune/ncclt/table_reader.py:_parse_run": 96,
     "ccltune/workload/show.py:table": 88,
     "ccltune/ncclt/json_doc.py:parse_json": 75,
-    "ccltune/workload/torch_trace.py:parse": 69,
     "ccltune/commands/tune.py:run_tune": 64,
 }
 

@@ -83,12 +83,12 @@ def groups(wl: Workload, max_groups: int) -> list[Group]:
     for coll, entries in by_coll.items():
         entries.sort(key=lambda e: e.key.size_bytes)
         cur: list[Entry] = []
-        for e in [*entries, None]:
-            if e is None or (cur and e.key.size_bytes > GROUP_SPAN * cur[0].key.size_bytes):
+        for nxt in [*entries, None]:
+            if nxt is None or (cur and nxt.key.size_bytes > GROUP_SPAN * cur[0].key.size_bytes):
                 out.append(_group(coll, cur, timed))
                 cur = []
-            if e is not None:
-                cur.append(e)
+            if nxt is not None:
+                cur.append(nxt)
     out.sort(key=lambda g: -g.weight)
     return out[:max_groups]
 
@@ -127,8 +127,8 @@ def candidates(gs: Sequence[Group], sweep: rules.RuleSet | None, sm_budget: bool
             for r in sweep.rules:
                 if r.collective == g.collective and r.min_bytes <= g.max_bytes and r.max_bytes >= g.min_bytes:
                     rule = rules.Rule(g.collective, g.min_bytes, g.max_bytes, r.algo, r.proto, r.channels)
-                    ch = f"{r.channels}ch" if r.channels > 0 else "any"
-                    out.append(Candidate(_arm(f"{g.collective}.{rules_size(g.min_bytes)}.sweep.{r.algo}.{r.proto}.{ch}"),
+                    chans = f"{r.channels}ch" if r.channels > 0 else "any"
+                    out.append(Candidate(_arm(f"{g.collective}.{rules_size(g.min_bytes)}.sweep.{r.algo}.{r.proto}.{chans}"),
                                          g, rule, "sweep"))
                     break
         if sm_budget:

@@ -29,6 +29,7 @@ from ccltune import collectives
 from ccltune.datatypes import DTYPES
 from ccltune.rules import ANY, NCCL_CHOICE, PlatformFacts, Query, Rule, RuleSet, match, nccl_spelling
 from ccltune.status import RuleCheck, Verdict
+from ccltune.workload.model import add_counts
 from ccltune.workload.profile_file import ProfileFile
 
 MAX_SKIPPED = 100  # entries not judged that are named (the rest are counted in none: a handful shows the cause)
@@ -51,9 +52,12 @@ class Tally:
     skipped: list[str] = field(default_factory=list)
 
     def merge(self, other: Tally) -> None:
-        for mine, theirs in ((self.ran, other.ran), (self.asked, other.asked), (self.passed, other.passed)):
-            for line, c in theirs.items():
-                mine.setdefault(line, Counter()).update(c)
+        for line, ran in other.ran.items():
+            add_counts(self.ran, line, ran)
+        for line, ran in other.asked.items():
+            add_counts(self.asked, line, ran)
+        for line, later in other.passed.items():
+            add_counts(self.passed, line, later)
         self.unruled.update(other.unruled)
         self.files += other.files
         self.skipped += [s for s in other.skipped if s not in self.skipped][:MAX_SKIPPED - len(self.skipped)]

@@ -134,8 +134,8 @@ NCCL_VERSION = re.compile(r"NCCL version ([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,4}
 
 def _match(out: JobOutput, pattern: re.Pattern[str], line: str, t_ns: int) -> int:
     if out.nccl_version is None and "NCCL version" in line:
-        v = NCCL_VERSION.search(line)
-        out.nccl_version = (int(v.group(1)), int(v.group(2)), int(v.group(3))) if v else None
+        found = NCCL_VERSION.search(line)
+        out.nccl_version = (int(found.group(1)), int(found.group(2)), int(found.group(3))) if found else None
     got = 0
     for m in pattern.finditer(line):
         v = number(m.group(1))

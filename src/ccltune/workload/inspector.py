@@ -54,7 +54,7 @@ def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
     recs: dict[tuple[str, int], RankRecord] = {}
     warnings: list[str] = []
     skipped = 0
-    halves = Halves()
+    halves = Halves[tuple[int]]()
     sources: set[str] = set()
     for no, line in enumerate(lines, start=1):
         line = line.strip()

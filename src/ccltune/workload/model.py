@@ -14,7 +14,7 @@ import json
 from collections import Counter, deque
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ccltune.datatypes import OPS
 from ccltune.errors import UsageError
@@ -26,6 +26,15 @@ from ccltune.workload.timing import Timing
 
 SCHEMA = "ccltune-workload"
 VERSION = 1
+
+
+K = TypeVar("K", bound=Hashable)
+T = TypeVar("T", bound=Hashable)
+
+
+def add_counts(into: dict[K, Counter[T]], key: K, counts: Counter[T]) -> None:
+    """``counts`` added to ``into[key]`` (a new counter there when it has none)."""
+    into.setdefault(key, Counter()).update(counts)
 
 
 @dataclass(frozen=True, order=True)
@@ -75,7 +84,7 @@ class RankRecord:
     comm: str | None = None        # the communicator (id.seq), when the record is one communicator's (captures)
 
 
-class Halves:
+class Halves(Generic[T]):
     """Send and Recv are two API calls (NCCL's ncclSend/ncclRecv, c10d's send/recv) of one ccltune
     call: sendrecv is a ring shift, each rank sending to r+1 and receiving from r-1
     (collectives/sendrecv.py), so one exchange shows a Send and a Recv on every rank (two COLL
@@ -83,12 +92,13 @@ class Halves:
     Recv of one key (datatype and count) pair up, in the order they come (their peers may differ:
     they do in a ring of 3 or more), and the pair is one call, counted at its first half. A half
     that finds no other half is a call of its own (a one-way transfer: a pipeline stage that only
-    sends). Every importer that reads Send/Recv counts through this one rule."""
+    sends). Every importer that reads Send/Recv counts through this one rule. ``T``: the callers'
+    token of an API call."""
 
     def __init__(self) -> None:
-        self.waiting: dict[tuple[Hashable, Key], dict[str, deque[Hashable]]] = {}
+        self.waiting: dict[tuple[Hashable, Key], dict[str, deque[T]]] = {}
 
-    def call_of(self, scope: Hashable, key: Key, half: str, halves: Sequence[str], call: Hashable) -> Hashable:
+    def call_of(self, scope: Hashable, key: Key, half: str, halves: Sequence[str], call: T) -> T:
         """The call this API call is part of: ``call`` (a token the caller chose, unique per API
         call) when it begins one, else the token of the waiting other half it completes.
         ``halves``: the names of the collective's halves (fewer than two: it has none, and every
@@ -158,9 +168,10 @@ def combine(records: list[RankRecord]) -> list[RankRecord]:
         for mine, theirs in ((acc.timing, r.timing), (acc.wait, r.wait), (acc.transfer, r.transfer)):
             for k, t in theirs.items():
                 mine.setdefault(k, Timing()).merge(t)
-        for mine2, theirs2 in ((acc.variants, r.variants), (acc.ran, r.ran)):
-            for k, v in theirs2.items():
-                mine2.setdefault(k, Counter()).update(v)
+        for k, v in r.variants.items():
+            add_counts(acc.variants, k, v)
+        for k, ran in r.ran.items():
+            add_counts(acc.ran, k, ran)
         if r.steps and (acc.steps or 0) < r.steps:
             acc.steps, acc.steps_from = r.steps, r.steps_from
         acc.overflow_calls += r.overflow_calls

@@ -115,7 +115,7 @@ def parse(text: str, path: str) -> tuple[list[RankRecord], list[str]]:
     order: dict[str, list[tuple[Key, str]]] = {}
     warnings: list[str] = []
     known = _known_hosts(text)
-    halves = Halves()
+    halves = Halves[tuple[int, int]]()
     lines = text.split("\n")
     for no, line in enumerate(lines, start=1):
         line = line[:MAX_LINE_CHARS].rstrip("\r")  # a longer line is no NCCL line: only its start is read

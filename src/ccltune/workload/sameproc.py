@@ -16,9 +16,9 @@ Two cases:
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 
-from ccltune.workload.model import TIME_SOURCES, Key, RankRecord
+from ccltune.workload.model import TIME_SOURCES, Key, RankRecord, add_counts
 from ccltune.workload.timing import Timing
 
 # which kind counts calls when two are equally long: the one that sees every call
@@ -42,9 +42,10 @@ def _rename(r: RankRecord, old: Key, new: Key) -> None:
     for d in (r.timing, r.wait, r.transfer):
         if old in d:
             d.setdefault(new, Timing()).merge(d.pop(old))
-    for c in (r.variants, r.ran):
-        if old in c:
-            c.setdefault(new, Counter()).update(c.pop(old))
+    if old in r.variants:
+        add_counts(r.variants, new, r.variants.pop(old))
+    if old in r.ran:
+        add_counts(r.ran, new, r.ran.pop(old))
     r.order = [(new if k == old else k, comm) for k, comm in r.order]
 
 
@@ -116,6 +117,8 @@ def _scale_steps(counts: RankRecord, spans: RankRecord) -> None:
     """The counting source's steps from a source that knows its own (a trace's ProfilerStep spans): when
     every shared entry is called ``calls x spans.steps / spans' calls`` times, one whole number, that is
     the counting source's step count (a TP decode's log: 512 all_reduces, its trace 128 in 2 steps: 8)."""
+    if not spans.steps:  # the caller's check, for the product below
+        return
     ratios = set()
     for k, n in spans.calls.items():
         hit = [c for c in counts.calls if matches(k, c)]
@@ -154,8 +157,9 @@ def _attach(into: RankRecord, other: RankRecord) -> int:
         for src, dst in ([(other.timing, into.timing)] if take_times else []) + pairs:
             if k in src:
                 dst.setdefault(target, Timing()).merge(src[k])
-        for src2, dst2 in ((other.ran, into.ran), (other.variants, into.variants)):
-            if k in src2:
-                dst2.setdefault(target, Counter()).update(src2[k])
+        if k in other.ran:
+            add_counts(into.ran, target, other.ran[k])
+        if k in other.variants:
+            add_counts(into.variants, target, other.variants[k])
     into.source += f", {other.source}"
     return left

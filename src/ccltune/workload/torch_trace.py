@@ -101,6 +101,20 @@ def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
         raise UsageError(f"{path}: a PyTorch profiler trace without communication events (no "
                          "record_param_comms: was the job distributed, and was record_shapes or the "
                          "CPU activity on?)")
+    rank_id = _rank(doc, path)
+    # in the order the calls began (a trace's events need not be sorted)
+    comms.sort(key=lambda ie: (ie[1].get("ts") if isinstance(ie[1].get("ts"), (int, float)) else 0, ie[0]))
+    calls, order, timing = _calls(comms, _kernel_us(kernels, launch_ext), path, warnings)
+    pids = Counter(e.get("pid") for _, e in comms if isinstance(e.get("pid"), int) and not isinstance(e.get("pid"), bool))
+    return RankRecord(path, "torch-trace", rank_id, calls, timing, steps=len(steps) or None, order=order,
+                      pid=pids.most_common(1)[0][0] if pids else None,
+                      steps_from=f"{path}: {len(steps)} ProfilerStep#N spans" if steps else None,
+                      compute=compute.overlap(nccl_on, compute_on)), warnings
+
+
+def _kernel_us(kernels: list[dict[str, Any]], launch_ext: dict[Any, Any]) -> dict[Any, float]:
+    """External id of the launching op -> its NCCL kernels' time (us): a kernel names its op, else the
+    runtime call that launched it does (``launch_ext``: correlation -> External id)."""
     kernel_us: dict[Any, float] = {}
     for k in kernels:
         args = _args(k)
@@ -108,13 +122,17 @@ def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
         dur = k.get("dur")
         if ext is not None and isinstance(dur, (int, float)) and not isinstance(dur, bool) and 0 <= dur < 1e15:
             kernel_us[ext] = kernel_us.get(ext, 0.0) + float(dur)
-    rank_id = _rank(doc, path)
+    return kernel_us
+
+
+def _calls(comms: list[tuple[int, dict[str, Any]]], kernel_us: dict[Any, float], path: str, warnings: list[str]
+           ) -> tuple[Counter[Key], list[tuple[Key, str]], dict[Key, Timing]]:
+    """The calls of the communication events (in order), the order of their keys and process groups, and
+    each key's kernel times per call (a sendrecv's two halves one call)."""
     calls: Counter[Key] = Counter()
     order: list[tuple[Key, str]] = []
-    halves = Halves()
+    halves = Halves[int]()
     call_us: dict[int, tuple[Key, float | None]] = {}   # a call's first event -> its key, its kernels' time
-    # in the order the calls began (a trace's events need not be sorted)
-    comms.sort(key=lambda ie: (ie[1].get("ts") if isinstance(ie[1].get("ts"), (int, float)) else 0, ie[0]))
     for i, e in comms:
         where = f"{path}: traceEvents[{i}] (record_param_comms)"
         args = _args(e)
@@ -129,26 +147,28 @@ def parse(doc: dict[str, Any], path: str) -> tuple[RankRecord, list[str]]:
             order.append((key, pg))
             call_us[i] = (key, us)
         elif us is not None:  # the second half of a sendrecv: its kernels are the call's too
-            k, t = call_us[call]
-            call_us[call] = (k, (t or 0.0) + us)
+            first, t = call_us[call]
+            call_us[call] = (first, (t or 0.0) + us)
     timing: dict[Key, Timing] = {}
     for key, us in call_us.values():
         if us is not None:
             timing.setdefault(key, Timing()).add(us)
-    pids = Counter(e.get("pid") for _, e in comms if isinstance(e.get("pid"), int) and not isinstance(e.get("pid"), bool))
-    return RankRecord(path, "torch-trace", rank_id, calls, timing, steps=len(steps) or None, order=order,
-                      pid=pids.most_common(1)[0][0] if pids else None,
-                      steps_from=f"{path}: {len(steps)} ProfilerStep#N spans" if steps else None,
-                      compute=compute.overlap(nccl_on, compute_on)), warnings
+    return calls, order, timing
 
 
 def _interval(e: dict[str, Any], args: dict[str, Any], into: dict[Any, list[Interval]]) -> None:
     """A GPU kernel's (start, end) in us under its device (``args.device``, else the event's pid, which torch sets
     to the device for GPU rows); a kernel without a finite start and duration is left out."""
-    ts, dur = e.get("ts"), e.get("dur")
-    if all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < 1e18 for x in (ts, dur)):
+    ts, dur = _time_us(e.get("ts")), _time_us(e.get("dur"))
+    if ts is not None and dur is not None:
         dev = args.get("device") if isinstance(args.get("device"), int) else _id(e.get("pid"))
-        into.setdefault(dev, []).append((float(ts), float(ts) + float(dur)))
+        into.setdefault(dev, []).append((ts, ts + dur))
+
+
+def _time_us(value: Any) -> float | None:
+    """A JSON number of microseconds in [0, 1e18), else None."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e18
+    return float(value) if ok else None
 
 
 def _args(event: dict[str, Any]) -> dict[str, Any]:
