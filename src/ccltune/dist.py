@@ -237,7 +237,9 @@ class DistContext:
             return data
         obj = [data]
         self._guard(what, lambda: self.dist.broadcast_object_list(obj, src=0, group=self.group))
-        return obj[0]
+        got = obj[0]
+        assert got is not None, f"{what}: rank 0 broadcasts bytes"
+        return got
 
     def _guard(self, what: str, fn: Any) -> Any:
         try:

@@ -137,8 +137,8 @@ class _Job:
         self.stopped_by: str | None = None
         self.stop_at: float | None = None
         self.known: dict[int, int | None] = {}   # every process of the job seen so far -> its start time
-        pipes = {} if caller is None else {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-        self.proc = subprocess.Popen(cmd, env=env, start_new_session=True, **pipes)
+        pipe = None if caller is None else subprocess.PIPE
+        self.proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=pipe, stderr=pipe)
         self.copies = [] if caller is None else [
             _copy_lines(self.proc.stdout, caller.stdout, None),
             _copy_lines(self.proc.stderr, caller.stderr, caller)]
@@ -249,7 +249,7 @@ def _finish_left_running(run_file: str, status: str, why: str) -> None:
 def stop_requested() -> bool:
     """Whether the parent of this worker was told to stop (so a peer gone now is a stop, not a death)."""
     path = os.environ.get(STOP_ENV)
-    return bool(path) and os.path.exists(path)
+    return bool(path and os.path.exists(path))
 
 
 def note_run(db: str, run_id: int) -> None:
@@ -430,8 +430,9 @@ def _bound_shutdown() -> None:
         with contextlib.suppress(Exception):   # the workers still alive now are stopped, not the cause
             _STOPPED.update(pid for pid in self.pids().values() if alive(pid))
         close(self, death_sig, min(timeout, SHUTDOWN_S))
-    bounded._ccltune = True  # type: ignore[attr-defined]
-    api.PContext.close = bounded
+    # torch's method replaced at run time: set as attributes, which is what they are here
+    setattr(bounded, "_ccltune", True)
+    setattr(api.PContext, "close", bounded)
 
 
 def _failure_code(exc: Any) -> int:

@@ -288,7 +288,9 @@ def parse_rule_fields(f: list[str], line: int = 0, platform: Platform = ANY_PLAT
             want = "-1, 0 or 1" if reg else "-1 or a positive integer"
             raise ValueError(f"{name}: '{_echo(f[6 + i])}' is not {want}")
         ints.append(v)
-    return Rule(coll, lo, hi, algo, proto, channels, *ints, platform=platform, line=line)
+    n_nodes, n_ranks, num_pipe_ops, reg_buff = ints
+    return Rule(coll, lo, hi, algo, proto, channels, n_nodes, n_ranks, num_pipe_ops, reg_buff, platform=platform,
+                line=line)
 
 
 def parse_text(text: str, path: str = "<text>") -> RuleSet:

@@ -1,6 +1,6 @@
 """The static checks CI runs, through the tests (.ci/run runs only the README's test command): ruff on the
-whole tree with pyproject.toml's [tool.ruff] config (under a second: the fast tier), and mypy on the modules
-of [tool.mypy] files, which type-check clean (a few seconds: slow). Both come with the test extra (CI);
+whole tree with pyproject.toml's [tool.ruff] config (under a second: the fast tier), and mypy on the whole
+package ([tool.mypy] files), which type-checks clean (a few seconds: slow). Both come with the test extra (CI);
 without them the tests are skipped."""
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ import importlib
 import os
 import re
 import sys
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, NoReturn
 
 from ccltune import launch
 from ccltune._version import __version__
@@ -54,7 +55,7 @@ def _said_once(message: str) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's own errors: exit 2, no traceback
+    def error(self, message: str) -> NoReturn:  # argparse's own errors: exit 2, no traceback
         self.print_usage(sys.stderr)
         self.exit(2, f"ccltune: error: {_said_once(message)}\n")
 
@@ -63,7 +64,7 @@ class _CommandParser(_Parser):
     """A command's parser: an argument it does not take is refused with its own usage line
     (``ccltune links [-h] ...``), not the top level's (``ccltune [-h] [--version] COMMAND ...``)."""
 
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+    def parse_known_args(self, args: Iterable[str] | None = None, namespace: Any = None) -> tuple[Any, list[str]]:
         ns, extra = super().parse_known_args(args, namespace)
         if extra:  # the innermost command says it first (``plugin check``'s parser before ``plugin``'s)
             self.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -137,7 +137,7 @@ def _any(value: str) -> bool:
 class EnvRule:
     var: str
     matches: Callable[[Any], bool]  # on the value as NCCL reads it (see ``reads``)
-    status: str  # the status a match earns
+    status: Verdict  # the status a match earns
     why: str
     fix: str
     reads: str = "text"  # how NCCL reads the variable: "int" (strtoll, base 0), "level" (a path level), "text"

@@ -198,7 +198,8 @@ def check_monotonic(rule: Monotonic, records: Sequence[Record], up_to: int | Non
     label = f"{rule.collective} busbw from {format_size(rule.from_bytes)}"
     if len(points) < 2:
         return Finding("monotonic", Verdict.WAIVED, f"{label}: {len(points)} sizes measured, need 2")
-    drops, best_size, best = [], 0, 0.0
+    drops: list[dict[str, Any]] = []  # the record's data: sizes in bytes, busbw in GB/s
+    best_size, best = 0, 0.0
     for size, value in points.items():
         if best and value < best * (1 - rule.tolerance):
             drops.append({"size_bytes": size, "busbw_gbps": value, "best_size_bytes": best_size, "best_gbps": best})

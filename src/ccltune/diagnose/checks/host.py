@@ -56,8 +56,9 @@ def check_iommu(root: Path) -> Finding:
     tokens = set((cmdline or "").split())
     passthrough = bool(tokens & {"iommu=pt", "iommu.passthrough=1", "amd_iommu=pt"})
     off = bool(tokens & {"iommu=off", "intel_iommu=off", "amd_iommu=off"})
-    data = {"cmdline_iommu": sorted(t for t in tokens if "iommu" in t), "units": units}
-    shown = " ".join(data["cmdline_iommu"]) or "no iommu option"
+    options = sorted(t for t in tokens if "iommu" in t)
+    data = {"cmdline_iommu": options, "units": units}
+    shown = " ".join(options) or "no iommu option"
     if off or not units:
         return Finding("iommu", Verdict.PASS, f"IOMMU off ({shown}; {len(units or [])} IOMMU units)", data=data)
     if passthrough:

@@ -170,8 +170,8 @@ def per_gpu_bounds(m: Mapping[Pair, float], aggregate: Mapping[int, float] | Non
         bound = times(links[peer], len(links), decimals)
         total = sum(links.values()) if decimals is None else round(sum(links.values()), decimals)
         agg = (aggregate or {}).get(g)
-        limit = (egress or {}).get(g)
-        shared = (bool(limit) and bound > limit) or g in measured_shared
+        limit = (egress or {}).get(g) or None  # 0: no limit known
+        shared = (limit is not None and bound > limit) or g in measured_shared
         if agg:
             bound = min(bound, agg)
         if shared:

@@ -75,7 +75,7 @@ def _partitions(topo: Topology) -> str:
     return (f"{'/'.join(map(str, sizes))} devices each" + (f" ({', '.join(modes)})" if modes else ""))
 
 
-def _state(name: str, states: dict[int, str | None], *, good: str, bad_status: str, what: str, fix: str,
+def _state(name: str, states: dict[int, str | None], *, good: str, bad_status: Verdict, what: str, fix: str,
            noun: str = "GPUs") -> Finding:
     known = {i: s for i, s in states.items() if s is not None}
     if not known:
