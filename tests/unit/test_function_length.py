@@ -12,10 +12,6 @@ import long_functions  # noqa: E402
 LIMIT = 60
 NOT_SPLIT_YET = {  # each is one parse or one table; issue 40 item 7
     "ccltune/workload/profile_file.py:_Parser.run": 118,  # 92 before format 2 (the arm column) joined it
-    "ccltune/ncclt/table_reader.py:_parse_run": 96,
-    "ccltune/workload/show.py:table": 88,
-    "ccltune/ncclt/json_doc.py:parse_json": 75,
-    "ccltune/commands/tune.py:run_tune": 64,
 }
 
 

@@ -106,10 +106,7 @@ def run_tune(o: TuneOptions, console: Console = Console()) -> TuneResult:
         load_notes = (loadcmp.lines(*loadcmp.winner_changes(derived(idle_rows), result), o.under_load)
                       if idle_rows and o.under_load is not None else [])
         load_notes += _left_out_lines(o, left_out) + unfinished_note(unfinished, o.db)
-        settings = (f"objective={o.objective} min_margin={o.min_margin:g}%"
-                    f" isolated_margin={o.isolated_margin:g}% min_gain={o.min_gain_us:g}us"
-                    f" placement={o.placement}"
-                    + (f" sm_tolerance={o.sm_tolerance:g}%" if o.objective == "sm" else ""))
+        settings = _settings(o)
         source = f"runs {', '.join(f'{r.id} ({r.kind} {r.started_at})' for r in runs)} of {o.db}"
         plans = None
         if o.workload:
@@ -120,12 +117,7 @@ def run_tune(o: TuneOptions, console: Console = Console()) -> TuneResult:
             sections, notes = result.sections(), result.notes
         text = render(sections, source=source, settings=settings, notes=notes)
         write_atomic(o.out, text)
-        command = "ccltune " + shlex.join(["tune", "--db", str(o.db), "--out", str(o.out),
-                                           "--objective", o.objective, "--placement", o.placement,
-                                           *[a for p in o.exclude_failed for a in ("--exclude-failed", p)],
-                                           *(["--workload", o.workload, "--min-share", f"{o.min_share:g}"]
-                                             if o.workload else [])])
-        tune_run = store.begin_run("tune", command=command, args=dataclasses.asdict(o),
+        tune_run = store.begin_run("tune", command=_command_line(o), args=dataclasses.asdict(o),
                                    env={"ccltune_version": __version__,
                                         "platform": "; ".join(map(describe_platform, result.sections()))})
         store.add_artifact(tune_run, "rules", text)
@@ -149,6 +141,23 @@ def run_tune(o: TuneOptions, console: Console = Console()) -> TuneResult:
         for note in result.notes:
             console.warn(f"# note: {note}")
     return TuneResult.read(o.db, tune_run, rules_path=o.out, rules=text)
+
+
+def _settings(o: TuneOptions) -> str:
+    """The rule file's settings line: what the derivation was asked for."""
+    return (f"objective={o.objective} min_margin={o.min_margin:g}%"
+            f" isolated_margin={o.isolated_margin:g}% min_gain={o.min_gain_us:g}us"
+            f" placement={o.placement}"
+            + (f" sm_tolerance={o.sm_tolerance:g}%" if o.objective == "sm" else ""))
+
+
+def _command_line(o: TuneOptions) -> str:
+    """The stored run's command: the ``ccltune tune`` line that derives these rules again."""
+    return "ccltune " + shlex.join(["tune", "--db", str(o.db), "--out", str(o.out),
+                                    "--objective", o.objective, "--placement", o.placement,
+                                    *[a for p in o.exclude_failed for a in ("--exclude-failed", p)],
+                                    *(["--workload", o.workload, "--min-share", f"{o.min_share:g}"]
+                                      if o.workload else [])])
 
 
 def _load_split(store: Store, o: TuneOptions

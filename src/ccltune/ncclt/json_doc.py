@@ -215,10 +215,9 @@ class _Json:
         return number
 
 
-def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), collective: str | None = None,
-               nranks: int | None = None) -> reading.Parsed:
-    """Parse nccl-tests' ``-J`` JSON (one run). Raises UsageError naming ``path`` (and line, or the
-    field's path) on bad content."""
+def _document(text: str, path: str) -> dict[str, Any]:
+    """The -J file's top-level object, with its 'results' list and the 'average_bus_bandwidth' written
+    after them (a file cut short has none)."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -232,15 +231,11 @@ def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), co
         raise reading.fail(path, None, "not nccl-tests -J output (no 'results' list)")
     if "average_bus_bandwidth" not in doc:
         raise reading.fail(path, None, "truncated: no 'average_bus_bandwidth' after the results")
-    js = _Json(path)
-    args = js.get(doc, "args", "", "a list of strings", lambda v: isinstance(v, list)) or []
-    program = args[0] if args else None  # only the program name is read
-    if program is not None and not isinstance(program, str):
-        raise js.fail("args[0]", "a string", program)
-    cfg = js.get(doc, "config", "", "an object", lambda v: isinstance(v, dict)) or {}
-    graph = 1 if (js.integer(cfg, "graph", "config") or 0) > 0 else 0
-    shape = reading.Shape(threads=js.integer(cfg, "nthreads", "config"), gpus=js.integer(cfg, "ngpus", "config"))
-    env: dict[str, Any] = {}
+    return doc
+
+
+def _devices(js: _Json, cfg: dict[str, Any], shape: reading.Shape, env: dict[str, Any]) -> None:
+    """``config.devices``: each rank's host, pid, GPU and group into ``shape``, and the list into ``env``."""
     for i, dev in enumerate(js.get(cfg, "devices", "config", "a list", lambda v: isinstance(v, list)) or []):
         at = f"config.devices[{i}]"
         if not isinstance(dev, dict):
@@ -250,13 +245,30 @@ def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), co
         info = (js.get(dev, "device_info", at, "a string", lambda v: isinstance(v, str)) or "").strip()
         pid = js.integer(dev, "pid", at) or 0
         shape.ranks[rank] = (host, pid, info)
-        shape.where[rank] = f'{path}: "{at}.rank"'
+        shape.where[rank] = f'{js.path}: "{at}.rank"'
         shape.colors[rank] = js.integer(dev, "group", at) or 0
         env.setdefault("devices", []).append({"rank": rank, "host": host, "pid": pid,
                                               "device": js.integer(dev, "device", at),
                                               "bus_id": js.get(dev, "device_hex", at, "a string",
                                                                lambda v: isinstance(v, str)),
                                               "name": info})
+
+
+def parse_json(text: str, path: str, *, candidate: CommConfig = CommConfig(), collective: str | None = None,
+               nranks: int | None = None) -> reading.Parsed:
+    """Parse nccl-tests' ``-J`` JSON (one run). Raises UsageError naming ``path`` (and line, or the
+    field's path) on bad content."""
+    doc = _document(text, path)
+    js = _Json(path)
+    args = js.get(doc, "args", "", "a list of strings", lambda v: isinstance(v, list)) or []
+    program = args[0] if args else None  # only the program name is read
+    if program is not None and not isinstance(program, str):
+        raise js.fail("args[0]", "a string", program)
+    cfg = js.get(doc, "config", "", "an object", lambda v: isinstance(v, dict)) or {}
+    graph = 1 if (js.integer(cfg, "graph", "config") or 0) > 0 else 0
+    shape = reading.Shape(threads=js.integer(cfg, "nthreads", "config"), gpus=js.integer(cfg, "ngpus", "config"))
+    env: dict[str, Any] = {}
+    _devices(js, cfg, shape, env)
     version = js.integer(doc, "nccl_version", "", low=0) or None
     coll = reading.collective_of(program, '"args[0]"', path, collective, path)
     n_ranks, n_nodes = reading.ranks_of(path, None, shape, nranks)

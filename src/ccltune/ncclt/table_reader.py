@@ -21,6 +21,7 @@ with that status and reason.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from ccltune import datatypes, ncclline
@@ -180,63 +181,75 @@ def _header_line(line: str, lineno: int, path: str, shape: reading.Shape, env: d
     return blocks
 
 
+@dataclass
+class _Comments:
+    """What a run's '#' lines say: the program that printed it, the table's column blocks, -G, NCCL's
+    version, whether the footer came, and the notes on cells ccltune wrote."""
+
+    program: str | None = None
+    program_line: int = 0
+    blocks: list[int] | None = None  # column index where each (time, algbw, busbw, #wrong) block starts
+    graph: int = 0
+    version: str | None = None
+    footer: bool = False
+    cell_notes: list[tuple[int, bool, str, str]] = field(default_factory=list)  # (from size, in place, status, reason)
+
+    def read(self, line: str, lineno: int, path: str, shape: reading.Shape, env: dict[str, Any]) -> None:
+        if m := _CELL_NOTE_RE.match(line):
+            self.cell_notes.append((int(m.group(1)), m.group(2) == "in-place", m.group(3).lower(), m.group(4)))
+        if m := _START_RE.match(line):
+            self.program, self.program_line = m.group(1), lineno
+        elif line.startswith(_FOOTER):
+            self.footer = True
+        if (cols := _header_line(line, lineno, path, shape, env)) is not None:
+            self.blocks = cols
+        if g := _GRAPH_RE.search(line):
+            self.graph = 1 if int(g.group(1)) > 0 else 0
+        if (v := _VERSION_RE.search(line)) and int(v.group(1)):  # 0: no NCCL (ccltune's gloo engine)
+            self.version = reading.nccl_version(int(v.group(1)))
+
+
 def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, collective: str | None,
                nranks: int | None, several: bool) -> reading.Parsed:
     """One run's lines (see ``_split_runs``). ``several``: the file holds more runs, so errors about
     the whole run name its first line, and the file name does not tell the collective."""
     first = lines[0][0] if lines else 1
     at = first if several else None
-    program, program_line = None, 0
     shape = reading.Shape()
     env: dict[str, Any] = {}
-    graph, version = 0, None
-    blocks: list[int] | None = None  # column index where each (time, algbw, busbw, #wrong) block starts
-    ncols = 0
+    head = _Comments()
     table: list[tuple[int, list[str] | re.Match[str]]] = []  # a row's cells, or a failure line between rows
-    footer = False
-    cell_notes: list[tuple[int, bool, str, str]] = []  # (from size, in place, status, reason)
     notes: list[str] = []  # what the user should know of how the file was read
     for lineno, line in lines:
         if line.startswith("#"):
-            if m := _CELL_NOTE_RE.match(line):
-                cell_notes.append((int(m.group(1)), m.group(2) == "in-place", m.group(3).lower(), m.group(4)))
-            if m := _START_RE.match(line):
-                program, program_line = m.group(1), lineno
-            elif line.startswith(_FOOTER):
-                footer = True
-            if (cols := _header_line(line, lineno, path, shape, env)) is not None:
-                blocks = cols
-                ncols = blocks[-1] + 4
-            if g := _GRAPH_RE.search(line):
-                graph = 1 if int(g.group(1)) > 0 else 0
-            if (v := _VERSION_RE.search(line)) and int(v.group(1)):  # 0: no NCCL (ccltune's gloo engine)
-                version = reading.nccl_version(int(v.group(1)))
+            head.read(line, lineno, path, shape, env)
             continue
         if m := _FAILURE_RE.match(line):
             table.append((lineno, m))  # a failure between the rows, in order
             continue
-        if _TRACE_RE.match(line) or _meta(line, env) or footer or _NOISE_RE.search(line):
+        if _TRACE_RE.match(line) or _meta(line, env) or head.footer or _NOISE_RE.search(line):
             continue  # after the footer: ncclGetLastError's line
         if line.strip() in ("...", "…", "[...]"):  # output pasted into a doc or ticket with lines left out
             notes.append(f"line {lineno}: '{line.strip()}' skipped (lines were left out of this output here)")
-            if blocks is None:  # among the header's lines: rank lines may be what was left out
+            if head.blocks is None:  # among the header's lines: rank lines may be what was left out
                 shape.elided = True
             continue
-        if blocks is None:
+        if head.blocks is None:
             raise reading.fail(path, lineno, "data before the column header ('#  size  count  type ...')")
         cells = line.split()
-        if len(cells) < ncols:
+        if len(cells) < (ncols := head.blocks[-1] + 4):
             raise reading.fail(path, lineno, f"expected {ncols} columns, got {len(cells)} (truncated line?)")
         table.append((lineno, cells))
+    blocks, program = head.blocks, head.program
     if blocks is None:
         raise reading.fail(path, at, "no nccl-tests column header ('#  size  count  type ...'): not nccl-tests output?"
                            + (" (a run that stopped before its table?)" if several else ""))
     if not table:
         raise reading.fail(path, at, "no result rows")
     failed = any(isinstance(cells, re.Match) for _, cells in table)
-    if not footer and not failed:  # a run that failed stops without its footer, as nccl-tests does
+    if not head.footer and not failed:  # a run that failed stops without its footer, as nccl-tests does
         raise reading.fail(path, table[-1][0], f"truncated: no '{_FOOTER}' footer after the last row")
-    said_at = program_line if program else at  # where the collective is (or should be) said
+    said_at = head.program_line if program else at  # where the collective is (or should be) said
     n_ranks, n_nodes = reading.ranks_of(path, at, shape, nranks)
     try:
         coll = reading.collective_of(program, "the header", f"{path}:{said_at}" if said_at else path, collective,
@@ -250,6 +263,16 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
     reading.mark_groups(shape, env)
     if "tool" not in env:
         env["tool"] = "rccl-tests" if any(k.startswith("rccl") for k in env) else "nccl-tests"
+    rows = _rows(table, blocks, path, coll, n_ranks, n_nodes, candidate, head.graph)
+    _explain(rows, head.cell_notes)
+    hosts = {h for h, _, _ in shape.ranks.values()} | ({env["hostname"]} if "hostname" in env else set())
+    return reading.Parsed(path, coll, n_ranks, n_nodes, rows, [g for _, (_, _, g) in sorted(shape.ranks.items()) if g],
+                          sorted(hosts), head.version, first, env, notes)
+
+
+def _rows(table: list[tuple[int, list[str] | re.Match[str]]], blocks: list[int], path: str, coll: str, n_ranks: int,
+          n_nodes: int, candidate: CommConfig, graph: int) -> list[Measurement]:
+    """The run's rows: each table row's placements (one block: in-place only), a failure line's error rows."""
     places = (True,) if len(blocks) == 1 else (False, True)
     rows: list[Measurement] = []
     for lineno, entry in table:
@@ -272,10 +295,7 @@ def _parse_run(lines: list[tuple[int, str]], path: str, candidate: CommConfig, c
                                         graph, in_place, t, alg, bus, wrong))
         except reading.Bad as exc:
             raise reading.fail(path, lineno, str(exc)) from None
-    _explain(rows, cell_notes)
-    hosts = {h for h, _, _ in shape.ranks.values()} | ({env["hostname"]} if "hostname" in env else set())
-    return reading.Parsed(path, coll, n_ranks, n_nodes, rows, [g for _, (_, _, g) in sorted(shape.ranks.items()) if g],
-                          sorted(hosts), version, first, env, notes)
+    return rows
 
 
 _RATIO_RANKS = 4096  # the rank counts a ratio is tried at, to name them in the error (a bounded loop)

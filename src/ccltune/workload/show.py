@@ -25,16 +25,8 @@ def table(wl: Workload, est: dict[int, IdleTime] | None = None, db: str | None =
     """Entries by share of bytes: the job's own time per call (median) and waiting where a source timed
     them; with ``db``, NCCL's default idle time per call, the ratio, and time per step from it."""
     total_bytes = sum(e.bytes_total for e in wl.entries) or 1
-    unit, short = quantities.unit(wl.steps), quantities.short_unit(wl.steps)
-    out = [f"# workload: {len(wl.entries)} entries, {sum(e.calls for e in wl.entries)} calls, "
-           + (f"{wl.steps} steps" if wl.steps else "steps unknown (times are per captured run; import --steps N)")]
-    if wl.steps_note:
-        out.append(f"# {wl.steps_note}")
-    for s in wl.sources:
-        out.append(f"# source: {s.get('kind')} {s.get('path')} ({s.get('calls')} calls)")
-    if wl.overflow_calls:
-        out.append(f"# WARNING: {wl.overflow_calls} captured calls ({wl.overflow_bytes} bytes) did not fit the "
-                   "plugin's table and are not in the entries")
+    short = quantities.short_unit(wl.steps)
+    out = _preamble(wl)
     timed = [e for e in wl.entries if job_us(e) is not None]
     waits = any(e.wait is not None and e.wait.median_us is not None for e in wl.entries)
     ran = any(e.ran for e in wl.entries)
@@ -84,6 +76,28 @@ def table(wl: Workload, est: dict[int, IdleTime] | None = None, db: str | None =
             else:
                 row += f"{'-':>10}" + (f"{'-':>7}" if timed else "") + f"{'-':>11}{'-':>7}"
         out.append(row + (f"  {_ran(e)}" if ran else ""))
+    return out + _totals(wl, timed, est, db, total_us)
+
+
+def _preamble(wl: Workload) -> list[str]:
+    """The table's first lines: the workload's size, its steps, its sources, the calls it lost."""
+    out = [f"# workload: {len(wl.entries)} entries, {sum(e.calls for e in wl.entries)} calls, "
+           + (f"{wl.steps} steps" if wl.steps else "steps unknown (times are per captured run; import --steps N)")]
+    if wl.steps_note:
+        out.append(f"# {wl.steps_note}")
+    for s in wl.sources:
+        out.append(f"# source: {s.get('kind')} {s.get('path')} ({s.get('calls')} calls)")
+    if wl.overflow_calls:
+        out.append(f"# WARNING: {wl.overflow_calls} captured calls ({wl.overflow_bytes} bytes) did not fit the "
+                   "plugin's table and are not in the entries")
+    return out
+
+
+def _totals(wl: Workload, timed: list[Entry], est: dict[int, IdleTime], db: str | None, total_us: float) -> list[str]:
+    """The lines under the rows: the job's and the estimated time per step, the entries far slower than
+    idle, the load sized from the job, the import's warnings."""
+    unit = quantities.unit(wl.steps)
+    out = []
     if timed:
         job_total = quantities.total(((e.calls, job_us(e) or 0.0) for e in timed), wl.steps)
         out.append(f"# in-job communication time per {unit}: {job_total:.1f} us = sum of calls x job_us"
