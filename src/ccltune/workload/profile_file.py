@@ -257,11 +257,47 @@ class _Parser:
         self.path, self.lines, self.newline_end, self.strict = path, lines, newline_end, strict
         self.no = 0
         self.version = 1
+        self.head: dict[str, str] = {}
+        self.timing, self.timing_note = "", ""
+        self.arm_source, self.arm_note = "none", "format version 1 has no arms"
+        self.entries: list[ProfileEntry] = []
+        self.sums: list[ArmSum] = []
+        self.calls: list[tuple[int, int, int, int]] = []
+        self.call_arms: list[int] = []
+        self.calls_per_entry: list[int] = []
+        self.dropped: tuple[int, int, int] | None = None
 
     def fail(self, why: str) -> UsageError:
         return UsageError(f"{self.path}:{self.no}: {why}")
 
     def run(self) -> ProfileFile:
+        lines, ended, warnings = self._lines_to_read()
+        # 0 magic, 1 header, 2 timing, 3 arms (v2), 35 columns, 4 entries, 45 sums (v2), 5 calls, 6 dropped seen, 7 end
+        stage = 0
+        for self.no, line in enumerate(lines, start=1):
+            line = line.rstrip("\r")
+            if len(line) > MAX_LINE_CHARS:
+                raise self.fail(f"a line of {len(line)} characters (at most {MAX_LINE_CHARS})")
+            if stage == 7:
+                if line.strip():
+                    raise self.fail("text after '# end'")
+                continue
+            if stage == 0:
+                self.version = self._magic(line)
+                stage = 1
+                continue
+            if line.strip():
+                stage = self._line(stage, line)
+        if stage < 4 or stage == 35:
+            self.no = len(lines)
+            raise self.fail("the header is incomplete (magic, host, timing, arms and columns lines expected)")
+        if ended and self.dropped is None:
+            raise UsageError(f"{self.path}: no '# dropped entries E calls C' line before '# end'")
+        return self._file(ended, warnings)
+
+    def _lines_to_read(self) -> tuple[list[str], bool, list[str]]:
+        """(the lines, whether '# end' is among them, warnings): a file cut short is refused when strict,
+        else read up to its last whole line, and said so."""
         lines = self.lines
         if lines and lines[-1] == "":
             lines = lines[:-1]
@@ -277,108 +313,94 @@ class _Parser:
                 lines = lines[:-1]
             warnings.append(f"{self.path}: the file ends without '# end' (cut short): read its first "
                             f"{len(lines)} line(s){last}; entries or calls after them are missing")
-        head: dict[str, str] = {}
-        timing, note = "", ""
-        arm_source, arm_note = "none", "format version 1 has no arms"
-        sums: list[ArmSum] = []
-        call_arms: list[int] = []
-        entries: list[ProfileEntry] = []
-        calls: list[tuple[int, int, int, int]] = []
-        calls_per_entry: list[int] = []
-        dropped: tuple[int, int, int] | None = None
-        # 0 magic, 1 header, 2 timing, 3 arms (v2), 35 columns, 4 entries, 45 sums (v2), 5 calls, 6 dropped seen, 7 end
-        stage = 0
-        for self.no, line in enumerate(lines, start=1):
-            line = line.rstrip("\r")
-            if len(line) > MAX_LINE_CHARS:
-                raise self.fail(f"a line of {len(line)} characters (at most {MAX_LINE_CHARS})")
-            if stage == 7:
-                if line.strip():
-                    raise self.fail("text after '# end'")
-                continue
-            if stage == 0:
-                self.version = self._magic(line)
-                stage = 1
-                continue
-            if not line.strip():
-                continue
-            if stage == 1:
-                head = self._header(line)
-                stage = 2
-            elif stage == 2:
-                parts = line.split()
-                if parts[:2] != ["#", "timing"] or len(parts) < 3 or parts[2] not in TIMING_SOURCES:
-                    raise self.fail(f"expected '# timing <{'|'.join(TIMING_SOURCES)}> [reason]', got {line[:80]!r}")
-                timing, note = parts[2], " ".join(parts[3:])
-                stage = 3 if self.version >= 2 else 35
-            elif stage == 3:
-                parts = line.split()
-                if parts[:2] != ["#", "arms"] or len(parts) < 3 or parts[2] not in ARM_SOURCES:
-                    raise self.fail(f"expected '# arms <{'|'.join(ARM_SOURCES)}> [reason]', got {line[:80]!r}")
-                arm_source, arm_note = parts[2], " ".join(parts[3:])
-                stage = 35
-            elif stage == 35:
-                if line.split() != ["#", "columns", *COLUMNS.split()]:
-                    raise self.fail(f"expected '# columns {COLUMNS}', got {line[:80]!r}")
-                stage = 4
-            elif line == "# end":
-                stage = 7
-            elif line.startswith("# dropped"):
-                if stage == 6:
-                    raise self.fail("a second '# dropped' line")
-                dropped = self._dropped(line)
-                stage = 6
-            elif line == SUMS_HEAD and self.version >= 2:
-                if stage != 4:
-                    raise self.fail("'# sums' out of place (after the calls or '# dropped')")
-                stage = 45
-            elif line == CALLS_HEAD[self.version]:
-                if stage != (45 if self.version >= 2 else 4):
-                    raise self.fail("'# calls' out of place (before '# sums', after the calls or '# dropped')")
-                stage = 5
-            elif line.startswith("#"):
-                continue  # a comment the writer added (the histogram's error, ...)
-            elif stage == 4:
-                if len(entries) >= MAX_ENTRIES:
-                    raise self.fail(f"more than {MAX_ENTRIES} entries")
-                entries.append(self._entry(line, None if head["nranks"] == "-" else int(head["nranks"])))
-                calls_per_entry.append(0)
-            elif stage == 45:
-                if len(sums) >= MAX_ARM_SUMS:
-                    raise self.fail(f"more than {MAX_ARM_SUMS} arm sums")
-                arm_sum = self._arm_sum(line)
-                if any(a.arm == arm_sum.arm for a in sums):
-                    raise self.fail(f"a second sum of arm {arm_sum.arm}")
-                sums.append(arm_sum)
-            elif stage == 5:
-                if len(calls) >= MAX_CALL_LINES:
-                    raise self.fail(f"more than {MAX_CALL_LINES} call lines")
-                call, arm = self._call(line, entries)
-                calls_per_entry[call[1]] += 1
-                if calls_per_entry[call[1]] > entries[call[1]].timed:
-                    raise self.fail(f"more call lines for entry {call[1]} than its {entries[call[1]].timed} "
-                                    "timed calls")
-                calls.append(call)
-                call_arms.append(arm)
-            else:
-                raise self.fail(f"a line after '# dropped' that is not '# end': {line[:80]!r}")
-        if stage < 4 or stage == 35:
-            self.no = len(lines)
-            raise self.fail("the header is incomplete (magic, host, timing, arms and columns lines expected)")
-        if ended and dropped is None:
-            raise UsageError(f"{self.path}: no '# dropped entries E calls C' line before '# end'")
+        return lines, ended, warnings
+
+    def _line(self, stage: int, line: str) -> int:
+        """A line after the magic, not blank: what it says kept; the stage after it."""
+        if stage in (1, 2, 3, 35):
+            return self._head_line(stage, line)
+        if line == "# end":
+            return 7
+        if line.startswith("# dropped"):
+            if stage == 6:
+                raise self.fail("a second '# dropped' line")
+            self.dropped = self._dropped(line)
+            return 6
+        if line == SUMS_HEAD and self.version >= 2:
+            if stage != 4:
+                raise self.fail("'# sums' out of place (after the calls or '# dropped')")
+            return 45
+        if line == CALLS_HEAD[self.version]:
+            if stage != (45 if self.version >= 2 else 4):
+                raise self.fail("'# calls' out of place (before '# sums', after the calls or '# dropped')")
+            return 5
+        if not line.startswith("#"):  # a comment the writer added (the histogram's error, ...) is skipped
+            self._body_line(stage, line)
+        return stage
+
+    def _head_line(self, stage: int, line: str) -> int:
+        """The header's lines after the magic: host, timing, arms (v2), columns; the stage after it."""
+        if stage == 1:
+            self.head = self._header(line)
+            return 2
+        if stage == 2:
+            parts = line.split()
+            if parts[:2] != ["#", "timing"] or len(parts) < 3 or parts[2] not in TIMING_SOURCES:
+                raise self.fail(f"expected '# timing <{'|'.join(TIMING_SOURCES)}> [reason]', got {line[:80]!r}")
+            self.timing, self.timing_note = parts[2], " ".join(parts[3:])
+            return 3 if self.version >= 2 else 35
+        if stage == 3:
+            parts = line.split()
+            if parts[:2] != ["#", "arms"] or len(parts) < 3 or parts[2] not in ARM_SOURCES:
+                raise self.fail(f"expected '# arms <{'|'.join(ARM_SOURCES)}> [reason]', got {line[:80]!r}")
+            self.arm_source, self.arm_note = parts[2], " ".join(parts[3:])
+            return 35
+        if line.split() != ["#", "columns", *COLUMNS.split()]:
+            raise self.fail(f"expected '# columns {COLUMNS}', got {line[:80]!r}")
+        return 4
+
+    def _body_line(self, stage: int, line: str) -> None:
+        """An entry, an arm's sum or a call line, as the stage says."""
+        if stage == 4:
+            if len(self.entries) >= MAX_ENTRIES:
+                raise self.fail(f"more than {MAX_ENTRIES} entries")
+            nranks = self.head["nranks"]
+            self.entries.append(self._entry(line, None if nranks == "-" else int(nranks)))
+            self.calls_per_entry.append(0)
+        elif stage == 45:
+            if len(self.sums) >= MAX_ARM_SUMS:
+                raise self.fail(f"more than {MAX_ARM_SUMS} arm sums")
+            arm_sum = self._arm_sum(line)
+            if any(a.arm == arm_sum.arm for a in self.sums):
+                raise self.fail(f"a second sum of arm {arm_sum.arm}")
+            self.sums.append(arm_sum)
+        elif stage == 5:
+            if len(self.calls) >= MAX_CALL_LINES:
+                raise self.fail(f"more than {MAX_CALL_LINES} call lines")
+            call, arm = self._call(line, self.entries)
+            self.calls_per_entry[call[1]] += 1
+            if self.calls_per_entry[call[1]] > self.entries[call[1]].timed:
+                raise self.fail(f"more call lines for entry {call[1]} than its {self.entries[call[1]].timed} "
+                                "timed calls")
+            self.calls.append(call)
+            self.call_arms.append(arm)
+        else:
+            raise self.fail(f"a line after '# dropped' that is not '# end': {line[:80]!r}")
+
+    def _file(self, ended: bool, warnings: list[str]) -> ProfileFile:
+        head, entries, sums = self.head, self.entries, self.sums
         if self.version == 1:  # no arms: arm -1 throughout, its sum from the entries
             timed = [e for e in entries if e.timed and e.sum_us is not None]
             sums = [ArmSum(NO_ARM, sum(e.calls for e in entries), sum(e.timed for e in timed),
-                           sum(e.sum_us for e in timed), None)] if entries else []  # type: ignore[misc]
+                           sum(e.sum_us or 0.0 for e in timed), None)] if entries else []  # timed: each has one
         known = {k: None if head[k] == "-" else int(head[k]) for k in ("nranks", "nnodes")}
-        dropped_entries, dropped_calls, dropped_arms = dropped or (0, 0, 0)
+        dropped_entries, dropped_calls, dropped_arms = self.dropped or (0, 0, 0)
         return ProfileFile(self.path, head["host"], int(head["pid"]), head["comm"], int(head["rank"]),
                            known["nranks"], known["nnodes"], int(head["abi"]), int(head["every"]),
-                           timing, tuple(entries), tuple(calls), dropped_entries, dropped_calls, timing_note=note,
-                           complete=ended, warnings=tuple(warnings), version=self.version, arm_source=arm_source,
-                           arm_note=arm_note, arm_sums=tuple(sums), call_arms=tuple(call_arms),
-                           dropped_arms=dropped_arms)
+                           self.timing, tuple(entries), tuple(self.calls), dropped_entries, dropped_calls,
+                           timing_note=self.timing_note, complete=ended, warnings=tuple(warnings),
+                           version=self.version, arm_source=self.arm_source, arm_note=self.arm_note,
+                           arm_sums=tuple(sums), call_arms=tuple(self.call_arms), dropped_arms=dropped_arms)
 
     def _magic(self, line: str) -> int:
         v = line[len(MAGIC):] if line.startswith(MAGIC) else None
