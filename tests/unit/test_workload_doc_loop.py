@@ -41,7 +41,7 @@ JOBS = {  # the doc's capture globs -> the real files of each job
               "/tmp/prof/*.txt": [],
               "/tmp/cap/*.txt": sorted((FIX / "capture-fsdp2-4").glob("ccltune-capture.*.txt"))},
 }
-# what each real job's import gives: entries, steps, and its 4-byte sum and 40-byte max all_reduces (issue 38 item 1)
+# what each real job's import gives: (entries, steps)
 FACTS = {"ddp": (15, 17), "tp": (3, 18), "fsdp2": (6, 18)}
 OUTPUTS = ("W.json", "W2.json", "results.db", "rules.conf", "kept.conf")
 
