@@ -40,6 +40,8 @@ def _rows(out: str) -> dict[str, str]:
 def test_a_planted_slowdown_is_found_in_one_run_the_aa_twin_is_equal_and_drift_cancels(tmp_path, capsys,
                                                                                        monkeypatch) -> None:
     monkeypatch.setenv("FAKE_DRIFT_PCT", "20")  # the step time grows 20% over the run: 4x the planted effect
+    # steps of 10 ms: a block (6 steps) is 60 ms, so a step line read late by a loaded CI machine stays in its block
+    monkeypatch.setenv("FAKE_STEP_S", "0.01")
     rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--rules", _rules(tmp_path, "same", "plain"),
              "--metric", REGEX, "--json", str(tmp_path / "ab.json"))
     out = capsys.readouterr()
