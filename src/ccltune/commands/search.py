@@ -196,7 +196,7 @@ def run_search(o: SearchOptions, console: Console = Console(), *, command_line: 
         console.say(f"#   kept {c.rule.to_line()}  ({c.group.label}: in-job ratio {j.estimate.ratio:.4f} "
                     f"[{j.estimate.low:.4f}, {j.estimate.high:.4f}])")
     for line in search.env_lines(result):
-        console.say(f"#   kept {line[2:]}")
+        console.say(f"#   kept: {line[2:]}")
     if o.out:
         files.write_text(o.out, search.rule_file(result, argv=o.command, workload=o.workload or ""), flag="--out")
         console.say(f"# wrote {o.out}: {len(result.winners)} rule(s)"
