@@ -317,3 +317,14 @@ def test_an_unset_arm_proves_a_fix_on_a_job_slowed_by_its_environment(tmp_path, 
     assert rc == 0 and "arm fix: FAKE_SLOW unset" in out
     row = next(line for line in out.splitlines() if line.startswith("  fix "))
     assert row.endswith("FASTER") and 0.93 < float(row.split()[4]) < 0.97
+
+
+def test_a_whole_run_metric_reads_numbers_with_thousands_separators(tmp_path, capsys) -> None:
+    """torchtitan prints tokens/s as 'tps: 12,345': a whole run reads it as ab --in-run does (12345), not as no match
+    (ccltune search's whole-run arms on such a metric stopped at the first run)."""
+    job = [sys.executable, "-c", "for i in range(3): print(f'step: {i}  tps: 12,345', flush=True)"]
+    rc = _ab(tmp_path, "--env", "X=1", "--metric", r"tps: ([0-9,]+)", "--rounds", "1", "--no-aa",
+             "--json", str(tmp_path / "ab.json"), job=job)
+    assert rc == 0, capsys.readouterr().err
+    doc = json.loads((tmp_path / "ab.json").read_text())
+    assert [r["value"] for r in doc["runs"]] == [12345.0, 12345.0]

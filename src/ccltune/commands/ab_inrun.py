@@ -150,7 +150,8 @@ def run_in_run(o: Any, cmd: list[str], all_arms: Sequence[Any], console: Console
         raise
     summary = store_blocks(store, run_id, plan, got, words)
     store.close()
-    for line in [*inrun_judge.lines(got.judged, "", plan.higher_better), *[f"# note: {n}" for n in got.notes]]:
+    gpu = got.gpu_period.lines() if got.gpu_period is not None else []
+    for line in [*inrun_judge.lines(got.judged, "", plan.higher_better), *gpu, *[f"# note: {n}" for n in got.notes]]:
         console.say(line)
     if o.json:
         doc = {**summary, "run_id": run_id, "command": plan.argv,
@@ -177,6 +178,7 @@ def store_blocks(store: Store, run_id: int, plan: inrun.InRunPlan, got: inrun.In
     summary = {"in_run": True, "seed": plan.seed, "metric": plan.pattern.pattern, "direction": words,
                "rounds": len({v.span.round for v in got.blocks.values}), "blocks_logged": len(got.blocks.spans),
                "steps": len(got.job.steps), "steps_dropped": got.blocks.dropped_steps, "graphs": got.blocks.graphs,
-               "arms": [j.to_dict() for j in got.judged], "notes": got.notes}
+               "arms": [j.to_dict() for j in got.judged], "notes": got.notes,
+               **({"gpu_period": got.gpu_period.to_dict()} if got.gpu_period is not None else {})}
     store.finish_run(run_id, RunStatus.COMPLETE, summary)
     return summary
