@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ccltune import environment, rules, stats
+from ccltune import environment, rules
 from ccltune.ab import inrun, judge
 from ccltune.ab.armsfile import InRunArm
 from ccltune.ab.candidates import Candidate
@@ -161,14 +161,8 @@ def judge_whole(samples: Sequence[AbSample], names: Sequence[str], *, higher_bet
     included as ab does), the metric oriented so lower is better (1 / value when higher is better; the median
     stays in the metric's unit, the shift is left out)."""
     values, failed = values_by_arm(list(samples), list(names))
-    if higher_better:
-        raw = values
-        values = {a: {r: 1.0 / v for r, v in rs.items()} for a, rs in raw.items()}
-    out = judge.verdicts(values, failed, baseline=DEFAULT, controls=[CONTROL], min_effect=min_effect)
-    if higher_better:
-        out = [dataclasses.replace(v, median=stats.median(raw[v.name].values()) if raw[v.name] else None,
-                                   pairs=((), ())) for v in out]
-    return out
+    return judge.oriented(values, failed, higher_better=higher_better, baseline=DEFAULT, controls=[CONTROL],
+                          min_effect=min_effect)
 
 
 def conclude(result: SearchResult) -> None:

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ccltune import environment, files
-from ccltune.ab import inrun, inrun_judge, steplines
+from ccltune.ab import inrun, inrun_judge
 from ccltune.ab import job as jobrun
 from ccltune.ab.armsfile import ARM_NAME, MAX_ARMS, MAX_BLOCKS_FILE, InRunArm
+from ccltune.ab.steplines import direction
 from ccltune.commands import launching
 from ccltune.commands.common import Console
 from ccltune.commands.results import Outcome
@@ -25,16 +26,6 @@ from ccltune.status import ArmStatus, RunStatus, SampleStatus
 from ccltune.store import AbSample, Store
 
 NO_LIMIT = MAX_BLOCKS_FILE  # --max-blocks left out: as many blocks as the plugin takes (100,000)
-
-
-def direction(metric: str, better: str) -> tuple[bool, str]:
-    """(higher is better, the header's words for it) of ``--metric`` REGEX and ``--better``."""
-    if better != "auto":
-        return better == "higher", f"{better} is better (--better {better})"
-    m = steplines.HIGHER_UNITS.search(metric)
-    if m:
-        return True, f"higher is better (inferred from {m.group(0)!r} in --metric; --better lower says otherwise)"
-    return False, "lower is better (a time; --better higher for a throughput such as tokens/s)"
 
 
 def _name(stem: str) -> str:
