@@ -317,3 +317,30 @@ def test_an_unset_arm_proves_a_fix_on_a_job_slowed_by_its_environment(tmp_path, 
     assert rc == 0 and "arm fix: FAKE_SLOW unset" in out
     row = next(line for line in out.splitlines() if line.startswith("  fix "))
     assert row.endswith("FASTER") and 0.93 < float(row.split()[4]) < 0.97
+
+
+def test_a_whole_run_metric_reads_numbers_with_thousands_separators(tmp_path, capsys) -> None:
+    """torchtitan prints tokens/s as 'tps: 12,345': a whole run reads it as ab --in-run does (12345), not as no match
+    (ccltune search's whole-run arms on such a metric stopped at the first run)."""
+    job = [sys.executable, "-c", "for i in range(3): print(f'step: {i}  tps: 12,345', flush=True)"]
+    rc = _ab(tmp_path, "--env", "X=1", "--metric", r"tps: ([0-9,]+)", "--rounds", "1", "--no-aa",
+             "--json", str(tmp_path / "ab.json"), job=job)
+    assert rc == 0, capsys.readouterr().err
+    doc = json.loads((tmp_path / "ab.json").read_text())
+    assert [r["value"] for r in doc["runs"]] == [12345.0, 12345.0]
+
+
+_TPS_JOB = ("import os\nslow = os.environ.get('FAKE_SLOW') == '1'\n"
+            "for i in range(5):\n    print(f'step {i}  tps: {(9000 if slow else 10000) + 7 * i:,}')\n")
+
+
+def test_a_throughput_metric_is_higher_is_better_in_whole_runs(tmp_path, capsys) -> None:
+    """Issue 39: a higher-is-better metric (torchtitan's `tps: 12,345`) must work in whole-run ab too: the arm
+    with 10% fewer tokens/s is SLOWER (read as a time it came out faster), and the header says the direction."""
+    rc = _ab(tmp_path, "--env", "FAKE_SLOW=1", "--no-aa", "--metric", r"tps: ([0-9,]+)", "--rounds", "6",
+             "--seed", "3", job=[sys.executable, "-c", _TPS_JOB])
+    out = capsys.readouterr()
+    assert rc == 1 and "FAKE_SLOW=1 slower" in out.err, out.out + out.err
+    assert "higher is better" in out.out
+    row = [line for line in out.out.splitlines() if line.startswith("  FAKE_SLOW=1")][0]
+    assert "SLOWER" in row and " 9,0" not in row and "9014" in row  # the median in the metric's unit

@@ -34,12 +34,16 @@ def _rules(tmp_path, name: str, word: str) -> str:
 
 
 def _rows(out: str) -> dict[str, str]:
-    return {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
+    """The verdict table's rows (the GPU step period's diagnostic table below it left out)."""
+    table = out.split("# GPU step period per block", 1)[0]
+    return {line.split()[0]: line for line in table.splitlines() if line.startswith("  ")}
 
 
 def test_a_planted_slowdown_is_found_in_one_run_the_aa_twin_is_equal_and_drift_cancels(tmp_path, capsys,
                                                                                        monkeypatch) -> None:
     monkeypatch.setenv("FAKE_DRIFT_PCT", "20")  # the step time grows 20% over the run: 4x the planted effect
+    # steps of 10 ms: a block (6 steps) is 60 ms, so a step line read late by a loaded CI machine stays in its block
+    monkeypatch.setenv("FAKE_STEP_S", "0.01")
     rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--rules", _rules(tmp_path, "same", "plain"),
              "--metric", REGEX, "--json", str(tmp_path / "ab.json"))
     out = capsys.readouterr()
@@ -56,6 +60,27 @@ def test_a_planted_slowdown_is_found_in_one_run_the_aa_twin_is_equal_and_drift_c
     assert run.status == "complete" and run.summary["in_run"] is True
     assert {s.arm for s in samples} == {"default", "default-2", "slow", "same"}
     assert all(s.note.startswith("in-run block") and s.matches >= 3 for s in samples)
+
+
+def test_the_gpu_step_period_per_arm_is_a_diagnostic_below_the_verdict_and_stored(tmp_path, capsys) -> None:
+    """With ccltune's profiler plugin built, the job's profiler files (the fake job writes them as the plugin does:
+    arms from the tuner, GPU timestamps) give each judged block its GPU step period: per arm its ratio to default's,
+    paired by round, printed below the verdict table, in --json and in the run's summary; never the verdict."""
+    from ccltune.ab import job
+
+    assert job.profiler_path() is not None, "build the profiler plugin: make -C profiler"
+    rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", REGEX, "--json", str(tmp_path / "a.json"))
+    out = capsys.readouterr().out
+    assert rc == 1
+    table, gpu = out.split("# GPU step period per block", 1)
+    assert "SLOWER" in table and "from 2 profiler file(s)" in gpu and "SLOWER" not in gpu
+    rows = {line.split()[0]: line.split() for line in gpu.splitlines() if line.startswith("  ")}
+    assert 1.03 < float(rows["slow"][3]) < 1.07 and 0.98 < float(rows["default-2"][3]) < 1.02
+    doc = json.loads((tmp_path / "a.json").read_text())["gpu_period"]
+    (slow,) = [a for a in doc["arms"] if a["arm"] == "slow"]
+    assert doc["files"] == 2 and slow["pairs"] >= 6 and slow["ratio_lo"] > 1 and "not the verdict" in doc["what"]
+    with Store(tmp_path / "ab.db", readonly=True) as st:
+        assert st.runs("ab")[-1].summary["gpu_period"]["arms"][2]["ratio"] == slow["ratio"]
 
 
 def test_a_tokens_per_second_metric_with_thousands_separators_is_higher_is_better(tmp_path, capsys,

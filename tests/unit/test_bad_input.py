@@ -186,7 +186,7 @@ def test_resume_continues_only_the_same_sweep():
     (["sweep", "--target-us", "-5"], "--target-us must be a number of microseconds > 0, got -5"),
     (["sweep", "--max-iters", "-3"], "--max-iters must be >= 1, got -3"),
     (["sweep", "-w", "-4"], "-w/--warmup_iters must be >= 0, got -4"),
-    (["bench", "all_reduce", "--timeout", "nan"], "--timeout must be > 0 seconds, got nan"),
+    (["bench", "all_reduce", "--timeout", "nan"], "--timeout must be > 0 and at most 31536000 seconds (a year), got nan"),
     (["bench", ","], "COLLECTIVE: ',' names no collective"),
     (["bench", "all_reduce", "-r", "5", "--nproc", "2"], "-r/--root must be < the number of ranks (2), got 5"),
     (["bench", "all_reduce", "--engine", "gloo", "--nccl-lib", "/x.so"],

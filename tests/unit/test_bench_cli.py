@@ -58,7 +58,7 @@ def test_unknown_collective_in_a_comma_list(capsys, no_launch):
     (["-w", "-1"], "-w/--warmup_iters must be >= 0, got -1"),
     (["-r", "-1"], "-r/--root must be >= 0, got -1"),
     (["-G", "-2"], "-G/--cudagraph must be >= 0, got -2"),
-    (["--timeout", "0"], "--timeout must be > 0 seconds, got 0"),
+    (["--timeout", "0"], "--timeout must be > 0 and at most 31536000 seconds (a year), got 0"),
     (["--nproc", "0"], "--nproc must be >= 1, got 0"),
     (["--engine", "gloo", "--algo", "ring"], "--symmetric, --algo, --proto and --channels need --engine nccl"),
     (["--engine", "gloo", "--buffers", "ncclmem-max"], "--buffers ncclmem-max is for the nccl engine, not --engine gloo"),
@@ -75,7 +75,7 @@ def test_bad_values_are_usage_errors(capsys, no_launch, args, needle):
     (["-n", "many"], "error: argument -n/--iters: 'many' is not an integer"),  # the flag named once
     (["-f", "x"], "error: argument -f/--stepfactor: 'x' is not an integer"),
     (["-f", "1.5"], "error: argument -f/--stepfactor: '1.5' is not an integer"),  # nccl-tests' strtol would read 1
-    (["-T", "-1"], "error: argument -T/--timeout: must be >= 0 seconds (0: no limit), got '-1'"),
+    (["-T", "-1"], "error: argument -T/--timeout: must be >= 0 and at most 31536000 seconds (a year; 0: no limit), got '-1'"),
     (["-z", "4"], "argument -z/--blocking: invalid choice: 4"),
     (["--warmup-mode", "all"], "argument --warmup-mode: invalid choice: 'all'"),
     (["--buffers", "pool"], "argument --buffers: invalid choice: 'pool'"),

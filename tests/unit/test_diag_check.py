@@ -278,7 +278,7 @@ def test_cli_check_bad_timeout_is_exit_2(tmp_path, capsys, value):
     src = _bench_json(tmp_path, GOOD)
     assert main(["check", "--profile", "h200-4", "--from-json", str(src), "--timeout", value,
                  "--db", str(tmp_path / "r.db")]) == 2
-    assert f"--timeout must be > 0 seconds, got {value}" in capsys.readouterr().err
+    assert f"--timeout must be > 0 and at most 31536000 seconds (a year), got {value}" in capsys.readouterr().err
 
 
 def test_cli_check_from_json_passes_and_writes_junit_json_db(tmp_path, capsys):

@@ -191,9 +191,9 @@ def test_cli_doctor_bad_logs_are_usage_errors(tmp_path, capsys, path, message):
 
 @pytest.mark.parametrize("flags, message", [
     (["--nproc", "-1"], "--nproc must be >= 1, got -1"), (["--nproc", "0"], "--nproc must be >= 1, got 0"),
-    (["--timeout", "-5"], "--timeout must be > 0 seconds, got -5"),
-    (["--timeout", "0"], "--timeout must be > 0 seconds, got 0"),
-    (["--timeout", "nan"], "--timeout must be > 0 seconds, got nan"),
+    (["--timeout", "-5"], "--timeout must be > 0 and at most 31536000 seconds (a year), got -5"),
+    (["--timeout", "0"], "--timeout must be > 0 and at most 31536000 seconds (a year), got 0"),
+    (["--timeout", "nan"], "--timeout must be > 0 and at most 31536000 seconds (a year), got nan"),
     (["--nproc", "0", "--nccl-log", str(LOGS / "nccl_4gpu_p2p.log")], "--nproc must be >= 1, got 0"),
 ])
 def test_cli_doctor_bad_nproc_and_timeout_are_usage_errors_before_any_work(tmp_path, capsys, monkeypatch,

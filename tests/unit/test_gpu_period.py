@@ -122,3 +122,42 @@ def test_the_anchor_is_the_key_whose_steps_agree():
     step = list("xabcdefghij")
     assert gpu_period.find_anchor(step * 2 + step + ["Q"] + step * 2 + ["x"]) == "x"  # a step with a barrier agrees
     assert gpu_period.find_anchor(list("abcdefg")) is None and gpu_period.find_anchor(list("abab")) is None
+
+
+HARNESS_ORDER = (0, 0, 0, 1, 2, 2, 0, 1, 1, 2, 0, 0, 2, 1)   # the harness's blocks (profiler/tests/test_profiler.c)
+
+
+def _harness_spans() -> list:
+    from ccltune.ab import schedule
+    from ccltune.ab.blocks import Span
+
+    return [Span(b, arm, *schedule.round_of(b, 3, 2), 1000 * b, 1000 * (b + 1)) for b, arm in enumerate(HARNESS_ORDER)]
+
+
+def test_each_schedule_block_gets_its_own_gpu_period_and_the_arms_are_paired_by_round():
+    """ab --in-run's diagnostic: the harness's file put on the schedule's 14 blocks (2 warm-up, the warm-up round,
+    3 rounds of 3 arms) by order, blocks of 3 steps: every block gets its arm's period, and per round arm 1's block
+    over default's is 0.98, arm 2's 1.03."""
+    from ccltune.ab.blocks import BlockValue
+
+    (f,) = profile_file.read_dir(ARMED, strict=True)
+    spans = _harness_spans()
+    got, notes = gpu_period.per_block([f], spans, 3)
+    assert notes == [] and sorted(got) == list(range(14))
+    step = {0: 10_000_000, 1: 9_800_000, 2: 10_300_000}
+    assert all(set(b.steps_ns) == {step[spans[i].arm]} for i, (b,) in got.items())
+    judged = [BlockValue(s, 1.0, 3) for s in spans if s.round >= 0]
+    d = gpu_period.diagnostic([f], judged, ["default", "default-2", "x"], 3, spans)
+    assert [a.blocks for a in d.arms] == [3, 3, 3] and [a.median_ms for a in d.arms] == [10.0, 9.8, 10.3]
+    assert [round(a.estimate.ratio, 9) for a in d.arms[1:]] == [0.98, 1.03] and d.arms[0].estimate is None
+    assert d.to_dict()["arms"][2]["pairs"] == 3 and any("GPU step period" in line for line in d.lines())
+
+
+def test_a_file_that_leaves_the_schedule_is_used_up_to_there_and_said():
+    from dataclasses import replace
+
+    (f,) = profile_file.read_dir(ARMED, strict=True)
+    spans = _harness_spans()
+    spans[6] = replace(spans[6], arm=1)   # the schedule says arm 1 where the file ran arm 0
+    got, notes = gpu_period.per_block([f], spans, 3)
+    assert sorted(got) == [0, 1, 2, 3, 4, 5] and "left out" in notes[0] and "block 6" in notes[0]

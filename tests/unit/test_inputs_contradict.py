@@ -31,7 +31,8 @@ class TestContradictoryFiles:
         last.write_text(last.read_text().replace(" nranks 4 ", " nranks 8 ", 1))
         assert main(["workload", "import", str(folder), "--out", str(tmp_path / "w.json")]) == 2
         err = _err(capsys)
-        assert f"{last.name}':2: nranks 8" in err and "says nranks 4" in err
+        # the paths may be shortened for the terminal (a long temp folder): the line and both counts are said
+        assert ":2: nranks 8" in err and "says nranks 4" in err and "contradict each other" in err
         assert not (tmp_path / "w.json").exists()
 
     def test_two_nvbandwidth_outputs_of_two_hosts_in_one_file(self, tmp_path, capsys):
@@ -92,7 +93,7 @@ class TestContradictoryFiles:
         _err(capsys)
         assert main(["workload", "import", str(folder), "--out", str(wl)]) == 0
         err = _err(capsys)
-        assert f"{last.name}' (rank 3) stands +1e+03 s from the others'" in err
+        assert "(rank 3) stands +1e+03 s from the others'" in err
         # lined up by the RING calls' ends: the waits are those of the untouched files, not 0.0 nor 1000 s
         def waits(path):
             return [e.get("wait_us_median") for e in json.loads(path.read_text())["entries"]]

@@ -18,7 +18,8 @@ from report_db import many_store, mixed_store
 SRC = Path(__file__).resolve().parents[2] / "src" / "ccltune"
 # CCLTUNE_ variables a user sets (documented); every other one ccltune sets for itself
 USER_SET = {"CCLTUNE_RULES", "CCLTUNE_NCCL_LIBRARY", "CCLTUNE_SYSFS_ROOT", "CCLTUNE_CAPTURE", "CCLTUNE_GPU_MODEL",
-            "CCLTUNE_NCCLT_DEFAULTS", "CCLTUNE_PROFILE", "CCLTUNE_PROFILE_EVERY", "CCLTUNE_PROFILE_CALLS"}
+            "CCLTUNE_NCCLT_DEFAULTS", "CCLTUNE_PROFILE", "CCLTUNE_PROFILE_EVERY", "CCLTUNE_PROFILE_CALLS",
+            "CCLTUNE_ARMS"}
 
 
 def _mixed(tmp_path):

@@ -1,6 +1,8 @@
 """ccltune search against the fake in-run job (tests/jobs/fake_inrun_job.py): SM-budget candidates from a
 workload whose compute overlaps its all_reduce, successive halving, the confirmation run; the planted faster
-arm is kept with its in-job ratio, and with no faster arm the answer is how close NCCL's default is."""
+arm is kept with its in-job ratio, and with no faster arm the answer is how close NCCL's default is. The
+whole-run arms NCCL_CTA_POLICY and NCCL_MAX_CTAS (ab's rounds) where the job's NCCL has them; the idle sweep's
+best from a sweep database; the first run bounded to the candidates its blocks can judge."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import json
 import re
 import sys
 from pathlib import Path
+
+import pytest
 
 from ccltune.cli import main
 from ccltune.store import Store
@@ -23,18 +27,19 @@ WORKLOAD = {"schema": "ccltune-workload", "version": 1, "steps": 10, "sources": 
                          "ran": [{"algo": "RING", "proto": "SIMPLE", "nchannels": 24, "calls": 100}]}]}
 
 
-def _search(tmp_path, monkeypatch, effects: dict, *flags: str) -> int:
+def _search(tmp_path, monkeypatch, effects: dict, *flags: str, workload: dict = WORKLOAD) -> int:
     wl = tmp_path / "w.json"
-    wl.write_text(json.dumps(WORKLOAD))
+    wl.write_text(json.dumps(workload))
     monkeypatch.setenv("FAKE_EFFECTS", json.dumps(effects))
     monkeypatch.setenv("FAKE_STEPS", "240")
+    monkeypatch.setenv("FAKE_WHOLE_STEPS", "12")   # a whole run (no CCLTUNE_ARMS): 12 steps, the first 4 skipped
     return main(["search", "--db", str(tmp_path / "s.db"), "--workload", str(wl), "--metric", REGEX, "--seed", "3",
-                 "--block-steps", "4", "--warmup-blocks", "1", *flags, "--", sys.executable, JOB])
+                 "--block-steps", "4", "--warmup-blocks", "1", "--steps", "240", *flags, "--", sys.executable, JOB])
 
 
 def test_search_keeps_the_planted_faster_sm_budget_rule_with_its_in_job_ratio(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("FAKE_NCCL_VERSION", "2.28.9")
-    rc = _search(tmp_path, monkeypatch, {",8,-1,-1": -5}, "--out", str(tmp_path / "kept.conf"))
+    rc = _search(tmp_path, monkeypatch, {",8,-1,-1": -5}, "--out", str(tmp_path / "kept.conf"), "--no-whole-run")
     out = capsys.readouterr().out
     assert rc == 0 and "3 candidate(s)" in out and "(confirmation)" in out
     kept = (tmp_path / "kept.conf").read_text()
@@ -42,7 +47,7 @@ def test_search_keeps_the_planted_faster_sm_budget_rule_with_its_in_job_ratio(tm
     assert rules == ["allreduce,1048576,1048576,default,default,8,-1,-1,-1,-1"]
     ratio = float(re.search(r"in-job ratio ([0-9.]+) \[", kept).group(1))
     assert 0.93 < ratio < 0.97 and "sm-budget; NCCL ran RING/SIMPLE/24ch" in kept
-    assert "NCCL 2.28.9 has NCCL_CTA_POLICY and NCCL_MAX_CTAS" in out and "--env NCCL_CTA_POLICY=1" in out
+    assert "whole-run arms NCCL_CTA_POLICY, NCCL_MAX_CTAS: skipped (--no-whole-run)" in out
     with Store(tmp_path / "s.db", readonly=True) as st:
         runs = st.runs("ab")
     assert len(runs) == 2 and all(r.summary["in_run"] for r in runs)
@@ -50,12 +55,89 @@ def test_search_keeps_the_planted_faster_sm_budget_rule_with_its_in_job_ratio(tm
 
 def test_search_says_how_close_the_default_is_when_no_candidate_wins(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("FAKE_NCCL_VERSION", "2.26.2")
-    rc = _search(tmp_path, monkeypatch, {}, "--out", str(tmp_path / "kept.conf"))
+    rc = _search(tmp_path, monkeypatch, {}, "--out", str(tmp_path / "kept.conf"), "--no-whole-run")
     out = capsys.readouterr().out
     assert rc == 0 and "NCCL's default is within " in out and "% of the best of the 3 candidates tried" in out
-    assert "NCCL 2.26.2 is older than 2.27: not tried" in out
     kept = (tmp_path / "kept.conf").read_text()
-    assert "no candidate was faster" in kept and not [x for x in kept.splitlines() if not x.startswith("#")]
+    assert "no rule candidate was faster" in kept and not [x for x in kept.splitlines() if not x.startswith("#")]
+
+
+def test_a_whole_run_winner_joins_the_answer_and_is_written_as_the_setting_to_use(tmp_path, capsys,
+                                                                                 monkeypatch) -> None:
+    """NCCL 2.26 has NCCL_MAX_CTAS, not NCCL_CTA_POLICY (2.27, 2.28): the two NCCL_MAX_CTAS arms run as whole runs
+    (default, its A/A twin and them, 7 rounds: the fewest that reach 95% under Holm over 3 arms). The job is 5%
+    faster with NCCL_MAX_CTAS=8 in its environment (a tokens/s metric, higher is better, with thousands
+    separators): it wins, the answer counts it among the 5 candidates tried, the rule file says to set it."""
+    monkeypatch.setenv("FAKE_NCCL_VERSION", "2.26.2")
+    monkeypatch.setenv("FAKE_ENV_EFFECTS", json.dumps({"NCCL_MAX_CTAS=8": -5}))
+    monkeypatch.setenv("FAKE_TPS", "1")
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps(WORKLOAD))
+    monkeypatch.setenv("FAKE_STEPS", "240")
+    monkeypatch.setenv("FAKE_WHOLE_STEPS", "12")
+    rc = main(["search", "--db", str(tmp_path / "s.db"), "--workload", str(wl), "--metric", r"tps: ([0-9,]+)",
+               "--seed", "3", "--block-steps", "4", "--warmup-blocks", "1", "--steps", "240", "--runs", "0",
+               "--out", str(tmp_path / "kept.conf"), "--", sys.executable, JOB])
+    out = capsys.readouterr().out
+    assert rc == 0 and "not in this NCCL: NCCL_CTA_POLICY=1 (NCCL 2.27), NCCL_CTA_POLICY=2 (NCCL 2.28)" in out
+    assert "4 arms (default, its A/A twin, NCCL_MAX_CTAS=8, NCCL_MAX_CTAS=16) x 7 round(s)" in out
+    assert "1 whole-run setting(s) (NCCL_MAX_CTAS=8) made the job faster, of 5 candidate(s) tried" in out
+    kept = (tmp_path / "kept.conf").read_text()
+    line = next(x for x in kept.splitlines() if x.startswith("# set NCCL_MAX_CTAS=8 in the job's environment"))
+    assert 0.93 < float(re.search(r"ratio ([0-9.]+) \[", line).group(1)) < 0.97
+    assert not [x for x in kept.splitlines() if not x.startswith("#")]
+    with Store(tmp_path / "s.db", readonly=True) as st:
+        (whole,) = [r for r in st.runs("ab") if r.summary.get("whole_run")]
+        samples = st.ab_samples(whole.id)
+    arms = {a["arm"]: a for a in whole.summary["arms"]}
+    assert set(arms) == {"default", "default-2", "NCCL_MAX_CTAS=8", "NCCL_MAX_CTAS=16"}
+    assert arms["NCCL_MAX_CTAS=8"]["status"] == "faster" and arms["NCCL_MAX_CTAS=16"]["status"] == "no difference"
+    assert len(samples) == 28 and {s.round for s in samples} == set(range(1, 8))
+
+
+def test_the_whole_run_arms_by_nccl_version() -> None:
+    """NCCL_CTA_POLICY=1 (efficiency) from 2.27, =2 (zero) from 2.28 (NCCL's src/nccl.h.in), NCCL_MAX_CTAS from 2.17;
+    their default rounds: the fewest that reach 95% under Holm over the judged arms, the A/A control included."""
+    from ccltune.ab import judge, search
+
+    def names(v):
+        return [a.name for a in search.whole_run_arms(v)[0]]
+
+    assert names((2, 28, 9)) == ["NCCL_CTA_POLICY=1", "NCCL_CTA_POLICY=2", "NCCL_MAX_CTAS=8", "NCCL_MAX_CTAS=16"]
+    assert names((2, 27, 3)) == ["NCCL_CTA_POLICY=1", "NCCL_MAX_CTAS=8", "NCCL_MAX_CTAS=16"]
+    assert names((2, 18, 1)) == ["NCCL_MAX_CTAS=8", "NCCL_MAX_CTAS=16"] and names((2, 16, 5)) == []
+    assert names(None) == [] and "unknown" in search.whole_run_arms(None)[1]
+    assert [a.env for a in search.whole_run_arms((2, 28, 0))[0][:2]] == [(("NCCL_CTA_POLICY", "1"),),
+                                                                         (("NCCL_CTA_POLICY", "2"),)]
+    assert (judge.min_rounds(5), judge.min_rounds(3)) == (8, 7)
+
+
+def test_the_answer_is_within_the_worst_case_of_the_best_in_run_and_whole_run_candidates() -> None:
+    """No winner: X is the most the best in-run finalist or the best whole-run arm could be faster, the larger."""
+    from ccltune import stats
+    from ccltune.ab import judge, search
+    from ccltune.ab.inrun_judge import ArmJudgement
+    from ccltune.status import ArmStatus
+
+    fin = ArmJudgement("c1", ArmStatus.NO_DIFFERENCE, 8, 100.0, stats.Estimate(0.995, 0.98, 1.01, 0.95, 8, 0.3, "t"))
+    res = search.SearchResult(3, [search.Stage(1, ["c1"], [fin], confirm=True)])
+    runs = {"default": {r: 100.0 + r % 3 for r in range(8)}, "default-2": {r: 100.0 + r % 2 for r in range(8)},
+            "NCCL_MAX_CTAS=8": {r: 96.0 + (r * 7) % 9 for r in range(8)}}
+    res.whole = judge.verdicts(runs, {}, controls=["default-2"])
+    search.conclude(res)
+    (w,) = [v for v in res.whole if v.name == "NCCL_MAX_CTAS=8"]
+    assert w.status is ArmStatus.NO_DIFFERENCE and search.tried(res) == 4
+    assert w.effect.low < 0.98 and res.within_pct == pytest.approx(100 * (1 - w.effect.low))
+    assert "of the best of the 4 candidates tried" in search.summary_line(res)
+
+
+def test_an_unknown_nccl_version_is_said_and_the_whole_run_arms_skipped(tmp_path, capsys, monkeypatch) -> None:
+    rc = _search(tmp_path, monkeypatch, {}, "--runs", "0")
+    out = capsys.readouterr().out
+    assert rc == 0 and "NCCL's version is unknown" in out and "whole-run arms NCCL_CTA_POLICY, NCCL_MAX_CTAS skipped" in out
+    assert "of the 3 candidates tried" in out
+    with Store(tmp_path / "s.db", readonly=True) as st:
+        assert not [r for r in st.runs("ab") if r.summary.get("whole_run")]
 
 
 def test_search_refuses_bad_input_before_the_job_runs(tmp_path, capsys) -> None:
@@ -89,3 +171,78 @@ def test_candidates_come_from_collectives_that_recur_each_step():
     every_step = [e for e in wl.entries if e.key.collective == "all_reduce" and e.calls >= wl.steps]
     assert every_step and all(any(g.min_bytes <= e.key.size_bytes <= g.max_bytes for g in gs) for e in every_step
                               if e.key.size_bytes >= 1 << 20)
+
+
+TWO_GROUPS = {**WORKLOAD, "entries": [
+    *WORKLOAD["entries"],
+    {"collective": "all_reduce", "datatype": "bfloat16", "count": 33554432, "op": None, "size_bytes": 67108864,
+     "nranks": 4, "nnodes": None, "calls": 100, "ran": [{"algo": "RING", "proto": "SIMPLE", "nchannels": 24, "calls": 100}]}]}
+
+
+def test_the_first_run_holds_only_the_candidates_its_blocks_can_judge(tmp_path, capsys, monkeypatch) -> None:
+    """Two groups, 3 SM-budget candidates each; a run of 240 steps in blocks of 4 holds about 58 blocks: 4 candidates
+    (1 warm-up block, then 6 arms x (1 + 8 rounds) = 55 blocks; 5 would need 64). The heavier group's 3 and the
+    lighter's first are kept, the other 2 said."""
+    rc = _search(tmp_path, monkeypatch, {}, "--runs", "0", "--no-whole-run", workload=TWO_GROUPS)
+    out = capsys.readouterr().out
+    assert rc == 0 and "6 candidate(s)" in out
+    assert "holds about 58 blocks of 4 steps: it can judge 4 candidate(s) (55 blocks)" in out
+    assert ("2 left out: allreduce.1M.4ch (allreduce 1M..1M), allreduce.1M.8ch (allreduce 1M..1M)" in out)
+    assert "search run 1 (confirmation): 4 candidate(s): allreduce.64M.2ch, allreduce.64M.4ch, allreduce.64M.8ch, " \
+           "allreduce.1M.2ch" in out and "of the 4 candidates tried" in out
+
+
+def test_a_run_too_short_for_one_candidate_is_refused_before_it_runs(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_STEPS", "1")
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps(WORKLOAD))
+    job = ["--", sys.executable, "-c", f"open({str(tmp_path / 'ran')!r}, 'w')"]
+    rc = main(["search", "--db", str(tmp_path / "s.db"), "--workload", str(wl), "--metric", REGEX, *job])
+    err = capsys.readouterr().err
+    assert rc == 2 and "a run of 10 steps (the workload's steps) holds about 0 blocks of 5 steps" in err
+    assert "run the job for at least 123 steps" in err and not (tmp_path / "ran").exists()
+
+
+def _sweep_db(path, size: int, winner: str) -> str:
+    """A sweep run of all_reduce at ``size`` on 4 ranks where ``winner`` beats NCCL's default by 20%."""
+    from ccltune.store import Measurement
+    from tune_rows import rows_for
+
+    times = {"default": {size: [99.0, 100.0, 101.0]}, winner: {size: [79.0, 80.0, 81.0]}}
+    with Store(path) as st:
+        run = st.begin_run("sweep", command="ccltune sweep --workload w.json",
+                           env={"gpus": [{"name": "NVIDIA H200"}] * 4, "world_size": 4})
+        st.add_measurements(run, [Measurement("all_reduce", r["size_bytes"], r["size_bytes"] // 4, "float", "sum", None,
+                                              False, 4, time_us=r["time_us"], algo=r["algo"], proto=r["proto"],
+                                              channels=r["channels"], config=r["config"], rep=r["rep"], graph=1)
+                                  for r in rows_for(times, coll="all_reduce", gpu="H200")])
+        st.finish_run(run, "complete")
+    return str(path)
+
+
+def test_the_idle_sweeps_best_comes_from_a_sweep_database_as_tune_workload_reads_it(tmp_path, capsys,
+                                                                                   monkeypatch) -> None:
+    """--sweep-db: the rule ccltune tune --workload derives from the database's sweep runs (ring/ll at the job's
+    1 MiB all_reduce) is the group's sweep candidate; planted 5% faster in the job, it is kept."""
+    db = _sweep_db(tmp_path / "sweep.db", 1048576, "ring/ll/-")
+    rc = _search(tmp_path, monkeypatch, {"ring,ll": -5}, "--sweep-db", db, "--runs", "0", "--no-whole-run",
+                 "--out", str(tmp_path / "kept.conf"))
+    out = capsys.readouterr().out
+    assert rc == 0 and f"1 rule(s) ccltune tune --workload derives from runs 1 of --sweep-db {db}" in out
+    assert "4 candidate(s)" in out and "allreduce.1M.sweep.ring.ll.any" in out
+    kept = (tmp_path / "kept.conf").read_text()
+    assert [x for x in kept.splitlines() if not x.startswith("#")] == ["allreduce,1048576,1048576,ring,ll,-1,-1,-1,-1,-1"]
+    assert "(sweep; NCCL ran RING/SIMPLE/24ch)" in kept
+
+
+def test_sweep_db_and_sweep_rules_together_or_a_missing_db_are_refused(tmp_path, capsys) -> None:
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps(WORKLOAD))
+    job = ["--", sys.executable, "-c", "pass"]
+    base = ["search", "--db", str(tmp_path / "s.db"), "--workload", str(wl), "--metric", REGEX]
+    assert main([*base, "--sweep-db", str(tmp_path / "none.db"), *job]) == 2
+    assert f"--sweep-db {tmp_path / 'none.db'}: no such file" in capsys.readouterr().err
+    rules = tmp_path / "r.conf"
+    rules.write_text("allreduce,0,1K,ring,simple,-1,-1,-1\n")
+    assert main([*base, "--sweep-db", str(tmp_path / "none.db"), "--sweep-rules", str(rules), *job]) == 2
+    assert "give one" in capsys.readouterr().err

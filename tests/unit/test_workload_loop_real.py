@@ -131,7 +131,7 @@ def test_two_ops_measured_at_one_size_are_refused_naming_the_size_and_runs(tmp_p
 
 # item 3 ---------------------------------------------------------------------------------------------------------
 
-def _bucket_win(noisy_bucket: bool = False) -> Times:
+def bucket_win(noisy_bucket: bool = False) -> Times:
     """ring/simple/32 wins at both 64 MiB buckets by 5%; at the main bucket NCCL's default is spread wide when
     ``noisy_bucket``, so that its saving lies inside twice its own noise there."""
     def times(coll: str, size: int, us: float) -> dict[str, tuple[float, float]]:
@@ -147,7 +147,7 @@ def test_one_rule_covers_the_jobs_neighbouring_buckets_that_share_its_winner(tmp
     """Issue 38 item 3: the DDP job's main bucket, 544 calls, is 67,125,248 B; tune wrote a rule of exactly
     67,108,864 B (272 calls). With the same winner at both, one rule covers both, and nothing far from them."""
     wl = real_workload("ddp")
-    db = sweep_db(tmp_path / "s.db", sweep_rows(wl, _bucket_win(), op="sum"))  # `-o sum`, as the issue's sweep
+    db = sweep_db(tmp_path / "s.db", sweep_rows(wl, bucket_win(), op="sum"))  # `-o sum`, as the issue's sweep
     rc, out, err, path = tune(tmp_path, db, write_workload(tmp_path, wl), capsys)
     assert rc == 0, err
     (rule,) = load(path).rules
@@ -166,7 +166,7 @@ def test_a_neighbouring_size_left_to_nccl_is_named_with_the_reason(tmp_path, cap
     """Issue 38 item 3, the other half: where the main bucket's own saving is inside its noise, the rule stays at
     67,108,864 B, and tune says, on its output and in the rule file, why 67,125,248 B was left to NCCL."""
     wl = real_workload("ddp")
-    db = sweep_db(tmp_path / "s.db", sweep_rows(wl, _bucket_win(noisy_bucket=True), op="sum"))
+    db = sweep_db(tmp_path / "s.db", sweep_rows(wl, bucket_win(noisy_bucket=True), op="sum"))
     rc, out, err, path = tune(tmp_path, db, write_workload(tmp_path, wl), capsys)
     assert rc == 0, err
     (rule,) = load(path).rules

@@ -27,6 +27,12 @@ The collectives' own GPU time per block and arm (the sum of end - start of the s
 diagnostic, never the judge of an arm that changes the SM budget: fewer channels make the collective
 slower and the step faster.
 
+In an in-run ``ab`` (:func:`per_block`), each file's blocks are put on the arm logs' blocks (the schedule) by
+their order: the file's runs of one arm are the schedule's runs of one arm, one for one, the first (the calls
+before the plugin knew the period, then the warm-up blocks) cut from its end. The GPU timer is not the host's
+clock, so the blocks cannot be placed by time; a file whose runs stop following the schedule's arms is used up
+to there, and a note says so.
+
 Bounds: :func:`find_anchor` tries at most :data:`MAX_ANCHOR_TRIES` keys; the call lines themselves are
 bounded by :mod:`ccltune.workload.profile_file`.
 """
@@ -36,8 +42,11 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ccltune import stats
+from ccltune.ab import inrun_judge
+from ccltune.ab.blocks import BlockValue, Span
 from ccltune.errors import UsageError
 from ccltune.workload.profile_file import NO_ARM, ProfileFile
 
@@ -224,3 +233,125 @@ def _notes(f: ProfileFile, anchor: Key | None, starts: list[int]) -> list[str]:
                      "that collective, so these are its repeats, not its steps (a block's mean is still its time "
                      "over its calls; for the step itself give its period in calls)")
     return notes
+
+
+def _arm_runs(items: Sequence[PeriodBlock]) -> list[list[PeriodBlock]]:
+    runs: list[list[PeriodBlock]] = []
+    for b in items:
+        if runs and runs[-1][-1].arm == b.arm:
+            runs[-1].append(b)
+        else:
+            runs.append([b])
+    return runs
+
+
+def _span_runs(spans: Sequence[Span]) -> list[list[Span]]:
+    runs: list[list[Span]] = []
+    for s in sorted(spans, key=lambda s: s.index):
+        if runs and runs[-1][-1].arm == s.arm and runs[-1][-1].index + 1 == s.index:
+            runs[-1].append(s)
+        else:
+            runs.append([s])
+    return runs
+
+
+def per_block(files: Sequence[ProfileFile], spans: Sequence[Span], block_steps: int
+              ) -> tuple[dict[int, list[PeriodBlock]], list[str]]:
+    """Each schedule block's GPU step periods, one :class:`PeriodBlock` per file that has it (block index ->
+    blocks), and notes: the files left out and why (module doc, "In an in-run ab")."""
+    out: dict[int, list[PeriodBlock]] = {}
+    notes: list[str] = []
+    sched = _span_runs(spans)
+    for f in files:
+        if f.arm_source != "tuner":
+            notes.append(f"{f.path}: no arms ({f.arm_note or 'the tuner shared none'}): left out")
+            continue
+        try:
+            got = gpu_periods(f, block_steps=block_steps)
+        except UsageError as exc:
+            notes.append(f"{exc}: left out")
+            continue
+        for i, (mine, theirs) in enumerate(zip(_arm_runs(got.blocks), sched)):
+            if mine[0].arm != theirs[0].arm:
+                notes.append(f"{f.path}: its run {i + 1} of steps ran arm {mine[0].arm}, the schedule's arm "
+                             f"{theirs[0].arm} (block {theirs[0].index}): its blocks from there on are left out")
+                break
+            pairs = zip(reversed(mine), reversed(theirs)) if i == 0 else zip(mine, theirs)
+            for b, s in pairs:
+                out.setdefault(s.index, []).append(b)
+    return out, notes
+
+
+@dataclass(frozen=True)
+class ArmGpuPeriod:
+    """One arm's GPU step period over its judged blocks: the median of its blocks' periods (ms), and its ratio
+    to default's, paired by round (None: no round holds a block of both)."""
+
+    name: str
+    blocks: int
+    median_ms: float | None
+    estimate: stats.Estimate | None
+
+    def to_dict(self) -> dict[str, object]:
+        e = self.estimate
+        out: dict[str, object] = {"arm": self.name, "blocks": self.blocks, "median_ms": self.median_ms}
+        if e is not None:
+            out.update(ratio=e.ratio, ratio_lo=e.low if e.bounded else None, ratio_hi=e.high if e.bounded else None,
+                       level=e.level, pairs=e.n, p_value=e.p_value, test=e.test)
+        return out
+
+
+@dataclass
+class GpuDiagnostic:
+    """ab --in-run's GPU step period per arm (a diagnostic beside the verdict, never the judge): from ``files``
+    profiler files, per judged block the median over the files of the block's mean step period."""
+
+    files: int
+    arms: list[ArmGpuPeriod] = field(default_factory=list)
+    values: list[BlockValue] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"files": self.files, "blocks": len(self.values), "arms": [a.to_dict() for a in self.arms],
+                "notes": self.notes, "what": "the GPU step period per block (ms), paired by round with default's "
+                                             "(stats.paired, 95%, no correction): a diagnostic, not the verdict"}
+
+    def lines(self) -> list[str]:
+        head = (f"# GPU step period per block, from {self.files} profiler file(s) (the same call of consecutive "
+                "steps on the GPU's timer): a diagnostic, the verdict above is the job's own metric")
+        if not self.values:
+            return [head, *[f"#   {n}" for n in self.notes or ["no judged block has a GPU step period"]]]
+        out = [head, f"# {'arm':<24} {'blocks':>6} {'median_ms':>11}  {'ratio':>7} {'95% interval':>18} {'p':>8}"]
+        for a in self.arms:
+            med = "-" if a.median_ms is None else f"{a.median_ms:.5g}"
+            e = a.estimate
+            if e is None:
+                cols = f"{'-':>7} {'-':>18} {'-':>8}"
+            else:
+                iv = f"[{e.low:.4f}, {e.high:.4f}]" if e.bounded else "[unbounded]"
+                cols = f"{e.ratio:7.4f} {iv:>18} {e.p_value:8.3g}"
+            out.append(f"  {a.name:<24} {a.blocks:>6} {med:>11}  {cols}")
+        out.append("# ratio = arm / default of the GPU step period, paired by round (< 1: shorter steps)")
+        out += [f"#   note: {n}" for n in self.notes]
+        return out
+
+
+def diagnostic(files: Sequence[ProfileFile], judged: Sequence[BlockValue], names: Sequence[str],
+               block_steps: int, spans: Sequence[Span]) -> GpuDiagnostic:
+    """The GPU step period of the blocks ``judged`` by the step metric, per arm against arm 0 (``names[0]``)
+    paired by round (module doc, "In an in-run ab")."""
+    periods, notes = per_block(files, spans, block_steps)
+    values = []
+    for v in judged:
+        got = periods.get(v.span.index)
+        if got:
+            values.append(BlockValue(v.span, statistics.median(b.period_ns for b in got) / 1e6,
+                                     min(len(b.steps_ns) for b in got)))
+    ests = inrun_judge.paired_by_round(values, names) if values else {}
+    arms = []
+    for i, name in enumerate(names):
+        mine = [v.value for v in values if v.span.arm == i]
+        arms.append(ArmGpuPeriod(name, len(mine), statistics.median(mine) if mine else None, ests.get(name)))
+    if files and not values and not notes:
+        notes.append("no judged block of the step metric was found in the profiler files")
+    return GpuDiagnostic(len(files), arms, values, notes)

@@ -17,9 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ccltune.ab import armsfile, blocks, inrun_judge, steplines
+from ccltune.ab import armsfile, blocks, gpu_period, inrun_judge, steplines
 from ccltune.ab.armsfile import ArmLog, ArmsFile, InRunArm
-from ccltune.errors import CheckFailed, DataError, UsageError
+from ccltune.ab.gpu_period import GpuDiagnostic
+from ccltune.errors import CcltuneError, CheckFailed, DataError, UsageError
+from ccltune.workload import profile_file
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class InRunResult:
     blocks: blocks.Blocks
     judged: list[inrun_judge.ArmJudgement]
     notes: list[str] = field(default_factory=list)
-    gpu_period: object | None = None    # per block, from the profiler's files (ccltune.ab.gpu_period)
+    gpu_period: GpuDiagnostic | None = None   # the GPU step period per arm: a diagnostic
 
 
 def run(plan: InRunPlan, say: Callable[[str], None]) -> InRunResult:
@@ -103,17 +105,19 @@ def _run(plan: InRunPlan, tmp: Path, say: Callable[[str], None]) -> InRunResult:
                         f"round ({len(plan.arms)} blocks) are warm-up; run more steps (a block is {plan.block_steps} "
                         "steps) or lower --block-steps" + ("; " + "; ".join(notes) if notes else ""))
     judged = inrun_judge.judge(got.values, plan.names, higher_better=plan.higher_better, min_effect=plan.min_effect)
-    return InRunResult(job, logs, got, judged, notes, _gpu_period(tmp / "profile" if plan.profiler else None, got))
+    return InRunResult(job, logs, got, judged, notes, _gpu_period(tmp / "profile" if plan.profiler else None, got, plan))
 
 
-def _gpu_period(profile: Path | None, got: blocks.Blocks) -> object | None:
-    """The hook for the GPU's step period per block from the profiler's files (``ccltune.ab.gpu_period``,
-    written beside this change): None until that module is here."""
+def _gpu_period(profile: Path | None, got: blocks.Blocks, plan: InRunPlan) -> GpuDiagnostic | None:
+    """The GPU step period per judged block and arm from the profiler's files (``ccltune.ab.gpu_period``): a
+    diagnostic beside the verdict; None without the profiler."""
     if profile is None:
         return None
     try:
-        from ccltune.ab import gpu_period  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    per_block = getattr(gpu_period, "per_block", None)
-    return per_block(profile, got.spans) if per_block is not None else None
+        files = profile_file.read_dir(profile, strict=True)
+    except (CcltuneError, OSError) as exc:
+        return GpuDiagnostic(0, notes=[f"the profiler's files could not be read: {exc}"])
+    if not files:
+        return GpuDiagnostic(0, notes=[f"the profiler plugin ({plan.profiler}) wrote no file: NCCL did not "
+                                                  "load it (NCCL_PROFILER_PLUGIN), or the job has no NCCL"])
+    return gpu_period.diagnostic(files, got.values, plan.names, plan.block_steps, got.spans)

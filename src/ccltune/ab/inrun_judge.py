@@ -53,17 +53,25 @@ def by_round(values: Sequence[BlockValue]) -> dict[int, dict[int, float]]:
     return out
 
 
-def judge(values: Sequence[BlockValue], names: Sequence[str], *, higher_better: bool, min_effect: float,
-          alpha: float = ALPHA) -> list[ArmJudgement]:
-    """Every arm's judgement, arm 0 (``names[0]``, NCCL's default) first (module doc)."""
+def paired_by_round(values: Sequence[BlockValue], names: Sequence[str], *, higher_better: bool = False
+                    ) -> dict[str, stats.Estimate]:
+    """Each arm's ratio to arm 0 (``names[0]``), its block of round r paired with arm 0's block of round r
+    (``stats.paired`` at 95%, no correction); an arm without such a pair is left out."""
     rounds = by_round(values)
     orient = (lambda v: 1.0 / v) if higher_better else (lambda v: v)
-    per_arm = {i: [v.value for v in values if v.span.arm == i] for i in range(len(names))}
     estimates: dict[str, stats.Estimate] = {}
     for i, name in enumerate(names[1:], 1):
         pairs = [(orient(r[i]), orient(r[0])) for _, r in sorted(rounds.items()) if i in r and 0 in r]
         if pairs:
             estimates[name] = stats.paired([a for a, _ in pairs], [b for _, b in pairs])
+    return estimates
+
+
+def judge(values: Sequence[BlockValue], names: Sequence[str], *, higher_better: bool, min_effect: float,
+          alpha: float = ALPHA) -> list[ArmJudgement]:
+    """Every arm's judgement, arm 0 (``names[0]``, NCCL's default) first (module doc)."""
+    per_arm = {i: [v.value for v in values if v.span.arm == i] for i in range(len(names))}
+    estimates = paired_by_round(values, names, higher_better=higher_better)
     judged = {n: e.p_value for n, e in estimates.items() if n != AA}
     rejects = stats.holm(judged, alpha) if judged else {}
     out = [ArmJudgement(names[0], ArmStatus.BASELINE if per_arm[0] else ArmStatus.FAILED, len(per_arm[0]),

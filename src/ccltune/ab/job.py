@@ -16,7 +16,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
-import math
 import os
 import re
 import select
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ccltune import profiler_plugin
-from ccltune.ab import guard
+from ccltune.ab import guard, steplines
 from ccltune.errors import EngineUnavailable, UsageError
 from ccltune.files import printable
 
@@ -127,13 +126,8 @@ class BoundedRegex:
 
 
 def _number(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
+    """A matched number, read as the in-run step lines are (``12,345`` as torchtitan prints tokens/s is 12345)."""
+    return None if text is None else steplines.number(text)
 
 
 def _lines(fd: int, proc: subprocess.Popen[bytes], deadline: float | None) -> Iterator[bytes | None]:

@@ -20,9 +20,11 @@ under 1 - e; else NO_DIFFERENCE.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ccltune import stats
 from ccltune.status import ArmStatus as Status  # an arm's verdict: the word this module judges
@@ -110,6 +112,17 @@ def verdicts(values: Mapping[str, Mapping[int, float]], failures: Mapping[str, i
         out.append(ArmVerdict(name, stats.judge(e, min_effect), len(vals), failed, med, e, (tuple(a), tuple(b)),
                               name in controls, note))
     return out
+
+
+def oriented(values: Mapping[str, Mapping[int, float]], failures: Mapping[str, int], *, higher_better: bool,
+             **kw: Any) -> list[ArmVerdict]:
+    """:func:`verdicts` of a metric in either direction: a higher-is-better one (tokens/s) is judged as 1 / value,
+    so a ratio below 1 is faster either way; the medians stay in the metric's unit and the shift is left out."""
+    if not higher_better:
+        return verdicts(values, failures, **kw)
+    inverse = {a: {r: 1.0 / v for r, v in rs.items()} for a, rs in values.items()}
+    return [dataclasses.replace(v, median=stats.median(values[v.name].values()) if values.get(v.name) else None,
+                                pairs=((), ())) for v in verdicts(inverse, failures, **kw)]
 
 
 def all_confident(vs: Sequence[ArmVerdict], min_effect: float) -> bool:

@@ -106,6 +106,7 @@ class Plan:
     base_env: dict[str, str] = field(default_factory=dict)
     echo: bool = False
     run_timeout_s: float | None = None
+    higher_better: bool = False     # the metric is a throughput (tokens/s): judged as 1 / value
 
 
 @dataclass
@@ -261,8 +262,8 @@ class _Rounds:
     def verdicts(self) -> list[judge.ArmVerdict]:
         names = [a.name for a in self.plan.arms]
         values, failed = values_by_arm(self.out.samples, names)
-        return judge.verdicts(values, failed, controls=[CONTROL], min_effect=self.plan.min_effect,
-                              alpha=alpha_after(self.plan, self.out.rounds_done))
+        return judge.oriented(values, failed, higher_better=self.plan.higher_better, controls=[CONTROL],
+                              min_effect=self.plan.min_effect, alpha=alpha_after(self.plan, self.out.rounds_done))
 
 
 def values_by_arm(rows: list[AbSample], names: list[str]) -> tuple[dict[str, dict[int, float]], dict[str, int]]:

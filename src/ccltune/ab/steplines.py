@@ -143,3 +143,13 @@ def _match(out: JobOutput, pattern: re.Pattern[str], line: str, t_ns: int) -> in
             out.steps.append(StepLine(t_ns, v))
             got += 1
     return got
+
+
+def direction(metric: str, better: str) -> tuple[bool, str]:
+    """(higher is better, the header's words for it) of ``--metric`` REGEX and ``--better``."""
+    if better != "auto":
+        return better == "higher", f"{better} is better (--better {better})"
+    m = HIGHER_UNITS.search(metric)
+    if m:
+        return True, f"higher is better (inferred from {m.group(0)!r} in --metric; --better lower says otherwise)"
+    return False, "lower is better (a time; --better higher for a throughput such as tokens/s)"

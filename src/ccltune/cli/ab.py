@@ -34,8 +34,9 @@ def register(sub: Any) -> None:
     g.add_argument("--nccl-lib", action="append", default=[], metavar="PATH")
     g.add_argument("--arm", action="append", default=[], metavar="NAME:KIND:VALUE")
     g.add_argument("--no-aa", action="store_true")
-    m = p.add_argument_group("metric (one value per run; lower is better)")
+    m = p.add_argument_group("metric (one value per run, or per block with --in-run)")
     m.add_argument("--metric", default=_D("metric"), metavar="wall|comm|REGEX")
+    m.add_argument("--better", choices=("auto", "lower", "higher"), default=_D("better"))
     m.add_argument("--skip", type=int, default=_D("skip"), metavar="N")
     r = p.add_argument_group("rounds")
     r.add_argument("--rounds", type=int, default=None, metavar="N")
@@ -58,7 +59,6 @@ def _in_run(p: Any) -> None:
     """The in-run arms' flags (commands/ab_inrun.py)."""
     i = p.add_argument_group("in-run arms (docs/ab.md: the --rules arms switched inside ONE run of the job)")
     i.add_argument("--in-run", action="store_true")
-    i.add_argument("--better", choices=("auto", "lower", "higher"), default=_D("better"))
     i.add_argument("--block-steps", type=int, default=_D("block_steps"), metavar="N")
     i.add_argument("--warmup-blocks", type=int, default=_D("warmup_blocks"), metavar="N")
     i.add_argument("--max-blocks", type=int, default=None, metavar="N")

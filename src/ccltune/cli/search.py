@@ -22,15 +22,19 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "search", help="find the rules that make your job faster, proven inside it (in-run arms)",
         description="From the job's workload (ccltune workload import), candidates per (collective, size group): "
-                    "the idle sweep's best (--sweep-rules) and SM-budget candidates (NCCL's algorithm on "
+                    "the idle sweep's best (--sweep-db or --sweep-rules) and SM-budget candidates (NCCL's algorithm on "
                     f"{', '.join(map(str, candidates.SM_CHANNELS))} channels, well under NCCL's, for collectives "
                     "that overlap compute). Each run of the job switches between NCCL's default, its A/A twin and "
                     "the candidates still in the race (ab --in-run); the better half goes on (successive halving), "
-                    "the finalists are confirmed in a last run. Writes the winners' rule file (--out), each rule "
-                    "with its in-job ratio and interval, or says how close NCCL's default is to the best candidate.",
+                    "the finalists are confirmed in a last run. Then NCCL_CTA_POLICY and NCCL_MAX_CTAS, where the "
+                    "job's NCCL has them, as whole-run arms (ab's rounds). Writes the winners' rule file (--out), each "
+                    "rule with its in-job ratio and interval, a whole-run winner as a comment line with the setting, "
+                    "or says how close NCCL's default is to the best candidate.",
         formatter_class=_common.DefaultsFormatter)
     p.add_argument("--workload", default=None, metavar="W.json")
     p.add_argument("--sweep-rules", default=None, metavar="R.conf")
+    p.add_argument("--sweep-db", default=None, metavar="PATH")
+    p.add_argument("--steps", type=int, default=None, metavar="N")
     p.add_argument("--metric", default=_D("metric"), metavar="REGEX")
     p.add_argument("--better", choices=("auto", "lower", "higher"), default=_D("better"))
     p.add_argument("--out", default=None, metavar="OUT.conf")
@@ -43,6 +47,8 @@ def register(sub: Any) -> None:
     p.add_argument("--min-effect", type=float, default=_D("min_effect"), metavar="PCT")
     p.add_argument("--seed", type=int, default=None, metavar="N")
     p.add_argument("--run-timeout", type=float, default=None, metavar="S")
+    p.add_argument("--no-whole-run", action="store_true")
+    p.add_argument("--whole-run-rounds", type=int, default=None, metavar="N")
     p.add_argument("--echo", action="store_true")
     _common.add_db(p)
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")

@@ -19,6 +19,7 @@ from typing import Any
 from ccltune import environment, files, rules
 from ccltune.ab import job, judge, prune, rounds
 from ccltune.ab.rounds import CONTROL, DEFAULT, Arm
+from ccltune.ab.steplines import direction
 from ccltune.commands import launching
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option, to_argv
@@ -239,8 +240,9 @@ def run_ab(o: AbOptions, console: Console = Console(), *, command_line: list[str
     tuner = _tuner() if any(a.rules for a in all_arms) else None
     base, removed = job.base_env(os.environ)
     seed = o.seed if o.seed is not None else random.SystemRandom().randrange(1 << 31)
+    higher = met.kind == "regex" and direction(o.metric, o.better)[0]
     plan = rounds.Plan(cmd, all_arms, met, n_rounds, seed, o.min_effect / 100, o.until_confident,
-                          o.budget, tuner, base, o.echo, o.run_timeout)
+                       o.budget, tuner, base, o.echo, o.run_timeout, higher_better=higher)
     try:
         return _run(o, plan, removed, parts, prune_how, console, command_line or o.to_argv())
     finally:
@@ -260,7 +262,9 @@ def _tuner() -> str:
 def _header(plan: rounds.Plan, removed: list[str], how: str) -> list[str]:
     out = [f"# ccltune ab: {shlex.join(plan.argv)}",
            f"# {len(plan.arms)} arms, up to {plan.rounds} rounds, shuffled order per round (seed {plan.seed})",
-           f"# metric: {plan.metric.describe()}", f"# statistic: {judge.METHOD}"]
+           f"# metric: {plan.metric.describe()}"
+           + (" (higher is better: judged as 1 / value, a ratio below 1 is faster)" if plan.higher_better else ""),
+           f"# statistic: {judge.METHOD}"]
     out += [f"#   arm {a.name}: {a.describe()}" for a in plan.arms]
     if removed:
         out.append(f"# note: {', '.join(removed)} removed from every arm's environment, so 'default' is NCCL's own "

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ccltune import environment, files
-from ccltune.ab import inrun, inrun_judge, steplines
+from ccltune.ab import inrun, inrun_judge
 from ccltune.ab import job as jobrun
 from ccltune.ab.armsfile import ARM_NAME, MAX_ARMS, MAX_BLOCKS_FILE, InRunArm
+from ccltune.ab.steplines import direction
 from ccltune.commands import launching
 from ccltune.commands.common import Console
 from ccltune.commands.results import Outcome
@@ -25,16 +26,6 @@ from ccltune.status import ArmStatus, RunStatus, SampleStatus
 from ccltune.store import AbSample, Store
 
 NO_LIMIT = MAX_BLOCKS_FILE  # --max-blocks left out: as many blocks as the plugin takes (100,000)
-
-
-def direction(metric: str, better: str) -> tuple[bool, str]:
-    """(higher is better, the header's words for it) of ``--metric`` REGEX and ``--better``."""
-    if better != "auto":
-        return better == "higher", f"{better} is better (--better {better})"
-    m = steplines.HIGHER_UNITS.search(metric)
-    if m:
-        return True, f"higher is better (inferred from {m.group(0)!r} in --metric; --better lower says otherwise)"
-    return False, "lower is better (a time; --better higher for a throughput such as tokens/s)"
 
 
 def _name(stem: str) -> str:
@@ -150,7 +141,8 @@ def run_in_run(o: Any, cmd: list[str], all_arms: Sequence[Any], console: Console
         raise
     summary = store_blocks(store, run_id, plan, got, words)
     store.close()
-    for line in [*inrun_judge.lines(got.judged, "", plan.higher_better), *[f"# note: {n}" for n in got.notes]]:
+    gpu = got.gpu_period.lines() if got.gpu_period is not None else []
+    for line in [*inrun_judge.lines(got.judged, "", plan.higher_better), *gpu, *[f"# note: {n}" for n in got.notes]]:
         console.say(line)
     if o.json:
         doc = {**summary, "run_id": run_id, "command": plan.argv,
@@ -177,6 +169,7 @@ def store_blocks(store: Store, run_id: int, plan: inrun.InRunPlan, got: inrun.In
     summary = {"in_run": True, "seed": plan.seed, "metric": plan.pattern.pattern, "direction": words,
                "rounds": len({v.span.round for v in got.blocks.values}), "blocks_logged": len(got.blocks.spans),
                "steps": len(got.job.steps), "steps_dropped": got.blocks.dropped_steps, "graphs": got.blocks.graphs,
-               "arms": [j.to_dict() for j in got.judged], "notes": got.notes}
+               "arms": [j.to_dict() for j in got.judged], "notes": got.notes,
+               **({"gpu_period": got.gpu_period.to_dict()} if got.gpu_period is not None else {})}
     store.finish_run(run_id, RunStatus.COMPLETE, summary)
     return summary

@@ -85,36 +85,70 @@ def _percent(value: float, flag: str) -> float:
     return value / 100
 
 
-def run_tune(o: TuneOptions, console: Console = Console()) -> TuneResult:
-    """Derive, write ``o.out``, store a tune run with the rules as its artifact; its summary table and
-    predictions go to ``console``."""
-    check_outputs(o)
+@dataclass
+class Derived:
+    """What ``tune`` derives from a results database before it writes anything (:func:`derivation`): the runs
+    used, the derivation, the workload's plans (``--workload``), the rules by platform section, the notes, and
+    the notes about the runs (left out, under load)."""
+
+    runs: list[Run]
+    result: Derivation
+    plans: list[weighted.WorkloadPlan] | None
+    sections: dict
+    notes: list[str]
+    load_notes: list[str]
+
+    @property
+    def rules(self) -> list:
+        return [r for rs in self.sections.values() for r in rs]
+
+
+def derivation(o: TuneOptions, store: Store) -> Derived:
+    """The rules ``ccltune tune`` derives with ``o`` from ``store`` (judged by ``o.workload`` when given), written
+    nowhere: ``run_tune`` writes them, ``ccltune search --sweep-db`` takes them as the idle sweep's best."""
     min_margin = _percent(o.min_margin, "--min-margin")
     isolated_margin = _percent(o.isolated_margin, "--isolated-margin")
     if not 0 <= o.min_gain_us < 1e6:
         raise UsageError(f"--min-gain-us must be at least 0 and under 1000000 microseconds, got {o.min_gain_us:g}")
     sm_tol = _percent(o.sm_tolerance, "--sm-tolerance")
     exclude = failed_sizes(o.exclude_failed)
-    with Store(o.db, create=False) as store:
-        def derived(rows: list[dict]) -> Derivation:
-            return derive(rows, objective=o.objective, sm_tolerance=sm_tol, min_margin=min_margin,
-                          isolated_margin=isolated_margin, min_gain_us=o.min_gain_us, placement=o.placement,
-                          exclude=exclude)
 
-        runs, rows, idle_rows, left_out, unfinished = _load_split(store, o)
-        result = derived(rows)
-        load_notes = (loadcmp.lines(*loadcmp.winner_changes(derived(idle_rows), result), o.under_load)
-                      if idle_rows and o.under_load is not None else [])
-        load_notes += _left_out_lines(o, left_out) + unfinished_note(unfinished, o.db)
+    def derived(rows: list[dict]) -> Derivation:
+        return derive(rows, objective=o.objective, sm_tolerance=sm_tol, min_margin=min_margin,
+                      isolated_margin=isolated_margin, min_gain_us=o.min_gain_us, placement=o.placement,
+                      exclude=exclude)
+
+    runs, rows, idle_rows, left_out, unfinished = _load_split(store, o)
+    result = derived(rows)
+    load_notes = (loadcmp.lines(*loadcmp.winner_changes(derived(idle_rows), result), o.under_load)
+                  if idle_rows and o.under_load is not None else [])
+    load_notes += _left_out_lines(o, left_out) + unfinished_note(unfinished, o.db)
+    if o.workload:
+        plans, sections, notes = _for_workload(o, result, rows)
+        return Derived(runs, result, plans, sections, notes, load_notes)
+    return Derived(runs, result, None, result.sections(), result.notes, load_notes)
+
+
+def sweep_load(store: Store) -> int | None:
+    """The load to tune from when none is asked: idle (None) when the database holds an idle sweep or import run,
+    else the one matrix every run was swept under (``sweep --workload`` sweeps under load when the job is far
+    slower than idle); with several matrices and no idle run, None (``_load_split`` then names them)."""
+    loads = {(r.args or {}).get("under_load") for r in finished_sources(store)[0]}
+    return next(iter(loads)) if len(loads) == 1 else None
+
+
+def run_tune(o: TuneOptions, console: Console = Console()) -> TuneResult:
+    """Derive, write ``o.out``, store a tune run with the rules as its artifact; its summary table and
+    predictions go to ``console``."""
+    check_outputs(o)
+    with Store(o.db, create=False) as store:
+        d = derivation(o, store)
+        runs, result, plans, sections, notes, load_notes = d.runs, d.result, d.plans, d.sections, d.notes, d.load_notes
         settings = _settings(o)
         source = f"runs {', '.join(f'{r.id} ({r.kind} {r.started_at})' for r in runs)} of {o.db}"
-        plans = None
         if o.workload:
-            plans, sections, notes = _for_workload(o, result, rows)
             source += f", judged by workload {o.workload}"
             settings += f" min_share={o.min_share:g}%"
-        else:
-            sections, notes = result.sections(), result.notes
         text = render(sections, source=source, settings=settings, notes=notes)
         write_atomic(o.out, text)
         tune_run = store.begin_run("tune", command=_command_line(o), args=dataclasses.asdict(o),

@@ -8,7 +8,7 @@ One file is one communicator of one process (version 2; version 1 has no ``# arm
     # ccltune-profile 2
     # host <host> pid <pid> comm <16 hex> rank <r> nranks <n> nnodes <m> abi <k> every <N>
     # timing <source> [reason...]
-    # arms <tuner|none> [reason...]
+    # arms tuner (or: # arms none REASON)
     # columns kind op count datatype algo proto nchannels nwarps peer calls timed sum_us p10_us p50_us p90_us max_us
     coll AllReduce 65536 ncclBfloat16 RING LL 24 16 - 4608 4608 48672.000 10.100 10.500 11.200 266512.000
     # sums arm calls timed sum_us no_entry
