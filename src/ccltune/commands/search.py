@@ -141,6 +141,19 @@ def _first_run(o: SearchOptions, wl: model.Workload, cands: list[candidates.Cand
                   + ", ".join(f"{c.name} ({c.group.label})" for c in left))
 
 
+def _inrun_plan(o: SearchOptions) -> tuple[inrun.InRunPlan, str]:
+    """ab --in-run's plan of the search's options (two default arms: each run's candidates replace them)
+    with NCCL's version line on, and its direction's words."""
+    like_ab = types.SimpleNamespace(prune=None, until_confident=False, rounds=None, budget=None, skip=0,
+                                    max_blocks=None, **{f: getattr(o, f) for f in (
+                                        "metric", "better", "block_steps", "warmup_blocks", "period", "run_timeout",
+                                        "min_effect", "seed", "echo")})
+    plan, words, _ = ab_inrun.plan_of(like_ab, list(o.command), [Arm("default"), Arm("default-2")])
+    if "NCCL_DEBUG" not in plan.base_env:  # NCCL then prints its version line only: the whole-run arms need it
+        plan = dataclasses.replace(plan, base_env={**plan.base_env, "NCCL_DEBUG": "VERSION"})
+    return plan, words
+
+
 def run_search(o: SearchOptions, console: Console = Console(), *, command_line: list[str] | None = None) -> Outcome:
     """Check everything, then search (module doc); write ``--out`` with the winners (or no rule)."""
     from ccltune.ab import search
@@ -155,13 +168,7 @@ def run_search(o: SearchOptions, console: Console = Console(), *, command_line: 
         raise UsageError(f"--workload {o.workload}: no candidate: " + (
             "none of its collectives is one NCCL hands to a tuner" if not groups else why))
     first, bound = _first_run(o, wl, cands)
-    like_ab = types.SimpleNamespace(prune=None, until_confident=False, rounds=None, budget=None, skip=0,
-                                    max_blocks=None, **{f: getattr(o, f) for f in (
-                                        "metric", "better", "block_steps", "warmup_blocks", "period", "run_timeout",
-                                        "min_effect", "seed", "echo")})
-    plan, words, removed = ab_inrun.plan_of(like_ab, list(o.command), [Arm("default"), Arm("default-2")])
-    if "NCCL_DEBUG" not in plan.base_env:  # NCCL then prints its version line only: the whole-run arms need it
-        plan = dataclasses.replace(plan, base_env={**plan.base_env, "NCCL_DEBUG": "VERSION"})
+    plan, words = _inrun_plan(o)
     console.say(f"# ccltune search: {shlex.join(o.command)}")
     console.say(f"# workload {o.workload}: {len(groups)} group(s): " + "; ".join(
         f"{g.label} (NCCL ran {g.nccl_ran})" for g in groups))
