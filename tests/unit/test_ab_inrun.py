@@ -6,6 +6,7 @@ metric, a block-buffered job, CUDA graphs, and bad input."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import pytest
 
 from ccltune.ab import armsfile, blocks, schedule
 from ccltune.ab.armsfile import ArmLog, LoggedBlock
-from ccltune.ab.steplines import StepLine, number
+from ccltune.ab.output import number
+from ccltune.ab.steplines import StepLine
 from ccltune.cli import main
 from ccltune.errors import DataError
 from ccltune.store import Store
@@ -191,3 +193,28 @@ def test_a_bad_arm_log_is_named_by_file_and_line(tmp_path) -> None:
         armsfile.parse_log("# ccltune-arms 1\ncomm_id=12\n# end\n", "f.txt")
     log = armsfile.parse_log(head + "period=none\n# end\n", "f.txt")
     assert log.period is None and log.arms == ("default", "x")
+
+
+def test_in_run_reads_its_job_as_whole_runs_do(tmp_path, capsys) -> None:
+    """ab --in-run runs the job through the same reader as whole-run ab (ab/output.py): a job that leaves a
+    process holding the pipe ends when its top process does, and a --metric that backtracks without bound is
+    stopped with a clear error instead of holding ab (issues 39 item 5 and 41 item 10, for in-run arms too)."""
+    import time
+
+    from ccltune.ab import steplines
+
+    start = time.monotonic()
+    got = steplines.run([sys.executable, "-c", "import subprocess, sys; subprocess.Popen(['sleep', '20']);"
+                         "print('step 0  5.0 ms'); print('step 1  6.0 ms')"], {"PATH": "/usr/bin:/bin"},
+                        re.compile(r"step +[0-9]+ +([0-9.]+) ms"))
+    assert time.monotonic() - start < 10 and got.exit_code == 0 and [s.value for s in got.steps] == [5.0, 6.0]
+    from ccltune.ab import output
+    old, output.MATCH_S = output.MATCH_S, 1.0
+    try:
+        from ccltune.errors import UsageError
+
+        with pytest.raises(UsageError, match="took more than 1 s on one line"):
+            steplines.run([sys.executable, "-c", "print('a' * 60 + 'b')"], {"PATH": "/usr/bin:/bin"},
+                          re.compile(r"(a+)+$()"))
+    finally:
+        output.MATCH_S = old

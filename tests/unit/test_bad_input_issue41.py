@@ -263,7 +263,7 @@ STEP = r"step +[0-9]+ +([0-9.]+) ms"
 
 class TestJobJudgeInputs:
     """Item 10: ``ccltune ab``'s inputs. The user's --metric REGEX runs in a worker process with a time limit
-    per line (ab/job.BoundedRegex: Python's re cannot be interrupted); --env values with control
+    per line (ab/output.BoundedRegex: Python's re cannot be interrupted); --env values with control
     characters are refused; every timeout is bounded (a year) before a watchdog is armed; each rules arm's
     file is stored with the run (content, sha256) and a change mid-run stops ab."""
 
@@ -271,10 +271,10 @@ class TestJobJudgeInputs:
         import sys
         import time
 
-        from ccltune.ab import job as jobrun
+        from ccltune.ab import output
         from ccltune.store import Store
 
-        monkeypatch.setattr(jobrun, "MATCH_S", 1.0)
+        monkeypatch.setattr(output, "MATCH_S", 1.0)
         start = time.monotonic()
         rc = main(["ab", "--db", str(tmp_path / "ab.db"), "--env", "A=1", "--metric", "(a+)+$", "--rounds", "2",
                    "--", sys.executable, "-c", "print('a' * 60 + 'b')"])

@@ -8,17 +8,14 @@ only; ccltune then ends the job: SIGTERM to the process group and to every desce
 Each run goes through ``guard``, which ends the job the same way when ccltune itself dies (kill -9).
 
 A run ends when the job's top process exits: the guard then ends what the job left running (``sleep 20 &``),
-and the output is read to the pipe's end, DRAIN_S at most. ``--run-timeout`` bounds the whole run.
+and the output is read to the pipe's end, output.DRAIN_S at most. ``--run-timeout`` bounds the whole run.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
-import json
 import os
 import re
-import select
 import shutil
 import subprocess
 import sys
@@ -28,15 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ccltune import profiler_plugin
-from ccltune.ab import guard, steplines
-from ccltune.errors import EngineUnavailable, UsageError
-from ccltune.files import printable
+from ccltune.ab import guard, output
+from ccltune.errors import EngineUnavailable
 
 TAIL_LINES = 12        # lines of the job's output kept for a failed run's report
-MAX_LINE_BYTES = 1 << 16   # a longer line is read in pieces (the metric regex sees each piece)
 MAX_SAMPLES = 1 << 20  # metric matches kept per run (a job printing more is still judged on these)
-POLL_S = 0.1          # how often the reader looks whether the job's top process (its guard) has exited
-DRAIN_S = 1.0         # after the guard exits, its output is read for this long at most (to the pipe's end)
 
 # variables that would make NCCL's "default" something else: removed for every arm (docs/ab.md)
 TUNER_VARS = ("NCCL_TUNER_PLUGIN", "NCCL_TUNER_CONFIG_FILE", "CCLTUNE_RULES")
@@ -70,99 +63,9 @@ def base_env(environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     return {k: v for k, v in environ.items() if k not in TUNER_VARS}, removed
 
 
-MATCH_S = 5.0  # the most one line of the job's output may take the user's --metric REGEX (seconds)
-# Python's re cannot be interrupted and holds the interpreter while it backtracks: '(a+)+$' or '(.*)*x' on
-# one line of 60 characters runs for hours. The user's pattern runs in a worker process instead, one line at
-# a time, and a line it cannot finish in MATCH_S ends the worker and the run with an error naming the line.
-_WORKER = """import json, re, sys
-p = re.compile(sys.argv[1], int(sys.argv[2]))
-for text in sys.stdin:
-    line = json.loads(text)
-    sys.stdout.write(json.dumps([m.group(1) for m in p.finditer(line)]) + "\\n")
-    sys.stdout.flush()
-"""
-
-
-class BoundedRegex:
-    """The user's ``--metric`` pattern, matched in a worker process (``python -I``, the standard library
-    only) with :data:`MATCH_S` per line; :meth:`close` ends the worker."""
-
-    def __init__(self, pattern: re.Pattern[str]):
-        self.pattern = pattern
-        self.proc: subprocess.Popen[str] | None = None
-
-    def groups(self, line: str) -> list[str | None]:
-        """Group 1 of every match in ``line``; a UsageError when the match takes more than MATCH_S."""
-        import select
-
-        if self.proc is None or self.proc.poll() is not None:
-            self.proc = subprocess.Popen([sys.executable, "-I", "-c", _WORKER, self.pattern.pattern,
-                                          str(int(self.pattern.flags))], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, text=True, encoding="utf-8")
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps(line) + "\n")
-        self.proc.stdin.flush()
-        ready, _, _ = select.select([self.proc.stdout], [], [], MATCH_S)
-        answer = self.proc.stdout.readline() if ready else ""
-        if not answer:
-            self.close()
-            raise UsageError(f"--metric {printable(self.pattern.pattern, 60)!r} took more than {MATCH_S:g} s on one "
-                             f"line of the job's output ({printable(line, 60)!r}, {len(line)} characters): the "
-                             "pattern backtracks without bound (a repeat inside a repeat, '(a+)+' or '(.*)*'); "
-                             "write it without the nested repeat")
-        got = json.loads(answer)
-        return [g if isinstance(g, str) else None for g in got]
-
-    def close(self) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
-            for stream in (self.proc.stdin, self.proc.stdout):
-                if stream is not None:
-                    with contextlib.suppress(OSError):
-                        stream.close()
-            self.proc = None
-
-
-def _number(text: str | None) -> float | None:
-    """A matched number, read as the in-run step lines are (``12,345`` as torchtitan prints tokens/s is 12345)."""
-    return None if text is None else steplines.number(text)
-
-
-def _lines(fd: int, proc: subprocess.Popen[bytes], deadline: float | None) -> Iterator[bytes | None]:
-    """The job's output lines (pieces of at most MAX_LINE_BYTES), read from ``fd`` until the guard ``proc``
-    has exited and the pipe is drained; None once when ``deadline`` (time.monotonic) passes first. A writer
-    left past the guard's exit (the guard ends the job's leftovers, so only one that escaped it) delays the
-    end by DRAIN_S at most: the run is over when the job's top process is."""
-    buf = b""
-    drain_until: float | None = None
-    timed_out = False
-    while True:
-        now = time.monotonic()
-        if drain_until is None and proc.poll() is not None:
-            drain_until = now + DRAIN_S
-        if drain_until is not None and now >= drain_until:
-            break
-        if deadline is not None and not timed_out and now >= deadline:
-            timed_out = True
-            yield None
-            continue
-        limits = [POLL_S] + [x - now for x in (drain_until, None if timed_out else deadline) if x is not None]
-        ready, _, _ = select.select([fd], [], [], max(0.0, min(limits)))
-        if not ready:
-            continue
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            break
-        buf += chunk
-        while b"\n" in buf or len(buf) >= MAX_LINE_BYTES:
-            cut = buf.find(b"\n")
-            cut = MAX_LINE_BYTES if cut < 0 or cut >= MAX_LINE_BYTES else cut + 1
-            yield buf[:cut]
-            buf = buf[cut:]
-    if buf:
-        yield buf
+def _lines(groups: Iterator[list[bytes] | None]) -> Iterator[bytes | None]:
+    for g in groups:
+        yield from ([None] if g is None else g)
 
 
 def run_once(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[str] | None = None, *,
@@ -184,9 +87,9 @@ def run_once(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[st
         return JobRun(None, 0.0, reason=f"could not start {sys.executable!r}: {exc.strerror}")
     assert proc.stdout is not None
     timed_out = False
-    matcher = BoundedRegex(pattern) if pattern is not None else None
+    matcher = output.BoundedRegex(pattern) if pattern is not None else None
     try:
-        for raw in _lines(proc.stdout.fileno(), proc, start + timeout_s if timeout_s else None):
+        for raw in _lines(output.reads(proc.stdout.fileno(), proc, start + timeout_s if timeout_s else None)):
             if raw is None:  # --run-timeout: end it; what it still writes is read until the guard is gone
                 timed_out = True
                 guard.end_group(proc)
@@ -196,7 +99,7 @@ def run_once(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[st
             if echo:
                 print(f"  | {line}", flush=True)
             if matcher is not None and len(values) < MAX_SAMPLES:
-                values.extend(v for v in map(_number, matcher.groups(line)) if v is not None)
+                values.extend(v for v in map(output.number, matcher.groups(line)) if v is not None)
         proc.wait()
     except BaseException:
         guard.end_group(proc)

@@ -14,35 +14,18 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ccltune.ab import guard as jobguard
+from ccltune.ab import guard, output
 
 TAIL_LINES = 12
-READ_BYTES = 1 << 16
-MAX_LINE_BYTES = 1 << 16   # a longer line is cut there
 MAX_STEPS = 1 << 20        # step lines kept from one run
 BURST_LINES = 3            # a read that brings more step lines than this is a burst
-_THOUSANDS = re.compile(r"[0-9]{1,3}(,[0-9]{3})+(\.[0-9]*)?\Z")
 # units whose bigger value is better: --better auto infers 'higher' when --metric names one of these
 HIGHER_UNITS = re.compile(r"tps|tok(en)?s?/s|tok(en)?s?_per_s|samples?/s|seq(uence)?s?/s|it/s|img/s|images?/s|"
                           r"throughput|mfu|tflops", re.IGNORECASE)
-
-
-def number(text: str) -> float | None:
-    """A matched number: '95.81', '1e3', or with thousands separators as torchtitan prints tokens/s
-    ('12,345', '1,234.5'); None when it is not a finite number."""
-    t = text.strip()
-    if _THOUSANDS.match(t):
-        t = t.replace(",", "")
-    try:
-        v = float(t)
-    except ValueError:
-        return None
-    return v if v == v and v not in (float("inf"), float("-inf")) else None
 
 
 @dataclass(frozen=True)
@@ -72,10 +55,13 @@ class JobOutput:
 
 def run(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[str], *, echo: bool = False,
         timeout_s: float | None = None) -> JobOutput:
-    """Run ``argv`` once with ``env`` through ab's guard (``jobguard``), stamping each step line. A
-    KeyboardInterrupt ends the job's process group and is raised again after it is gone."""
+    """Run ``argv`` once with ``env`` through ab's guard, stamping each step line: until the job's top process
+    exits (the guard ends what it left running) or ``timeout_s`` has passed (the job's group ended then), its
+    output read as whole ab reads it (``output.reads``), the metric matched with a time bound per line
+    (``output.BoundedRegex``). A KeyboardInterrupt ends the job's process group and is raised again after it is
+    gone."""
     start_ns, start = time.time_ns(), time.monotonic()
-    guarded, guard_env = jobguard.command(os.getpid(), list(argv), {**env, "PYTHONUNBUFFERED": "1"})
+    guarded, guard_env = guard.command(os.getpid(), list(argv), {**env, "PYTHONUNBUFFERED": "1"})
     try:
         proc = subprocess.Popen(guarded, env=guard_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
@@ -83,46 +69,36 @@ def run(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[str], *
         return JobOutput(None, 0.0, start_ns, start_ns, f"could not start {sys.executable!r}: {exc.strerror}")
     out = JobOutput(None, 0.0, start_ns, start_ns)
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
-    timer = threading.Timer(timeout_s, jobguard.end_group, (proc,)) if timeout_s else None
-    if timer is not None:
-        timer.daemon = True
-        timer.start()
     assert proc.stdout is not None
-    fd, pending = proc.stdout.fileno(), b""
+    matcher = output.BoundedRegex(pattern)
+    timed_out = False
     try:
-        while True:
-            chunk = os.read(fd, READ_BYTES)
+        for lines in output.reads(proc.stdout.fileno(), proc, start + timeout_s if timeout_s else None):
             now = time.time_ns()
-            if not chunk:
-                break
-            *lines, pending = (pending + chunk).split(b"\n")
-            if len(pending) > MAX_LINE_BYTES:
-                lines.append(pending[:MAX_LINE_BYTES])
-                pending = b""
+            if lines is None:  # --run-timeout: end it; what it still writes is read until the guard is gone
+                timed_out = True
+                guard.end_group(proc)
+                continue
             got = 0
             for raw in lines:
-                line = raw[:MAX_LINE_BYTES].decode("utf-8", "replace").rstrip("\r")
+                line = raw.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
                 tail.append(line)
                 if echo:
                     print(f"  | {line}", flush=True)
-                got += _match(out, pattern, line, now)
+                got += _match(out, matcher, line, now)
             if got > BURST_LINES:
                 out.burst_steps += got
             out.largest_burst = max(out.largest_burst, got)
-        if pending:
-            tail.append(pending.decode("utf-8", "replace"))
-            _match(out, pattern, pending.decode("utf-8", "replace"), time.time_ns())
         proc.wait()
     except BaseException:
-        jobguard.end_group(proc)
+        guard.end_group(proc)
         raise
     finally:
-        if timer is not None:
-            timer.cancel()
+        matcher.close()
         proc.stdout.close()
     out.end_ns, out.wall_s, out.exit_code, out.tail = time.time_ns(), time.monotonic() - start, proc.returncode, list(tail)
     rc = proc.returncode
-    if timeout_s is not None and out.wall_s >= timeout_s and rc != 0:
+    if timed_out:
         out.reason = f"ran past --run-timeout {timeout_s:g} s: ended"
     elif rc != 0:
         out.reason = f"exit code {rc}" if rc > 0 else f"killed by signal {-rc}"
@@ -132,13 +108,13 @@ def run(argv: Sequence[str], env: Mapping[str, str], pattern: re.Pattern[str], *
 NCCL_VERSION = re.compile(r"NCCL version ([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,4})")
 
 
-def _match(out: JobOutput, pattern: re.Pattern[str], line: str, t_ns: int) -> int:
+def _match(out: JobOutput, matcher: output.BoundedRegex, line: str, t_ns: int) -> int:
     if out.nccl_version is None and "NCCL version" in line:
         found = NCCL_VERSION.search(line)
         out.nccl_version = (int(found.group(1)), int(found.group(2)), int(found.group(3))) if found else None
     got = 0
-    for m in pattern.finditer(line):
-        v = number(m.group(1))
+    for text in matcher.groups(line):
+        v = output.number(text)
         if v is not None and len(out.steps) < MAX_STEPS:
             out.steps.append(StepLine(t_ns, v))
             got += 1
