@@ -487,6 +487,34 @@ class Store:
         )
         self.conn.commit()
 
+    def row_counts(self) -> dict[int, int]:
+        """Run id -> its measurement rows (``runs``' table)."""
+        return {int(r): int(n) for r, n in self.conn.execute("SELECT run_id, COUNT(*) FROM measurements GROUP BY run_id")}
+
+    def latest_with_rows(self) -> int | None:
+        """The newest run with measurements or links (what ``export latest`` exports), None when there is none."""
+        row = self.conn.execute("SELECT MAX(run_id) FROM (SELECT run_id FROM measurements UNION "
+                                "SELECT run_id FROM links)").fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def default_summary(self) -> list[tuple[int, str, str, int, float | None, str | None]]:
+        """Per (run, collective, row status) of NCCL's default rows: (run id, collective as stored, status, distinct
+        sizes, highest busbw above 0 or None, a note): the report's peaks from one aggregate query."""
+        q = ("SELECT run_id, collective, status, COUNT(DISTINCT size_bytes), "
+             "MAX(CASE WHEN busbw_gbps > 0 THEN busbw_gbps END), MIN(note) FROM measurements "
+             "WHERE config = 'default' GROUP BY run_id, collective, status")
+        return [(int(r), str(c), str(st), int(n), best if isinstance(best, (int, float)) else None,
+                 None if note is None else str(note)) for r, c, st, n, best, note in self.conn.execute(q)]
+
+    def all_findings(self) -> dict[int, list[dict[str, Any]]]:
+        """Run id -> its findings (name, status, evidence, fix, value), in the order they were stored."""
+        out: dict[int, list[dict[str, Any]]] = {}
+        q = "SELECT run_id, name, status, evidence, fix, value FROM findings ORDER BY id"
+        for run_id, name, status, evidence, fix, value in self.conn.execute(q):
+            out.setdefault(int(run_id), []).append(
+                {"name": name, "status": status, "evidence": evidence, "fix": fix, "value": value})
+        return out
+
     def findings(self, run_id: int) -> list[dict[str, Any]]:
         out = []
         for r in self.conn.execute("SELECT * FROM findings WHERE run_id = ? ORDER BY id", (run_id,)):

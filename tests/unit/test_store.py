@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -184,3 +185,19 @@ def test_an_unknown_run_is_answered_with_the_runs_there_are_as_ranges(tmp_path):
         st.conn.execute("DELETE FROM runs WHERE id = 3")
         with pytest.raises(UsageError, match=r"no run 9; runs in '.*r\.db': 1-2, 4-5$"):
             st.run(9)
+
+
+def test_no_module_but_the_store_writes_sql():
+    """One owner of the schema (issue 40 item 2): every query is a Store method; a module that reaches for
+    ``.conn`` to run its own SQL fails here (store.py owns the records and queries, storefile.py the tables)."""
+    import ast
+
+    src = Path(__file__).resolve().parents[2] / "src" / "ccltune"
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        if path.name in ("store.py", "storefile.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "conn":
+                found.append(f"{path.relative_to(src)}:{node.lineno}")
+    assert not found, "SQL outside the store: " + ", ".join(found)

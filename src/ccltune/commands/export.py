@@ -67,11 +67,10 @@ def _cell(value: object) -> object:
 def _run_id(st: Store, o: ExportOptions) -> int:
     if o.run.lower() == "latest":
         # the newest run with rows to export: a check or doctor run stores findings only
-        row = st.conn.execute("SELECT MAX(run_id) FROM (SELECT run_id FROM measurements UNION "
-                              "SELECT run_id FROM links)").fetchone()
-        if row is None or row[0] is None:
+        latest = st.latest_with_rows()
+        if latest is None:
             raise UsageError(f"{o.db} has no run with measurements or links to export")
-        return int(row[0])
+        return latest
     try:
         return int(o.run)
     except ValueError:

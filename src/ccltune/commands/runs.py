@@ -32,7 +32,7 @@ def run_runs(o: RunsOptions, console: Console = Console()) -> RunsListing:
         raise unknown_name("run kind", o.kind, RUN_KINDS, "--kind")
     with Store(o.db, readonly=True) as st:
         runs = st.runs(o.kind)
-        counts = dict(st.conn.execute("SELECT run_id, COUNT(*) FROM measurements GROUP BY run_id").fetchall())
+        counts = st.row_counts()
     console.say(f"# {'id':>4}  {'kind':<9} {'status':<11} {'started':<24} {'rows':>6}  {'platform':<28} command")
     for r in runs:
         console.say(f"  {r.id:>4}  {r.kind:<9} {r.status:<11} {r.started_at:<24} {counts.get(r.id, 0):>6}  "

@@ -94,10 +94,7 @@ def _peaks(store: Store) -> tuple[dict[int, dict[str, float]], dict[int, dict[st
     out: dict[int, dict[str, float]] = defaultdict(dict)
     seen: dict[tuple[int, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     notes: dict[tuple[int, str], str] = {}
-    q = ("SELECT run_id, collective, status, COUNT(DISTINCT size_bytes), "
-         "MAX(CASE WHEN busbw_gbps > 0 THEN busbw_gbps END), MIN(note) FROM measurements "
-         "WHERE config = 'default' GROUP BY run_id, collective, status")
-    for run_id, coll, status, sizes, best, note in store.conn.execute(q):
+    for run_id, coll, status, sizes, best, note in store.default_summary():
         name = canonical(coll)  # one entry per collective, however the rows spell it
         if status == RowStatus.OK and best is not None:
             out[run_id][name] = max(best, out[run_id].get(name, 0.0))
@@ -113,11 +110,7 @@ def _peaks(store: Store) -> tuple[dict[int, dict[str, float]], dict[int, dict[st
 
 
 def _findings(store: Store) -> dict[int, list[dict]]:
-    out: dict[int, list[dict]] = defaultdict(list)
-    q = "SELECT run_id, name, status, evidence, fix, value FROM findings ORDER BY id"
-    for run_id, name, status, evidence, fix, value in store.conn.execute(q):
-        out[run_id].append({"name": name, "status": status, "evidence": evidence, "fix": fix, "value": value})
-    return dict(out)
+    return store.all_findings()
 
 
 def write_report(store: Store, out: str | os.PathLike[str], *, run_ids: list[int] | None = None,
