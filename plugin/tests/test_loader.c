@@ -321,6 +321,38 @@ static void test_many_bad_lines(void) {
   }
 }
 
+/* CollNet: the rule's channel count is written as given. NCCL 2.28.9 replaces its own count with the tuner's
+ * (getAlgoInfo, src/enqueue.cc) and clamps it to the communicator's channels for ring, tree, PAT and NVLS when it
+ * lays the calls out, but uses it unclamped for CollNet (scheduleCollTasksToPlan): docs/rules.md "Channels" says
+ * so, and the plugin neither caps nor raises it, for any algorithm. */
+static void test_collnet_channels(void) {
+  const ncclTuner_v6_t* t = found[0];
+  FILE* f = fopen(path, "w");
+  CHECK(f && fputs("allreduce,0,1T,collnet_direct,simple,48,-1,-1\nallgather,0,1T,ring,simple,48,-1,-1\n", f) >= 0,
+        "write %s", path);
+  if (f) fclose(f);
+  setenv("NCCL_TUNER_CONFIG_FILE", path, 1);
+  void* ctx = NULL;
+  log_reset();
+  CHECK(t->init(&ctx, 7, 8, 2, logger, NULL, NULL) == ncclSuccess && ctx, "init, collnet rule");
+  float tab[NA * NP], before[NA * NP];
+  for (int i = 0; i < NA * NP; i++) tab[i] = 10.0f + (float)i; /* CollNet supported: no IGNORE cell */
+  memcpy(before, tab, sizeof tab);
+  int nCh = 0;
+  CHECK(t->getCollInfo(ctx, ncclFuncAllReduce, 1 << 20, 1, (float**)tab, NA, NP, 0, &nCh) == ncclSuccess, "call");
+  result r = diff(before, tab, NA * NP, nCh);
+  CHECK(r.cell == CELL(CCLT_ALGO_COLLNET_DIRECT, 2) && r.nChannels == 48, "collnet: got cell %d nChannels %d",
+        r.cell, r.nChannels);
+  fill(tab, NA, NP);
+  memcpy(before, tab, sizeof tab);
+  nCh = 0;
+  CHECK(t->getCollInfo(ctx, ncclFuncAllGather, 1 << 20, 1, (float**)tab, NA, NP, 0, &nCh) == ncclSuccess, "call");
+  r = diff(before, tab, NA * NP, nCh);
+  CHECK(r.cell == CELL(1, 2) && r.nChannels == 48, "ring: got cell %d nChannels %d (NCCL clamps it, not us)",
+        r.cell, r.nChannels);
+  t->finalize(ctx);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) { fprintf(stderr, "usage: test_loader LIB [TEST...]\n"); return 2; }
   int fd = mkstemp(path);
@@ -335,6 +367,7 @@ int main(int argc, char** argv) {
   static const check_test TESTS[] = {
       {"exports", test_exports},           {"v6_v5", test_v6_v5}, {"v4_v3", test_v4_v3}, {"v2", test_v2},
       {"unusable_file", test_unusable_file}, {"many_bad_lines", test_many_bad_lines},
+      {"collnet_channels", test_collnet_channels},
   };
   int rc = check_main(TESTS, CHECK_COUNT(TESTS), argc - 2, argv + 2);
   unlink(path);
