@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -96,19 +97,20 @@ def test_a_metric_that_never_matches_stops_after_the_first_default_run_with_its_
     assert run.status == "failed" and [s.arm for s in samples] == ["default"]
 
 
-def test_ctrl_c_keeps_finished_rounds_prints_the_verdict_and_leaves_no_job(tmp_path) -> None:
-    env = {**os.environ, "FAKE_SLEEP_S": "0.3", "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+def _ctrl_c_keeps_finished_rounds_prints_the_verdict_and_leaves_no_job(tmp_path) -> None:
+    env = {**_ENV, "FAKE_SLEEP_S": "0.3"}
     db = tmp_path / "ab.db"
-    proc = subprocess.Popen([sys.executable, "-m", "ccltune", "ab", "--db", str(db), "--env", "FAKE_SLOW=1",
-                             "--metric", REGEX, "--rounds", "50", "--seed", "2", "--", sys.executable, JOB],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = _Popen([sys.executable, "-m", "ccltune", "ab", "--db", str(db), "--env", "FAKE_SLOW=1",
+                   "--metric", REGEX, "--rounds", "50", "--seed", "2", "--", sys.executable, JOB],
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines = []
     for line in proc.stdout:  # type: ignore[union-attr]
         lines.append(line)
         if line.startswith("# round 2/"):
             break
     time.sleep(0.15)  # a job of round 3 is running
-    jobs = [int(p) for p in subprocess.run(["pgrep", "-f", JOB], capture_output=True, text=True).stdout.split()]
+    # this ab's jobs (other tests of this module run fake jobs of their own meanwhile)
+    jobs = [pid for pid in _pgrep(JOB) if pid in processes.descendants(proc.pid)]
     proc.send_signal(signal.SIGINT)
     rest, err = proc.communicate(timeout=30)
     out = "".join(lines) + rest
@@ -123,19 +125,19 @@ def test_ctrl_c_keeps_finished_rounds_prints_the_verdict_and_leaves_no_job(tmp_p
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
 
 
-def test_kill_9_of_ab_ends_the_running_job_and_its_children(tmp_path) -> None:
+def _kill_9_of_ab_ends_the_running_job_and_its_children(tmp_path) -> None:
     """kill -9 of ccltune ab (nothing it can catch) while a job runs whose top process ignores SIGTERM and
     whose child does not die with it (as a shell script's children, or torchrun's workers): the guard
     each run goes through (measure/guard.py) ends the whole job within its grace. (Before: the job ran on
     under PID 1.)"""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    env = _ENV
     marker, child = f"ccltune-kill9-{os.getpid()}", "import time; time.sleep(60)"
     job = ("import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
            f"subprocess.Popen([sys.executable, '-c', {child!r}, '{marker}']); "
            "print('step 1  10.0 ms', flush=True); time.sleep(60)")
-    proc = subprocess.Popen([sys.executable, "-m", "ccltune", "ab", "--db", str(tmp_path / "ab.db"), "--metric", REGEX,
+    proc = _Popen([sys.executable, "-m", "ccltune", "ab", "--db", str(tmp_path / "ab.db"), "--metric", REGEX,
                              "--env", "FAKE_SLOW=1", "--rounds", "3", "--", sys.executable, "-c", job, marker],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         def argv(pid: int) -> list[bytes]:
             with contextlib.suppress(OSError):
@@ -157,9 +159,9 @@ def test_kill_9_of_ab_ends_the_running_job_and_its_children(tmp_path) -> None:
             time.sleep(0.05)
         assert not [p for p in pids if processes.alive(p)], "the job outlived ccltune ab"
     finally:
-        for p in subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split():
+        for p in _pgrep(marker):
             with contextlib.suppress(OSError):
-                os.kill(int(p), signal.SIGKILL)
+                os.kill(p, signal.SIGKILL)
 
 
 def _leftover_job(marker: str) -> list[str]:
@@ -193,16 +195,17 @@ def test_a_run_ends_when_the_jobs_top_process_exits_and_its_leftovers_are_ended(
                 os.kill(int(p), signal.SIGKILL)
 
 
-def test_run_timeout_ends_a_run_that_does_not_end(tmp_path, capsys) -> None:
+def _run_timeout_ends_a_run_that_does_not_end(tmp_path) -> None:
     start = time.monotonic()
-    rc = _ab(tmp_path, "--env", "A=1", "--no-aa", "--rounds", "1", "--metric", "wall", "--run-timeout", "1",
-             job=["sh", "-c", "trap '' TERM; sleep 20 & wait"])
-    out = capsys.readouterr()
-    assert rc == 1 and time.monotonic() - start < 15
+    proc = _Popen([sys.executable, "-m", "ccltune", "ab", "--db", str(tmp_path / "ab.db"), "--env", "A=1", "--no-aa",
+                   "--rounds", "1", "--metric", "wall", "--run-timeout", "1", "--", "sh", "-c",
+                   "trap '' TERM; sleep 20 & wait"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_ENV)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and time.monotonic() - start < 15, err
     _, samples = _samples(tmp_path)
     assert [s.status for s in samples] == ["failed", "failed"]
     assert all("ran past --run-timeout 1 s" in s.note for s in samples), samples
-    assert "ran past --run-timeout 1 s" in out.out
+    assert "ran past --run-timeout 1 s" in out
 
 
 def test_an_env_arm_whose_value_is_a_path_runs_with_the_profiler_loaded(tmp_path, capsys, monkeypatch) -> None:
@@ -344,3 +347,42 @@ def test_a_throughput_metric_is_higher_is_better_in_whole_runs(tmp_path, capsys)
     assert "higher is better" in out.out
     row = [line for line in out.out.splitlines() if line.startswith("  FAKE_SLOW=1")][0]
     assert "SLOWER" in row and " 9,0" not in row and "9014" in row  # the median in the metric's unit
+
+
+# The three tests below mostly wait (a job's sleep, the guard's grace, --run-timeout and the grace after
+# it: 8 s): their bodies run as `ccltune ab` processes in threads from this module's first test on, while
+# its other tests run (in this process); each test then waits for its own body and sees its own failure.
+# The bodies use the Popen and environment of this module's import (no_launch and monkeypatch change the
+# process's own while a test runs).
+_Popen = subprocess.Popen
+_ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+_WAITS = {"test_run_timeout_ends_a_run_that_does_not_end": _run_timeout_ends_a_run_that_does_not_end,
+          "test_kill_9_of_ab_ends_the_running_job_and_its_children": _kill_9_of_ab_ends_the_running_job_and_its_children,
+          "test_ctrl_c_keeps_finished_rounds_prints_the_verdict_and_leaves_no_job":
+          _ctrl_c_keeps_finished_rounds_prints_the_verdict_and_leaves_no_job}
+
+
+def _pgrep(pattern: str) -> list[int]:
+    proc = _Popen(["pgrep", "-f", pattern], stdout=subprocess.PIPE, text=True)
+    return [int(p) for p in proc.communicate(timeout=30)[0].split()]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _waits(request, tmp_path_factory):
+    """{test name: its body's future}, for the selected tests of _WAITS."""
+    selected = {item.name for item in request.session.items if item.module is request.module}
+    with ThreadPoolExecutor(len(_WAITS)) as pool:
+        yield {name: pool.submit(body, tmp_path_factory.mktemp("waits"))
+               for name, body in _WAITS.items() if name in selected}
+
+
+def test_ctrl_c_keeps_finished_rounds_prints_the_verdict_and_leaves_no_job(_waits, request) -> None:
+    _waits[request.node.name].result(timeout=120)
+
+
+def test_kill_9_of_ab_ends_the_running_job_and_its_children(_waits, request) -> None:
+    _waits[request.node.name].result(timeout=120)
+
+
+def test_run_timeout_ends_a_run_that_does_not_end(_waits, request) -> None:
+    _waits[request.node.name].result(timeout=120)
