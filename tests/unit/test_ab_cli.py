@@ -45,7 +45,10 @@ def test_a_planted_five_percent_slowdown_is_slower_by_env_and_by_rule_file(tmp_p
     assert "no difference (A/A control" in rows["default-2"]
     doc = json.loads((tmp_path / "ab.json").read_text())
     (arm,) = [a for a in doc["arms"] if a["arm"] == "FAKE_SLOW=1"]
-    assert arm["ratio_lo"] < 1.05 < arm["ratio_hi"] and arm["runs"] == 7 and doc["seed"] == 3
+    # the estimate near the planted 5% (1% noise, 7 rounds: about 4 standard errors either side) and its interval
+    # above 1; whether the 95% interval holds 1.05 is left to the simulations of tests/unit/test_stats.py (a single
+    # run's interval misses the truth 5% of the time, and the fake job's noise is seeded by the clock)
+    assert 1.03 < arm["ratio"] < 1.07 and arm["ratio_lo"] > 1.0 and arm["runs"] == 7 and doc["seed"] == 3
     run, samples = _samples(tmp_path)
     assert run.status == "complete" and len(samples) == 4 * 7
     assert {s.round for s in samples} == set(range(1, 8))
