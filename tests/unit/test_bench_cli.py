@@ -125,7 +125,8 @@ def test_relaunch_passes_the_engine_and_drops_nproc(monkeypatch):
     assert "--nproc-per-node=3" in cmd and "--standalone" in cmd
     assert cmd[cmd.index("ccltune"):] == ["ccltune", "bench", "all", "-n", "2", "--engine", "gloo"]
     assert seen["env"]["CCLTUNE_COMMAND"] == "ccltune " + " ".join(argv)
-    assert seen["kw"] == {"start_new_session": True}  # the job is one unit, apart from the terminal
+    # the job is one unit, apart from the terminal; its output goes where ccltune's does (stdout/stderr None)
+    assert seen["kw"] == {"start_new_session": True, "stdout": None, "stderr": None}
 
 
 @pytest.mark.parametrize("rc, code", [(0, 0), (1, 1), (-2, 130), (-15, 143), (3, 3)])
