@@ -62,8 +62,9 @@ for _, rules in spec["arms"]:
             f *= 1 + pct / 100
     factor.append(f)
 n_arms, seed, warmup = len(spec["arms"]), int(spec["seed"]), int(spec["warmup_blocks"])
-period = int(env.get("FAKE_PERIOD", "3"))
-block_calls = period * int(spec["block_periods"])
+period = int(env.get("FAKE_PERIOD", "3"))  # tuner calls a step
+found = int(env.get("FAKE_FOUND_PERIOD", str(period)))  # the period the "plugin" found (1: a decode loop's one key)
+block_calls = found * int(spec["block_periods"])
 max_blocks = int(spec["max_blocks"])
 found_at = 2 * period
 steps = int(env.get("FAKE_STEPS", "200"))
@@ -110,7 +111,7 @@ if env.get("FAKE_NO_LOGS") != "1" and env.get("CCLTUNE_ARMS"):
         pid = os.getpid() * 10 + r
         body = [
             "# ccltune-arms 1", "host=fakehost", f"pid={pid}", "comm_id=0x00000000000000ab", "comm_seq=0",
-            f"nranks={ranks}", f"seed={seed}", f"period={period}", f"found_at={found_at}".replace("found_at", "period_found_at"),
+            f"nranks={ranks}", f"seed={seed}", f"period={found}", f"found_at={found_at}".replace("found_at", "period_found_at"),
             f"block_calls={block_calls}", f"arms={names}", f"calls={call}",
             "# block,arm,first_call,t_ns          (t_ns: CLOCK_REALTIME ns when the block's first call was tuned)",
             *(f"{b},{a},{c},{t}" for b, a, c, t in blocks[r]), "# end", ""]

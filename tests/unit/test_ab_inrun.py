@@ -218,3 +218,14 @@ def test_in_run_reads_its_job_as_whole_runs_do(tmp_path, capsys) -> None:
                           re.compile(r"(a+)+$()"))
     finally:
         output.MATCH_S = old
+
+
+def test_blocks_shorter_than_a_step_say_to_give_the_period(tmp_path, capsys, monkeypatch) -> None:
+    """A decode loop's calls are all one key, so the plugin finds period 1 and a block is a few calls, far less
+    than a step (4 x H200 TP job, 2026-11-28): no step lies wholly in a block, and ab says to give --period."""
+    monkeypatch.setenv("FAKE_PERIOD", "12")
+    monkeypatch.setenv("FAKE_FOUND_PERIOD", "1")
+    rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", REGEX)
+    err = capsys.readouterr().err
+    assert rc == 1 and "no block to judge" in err and "a block is shorter than a step" in err  # no verdict
+    assert "plugin's period (1 tuner call(s)) is not the job's step; give --period N" in err

@@ -13,13 +13,14 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ccltune.ab import armsfile, blocks, gpu_period, inrun_judge, steplines
 from ccltune.ab.armsfile import ArmLog, ArmsFile, InRunArm
 from ccltune.ab.gpu_period import GpuDiagnostic
+from ccltune.ab.steplines import StepLine
 from ccltune.errors import CcltuneError, CheckFailed, DataError, UsageError
 from ccltune.workload import profile_file
 
@@ -99,6 +100,9 @@ def _run(plan: InRunPlan, tmp: Path, say: Callable[[str], None]) -> InRunResult:
                      "in one read): the job's stdout is block-buffered, so a line's arrival is not its step's end and "
                      "steps land in the wrong blocks; a Python job gets PYTHONUNBUFFERED=1 from ccltune (check that "
                      "it does not reopen stdout), any other job needs 'stdbuf -oL COMMAND' or a pty")
+    short = _blocks_shorter_than_steps(logs, got, job.steps)
+    if short:  # a step then runs under several arms: no block's steps are its arm's, whatever got assigned
+        raise DataError(f"ab --in-run: no block to judge: {short}")
     if not got.values:
         raise DataError(f"ab --in-run: {len(logs)} arm log(s) and {len(job.steps)} step line(s), but no block to "
                         f"judge: {len(got.spans)} block(s) logged, the first {plan.warmup_blocks} and the warm-up "
@@ -121,3 +125,19 @@ def _gpu_period(profile: Path | None, got: blocks.Blocks, plan: InRunPlan) -> Gp
         return GpuDiagnostic(0, notes=[f"the profiler plugin ({plan.profiler}) wrote no file: NCCL did not "
                                                   "load it (NCCL_PROFILER_PLUGIN), or the job has no NCCL"])
     return gpu_period.diagnostic(files, got.values, plan.names, plan.block_steps, got.spans)
+
+
+def _blocks_shorter_than_steps(logs: Sequence[ArmLog], got: blocks.Blocks, steps: Sequence[StepLine]) -> str:
+    """Why blocks hold no whole step, when the plugin's period is not the job's step (a decode loop whose calls
+    are all one key: the plugin finds period 1, 4 x H200 TP job of 2026-11-28): more blocks than steps over the
+    same time. '' otherwise."""
+    if len(steps) < 2:
+        return ""
+    inside = [s for s in got.spans if steps[0].t_ns <= s.start_ns <= steps[-1].t_ns]
+    if len(inside) <= len(steps) - 1:  # no more block starts than steps over the steps' time
+        return ""
+    periods = sorted({lg.period for lg in logs if lg.period})
+    return (f"{len(inside)} blocks began in the time of {len(steps) - 1} steps: a block is shorter than a step, "
+            f"so the plugin's period ({', '.join(map(str, periods)) or 'none'} tuner call(s)) is not the job's step; "
+            "give --period N, the tuner calls of one step on the communicator (a capture's calls / steps: "
+            "`ccltune workload import` of a CCLTUNE_CAPTURE run)")
