@@ -36,6 +36,7 @@ struct ccl_arms {
   /* read by the log writer from another thread: atomics */
   _Atomic uint64_t calls;
   _Atomic uint64_t period;    /* 0: not known */
+  _Atomic uint64_t repeat;    /* period=auto: the call sequence's own period (period is a multiple of it) */
   _Atomic uint64_t foundAt;
   _Atomic uint32_t nEntries;  /* entries[0..nEntries) are complete (release/acquire) */
   /* only the thread that calls getCollInfo touches these */
@@ -150,8 +151,9 @@ ccl_arms* ccl_arms_open(uint64_t commId, int hasCommId, unsigned seq, size_t nRa
     return NULL;
   }
   a->share = hasCommId ? share_claim(commId) : -1;
-  char period[32];
+  char period[48];
   if (a->cfg.period) snprintf(period, sizeof period, "%d", a->cfg.period);
+  else if (a->cfg.stepCalls) snprintf(period, sizeof period, "auto (step ~%d calls)", a->cfg.stepCalls);
   else strcpy(period, "auto");
   LOG(logger, NCCL_LOG_INFO, "ccltune tuner: in-run arms from %s: %d arms, period %s, %d periods a block, "
       "%d warm-up blocks, at most %d blocks, seed %llu; arm log into %s", path, a->cfg.nArms, period,
@@ -200,9 +202,11 @@ static void switch_block(ccl_arms* a, uint64_t i) {
 static void detect(ccl_arms* a, uint64_t n) {
   uint32_t p = ccl_period_detect(a->keys, (uint32_t)n, a->work);
   if (p) {
-    a->blockCalls = (uint64_t)p * (uint64_t)a->cfg.blockPeriods;
+    uint64_t period = ccl_arms_step_period(p, a->cfg.stepCalls);
+    a->blockCalls = period * (uint64_t)a->cfg.blockPeriods;
     atomic_store_explicit(&a->foundAt, n, memory_order_relaxed);
-    atomic_store_explicit(&a->period, p, memory_order_release);
+    atomic_store_explicit(&a->repeat, p, memory_order_relaxed);
+    atomic_store_explicit(&a->period, period, memory_order_release);
     a->nextCheck = 0;
   } else {
     a->nextCheck = n * 4 <= CCLT_ARMS_KEY_CAP ? n * 4 : 0; /* 0: gave up, period=none */
@@ -235,12 +239,14 @@ static int write_log(FILE* f, void* owner, const char* closedBy) {
   else fprintf(f, "comm_id=unknown\n");
   fprintf(f, "comm_seq=%u\nnranks=%zu\nseed=%llu\n", a->file.seq, a->nRanks, (unsigned long long)a->cfg.seed);
   uint64_t period = atomic_load_explicit(&a->period, memory_order_acquire);
+  uint64_t repeat = atomic_load_explicit(&a->repeat, memory_order_relaxed);
   if (period)
     fprintf(f, "period=%llu\nperiod_found_at=%llu\nblock_calls=%llu\n", (unsigned long long)period,
             (unsigned long long)atomic_load_explicit(&a->foundAt, memory_order_relaxed),
             (unsigned long long)period * (unsigned long long)a->cfg.blockPeriods);
   else
     fprintf(f, "period=none\nperiod_found_at=none\nblock_calls=none\n");
+  if (repeat) fprintf(f, "sequence_period=%llu\nstep_calls=%d\n", (unsigned long long)repeat, a->cfg.stepCalls);
   fprintf(f, "arms=");
   for (int i = 0; i < a->cfg.nArms; i++) fprintf(f, "%s%s", i ? "," : "", a->cfg.names[i]);
   fprintf(f, "\ncalls=%llu\n# block,arm,first_call,t_ns\n",

@@ -22,7 +22,7 @@
 #define CCLT_ARMS_MAX_BLOCKS 100000      /* max_blocks; the log holds max_blocks + 1 lines */
 #define CCLT_ARMS_MAX_WARMUP 100000      /* warmup_blocks */
 #define CCLT_ARMS_MAX_BLOCK_PERIODS 100000
-#define CCLT_ARMS_MAX_PERIOD (1 << 24)   /* period=<int> */
+#define CCLT_ARMS_MAX_PERIOD (1 << 24)   /* period=<int>, step_calls=<int> */
 #define CCLT_ARMS_FIRST_CHECK 1024       /* period=auto: checked when the call count is 1024 * 4^k ... */
 #define CCLT_ARMS_KEY_CAP (1u << 18)     /* ... up to 262,144 calls (2 MiB of keys); after it: period=none */
 
@@ -30,6 +30,9 @@ typedef struct {
   uint64_t seed;
   int warmupBlocks, blockPeriods, maxBlocks;
   int period; /* 0: auto */
+  int stepCalls; /* period=auto: the calls of one step as the job's workload counts them (0: not given); the
+                    period found is raised to its multiple nearest to this (a decode loop's calls are one key:
+                    the sequence repeats every call, the step every stepCalls calls) */
   int nArms;
   char names[CCLT_ARMS_MAX][CCLT_ARMS_NAME_MAX + 1];
   char* rules[CCLT_ARMS_MAX]; /* malloc'd path, NULL: NCCL's default (always NULL for arm 0) */
@@ -58,6 +61,9 @@ uint64_t ccl_arms_key(int coll, uint64_t nBytes, int numPipeOps);
 /* The smallest p <= n/3 such that the last max(3p, ceil(n/2)) keys of keys[0..n) repeat with
  * period p, or 0. work: n int32 (a Z-function of the reversed keys). O(n), no allocation. */
 uint32_t ccl_period_detect(const uint64_t* keys, uint32_t n, int32_t* work);
+/* The period blocks are made of, from the sequence's own period p (0: none): p, or with stepCalls > 0 the
+ * multiple of p nearest to stepCalls (at least p). */
+uint64_t ccl_arms_step_period(uint32_t p, int stepCalls);
 
 /* ---- per communicator (arms.c) ---- */
 typedef struct ccl_arms ccl_arms;

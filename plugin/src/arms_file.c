@@ -1,6 +1,7 @@
 /* The arms file (format: docs/plugin.md "In-run arms"), parsed strictly: the first line is
  * "# ccltune-arms 1"; then blank lines, lines starting with '#', and key=value lines, each key once:
- * seed, warmup_blocks, block_periods, period, max_blocks, log (all required), and one line per arm:
+ * seed, warmup_blocks, block_periods, period, max_blocks, log (all required), step_calls (optional), and
+ * one line per arm:
  * "arm=NAME" or "arm=NAME rules=PATH" (PATH is the rest of the line). Any other line, a value out of
  * its range, a repeated key or name, or rules= on the first arm (arm 0 is NCCL's default) rejects the
  * whole file: the plugin then runs NCCL's default. Relative paths are taken from the arms file's folder. */
@@ -74,8 +75,10 @@ static char* trim(char* s) {
   return s;
 }
 
-enum { K_SEED, K_WARMUP, K_BLOCK_PERIODS, K_PERIOD, K_MAX_BLOCKS, K_LOG, K_N };
-static const char* const KEYS[K_N] = {"seed", "warmup_blocks", "block_periods", "period", "max_blocks", "log"};
+enum { K_SEED, K_WARMUP, K_BLOCK_PERIODS, K_PERIOD, K_MAX_BLOCKS, K_LOG, K_STEP_CALLS, K_N };
+#define K_REQUIRED K_STEP_CALLS /* keys before it are required */
+static const char* const KEYS[K_N] = {"seed", "warmup_blocks", "block_periods", "period", "max_blocks", "log",
+                                      "step_calls"};
 
 static int parse_arm(char* v, int line, const char* baseDir, ccl_arms_cfg* cfg, char* why, size_t n) {
   char q[ECHO + 4], path[4096];
@@ -120,7 +123,7 @@ static int parse_line(char* s, int line, const char* baseDir, ccl_arms_cfg* cfg,
     if (strcmp(k, KEYS[i]) == 0) key = i;
   if (key < 0)
     return fail(why, n, line, "unknown key '%s' (keys: seed, warmup_blocks, block_periods, period, max_blocks, "
-                "log, arm)%s", quote(k, q), "");
+                "log, step_calls, arm)%s", quote(k, q), "");
   if (seen[key]) return fail(why, n, line, "%s given twice%s", k, "");
   seen[key] = 1;
   int bad = 0;
@@ -129,6 +132,7 @@ static int parse_line(char* s, int line, const char* baseDir, ccl_arms_cfg* cfg,
     case K_WARMUP: bad = parse_int(v, 0, CCLT_ARMS_MAX_WARMUP, &cfg->warmupBlocks); break;
     case K_BLOCK_PERIODS: bad = parse_int(v, 1, CCLT_ARMS_MAX_BLOCK_PERIODS, &cfg->blockPeriods); break;
     case K_MAX_BLOCKS: bad = parse_int(v, 0, CCLT_ARMS_MAX_BLOCKS, &cfg->maxBlocks); break;
+    case K_STEP_CALLS: bad = parse_int(v, 0, CCLT_ARMS_MAX_PERIOD, &cfg->stepCalls); break;
     case K_PERIOD:
       if (strcmp(v, "auto") == 0) cfg->period = 0;
       else bad = parse_int(v, 1, CCLT_ARMS_MAX_PERIOD, &cfg->period);
@@ -143,7 +147,8 @@ static int parse_line(char* s, int line, const char* baseDir, ccl_arms_cfg* cfg,
   if (bad) {
     static const char* const RANGE[K_N] = {"a whole number from 0 to 18446744073709551615", "a whole number from 0 to 100000",
                                            "a whole number from 1 to 100000", "auto or a whole number from 1 to 16777216",
-                                           "a whole number from 0 to 100000", ""};
+                                           "a whole number from 0 to 100000", "",
+                                           "a whole number from 0 to 16777216"};
     return fail(why, n, line, "%s must be %s", k, RANGE[key]);
   }
   return 0;
@@ -175,7 +180,7 @@ int ccl_arms_parse_buffer(const char* buf, size_t len, const char* baseDir, ccl_
     if (parse_line(s, lineno, baseDir, cfg, seen, why, whyLen)) return -1;
   }
   if (lineno == 0) return fail(why, whyLen, 0, "is empty: expected the header '# ccltune-arms 1'%s%s", "", "");
-  for (int i = 0; i < K_N; i++)
+  for (int i = 0; i < K_REQUIRED; i++)
     if (!seen[i]) return fail(why, whyLen, 0, "%s= is missing%s", KEYS[i], "");
   if (cfg->nArms == 0) return fail(why, whyLen, 0, "no arm= line%s%s", "", "");
   return 0;

@@ -61,3 +61,9 @@ uint32_t ccl_period_detect(const uint64_t* keys, uint32_t n, int32_t* z) {
   }
   return 0;
 }
+
+uint64_t ccl_arms_step_period(uint32_t p, int stepCalls) {
+  if (!p || stepCalls <= 0) return p;
+  uint64_t m = ((uint64_t)stepCalls + p / 2) / p;
+  return (uint64_t)p * (m ? m : 1);
+}

@@ -70,6 +70,12 @@ static void test_period(void) {
   CHECK(period_of("abcdabcdabcd", work) == 4, "exactly 3 periods");
   CHECK(period_of("abcdabcdabc", work) == 0, "under 3 periods");
   CHECK(period_of("ab", work) == 0, "too short");
+  /* step_calls: the found period raised to its multiple nearest to the step, never below it */
+  CHECK(ccl_arms_step_period(1, 257) == 257 && ccl_arms_step_period(1, 0) == 1, "one key: the step");
+  CHECK(ccl_arms_step_period(51, 50) == 51 && ccl_arms_step_period(51, 102) == 102 && ccl_arms_step_period(51, 10) == 51,
+        "nearest multiple, at least the period");
+  CHECK(ccl_arms_step_period(4, 5) == 4 && ccl_arms_step_period(4, 6) == 8 && ccl_arms_step_period(0, 9) == 0,
+        "ties round up; no period stays none");
   /* keys: equal calls equal keys; a field's difference differs; out-of-range fields still key */
   CHECK(ccl_arms_key(2, 100, 1) == ccl_arms_key(2, 100, 1), "equal");
   CHECK(ccl_arms_key(2, 100, 1) != ccl_arms_key(3, 100, 1) && ccl_arms_key(2, 100, 1) != ccl_arms_key(2, 101, 1) &&
@@ -113,7 +119,14 @@ static void test_arms_file(void) {
   rc = parse(HEAD KEYS_OK "arm=a\n", &cfg, why);
   CHECK(rc == 0 && cfg.period == 0 && cfg.seed == UINT64_MAX && !strcmp(cfg.log, "/base/logs") && cfg.nArms == 1,
         "auto, the largest seed, a relative log: %s", why);
+  CHECK(cfg.stepCalls == 0, "step_calls is optional: 0 when not given");
   ccl_arms_cfg_free(&cfg);
+  rc = parse(HEAD KEYS_OK "step_calls=257\narm=a\n", &cfg, why);
+  CHECK(rc == 0 && cfg.stepCalls == 257, "step_calls: %s", why);
+  ccl_arms_cfg_free(&cfg);
+  bad("step_calls word", HEAD KEYS_OK "step_calls=many\narm=a\n", "line 8: step_calls must be a whole number from 0 to");
+  bad("step_calls twice", HEAD KEYS_OK "step_calls=2\nstep_calls=3\narm=a\n", "line 9: step_calls given twice");
+  bad("step_calls too big", HEAD KEYS_OK "step_calls=16777217\narm=a\n", "step_calls must be");
 
   bad("no header", KEYS_OK "arm=a\n", "line 1: expected the header '# ccltune-arms 1'");
   bad("empty", "", "is empty");

@@ -64,6 +64,11 @@ for _, rules in spec["arms"]:
 n_arms, seed, warmup = len(spec["arms"]), int(spec["seed"]), int(spec["warmup_blocks"])
 period = int(env.get("FAKE_PERIOD", "3"))  # tuner calls a step
 found = int(env.get("FAKE_FOUND_PERIOD", str(period)))  # the period the "plugin" found (1: a decode loop's one key)
+step_calls = int(spec.get("step_calls", "0"))
+repeat = found
+found = schedule.step_period(found, step_calls)  # the arms file's step_calls, as the plugin rounds to it
+if spec.get("period", "auto") != "auto":
+    found = repeat = int(spec["period"])
 block_calls = found * int(spec["block_periods"])
 max_blocks = int(spec["max_blocks"])
 found_at = 2 * period
@@ -112,7 +117,9 @@ if env.get("FAKE_NO_LOGS") != "1" and env.get("CCLTUNE_ARMS"):
         body = [
             "# ccltune-arms 1", "host=fakehost", f"pid={pid}", "comm_id=0x00000000000000ab", "comm_seq=0",
             f"nranks={ranks}", f"seed={seed}", f"period={found}", f"found_at={found_at}".replace("found_at", "period_found_at"),
-            f"block_calls={block_calls}", f"arms={names}", f"calls={call}",
+            f"block_calls={block_calls}", *([f"sequence_period={repeat}", f"step_calls={step_calls}"]
+                                            if spec.get("period", "auto") == "auto" else []),
+            f"arms={names}", f"calls={call}",
             "# block,arm,first_call,t_ns          (t_ns: CLOCK_REALTIME ns when the block's first call was tuned)",
             *(f"{b},{a},{c},{t}" for b, a, c, t in blocks[r]), "# end", ""]
         final = os.path.join(spec["log"], f"ccltune-arms.fakehost.{pid}.00000000000000ab.0.txt")

@@ -120,6 +120,26 @@ def test_period_c_and_python_agree_on_real_sequences(c_build: Path, tmp_path: Pa
     assert got == schedule.find_period(calls) == want
 
 
+@pytest.mark.parametrize(("job", "want_hint", "want_period"), [
+    ("ddp-4", 52, 51),      # the log counts 52 calls a step (the first steps differ): the found 51 stays
+    ("fsdp2-4", 51, 51),
+    ("tp-4", 257, 257),     # 256 equal all_reduces and the loss's: the plugin alone finds 1
+])
+def test_the_workloads_calls_per_step_make_every_real_jobs_period_its_step(tmp_path: Path, job: str, want_hint: int,
+                                                                           want_period: int) -> None:
+    """ab --in-run --workload W.json / search: W.json imported from the job's own COLL logs gives the calls a step
+    (workload.quantities.tuner_calls_per_step); with it the plugin's period is the job's step on all three jobs."""
+    from ccltune.cli import main
+    from ccltune.workload import model, quantities
+
+    assert main(["workload", "import", *map(str, sorted((FIXTURES / job).glob("*.log.gz"))),
+                 "--out", str(tmp_path / "w.json")]) == 0
+    hint = quantities.tuner_calls_per_step(model.load(str(tmp_path / "w.json")))
+    assert hint == want_hint
+    got = schedule.find_period(extend(rank_orders(job)[0], 200), hint)
+    assert got is not None and got[0] == want_period
+
+
 # ---- the white-box harness ----
 @pytest.fixture(params=["plain", "sanitizers"])
 def build(request: pytest.FixtureRequest) -> Path:
@@ -150,10 +170,12 @@ def choice(arm: int, coll: int, nbytes: int) -> tuple[int, int]:
 SEED, WARMUP, BLOCK_PERIODS, MAX_BLOCKS = 0x1234_5678_9ABC_DEF0, 2, 2, 60
 
 
-def arms_file(tmp: Path, period: str, arms: list[str] = ARMS) -> Path:
+def arms_file(tmp: Path, period: str, arms: list[str] = ARMS, step_calls: int | None = None) -> Path:
     """An arms file as ccltune writes it, rule files beside it (relative paths)."""
     lines = ["# ccltune-arms 1", f"seed={SEED}", f"warmup_blocks={WARMUP}", f"block_periods={BLOCK_PERIODS}",
              f"period={period}", f"max_blocks={MAX_BLOCKS}", "log=logs"]
+    if step_calls is not None:
+        lines.append(f"step_calls={step_calls}")
     for name in arms:
         if name in RULES:
             (tmp / f"{name}.conf").write_text(RULES[name])
@@ -193,17 +215,20 @@ def ranks_build(request: pytest.FixtureRequest) -> Path:
     return request.getfixturevalue({"plain": "c_build", "asan-ubsan": "san_build", "tsan": "tsan_build"}[request.param])
 
 
-@pytest.mark.parametrize(("job", "steps", "period", "abi"), [
-    ("fsdp2-4", 200, "auto", "v6"),  # period found at call 1,024; the schedule ends (max_blocks) before the job
-    ("ddp-4", 200, "51", "v5"),      # period given: blocks from the first call
-    ("tp-4", 0, "auto", "v6"),       # period 1: a block is 2 calls, 60 blocks, then arm 0
+@pytest.mark.parametrize(("job", "steps", "period", "abi", "step_calls"), [
+    ("fsdp2-4", 200, "auto", "v6", None),  # period found at call 1,024; the schedule ends (max_blocks) before the job
+    ("ddp-4", 200, "51", "v5", None),      # period given: blocks from the first call
+    ("tp-4", 0, "auto", "v6", None),       # period 1: a block is 2 calls, 60 blocks, then arm 0
+    # the workload's 257 calls a step (ccltune ab --in-run --workload): period 1 found, blocks of 2 x 257 calls
+    ("tp-4", 200, "auto", "v6", 257),
+    ("fsdp2-4", 200, "auto", "v5", 50),    # a hint near the found period (51) keeps it
 ])
 def test_ranks_choose_alike_at_every_call(ranks_build: Path, tmp_path: Path, job: str, steps: int, period: str,
-                                          abi: str) -> None:
+                                          abi: str, step_calls: int | None) -> None:
     orders = rank_orders(job)
     seqs = [write_seq(extend(o, steps) if steps else o, tmp_path / f"rank{r}.seq") for r, o in enumerate(orders)]
     calls = extend(orders[0], steps) if steps else orders[0]
-    arms = arms_file(tmp_path, period)
+    arms = arms_file(tmp_path, period, step_calls=step_calls)
     proc = run([ranks_build / "test_ranks", ranks_build / LIB, abi, tmp_path / "choices", *seqs],
                env=harness_env(arms), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -217,13 +242,16 @@ def test_ranks_choose_alike_at_every_call(ranks_build: Path, tmp_path: Path, job
     assert len({tuple(b[:3] for b in bl) for bl in blocks}) == 1
     assert len({tuple((k, v) for k, v in h.items() if k not in ("comm_seq",)) for h in heads}) == 1
     head, block = heads[0], blocks[0]
-    want_period = schedule.find_period([c for c in calls]) if period == "auto" else (int(period), 0)
+    want_period = schedule.find_period(calls, step_calls) if period == "auto" else (int(period), 0)
     assert want_period is not None
     p, found = want_period
+    own = schedule.find_period(calls)
+    assert own is not None and p == {"tp-4": step_calls or 1}.get(job, 51)  # the hint makes TP's blocks whole steps
     size = p * BLOCK_PERIODS
+    auto = {"sequence_period": str(own[0]), "step_calls": str(step_calls or 0)} if period == "auto" else {}
     assert head == {"host": head["host"], "pid": head["pid"], "comm_id": "0x5eed0000c0ffee01", "comm_seq": "0",
                     "nranks": "4", "seed": str(SEED), "period": str(p), "period_found_at": str(found),
-                    "block_calls": str(size), "arms": ",".join(ARMS), "calls": str(len(calls))}
+                    "block_calls": str(size), **auto, "arms": ",".join(ARMS), "calls": str(len(calls))}
     n_blocks = min(-(-(len(calls) - found) // size), MAX_BLOCKS + 1)
     assert [b[:3] for b in block] == [
         (b, 0 if b == MAX_BLOCKS else schedule.arm_at(b, len(ARMS), SEED, WARMUP), found + b * size)

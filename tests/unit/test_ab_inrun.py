@@ -228,4 +228,41 @@ def test_blocks_shorter_than_a_step_say_to_give_the_period(tmp_path, capsys, mon
     rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", REGEX)
     err = capsys.readouterr().err
     assert rc == 1 and "no block to judge" in err and "a block is shorter than a step" in err  # no verdict
-    assert "plugin's period (1 tuner call(s)) is not the job's step; give --period N" in err
+    assert "plugin's period (1 tuner call(s)) is not the job's step; give --workload W.json" in err and "or --period N" in err
+
+
+def _workload(tmp_path, steps: int | None, calls: int) -> str:
+    from ccltune.workload.model import Entry, Key, Workload, to_json
+
+    wl = Workload([Entry(Key("all_reduce", 262144, 2, "bfloat16", 131072, op="sum"), calls)], sources=[], steps=steps)
+    p = tmp_path / "w.json"
+    p.write_text(to_json(wl, {}))
+    return str(p)
+
+
+def test_blocks_shorter_than_a_step_say_how_many_calls_a_step_made(tmp_path, capsys, monkeypatch) -> None:
+    """The refusal names the two ways out and what this run measured: about 12 tuner calls a step."""
+    monkeypatch.setenv("FAKE_PERIOD", "12")
+    monkeypatch.setenv("FAKE_FOUND_PERIOD", "1")
+    rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", REGEX)
+    err = capsys.readouterr().err
+    assert rc == 1 and "give --workload W.json" in err and "(this run: about 12 a step)" in err
+
+
+def test_the_workloads_calls_per_step_make_a_decode_loops_blocks_whole_steps(tmp_path, capsys, monkeypatch) -> None:
+    """A decode loop (one key: the plugin alone finds period 1) judged with --workload: its 12 calls a step go to
+    the plugin as step_calls, the period becomes 12, and the planted slowdown is found; whole-run ab refuses the
+    in-run-only flag, and a workload with no steps is refused before the job runs."""
+    monkeypatch.setenv("FAKE_PERIOD", "12")
+    monkeypatch.setenv("FAKE_FOUND_PERIOD", "1")
+    monkeypatch.setenv("FAKE_STEP_S", "0.01")
+    w = _workload(tmp_path, 30, 12 * 30 + 1)   # 361 calls over 30 steps: 12 a step
+    rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", REGEX, "--workload", w)
+    out = capsys.readouterr()
+    assert rc == 1 and "slow slower" in out.err, out.err
+    assert _rows(out.out)["slow"].endswith("SLOWER")
+    assert main(["ab", "--workload", w, "--metric", REGEX, "--", sys.executable, JOB]) == 2
+    assert "--workload: for --in-run only" in capsys.readouterr().err
+    rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", REGEX,
+             "--workload", _workload(tmp_path, None, 100))
+    assert rc == 2 and "its steps are unknown" in capsys.readouterr().err

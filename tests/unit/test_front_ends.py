@@ -142,7 +142,7 @@ def test_every_ab_option_travels_and_the_job_comes_last():
                  arm=("fix:env:NCCL_ALGO=ring", "fix:rules:a.conf"), no_aa=True, metric="step ([0-9.]+) ms",
                  skip=2, rounds=7, until_confident=True, budget=60.0, min_effect=2.5, seed=11, run_timeout=9.0,
                  echo=True, prune="p.conf", json="ab.json", db="x.db", in_run=True, better="higher",
-                 block_steps=7, warmup_blocks=3, max_blocks=90, period="6")
+                 block_steps=7, warmup_blocks=3, max_blocks=90, period="6", workload="w.json")
     assert set(every) == {f.name for f in dataclasses.fields(AbOptions)} - {"command"}
     o = AbOptions(command=("torchrun", "--nproc-per-node", "2", "train.py", "--lr=1"), **every)
     argv = o.to_argv()

@@ -18,13 +18,14 @@ from ccltune.store import Store
 
 JOB = str(Path(__file__).resolve().parents[1] / "jobs" / "fake_inrun_job.py")
 REGEX = r"step +[0-9]+ +([0-9.]+) ms"
+# 3 calls a step, as the fake job makes (FAKE_PERIOD): search hands the plugin the workload's calls a step
 WORKLOAD = {"schema": "ccltune-workload", "version": 1, "steps": 10, "sources": [{"kind": "test"}], "warnings": [],
             "overflow_calls": 0, "overflow_bytes": 0,
             "compute_overlap": {"traces": 1, "nccl_kernel_us": 1000.0, "overlap_us": 600.0, "share": 0.6,
                                 "kernel_us_median": 50.0, "kernels": 10},
             "entries": [{"collective": "all_reduce", "datatype": "bfloat16", "count": 524288, "op": None,
-                         "size_bytes": 1048576, "nranks": 4, "nnodes": None, "calls": 100,
-                         "ran": [{"algo": "RING", "proto": "SIMPLE", "nchannels": 24, "calls": 100}]}]}
+                         "size_bytes": 1048576, "nranks": 4, "nnodes": None, "calls": 30,
+                         "ran": [{"algo": "RING", "proto": "SIMPLE", "nchannels": 24, "calls": 30}]}]}
 
 
 def _search(tmp_path, monkeypatch, effects: dict, *flags: str, workload: dict = WORKLOAD) -> int:
@@ -51,6 +52,23 @@ def test_search_keeps_the_planted_faster_sm_budget_rule_with_its_in_job_ratio(tm
     with Store(tmp_path / "s.db", readonly=True) as st:
         runs = st.runs("ab")
     assert len(runs) == 2 and all(r.summary["in_run"] for r in runs)
+
+
+def test_a_decode_loops_search_takes_its_step_from_the_workload(tmp_path, capsys, monkeypatch) -> None:
+    """A decode loop: the plugin alone finds period 1 (FAKE_FOUND_PERIOD), so without the workload's calls a step
+    every block would be a fraction of a step; search hands the workload's 12 calls a step to the plugin
+    (step_calls) and finds the planted winner as on any job."""
+    monkeypatch.setenv("FAKE_NCCL_VERSION", "2.28.9")
+    monkeypatch.setenv("FAKE_PERIOD", "12")
+    monkeypatch.setenv("FAKE_FOUND_PERIOD", "1")
+    twelve = {**WORKLOAD, "entries": [{**WORKLOAD["entries"][0], "calls": 120, "ran": [
+        {"algo": "RING", "proto": "SIMPLE", "nchannels": 24, "calls": 120}]}]}
+    rc = _search(tmp_path, monkeypatch, {",8,-1,-1": -5}, "--out", str(tmp_path / "kept.conf"), "--no-whole-run",
+                 workload=twelve)
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert [x for x in (tmp_path / "kept.conf").read_text().splitlines() if not x.startswith("#")] == [
+        "allreduce,1048576,1048576,default,default,8,-1,-1,-1,-1"]
 
 
 def test_search_says_how_close_the_default_is_when_no_candidate_wins(tmp_path, capsys, monkeypatch) -> None:
@@ -173,10 +191,10 @@ def test_candidates_come_from_collectives_that_recur_each_step():
                               if e.key.size_bytes >= 1 << 20)
 
 
-TWO_GROUPS = {**WORKLOAD, "entries": [
-    *WORKLOAD["entries"],
+TWO_GROUPS = {**WORKLOAD, "entries": [   # 1 + 2 calls a step: the fake job's 3
+    {**WORKLOAD["entries"][0], "calls": 10, "ran": [{"algo": "RING", "proto": "SIMPLE", "nchannels": 24, "calls": 10}]},
     {"collective": "all_reduce", "datatype": "bfloat16", "count": 33554432, "op": None, "size_bytes": 67108864,
-     "nranks": 4, "nnodes": None, "calls": 100, "ran": [{"algo": "RING", "proto": "SIMPLE", "nchannels": 24, "calls": 100}]}]}
+     "nranks": 4, "nnodes": None, "calls": 20, "ran": [{"algo": "RING", "proto": "SIMPLE", "nchannels": 24, "calls": 20}]}]}
 
 
 def test_the_first_run_holds_only_the_candidates_its_blocks_can_judge(tmp_path, capsys, monkeypatch) -> None:

@@ -43,6 +43,7 @@ JOBS = {  # the doc's capture globs -> the real files of each job
 }
 # what each real job's import gives: (entries, steps)
 FACTS = {"ddp": (15, 17), "tp": (3, 18), "fsdp2": (6, 18)}
+STEP_CALLS = {"ddp": 52, "tp": 257, "fsdp2": 51}   # tuner calls a step on the job's communicator, from W.json
 OUTPUTS = ("W.json", "W2.json", "results.db", "rules.conf", "kept.conf")
 
 
@@ -94,22 +95,24 @@ def test_the_loop_has_every_step_and_step_8_judges_in_one_run() -> None:
     assert [a[0] for a in got[4] + got[5] + got[6]] == ["sweep", "tune", "replay"]
     in_run, whole, search = got[8]
     assert in_run[:3] == ["ab", "--in-run", "--rules"] and "--metric" in in_run
+    assert in_run[in_run.index("--workload") + 1] == "W.json"   # a decode loop's period from its workload
     assert whole[0] == "ab" and "--in-run" not in whole and "--env" in whole
     assert search[:3] == ["search", "--workload", "W.json"]
     parser = build_parser()
     nested = [shlex.split(s) for s in re.findall(r"\$\((ccltune [^)]*)\)", loop_block())]
-    assert nested == [["ccltune", "plugin", "path", "--profiler"]]
+    assert nested == [["ccltune", "plugin", "path", "--profiler"], ["ccltune", "plugin", "path"]]
     for argv in [a for v in got.values() for a in v] + [n[1:] for n in nested]:
         parser.parse_args(argv)   # exits (SystemExit) on a flag ccltune does not have
 
 
-def _step8(lines: list[list[str]], tmp: Path, rules_count: int) -> None:
+def _step8(lines: list[list[str]], tmp: Path, rules_count: int, want_step_calls: int) -> None:
     """Step 8's three lines: parsed, then each command's checks of its options that run before the job does."""
     parser = build_parser()
     in_run, whole, search = (substituted(a, {}, tmp) for a in lines)
     a = parser.parse_args(in_run)
     assert a.in_run and a.rules == [str(tmp / "rules.conf")] and a.command[-1] == "train.py"
     o = ab_options(a)
+    assert ab_inrun._period(o) == (None, want_step_calls)   # the plugin's step hint from the job's own W.json
     if rules_count:
         arms = ab_inrun.in_run_arms(ab.arms(o))
         assert [x.name for x in arms] == ["default", "default-2", "rules"]
@@ -181,4 +184,4 @@ def test_the_documented_loop_runs_on_a_real_job(job, tmp_path, capsys) -> None:
         build_parser().parse_args(substituted(imp, {"/tmp/cap/*.txt": [tmp_path / "cap.txt"]}, tmp_path))
 
     # 8. the job is the judge (the job cannot run here)
-    _step8(got[8], tmp_path, len(written.rules))
+    _step8(got[8], tmp_path, len(written.rules), STEP_CALLS[job])

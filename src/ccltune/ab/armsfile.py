@@ -50,6 +50,8 @@ class ArmsFile:
     log: str
     arms: tuple[InRunArm, ...]
     period: int | None = None     # tuner calls per step per communicator; None: found by the plugin
+    step_calls: int | None = None  # period found by the plugin: raised to its multiple nearest to this (the
+                                   # workload's calls per step; a decode loop's calls repeat every call)
 
     def check(self) -> None:
         """A ValueError naming the field when the plugin would refuse this file (its limits above)."""
@@ -57,6 +59,7 @@ class ArmsFile:
                                 ("block_periods", self.block_periods, 1, MAX_BLOCK_PERIODS),
                                 ("max_blocks", self.max_blocks, 0, MAX_BLOCKS_FILE),
                                 ("period", 1 if self.period is None else self.period, 1, MAX_PERIOD),
+                                ("step_calls", self.step_calls or 0, 0, MAX_PERIOD),
                                 ("arms", len(self.arms), 1, MAX_ARMS)):
             if not lo <= v <= hi:
                 raise ValueError(f"the arms file's {what} must be {lo}..{hi} (the tuner plugin's limit), got {v}")
@@ -71,6 +74,8 @@ class ArmsFile:
         lines = [MAGIC, f"seed={self.seed}", f"warmup_blocks={self.warmup_blocks}",
                  f"block_periods={self.block_periods}", f"period={'auto' if self.period is None else self.period}",
                  f"max_blocks={self.max_blocks}", f"log={self.log}"]
+        if self.period is None and self.step_calls:
+            lines.append(f"step_calls={self.step_calls}")
         lines += [f"arm={a.name}" + (f" rules={a.rules}" if a.rules else "") for a in self.arms]
         return "\n".join(lines) + "\n"
 
@@ -100,6 +105,8 @@ class ArmLog:
     period: int | None = None
     period_found_at: int | None = None
     block_calls: int = 0
+    sequence_period: int | None = None  # period=auto: the calls' own period (``period`` is a multiple of it)
+    step_calls: int = 0                 # the arms file's step_calls (0: not given)
     arms: tuple[str, ...] = ()
     calls: int = 0
     blocks: list[LoggedBlock] = field(default_factory=list)
@@ -117,7 +124,7 @@ def _uint(text: str, where: str, what: str, high: int = INT64_MAX) -> int:
 
 
 _HEADER = {"host", "pid", "comm_id", "comm_seq", "nranks", "seed", "period", "period_found_at", "block_calls",
-           "arms", "calls"}
+           "sequence_period", "step_calls", "arms", "calls"}
 
 
 def parse_log(text: str, path: str) -> ArmLog:

@@ -36,6 +36,7 @@ class InRunPlan:
     block_steps: int = 5                # steps (periods) per block
     max_blocks: int = 1 << 20
     period: int | None = None           # tuner calls per step per communicator; None: the plugin finds it
+    step_calls: int | None = None       # the workload's calls per step: the found period's nearest multiple to it
     tuner: str = ""
     profiler: str | None = None
     base_env: Mapping[str, str] = field(default_factory=dict)
@@ -72,7 +73,7 @@ def _run(plan: InRunPlan, tmp: Path, say: Callable[[str], None]) -> InRunResult:
     logdir = tmp / "arms"
     logdir.mkdir()
     spec = ArmsFile(plan.seed, plan.warmup_blocks, plan.block_steps, plan.max_blocks, str(logdir), plan.arms,
-                    plan.period)
+                    plan.period, plan.step_calls)
     spec.write(tmp / "arms.txt")
     env = {**plan.base_env, "CCLTUNE_ARMS": str(tmp / "arms.txt"), "NCCL_TUNER_PLUGIN": plan.tuner}
     if plan.profiler:
@@ -137,7 +138,23 @@ def _blocks_shorter_than_steps(logs: Sequence[ArmLog], got: blocks.Blocks, steps
     if len(inside) <= len(steps) - 1:  # no more block starts than steps over the steps' time
         return ""
     periods = sorted({lg.period for lg in logs if lg.period})
+    seen = _calls_per_step(logs, steps)
     return (f"{len(inside)} blocks began in the time of {len(steps) - 1} steps: a block is shorter than a step, "
             f"so the plugin's period ({', '.join(map(str, periods)) or 'none'} tuner call(s)) is not the job's step; "
-            "give --period N, the tuner calls of one step on the communicator (a capture's calls / steps: "
-            "`ccltune workload import` of a CCLTUNE_CAPTURE run)")
+            "give --workload W.json (the job's workload, `ccltune workload import`: its calls per step) or --period N, "
+            "the tuner calls of one step on the communicator" + (f" (this run: about {seen} a step)" if seen else ""))
+
+
+def _calls_per_step(logs: Sequence[ArmLog], steps: Sequence[StepLine]) -> int | None:
+    """The tuner calls of one step in this run, about: a log's calls between its first and last block start
+    within the steps' time, over the step lines that arrived between them."""
+    best: int | None = None
+    for lg in logs:
+        inside = [b for b in lg.blocks if steps[0].t_ns <= b.t_ns <= steps[-1].t_ns]
+        if len(inside) < 2:
+            continue
+        n_steps = sum(inside[0].t_ns < s.t_ns <= inside[-1].t_ns for s in steps)
+        if n_steps:
+            got = round((inside[-1].first_call - inside[0].first_call) / n_steps)
+            best = max(best or 0, got) or None
+    return best

@@ -100,13 +100,23 @@ def checks() -> list[int]:
     return out
 
 
-def find_period(keys: Sequence[object]) -> tuple[int, int] | None:
+def step_period(p: int, step_calls: int | None) -> int:
+    """The period blocks are made of from the sequence's own period ``p``: ``p``, or with ``step_calls`` (the
+    arms file's step_calls) the multiple of ``p`` nearest to it, at least ``p`` (``ccl_arms_step_period``)."""
+    if not p or not step_calls or step_calls <= 0:
+        return p
+    return p * max(1, (step_calls + p // 2) // p)
+
+
+def find_period(keys: Sequence[object], step_calls: int | None = None) -> tuple[int, int] | None:
     """(period, period_found_at) as the plugin finds them over a communicator's calls in order, or None
-    (period=none): the first check point within ``keys`` whose prefix has a period."""
+    (period=none): the first check point within ``keys`` whose prefix has a period, that period raised to
+    its multiple nearest to ``step_calls`` when given."""
     for n in checks():
         if n > len(keys):
             return None
         p = detect_period(keys[:n])
         if p is not None:
-            return p, n
+            return step_period(p, step_calls), n
     return None
+

@@ -63,6 +63,7 @@ def _in_run(p: Any) -> None:
     i.add_argument("--warmup-blocks", type=int, default=_D("warmup_blocks"), metavar="N")
     i.add_argument("--max-blocks", type=int, default=None, metavar="N")
     i.add_argument("--period", default=_D("period"), metavar="auto|N")
+    i.add_argument("--workload", default=None, metavar="W.json")
 
 
 def options(args: argparse.Namespace) -> AbOptions:

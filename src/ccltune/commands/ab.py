@@ -97,6 +97,10 @@ class AbOptions:
                                     help="after this many blocks the plugin stays on default (default: no limit)")
     period: str = option("auto", flag="--period",
                          help="tuner calls per step per communicator; auto: found by the plugin from the call sequence")
+    workload: str | None = option(None, flag="--workload",
+                                  help="with --in-run and --period auto: the job's workload (ccltune workload import); its "
+                                       "calls per step make the period the plugin finds whole steps (a decode loop's "
+                                       "calls are all one key: alone, the plugin finds a period of one call)")
 
     def to_argv(self) -> list[str]:
         """The command line of these options: the flags, then ``--`` and the job."""
@@ -222,6 +226,12 @@ def run_ab(o: AbOptions, console: Console = Console(), *, command_line: list[str
         from ccltune.commands import ab_inrun
 
         return ab_inrun.run_in_run(o, cmd, arms(o), console, command_line or o.to_argv())
+    defaults = {f.name: f.default for f in dataclasses.fields(AbOptions)}
+    in_run_only = ["--" + n.replace("_", "-") for n in ("block_steps", "warmup_blocks", "max_blocks", "period", "workload")
+                   if getattr(o, n) != defaults[n]]
+    if in_run_only:
+        raise UsageError(f"{', '.join(in_run_only)}: for --in-run only (blocks inside one run); whole runs take "
+                         "--rounds, --until-confident, --budget")
     all_arms = arms(o)
     met = metric(o)
     n_rounds = _rounds(o, len(all_arms) - 1)

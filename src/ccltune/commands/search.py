@@ -147,7 +147,7 @@ def _inrun_plan(o: SearchOptions) -> tuple[inrun.InRunPlan, str]:
     like_ab = types.SimpleNamespace(prune=None, until_confident=False, rounds=None, budget=None, skip=0,
                                     max_blocks=None, **{f: getattr(o, f) for f in (
                                         "metric", "better", "block_steps", "warmup_blocks", "period", "run_timeout",
-                                        "min_effect", "seed", "echo")})
+                                        "min_effect", "seed", "echo", "workload")})
     plan, words, _ = ab_inrun.plan_of(like_ab, list(o.command), [Arm("default"), Arm("default-2")])
     if "NCCL_DEBUG" not in plan.base_env:  # NCCL then prints its version line only: the whole-run arms need it
         plan = dataclasses.replace(plan, base_env={**plan.base_env, "NCCL_DEBUG": "VERSION"})

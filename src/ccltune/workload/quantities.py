@@ -14,7 +14,14 @@ Every line that prints one of these says which it is and how it was measured (:f
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from ccltune import collectives
+
+if TYPE_CHECKING:
+    from ccltune.workload.model import Workload
 
 # The job's own median time per call over NCCL's default idle median at or above this: the job's
 # conditions (compute on the same SMs, waiting for peers) are not an idle sweep's, and an idle
@@ -47,3 +54,27 @@ def how(*, timed: str, mode: str | None = None, load: str | None = None, order: 
     """How a figure was measured, for the line that prints it: e.g. 'each entry timed alone, eager,
     idle GPU' or 'the captured order, graph, under load'."""
     return ", ".join(x for x in (timed, mode, load, order) if x)
+
+
+def tuner_calls_per_step(wl: Workload) -> int | None:
+    """The calls one step makes on the job's busiest communicator, from its workload: the calls NCCL hands to a
+    tuner (not send/recv), per communicator of the captured order (by group size when the workload keeps no
+    order), over its steps; None when the workload does not know its steps. A COLL log counts API calls, the
+    tuner merged groups: a hint the plugin rounds to a multiple of the period it finds, not a period."""
+    if not wl.steps or not wl.entries:
+        return None
+    tuned = [(i, e) for i, e in enumerate(wl.entries)
+             if (c := collectives.REGISTRY.get(e.key.collective)) is not None and c.tuner_func is not None]
+    per: Counter[object] = Counter()
+    if wl.order:
+        ids = {i for i, _ in tuned}
+        for entry, comm, repeat in wl.order:
+            if entry in ids:
+                per[comm] += repeat
+    else:
+        for _, e in tuned:
+            per[e.key.nranks] += e.calls
+    if not per:
+        return None
+    n = round(max(per.values()) / wl.steps)
+    return n if n >= 1 else None
