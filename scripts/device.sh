@@ -1172,5 +1172,21 @@ phase_r39d() {  # 4-GPU machine (<= 3.5 min): GPUs 0,1 nccl-tests (MPI) vs bench
   wait; cat $OUT/left.log $OUT/right.log; grep -E "^##|outside|overlap" $OUT/ncclt/cmp.txt | cut -c1-200 | head -20; grep -E "^# search|ratio|wrote|within" $OUT/search/search.txt | cut -c1-200 | tail -14
   echo "phase r39d wall $(( $(date +%s) - t0 )) s"; pack
 }
+docloop() {  # docloop MODE BUDGET_S LINE_S JOBARGS...: docs/workload.md's loop, its lines as written (bench/doc_loop.py), on one job
+  local m=$1 B=$2 L=$3; shift 3; local W=$OUT/doc$NGPU/$m; mkdir -p $W
+  step "docs/workload.md's loop on $m, $NGPU GPU(s), budget ${B} s"
+  timeout -k 10 $((B + 40)) python3 bench/doc_loop.py --work $W --budget $B --line-timeout $L \
+    --job "torchrun --standalone --nproc-per-node $NGPU $PWD/examples/train_transformer.py --mode $m $*" \
+    --capture-args "--steps 20 --warmup 2" --judge-args "--steps ${DL_STEPS:-300} --warmup 3" --whole-args "--steps 30 --warmup 3"
+  rm -rf $W/bin; pack
+}
+phase_doc1() {  # 1 GPU (<= 9.5 min): the GPU tests that mean something on one GPU, then docs/workload.md's loop on the three jobs
+  local t0=$(date +%s); phase_build; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1; echo "profiler build rc=$?"
+  step "pytest -m gpu tests/gpu on $NGPU GPU(s)"
+  timeout 170 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rs > "$OUT/gpu-tests.txt" 2>&1; echo "gpu tests rc=$?"; tail -6 "$OUT/gpu-tests.txt"
+  echo "wall $(( $(date +%s) - t0 )) s"
+  docloop ddp 160 45 --layers 2 --width 1024 --seq 256; docloop tp-decode 160 45 $TPD
+  echo "phase doc1 wall $(( $(date +%s) - t0 )) s"; pack
+}
 for p in "$@"; do "phase_$p"; done
 pack

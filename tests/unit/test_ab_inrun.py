@@ -266,3 +266,14 @@ def test_the_workloads_calls_per_step_make_a_decode_loops_blocks_whole_steps(tmp
     rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", REGEX,
              "--workload", _workload(tmp_path, None, 100))
     assert rc == 2 and "its steps are unknown" in capsys.readouterr().err
+
+
+def test_a_job_whose_nccl_asked_the_tuner_nothing_is_named_as_such(tmp_path, capsys, monkeypatch) -> None:
+    """One GPU: NCCL tunes nothing on a one-rank communicator, so the arm logs count no call; ab says that, not
+    'run more steps'."""
+    monkeypatch.setenv("FAKE_GRAPH_AFTER", "0")   # the fake's tuner sees no call at all
+    monkeypatch.setenv("FAKE_RANKS", "1")
+    rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", REGEX)
+    err = capsys.readouterr().err
+    assert rc == 1 and "NCCL asked the tuner plugin about no collective" in err
+    assert "NCCL consults no tuner for a one-rank communicator" in err

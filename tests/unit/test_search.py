@@ -264,3 +264,15 @@ def test_sweep_db_and_sweep_rules_together_or_a_missing_db_are_refused(tmp_path,
     rules.write_text("allreduce,0,1K,ring,simple,-1,-1,-1\n")
     assert main([*base, "--sweep-db", str(tmp_path / "none.db"), "--sweep-rules", str(rules), *job]) == 2
     assert "give one" in capsys.readouterr().err
+
+
+def test_a_one_gpu_jobs_search_is_refused_before_it_runs(tmp_path, capsys, monkeypatch) -> None:
+    """A one-GPU job's workload (nranks 1, as a one-rank COLL log gives it): NCCL consults no tuner there, so the
+    search says so instead of running the job for blocks no arm can change."""
+    one = {**WORKLOAD, "entries": [{**WORKLOAD["entries"][0], "nranks": 1}]}
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps(one))
+    rc = main(["search", "--db", str(tmp_path / "s.db"), "--workload", str(wl), "--metric", REGEX, "--",
+               sys.executable, "-c", f"open({str(tmp_path / 'ran')!r}, 'w')"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "one-rank communicators, where NCCL consults no tuner" in err and not (tmp_path / "ran").exists()

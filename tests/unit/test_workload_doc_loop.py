@@ -185,3 +185,27 @@ def test_the_documented_loop_runs_on_a_real_job(job, tmp_path, capsys) -> None:
 
     # 8. the job is the judge (the job cannot run here)
     _step8(got[8], tmp_path, len(written.rules), STEP_CALLS[job])
+
+
+def test_the_gpu_runner_runs_every_line_of_the_loop_with_only_the_job_and_paths_substituted(tmp_path) -> None:
+    """bench/doc_loop.py (the device's runner of this loop) reads the same block: every command line, each with
+    its step, and changes nothing but `torchrun ... train.py`, `/tmp/` (and runs `ccltune` from this checkout)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("doc_loop", ROOT / "bench" / "doc_loop.py")
+    assert spec and spec.loader
+    runner = importlib.util.module_from_spec(spec)
+    import sys
+
+    sys.modules.setdefault("doc_loop", runner)   # its dataclass looks its module up there
+    spec.loader.exec_module(runner)
+    got = runner.lines(DOC)
+    commands = [ln for ln in loop_block().splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    assert len(got) == len(commands) and [g.step for g in got] == [1, 2, 3, 4, 5, 6, 7, 7, 8, 8, 8]
+    for g, raw in zip(got, commands):
+        assert raw.startswith(g.text)
+        run = runner.substitute(g, tmp_path, "JOB", "CAP", "JUDGE", "WHOLE")
+        assert "/tmp/" not in run.replace(str(tmp_path), "") and "..." not in run
+        want = raw[:len(g.text)].replace("/tmp/", f"{tmp_path}/")
+        assert run == want.replace("torchrun ... train.py", {1: "JOB CAP", 7: "JOB CAP"}.get(g.step, "JOB JUDGE")
+                                   if "--env" not in raw else "JOB WHOLE")

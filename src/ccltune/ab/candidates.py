@@ -76,7 +76,7 @@ def groups(wl: Workload, max_groups: int) -> list[Group]:
     by_coll: dict[str, list[Entry]] = {}
     for e in wl.entries:
         plugin = collectives.PLUGIN_NAMES.get(e.key.collective)
-        if plugin is not None and recurs(e, wl.steps):
+        if plugin is not None and e.key.nranks > 1 and recurs(e, wl.steps):  # one rank: NCCL asks no tuner
             by_coll.setdefault(plugin, []).append(e)
     out: list[Group] = []
     timed = any(_weight(e) for e in wl.entries)

@@ -93,6 +93,14 @@ def _run(plan: InRunPlan, tmp: Path, say: Callable[[str], None]) -> InRunResult:
                         "without NCCL, an NCCL older than the tuner ABI, or a job that replaced NCCL_TUNER_PLUGIN; "
                         "NCCL_DEBUG=INFO says 'Successfully loaded external tuner plugin'), or its processes never "
                         "reached finalize or exit")
+    if all(lg.calls == 0 for lg in logs):
+        ranks = sorted({lg.nranks for lg in logs})
+        raise DataError(f"ab --in-run: NCCL asked the tuner plugin about no collective ({len(logs)} communicator log(s), "
+                        f"of {'/'.join(map(str, ranks))} rank(s)), so no arm ever ran: "
+                        + ("NCCL consults no tuner for a one-rank communicator (a one-GPU job runs its collectives "
+                           "as local copies); rules change nothing there" if ranks == [1] else
+                           "the job issued no broadcast, reduce, all_gather, reduce_scatter or all_reduce through NCCL "
+                           "(send/recv and all-to-all reach no tuner), or replayed them from CUDA graphs captured before"))
     got = blocks.block_values(logs, job.steps, n_arms=len(plan.arms), warmup_blocks=plan.warmup_blocks,
                               seed=plan.seed, max_blocks=plan.max_blocks, end_ns=job.end_ns)
     notes = list(got.notes)

@@ -166,7 +166,9 @@ def run_search(o: SearchOptions, console: Console = Console(), *, command_line: 
     cands = candidates.candidates(groups, sweep, sm)
     if not cands:
         raise UsageError(f"--workload {o.workload}: no candidate: " + (
-            "none of its collectives is one NCCL hands to a tuner" if not groups else why))
+            ("its collectives run on one-rank communicators, where NCCL consults no tuner (a one-GPU job): rules "
+             "change nothing there" if wl.entries and all(e.key.nranks == 1 for e in wl.entries) else
+             "none of its collectives is one NCCL hands to a tuner, every step") if not groups else why))
     first, bound = _first_run(o, wl, cands)
     plan, words = _inrun_plan(o)
     console.say(f"# ccltune search: {shlex.join(o.command)}")
