@@ -131,6 +131,7 @@ class ArmStatus(Word):
     NO_DIFFERENCE = "no difference"
     SLOWER = "slower"
     FAILED = "failed"        # every run of the arm failed
+    NOT_RUN = "not run"      # no run of the arm finished before ab stopped (Ctrl-C, --budget)
     BASELINE = "baseline"    # the default arm itself
 
 

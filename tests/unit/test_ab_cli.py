@@ -389,3 +389,16 @@ def test_kill_9_of_ab_ends_the_running_job_and_its_children(_waits, request) -> 
 
 def test_run_timeout_ends_a_run_that_does_not_end(_waits, request) -> None:
     _waits[request.node.name].result(timeout=120)
+
+
+def test_an_arm_stopped_before_any_run_is_not_run_not_failed() -> None:
+    """ab stopped (Ctrl-C, a time limit) after default's first run and before any run of the other arms (1 GPU, the
+    loop's step 8 under a 45 s limit, 2026-11-28: 'NCCL_MAX_NCHANNELS=16 ... failed (every run failed)' with 0
+    runs): an arm with no run is 'not run'; an arm whose runs all failed is still 'failed'."""
+    from ccltune.ab import judge
+
+    got = {v.name: v for v in judge.verdicts({"default": {0: 10.0}, "default-2": {0: 10.2}, "x": {}, "y": {}},
+                                             {"y": 2}, controls=["default-2"])}
+    assert got["x"].status == "not run" and got["x"].runs == 0 and "before ab stopped" in got["x"].note
+    assert got["y"].status == "failed" and got["y"].failed == 2
+    assert not judge.all_confident(list(got.values()), 0.01)

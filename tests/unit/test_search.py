@@ -276,3 +276,12 @@ def test_a_one_gpu_jobs_search_is_refused_before_it_runs(tmp_path, capsys, monke
                sys.executable, "-c", f"open({str(tmp_path / 'ran')!r}, 'w')"])
     err = capsys.readouterr().err
     assert rc == 2 and "one-rank communicators, where NCCL consults no tuner" in err and not (tmp_path / "ran").exists()
+
+
+def test_a_missing_sweep_rules_file_is_the_users_mistake(tmp_path, capsys) -> None:
+    """--sweep-rules naming no file (the loop's step 8 after a tune that could not run): exit 2, as ab's --rules."""
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps(WORKLOAD))
+    rc = main(["search", "--workload", str(wl), "--sweep-rules", str(tmp_path / "rules.conf"), "--metric", REGEX,
+               "--", sys.executable, "-c", "pass"])
+    assert rc == 2 and "--sweep-rules: " in capsys.readouterr().err

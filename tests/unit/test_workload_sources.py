@@ -181,3 +181,13 @@ def test_fuzz_inspector_lines_give_records_or_a_usage_error():
             assert str(exc).startswith("fz.log:")
             seen["error"] += 1
     assert seen["ok"] > 50 and seen["error"] > 0
+
+
+def test_a_one_gpu_jobs_capture_says_why_it_holds_no_call(tmp_path, capsys):
+    """The real capture of a one-GPU job (H200, 2026-11-28): nranks=1, no call. Import refuses it as before, and now
+    says why: NCCL consults no tuner for a one-rank communicator; the COLL log or a trace sees the collectives."""
+    (f,) = (FIX / "capture-1gpu-h200").glob("ccltune-capture.*.txt")
+    assert main(["workload", "import", str(f), "--out", str(tmp_path / "w.json")]) == 2
+    err = capsys.readouterr().err
+    assert "no collective calls in them" in err and "a one-rank communicator (nranks=1): NCCL consults no tuner" in err
+    assert not (tmp_path / "w.json").exists()

@@ -80,7 +80,8 @@ def verdicts(values: Mapping[str, Mapping[int, float]], failures: Mapping[str, i
              controls: Sequence[str] = (), min_effect: float = 0.0, alpha: float = ALPHA) -> list[ArmVerdict]:
     """Every arm's verdict, in the order of ``values`` (arm -> round -> its run's value; ``failures``: arm
     -> failed runs), the arms judged as one family at ``alpha`` (module doc). The baseline arm is BASELINE;
-    an arm without a value, or a baseline without one, is FAILED (nothing to compare)."""
+    an arm with no run at all (ab stopped before it ran) is NOT_RUN; an arm whose every run failed, or whose
+    baseline's did, is FAILED (nothing to compare)."""
     base = values.get(baseline, {})
     pairs: dict[str, tuple[list[float], list[float]]] = {}
     for name, vals in values.items():
@@ -93,6 +94,10 @@ def verdicts(values: Mapping[str, Mapping[int, float]], failures: Mapping[str, i
     for name, vals in values.items():
         failed = failures.get(name, 0)
         med = stats.median(vals.values()) if vals else None
+        if not vals and not failed:  # stopped (Ctrl-C, --budget) before any run of it: nothing failed
+            out.append(ArmVerdict(name, Status.NOT_RUN, 0, 0, None, None, control=name in controls,
+                                  note="no run of it finished before ab stopped"))
+            continue
         if name == baseline:
             out.append(ArmVerdict(name, Status.BASELINE if vals else Status.FAILED, len(vals), failed, med, None))
             continue

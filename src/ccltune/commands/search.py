@@ -19,7 +19,7 @@ from ccltune.commands import ab_inrun
 from ccltune.commands.common import Console, check_outputs
 from ccltune.commands.options import option, to_argv
 from ccltune.commands.results import Outcome
-from ccltune.errors import UsageError
+from ccltune.errors import RuleFileError, UsageError
 from ccltune.measure.session import terminate_as_interrupt
 from ccltune.status import RunStatus
 from ccltune.store import DEFAULT_DB, Store
@@ -93,7 +93,10 @@ def _sweep(o: SearchOptions) -> tuple[rules.RuleSet | None, str]:
     """The idle sweep's best as a rule set (``--sweep-rules``, or tune's derivation from ``--sweep-db``'s sweep runs
     judged by the workload, as ``ccltune tune --workload`` writes it) and where it came from, in words."""
     if o.sweep_rules:
-        sweep = rules.load(o.sweep_rules, "--sweep-rules")
+        try:
+            sweep = rules.load(o.sweep_rules, "--sweep-rules")
+        except RuleFileError as exc:   # a file the user names that cannot be read: their mistake (exit 2)
+            raise UsageError(str(exc)) from None
         if sweep.diagnostics:
             raise UsageError(f"--sweep-rules {o.sweep_rules}: {len(sweep.diagnostics)} rejected line(s), the first: "
                              f"{sweep.diagnostics[0]}")

@@ -9,6 +9,7 @@ nNodes, numPipeOps and regBuff; no datatype, no element count.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from ccltune import collectives
@@ -81,6 +82,16 @@ def parse(text: str, path: str) -> RankRecord:
     return RankRecord(path, "capture", f"{host}:{ints['pid']}", calls, {}, variants,
                       overflow_calls=ints["overflow_calls"], overflow_bytes=ints["overflow_bytes"],
                       comm=f"{head.get('comm_id', '?')}.{head.get('comm_seq', '?')}")
+
+
+def parse_noted(text: str, path: str) -> tuple[RankRecord, list[str]]:
+    """:func:`parse`, and a note for a file of a one-rank communicator with no call: NCCL asks no tuner there."""
+    rec = parse(text, path)
+    one_rank = re.search(r"^nranks=1\r?$", text, re.M) is not None
+    if rec.calls or not one_rank:
+        return rec, []
+    return rec, [f"{path}: a one-rank communicator (nranks=1): NCCL consults no tuner there, so the plugin counts no "
+                 "call (a one-GPU job: capture its collectives with NCCL's COLL log or a trace instead)"]
 
 
 def _int(text: str, path: str, what: str, no: int | None = None, low: int = 0, high: int = INT64_MAX) -> int:

@@ -69,13 +69,18 @@ def _trace(text: str, path: str) -> list[Any]:
     return [([rec], warnings)]
 
 
+def _capture(text: str, path: str) -> list[Any]:
+    rec, notes = capture.parse_noted(text, path)
+    return [([_process(rec)], notes)]
+
+
 def _profile(text: str, path: str) -> list[Any]:
     return [profile_file.parse(text.encode("utf-8", "surrogateescape"), path)]
 
 
 SOURCES: tuple[Source, ...] = (
     Source("capture", "a ccltune capture file (CCLTUNE_CAPTURE)", capture.is_capture,
-           lambda text, path: [([_process(capture.parse(text, path))], [])], _each),
+           _capture, _each),
     Source("ccltune-profile", "a ccltune profiler file or folder of them (CCLTUNE_PROFILE)",
            lambda text: text.startswith("# ccltune-profile "), _profile, inprofile.records),
     Source("inspector", "NCCL Inspector's JSON output (NCCL_INSPECTOR_ENABLE)", inspector.is_inspector,
