@@ -497,7 +497,7 @@ phase_gridmem() {  # peak GPU memory of an all_reduce sweep, 8 B-1 GB, on the ax
 }
 phase_loop4() { mflow $NGPU; NO_VERIFY=1 flow $NGPU 590; }  # both flows on all GPUs, with the pruning round
 phase_flows2() { mflow 2; NO_VERIFY=1 flow 2 400; }  # the model-guided and the exhaustive flow on 2 GPUs
-pack() { cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf /tmp/pack.tgz . && mv /tmp/pack.tgz "$RESULT/pack.tgz"); }
+pack() { local t; t=$(mktemp /tmp/pack.XXXXXX); cp -f "$DB" "$OUT/" 2>/dev/null; (cd "$OUT" && tar czf "$t" . 2>/dev/null && mv "$t" "$RESULT/pack.tgz"); }
 flow() {  # flow NGPUS LIMIT_S: sweep -> tune -> validate -> verify for the five collectives, timed
   local n=$1 lim=$2 D="$OUT/tune$1.db" t0=$(date +%s)
   local V=""; [ "$n" != "$NGPU" ] && V="CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1)))"
@@ -1179,6 +1179,45 @@ docloop() {  # docloop MODE BUDGET_S LINE_S JOBARGS...: docs/workload.md's loop,
     --job "torchrun --standalone --nproc-per-node $NGPU $PWD/examples/train_transformer.py --mode $m $*" \
     --capture-args "--steps 20 --warmup 2" --judge-args "--steps ${DL_STEPS:-300} --warmup 3" --whole-args "--steps 30 --warmup 3"
   rm -rf $W/bin; pack
+}
+phase_loopdoc() {  # docs/workload.md's loop on all GPUs (NGPU_USE to use fewer), one job after another: DL_MODES (default "ddp tp-decode fsdp2"), DL_BUDGET s each (default 170)
+  local t0=$(date +%s); phase_build > /dev/null 2>&1; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1
+  local m; for m in ${DL_MODES:-ddp tp-decode fsdp2}; do
+    case $m in ddp) docloop ddp ${DL_BUDGET:-170} ${DL_LINE:-150} $DDP;; tp-decode) docloop tp-decode ${DL_BUDGET:-170} ${DL_LINE:-150} $TPD;;
+      fsdp2) DL_STEPS=${DL_FSDP_STEPS:-200} docloop fsdp2 ${DL_BUDGET:-170} ${DL_LINE:-150} $REAL_FSDP;; esac
+  done; echo "phase loopdoc wall $(( $(date +%s) - t0 )) s"; pack
+}
+phase_loopdoc2x2() {  # 4-GPU machine: the loop on 2 GPUs twice at once, GPUs 0,1 DL_MODES_A (default "ddp tp-decode"), GPUs 2,3 DL_MODES_B (default fsdp2)
+  local t0=$(date +%s); phase_build > /dev/null 2>&1; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1
+  ( export CUDA_VISIBLE_DEVICES=0,1 NGPU=2 DL_MODES="${DL_MODES_A:-ddp tp-decode}"; phase_loopdoc ) > $OUT/pair01.log 2>&1 &
+  ( export CUDA_VISIBLE_DEVICES=2,3 NGPU=2 DL_MODES="${DL_MODES_B:-fsdp2}"; phase_loopdoc ) > $OUT/pair23.log 2>&1 &
+  wait; grep -vE "^(cc|gcc|make|mkdir|/opt)" $OUT/pair01.log $OUT/pair23.log | cut -c1-230
+  echo "phase loopdoc2x2 wall $(( $(date +%s) - t0 )) s"; pack
+}
+phase_search4() {  # issue 39 on 4 GPUs (<= 9.5 min): ccltune search on the FSDP2 job of the real shape and on the TP decode loop (its step from the workload), each followed by a whole-run ab of what it kept
+  local t0=$(date +%s); phase_build > /dev/null 2>&1; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1
+  local m a W; for m in fsdp2 tp-decode; do
+    W=$OUT/search4/$m; mkdir -p $W/logs; [ $m = fsdp2 ] && a="$REAL_FSDP" || a="$TPD"
+    step "search on $m ($NGPU GPUs)"
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_DEBUG_FILE=$W/logs/nccl.%h.%p.log timeout 90 $(tj $NGPU --mode $m $a --steps 20 --warmup 2) > $W/cap.txt 2>&1
+    python3 -m ccltune workload import $W/logs/nccl.*.log --out $W/w.json > $W/import.txt 2>&1; echo "import rc=$?"
+    timeout -s INT -k 10 ${S4_SEARCH:-170} python3 -m ccltune search --workload $W/w.json --metric "$STEPRE" --runs 2 --finalists 2 --block-steps 4 --seed 12 \
+      --out $W/kept.conf --db $W/search.db -- $(tj $NGPU --mode $m $a --steps ${S4_STEPS:-500} --warmup 3) > $W/search.txt 2>&1; echo "search rc=$?"
+    grep -E "^# (search|ccltune search|[0-9]+ candidate)|within|kept|wrote|ratio" $W/search.txt | cut -c1-220 | tail -12
+    if grep -qvE '^(#|$)' $W/kept.conf 2>/dev/null; then
+      timeout -s INT -k 10 ${S4_AB:-100} python3 -m ccltune ab --rules $W/kept.conf --metric "$STEPRE" --seed 12 --db $W/ab.db \
+        -- $(tj $NGPU --mode $m $a --steps 60 --warmup 5) > $W/ab.txt 2>&1; echo "whole-run ab rc=$?"; grep -E "^  " $W/ab.txt | cut -c1-200
+    fi
+    echo "wall $(( $(date +%s) - t0 )) s"
+  done; echo "phase search4 wall $(( $(date +%s) - t0 )) s"; pack
+}
+phase_doc1b() {  # 1 GPU (<= 5 min): the 4-GPU phases' scripts on one GPU (loopdoc's FSDP2 branch, search4's refusal), ab --in-run on a one-rank job
+  local t0=$(date +%s); phase_build > /dev/null 2>&1; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1
+  DL_MODES=fsdp2 DL_BUDGET=110 DL_LINE=40 DL_FSDP_STEPS=60 phase_loopdoc 2>&1 | tail -16
+  S4_SEARCH=40 S4_STEPS=60 phase_search4 2>&1 | grep -vE "^(cc|gcc|make|mkdir)" | tail -12; cat $OUT/search4/*/search.txt | cut -c1-250 | tail -6
+  local R=$OUT/rules; mkdir -p $R; printf 'allreduce,0,1T,ring,simple,2,-1,-1\n' > $R/ar2ch.conf
+  inrun onerank 90 --rules $R/ar2ch.conf --metric "$STEPRE" --block-steps 2 --seed 1 -- $(tj 1 --mode ddp --layers 2 --width 1024 --seq 256 --steps 60 --warmup 2)
+  echo "phase doc1b wall $(( $(date +%s) - t0 )) s"; pack
 }
 phase_doc1() {  # 1 GPU (<= 9.5 min): the GPU tests that mean something on one GPU, then docs/workload.md's loop on the three jobs
   local t0=$(date +%s); phase_build; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1; echo "profiler build rc=$?"
