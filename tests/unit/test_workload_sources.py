@@ -191,3 +191,20 @@ def test_a_one_gpu_jobs_capture_says_why_it_holds_no_call(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no collective calls in them" in err and "a one-rank communicator (nranks=1): NCCL consults no tuner" in err
     assert not (tmp_path / "w.json").exists()
+
+
+def test_a_log_of_a_job_that_issued_no_collective_says_so_besides_the_missing_subsystem(tmp_path, capsys):
+    """FSDP2 on one H200 (real INIT,COLL log, 2026-11-28): NCCL_DEBUG_SUBSYS had COLL, the job issued no collective.
+    The error still names the subsystem (a log cannot say which were on) and adds that every communicator has one
+    rank; a multi-rank log without COLL lines does not get that clause."""
+    (f,) = (FIX / "fsdp2-1gpu-h200").glob("*.log.gz")
+    assert main(["workload", "import", str(f), "--out", str(tmp_path / "w.json")]) == 2
+    err = capsys.readouterr().err
+    assert "an NCCL log without COLL lines" in err and "every communicator in it has one rank" in err
+    import gzip
+
+    four = gzip.decompress(f.read_bytes()).decode().replace(" nranks 1 ", " nranks 4 ")
+    (tmp_path / "four.log").write_text(four)
+    assert main(["workload", "import", str(tmp_path / "four.log"), "--out", str(tmp_path / "w.json")]) == 2
+    err = capsys.readouterr().err
+    assert "an NCCL log without COLL lines" in err and "one rank" not in err
