@@ -155,14 +155,11 @@ def _blocks_shorter_than_steps(logs: Sequence[ArmLog], got: blocks.Blocks, steps
 
 def _calls_per_step(logs: Sequence[ArmLog], steps: Sequence[StepLine]) -> int | None:
     """The tuner calls of one step in this run, about: a log's calls between its first and last block start
-    within the steps' time, over the step lines that arrived between them."""
-    best: int | None = None
+    within the steps' time, over the step lines that arrived between them (the largest over the logs)."""
+    got = []
     for lg in logs:
         inside = [b for b in lg.blocks if steps[0].t_ns <= b.t_ns <= steps[-1].t_ns]
-        if len(inside) < 2:
-            continue
-        n_steps = sum(inside[0].t_ns < s.t_ns <= inside[-1].t_ns for s in steps)
+        n_steps = sum(inside[0].t_ns < s.t_ns <= inside[-1].t_ns for s in steps) if len(inside) > 1 else 0
         if n_steps:
-            got = round((inside[-1].first_call - inside[0].first_call) / n_steps)
-            best = max(best or 0, got) or None
-    return best
+            got.append(round((inside[-1].first_call - inside[0].first_call) / n_steps))
+    return max(got) if got and max(got) > 0 else None

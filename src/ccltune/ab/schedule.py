@@ -119,4 +119,3 @@ def find_period(keys: Sequence[object], step_calls: int | None = None) -> tuple[
         if p is not None:
             return step_period(p, step_calls), n
     return None
-
