@@ -266,6 +266,9 @@ def test_the_workloads_calls_per_step_make_a_decode_loops_blocks_whole_steps(tmp
     rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", REGEX,
              "--workload", _workload(tmp_path, None, 100))
     assert rc == 2 and "its steps are unknown" in capsys.readouterr().err
+    rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", REGEX,
+             "--workload", _workload(tmp_path, 1, 1 << 39))   # more calls a step than the plugin takes: no traceback
+    assert rc == 2 and "549755813888 calls a step" in capsys.readouterr().err
 
 
 def test_a_job_whose_nccl_asked_the_tuner_nothing_is_named_as_such(tmp_path, capsys, monkeypatch) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from ccltune import environment, files
 from ccltune.ab import inrun, inrun_judge
 from ccltune.ab import job as jobrun
-from ccltune.ab.armsfile import ARM_NAME, MAX_ARMS, MAX_BLOCKS_FILE, InRunArm
+from ccltune.ab.armsfile import ARM_NAME, MAX_ARMS, MAX_BLOCKS_FILE, MAX_PERIOD, InRunArm
 from ccltune.ab.steplines import direction
 from ccltune.commands import launching
 from ccltune.commands.common import Console
@@ -69,6 +69,9 @@ def _period(o: Any) -> tuple[int | None, int | None]:
         raise UsageError(f"--workload {o.workload}: " + ("its steps are unknown (import it with --steps N)" if not wl.steps
                          else "none of its collectives is one NCCL hands to a tuner") +
                          ", so it gives no calls per step; give --period N (tuner calls per step) instead")
+    if n > MAX_PERIOD:
+        raise UsageError(f"--workload {o.workload}: {n} calls a step ({sum(e.calls for e in wl.entries)} calls over "
+                         f"{wl.steps} step(s)) is more than the tuner plugin's {MAX_PERIOD}; give --period N")
     return None, n
 
 
