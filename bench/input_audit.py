@@ -408,6 +408,13 @@ def issue41_medium_cases(tmp: Path) -> list[tuple[str, str, str, list[str], str 
                                                    "--rounds", "1", "--", "true"], None)
     add("ab", c10, "--run-timeout 1e300", ["ab", "--db", "{db}", "--env", "A=1", "--run-timeout", "1e300",
                                            "--rounds", "1", "--", "true"], None)
+    inrun = ["ab", "--in-run", "--db", "{db}", "--rules", str(RULES), "--metric", r"step +[0-9]+ +([0-9.]+) ms",
+             "--workload", "{f.json}", "--", sys.executable, "-c", "print('step 1 5.0 ms')"]
+    wdoc = json.loads(WORKLOAD_TEXT) if WORKLOAD_TEXT else {}
+    add("ab", c10, "--in-run --workload of 2^39 calls a step", inrun,
+        json.dumps({**wdoc, "steps": 1, "order": [], "entries": [{**e, "calls": 1 << 39} for e in wdoc.get("entries", [])]}))
+    add("ab", c10, "--in-run --workload without steps", inrun, json.dumps({**wdoc, "steps": None}))
+    add("ab", c10, "--in-run --workload naming a capture file", inrun, CAPTURE.read_text())
     add("bench", c10, "-T 10^12", ["bench", "all_reduce", "-T", "1000000000000", "-b", "8", "-e", "8", "-n", "1",
                                    "--db", "{db}"], None)
     add("bench", c10, "--timeout 1e15", ["bench", "all_reduce", "--timeout", "1e15", "-b", "8", "-e", "8", "-n", "1",
