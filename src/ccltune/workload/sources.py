@@ -10,7 +10,6 @@ once: ``parse`` returns items, ``records`` turns all items of that source into r
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -101,7 +100,7 @@ def recognise(text: str, path: str) -> Source:
             return s
     if nccl_log.has_nccl_lines(text):
         ranks = {int(n) for n in re.findall(r"ncclCommInitRank\w* comm \S+ rank \d+ nranks (\d+)", text)}
-        one = (f"; or the job issued no collective: every communicator in it has one rank, where a framework may "
+        one = ("; or the job issued no collective: every communicator in it has one rank, where a framework may "
                "issue none (PyTorch's FSDP2 on one GPU does)" if ranks == {1} else "")
         raise UsageError(f"{path}: an NCCL log without COLL lines (run the job with NCCL_DEBUG=INFO "
                          f"NCCL_DEBUG_SUBSYS=COLL){one}")
