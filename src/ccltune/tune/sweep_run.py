@@ -94,17 +94,24 @@ def run(plan: SweepPlan, session: Session, engine_opts: Any,
             res.kept = s.store.count_measurements(plan.resume)
         bar = progress(s.is_root, sum(len(_sizes(plan, c)) for c in plan.collectives))
 
+        def kept() -> int:
+            """The run's rows as stored: a stop (a rank killed, Ctrl-C) between storing a size's rows and
+            counting them must not make the summary undercount what the database holds."""
+            if s.store is not None and s.run_id is not None:
+                return s.store.count_measurements(s.run_id)
+            return res.kept + res.rows
+
         def summary() -> dict[str, Any]:
             bar.close()
             res.wall_s = time.perf_counter() - t_start
-            return {"rows": res.kept + res.rows, "mode": plan.mode, "virtual_nodes": s.virtual_nodes,
+            return {"rows": kept(), "mode": plan.mode, "virtual_nodes": s.virtual_nodes,
                     "wall_s": round(res.wall_s, 3), "time": settings.clock.summary(),
                     **({"under_load": res.load} if plan.under_load else {}),
                     **({"workload_points": plan.points, "workload_skipped": [
                         {"entry": k.index, "reason": k.reason} for k in res.skipped]}
                        if plan.workload is not None else {})}
         s.summary = summary
-        with s.running(lambda: f"sweep interrupted; {res.kept + res.rows} rows kept in {s.db}; resume with --resume {s.run_id}"):
+        with s.running(lambda: f"sweep interrupted; {kept()} rows kept in {s.db}; resume with --resume {s.run_id}"):
             with Loaded(engine, plan.under_load) as load:
                 for coll in plan.collectives:
                     _sweep_collective(s, plan, coll, done, res, bar)
