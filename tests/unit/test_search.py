@@ -52,6 +52,8 @@ def test_search_keeps_the_planted_faster_sm_budget_rule_with_its_in_job_ratio(tm
     with Store(tmp_path / "s.db", readonly=True) as st:
         runs = st.runs("ab")
     assert len(runs) == 2 and all(r.summary["in_run"] for r in runs)
+    assert re.search(r"^# cost: 2 in-run run\(s\) of the job, 0 min [0-9]+ s$", out, re.M), out   # the "cost"
+    assert re.search(r"^# cost: 2 in-run run\(s\) of the job, ", kept, re.M)
 
 
 def test_a_decode_loops_search_takes_its_step_from_the_workload(tmp_path, capsys, monkeypatch) -> None:
@@ -100,6 +102,7 @@ def test_a_whole_run_winner_joins_the_answer_and_is_written_as_the_setting_to_us
     assert rc == 0 and "not in this NCCL: NCCL_CTA_POLICY=1 (NCCL 2.27), NCCL_CTA_POLICY=2 (NCCL 2.28)" in out
     assert "4 arms (default, its A/A twin, NCCL_MAX_CTAS=8, NCCL_MAX_CTAS=16) x 7 round(s)" in out
     assert "1 whole-run setting(s) (NCCL_MAX_CTAS=8) made the job faster, of 5 candidate(s) tried" in out
+    assert re.search(r"^# cost: 1 in-run run\(s\) and 28 whole run\(s\) of the job, ", out, re.M), out  # 4 arms x 7
     kept = (tmp_path / "kept.conf").read_text()
     line = next(x for x in kept.splitlines() if x.startswith("# set NCCL_MAX_CTAS=8 in the job's environment"))
     assert 0.93 < float(re.search(r"ratio ([0-9.]+) \[", line).group(1)) < 0.97

@@ -65,10 +65,19 @@ class SearchResult:
     whole_winners: list[judge.ArmVerdict] = field(default_factory=list)   # per variable the fastest FASTER
     best: str | None = None      # the best candidate of all by ratio (in-run finalist or whole-run arm)
     within_pct: float | None = None   # no winner: the most the best candidate could be faster, at its level
+    wall_s: float = 0.0          # the whole search, start-up to the last run's end
 
     @property
     def whole_judged(self) -> list[judge.ArmVerdict]:
         return [v for v in self.whole if not v.control and v.status is not ArmStatus.BASELINE]
+
+    @property
+    def cost(self) -> str:
+        """What the search cost, in the job's runs and wall time."""
+        whole = sum(v.runs + v.failed for v in self.whole)
+        m, sec = divmod(round(self.wall_s), 60)
+        return (f"{len(self.stages)} in-run run(s)" + (f" and {whole} whole run(s)" if whole else "")
+                + f" of the job, {m} min {sec} s")
 
 
 def _ratio(j: ArmJudgement) -> float:
@@ -219,7 +228,8 @@ def rule_file(result: SearchResult, *, argv: Sequence[str], workload: str) -> st
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     head = [f"# ccltune {environment.__version__} search, {date}: the rules that made the job faster inside it",
             f"# job: {' '.join(argv)}", f"# workload: {workload}; {result.tried} candidate(s) tried over "
-            f"{len(result.stages)} run(s), the last the confirmation (Holm over its finalists)"]
+            f"{len(result.stages)} run(s), the last the confirmation (Holm over its finalists)",
+            f"# cost: {result.cost}"]
     if result.whole_note:
         head.append(f"# {result.whole_note}")
     head += env_lines(result)

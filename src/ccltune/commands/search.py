@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import shlex
 import tempfile
+import time
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,15 +195,27 @@ def run_search(o: SearchOptions, console: Console = Console(), *, command_line: 
             ab_inrun.store_blocks(st, rid, p, got, words)
         run_ids.append(rid)
 
+    t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ccltune-search-") as tmp, terminate_as_interrupt():
         result = search.search(plan, first, Path(tmp), runs=o.runs, finalists=o.finalists, say=console.say,
                                store=keep)
         _whole_runs(o, plan, result, argv, console, run_ids)
+    result.wall_s = time.monotonic() - t0
     search.conclude(result)
+    _answer(o, result, console)
+    console.say(f"# stored: ab runs {', '.join(map(str, run_ids))} in {o.db}")
+    return Outcome(o.db, run_ids[-1] if run_ids else None)
+
+
+def _answer(o: SearchOptions, result: search.SearchResult, console: Console) -> None:
+    """The search's answer: the last run's notes, the summary, its cost, what it kept, and ``--out`` written."""
+    from ccltune.ab import search
+
     for stage in result.stages[-1:]:
         for n in stage.notes:
             console.say(f"# note: {n}")
     console.say(search.summary_line(result))
+    console.say(f"# cost: {result.cost}")
     for c, j in result.winners:
         assert j.estimate is not None
         console.say(f"#   kept {c.rule.to_line()}  ({c.group.label}: in-job ratio {j.estimate.ratio:.4f} "
@@ -213,8 +226,6 @@ def run_search(o: SearchOptions, console: Console = Console(), *, command_line: 
         files.write_text(o.out, search.rule_file(result, argv=o.command, workload=o.workload or ""), flag="--out")
         console.say(f"# wrote {o.out}: {len(result.winners)} rule(s)"
                     + (f" and {len(result.whole_winners)} setting(s) as comment lines" if result.whole_winners else ""))
-    console.say(f"# stored: ab runs {', '.join(map(str, run_ids))} in {o.db}")
-    return Outcome(o.db, run_ids[-1] if run_ids else None)
 
 
 def _whole_runs(o: SearchOptions, plan: inrun.InRunPlan, result: search.SearchResult, argv: str, console: Console,
