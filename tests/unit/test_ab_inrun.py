@@ -181,6 +181,21 @@ def test_a_block_spans_the_latest_start_to_the_earliest_next_start_and_drops_the
         blocks.spans([a, bad], 2, 0, 1)
 
 
+def test_communicators_that_switch_apart_leave_blocks_unjudged_and_say_why():
+    """Two communicators of one process, the second found its period later (fewer calls a step, as a data-parallel
+    one beside a tensor-parallel one): block b starts there after block b+1 started on the first, so block b has no
+    common time; it is said, not judged with another arm's steps."""
+    arms = [schedule.arm_at(i, 2, 1, 0) for i in range(4)]
+    a = _log("a", [100, 200, 300, 400], arms)
+    b = ArmLog("b", pid=1, comm_id="0x00000000000000cd", period=3, arms=("default", "default-2"),
+               blocks=[LoggedBlock(i, x, i * 9, t) for i, (t, x) in enumerate(zip([250, 350, 450, 550], arms))])
+    spans, notes = blocks.spans([a, b], 2, 0, 1)
+    assert [(s.start_ns, s.end_ns) for s in spans] == [(250, 200), (350, 300), (450, 400), (550, None)]
+    assert len(notes) == 1 and "3 of 4 blocks (first: 0) have no time common" in notes[0]
+    assert "the job's 2 communicators switch arms at different times" in notes[0]
+    assert blocks.assign([StepLine(t, 1.0) for t in range(90, 600, 20)], spans)[0] == {}
+
+
 def test_a_bad_arm_log_is_named_by_file_and_line(tmp_path) -> None:
     head = "# ccltune-arms 1\nhost=h\npid=1\ncomm_id=0x00000000000000ab\narms=default,x\n"
     with pytest.raises(DataError, match=r"f.txt:6: expected 'block,arm,first_call,t_ns'"):

@@ -78,6 +78,15 @@ def spans(logs: Sequence[ArmLog], n_arms: int, warmup_blocks: int, seed: int,
         nxt = starts.get(i + 1)
         rnd, place = schedule.round_of(i, n_arms, warmup_blocks)
         out.append(Span(i, arm_of[i][0], rnd, place, max(starts[i]), min(nxt) if nxt else None))
+    apart = [s for s in out if s.end_ns is not None and s.end_ns <= s.start_ns]
+    if apart:
+        comms = len({log.communicator for log in logs})
+        notes.append(f"{len(apart)} of {len(out)} blocks (first: {apart[0].index}) have no time common to every arm log: "
+                     + (f"the job's {comms} communicators switch arms at different times (the plugin counts each "
+                        "communicator's own calls, and finds each one's period after its own 1,024 calls: "
+                        "communicators called at different rates, as tensor- and data-parallel ones, start their "
+                        "blocks apart); those blocks are not judged" if comms > 1 else
+                        "the ranks switched that far apart in time; those blocks are not judged"))
     return out, notes
 
 
