@@ -55,7 +55,8 @@ class SearchOptions:
     block_steps: int = option(5, flag="--block-steps", help="steps per block")
     warmup_blocks: int = option(2, flag="--warmup-blocks",
                                 help="blocks on default before the schedule (then a warm-up round)")
-    period: str = option("auto", flag="--period", help="tuner calls per step per communicator")
+    period: str = option("auto", flag="--period", help="tuner calls per step per communicator; auto: the period "
+                         "the plugin finds, raised to whole steps by the workload's calls a step")
     min_effect: float = option(1.0, flag="--min-effect",
                                help="effects smaller than this many percent are 'no difference'")
     seed: int | None = option(None, flag="--seed", help="the schedule's seed (default: random)")
