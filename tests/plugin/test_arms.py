@@ -332,7 +332,9 @@ def test_ccltunes_arms_file_and_its_reading_of_the_plugins_logs(c_build: Path, t
     assert len(logs) == 4 and {lg.period for lg in logs} == {51} and {lg.block_calls for lg in logs} == {102}
     assert all(lg.arms == ("default", "default-2", "ring_ll", "pat") for lg in logs)
     spans, notes = blocks.spans(logs, 4, WARMUP, SEED, 12)
-    assert notes == []
+    # every block's arm is the schedule's (no note says otherwise); the harness's threads are not held together by
+    # collectives as NCCL's ranks are, so they may switch far apart in time, which the analysis may note
+    assert not [n for n in notes if "another arm" in n] and all("far apart in time" in n for n in notes)
     assert [s.arm for s in spans[:12]] == [schedule.arm_at(b, 4, SEED, WARMUP) for b in range(12)]
     assert spans[12].index == 12 and spans[12].arm == 0  # the end-of-schedule mark (max_blocks)
 

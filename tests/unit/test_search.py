@@ -288,3 +288,33 @@ def test_a_missing_sweep_rules_file_is_the_users_mistake(tmp_path, capsys) -> No
     rc = main(["search", "--workload", str(wl), "--sweep-rules", str(tmp_path / "rules.conf"), "--metric", REGEX,
                "--", sys.executable, "-c", "pass"])
     assert rc == 2 and "--sweep-rules: " in capsys.readouterr().err
+
+
+def test_two_winners_are_judged_together_as_the_file_holds_them(tmp_path, capsys, monkeypatch) -> None:
+    """Two groups, a winner in each (8 channels for the 64M all_reduce, 2 for the 1M one, each 5% faster alone):
+    one more run judges them together, as kept.conf holds them; both stay, with that run's ratio in the header."""
+    effects = {r"^allreduce,67108864,.*,8,-1,-1": -5, r"^allreduce,1048576,.*,2,-1,-1": -5}
+    rc = _search(tmp_path, monkeypatch, effects, "--runs", "0", "--no-whole-run", "--out", str(tmp_path / "kept.conf"),
+                 workload=TWO_GROUPS)
+    out = capsys.readouterr().out
+    assert rc == 0 and "search run 2 (the 2 winners together, the rule file as written)" in out, out
+    kept = (tmp_path / "kept.conf").read_text()
+    assert len([x for x in kept.splitlines() if x and not x.startswith("#")]) == 2
+    ratio = float(re.search(r"^# the 2 rules together: in-job ratio ([0-9.]+) \[", kept, re.M).group(1))
+    assert 0.88 < ratio < 0.93   # 0.95 x 0.95
+    assert re.search(r"^# cost: 2 in-run run\(s\) of the job", out, re.M)
+
+
+def test_winners_slower_together_leave_only_the_best_alone(tmp_path, capsys, monkeypatch) -> None:
+    """The same two winners, but the job is 15% slower when both rules load together (FAKE_EFFECTS matches the two
+    lines one after the other): only the better winner alone is kept, and the answer says why."""
+    effects = {r"^allreduce,67108864,.*,8,-1,-1": -5, r"^allreduce,1048576,.*,2,-1,-1": -6,
+               r",8,-1,-1,-1,-1\nallreduce,1048576|,2,-1,-1,-1,-1\nallreduce,67108864": 25}
+    rc = _search(tmp_path, monkeypatch, effects, "--runs", "0", "--no-whole-run", "--out", str(tmp_path / "kept.conf"),
+                 workload=TWO_GROUPS)
+    out = capsys.readouterr().out
+    assert rc == 0 and "not proven faster together: only the best alone is kept (allreduce.1M.2ch" in out, out
+    kept = (tmp_path / "kept.conf").read_text()
+    assert [x for x in kept.splitlines() if x and not x.startswith("#")] == [
+        "allreduce,1048576,1048576,default,default,2,-1,-1,-1,-1"]
+    assert "# the 2 winners together: ratio 1.1" in kept

@@ -7,7 +7,8 @@ each candidate needs a block per round for as many rounds as Holm's correction o
 run's blocks hold. Successive halving: after each run the better half (by the in-job ratio) goes on to the next
 run, until ``finalists`` are left or the runs are spent; a last run confirms them with Holm's correction over
 the finalists. A finalist judged FASTER there is a winner (one per group: the fastest); the rule file holds the
-winners with their in-job ratio and interval.
+winners with their in-job ratio and interval. Two or more winners were each judged alone: one more run judges
+them together, as the file holds them; not faster together, only the best one is kept (:func:`_together`).
 
 NCCL_CTA_POLICY and NCCL_MAX_CTAS act at a communicator's init, so they cannot switch inside a run: they are
 whole-run arms (:data:`WHOLE_RUN`, where the job's NCCL has them), judged by ab's rounds and joined to the answer
@@ -42,6 +43,7 @@ WHOLE_RUN: tuple[tuple[str, str, tuple[int, int, int], str], ...] = (
     ("NCCL_MAX_CTAS", "16", (2, 17, 0), "at most 16 CTAs (channels) per NCCL kernel"),
 )
 PERIOD_STEPS = 3   # steps before the plugin can know the period (it needs three repeats): no block yet
+TOGETHER = "together"   # the arm of the winners' rules in one file (the file the user deploys)
 
 
 @dataclass
@@ -53,6 +55,7 @@ class Stage:
     confirm: bool = False
     nccl_version: tuple[int, int, int] | None = None
     result: inrun.InRunResult | None = None   # the run itself: its blocks, for the database
+    together: bool = False       # the run of the winners together, after the confirmation
 
 
 @dataclass
@@ -66,6 +69,8 @@ class SearchResult:
     best: str | None = None      # the best candidate of all by ratio (in-run finalist or whole-run arm)
     within_pct: float | None = None   # no winner: the most the best candidate could be faster, at its level
     wall_s: float = 0.0          # the whole search, start-up to the last run's end
+    together: ArmJudgement | None = None   # two or more winners: their rules together, one more run
+    together_note: str = ""      # the winners together were not faster: only the best alone is kept
 
     @property
     def whole_judged(self) -> list[judge.ArmVerdict]:
@@ -148,7 +153,31 @@ def search(base: inrun.InRunPlan, cands: Sequence[Candidate], folder: Path, *, r
         if j.status is ArmStatus.FASTER:
             fastest.setdefault(c.group.label, (c, j))
     out.winners = list(fastest.values())
+    if len(out.winners) > 1:
+        _together(out, base, folder, rnd + 1, say, store)
     return out
+
+
+def _together(out: SearchResult, base: inrun.InRunPlan, folder: Path, rnd: int, say: Callable[[str], None],
+              store: Callable[[inrun.InRunPlan, inrun.InRunResult, bool], None]) -> None:
+    """The winners were confirmed one at a time; the file holds them together: one more run judges that file.
+    Not faster together: only the best winner alone is kept, and the answer says why."""
+    path = folder / f"{TOGETHER}.conf"
+    path.write_text("# ccltune search: the winners together\n" + "".join(f"{c.rule.to_line()}\n" for c, _ in out.winners))
+    say(f"# search run {rnd} (the {len(out.winners)} winners together, the rule file as written)")
+    plan = dataclasses.replace(base, arms=(InRunArm("default"), InRunArm(AA), InRunArm(TOGETHER, str(path))),
+                               seed=base.seed + rnd)
+    got = inrun.run(plan, say)
+    store(plan, got, True)
+    out.stages.append(Stage(rnd, [TOGETHER], got.judged, got.notes, True, got.job.nccl_version, got, together=True))
+    j = out.together = next(j for j in got.judged if j.name == TOGETHER)
+    say(f"#   {TOGETHER}: ratio {_ratio(j):.4f}" + (f" [{j.estimate.low:.4f}, {j.estimate.high:.4f}]"
+                                                    if j.estimate else "") + f" {j.status.value}")
+    if j.status is not ArmStatus.FASTER:
+        c, best = min(out.winners, key=lambda w: _ratio(w[1]))
+        out.together_note = (f"the {len(out.winners)} winners together: ratio {_ratio(j):.4f}, {j.status.value}, not "
+                             f"proven faster together: only the best alone is kept ({c.name}, {_ratio(best):.4f})")
+        out.winners = [(c, best)]
 
 
 def whole_run_arms(version: tuple[int, int, int] | None) -> tuple[list[Arm], str]:
@@ -184,8 +213,9 @@ def conclude(result: SearchResult) -> None:
             fastest.setdefault(v.name.partition("=")[0], v)
     result.whole_winners = list(fastest.values())
     bests: list[tuple[str, float, float]] = []   # name, ratio, low
-    if result.stages:
-        last = [j for j in result.stages[-1].judged if j.estimate is not None and j.name not in ("default", AA)]
+    races = [s for s in result.stages if not s.together]
+    if races:
+        last = [j for j in races[-1].judged if j.estimate is not None and j.name not in ("default", AA)]
         if last:
             j = min(last, key=_ratio)
             assert j.estimate is not None
@@ -232,6 +262,13 @@ def rule_file(result: SearchResult, *, argv: Sequence[str], workload: str) -> st
             f"# cost: {result.cost}"]
     if result.whole_note:
         head.append(f"# {result.whole_note}")
+    t = result.together
+    if t is not None and t.estimate is not None and not result.together_note:
+        head.append(f"# the {len(result.winners)} rules together: in-job ratio {t.estimate.ratio:.4f} "
+                    f"[{t.estimate.low:.4f}, {t.estimate.high:.4f}] at {100 * t.estimate.level:.0f}%, {t.estimate.n} "
+                    "paired rounds (one more run of the job, this file as written)")
+    if result.together_note:
+        head.append(f"# {result.together_note}")
     head += env_lines(result)
     body: list[str] = []
     for c, j in result.winners:

@@ -221,6 +221,12 @@ def _answer(o: SearchOptions, result: search.SearchResult, console: Console) -> 
         assert j.estimate is not None
         console.say(f"#   kept {c.rule.to_line()}  ({c.group.label}: in-job ratio {j.estimate.ratio:.4f} "
                     f"[{j.estimate.low:.4f}, {j.estimate.high:.4f}])")
+    t = result.together
+    if result.together_note:
+        console.say(f"# {result.together_note}")
+    elif t is not None and t.estimate is not None:
+        console.say(f"#   the {len(result.winners)} kept rules together: in-job ratio {t.estimate.ratio:.4f} "
+                    f"[{t.estimate.low:.4f}, {t.estimate.high:.4f}]")
     for line in search.env_lines(result):
         console.say(f"#   kept: {line[2:]}")
     if o.out:
