@@ -121,9 +121,15 @@ def run_line(command: str, work: Path, out: Path, limit: float, env: dict[str, s
     return rc, time.monotonic() - start
 
 
+KEY = re.compile(r"^# (workload:|wrote|search:|cost:|sweep|replay|predicted)|PASS|FAIL|WAIVED|SLOWER|FASTER|"
+                 r"no difference|median step|error:|interrupted")
+
+
 def last_words(path: Path, n: int = 2, width: int = 150) -> str:
+    """The line's outcome: its last lines that say one (a verdict, what was written, an error), else its last."""
     text = [x.strip() for x in path.read_text(errors="replace").splitlines()[1:] if x.strip()]
-    return " | ".join(x[:width] for x in text[-n:])
+    keys = [x for x in text if KEY.search(x)]
+    return " | ".join(x[:width] for x in (keys or text)[-n:])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,9 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{ln.name:8s} rc={rc!s:12s} {secs:7.1f}s  {rows[-1][3]}", flush=True)
     if rows:
         print(f"\n# docs/workload.md's loop in {work}: {len(rows)} line(s), {time.monotonic() - start:.0f} s")
-        print(f"{'line':8s} {'rc':>14s} {'seconds':>8s}")
-        for name, rc, secs, _ in rows:
-            print(f"{name:8s} {rc:>14s} {secs:8.1f}")
+        print("| line | exit | seconds | what it said |\n|---|---|---|---|")
+        for name, rc, secs, said in rows:
+            print(f"| {name} | {rc} | {secs:.1f} | {said.replace('|', '/')} |")
     return 0
 
 
