@@ -1211,6 +1211,18 @@ phase_search4() {  # issue 39 on 4 GPUs (<= 9.5 min): ccltune search on the FSDP
     echo "wall $(( $(date +%s) - t0 )) s"
   done; echo "phase search4 wall $(( $(date +%s) - t0 )) s"; pack
 }
+phase_switch20() {  # issue 39 on a 4-GPU machine (<= 9.5 min): 20 runs of the FSDP2 job of the real shape switching every 2 steps, 10 on GPUs 0,1 and 10 on GPUs 2,3 at once
+  local t0=$(date +%s); phase_build > /dev/null 2>&1; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1
+  local R=$OUT/rules; mkdir -p $R $OUT/inrun; printf 'reducescatter,0,1T,ring,simple,2,-1,-1\n' > $R/rs2ch.conf
+  for half in 0 1; do
+    ( for i in $(seq 1 10); do
+        CUDA_VISIBLE_DEVICES=$((2*half)),$((2*half+1)) timeout -s INT -k 10 ${SW_RUN:-50} python3 -m ccltune ab --in-run --rules $R/rs2ch.conf --metric "$STEPRE" --block-steps 2 --seed $i \
+          --db $OUT/inrun/fsdp$half.db -- torchrun --nproc-per-node 2 --master-port $((29700+half)) examples/train_transformer.py --mode fsdp2 $REAL_FSDP --steps ${SW_STEPS:-150} --warmup 3 > $OUT/inrun/fsdp$half.$i.txt 2>&1
+        echo "half $half run $i rc=$? $(grep -cE '^  (default|default-2|rs2ch) ' $OUT/inrun/fsdp$half.$i.txt) verdict lines"; done ) &
+  done; wait
+  grep -l "disagree\|Traceback" $OUT/inrun/fsdp*.txt | head; grep -hE "^  default-2|^  rs2ch" $OUT/inrun/fsdp*.txt | cut -c1-160 | head -8
+  echo "phase switch20 wall $(( $(date +%s) - t0 )) s"; pack
+}
 phase_doc1b() {  # 1 GPU (<= 5 min): the 4-GPU phases' scripts on one GPU (loopdoc's FSDP2 branch, search4's refusal), ab --in-run on a one-rank job
   local t0=$(date +%s); phase_build > /dev/null 2>&1; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1
   DL_MODES=fsdp2 DL_BUDGET=110 DL_LINE=40 DL_FSDP_STEPS=60 phase_loopdoc 2>&1 | tail -16
