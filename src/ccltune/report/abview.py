@@ -1,4 +1,5 @@
-"""The report's section for ``ccltune ab`` runs: per arm, its runs as a strip with box and median,
+"""The report's section for ``ccltune ab`` runs: per arm, its runs (with --in-run: its blocks of the one run) as
+a strip with box and median,
 the effect against default with its interval, and the verdict (pure: runs and samples in)."""
 
 from __future__ import annotations
@@ -26,13 +27,16 @@ def blocks(run: Run, samples: Sequence[AbSample], title: str) -> list[Block]:
     unit = str(run.summary.get("unit") or "")
     slower = [a["arm"] for a in arms if a.get("status") == ArmStatus.SLOWER and not a.get("control")]
     level = "bad" if slower else ("warn" if run.status != RunStatus.COMPLETE else "good")
+    in_run = bool(run.summary.get("in_run"))
     head = (f"{title}: " + (f"slower: {', '.join(slower)}" if slower else "no arm slower")
-            + f"; metric: {run.summary.get('metric', '?')}; {run.summary.get('rounds', '?')} round(s), "
-            f"seed {run.summary.get('seed', '?')}" + (f" ({run.status})" if run.status != RunStatus.COMPLETE else ""))
+            + f"; metric: {run.summary.get('metric', '?')}; {run.summary.get('rounds', '?')} round(s)"
+            + (" of blocks inside one run of the job" if in_run else "") + f", seed {run.summary.get('seed', '?')}"
+            + (f" ({run.status})" if run.status != RunStatus.COMPLETE else ""))
     out: list[Block] = [Note(head, level)]
     if not arms:
         return out + [Note(f"run {run.id} recorded no verdict.", "warn")]
-    rows, table = [], Table(["arm", "runs", "failed", "median", "ratio", "interval", "verdict"], [],
+    counts = ["blocks"] if in_run else ["runs", "failed"]
+    rows, table = [], Table(["arm", *counts, "median", "ratio", "interval", "verdict"], [],
                             caption=str(run.summary.get("method") or ""))
     for a in arms:
         name = a["arm"]
@@ -44,12 +48,14 @@ def blocks(run: Run, samples: Sequence[AbSample], title: str) -> list[Block]:
             effect += " (A/A)"
         rows.append(StripRow(name, vals, a.get("median") if isinstance(a.get("median"), (int, float)) else None,
                              effect if name != "default" else "baseline", _LEVEL.get(status, "")))
-        table.rows.append([name, str(a.get("runs", "")), str(a.get("failed", "")),
+        table.rows.append([name, *(str(a.get(c, "")) for c in counts),
                            "-" if a.get("median") is None else f"{a['median']:.5g}",
                            "-" if not isinstance(ratio, (int, float)) else f"{ratio:.4f}",
                            "-" if not isinstance(ratio, (int, float)) else _iv(a),
                            status + (" (A/A control)" if a.get("control") else "")])
         table.row_class.append(_LEVEL.get(status, ""))
-    out.append(StripChart(f"run {run.id}: each arm's runs (box: quartiles; tick: median)", unit, rows))
+    what = "blocks inside one run of the job" if in_run else "runs"
+    out.append(StripChart(f"run {run.id}: each arm's {what} (box: quartiles; tick: median)", unit, rows,
+                          "block" if in_run else "run"))
     out.append(table)
     return out

@@ -135,6 +135,7 @@ class StripChart:
     title: str
     unit: str
     rows: list[StripRow]
+    item: str = "run"   # what one dot is: a run of the job, or a block of one run (ab --in-run)
 
 
 Figure = Union[LineChart, Heatmap, ZoneChart]

@@ -323,7 +323,7 @@ def strip_chart(chart: StripChart) -> str:
         x = sx(t)
         out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" stroke="#e0e0e0"/>')
         out.append(_text(x, bottom + 16, f"{t:g}"))
-    out.append(_text((left + right) / 2, bottom + 36, f"value per run{' (' + chart.unit + ')' if chart.unit else ''}"))
+    out.append(_text((left + right) / 2, bottom + 36, f"value per {chart.item}{' (' + chart.unit + ')' if chart.unit else ''}"))
     colors = {"bad": ALARM, "good": PALETTE[2]}
     for i, r in enumerate(chart.rows):
         y = top + row_h * i
@@ -338,7 +338,7 @@ def strip_chart(chart: StripChart) -> str:
         for k, v in enumerate(r.values):
             dy = ((k * 7) % 11 - 5) * (row_h - 14) / 10 / 2
             out.append(f'<circle cx="{sx(v):.1f}" cy="{mid + dy:.1f}" r="3" fill="{color}" fill-opacity="0.7">'
-                       f'<title>{escape(f"{r.label} run {k + 1}: {v:g} {chart.unit}")}</title></circle>')
+                       f'<title>{escape(f"{r.label} {chart.item} {k + 1}: {v:g} {chart.unit}")}</title></circle>')
         if r.median is not None:
             x = sx(r.median)
             out.append(f'<line x1="{x:.1f}" y1="{y + 4:.1f}" x2="{x:.1f}" y2="{y + row_h - 4:.1f}" stroke="#1b1b1b" '
