@@ -1211,13 +1211,13 @@ phase_search4() {  # issue 39 on 4 GPUs (<= 9.5 min): ccltune search on the FSDP
     echo "wall $(( $(date +%s) - t0 )) s"
   done; echo "phase search4 wall $(( $(date +%s) - t0 )) s"; pack
 }
-phase_searchcta() {  # issue 39 (<= 9.5 min, 2 GPUs: CUDA_VISIBLE_DEVICES=0,1 NGPU_USE=2 on a bigger machine): search on DDP with its whole-run arms (NCCL_CTA_POLICY=1/2, NCCL_MAX_CTAS=8/16 on NCCL 2.28), 6 rounds, a short job
+phase_searchcta() {  # issue 39 (2 GPUs: CUDA_VISIBLE_DEVICES=0,1 NGPU_USE=2 on a bigger machine): search on DDP with its whole-run arms (NCCL_CTA_POLICY=1/2, NCCL_MAX_CTAS=8/16 on NCCL 2.28; 8 rounds of 6 arms: 48 runs of ~12 s, near the 10-minute limit; SC_ROUNDS to change), a short job
   local t0=$(date +%s); phase_build > /dev/null 2>&1; timeout 120 make -C profiler -j8 > $OUT/prof-build.log 2>&1
   local W=$OUT/searchcta D2="--mode ddp --layers 4 --width 1024 --seq 256"; mkdir -p $W/logs
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL NCCL_DEBUG_FILE=$W/logs/nccl.%h.%p.log timeout 60 $(tj $NGPU $D2 --steps 20 --warmup 2) > $W/cap.txt 2>&1
   python3 -m ccltune workload import $W/logs/nccl.*.log --out $W/w.json > $W/import.txt 2>&1; echo "import rc=$?"
   timeout -s INT -k 10 ${SC_S:-540} python3 -m ccltune search --workload $W/w.json --metric "$STEPRE" --runs 1 --finalists 2 --block-steps 2 --seed 13 \
-    --whole-run-rounds ${SC_ROUNDS:-6} --out $W/kept.conf --db $W/search.db -- $(tj $NGPU $D2 --steps 300 --warmup 3) > $W/search.txt 2>&1; echo "search rc=$?"
+    ${SC_ROUNDS:+--whole-run-rounds $SC_ROUNDS} --out $W/kept.conf --db $W/search.db -- $(tj $NGPU $D2 --steps 300 --warmup 3) > $W/search.txt 2>&1; echo "search rc=$?"
   grep -vE "^# arm " $W/search.txt | cut -c1-220 | tail -24; echo "phase searchcta wall $(( $(date +%s) - t0 )) s"; pack
 }
 phase_switch20() {  # issue 39 on a 4-GPU machine (<= 9.5 min): 20 runs of the FSDP2 job of the real shape switching every 2 steps, 10 on GPUs 0,1 and 10 on GPUs 2,3 at once
