@@ -24,6 +24,14 @@ JOB = str(Path(__file__).resolve().parents[1] / "jobs" / "fake_inrun_job.py")
 REGEX = r"step +[0-9]+ +([0-9.]+) ms"
 
 
+@pytest.fixture(autouse=True)
+def _own_tmp(tmp_path, monkeypatch) -> None:
+    """ab --in-run keeps a run's folder when no verdict comes of it: here, inside the test's own folder."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+
 def _ab(tmp_path, *flags: str) -> int:
     return main(["ab", "--in-run", "--db", str(tmp_path / "ab.db"), "--block-steps", "6", "--warmup-blocks", "1",
                  "--seed", "5", *flags, "--", sys.executable, JOB])
@@ -262,6 +270,15 @@ def test_blocks_shorter_than_a_step_say_how_many_calls_a_step_made(tmp_path, cap
     rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", REGEX)
     err = capsys.readouterr().err
     assert rc == 1 and "give --workload W.json" in err and "(this run: about 12 a step)" in err
+    # nothing measured is lost: the run's step lines and arm logs stay where the error says
+    kept = Path(re.search(r"are kept in (\S+)\)", err).group(1))
+    try:
+        assert len((kept / "steps.txt").read_text().splitlines()) == 201
+        assert len(list((kept / "arms").glob("ccltune-arms.*.txt"))) == 2
+    finally:
+        import shutil
+
+        shutil.rmtree(kept)
 
 
 def test_the_workloads_calls_per_step_make_a_decode_loops_blocks_whole_steps(tmp_path, capsys, monkeypatch) -> None:

@@ -49,6 +49,9 @@ class InRunPlan:
         return [a.name for a in self.arms]
 
 
+STEPS_FILE = "steps.txt"   # the job's step lines, written once it ends: kept with the arm logs when no verdict comes
+
+
 @dataclass
 class InRunResult:
     job: steplines.JobOutput
@@ -63,10 +66,17 @@ def run(plan: InRunPlan, say: Callable[[str], None]) -> InRunResult:
     """Run the job once with the arms (module doc). The job failing, or leaving no arm log or no step
     line, is an error naming what is missing."""
     tmp = Path(tempfile.mkdtemp(prefix="ccltune-inrun-"))
+    keep = False
     try:
         return _run(plan, tmp, say)
+    except DataError as exc:   # the job ran and measured, but no verdict came of it: its data stays for a look
+        keep = (tmp / STEPS_FILE).is_file()
+        if not keep:
+            raise
+        raise DataError(f"{exc}\n(the job's step lines, its arm logs and profiler files are kept in {tmp})") from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _run(plan: InRunPlan, tmp: Path, say: Callable[[str], None]) -> InRunResult:
@@ -80,6 +90,8 @@ def _run(plan: InRunPlan, tmp: Path, say: Callable[[str], None]) -> InRunResult:
         (tmp / "profile").mkdir()
         env.update(NCCL_PROFILER_PLUGIN=plan.profiler, CCLTUNE_PROFILE=str(tmp / "profile"))
     job = steplines.run(plan.argv, env, plan.pattern, echo=plan.echo, timeout_s=plan.run_timeout_s)
+    (tmp / STEPS_FILE).write_text("# t_ns value (each step line as it arrived)\n"
+                                  + "".join(f"{s.t_ns} {s.value!r}\n" for s in job.steps))
     tail = "\n".join(f"  | {line}" for line in job.tail)
     if job.reason:
         raise CheckFailed(f"ab --in-run: the job failed ({job.reason}): nothing to judge; its last lines:\n{tail}")
