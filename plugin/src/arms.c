@@ -118,6 +118,13 @@ ccl_arms* ccl_arms_open(uint64_t commId, int hasCommId, unsigned seq, size_t nRa
     free(a);
     return NULL;
   }
+  if (a->cfg.onlyRanks && (size_t)a->cfg.onlyRanks != nRanks) {
+    LOG(logger, NCCL_LOG_INFO, "ccltune tuner: CCLTUNE_ARMS=%s: in-run arms on communicators of %d ranks only: this "
+        "one has %zu, NCCL's default runs", path, a->cfg.onlyRanks, nRanks);
+    ccl_arms_cfg_free(&a->cfg);
+    free(a);
+    return NULL;
+  }
   for (int i = 1; i < a->cfg.nArms; i++) {
     if (!a->cfg.rules[i]) continue;
     why[0] = '\0';

@@ -30,6 +30,7 @@ typedef struct {
   uint64_t seed;
   int warmupBlocks, blockPeriods, maxBlocks;
   int period; /* 0: auto */
+  int onlyRanks; /* nranks=N: arms only on communicators of N ranks, the others run NCCL's default (0: every one) */
   int stepCalls; /* period=auto: the calls of one step as the job's workload counts them (0: not given); the
                     period found is raised to its multiple nearest to this (a decode loop's calls are one key:
                     the sequence repeats every call, the step every stepCalls calls) */
@@ -71,7 +72,8 @@ typedef struct ccl_arms ccl_arms;
  * NULL when the file cannot be used, the reason then in why (no WARN of its own). */
 typedef ccl_comm* (*ccl_arms_loader)(const char* path, void* user, char* why, size_t whyLen);
 
-/* NULL when CCLTUNE_ARMS is unset or empty. A bad arms file, an arm's rule file that cannot be
+/* NULL when CCLTUNE_ARMS is unset or empty, or when its nranks= names another size than nRanks (an INFO line:
+ * that communicator runs NCCL's default). A bad arms file, an arm's rule file that cannot be
  * used, a log folder that cannot be written or no memory: one WARN, NULL (NCCL's default). */
 ccl_arms* ccl_arms_open(uint64_t commId, int hasCommId, unsigned seq, size_t nRanks,
                         ncclDebugLogger_t logger, ccl_arms_loader load, void* user);

@@ -1,7 +1,7 @@
 /* The arms file (format: docs/plugin.md "In-run arms"), parsed strictly: the first line is
  * "# ccltune-arms 1"; then blank lines, lines starting with '#', and key=value lines, each key once:
- * seed, warmup_blocks, block_periods, period, max_blocks, log (all required), step_calls (optional), and
- * one line per arm:
+ * seed, warmup_blocks, block_periods, period, max_blocks, log (all required), step_calls and nranks (optional),
+ * and one line per arm:
  * "arm=NAME" or "arm=NAME rules=PATH" (PATH is the rest of the line). Any other line, a value out of
  * its range, a repeated key or name, or rules= on the first arm (arm 0 is NCCL's default) rejects the
  * whole file: the plugin then runs NCCL's default. Relative paths are taken from the arms file's folder. */
@@ -75,10 +75,10 @@ static char* trim(char* s) {
   return s;
 }
 
-enum { K_SEED, K_WARMUP, K_BLOCK_PERIODS, K_PERIOD, K_MAX_BLOCKS, K_LOG, K_STEP_CALLS, K_N };
+enum { K_SEED, K_WARMUP, K_BLOCK_PERIODS, K_PERIOD, K_MAX_BLOCKS, K_LOG, K_STEP_CALLS, K_NRANKS, K_N };
 #define K_REQUIRED K_STEP_CALLS /* keys before it are required */
 static const char* const KEYS[K_N] = {"seed", "warmup_blocks", "block_periods", "period", "max_blocks", "log",
-                                      "step_calls"};
+                                      "step_calls", "nranks"};
 
 static int parse_arm(char* v, int line, const char* baseDir, ccl_arms_cfg* cfg, char* why, size_t n) {
   char q[ECHO + 4], path[4096];
@@ -123,7 +123,7 @@ static int parse_line(char* s, int line, const char* baseDir, ccl_arms_cfg* cfg,
     if (strcmp(k, KEYS[i]) == 0) key = i;
   if (key < 0)
     return fail(why, n, line, "unknown key '%s' (keys: seed, warmup_blocks, block_periods, period, max_blocks, "
-                "log, step_calls, arm)%s", quote(k, q), "");
+                "log, step_calls, nranks, arm)%s", quote(k, q), "");
   if (seen[key]) return fail(why, n, line, "%s given twice%s", k, "");
   seen[key] = 1;
   int bad = 0;
@@ -133,6 +133,7 @@ static int parse_line(char* s, int line, const char* baseDir, ccl_arms_cfg* cfg,
     case K_BLOCK_PERIODS: bad = parse_int(v, 1, CCLT_ARMS_MAX_BLOCK_PERIODS, &cfg->blockPeriods); break;
     case K_MAX_BLOCKS: bad = parse_int(v, 0, CCLT_ARMS_MAX_BLOCKS, &cfg->maxBlocks); break;
     case K_STEP_CALLS: bad = parse_int(v, 0, CCLT_ARMS_MAX_PERIOD, &cfg->stepCalls); break;
+    case K_NRANKS: bad = parse_int(v, 1, CCLT_ARMS_MAX_PERIOD, &cfg->onlyRanks); break;
     case K_PERIOD:
       if (strcmp(v, "auto") == 0) cfg->period = 0;
       else bad = parse_int(v, 1, CCLT_ARMS_MAX_PERIOD, &cfg->period);
@@ -148,7 +149,7 @@ static int parse_line(char* s, int line, const char* baseDir, ccl_arms_cfg* cfg,
     static const char* const RANGE[K_N] = {"a whole number from 0 to 18446744073709551615", "a whole number from 0 to 100000",
                                            "a whole number from 1 to 100000", "auto or a whole number from 1 to 16777216",
                                            "a whole number from 0 to 100000", "",
-                                           "a whole number from 0 to 16777216"};
+                                           "a whole number from 0 to 16777216", "a whole number from 1 to 16777216"};
     return fail(why, n, line, "%s must be %s", k, RANGE[key]);
   }
   return 0;

@@ -124,6 +124,10 @@ static void test_arms_file(void) {
   rc = parse(HEAD KEYS_OK "step_calls=257\narm=a\n", &cfg, why);
   CHECK(rc == 0 && cfg.stepCalls == 257, "step_calls: %s", why);
   ccl_arms_cfg_free(&cfg);
+  rc = parse(HEAD KEYS_OK "nranks=4\narm=a\n", &cfg, why);
+  CHECK(rc == 0 && cfg.onlyRanks == 4, "nranks: %s", why);
+  ccl_arms_cfg_free(&cfg);
+  bad("nranks 0", HEAD KEYS_OK "nranks=0\narm=a\n", "line 8: nranks must be a whole number from 1 to");
   bad("step_calls word", HEAD KEYS_OK "step_calls=many\narm=a\n", "line 8: step_calls must be a whole number from 0 to");
   bad("step_calls twice", HEAD KEYS_OK "step_calls=2\nstep_calls=3\narm=a\n", "line 9: step_calls given twice");
   bad("step_calls too big", HEAD KEYS_OK "step_calls=16777217\narm=a\n", "step_calls must be");

@@ -360,3 +360,23 @@ def test_ccltunes_arms_file_limits_are_the_plugins() -> None:
         armsfile.ArmsFile(1, 2, 5, 1 << 30, "logs", arms).text()
     with pytest.raises(ValueError, match="takes no rule file"):
         armsfile.ArmsFile(1, 2, 5, 10, "logs", (armsfile.InRunArm("default", "r.conf"),)).text()
+
+
+def test_arms_only_on_communicators_of_the_named_size(c_build: Path, tmp_path: Path) -> None:
+    """nranks=N in the arms file: a communicator of another size runs NCCL's default at every call and writes no
+    arm log (every rank of a communicator has its size, so they agree); one of N ranks runs the arms."""
+    orders = rank_orders("ddp-4")
+    seqs = [write_seq(extend(o, 40), tmp_path / f"rank{r}.seq") for r, o in enumerate(orders)]
+    for size, armed in ((8, False), (4, True)):
+        arms = arms_file(tmp_path, "51")
+        arms.write_text(arms.read_text() + f"nranks={size}\n")
+        logs = tmp_path / "logs"
+        if logs.exists():
+            for f in logs.iterdir():
+                f.unlink()
+        proc = run([c_build / "test_ranks", c_build / LIB, "v6", tmp_path / "choices", *seqs],
+                   env=harness_env(arms), cwd=tmp_path)
+        assert proc.returncode == 0 and "mismatches 0" in proc.stdout and "warnings 0" in proc.stdout, proc.stdout
+        got = {tuple(int(x) for x in line.split()) for line in (tmp_path / "choices").read_text().splitlines()}
+        assert (got != {(-1, 0)}) == armed    # NCCL's default at every call, or the arms' rules somewhere
+        assert (len(list(logs.glob("ccltune-arms.*.txt"))) if logs.exists() else 0) == (4 if armed else 0)

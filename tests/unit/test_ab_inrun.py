@@ -312,3 +312,27 @@ def test_a_job_whose_nccl_asked_the_tuner_nothing_is_named_as_such(tmp_path, cap
     err = capsys.readouterr().err
     assert rc == 1 and "NCCL asked the tuner plugin about no collective" in err
     assert "NCCL consults no tuner for a one-rank communicator" in err
+
+
+def test_a_workload_of_several_communicator_sizes_limits_the_arms_to_its_busiest(tmp_path, capsys,
+                                                                                 monkeypatch) -> None:
+    """Tensor- and data-parallel groups: the plugin counts each communicator's own calls, so communicators called
+    at different rates switch apart. A workload whose tuned calls go to two sizes (12 calls a step on 4 ranks, 2
+    on 2) limits the arms to its busiest: the arms file says nranks=4 and step_calls=12; a job that then makes no
+    communicator of 4 ranks is told so."""
+    from ccltune.ab.armsfile import ArmsFile, InRunArm
+    from ccltune.commands import ab_inrun
+    from ccltune.workload.model import Entry, Key, Workload, to_json
+
+    wl = Workload([Entry(Key("all_reduce", 262144, 4, "bfloat16", 131072, op="sum"), 120),
+                   Entry(Key("all_gather", 1 << 20, 2, "bfloat16", 262144), 20)], sources=[], steps=10,
+                  order=[(0, 0, 6), (1, 1, 1), (0, 0, 6), (1, 1, 1)] * 10)
+    w = tmp_path / "w.json"
+    w.write_text(to_json(wl, {}))
+    o = type("O", (), {"period": "auto", "workload": str(w)})()
+    assert ab_inrun._period(o) == (None, 12, 4)
+    text = ArmsFile(1, 0, 2, 10, "logs", (InRunArm("default"),), None, 12, 4).text()
+    assert "step_calls=12\nnranks=4\n" in text
+    monkeypatch.setenv("FAKE_NO_LOGS", "1")
+    rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", REGEX, "--workload", str(w))
+    assert rc == 1 and "the arms were for communicators of 4 ranks only" in capsys.readouterr().err

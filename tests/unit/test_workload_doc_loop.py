@@ -112,7 +112,7 @@ def _step8(lines: list[list[str]], tmp: Path, rules_count: int, want_step_calls:
     a = parser.parse_args(in_run)
     assert a.in_run and a.rules == [str(tmp / "rules.conf")] and a.command[-1] == "train.py"
     o = ab_options(a)
-    assert ab_inrun._period(o) == (None, want_step_calls)   # the plugin's step hint from the job's own W.json
+    assert ab_inrun._period(o) == (None, want_step_calls, None)   # the step hint from the job's own W.json; one size
     if rules_count:
         arms = ab_inrun.in_run_arms(ab.arms(o))
         assert [x.name for x in arms] == ["default", "default-2", "rules"]

@@ -52,6 +52,7 @@ class ArmsFile:
     period: int | None = None     # tuner calls per step per communicator; None: found by the plugin
     step_calls: int | None = None  # period found by the plugin: raised to its multiple nearest to this (the
                                    # workload's calls per step; a decode loop's calls repeat every call)
+    nranks: int | None = None      # arms only on communicators of this many ranks (the others: NCCL's default)
 
     def check(self) -> None:
         """A ValueError naming the field when the plugin would refuse this file (its limits above)."""
@@ -60,6 +61,7 @@ class ArmsFile:
                                 ("max_blocks", self.max_blocks, 0, MAX_BLOCKS_FILE),
                                 ("period", 1 if self.period is None else self.period, 1, MAX_PERIOD),
                                 ("step_calls", self.step_calls or 0, 0, MAX_PERIOD),
+                                ("nranks", self.nranks or 1, 1, MAX_PERIOD),
                                 ("arms", len(self.arms), 1, MAX_ARMS)):
             if not lo <= v <= hi:
                 raise ValueError(f"the arms file's {what} must be {lo}..{hi} (the tuner plugin's limit), got {v}")
@@ -76,6 +78,8 @@ class ArmsFile:
                  f"max_blocks={self.max_blocks}", f"log={self.log}"]
         if self.period is None and self.step_calls:
             lines.append(f"step_calls={self.step_calls}")
+        if self.nranks:
+            lines.append(f"nranks={self.nranks}")
         lines += [f"arm={a.name}" + (f" rules={a.rules}" if a.rules else "") for a in self.arms]
         return "\n".join(lines) + "\n"
 

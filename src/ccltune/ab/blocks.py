@@ -85,7 +85,8 @@ def spans(logs: Sequence[ArmLog], n_arms: int, warmup_blocks: int, seed: int,
                      + (f"the job's {comms} communicators switch arms at different times (the plugin counts each "
                         "communicator's own calls, and finds each one's period after its own 1,024 calls: "
                         "communicators called at different rates, as tensor- and data-parallel ones, start their "
-                        "blocks apart); those blocks are not judged" if comms > 1 else
+                        "blocks apart); those blocks are not judged: give --workload W.json, whose busiest "
+                        "communicator's size then limits the arms to it" if comms > 1 else
                         "the ranks switched that far apart in time; those blocks are not judged"))
     return out, notes
 

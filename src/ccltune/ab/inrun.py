@@ -37,6 +37,7 @@ class InRunPlan:
     max_blocks: int = 1 << 20
     period: int | None = None           # tuner calls per step per communicator; None: the plugin finds it
     step_calls: int | None = None       # the workload's calls per step: the found period's nearest multiple to it
+    nranks: int | None = None           # arms only on communicators of this size (the workload's busiest of several)
     tuner: str = ""
     profiler: str | None = None
     base_env: Mapping[str, str] = field(default_factory=dict)
@@ -83,7 +84,7 @@ def _run(plan: InRunPlan, tmp: Path, say: Callable[[str], None]) -> InRunResult:
     logdir = tmp / "arms"
     logdir.mkdir()
     spec = ArmsFile(plan.seed, plan.warmup_blocks, plan.block_steps, plan.max_blocks, str(logdir), plan.arms,
-                    plan.period, plan.step_calls)
+                    plan.period, plan.step_calls, plan.nranks)
     spec.write(tmp / "arms.txt")
     env = {**plan.base_env, "CCLTUNE_ARMS": str(tmp / "arms.txt"), "NCCL_TUNER_PLUGIN": plan.tuner}
     if plan.profiler:
@@ -99,6 +100,10 @@ def _run(plan: InRunPlan, tmp: Path, say: Callable[[str], None]) -> InRunResult:
         raise UsageError(f"--metric {plan.pattern.pattern!r} matched no line of the job's output (exit code 0): "
                          f"check --metric; the job's last lines:\n{tail}")
     logs = armsfile.read_logs(logdir)
+    if not logs and plan.nranks:
+        raise DataError(f"ab --in-run: the job wrote no arm log: the arms were for communicators of {plan.nranks} ranks "
+                        "only (the busiest size in --workload) and the job made none of that size (a workload of "
+                        "another launch?)")
     if not logs:
         raise DataError(f"ab --in-run: the job wrote no arm log (ccltune-arms.*.txt) into {logdir}: the tuner "
                         f"plugin NCCL_TUNER_PLUGIN={plan.tuner} with CCLTUNE_ARMS was not loaded by NCCL (a job "

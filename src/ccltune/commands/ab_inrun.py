@@ -53,26 +53,30 @@ def in_run_arms(all_arms: Sequence[Any]) -> tuple[InRunArm, ...]:
     return tuple(out)
 
 
-def _period(o: Any) -> tuple[int | None, int | None]:
-    """(--period as an integer or None for auto, the workload's calls per step or None): --period N wins; with
-    auto and --workload the plugin's period becomes the multiple of the calls' own period nearest to the
-    workload's step (a decode loop whose calls are all one key repeats every call)."""
+def _period(o: Any) -> tuple[int | None, int | None, int | None]:
+    """(--period as an integer or None for auto, the workload's calls per step or None, the communicator size the
+    arms are limited to or None): --period N wins; with auto and --workload the plugin's period becomes the
+    multiple of the calls' own period nearest to the workload's step (a decode loop whose calls are all one key
+    repeats every call). A workload whose tuned calls go to communicators of several sizes (tensor- and
+    data-parallel groups) limits the arms to its busiest communicator's size: communicators called at different
+    rates switch apart, and then no block has time common to all."""
     if o.period != "auto":
         if not re.fullmatch(r"[0-9]{1,9}", o.period) or int(o.period) < 1:
             raise UsageError(f"--period must be auto or an integer >= 1 (tuner calls per step), got {o.period!r}")
-        return int(o.period), None
+        return int(o.period), None, None
     if not getattr(o, "workload", None):
-        return None, None
+        return None, None, None
     wl = model.load(o.workload)
-    n = quantities.tuner_calls_per_step(wl)
-    if n is None:
+    got = quantities.busiest_communicator(wl)
+    if got is None:
         raise UsageError(f"--workload {o.workload}: " + ("its steps are unknown (import it with --steps N)" if not wl.steps
                          else "none of its collectives is one NCCL hands to a tuner") +
                          ", so it gives no calls per step; give --period N (tuner calls per step) instead")
+    n, ranks, sizes = got
     if n > MAX_PERIOD:
         raise UsageError(f"--workload {o.workload}: {n} calls a step ({sum(e.calls for e in wl.entries)} calls over "
                          f"{wl.steps} step(s)) is more than the tuner plugin's {MAX_PERIOD}; give --period N")
-    return None, n
+    return None, n, ranks if sizes > 1 else None
 
 
 def plan_of(o: Any, cmd: list[str], all_arms: Sequence[Any]) -> tuple[inrun.InRunPlan, str, list[str]]:
@@ -96,7 +100,7 @@ def plan_of(o: Any, cmd: list[str], all_arms: Sequence[Any]) -> tuple[inrun.InRu
                         ("--max-blocks", o.max_blocks if o.max_blocks is not None else NO_LIMIT, 1)):
         if not lo <= v <= NO_LIMIT:
             raise UsageError(f"{flag} must be an integer in {lo}..{NO_LIMIT}, got {v}")
-    period, step_calls = _period(o)
+    period, step_calls, only = _period(o)
     if o.run_timeout is not None:
         launching.check_timeout(o.run_timeout, "--run-timeout")
     if not 0 <= o.min_effect < 100:
@@ -113,7 +117,7 @@ def plan_of(o: Any, cmd: list[str], all_arms: Sequence[Any]) -> tuple[inrun.InRu
     base, removed = jobrun.base_env(os.environ)
     seed = o.seed if o.seed is not None else random.SystemRandom().randrange(1 << 31)
     plan = inrun.InRunPlan(cmd, arms, pattern, higher, seed, o.warmup_blocks, o.block_steps,
-                      o.max_blocks if o.max_blocks is not None else NO_LIMIT, period, step_calls, tuner,
+                      o.max_blocks if o.max_blocks is not None else NO_LIMIT, period, step_calls, only, tuner,
                       str(prof) if prof else None, base, o.echo, o.run_timeout, o.min_effect / 100)
     return plan, words, removed
 

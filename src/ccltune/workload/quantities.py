@@ -57,24 +57,34 @@ def how(*, timed: str, mode: str | None = None, load: str | None = None, order: 
 
 
 def tuner_calls_per_step(wl: Workload) -> int | None:
-    """The calls one step makes on the job's busiest communicator, from its workload: the calls NCCL hands to a
-    tuner (not send/recv), per communicator of the captured order (by group size when the workload keeps no
-    order), over its steps; None when the workload does not know its steps. A COLL log counts API calls, the
-    tuner merged groups: a hint the plugin rounds to a multiple of the period it finds, not a period."""
+    """The calls one step makes on the job's busiest communicator (:func:`busiest_communicator`), or None."""
+    got = busiest_communicator(wl)
+    return got[0] if got else None
+
+
+def busiest_communicator(wl: Workload) -> tuple[int, int, int] | None:
+    """(calls a step, its ranks, how many communicator sizes make tuned calls) of the job's busiest communicator,
+    from its workload: the calls NCCL hands to a tuner (not send/recv), per communicator of the captured order
+    (by group size when the workload keeps no order), over its steps; None when the workload does not know its
+    steps. A COLL log counts API calls, the tuner merged groups: a hint the plugin rounds to a multiple of the
+    period it finds, not a period."""
     if not wl.steps or not wl.entries:
         return None
-    tuned = [(i, e) for i, e in enumerate(wl.entries)
-             if (c := collectives.REGISTRY.get(e.key.collective)) is not None and c.tuner_func is not None]
+    tuned = {i: e for i, e in enumerate(wl.entries)
+             if (c := collectives.REGISTRY.get(e.key.collective)) is not None and c.tuner_func is not None}
     per: Counter[object] = Counter()
+    size: dict[object, int] = {}
     if wl.order:
-        ids = {i for i, _ in tuned}
         for entry, comm, repeat in wl.order:
-            if entry in ids:
+            if entry in tuned:
                 per[comm] += repeat
+                size[comm] = tuned[entry].key.nranks
     else:
-        for _, e in tuned:
+        for e in tuned.values():
             per[e.key.nranks] += e.calls
+            size[e.key.nranks] = e.key.nranks
     if not per:
         return None
-    n = round(max(per.values()) / wl.steps)
-    return n if n >= 1 else None
+    top, calls = per.most_common(1)[0]
+    n = round(calls / wl.steps)
+    return (n, size[top], len(set(size.values()))) if n >= 1 else None
