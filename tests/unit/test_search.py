@@ -380,3 +380,19 @@ def test_a_search_finds_a_planted_winner(tmp_path, monkeypatch) -> None:
         assert names in ([], ["allreduce.64M.8ch"])
         found += names == ["allreduce.64M.8ch"]
     assert found >= 90, found
+
+
+def test_a_job_of_several_communicator_sizes_is_searched_on_its_busiest(tmp_path, capsys, monkeypatch) -> None:
+    """Tuned calls on two communicator sizes (12 a step on 4 ranks, 1 on 2): the arms are limited to the busiest
+    size (the arms file's nranks), so the candidates are its collectives' only, and search says so."""
+    doc = {**WORKLOAD, "entries": [
+        {**WORKLOAD["entries"][0], "calls": 120, "ran": [{"algo": "RING", "proto": "SIMPLE", "nchannels": 24, "calls": 120}]},
+        {"collective": "all_gather", "datatype": "bfloat16", "count": 262144, "op": None, "size_bytes": 1 << 21,
+         "nranks": 2, "nnodes": None, "calls": 10}],
+        "order": [[0, 0, 12], [1, 1, 1]] * 10}
+    monkeypatch.setenv("FAKE_PERIOD", "12")
+    rc = _search(tmp_path, monkeypatch, {}, "--runs", "0", "--no-whole-run", workload=doc)
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "the arms (and the candidates) are for its busiest, of 4 ranks" in out
+    assert "1 group(s): allreduce 1M..1M" in out and "allgather" not in out

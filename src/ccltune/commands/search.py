@@ -166,6 +166,9 @@ def run_search(o: SearchOptions, console: Console = Console(), *, command_line: 
     check_outputs(o)
     wl = _checked(o)
     sweep, sweep_words = _sweep(o)
+    plan, words = _inrun_plan(o)
+    if plan.nranks:   # arms only on the busiest communicator's size: candidates only for its collectives
+        wl = dataclasses.replace(wl, entries=[e for e in wl.entries if e.key.nranks == plan.nranks], order=[])
     groups = candidates.groups(wl, o.max_groups)
     sm, why = candidates.overlap_note(wl)
     cands = candidates.candidates(groups, sweep, sm)
@@ -175,8 +178,10 @@ def run_search(o: SearchOptions, console: Console = Console(), *, command_line: 
              "change nothing there" if wl.entries and all(e.key.nranks == 1 for e in wl.entries) else
              "none of its collectives is one NCCL hands to a tuner, every step") if not groups else why))
     first, bound = _first_run(o, wl, cands)
-    plan, words = _inrun_plan(o)
     console.say(f"# ccltune search: {shlex.join(o.command)}")
+    if plan.nranks:
+        console.say(f"# the workload's tuned calls go to communicators of several sizes: the arms (and the candidates) "
+                    f"are for its busiest, of {plan.nranks} ranks; the others run NCCL's default")
     console.say(f"# workload {o.workload}: {len(groups)} group(s): " + "; ".join(
         f"{g.label} (NCCL ran {g.nccl_ran})" for g in groups))
     console.say(f"# {why}")
