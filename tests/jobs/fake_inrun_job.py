@@ -11,6 +11,7 @@ whose value depends on the arm in force.
 - FAKE_TPS=1: print torchtitan's 'step: N  loss: 1.0  tps: 12,345' (tokens/s, higher is better) instead of
   'step N  T ms'
 - FAKE_BUFFERED=1: stdout block-buffered (as a non-Python job's through a pipe)
+- FAKE_QUIET=1: no step line at all
 - FAKE_GRAPH_AFTER=N: no tuner call after step N (the collectives replayed from CUDA graphs)
 - FAKE_NO_LOGS=1: write no arm log (a job whose NCCL did not load the plugin)
 - FAKE_NCCL_VERSION=2.28.9: print NCCL's version line first
@@ -105,7 +106,9 @@ for i in range(steps):
     time.sleep(step_s)
     ms = base * factor[arm] * (1 + drift * i / steps) * (1 + rng.gauss(0, noise))
     gpu_t += int(ms * 1e6)
-    if env.get("FAKE_TPS") == "1":
+    if env.get("FAKE_QUIET") == "1":   # a job that prints no step line (ab --in-run --metric gpu needs none)
+        pass
+    elif env.get("FAKE_TPS") == "1":
         print(f"step: {i:4d}  loss: 1.0  tps: {8192 * 1000 / ms * 100:,.0f}", flush=env.get("FAKE_BUFFERED") != "1")
     else:
         print(f"step {i:3d}  {ms:9.3f} ms  loss 1.0", flush=env.get("FAKE_BUFFERED") != "1")

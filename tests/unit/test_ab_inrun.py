@@ -336,3 +336,21 @@ def test_a_workload_of_several_communicator_sizes_limits_the_arms_to_its_busiest
     monkeypatch.setenv("FAKE_NO_LOGS", "1")
     rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", REGEX, "--workload", str(w))
     assert rc == 1 and "the arms were for communicators of 4 ranks only" in capsys.readouterr().err
+
+
+def test_the_gpu_step_period_judges_a_job_that_prints_no_step_line(tmp_path, capsys, monkeypatch) -> None:
+    """--metric gpu: each block's GPU step period from the profiler plugin's files (the fake job writes them as
+    the plugin does: arms from the tuner, each step lasting its time on the GPU) is the judge, with nothing from
+    the job: the planted 5% slowdown is found, the A/A twin is not; whole runs refuse it."""
+    monkeypatch.setenv("FAKE_QUIET", "1")
+    rc = _ab(tmp_path, "--rules", _rules(tmp_path, "slow", "slow"), "--metric", "gpu", "--json", str(tmp_path / "a.json"))
+    out = capsys.readouterr()
+    assert rc == 1 and "slow slower" in out.err, out.err
+    assert "# metric: each block's GPU step period (ms)" in out.out
+    rows = _rows(out.out)
+    assert rows["slow"].endswith("SLOWER") and "no difference" in rows["default-2"]
+    doc = json.loads((tmp_path / "a.json").read_text())
+    (slow,) = [a for a in doc["arms"] if a["arm"] == "slow"]
+    assert doc["metric"] == "gpu" and 1.03 < slow["ratio"] < 1.07 and slow["pairs"] >= 6
+    assert main(["ab", "--metric", "gpu", "--env", "A=1", "--", sys.executable, JOB]) == 2
+    assert "--metric gpu (the GPU step period of each block) is for --in-run" in capsys.readouterr().err

@@ -396,3 +396,21 @@ def test_a_job_of_several_communicator_sizes_is_searched_on_its_busiest(tmp_path
     assert rc == 0, out
     assert "the arms (and the candidates) are for its busiest, of 4 ranks" in out
     assert "1 group(s): allreduce 1M..1M" in out and "allgather" not in out
+
+
+def test_a_search_judged_by_the_gpu_step_period_needs_no_step_line(tmp_path, capsys, monkeypatch) -> None:
+    """--metric gpu: the job prints nothing; the in-run runs are judged by the profiler's GPU step period, the planted
+    winner is kept, and the whole-run arms (which need step lines) are skipped, said."""
+    monkeypatch.setenv("FAKE_QUIET", "1")
+    monkeypatch.setenv("FAKE_NCCL_VERSION", "2.28.9")
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps(WORKLOAD))
+    monkeypatch.setenv("FAKE_EFFECTS", json.dumps({",8,-1,-1": -5}))
+    monkeypatch.setenv("FAKE_STEPS", "240")
+    rc = main(["search", "--db", str(tmp_path / "s.db"), "--workload", str(wl), "--metric", "gpu", "--seed", "3",
+               "--block-steps", "4", "--warmup-blocks", "1", "--steps", "240", "--out", str(tmp_path / "kept.conf"),
+               "--", sys.executable, JOB])
+    out = capsys.readouterr().out
+    assert rc == 0 and "skipped (--metric gpu is a block's GPU step period" in out, out
+    assert [x for x in (tmp_path / "kept.conf").read_text().splitlines() if not x.startswith("#")] == [
+        "allreduce,1048576,1048576,default,default,8,-1,-1,-1,-1"]

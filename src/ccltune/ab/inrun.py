@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import statistics
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ class InRunPlan:
     echo: bool = False
     run_timeout_s: float | None = None
     min_effect: float = 0.01
+    gpu_metric: bool = False            # judged by the GPU step period (profiler files), not the job's step lines
 
     @property
     def names(self) -> list[str]:
@@ -81,6 +83,31 @@ def run(plan: InRunPlan, say: Callable[[str], None]) -> InRunResult:
 
 
 def _run(plan: InRunPlan, tmp: Path, say: Callable[[str], None]) -> InRunResult:
+    job, logs = _job(plan, tmp)
+    if plan.gpu_metric:
+        return _judge_gpu(plan, tmp, job, logs)
+    got = blocks.block_values(logs, job.steps, n_arms=len(plan.arms), warmup_blocks=plan.warmup_blocks,
+                              seed=plan.seed, max_blocks=plan.max_blocks, end_ns=job.end_ns)
+    notes = list(got.notes)
+    if job.buffered:
+        notes.append(f"{job.burst_steps} of {len(job.steps)} step lines came in bursts (up to {job.largest_burst} "
+                     "in one read): the job's stdout is block-buffered, so a line's arrival is not its step's end and "
+                     "steps land in the wrong blocks; a Python job gets PYTHONUNBUFFERED=1 from ccltune (check that "
+                     "it does not reopen stdout), any other job needs 'stdbuf -oL COMMAND' or a pty")
+    short = _blocks_shorter_than_steps(logs, got, job.steps)
+    if short:  # a step then runs under several arms: no block's steps are its arm's, whatever got assigned
+        raise DataError(f"ab --in-run: no block to judge: {short}")
+    if not got.values:
+        raise DataError(f"ab --in-run: {len(logs)} arm log(s) and {len(job.steps)} step line(s), but no block to "
+                        f"judge: {len(got.spans)} block(s) logged, the first {plan.warmup_blocks} and the warm-up "
+                        f"round ({len(plan.arms)} blocks) are warm-up; run more steps (a block is {plan.block_steps} "
+                        "steps) or lower --block-steps" + ("; " + "; ".join(notes) if notes else ""))
+    judged = inrun_judge.judge(got.values, plan.names, higher_better=plan.higher_better, min_effect=plan.min_effect)
+    return InRunResult(job, logs, got, judged, notes, _gpu_period(tmp / "profile" if plan.profiler else None, got, plan))
+
+
+def _job(plan: InRunPlan, tmp: Path) -> tuple[steplines.JobOutput, list[ArmLog]]:
+    """The job run once with the arms file, its step lines kept in ``tmp``, and its arm logs, checked."""
     logdir = tmp / "arms"
     logdir.mkdir()
     spec = ArmsFile(plan.seed, plan.warmup_blocks, plan.block_steps, plan.max_blocks, str(logdir), plan.arms,
@@ -96,7 +123,7 @@ def _run(plan: InRunPlan, tmp: Path, say: Callable[[str], None]) -> InRunResult:
     tail = "\n".join(f"  | {line}" for line in job.tail)
     if job.reason:
         raise CheckFailed(f"ab --in-run: the job failed ({job.reason}): nothing to judge; its last lines:\n{tail}")
-    if not job.steps:
+    if not job.steps and not plan.gpu_metric:
         raise UsageError(f"--metric {plan.pattern.pattern!r} matched no line of the job's output (exit code 0): "
                          f"check --metric; the job's last lines:\n{tail}")
     logs = armsfile.read_logs(logdir)
@@ -118,24 +145,32 @@ def _run(plan: InRunPlan, tmp: Path, say: Callable[[str], None]) -> InRunResult:
                            "as local copies); rules change nothing there" if ranks == [1] else
                            "the job issued no broadcast, reduce, all_gather, reduce_scatter or all_reduce through NCCL "
                            "(send/recv and all-to-all reach no tuner), or replayed them from CUDA graphs captured before"))
-    got = blocks.block_values(logs, job.steps, n_arms=len(plan.arms), warmup_blocks=plan.warmup_blocks,
-                              seed=plan.seed, max_blocks=plan.max_blocks, end_ns=job.end_ns)
-    notes = list(got.notes)
-    if job.buffered:
-        notes.append(f"{job.burst_steps} of {len(job.steps)} step lines came in bursts (up to {job.largest_burst} "
-                     "in one read): the job's stdout is block-buffered, so a line's arrival is not its step's end and "
-                     "steps land in the wrong blocks; a Python job gets PYTHONUNBUFFERED=1 from ccltune (check that "
-                     "it does not reopen stdout), any other job needs 'stdbuf -oL COMMAND' or a pty")
-    short = _blocks_shorter_than_steps(logs, got, job.steps)
-    if short:  # a step then runs under several arms: no block's steps are its arm's, whatever got assigned
-        raise DataError(f"ab --in-run: no block to judge: {short}")
-    if not got.values:
-        raise DataError(f"ab --in-run: {len(logs)} arm log(s) and {len(job.steps)} step line(s), but no block to "
-                        f"judge: {len(got.spans)} block(s) logged, the first {plan.warmup_blocks} and the warm-up "
-                        f"round ({len(plan.arms)} blocks) are warm-up; run more steps (a block is {plan.block_steps} "
-                        "steps) or lower --block-steps" + ("; " + "; ".join(notes) if notes else ""))
-    judged = inrun_judge.judge(got.values, plan.names, higher_better=plan.higher_better, min_effect=plan.min_effect)
-    return InRunResult(job, logs, got, judged, notes, _gpu_period(tmp / "profile" if plan.profiler else None, got, plan))
+    return job, logs
+
+
+def _judge_gpu(plan: InRunPlan, tmp: Path, job: steplines.JobOutput, logs: list[ArmLog]) -> InRunResult:
+    """--metric gpu: each block's GPU step period from the profiler's files (``gpu_period.per_block``: the same
+    call of consecutive steps, on each rank's GPU clock, nothing from the job), judged as step lines are."""
+    spans, notes = blocks.spans(logs, len(plan.arms), plan.warmup_blocks, plan.seed, plan.max_blocks)
+    try:
+        files = profile_file.read_dir(tmp / "profile", strict=True)
+    except (CcltuneError, OSError) as exc:
+        raise DataError(f"ab --in-run --metric gpu: the profiler's files could not be read: {exc}") from None
+    if not files:
+        raise DataError(f"ab --in-run --metric gpu: the profiler plugin ({plan.profiler}) wrote no file: NCCL did not "
+                        "load it (NCCL_PROFILER_PLUGIN), or the job has no NCCL")
+    periods, more = gpu_period.per_block(files, spans, plan.block_steps)
+    notes += more
+    values = [blocks.BlockValue(s, statistics.median(b.period_ns for b in periods[s.index]) / 1e6,
+                                min(len(b.steps_ns) for b in periods[s.index]))
+              for s in spans if s.round >= 0 and s.index < plan.max_blocks and s.end_ns is not None
+              and periods.get(s.index)]
+    if not values:
+        raise DataError(f"ab --in-run --metric gpu: {len(files)} profiler file(s) and {len(spans)} block(s) logged, but "
+                        "no judged block has a GPU step period" + ("; " + "; ".join(notes) if notes else ""))
+    got = blocks.Blocks(spans=spans, values=values, notes=notes)
+    judged = inrun_judge.judge(values, plan.names, higher_better=False, min_effect=plan.min_effect)
+    return InRunResult(job, logs, got, judged, notes)
 
 
 def _gpu_period(profile: Path | None, got: blocks.Blocks, plan: InRunPlan) -> GpuDiagnostic | None:

@@ -57,7 +57,8 @@ class AbOptions:
                          help="wall: the run's wall time; comm: its collectives' GPU time from ccltune's profiler "
                               "plugin (NCCL_PROFILER_PLUGIN); REGEX: group 1 of every match in the job's output is a "
                               "sample, the run's value their median; auto: comm when the profiler plugin is built, "
-                              "else wall")
+                              "else wall; with --in-run: a REGEX, or gpu: each block's GPU step period from the "
+                              "profiler plugin, nothing from the job")
     skip: int = option(0, flag="--skip", help="REGEX: leave out each run's first N matches "
             "(warm-up steps)")
     rounds: int | None = option(None, flag="--rounds",
@@ -181,6 +182,9 @@ def metric(o: AbOptions) -> rounds.Metric:
     prof = job.profiler_path()
     if o.metric == "wall":
         return rounds.Metric("wall")
+    if o.metric == "gpu":
+        raise UsageError("--metric gpu (the GPU step period of each block) is for --in-run; whole runs take "
+                         "wall, comm or a REGEX of the job's step lines")
     if o.metric in ("comm", "auto"):
         if prof is None:
             if o.metric == "auto":

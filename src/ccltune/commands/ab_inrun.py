@@ -87,15 +87,7 @@ def plan_of(o: Any, cmd: list[str], all_arms: Sequence[Any]) -> tuple[inrun.InRu
         if bad:
             raise UsageError(f"{flag} is for whole runs; with --in-run the rounds are blocks inside the one run "
                              "(--block-steps, --warmup-blocks, --max-blocks) and warm-up is by blocks")
-    if o.metric in ("auto", "wall", "comm"):
-        raise UsageError("--in-run needs --metric REGEX: the job's step lines (e.g. 'step +[0-9]+ +([0-9.]+) ms', or "
-                         "torchtitan's 'tps: ([0-9,]+)'), read as they arrive")
-    try:
-        pattern = re.compile(o.metric)
-    except re.error as exc:
-        raise UsageError(f"--metric {o.metric!r} is not a regular expression: {exc}") from None
-    if pattern.groups < 1:
-        raise UsageError(f"--metric {o.metric!r} has no group: put ( ) around the number, e.g. 'step time ([0-9.]+) ms'")
+    pattern = _pattern(o.metric)
     for flag, v, lo in (("--block-steps", o.block_steps, 2), ("--warmup-blocks", o.warmup_blocks, 0),
                         ("--max-blocks", o.max_blocks if o.max_blocks is not None else NO_LIMIT, 1)):
         if not lo <= v <= NO_LIMIT:
@@ -105,7 +97,11 @@ def plan_of(o: Any, cmd: list[str], all_arms: Sequence[Any]) -> tuple[inrun.InRu
         launching.check_timeout(o.run_timeout, "--run-timeout")
     if not 0 <= o.min_effect < 100:
         raise UsageError(f"--min-effect must be in [0, 100) percent, got {o.min_effect:g}")
-    higher, words = direction(o.metric, o.better)
+    gpu = o.metric == GPU_METRIC
+    higher, words = (False, "lower is better (the GPU step period, from ccltune's profiler plugin's timestamps)") \
+        if gpu else direction(o.metric, o.better)
+    if gpu and o.better == "higher":
+        raise UsageError("--metric gpu is a time (the GPU step period): lower is better; leave --better out")
     arms = in_run_arms(all_arms)
     from ccltune import tuner_plugin
 
@@ -114,20 +110,45 @@ def plan_of(o: Any, cmd: list[str], all_arms: Sequence[Any]) -> tuple[inrun.InRu
     except Exception as exc:  # noqa: BLE001 - EngineUnavailable, with how to build it
         raise UsageError(f"--in-run needs the ccltune tuner plugin: {exc}") from None
     prof = jobrun.profiler_path()
+    if gpu and prof is None:
+        raise UsageError("--metric gpu needs ccltune's profiler plugin (libnccl-profiler-ccltune.so), not built here: "
+                         "build it (make -C profiler, or pip install .) or give --metric REGEX for the job's step lines")
     base, removed = jobrun.base_env(os.environ)
     seed = o.seed if o.seed is not None else random.SystemRandom().randrange(1 << 31)
     plan = inrun.InRunPlan(cmd, arms, pattern, higher, seed, o.warmup_blocks, o.block_steps,
                       o.max_blocks if o.max_blocks is not None else NO_LIMIT, period, step_calls, only, tuner,
-                      str(prof) if prof else None, base, o.echo, o.run_timeout, o.min_effect / 100)
+                      str(prof) if prof else None, base, o.echo, o.run_timeout, o.min_effect / 100, gpu)
     return plan, words, removed
+
+
+GPU_METRIC = "gpu"   # --metric gpu: the GPU step period of each block, from the profiler plugin's files
+
+
+def _pattern(metric: str) -> re.Pattern[str]:
+    """The step lines' REGEX of --metric (a pattern that matches nothing for --metric gpu), checked."""
+    if metric in ("auto", "wall", "comm"):
+        raise UsageError("--in-run needs --metric REGEX: the job's step lines (e.g. 'step +[0-9]+ +([0-9.]+) ms', or "
+                         "torchtitan's 'tps: ([0-9,]+)'), read as they arrive; or --metric gpu: the GPU step period "
+                         "from ccltune's profiler plugin, which needs nothing from the job")
+    if metric == GPU_METRIC:
+        return re.compile(r"(?!)()")
+    try:
+        pattern = re.compile(metric)
+    except re.error as exc:
+        raise UsageError(f"--metric {metric!r} is not a regular expression: {exc}") from None
+    if pattern.groups < 1:
+        raise UsageError(f"--metric {metric!r} has no group: put ( ) around the number, e.g. 'step time ([0-9.]+) ms'")
+    return pattern
 
 
 def header(plan: inrun.InRunPlan, words: str, removed: Sequence[str]) -> list[str]:
     out = [f"# ccltune ab --in-run: {shlex.join(plan.argv)}",
            f"# {len(plan.arms)} arms switched inside one run in blocks of {plan.block_steps} steps, "
            f"{plan.warmup_blocks} warm-up block(s) then a warm-up round, shuffled order per round (seed {plan.seed})",
-           f"# metric: the numbers {plan.pattern.pattern!r} matches in the job's step lines, stamped on arrival; "
-           f"{words}",
+           ("# metric: each block's GPU step period (ms): the same call of consecutive steps on each rank's GPU, from "
+            f"ccltune's profiler plugin, nothing from the job; {words}" if plan.gpu_metric else
+            f"# metric: the numbers {plan.pattern.pattern!r} matches in the job's step lines, stamped on arrival; "
+            f"{words}"),
            "# statistic: per arm, its block against default's in each round, paired (stats.paired); Holm across "
            "arms; the A/A twin is the control"]
     out += [f"#   arm {a.name}: " + (f"rules {a.rules}" if a.rules else "NCCL's default" if i == 0 else
@@ -189,7 +210,8 @@ def store_blocks(store: Store, run_id: int, plan: inrun.InRunPlan, got: inrun.In
         store.add_ab_sample(run_id, AbSample(plan.names[s.arm], s.round + 1, s.place, v.value, "",
                                              SampleStatus.OK, got.job.exit_code, wall, v.steps,
                                              f"in-run block {s.index}"))
-    summary = {"in_run": True, "seed": plan.seed, "metric": plan.pattern.pattern, "direction": words,
+    summary = {"in_run": True, "seed": plan.seed, "metric": GPU_METRIC if plan.gpu_metric else plan.pattern.pattern,
+               "direction": words,
                "rounds": len({v.span.round for v in got.blocks.values}), "blocks_logged": len(got.blocks.spans),
                "steps": len(got.job.steps), "steps_dropped": got.blocks.dropped_steps, "graphs": got.blocks.graphs,
                "arms": [j.to_dict() for j in got.judged], "notes": got.notes,

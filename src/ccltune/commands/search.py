@@ -248,8 +248,10 @@ def _whole_runs(o: SearchOptions, plan: inrun.InRunPlan, result: search.SearchRe
     from ccltune.ab import rounds, search
     from ccltune.commands import ab
 
-    if o.no_whole_run:
-        result.whole_note = "whole-run arms NCCL_CTA_POLICY, NCCL_MAX_CTAS: skipped (--no-whole-run)"
+    if o.no_whole_run or plan.gpu_metric:
+        result.whole_note = ("whole-run arms NCCL_CTA_POLICY, NCCL_MAX_CTAS: skipped ("
+                             + ("--no-whole-run)" if o.no_whole_run else "--metric gpu is a block's GPU step period, "
+                                "judged inside one run; whole runs need the job's step lines: --metric REGEX)"))
         console.say(f"# {result.whole_note}")
         return
     version = next((s.nccl_version for s in result.stages if s.nccl_version), None)
