@@ -68,6 +68,25 @@ static void bench(void* off, void* on, ncclFunc_t coll, size_t bytes, double* tO
   }
 }
 
+static const struct { ncclFunc_t coll; size_t bytes; const char* what; } CASES[3] = {
+    {ncclFuncAllGather, 1 << 20, "hit: "},
+    {ncclFuncAllGather, 1ull << 40, "miss: (size above every rule)"},
+    {ncclFuncAllReduce, 1 << 20, "miss: (collective without rules)"}, /* no allreduce rules */
+};
+
+/* Each case with ctx off and with ctx on, printed; the largest added cost. */
+static double added(void* off, void* on, const char* with) {
+  double worst = 0;
+  for (int k = 0; k < 3; k++) {
+    double tOff, tOn;
+    bench(off, on, CASES[k].coll, CASES[k].bytes, &tOff, &tOn);
+    printf("%-34s %5.1f ns/call; with %s %5.1f ns/call, added %5.1f ns\n", CASES[k].what, tOff, with, tOn,
+           tOn - tOff);
+    if (tOn - tOff > worst) worst = tOn - tOff;
+  }
+  return worst;
+}
+
 static void* init_ctx(void) {
   void* ctx = NULL;
   ncclNvlDomainInfo_v6_t nvl = {1, 8, 8};
@@ -109,32 +128,11 @@ int main(void) {
   unsetenv("CCLTUNE_ARMS");
   unlink(path);
   if (!off || !on || !arms) { fprintf(stderr, "bench: init produced no context\n"); return 1; }
-  static const struct { ncclFunc_t coll; size_t bytes; const char* what; } cases[3] = {
-      {ncclFuncAllGather, 1 << 20, "hit: "},
-      {ncclFuncAllGather, 1ull << 40, "miss: (size above every rule)"},
-      {ncclFuncAllReduce, 1 << 20, "miss: (collective without rules)"}, /* no allreduce rules */
-  };
   printf("rules: %d, calls: %d, fastest of %d runs\n", NRULES, CALLS, REPS);
-  if (!matches(off, cases[0].coll, cases[0].bytes)) printf("warning: the hit query did not match\n");
-  double worst = 0;
-  for (int k = 0; k < 3; k++) {
-    double tOff, tOn;
-    bench(off, on, cases[k].coll, cases[k].bytes, &tOff, &tOn);
-    printf("%-34s %5.1f ns/call; with capture %5.1f ns/call, added %5.1f ns\n", cases[k].what, tOff, tOn,
-           tOn - tOff);
-    if (tOn - tOff > worst) worst = tOn - tOff;
-  }
-  printf("capture added cost: %.1f ns/call at most (target <= 20 ns)\n", worst);
-  double worstArms = 0;
-  for (int k = 0; k < 3; k++) {
-    double tOff, tArms;
-    bench(off, arms, cases[k].coll, cases[k].bytes, &tOff, &tArms);
-    printf("%-34s %5.1f ns/call; with in-run arms %5.1f ns/call, added %5.1f ns\n", cases[k].what, tOff, tArms,
-           tArms - tOff);
-    if (tArms - tOff > worstArms) worstArms = tArms - tOff;
-  }
+  if (!matches(off, CASES[0].coll, CASES[0].bytes)) printf("warning: the hit query did not match\n");
+  printf("capture added cost: %.1f ns/call at most (target <= 20 ns)\n", added(off, on, "capture"));
   printf("in-run arms added cost: %.1f ns/call at most (a third of the calls on the rules, the rest on NCCL's "
-         "default)\n", worstArms);
+         "default)\n", added(off, arms, "in-run arms"));
   ncclTunerPlugin_v6.finalize(off);
   ncclTunerPlugin_v6.finalize(on);
   ncclTunerPlugin_v6.finalize(arms);
